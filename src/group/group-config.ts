@@ -1,0 +1,27 @@
+/** The coordinator's settings; names and defaults are Kafka's broker configs of the same meaning. */
+export interface GroupConfig {
+  /** group.min.session.timeout.ms */
+  readonly groupMinSessionTimeoutMs: number;
+  /** group.max.session.timeout.ms */
+  readonly groupMaxSessionTimeoutMs: number;
+  /** group.initial.rebalance.delay.ms (KIP-134) */
+  readonly groupInitialRebalanceDelayMs: number;
+  /** group.max.size (KIP-389); Kafka's default is Int.MaxValue, i.e. unlimited. */
+  readonly groupMaxSize: number;
+  /** offset.metadata.max.bytes */
+  readonly offsetMetadataMaxBytes: number;
+}
+
+export const DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS = 6_000;
+export const DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS = 1_800_000;
+export const DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS = 3_000;
+export const DEFAULT_GROUP_MAX_SIZE = 2_147_483_647;
+export const DEFAULT_OFFSET_METADATA_MAX_BYTES = 4_096;
+
+export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
+  groupMinSessionTimeoutMs: DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
+  groupMaxSessionTimeoutMs: DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS,
+  groupInitialRebalanceDelayMs: DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
+  groupMaxSize: DEFAULT_GROUP_MAX_SIZE,
+  offsetMetadataMaxBytes: DEFAULT_OFFSET_METADATA_MAX_BYTES,
+});

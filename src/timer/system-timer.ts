@@ -1,0 +1,185 @@
+import { SYSTEM_TIME, type Time } from '../time';
+import { BucketQueue } from './bucket-queue';
+import type { Timer } from './timer';
+import type { TimerTask } from './timer-task';
+import { TimerTaskList, type TaskCounter } from './timer-task-list';
+import { TimingWheel } from './timing-wheel';
+
+export const DEFAULT_TICK_MS = 1;
+export const DEFAULT_WHEEL_SIZE = 20;
+/** Node's setTimeout wraps delays above 2^31 - 1 ms to 1 ms; longer waits are taken in steps. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+export interface SystemTimerOptions {
+  /** For messages only. */
+  name?: string;
+  time?: Time;
+  tickMs?: number;
+  wheelSize?: number;
+  /**
+   * Called when a task's `run` throws; the remaining due tasks still run. Without it the first error is
+   * rethrown once the batch is done, so a broken invariant is never silent.
+   */
+  onTaskError?: (error: unknown, task: TimerTask) => void;
+}
+
+/**
+ * The timer cohort runs on: a hierarchical TimingWheel whose buckets are ordered by a BucketQueue, driven
+ * by ONE event-loop timeout armed for the earliest bucket (re-armed only when an earlier bucket appears)
+ * and unref'd so pending tasks never keep the process alive. With a clock that moves by hand
+ * (`Time.onAdvance`), no timeout is used: tasks run synchronously inside the clock's `advance`.
+ *
+ * Running due tasks happens in two phases: buckets that are due are popped and flushed, their tasks
+ * either cascading into finer wheels or moving to the `due` list; then the due list is drained in order.
+ * A running task may add, re-arm or cancel any task, itself included: cancelling a task on the due list
+ * takes it off the list, so a cancelled task never runs; a task added already due joins the list and
+ * runs in the same pass.
+ */
+export class SystemTimer implements Timer {
+  readonly name: string;
+  private readonly time: Time;
+  private readonly counter: TaskCounter = { value: 0 };
+  private readonly queue = new BucketQueue();
+  private readonly wheel: TimingWheel;
+  private readonly due: TimerTaskList;
+  private readonly onTaskError: ((error: unknown, task: TimerTask) => void) | undefined;
+  private readonly reinsert = (task: TimerTask): void => this.place(task);
+  private readonly onAlarm = (): void => {
+    this.alarm = null;
+    this.alarmAtMs = Infinity;
+    this.advanceClock();
+  };
+  private alarm: NodeJS.Timeout | null = null;
+  private alarmAtMs = Infinity;
+  private unsubscribe: (() => void) | null = null;
+  private draining = false;
+  private isShutdown = false;
+
+  constructor(options: SystemTimerOptions = {}) {
+    const tickMs = options.tickMs ?? DEFAULT_TICK_MS;
+    const wheelSize = options.wheelSize ?? DEFAULT_WHEEL_SIZE;
+    if (!Number.isSafeInteger(tickMs) || tickMs < 1)
+      throw new RangeError(`tickMs must be an integer >= 1, got ${tickMs}`);
+    if (!Number.isSafeInteger(wheelSize) || wheelSize < 2) {
+      throw new RangeError(`wheelSize must be an integer >= 2, got ${wheelSize}`);
+    }
+    this.name = options.name ?? 'timer';
+    this.time = options.time ?? SYSTEM_TIME;
+    this.onTaskError = options.onTaskError;
+    this.wheel = new TimingWheel(tickMs, wheelSize, this.time.monotonicMs(), this.counter, this.queue);
+    this.due = new TimerTaskList(this.counter);
+    if (this.time.onAdvance) this.unsubscribe = this.time.onAdvance(() => this.advanceClock());
+  }
+
+  get size(): number {
+    return this.counter.value;
+  }
+
+  add(task: TimerTask): void {
+    if (this.isShutdown) throw new Error(`${this.name}: add after shutdown`);
+    const delayMs = task.delayMs;
+    if (Number.isNaN(delayMs)) throw new RangeError(`${this.name}: task delay is NaN`);
+    const nowMs = this.time.monotonicMs();
+    // Whole milliseconds, rounded up: a task must never be considered due before its deadline.
+    task.expirationMs = delayMs > 0 ? nowMs + Math.ceil(delayMs) : nowMs;
+    // The wheel's clock only moves when a bucket expires. When nothing is due, it is safe to bring it to
+    // now, so the task lands in the finest wheel that fits instead of a coarse bucket that would cascade.
+    if (this.queue.peekExpirationMs() > nowMs) this.wheel.advanceClock(nowMs);
+    if (this.wheel.add(task)) {
+      if (this.queue.peekExpirationMs() < this.alarmAtMs) this.arm(nowMs);
+    } else {
+      this.due.add(task);
+      this.drain();
+    }
+  }
+
+  advanceClock(): boolean {
+    if (this.isShutdown) return false;
+    let ran = false;
+    let nowMs = this.time.monotonicMs();
+    // Loop: tasks run by `drain` can create buckets that are already due (never with tickMs = 1 and a
+    // current wheel, but cheap to make certain of).
+    while (this.queue.peekExpirationMs() <= nowMs) {
+      while (this.queue.peekExpirationMs() <= nowMs) {
+        const bucket = this.queue.pop() as TimerTaskList;
+        this.wheel.advanceClock(bucket.expirationMs);
+        bucket.flush(this.reinsert);
+      }
+      if (!this.due.isEmpty) ran = this.drain() || ran;
+      nowMs = this.time.monotonicMs();
+    }
+    if (!this.isShutdown) this.arm(nowMs);
+    return ran;
+  }
+
+  shutdown(): void {
+    if (this.isShutdown) return;
+    this.isShutdown = true;
+    if (this.alarm !== null) clearTimeout(this.alarm);
+    this.alarm = null;
+    this.alarmAtMs = Infinity;
+    if (this.unsubscribe !== null) this.unsubscribe();
+    this.unsubscribe = null;
+    // Unlink every task so `isPending` is false and a later `cancel` is a harmless no-op.
+    let bucket = this.queue.pop();
+    while (bucket !== undefined) {
+      bucket.flush(() => undefined);
+      bucket = this.queue.pop();
+    }
+    this.due.flush(() => undefined);
+  }
+
+  /** Cascades a task from an expired bucket: into a finer wheel, or onto the due list. */
+  private place(task: TimerTask): void {
+    if (!this.wheel.add(task)) this.due.add(task);
+  }
+
+  /** Runs the due list to empty; re-entrant calls (from inside a task) leave the work to the outer loop. */
+  private drain(): boolean {
+    if (this.draining) return false;
+    this.draining = true;
+    let firstError: unknown = undefined;
+    let hasError = false;
+    let ran = false;
+    try {
+      let task = this.due.shift();
+      while (task !== null) {
+        ran = true;
+        try {
+          task.run();
+        } catch (error) {
+          if (this.onTaskError) this.onTaskError(error, task);
+          else if (!hasError) {
+            hasError = true;
+            firstError = error;
+          }
+        }
+        task = this.due.shift();
+      }
+    } finally {
+      this.draining = false;
+    }
+    if (hasError) throw firstError;
+    return ran;
+  }
+
+  /** Ensures the event-loop timeout fires by the earliest queued bucket. */
+  private arm(nowMs: number): void {
+    if (this.unsubscribe !== null) return; // driven by a manual clock
+    const nextMs = this.queue.peekExpirationMs();
+    if (nextMs === Infinity) {
+      if (this.alarm !== null) {
+        clearTimeout(this.alarm);
+        this.alarm = null;
+        this.alarmAtMs = Infinity;
+      }
+      return;
+    }
+    if (nextMs >= this.alarmAtMs) return;
+    if (this.alarm !== null) clearTimeout(this.alarm);
+    const delayMs = Math.min(Math.max(nextMs - nowMs, 0), MAX_TIMEOUT_MS);
+    this.alarm = setTimeout(this.onAlarm, delayMs);
+    this.alarm.unref();
+    this.alarmAtMs = nextMs;
+  }
+}

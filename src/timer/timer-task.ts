@@ -1,0 +1,44 @@
+import type { TimerTaskList } from './timer-task-list';
+
+/**
+ * A unit of work to run once its delay has passed.
+ *
+ * The task is its own list node (Kafka keeps a separate TimerTaskEntry): a bucket links tasks through
+ * `prev`/`next`, so adding, cancelling and re-arming a task never allocates. Re-arming is simply adding
+ * the same task again, which moves it to the bucket of its new deadline.
+ *
+ * A task is pending from `Timer.add` until it runs or is cancelled; a pending task is in exactly one list
+ * (a wheel bucket or the timer's list of due tasks), so `cancel` always finds it, even after it became due
+ * but before it ran.
+ */
+export abstract class TimerTask {
+  /** Delay counted from the moment the task is added to a timer. May be changed before re-adding. */
+  delayMs: number;
+
+  /** @internal Absolute deadline on the timer's monotonic clock, set by `Timer.add`. */
+  expirationMs = 0;
+  /** @internal The list holding the task while it is pending; null otherwise. */
+  list: TimerTaskList | null = null;
+  /** @internal */
+  prev: TimerTask | null = null;
+  /** @internal */
+  next: TimerTask | null = null;
+
+  constructor(delayMs: number) {
+    this.delayMs = delayMs;
+  }
+
+  /** Called once, on the event loop, at or after the deadline. */
+  abstract run(): void;
+
+  /** Stops the task from running. A no-op for a task that is not pending. */
+  cancel(): void {
+    const list = this.list;
+    if (list !== null) list.remove(this);
+  }
+
+  /** Scheduled, and neither run nor cancelled yet. */
+  get isPending(): boolean {
+    return this.list !== null;
+  }
+}

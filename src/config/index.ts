@@ -1,0 +1,23 @@
+export type { CohortConfig, ConfigKey, LogLevel } from './cohort-config';
+export { LOG_LEVELS } from './cohort-config';
+export {
+  DEFAULT_DATA_DIR,
+  DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
+  DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS,
+  DEFAULT_GROUP_MAX_SIZE,
+  DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
+  DEFAULT_LISTEN,
+  DEFAULT_LOG_LEVEL,
+  DEFAULT_MANUAL_CLOCK,
+  DEFAULT_OFFSET_METADATA_MAX_BYTES,
+  INT32_MAX,
+} from './defaults';
+export type { SettingKind, SettingSpec } from './config-schema';
+export { CONFIG_SCHEMA, CONFIG_SETTINGS, envOf, flagOf } from './config-schema';
+export type { ListenAddress } from './listen-address';
+export { parseListenAddress } from './listen-address';
+export type { LoadConfigResult } from './load-config';
+export { loadConfig } from './load-config';
+export { createConfig } from './create-config';
+export { InvalidConfigError } from './invalid-config-error';
+export { helpText } from './help-text';

@@ -1,0 +1,99 @@
+import type { CohortConfig, ConfigKey } from './cohort-config';
+import { LOG_LEVELS } from './cohort-config';
+import type { SettingSpec } from './config-schema';
+import { CONFIG_SCHEMA, CONFIG_SETTINGS } from './config-schema';
+import { parseListenAddress } from './listen-address';
+
+/** Where a value came from; messages name it the way the user gave it. */
+export type ConfigSource = 'flag' | 'env' | 'default' | 'override';
+
+export type ConfigSources = Readonly<Record<ConfigKey, ConfigSource>>;
+
+export type ValidatedConfig =
+  | { readonly config: CohortConfig; readonly errors?: undefined }
+  | { readonly config?: undefined; readonly errors: readonly string[] };
+
+/**
+ * How a message refers to a setting and its value: `--group-max-size (0)`, `COHORT_GROUP_MAX_SIZE (0)`,
+ * `--group-max-size (default 2147483647)`, or `groupMaxSize (0)` for programmatic overrides.
+ */
+export function describeSetting(spec: SettingSpec, value: unknown, source: ConfigSource): string {
+  const shown = typeof value === 'string' ? `'${value}'` : String(value);
+  switch (source) {
+    case 'flag':
+      return `${spec.flag} (${shown})`;
+    case 'env':
+      return `${spec.env} (${shown})`;
+    case 'default':
+      return `${spec.flag} (default ${shown})`;
+    case 'override':
+      return `${spec.key} (${shown})`;
+  }
+}
+
+function nameOf(spec: SettingSpec, source: ConfigSource): string {
+  if (source === 'env') return spec.env;
+  if (source === 'override') return spec.key;
+  return spec.flag;
+}
+
+function checkOne(spec: SettingSpec, value: unknown, source: ConfigSource): string | undefined {
+  const name = nameOf(spec, source);
+  switch (spec.kind) {
+    case 'boolean':
+      return typeof value === 'boolean' ? undefined : `${name} must be true or false, got ${String(value)}`;
+    case 'integer': {
+      if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+        return `${name} must be a whole number, got ${String(value)}`;
+      }
+      if (spec.min !== undefined && value < spec.min) {
+        return `${describeSetting(spec, value, source)} must be >= ${spec.min}`;
+      }
+      if (spec.max !== undefined && value > spec.max) {
+        return `${describeSetting(spec, value, source)} must be <= ${spec.max}`;
+      }
+      return undefined;
+    }
+    case 'address':
+      if (typeof value === 'string' && parseListenAddress(value) !== undefined) return undefined;
+      return (
+        `${describeSetting(spec, value, source)} must be HOST:PORT with a port from 0 to 65535 ` +
+        `(IPv6 in brackets), e.g. ${spec.flag} 127.0.0.1:7070 or ${spec.flag} [::1]:0`
+      );
+    case 'path':
+      return typeof value === 'string' && value.trim() !== ''
+        ? undefined
+        : `${name} must be a directory path, e.g. ${spec.flag} ./data`;
+    case 'logLevel':
+      return typeof value === 'string' && (LOG_LEVELS as readonly string[]).includes(value)
+        ? undefined
+        : `${describeSetting(spec, value, source)} must be one of ${LOG_LEVELS.join(', ')}`;
+  }
+}
+
+/**
+ * Checks a complete candidate configuration once, collecting every problem rather than stopping at the
+ * first, so one run of the server tells the user everything to fix. On success the result is frozen.
+ */
+export function validateConfig(
+  candidate: Readonly<Record<ConfigKey, unknown>>,
+  sources: ConfigSources,
+): ValidatedConfig {
+  const errors: string[] = [];
+  for (const spec of CONFIG_SETTINGS) {
+    const problem = checkOne(spec, candidate[spec.key], sources[spec.key]);
+    if (problem !== undefined) errors.push(problem);
+  }
+  const min = candidate.groupMinSessionTimeoutMs;
+  const max = candidate.groupMaxSessionTimeoutMs;
+  if (typeof min === 'number' && typeof max === 'number' && min > max) {
+    errors.push(
+      `${describeSetting(CONFIG_SCHEMA.groupMinSessionTimeoutMs, min, sources.groupMinSessionTimeoutMs)} ` +
+        `must be <= ${describeSetting(CONFIG_SCHEMA.groupMaxSessionTimeoutMs, max, sources.groupMaxSessionTimeoutMs)}`,
+    );
+  }
+  if (errors.length > 0) return { errors };
+  const config = {} as Record<ConfigKey, unknown>;
+  for (const spec of CONFIG_SETTINGS) config[spec.key] = candidate[spec.key];
+  return { config: Object.freeze(config) as unknown as CohortConfig };
+}

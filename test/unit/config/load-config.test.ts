@@ -1,0 +1,225 @@
+import type { CohortConfig, LoadConfigResult } from '../../../src/config';
+import { CONFIG_SETTINGS, loadConfig } from '../../../src/config';
+
+function configOf(result: LoadConfigResult): CohortConfig {
+  if (!('config' in result)) throw new Error(`expected a config, got ${JSON.stringify(result)}`);
+  return result.config;
+}
+
+function errorsOf(result: LoadConfigResult): readonly string[] {
+  if (!('errors' in result)) throw new Error(`expected errors, got ${JSON.stringify(result)}`);
+  return result.errors;
+}
+
+describe('loadConfig', () => {
+  it('returns the defaults when given no flags and no environment', () => {
+    const config = configOf(loadConfig([], {}));
+    for (const spec of CONFIG_SETTINGS) expect(config[spec.key]).toBe(spec.defaultValue);
+  });
+
+  it('reads every setting from its flag', () => {
+    const config = configOf(
+      loadConfig(
+        [
+          '--listen',
+          '0.0.0.0:9000',
+          '--data-dir=/var/lib/cohort',
+          '--manual-clock',
+          '--log-level',
+          'debug',
+          '--group-min-session-timeout-ms',
+          '100',
+          '--group-max-session-timeout-ms=200',
+          '--group-initial-rebalance-delay-ms',
+          '0',
+          '--group-max-size',
+          '3',
+          '--offset-metadata-max-bytes',
+          '10',
+        ],
+        {},
+      ),
+    );
+    expect(config).toEqual({
+      listen: '0.0.0.0:9000',
+      dataDir: '/var/lib/cohort',
+      manualClock: true,
+      logLevel: 'debug',
+      groupMinSessionTimeoutMs: 100,
+      groupMaxSessionTimeoutMs: 200,
+      groupInitialRebalanceDelayMs: 0,
+      groupMaxSize: 3,
+      offsetMetadataMaxBytes: 10,
+    });
+  });
+
+  it('reads every setting from its COHORT_ environment twin', () => {
+    const config = configOf(
+      loadConfig([], {
+        COHORT_LISTEN: '[::1]:0',
+        COHORT_DATA_DIR: '/tmp/x',
+        COHORT_MANUAL_CLOCK: 'true',
+        COHORT_LOG_LEVEL: 'warn',
+        COHORT_GROUP_MIN_SESSION_TIMEOUT_MS: '1',
+        COHORT_GROUP_MAX_SESSION_TIMEOUT_MS: '2',
+        COHORT_GROUP_INITIAL_REBALANCE_DELAY_MS: '5',
+        COHORT_GROUP_MAX_SIZE: '7',
+        COHORT_OFFSET_METADATA_MAX_BYTES: '0',
+      }),
+    );
+    expect(config).toEqual({
+      listen: '[::1]:0',
+      dataDir: '/tmp/x',
+      manualClock: true,
+      logLevel: 'warn',
+      groupMinSessionTimeoutMs: 1,
+      groupMaxSessionTimeoutMs: 2,
+      groupInitialRebalanceDelayMs: 5,
+      groupMaxSize: 7,
+      offsetMetadataMaxBytes: 0,
+    });
+  });
+
+  it('lets a flag win over the environment, and the environment win over the default', () => {
+    const config = configOf(
+      loadConfig(['--listen', '127.0.0.1:1'], { COHORT_LISTEN: '127.0.0.1:2', COHORT_GROUP_MAX_SIZE: '9' }),
+    );
+    expect(config.listen).toBe('127.0.0.1:1');
+    expect(config.groupMaxSize).toBe(9);
+  });
+
+  it('treats an empty environment variable as unset', () => {
+    expect(configOf(loadConfig([], { COHORT_LISTEN: '' })).listen).toBe('127.0.0.1:7070');
+  });
+
+  it('reads boolean flags with an explicit value and boolean words from the environment', () => {
+    expect(configOf(loadConfig(['--manual-clock=false'], { COHORT_MANUAL_CLOCK: 'true' })).manualClock).toBe(
+      false,
+    );
+    expect(configOf(loadConfig([], { COHORT_MANUAL_CLOCK: '1' })).manualClock).toBe(true);
+    expect(configOf(loadConfig([], { COHORT_MANUAL_CLOCK: 'no' })).manualClock).toBe(false);
+  });
+
+  it('freezes the configuration it returns', () => {
+    const config = configOf(loadConfig([], {}));
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('names both settings and their values when the minimum session timeout exceeds the maximum', () => {
+    const errors = errorsOf(
+      loadConfig(['--group-min-session-timeout-ms', '7000', '--group-max-session-timeout-ms', '6000'], {}),
+    );
+    expect(errors).toEqual([
+      '--group-min-session-timeout-ms (7000) must be <= --group-max-session-timeout-ms (6000)',
+    ]);
+  });
+
+  it('names the environment variable and marks defaults when a relation between settings is broken', () => {
+    const errors = errorsOf(loadConfig([], { COHORT_GROUP_MIN_SESSION_TIMEOUT_MS: '1800001' }));
+    expect(errors).toEqual([
+      'COHORT_GROUP_MIN_SESSION_TIMEOUT_MS (1800001) must be <= --group-max-session-timeout-ms (default 1800000)',
+    ]);
+  });
+
+  it('lists every problem at once instead of stopping at the first', () => {
+    const errors = errorsOf(
+      loadConfig(
+        ['--listen', 'nowhere', '--group-max-size', '0', '--log-level', 'loud', '--bogus', 'x', 'stray'],
+        { COHORT_MANUAL_CLOCK: 'maybe', COHORT_GROUP_INITIAL_REBALANCE_DELAY_MS: '-1' },
+      ),
+    );
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining("--listen ('nowhere') must be HOST:PORT"),
+        '--group-max-size (0) must be >= 1',
+        "--log-level ('loud') must be one of fatal, error, warn, info, debug, trace, silent",
+        'unknown flag --bogus',
+        expect.stringContaining("unexpected argument 'stray'"),
+        "COHORT_MANUAL_CLOCK must be true or false, got 'maybe'",
+        'COHORT_GROUP_INITIAL_REBALANCE_DELAY_MS (-1) must be >= 0',
+      ]),
+    );
+    expect(errors).toHaveLength(7);
+  });
+
+  it('rejects text that is not a whole number, including forms Number() would accept', () => {
+    for (const text of ['', '1e3', '0x10', '6_000', '1.5', 'ten']) {
+      const errors = errorsOf(loadConfig([`--group-max-size=${text}`], {}));
+      expect(errors).toEqual([`--group-max-size must be a whole number, got '${text}'`]);
+    }
+  });
+
+  it('rejects integers beyond the int32 range Kafka uses', () => {
+    expect(errorsOf(loadConfig(['--group-max-size', '2147483648'], {}))).toEqual([
+      '--group-max-size (2147483648) must be <= 2147483647',
+    ]);
+  });
+
+  it('suggests the closest flag for a misspelt one', () => {
+    expect(errorsOf(loadConfig(['--lisen', '127.0.0.1:1'], {}))).toEqual([
+      'unknown flag --lisen; did you mean --listen?',
+    ]);
+  });
+
+  it('says a flag needs a value when none follows it', () => {
+    expect(errorsOf(loadConfig(['--listen'], {}))).toEqual([
+      '--listen needs a value, e.g. --listen 127.0.0.1:7070',
+    ]);
+    expect(errorsOf(loadConfig(['--data-dir', '--manual-clock'], {}))).toEqual([
+      '--data-dir needs a value, e.g. --data-dir ./data',
+    ]);
+  });
+
+  it('reads a negative number as the value of the flag before it', () => {
+    expect(errorsOf(loadConfig(['--group-max-size', '-5'], {}))).toEqual([
+      '--group-max-size (-5) must be >= 1',
+    ]);
+  });
+
+  it('refuses a flag given twice rather than guessing which one was meant', () => {
+    expect(errorsOf(loadConfig(['--listen', 'a:1', '--listen=b:2'], {}))).toEqual([
+      "--listen is given twice ('a:1' and 'b:2'); give it once",
+    ]);
+  });
+
+  it('warns about unknown COHORT_ variables without failing', () => {
+    const result = loadConfig([], { COHORT_LISTN: 'x', PATH: '/bin' });
+    expect('config' in result && result.warnings).toEqual([
+      'ignoring unknown environment variable COHORT_LISTN; did you mean COHORT_LISTEN?',
+    ]);
+  });
+
+  it('returns the help text for --help or -h, even next to invalid flags', () => {
+    for (const argv of [['--help'], ['-h'], ['--bogus', '--help']]) {
+      const result = loadConfig(argv, {});
+      expect('help' in result && result.help).toContain('--group-max-session-timeout-ms MS');
+    }
+  });
+
+  it('ignores the -- separator npm puts before forwarded arguments', () => {
+    expect(configOf(loadConfig(['--', '--listen', '127.0.0.1:0'], {})).listen).toBe('127.0.0.1:0');
+  });
+
+  it('accepts the listen forms a user may write and rejects broken ones', () => {
+    for (const listen of [
+      'localhost:7070',
+      '0.0.0.0:0',
+      '[::]:7070',
+      '[::1]:65535',
+      'cohort-1.internal:80',
+    ]) {
+      expect(configOf(loadConfig(['--listen', listen], {})).listen).toBe(listen);
+    }
+    for (const listen of [
+      '7070',
+      ':7070',
+      '127.0.0.1:',
+      '127.0.0.1:65536',
+      '::1:7070',
+      'a b:1',
+      '127.0.0.1:-1',
+    ]) {
+      expect(errorsOf(loadConfig([`--listen=${listen}`], {}))).toHaveLength(1);
+    }
+  });
+});

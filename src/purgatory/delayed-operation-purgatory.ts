@@ -95,7 +95,10 @@ export class DelayedOperationPurgatory<T extends DelayedOperation> {
   /** Tries to complete the operations watched on `key`; returns how many completed. */
   checkAndComplete(key: string): number {
     const watchers = this.watchersByKey.get(key);
-    if (watchers === undefined) return 0;
+    if (watchers === undefined) {
+      this.maybePurge();
+      return 0;
+    }
     const completed = watchers.tryCompleteWatched();
     this.removeIfEmpty(key, watchers);
     this.maybePurge();

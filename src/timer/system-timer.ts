@@ -37,6 +37,7 @@ export interface SystemTimerOptions {
  */
 export class SystemTimer implements Timer {
   readonly name: string;
+  readonly tickMs: number;
   private readonly time: Time;
   private readonly counter: TaskCounter = { value: 0 };
   private readonly queue = new BucketQueue();
@@ -64,6 +65,7 @@ export class SystemTimer implements Timer {
       throw new RangeError(`wheelSize must be an integer >= 2, got ${wheelSize}`);
     }
     this.name = options.name ?? 'timer';
+    this.tickMs = tickMs;
     this.time = options.time ?? SYSTEM_TIME;
     this.onTaskError = options.onTaskError;
     this.wheel = new TimingWheel(tickMs, wheelSize, this.time.monotonicMs(), this.counter, this.queue);
@@ -80,8 +82,12 @@ export class SystemTimer implements Timer {
     const delayMs = task.delayMs;
     if (Number.isNaN(delayMs)) throw new RangeError(`${this.name}: task delay is NaN`);
     const nowMs = this.time.monotonicMs();
-    // Whole milliseconds, rounded up: a task must never be considered due before its deadline.
-    task.expirationMs = delayMs > 0 ? nowMs + Math.ceil(delayMs) : nowMs;
+    // Rounded up to whole milliseconds and to the tick: the wheel counts a task due once its expiration
+    // is below the end of the current tick, so an unaligned deadline would run up to a tick early.
+    let expirationMs = delayMs > 0 ? nowMs + Math.ceil(delayMs) : nowMs;
+    const rest = expirationMs % this.tickMs;
+    if (rest !== 0) expirationMs += this.tickMs - rest;
+    task.expirationMs = expirationMs;
     // The wheel's clock only moves when a bucket expires. When nothing is due, it is safe to bring it to
     // now, so the task lands in the finest wheel that fits instead of a coarse bucket that would cascade.
     if (this.queue.peekExpirationMs() > nowMs) this.wheel.advanceClock(nowMs);

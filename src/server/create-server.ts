@@ -1,0 +1,155 @@
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation } from 'grpc-health-check';
+import type { ServingStatusMap } from 'grpc-health-check';
+import pino from 'pino';
+import type { Logger } from 'pino';
+import type { CohortConfig } from '../config';
+import { parseListenAddress } from '../config';
+import type { GroupConfig } from '../group/group-config';
+import type { GroupCoordinatorService } from '../group/group-protocol';
+import type { Time } from '../time';
+import { ManualTime, SYSTEM_TIME } from '../time';
+import { groupCoordinatorService } from './group-coordinator-service';
+import { loadCohortProtos } from './load-protos';
+import { testClockService } from './test-clock-service';
+import { guardServiceDefinition } from './undecodable-request';
+
+export const GROUP_COORDINATOR_SERVICE = 'cohort.v1.GroupCoordinator';
+export const TEST_CLOCK_SERVICE = 'cohort.v1.TestClock';
+/** How long `close()` lets in-flight calls finish before cutting every connection. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
+
+export type CoordinatorFactory = (config: GroupConfig, time: Time) => GroupCoordinatorService;
+
+export interface CreateServerOptions {
+  /** The server's clock. Default: a fresh ManualTime with `manualClock`, else the system clock. */
+  readonly time?: Time;
+  readonly coordinatorFactory: CoordinatorFactory;
+  /** Default: pino to stdout at `config.logLevel`. */
+  readonly logger?: Logger;
+  readonly shutdownGraceMs?: number;
+}
+
+export interface BoundAddress {
+  readonly host: string;
+  /** The real port, also when `listen` asked for port 0. */
+  readonly port: number;
+}
+
+/** One cohort server. Tests, main.ts and embedders all build it with `createServer`. */
+export interface CohortServer {
+  /** Binds `config.listen` and starts serving; health turns SERVING. */
+  start(): Promise<BoundAddress>;
+  /**
+   * Health turns NOT_SERVING, new calls are refused, every parked call is answered
+   * (`coordinator.shutdown()`), and in-flight calls get `shutdownGraceMs` to finish before connections
+   * are cut. Idempotent: every call returns the same promise.
+   */
+  close(): Promise<void>;
+  readonly config: CohortConfig;
+  readonly time: Time;
+  /** The clock TestClock moves, when `config.manualClock`; tests may also advance it directly. */
+  readonly manualTime: ManualTime | undefined;
+  readonly coordinator: GroupCoordinatorService;
+  readonly logger: Logger;
+}
+
+function groupConfigOf(config: CohortConfig): GroupConfig {
+  return Object.freeze({
+    groupMinSessionTimeoutMs: config.groupMinSessionTimeoutMs,
+    groupMaxSessionTimeoutMs: config.groupMaxSessionTimeoutMs,
+    groupInitialRebalanceDelayMs: config.groupInitialRebalanceDelayMs,
+    groupMaxSize: config.groupMaxSize,
+    offsetMetadataMaxBytes: config.offsetMetadataMaxBytes,
+  });
+}
+
+export function createServer(config: CohortConfig, options: CreateServerOptions): CohortServer {
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const time = options.time ?? (config.manualClock ? new ManualTime() : SYSTEM_TIME);
+  const manualTime = config.manualClock ? time : undefined;
+  if (manualTime !== undefined && !(manualTime instanceof ManualTime)) {
+    throw new TypeError('manualClock needs a ManualTime: TestClock can only move a clock that moves by hand');
+  }
+  const address = parseListenAddress(config.listen);
+  if (address === undefined) throw new TypeError(`listen (${config.listen}) is not HOST:PORT`);
+  const shutdownGraceMs = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
+
+  const coordinator = options.coordinatorFactory(groupConfigOf(config), time);
+  const protos = loadCohortProtos();
+  const onEncodeFailure = (error: unknown, method: string): void => {
+    logger.error({ err: error, method }, 'a response could not be encoded');
+  };
+
+  const server = new Server();
+  const services = [GROUP_COORDINATOR_SERVICE];
+  server.addService(
+    guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
+    groupCoordinatorService(coordinator, logger),
+  );
+  if (manualTime !== undefined) {
+    services.push(TEST_CLOCK_SERVICE);
+    server.addService(
+      guardServiceDefinition(protos.testClock, onEncodeFailure),
+      testClockService(manualTime, logger),
+    );
+  }
+
+  // '' is the whole server, as grpc-health-probe and Kubernetes ask by default.
+  const statusMap: ServingStatusMap = { '': 'NOT_SERVING' };
+  for (const name of services) statusMap[name] = 'NOT_SERVING';
+  const health = new HealthImplementation(statusMap);
+  health.addToServer(server);
+  const setHealth = (status: 'SERVING' | 'NOT_SERVING'): void => {
+    for (const name of Object.keys(statusMap)) health.setStatus(name, status);
+  };
+  // Reflection describes only what this server serves (no TestClock without --manual-clock).
+  new ReflectionService(protos.packageDefinition, { services }).addToServer(server);
+
+  let starting: Promise<BoundAddress> | undefined;
+  let closing: Promise<void> | undefined;
+
+  const start = (): Promise<BoundAddress> => {
+    if (closing !== undefined) return Promise.reject(new Error('the server is closed'));
+    starting ??= new Promise<BoundAddress>((resolve, reject) => {
+      server.bindAsync(config.listen, ServerCredentials.createInsecure(), (error, port) => {
+        if (error !== null) {
+          reject(error);
+          return;
+        }
+        setHealth('SERVING');
+        resolve({ host: address.host, port });
+      });
+    });
+    return starting;
+  };
+
+  const shutdown = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      setHealth('NOT_SERVING');
+      // Refuse new calls first (GOAWAY), so none reaches the coordinator after it has shut down; calls
+      // already in flight keep their streams and get the answers shutdown() gives them.
+      const grace = setTimeout(() => {
+        logger.warn(
+          { shutdownGraceMs },
+          'calls still open after the grace period; closing their connections',
+        );
+        server.forceShutdown();
+        resolve();
+      }, shutdownGraceMs);
+      server.tryShutdown(() => {
+        clearTimeout(grace);
+        resolve();
+      });
+      coordinator.shutdown();
+    });
+
+  const close = (): Promise<void> => {
+    // A close during start waits for the bind to settle, so the port is released rather than orphaned.
+    closing ??= (starting ?? Promise.resolve()).then(shutdown, shutdown);
+    return closing;
+  };
+
+  return { start, close, config, time, manualTime, coordinator, logger };
+}

@@ -1,0 +1,38 @@
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { CohortError, ErrorCode } from '../errors';
+import type { ManualTime } from '../time';
+import { decodeInt64 } from './int64';
+import { unaryHandler } from './unary-handler';
+
+interface AdvanceClockRequest {
+  /** int64, decoded as a decimal string. */
+  ms: string;
+}
+interface AdvanceClockResponse {
+  nowMs: number;
+}
+
+/**
+ * cohort.v1.TestClock: moves the server's ManualTime. `advance` runs every timer task that became due
+ * (DelayedJoin, DelayedHeartbeat, ...) synchronously, so by the time Advance answers, every expiry it
+ * caused has happened and every parked call it completed has been answered or queued for answering.
+ * Registered only with --manual-clock.
+ */
+export function testClockService(time: ManualTime, logger: Logger): UntypedServiceImplementation {
+  const now = (): AdvanceClockResponse => ({ nowMs: time.nowMs() });
+  return {
+    Advance: unaryHandler('/cohort.v1.TestClock/Advance', logger, async (request: AdvanceClockRequest) => {
+      const ms = decodeInt64(request.ms, 'ms');
+      if (ms < 0) {
+        throw new CohortError(
+          ErrorCode.INVALID_REQUEST,
+          `ms (${ms}) must be >= 0: the clock never moves back`,
+        );
+      }
+      time.advance(ms);
+      return now();
+    }),
+    Now: unaryHandler('/cohort.v1.TestClock/Now', logger, async () => now()),
+  };
+}

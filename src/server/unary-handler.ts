@@ -1,0 +1,116 @@
+import type { sendUnaryData } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { CohortError, ErrorCode } from '../errors';
+import type { RequestContext } from '../group/group-protocol';
+import { clientHostOf } from './client-host';
+import { statusForError } from './status-for-error';
+import { UndecodableRequest } from './undecodable-request';
+
+/** A domain method as the server calls it: decoded request in, response out (or a thrown CohortError). */
+export type UnaryMethod<Req, Res> = (request: Req, context: RequestContext) => Promise<Res>;
+
+/** What the adapter needs from a grpc-js unary call (grpc-js's ServerUnaryCall has all of it). */
+export interface UnaryCallLike<Req> {
+  readonly request: Req | UndecodableRequest;
+  readonly cancelled: boolean;
+  getPeer(): string;
+  once(event: 'cancelled', listener: () => void): unknown;
+  removeListener(event: 'cancelled', listener: () => void): unknown;
+}
+
+/**
+ * The RequestContext of one call. Most calls (heartbeats) never park, so the AbortController is created
+ * only when the domain first reads `signal`; a call that already ended hands out an aborted signal.
+ */
+class CallContext implements RequestContext {
+  private controller: AbortController | undefined;
+  private host: string | undefined;
+  isAborted = false;
+
+  constructor(private readonly call: UnaryCallLike<unknown>) {}
+
+  get clientHost(): string {
+    return (this.host ??= clientHostOf(this.call.getPeer()));
+  }
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.isAborted) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+
+  abort(): void {
+    if (this.isAborted) return;
+    this.isAborted = true;
+    this.controller?.abort();
+  }
+}
+
+/** By name, not instanceof: DOMException and errors from other realms are not `instanceof Error`. */
+function isAbortError(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'AbortError';
+}
+
+/**
+ * Turns `async (request, context) => response` into a grpc-js unary handler. This is the only place calls
+ * are answered, and it answers each exactly once:
+ * - a response → OK with the response (protocol outcomes ride inside it, in `errorCode`);
+ * - a thrown CohortError → its ERROR_TABLE status and message (`statusForError`);
+ * - anything else → INTERNAL with a generic message, logged here with its stack;
+ * - undecodable request bytes → INVALID_ARGUMENT, without calling the domain.
+ * When the call is cancelled or its deadline passes (grpc-js reports both as 'cancelled'), the context's
+ * AbortSignal fires so the domain can release parked work, and whatever the domain answers later is
+ * dropped: nothing is ever sent into a dead call.
+ */
+export function unaryHandler<Req, Res>(
+  method: string,
+  logger: Logger,
+  handle: UnaryMethod<Req, Res>,
+): (call: UnaryCallLike<Req>, callback: sendUnaryData<Res>) => void {
+  return (call, callback) => {
+    const context = new CallContext(call);
+    let isAnswered = false;
+
+    const onCancelled = (): void => {
+      if (isAnswered) return;
+      isAnswered = true;
+      context.abort();
+    };
+    const onResponse = (response: Res): void => {
+      if (isAnswered) return;
+      isAnswered = true;
+      call.removeListener('cancelled', onCancelled);
+      callback(null, response);
+    };
+    const onError = (error: unknown): void => {
+      const { status, isUnexpected } = statusForError(error);
+      // A domain that gives up because we aborted it is doing as asked; any other surprise is a bug,
+      // worth a log line even when the caller has gone.
+      if (isUnexpected && !(context.isAborted && isAbortError(error))) {
+        logger.error({ err: error, method, peer: call.getPeer() }, 'unexpected error while handling a call');
+      }
+      if (isAnswered) return;
+      isAnswered = true;
+      call.removeListener('cancelled', onCancelled);
+      callback(status);
+    };
+
+    const request = call.request;
+    if (request instanceof UndecodableRequest) {
+      onError(new CohortError(ErrorCode.INVALID_REQUEST, `The request could not be decoded (${method}).`));
+      return;
+    }
+    if (call.cancelled) return;
+    call.once('cancelled', onCancelled);
+
+    let pending: Promise<Res>;
+    try {
+      pending = Promise.resolve(handle(request, context));
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    pending.then(onResponse, onError);
+  };
+}

@@ -1,0 +1,214 @@
+import { status } from '@grpc/grpc-js';
+import { CohortError, ERROR_TABLE, ErrorCode } from '../../../src/errors';
+import type { RequestContext } from '../../../src/group/group-protocol';
+import { ERROR_CODE_TRAILER, INTERNAL_ERROR_MESSAGE, unaryHandler } from '../../../src/server';
+import { UndecodableRequest } from '../../../src/server/undecodable-request';
+import { captureLogger } from '../../support/capture-logger';
+import { FakeUnaryCall, settle } from './fake-unary-call';
+
+interface Echo {
+  text: string;
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve(value: T): void; reject(error: unknown): void } {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+describe('unaryHandler', () => {
+  it('answers OK with the response the domain returns', async () => {
+    const { logger } = captureLogger();
+    const handler = unaryHandler('/t/Echo', logger, async (request: Echo) => ({ text: request.text + '!' }));
+    const call = new FakeUnaryCall<Echo, Echo>({ text: 'hi' });
+    handler(call, call.callback);
+    await settle();
+    expect(call.replies).toEqual([{ error: null, response: { text: 'hi!' } }]);
+  });
+
+  it('maps a CohortError to its table status and message, with the code in a trailer', async () => {
+    const { logger, lines } = captureLogger();
+    const handler = unaryHandler('/t/Echo', logger, async () => {
+      throw new CohortError(ErrorCode.INVALID_GROUP_ID);
+    });
+    const call = new FakeUnaryCall<Echo>({ text: '' });
+    handler(call, call.callback);
+    await settle();
+    expect(call.replies).toHaveLength(1);
+    const { error } = call.replies[0];
+    expect(error?.code).toBe(status.INVALID_ARGUMENT);
+    expect(error?.details).toBe(ERROR_TABLE[ErrorCode.INVALID_GROUP_ID].message);
+    expect(error?.metadata?.get(ERROR_CODE_TRAILER)).toEqual([String(ErrorCode.INVALID_GROUP_ID)]);
+    expect(lines).toEqual([]);
+  });
+
+  it('keeps the explicit message of a CohortError', async () => {
+    const { logger } = captureLogger();
+    const handler = unaryHandler('/t/Echo', logger, async () => {
+      throw new CohortError(ErrorCode.INVALID_REQUEST, 'ms (-1) must be >= 0');
+    });
+    const call = new FakeUnaryCall<Echo>({ text: '' });
+    handler(call, call.callback);
+    await settle();
+    expect(call.replies[0].error).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      details: 'ms (-1) must be >= 0',
+    });
+  });
+
+  it.each([
+    [
+      'a rejected promise',
+      async (): Promise<Echo> => Promise.reject(new Error('secret table t_members is corrupt')),
+    ],
+    [
+      'a synchronous throw',
+      (): Promise<Echo> => {
+        throw new Error('secret table t_members is corrupt');
+      },
+    ],
+  ])('answers INTERNAL with a generic message for %s and logs the stack, never echoing it', async (_, fn) => {
+    const { logger, lines } = captureLogger();
+    const handler = unaryHandler('/t/Echo', logger, fn);
+    const call = new FakeUnaryCall<Echo>({ text: '' }, '10.1.2.3:4444');
+    handler(call, call.callback);
+    await settle();
+    expect(call.replies).toHaveLength(1);
+    expect(call.replies[0].error).toMatchObject({ code: status.INTERNAL, details: INTERNAL_ERROR_MESSAGE });
+    expect(call.replies[0].error?.details).not.toContain('secret');
+    expect(call.replies[0].error?.metadata?.get(ERROR_CODE_TRAILER)).toEqual([
+      String(ErrorCode.UNKNOWN_SERVER_ERROR),
+    ]);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 50, method: '/t/Echo', peer: '10.1.2.3:4444' });
+    const err = lines[0].err as { message: string; stack: string };
+    expect(err.message).toBe('secret table t_members is corrupt');
+    expect(err.stack).toContain('unary-handler.test.ts');
+  });
+
+  it('treats a CohortError carrying NONE as a bug: INTERNAL, logged', async () => {
+    const { logger, lines } = captureLogger();
+    const handler = unaryHandler('/t/Echo', logger, async () => {
+      throw new CohortError(ErrorCode.NONE);
+    });
+    const call = new FakeUnaryCall<Echo>({ text: '' });
+    handler(call, call.callback);
+    await settle();
+    expect(call.replies[0].error).toMatchObject({ code: status.INTERNAL, details: INTERNAL_ERROR_MESSAGE });
+    expect(lines).toHaveLength(1);
+  });
+
+  it('answers INVALID_ARGUMENT for a request that could not be decoded, without calling the domain', async () => {
+    const { logger, lines } = captureLogger();
+    const domain = jest.fn(async () => ({ text: '' }));
+    const handler = unaryHandler('/t/Echo', logger, domain);
+    const call = new FakeUnaryCall<Echo>(new UndecodableRequest(new Error('index out of range')));
+    handler(call, call.callback);
+    await settle();
+    expect(domain).not.toHaveBeenCalled();
+    expect(call.replies).toHaveLength(1);
+    expect(call.replies[0].error?.code).toBe(status.INVALID_ARGUMENT);
+    expect(call.replies[0].error?.details).not.toContain('index out of range');
+    expect(lines).toEqual([]);
+  });
+
+  it('aborts the signal when the call is cancelled and never replies into the dead call', async () => {
+    const { logger } = captureLogger();
+    const parked = deferred<Echo>();
+    let context: RequestContext | undefined;
+    const handler = unaryHandler('/t/Echo', logger, (_: Echo, ctx) => {
+      context = ctx;
+      return parked.promise;
+    });
+    const call = new FakeUnaryCall<Echo>({ text: '' });
+    handler(call, call.callback);
+    const signal = context?.signal;
+    expect(signal?.aborted).toBe(false);
+    call.cancel();
+    expect(signal?.aborted).toBe(true);
+    parked.resolve({ text: 'too late' });
+    await settle();
+    expect(call.replies).toEqual([]);
+  });
+
+  it('hands out an already aborted signal when the domain first reads it after the cancellation', async () => {
+    const { logger } = captureLogger();
+    let context: RequestContext | undefined;
+    const handler = unaryHandler('/t/Echo', logger, (_: Echo, ctx) => {
+      context = ctx;
+      return new Promise<Echo>(() => undefined);
+    });
+    const call = new FakeUnaryCall<Echo>({ text: '' });
+    handler(call, call.callback);
+    call.cancel();
+    expect(context?.signal?.aborted).toBe(true);
+  });
+
+  it('does not abort the signal of a call it has already answered', async () => {
+    const { logger } = captureLogger();
+    let context: RequestContext | undefined;
+    const handler = unaryHandler('/t/Echo', logger, async (_: Echo, ctx) => {
+      context = ctx;
+      return { text: 'done' };
+    });
+    const call = new FakeUnaryCall<Echo>({ text: '' });
+    handler(call, call.callback);
+    const signal = context?.signal;
+    await settle();
+    // grpc-js emits 'cancelled' after every finished call, as the stream closes.
+    call.cancel();
+    expect(signal?.aborted).toBe(false);
+    expect(call.replies).toHaveLength(1);
+  });
+
+  it('does not call the domain for a call cancelled before the handler ran', async () => {
+    const { logger } = captureLogger();
+    const domain = jest.fn(async () => ({ text: '' }));
+    const handler = unaryHandler('/t/Echo', logger, domain);
+    const call = new FakeUnaryCall<Echo>({ text: '' });
+    call.cancelled = true;
+    handler(call, call.callback);
+    await settle();
+    expect(domain).not.toHaveBeenCalled();
+    expect(call.replies).toEqual([]);
+  });
+
+  it('still logs an unexpected failure that arrives after the caller left, but not the AbortError it asked for', async () => {
+    const { logger, lines } = captureLogger();
+    const failures = [deferred<Echo>(), deferred<Echo>()];
+    let next = 0;
+    const handler = unaryHandler('/t/Echo', logger, () => failures[next++].promise);
+    const first = new FakeUnaryCall<Echo>({ text: '' });
+    const second = new FakeUnaryCall<Echo>({ text: '' });
+    handler(first, first.callback);
+    handler(second, second.callback);
+    first.cancel();
+    second.cancel();
+    failures[0].reject(new DOMException('This operation was aborted', 'AbortError'));
+    failures[1].reject(new TypeError('undefined is not a function'));
+    await settle();
+    expect(first.replies).toEqual([]);
+    expect(second.replies).toEqual([]);
+    expect(lines).toHaveLength(1);
+    expect((lines[0].err as { message: string }).message).toBe('undefined is not a function');
+  });
+
+  it('gives the domain the peer host without its port', async () => {
+    const { logger } = captureLogger();
+    const hosts: string[] = [];
+    const handler = unaryHandler('/t/Echo', logger, async (_: Echo, ctx) => {
+      hosts.push(ctx.clientHost);
+      return { text: '' };
+    });
+    for (const peer of ['127.0.0.1:5000', '::1:5000', '[::ffff:10.0.0.1]:80']) {
+      const call = new FakeUnaryCall<Echo>({ text: '' }, peer);
+      handler(call, call.callback);
+    }
+    await settle();
+    expect(hosts).toEqual(['127.0.0.1', '::1', '::ffff:10.0.0.1']);
+  });
+});

@@ -1,0 +1,1183 @@
+import { randomUUID } from 'node:crypto';
+import { CohortError, ErrorCode } from '../errors';
+import { type DelayedOperation, DelayedOperationPurgatory } from '../purgatory';
+import type { Time } from '../time';
+import { SystemTimer, type TimerTask } from '../timer';
+import { brokenInvariant } from './broken-invariant';
+import {
+  checkDeleteGroupsRequest,
+  checkDescribeGroupsRequest,
+  checkHeartbeatRequest,
+  checkJoinGroupRequest,
+  checkLeaveGroupRequest,
+  checkListGroupsRequest,
+  checkOffsetCommitRequest,
+  checkOffsetFetchRequest,
+  checkSyncGroupRequest,
+} from './check-request';
+import { DelayedHeartbeat, type HeartbeatExpirationHandler } from './delayed-heartbeat';
+import { DelayedJoin } from './delayed-join';
+import { DelayedSync } from './delayed-sync';
+import type { GroupConfig } from './group-config';
+import { GroupMetadata } from './group-metadata';
+import type {
+  DeletableGroupResult,
+  DeleteGroupsRequest,
+  DeleteGroupsResponse,
+  DescribedGroup,
+  DescribedGroupMember,
+  DescribeGroupsRequest,
+  DescribeGroupsResponse,
+  GroupCoordinatorService,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  JoinGroupMember,
+  JoinGroupRequest,
+  JoinGroupResponse,
+  LeaveGroupMemberResponse,
+  LeaveGroupRequest,
+  LeaveGroupResponse,
+  ListGroupsRequest,
+  ListGroupsResponse,
+  OffsetCommitRequest,
+  OffsetCommitResponse,
+  OffsetFetchPartition,
+  OffsetFetchRequest,
+  OffsetFetchResponse,
+  OffsetFetchTopicResponse,
+  RequestContext,
+  SyncGroupRequest,
+  SyncGroupResponse,
+} from './group-protocol';
+import { EMPTY_BUFFER, heartbeatReply, joinError, leaveError, syncError } from './group-responses';
+import { type GroupState, parseGroupState } from './group-state';
+import { InMemoryOffsetStore } from './in-memory-offset-store';
+import { InitialDelayedJoin } from './initial-delayed-join';
+import { MemberMetadata } from './member-metadata';
+import type { OffsetStore, TopicPartitionOffset } from './offset-store';
+import { ParkedCall } from './parked-call';
+import type { RebalanceHandler } from './rebalance-handler';
+import { ReplyDispatcher } from './reply-dispatcher';
+import { storeErrorCode } from './store-error-code';
+
+/**
+ * A member that has not finished its first join lives on this fixed timeout instead of its session timeout
+ * (Kafka's NewMemberJoinTimeoutMs): it cannot heartbeat usefully yet, and a client that gave up on its
+ * JoinGroup must not hold a rebalance for a whole session.
+ */
+export const NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000;
+/** Replies of parked calls delivered per event-loop turn (see ReplyDispatcher). */
+export const DEFAULT_REPLY_SLICE_SIZE = 250;
+/** OffsetFetch's answer for a partition without a committed offset. */
+export const INVALID_OFFSET = -1;
+
+export interface GroupCoordinatorListener {
+  /** After every state change of a group (`group.state` is the new state). */
+  onStateChange?(groupId: string, previous: GroupState, next: GroupState, generationId: number): void;
+}
+
+export interface GroupCoordinatorOptions {
+  /** Where committed offsets live; in memory unless given. */
+  offsetStore?: OffsetStore;
+  /** Parked replies delivered per event-loop turn; default 250. */
+  replySliceSize?: number;
+  /** Makes a member id from the client id or group instance id; default `${prefix}-${randomUUID()}`. */
+  generateMemberId?: (prefix: string) => string;
+  listener?: GroupCoordinatorListener;
+  /** Errors thrown by timer callbacks (broken invariants). Without it they are rethrown by the timer. */
+  onTimerError?: (error: unknown) => void;
+}
+
+const EMPTY_MEMBERS: JoinGroupMember[] = Object.freeze([]) as unknown as JoinGroupMember[];
+
+/** A request waiting for the offset store; shutdown answers it at once. */
+interface StoreWait {
+  abandon(): void;
+}
+
+/**
+ * Kafka's classic group coordinator (GroupCoordinator.scala at its newest, with the Java coordinator's
+ * refinements) on cohort's timer and purgatory, for one event loop.
+ *
+ * Requests are handled synchronously against in-memory groups; a request that must wait is parked as a
+ * ParkedCall on its member (JoinGroup until the rebalance completes, SyncGroup until the leader's
+ * assignment) or on the offset store (OffsetCommit until durable). Three kinds of timer drive the waits:
+ *
+ * - DelayedJoin / InitialDelayedJoin (rebalance purgatory, key `join:<group>`): completes the join phase
+ *   when every member rejoined, or at the rebalance timeout;
+ * - DelayedSync (rebalance purgatory, key `sync:<group>`): removes members that got their join answer but
+ *   never synced within the rebalance timeout;
+ * - DelayedHeartbeat (heartbeat timer, one task per member, re-armed in place): the session timeout, and the
+ *   expiry of pending member ids (KIP-394).
+ *
+ * docs/protocol.md lists, state by state, what each request gets, and where cohort chose among Kafka's
+ * versions.
+ */
+export class GroupCoordinator
+  implements GroupCoordinatorService, HeartbeatExpirationHandler, RebalanceHandler
+{
+  private readonly config: GroupConfig;
+  private readonly time: Time;
+  private readonly groups = new Map<string, GroupMetadata>();
+  private readonly heartbeatTimer: SystemTimer;
+  private readonly rebalancePurgatory: DelayedOperationPurgatory<DelayedOperation>;
+  private readonly offsetStore: OffsetStore;
+  private readonly dispatcher: ReplyDispatcher;
+  private readonly generateMemberIdFn: (prefix: string) => string;
+  private readonly listener: GroupCoordinatorListener | undefined;
+  private readonly onTransition: ((group: GroupMetadata) => void) | undefined;
+  private readonly storeWaits = new Set<StoreWait>();
+  private isActive = true;
+
+  constructor(config: GroupConfig, time: Time, options: GroupCoordinatorOptions = {}) {
+    if (!(config.groupMinSessionTimeoutMs <= config.groupMaxSessionTimeoutMs)) {
+      throw new RangeError(
+        `groupMinSessionTimeoutMs (${config.groupMinSessionTimeoutMs}) must be <= groupMaxSessionTimeoutMs (${config.groupMaxSessionTimeoutMs})`,
+      );
+    }
+    this.config = config;
+    this.time = time;
+    const onTaskError =
+      options.onTimerError === undefined ? undefined : (error: unknown) => options.onTimerError?.(error);
+    this.heartbeatTimer = new SystemTimer({ name: 'group-heartbeat', time, onTaskError });
+    this.rebalancePurgatory = new DelayedOperationPurgatory(
+      'group-rebalance',
+      new SystemTimer({ name: 'group-rebalance', time, onTaskError }),
+    );
+    this.offsetStore = options.offsetStore ?? new InMemoryOffsetStore();
+    this.dispatcher = new ReplyDispatcher(options.replySliceSize ?? DEFAULT_REPLY_SLICE_SIZE);
+    this.generateMemberIdFn = options.generateMemberId ?? ((prefix) => `${prefix}-${randomUUID()}`);
+    this.listener = options.listener;
+    const onStateChange = this.listener?.onStateChange;
+    this.onTransition =
+      onStateChange === undefined
+        ? undefined
+        : (group) =>
+            onStateChange.call(
+              this.listener,
+              group.groupId,
+              group.previousState,
+              group.state,
+              group.generationId,
+            );
+    // Groups known only by their committed offsets come back as Empty groups, as Kafka loads them.
+    for (const groupId of this.offsetStore.groupIds()) this.createGroup(groupId);
+  }
+
+  /** Groups currently known (any state but Dead). */
+  get numGroups(): number {
+    return this.groups.size;
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // JoinGroup
+
+  joinGroup(request: JoinGroupRequest, context: RequestContext): Promise<JoinGroupResponse> {
+    const invalid = checkJoinGroupRequest(request);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    const { groupId, memberId } = request;
+    if (groupId === '') return Promise.resolve(joinError(memberId, ErrorCode.INVALID_GROUP_ID));
+    if (!this.isActive) return Promise.resolve(joinError(memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    if (
+      request.sessionTimeoutMs < this.config.groupMinSessionTimeoutMs ||
+      request.sessionTimeoutMs > this.config.groupMaxSessionTimeoutMs
+    ) {
+      return Promise.resolve(joinError(memberId, ErrorCode.INVALID_SESSION_TIMEOUT));
+    }
+    const isUnknownMember = memberId === '';
+    let group = this.groups.get(groupId);
+    let isNewGroup = false;
+    if (group === undefined) {
+      // Only a member without an id may create a group; a known id in an unknown group is stale.
+      if (!isUnknownMember) return Promise.resolve(joinError(memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      group = this.createGroup(groupId);
+      isNewGroup = true;
+    }
+
+    let result: Promise<JoinGroupResponse>;
+    if (!this.acceptJoiningMember(group, memberId)) {
+      const member = group.get(memberId);
+      if (member !== undefined)
+        this.removeMember(group, member, joinError('', ErrorCode.GROUP_MAX_SIZE_REACHED));
+      result = Promise.resolve(joinError('', ErrorCode.GROUP_MAX_SIZE_REACHED));
+    } else if (isUnknownMember) {
+      result = this.doNewMemberJoinGroup(group, request, context);
+    } else {
+      result = this.doCurrentMemberJoinGroup(group, request, context);
+    }
+
+    if (group.is('PreparingRebalance')) this.rebalancePurgatory.checkAndComplete(group.joinKey);
+    // A join that created a group and then failed leaves nothing behind.
+    if (isNewGroup && group.is('Empty') && group.size === 0 && group.numPending === 0)
+      this.deleteGroup(group);
+    return result;
+  }
+
+  /**
+   * group.max.size (KIP-389). While rebalancing, the count that matters is the members that rejoined, so an
+   * over-full group sheds the members that rejoin last; otherwise it is the member count.
+   */
+  private acceptJoiningMember(group: GroupMetadata, memberId: string): boolean {
+    switch (group.state) {
+      case 'Empty':
+      case 'Dead':
+        return true;
+      case 'PreparingRebalance':
+        return (group.get(memberId)?.isAwaitingJoin ?? false) || group.numAwaiting < this.config.groupMaxSize;
+      case 'CompletingRebalance':
+      case 'Stable':
+        return group.has(memberId) || group.size < this.config.groupMaxSize;
+    }
+  }
+
+  private doNewMemberJoinGroup(
+    group: GroupMetadata,
+    request: JoinGroupRequest,
+    context: RequestContext,
+  ): Promise<JoinGroupResponse> {
+    if (group.is('Dead')) return Promise.resolve(joinError('', ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    if (!group.supportsProtocols(request.protocolType, request.protocols)) {
+      return Promise.resolve(joinError('', ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+    }
+    const { groupInstanceId } = request;
+    const newMemberId = this.generateMemberIdFn(groupInstanceId !== '' ? groupInstanceId : request.clientId);
+    if (groupInstanceId !== '') {
+      const oldMemberId = group.currentStaticMemberId(groupInstanceId);
+      if (oldMemberId !== undefined) {
+        return this.updateStaticMemberAndRebalance(group, oldMemberId, newMemberId, request, context);
+      }
+      return this.addMemberAndRebalance(group, newMemberId, request, context);
+    }
+    // KIP-394: a dynamic member gets its id first and must come back with it. Until then the id is pending:
+    // it holds up join completion, and expires after the session timeout if never used.
+    const expiration = new DelayedHeartbeat(this, group, newMemberId, true);
+    group.addPendingMember(newMemberId, expiration);
+    this.schedule(expiration, request.sessionTimeoutMs);
+    return Promise.resolve(joinError(newMemberId, ErrorCode.MEMBER_ID_REQUIRED));
+  }
+
+  private doCurrentMemberJoinGroup(
+    group: GroupMetadata,
+    request: JoinGroupRequest,
+    context: RequestContext,
+  ): Promise<JoinGroupResponse> {
+    const { memberId, groupInstanceId } = request;
+    if (group.is('Dead')) return Promise.resolve(joinError(memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    if (!group.supportsProtocols(request.protocolType, request.protocols)) {
+      return Promise.resolve(joinError(memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+    }
+    if (group.isPendingMember(memberId)) {
+      // Pending ids are only ever handed to dynamic members; claiming one with an instance id is a
+      // contradiction in the request itself.
+      if (groupInstanceId !== '') {
+        return Promise.reject(
+          new CohortError(
+            ErrorCode.INVALID_REQUEST,
+            `JoinGroup with groupInstanceId=${groupInstanceId} for pending dynamic member ${memberId}`,
+          ),
+        );
+      }
+      group.removePendingMember(memberId)?.cancel();
+      return this.addMemberAndRebalance(group, memberId, request, context);
+    }
+    const error = this.validateCurrentMember(group, memberId, groupInstanceId);
+    if (error !== ErrorCode.NONE) return Promise.resolve(joinError(memberId, error));
+    const member = group.get(memberId) as MemberMetadata;
+
+    switch (group.state) {
+      case 'PreparingRebalance':
+        return this.updateMemberAndRebalance(group, member, request, context);
+      case 'CompletingRebalance':
+        if (member.matches(request.protocols)) {
+          // The member probably missed our answer: give it the current generation again.
+          return Promise.resolve(
+            this.joinResponse(
+              group,
+              member,
+              group.isLeader(memberId) ? group.currentMemberMetadata() : EMPTY_MEMBERS,
+            ),
+          );
+        }
+        return this.updateMemberAndRebalance(group, member, request, context);
+      case 'Stable':
+        // A leader's JoinGroup always rebalances: it may have seen metadata change (new partitions, say)
+        // that no member's subscription shows.
+        if (group.isLeader(memberId) || !member.matches(request.protocols)) {
+          return this.updateMemberAndRebalance(group, member, request, context);
+        }
+        return Promise.resolve(this.joinResponse(group, member, EMPTY_MEMBERS));
+      case 'Empty':
+      case 'Dead':
+        return Promise.resolve(joinError(memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+    }
+  }
+
+  private addMemberAndRebalance(
+    group: GroupMetadata,
+    memberId: string,
+    request: JoinGroupRequest,
+    context: RequestContext,
+  ): Promise<JoinGroupResponse> {
+    const member = new MemberMetadata(
+      memberId,
+      request.groupInstanceId,
+      request.clientId,
+      context.clientHost,
+      request.rebalanceTimeoutMs,
+      request.sessionTimeoutMs,
+      request.protocolType,
+      request.protocols,
+    );
+    member.heartbeat = new DelayedHeartbeat(this, group, memberId, false);
+    member.isNew = true;
+    // KIP-134: a member arriving while a rebalance that left Empty is still in its initial delay extends it.
+    if (group.is('PreparingRebalance') && group.previousState === 'Empty') group.newMemberAdded = true;
+    const call = this.parkJoin(memberId, context);
+    group.add(member, call);
+    this.schedule(member.heartbeat, NEW_MEMBER_JOIN_TIMEOUT_MS);
+    this.maybePrepareRebalance(group);
+    return call.promise;
+  }
+
+  private updateMemberAndRebalance(
+    group: GroupMetadata,
+    member: MemberMetadata,
+    request: JoinGroupRequest,
+    context: RequestContext,
+  ): Promise<JoinGroupResponse> {
+    // A second JoinGroup while the first is parked supersedes it. Kafka drops the first silently; we answer
+    // it so no call hangs. The member keeps its place through the new call.
+    group.maybeInvokeJoinCallback(member, joinError(member.memberId, ErrorCode.REBALANCE_IN_PROGRESS));
+    const call = this.parkJoin(member.memberId, context);
+    group.updateMember(member, request.protocols, request.rebalanceTimeoutMs, request.sessionTimeoutMs, call);
+    this.maybePrepareRebalance(group);
+    return call.promise;
+  }
+
+  /**
+   * KIP-345: a known group instance id rejoins without a member id (the instance restarted). The member
+   * continues under a new id; the old id is fenced. In Stable, if the rejoin does not change the protocol
+   * the group would choose, there is no rebalance: the member gets the current generation, and a leader is
+   * told it leads but must skip assignment (KIP-814).
+   */
+  private updateStaticMemberAndRebalance(
+    group: GroupMetadata,
+    oldMemberId: string,
+    newMemberId: string,
+    request: JoinGroupRequest,
+    context: RequestContext,
+  ): Promise<JoinGroupResponse> {
+    const member = group.replaceStaticMember(request.groupInstanceId, oldMemberId, newMemberId);
+    const call = this.parkJoin(newMemberId, context);
+    group.updateMember(member, request.protocols, request.rebalanceTimeoutMs, request.sessionTimeoutMs, call);
+    this.scheduleSessionTimeout(member);
+    switch (group.state) {
+      case 'Stable':
+        if (group.protocolName === group.selectProtocol()) {
+          const isLeader = group.isLeader(newMemberId);
+          const response = this.joinResponse(
+            group,
+            member,
+            isLeader ? group.currentMemberMetadata() : EMPTY_MEMBERS,
+          );
+          response.skipAssignment = isLeader;
+          group.maybeInvokeJoinCallback(member, response);
+        } else {
+          this.maybePrepareRebalance(group);
+        }
+        break;
+      case 'CompletingRebalance':
+        // The leader may already hold the old member id for its assignment; only a new generation makes
+        // the assignment and the member ids agree again.
+        this.prepareRebalance(group);
+        break;
+      case 'PreparingRebalance':
+        break;
+      case 'Empty':
+      case 'Dead':
+        throw brokenInvariant(
+          `Group ${group.groupId} in state ${group.state} has static member ${request.groupInstanceId}`,
+        );
+    }
+    return call.promise;
+  }
+
+  private joinResponse(
+    group: GroupMetadata,
+    member: MemberMetadata,
+    members: JoinGroupMember[],
+  ): JoinGroupResponse {
+    return {
+      errorCode: ErrorCode.NONE,
+      generationId: group.generationId,
+      protocolType: group.protocolType ?? '',
+      protocolName: group.protocolName ?? '',
+      leaderId: group.leaderId ?? '',
+      memberId: member.memberId,
+      members,
+      skipAssignment: false,
+    };
+  }
+
+  private parkJoin(memberId: string, context: RequestContext): ParkedCall<JoinGroupResponse> {
+    const aborted =
+      context.signal === undefined ? undefined : joinError(memberId, ErrorCode.REQUEST_TIMED_OUT);
+    return new ParkedCall<JoinGroupResponse>(this.dispatcher, context.signal, aborted);
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Rebalance: PreparingRebalance → CompletingRebalance → Stable
+
+  private maybePrepareRebalance(group: GroupMetadata): void {
+    if (group.canRebalance) this.prepareRebalance(group);
+  }
+
+  private prepareRebalance(group: GroupMetadata): void {
+    // Members waiting for an assignment of a generation that will not become Stable must rejoin.
+    if (group.is('CompletingRebalance'))
+      this.resetAndPropagateAssignmentError(group, ErrorCode.REBALANCE_IN_PROGRESS);
+    this.removeSyncExpiration(group);
+    const delayedJoin = group.is('Empty')
+      ? new InitialDelayedJoin(
+          this,
+          group,
+          this.config.groupInitialRebalanceDelayMs,
+          Math.max(group.rebalanceTimeoutMs - this.config.groupInitialRebalanceDelayMs, 0),
+        )
+      : new DelayedJoin(this, group, group.rebalanceTimeoutMs);
+    group.transitionTo('PreparingRebalance');
+    this.rebalancePurgatory.tryCompleteElseWatch(delayedJoin, group.joinKeys);
+  }
+
+  tryCompleteJoin(group: GroupMetadata, operation: DelayedOperation): boolean {
+    return group.hasAllMembersJoined ? operation.forceComplete() : false;
+  }
+
+  onCompleteInitialJoin(group: GroupMetadata, delayMs: number, remainingMs: number): void {
+    if (group.newMemberAdded && remainingMs !== 0) {
+      group.newMemberAdded = false;
+      const nextDelayMs = Math.min(this.config.groupInitialRebalanceDelayMs, remainingMs);
+      const nextRemainingMs = Math.max(remainingMs - delayMs, 0);
+      this.rebalancePurgatory.tryCompleteElseWatch(
+        new InitialDelayedJoin(this, group, nextDelayMs, nextRemainingMs),
+        group.joinKeys,
+      );
+    } else {
+      this.onCompleteJoin(group);
+    }
+  }
+
+  /**
+   * The join phase is over. Dynamic members that did not rejoin are gone; static members stay (their
+   * session decides). A rejoined member leads; the generation advances with the protocol most members
+   * prefer; every rejoined member is answered (the leader with everyone's metadata) and must now SyncGroup
+   * within the rebalance timeout. O(members), once per rebalance.
+   */
+  onCompleteJoin(group: GroupMetadata): void {
+    let notRejoined: MemberMetadata[] | undefined;
+    for (const member of group.allMembers()) {
+      if (!member.isAwaitingJoin && !member.isStaticMember) (notRejoined ??= []).push(member);
+    }
+    if (notRejoined !== undefined) {
+      for (const member of notRejoined) {
+        group.remove(member.memberId);
+        member.heartbeat.cancel();
+      }
+    }
+    if (group.is('Dead')) return;
+    if (!group.maybeElectNewJoinedLeader() && group.size > 0) {
+      // Only static members that have not rejoined are left: wait another rebalance timeout; their session
+      // timers remove the ones that are really gone.
+      this.rebalancePurgatory.tryCompleteElseWatch(
+        new DelayedJoin(this, group, group.rebalanceTimeoutMs),
+        group.joinKeys,
+      );
+      return;
+    }
+    group.initNextGeneration();
+    if (group.is('Empty')) return;
+
+    const leaderMembers = group.currentMemberMetadata();
+    for (const member of group.allMembers()) {
+      const response = this.joinResponse(
+        group,
+        member,
+        group.isLeader(member.memberId) ? leaderMembers : EMPTY_MEMBERS,
+      );
+      group.maybeInvokeJoinCallback(member, response);
+      member.isNew = false;
+      this.scheduleSessionTimeout(member);
+      group.addPendingSyncMember(member.memberId);
+    }
+    this.rebalancePurgatory.tryCompleteElseWatch(
+      new DelayedSync(this, group, group.generationId, group.rebalanceTimeoutMs),
+      group.syncKeys,
+    );
+  }
+
+  tryCompletePendingSync(group: GroupMetadata, generationId: number, operation: DelayedOperation): boolean {
+    if (generationId !== group.generationId) return operation.forceComplete();
+    switch (group.state) {
+      case 'Dead':
+      case 'Empty':
+      case 'PreparingRebalance':
+        return operation.forceComplete();
+      case 'CompletingRebalance':
+      case 'Stable':
+        return group.hasReceivedSyncFromAllMembers ? operation.forceComplete() : false;
+    }
+  }
+
+  onExpirePendingSync(group: GroupMetadata, generationId: number): void {
+    if (generationId !== group.generationId) return;
+    if (!group.is('CompletingRebalance') && !group.is('Stable')) return;
+    if (group.hasReceivedSyncFromAllMembers) return;
+    for (const memberId of group.allPendingSyncMembers()) {
+      const member = group.remove(memberId);
+      if (member !== undefined) {
+        // A member that never synced has nothing parked, but answer defensively: no call may hang.
+        member.awaitingJoin?.complete(joinError('', ErrorCode.UNKNOWN_MEMBER_ID));
+        member.heartbeat.cancel();
+      }
+    }
+    this.prepareRebalance(group);
+  }
+
+  private removeSyncExpiration(group: GroupMetadata): void {
+    group.clearPendingSyncMembers();
+    this.rebalancePurgatory.checkAndComplete(group.syncKey);
+  }
+
+  private resetAndPropagateAssignmentError(group: GroupMetadata, error: ErrorCode): void {
+    for (const member of group.allMembers()) member.assignment = EMPTY_BUFFER;
+    this.propagateAssignment(group, error);
+  }
+
+  private propagateAssignment(group: GroupMetadata, error: ErrorCode): void {
+    for (const member of group.allMembers()) {
+      const response =
+        error === ErrorCode.NONE
+          ? {
+              errorCode: ErrorCode.NONE,
+              protocolType: group.protocolType ?? '',
+              protocolName: group.protocolName ?? '',
+              assignment: member.assignment,
+            }
+          : syncError(error);
+      // Its session restarts with the answer: a member may have been parked here longer than a session.
+      if (group.maybeInvokeSyncCallback(member, response)) this.scheduleSessionTimeout(member);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // SyncGroup
+
+  syncGroup(request: SyncGroupRequest, context: RequestContext): Promise<SyncGroupResponse> {
+    const invalid = checkSyncGroupRequest(request);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    if (request.groupId === '') return Promise.resolve(syncError(ErrorCode.INVALID_GROUP_ID));
+    if (!this.isActive) return Promise.resolve(syncError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    const group = this.groups.get(request.groupId);
+    if (group === undefined) return Promise.resolve(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
+    const error = this.validateSyncGroup(group, request);
+    if (error !== ErrorCode.NONE) return Promise.resolve(syncError(error));
+    const { memberId } = request;
+    const member = group.get(memberId) as MemberMetadata;
+
+    switch (group.state) {
+      case 'Empty':
+        return Promise.resolve(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
+      case 'PreparingRebalance':
+        return Promise.resolve(syncError(ErrorCode.REBALANCE_IN_PROGRESS));
+      case 'CompletingRebalance': {
+        // A second SyncGroup supersedes a parked first one, which is answered rather than dropped.
+        group.maybeInvokeSyncCallback(member, syncError(ErrorCode.REBALANCE_IN_PROGRESS));
+        const aborted = context.signal === undefined ? undefined : syncError(ErrorCode.REQUEST_TIMED_OUT);
+        const call = new ParkedCall<SyncGroupResponse>(this.dispatcher, context.signal, aborted);
+        member.awaitingSync = call;
+        this.keepAlive(member);
+        this.removePendingSyncMember(group, memberId);
+        if (group.isLeader(memberId)) {
+          const assignments = new Map<string, Buffer>();
+          for (const { memberId: id, assignment } of request.assignments) assignments.set(id, assignment);
+          // Members the leader left out get an empty assignment.
+          for (const each of group.allMembers())
+            each.assignment = assignments.get(each.memberId) ?? EMPTY_BUFFER;
+          this.propagateAssignment(group, ErrorCode.NONE);
+          group.transitionTo('Stable');
+        }
+        return call.promise;
+      }
+      case 'Stable':
+        this.removePendingSyncMember(group, memberId);
+        this.keepAlive(member);
+        return Promise.resolve({
+          errorCode: ErrorCode.NONE,
+          protocolType: group.protocolType ?? '',
+          protocolName: group.protocolName ?? '',
+          assignment: member.assignment,
+        });
+      case 'Dead':
+        return Promise.resolve(syncError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    }
+  }
+
+  private validateSyncGroup(group: GroupMetadata, request: SyncGroupRequest): ErrorCode {
+    if (group.is('Dead')) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    const error = this.validateCurrentMember(group, request.memberId, request.groupInstanceId);
+    if (error !== ErrorCode.NONE) return error;
+    if (request.generationId !== group.generationId) return ErrorCode.ILLEGAL_GENERATION;
+    // "" means the client did not send it (SyncGroup before v5).
+    if (request.protocolType !== '' && request.protocolType !== group.protocolType) {
+      return ErrorCode.INCONSISTENT_GROUP_PROTOCOL;
+    }
+    if (request.protocolName !== '' && request.protocolName !== group.protocolName) {
+      return ErrorCode.INCONSISTENT_GROUP_PROTOCOL;
+    }
+    return ErrorCode.NONE;
+  }
+
+  private removePendingSyncMember(group: GroupMetadata, memberId: string): void {
+    group.removePendingSyncMember(memberId);
+    this.rebalancePurgatory.checkAndComplete(group.syncKey);
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Heartbeat: the hot path. No allocation on any outcome: lookups, a timer re-arm, a shared reply.
+
+  heartbeat(request: HeartbeatRequest, _context: RequestContext): Promise<HeartbeatResponse> {
+    const invalid = checkHeartbeatRequest(request);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    if (request.groupId === '') return heartbeatReply(ErrorCode.INVALID_GROUP_ID);
+    if (!this.isActive) return heartbeatReply(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    const group = this.groups.get(request.groupId);
+    if (group === undefined) return heartbeatReply(ErrorCode.UNKNOWN_MEMBER_ID);
+    if (group.is('Dead')) return heartbeatReply(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    const error = this.validateCurrentMember(group, request.memberId, request.groupInstanceId);
+    if (error !== ErrorCode.NONE) return heartbeatReply(error);
+    if (request.generationId !== group.generationId) return heartbeatReply(ErrorCode.ILLEGAL_GENERATION);
+    switch (group.state) {
+      case 'CompletingRebalance':
+      case 'Stable':
+        // In CompletingRebalance a member may heartbeat between its JoinGroup answer and its SyncGroup;
+        // Kafka answered REBALANCE_IN_PROGRESS here before 2.x clients, NONE since.
+        this.keepAlive(group.get(request.memberId) as MemberMetadata);
+        return heartbeatReply(ErrorCode.NONE);
+      case 'PreparingRebalance':
+        // The session keeps running through the rebalance: a healthy member is never expired by a long one.
+        this.keepAlive(group.get(request.memberId) as MemberMetadata);
+        return heartbeatReply(ErrorCode.REBALANCE_IN_PROGRESS);
+      case 'Empty':
+      case 'Dead':
+        return heartbeatReply(ErrorCode.UNKNOWN_MEMBER_ID);
+    }
+  }
+
+  /**
+   * KIP-345's fencing plus membership: an instance id must map to this member id (else FENCED_INSTANCE_ID,
+   * or UNKNOWN_MEMBER_ID for an unknown instance), and the member id must be in the group.
+   */
+  private validateCurrentMember(group: GroupMetadata, memberId: string, groupInstanceId: string): ErrorCode {
+    if (groupInstanceId !== '') {
+      const currentMemberId = group.currentStaticMemberId(groupInstanceId);
+      if (currentMemberId === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
+      if (currentMemberId !== memberId) return ErrorCode.FENCED_INSTANCE_ID;
+    }
+    return group.has(memberId) ? ErrorCode.NONE : ErrorCode.UNKNOWN_MEMBER_ID;
+  }
+
+  onExpireHeartbeat(group: GroupMetadata, memberId: string, isPending: boolean): void {
+    if (group.is('Dead')) return;
+    if (isPending) {
+      // A pending member id nobody used: forget it, and let a join that waited only for it complete.
+      if (group.removePendingMember(memberId) !== undefined && group.is('PreparingRebalance')) {
+        this.rebalancePurgatory.checkAndComplete(group.joinKey);
+      }
+      return;
+    }
+    const member = group.get(memberId);
+    // Parked in JoinGroup or SyncGroup means alive; answering that call re-arms the session.
+    if (member === undefined || member.hasSatisfiedHeartbeat) return;
+    this.removeMemberAndUpdateGroup(group, member);
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // LeaveGroup
+
+  leaveGroup(request: LeaveGroupRequest, _context: RequestContext): Promise<LeaveGroupResponse> {
+    const invalid = checkLeaveGroupRequest(request);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    if (request.groupId === '') return Promise.resolve(leaveError(ErrorCode.INVALID_GROUP_ID));
+    if (!this.isActive) return Promise.resolve(leaveError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    const group = this.groups.get(request.groupId);
+    const members: LeaveGroupMemberResponse[] = [];
+    if (group === undefined) {
+      for (const identity of request.members) {
+        members.push({
+          memberId: identity.memberId,
+          groupInstanceId: identity.groupInstanceId,
+          errorCode: ErrorCode.UNKNOWN_MEMBER_ID,
+        });
+      }
+      return Promise.resolve({ errorCode: ErrorCode.NONE, members });
+    }
+    if (group.is('Dead')) return Promise.resolve(leaveError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    for (const identity of request.members) {
+      members.push({
+        memberId: identity.memberId,
+        groupInstanceId: identity.groupInstanceId,
+        errorCode: this.leaveOne(group, identity.memberId, identity.groupInstanceId),
+      });
+    }
+    return Promise.resolve({ errorCode: ErrorCode.NONE, members });
+  }
+
+  private leaveOne(group: GroupMetadata, memberId: string, groupInstanceId: string): ErrorCode {
+    if (memberId === '') {
+      // Administrative removal of a static member by its instance id alone.
+      const currentMemberId =
+        groupInstanceId === '' ? undefined : group.currentStaticMemberId(groupInstanceId);
+      if (currentMemberId === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
+      this.removeMemberAndUpdateGroup(group, group.get(currentMemberId) as MemberMetadata);
+      return ErrorCode.NONE;
+    }
+    if (group.isPendingMember(memberId)) {
+      group.removePendingMember(memberId)?.cancel();
+      if (group.is('PreparingRebalance')) this.rebalancePurgatory.checkAndComplete(group.joinKey);
+      return ErrorCode.NONE;
+    }
+    const error = this.validateCurrentMember(group, memberId, groupInstanceId);
+    if (error !== ErrorCode.NONE) return error;
+    this.removeMemberAndUpdateGroup(group, group.get(memberId) as MemberMetadata);
+    return ErrorCode.NONE;
+  }
+
+  /** Removes a member (left, failed, fenced out by size) and moves the group on. */
+  private removeMemberAndUpdateGroup(group: GroupMetadata, member: MemberMetadata): void {
+    this.removeMember(group, member, joinError('', ErrorCode.UNKNOWN_MEMBER_ID));
+    switch (group.state) {
+      case 'Dead':
+      case 'Empty':
+        break;
+      case 'Stable':
+      case 'CompletingRebalance':
+        this.maybePrepareRebalance(group);
+        break;
+      case 'PreparingRebalance':
+        this.rebalancePurgatory.checkAndComplete(group.joinKey);
+        break;
+    }
+  }
+
+  /**
+   * Takes the member out and answers whatever it had parked: its JoinGroup with `joinAnswer` (a new member
+   * may still be waiting when it times out; UNKNOWN_MEMBER_ID makes a live client rejoin), its SyncGroup
+   * with UNKNOWN_MEMBER_ID (Kafka would leave that one hanging).
+   */
+  private removeMember(group: GroupMetadata, member: MemberMetadata, joinAnswer: JoinGroupResponse): void {
+    group.maybeInvokeJoinCallback(member, joinAnswer);
+    group.maybeInvokeSyncCallback(member, syncError(ErrorCode.UNKNOWN_MEMBER_ID));
+    group.remove(member.memberId);
+    member.heartbeat.cancel();
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Offsets
+
+  offsetCommit(request: OffsetCommitRequest, context: RequestContext): Promise<OffsetCommitResponse> {
+    const invalid = checkOffsetCommitRequest(request);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    if (!this.isActive) return Promise.resolve(commitResponse(request, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    // The empty group id is allowed for offsets, as in Kafka (old clients commit under it).
+    let group = this.groups.get(request.groupId);
+    if (group === undefined) {
+      // Generation -1: a client managing its own partitions; it gets an Empty group to hold its offsets.
+      if (request.generationId >= 0)
+        return Promise.resolve(commitResponse(request, ErrorCode.ILLEGAL_GENERATION));
+      group = this.createGroup(request.groupId);
+    }
+    const error = this.validateOffsetCommit(group, request);
+    if (error !== ErrorCode.NONE) return Promise.resolve(commitResponse(request, error));
+    switch (group.state) {
+      case 'Empty':
+        return this.storeOffsets(group, request, context);
+      case 'Stable':
+      case 'PreparingRebalance':
+        // Still allowed while preparing: the member learns of the rebalance from its next heartbeat.
+        this.keepAlive(group.get(request.memberId) as MemberMetadata);
+        return this.storeOffsets(group, request, context);
+      case 'CompletingRebalance':
+        // The member already has the new generation's JoinGroup answer but not its assignment.
+        return Promise.resolve(commitResponse(request, ErrorCode.REBALANCE_IN_PROGRESS));
+      case 'Dead':
+        return Promise.resolve(commitResponse(request, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    }
+  }
+
+  private validateOffsetCommit(group: GroupMetadata, request: OffsetCommitRequest): ErrorCode {
+    const { generationId, memberId, groupInstanceId } = request;
+    if (group.is('Dead')) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    // Generation -1 is a commit from outside the group protocol (an admin tool, manual assignment): only
+    // an Empty group accepts it.
+    if (generationId < 0 && group.is('Empty')) return ErrorCode.NONE;
+    if (generationId >= 0 || memberId !== '' || groupInstanceId !== '') {
+      const error = this.validateCurrentMember(group, memberId, groupInstanceId);
+      if (error !== ErrorCode.NONE) return error;
+      return generationId === group.generationId ? ErrorCode.NONE : ErrorCode.ILLEGAL_GENERATION;
+    }
+    return ErrorCode.UNKNOWN_MEMBER_ID;
+  }
+
+  private storeOffsets(
+    group: GroupMetadata,
+    request: OffsetCommitRequest,
+    context: RequestContext,
+  ): Promise<OffsetCommitResponse> {
+    const maxBytes = this.config.offsetMetadataMaxBytes;
+    const commitTimestampMs = this.time.nowMs();
+    const accepted: TopicPartitionOffset[] = [];
+    let hasTooLarge = false;
+    for (const topic of request.topics) {
+      for (const partition of topic.partitions) {
+        if (Buffer.byteLength(partition.committedMetadata, 'utf8') > maxBytes) {
+          hasTooLarge = true;
+          continue;
+        }
+        accepted.push({
+          topic: topic.name,
+          partition: partition.partitionIndex,
+          offset: {
+            committedOffset: partition.committedOffset,
+            committedLeaderEpoch: partition.committedLeaderEpoch,
+            metadata: partition.committedMetadata,
+            commitTimestampMs,
+          },
+        });
+      }
+    }
+    const codeFor = (code: ErrorCode): OffsetCommitResponse =>
+      hasTooLarge ? commitResponseWithTooLarge(request, code, maxBytes) : commitResponse(request, code);
+    if (accepted.length === 0) return Promise.resolve(codeFor(ErrorCode.NONE));
+
+    const aborted =
+      context.signal === undefined ? undefined : commitResponse(request, ErrorCode.REQUEST_TIMED_OUT);
+    const call = new ParkedCall<OffsetCommitResponse>(this.dispatcher, context.signal, aborted);
+    for (const { topic, partition } of accepted) {
+      const key = partitionKey(topic, partition);
+      group.pendingOffsetCommits.set(key, (group.pendingOffsetCommits.get(key) ?? 0) + 1);
+    }
+    const wait: StoreWait = {
+      abandon: () => call.complete(codeFor(ErrorCode.COORDINATOR_NOT_AVAILABLE)),
+    };
+    this.storeWaits.add(wait);
+    const finish = (code: ErrorCode): void => {
+      this.storeWaits.delete(wait);
+      for (const { topic, partition } of accepted) {
+        const key = partitionKey(topic, partition);
+        const count = (group.pendingOffsetCommits.get(key) ?? 1) - 1;
+        if (count === 0) group.pendingOffsetCommits.delete(key);
+        else group.pendingOffsetCommits.set(key, count);
+      }
+      // The group was deleted while the commit was being stored: the offsets exist, so must a group.
+      if (code === ErrorCode.NONE && group.is('Dead') && this.isActive && !this.groups.has(group.groupId)) {
+        this.createGroup(group.groupId);
+      }
+      call.complete(codeFor(code));
+    };
+    let stored: Promise<void>;
+    try {
+      stored = this.offsetStore.commit(group.groupId, accepted);
+    } catch (error) {
+      stored = Promise.reject(error);
+    }
+    stored.then(
+      () => finish(ErrorCode.NONE),
+      (error: unknown) => finish(storeErrorCode(error)),
+    );
+    return call.promise;
+  }
+
+  offsetFetch(request: OffsetFetchRequest, _context: RequestContext): Promise<OffsetFetchResponse> {
+    const invalid = checkOffsetFetchRequest(request);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    if (!this.isActive)
+      return Promise.resolve({ errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, topics: [] });
+    const { groupId, requireStable } = request;
+    const pending = this.groups.get(groupId)?.pendingOffsetCommits;
+    // With requireStable, a partition whose commit is still being stored answers UNSTABLE_OFFSET_COMMIT so
+    // the client retries instead of reading an offset about to change.
+    const partitionOf = (topic: string, partitionIndex: number): OffsetFetchPartition => {
+      if (requireStable && pending !== undefined && pending.has(partitionKey(topic, partitionIndex))) {
+        return noOffset(partitionIndex, ErrorCode.UNSTABLE_OFFSET_COMMIT);
+      }
+      const committed = this.offsetStore.get(groupId, topic, partitionIndex);
+      if (committed === undefined) return noOffset(partitionIndex, ErrorCode.NONE);
+      return {
+        partitionIndex,
+        committedOffset: committed.committedOffset,
+        committedLeaderEpoch: committed.committedLeaderEpoch,
+        metadata: committed.metadata,
+        errorCode: ErrorCode.NONE,
+      };
+    };
+    const topics: OffsetFetchTopicResponse[] = [];
+    if (request.topics.length === 0) {
+      const byTopic = new Map<string, OffsetFetchPartition[]>();
+      for (const { topic, partition } of this.offsetStore.list(groupId)) {
+        let partitions = byTopic.get(topic);
+        if (partitions === undefined) {
+          partitions = [];
+          byTopic.set(topic, partitions);
+        }
+        partitions.push(partitionOf(topic, partition));
+      }
+      for (const [name, partitions] of byTopic) topics.push({ name, partitions });
+    } else {
+      for (const topic of request.topics) {
+        topics.push({
+          name: topic.name,
+          partitions: topic.partitionIndexes.map((index) => partitionOf(topic.name, index)),
+        });
+      }
+    }
+    return Promise.resolve({ errorCode: ErrorCode.NONE, topics });
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // DescribeGroups, ListGroups, DeleteGroups
+
+  describeGroups(request: DescribeGroupsRequest, _context: RequestContext): Promise<DescribeGroupsResponse> {
+    const invalid = checkDescribeGroupsRequest(request);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    const groups: DescribedGroup[] = request.groups.map((groupId) => this.describeGroup(groupId));
+    return Promise.resolve({ groups });
+  }
+
+  private describeGroup(groupId: string): DescribedGroup {
+    if (!this.isActive) return describedError(groupId, ErrorCode.COORDINATOR_NOT_AVAILABLE, '', '');
+    const group = this.groups.get(groupId);
+    if (group === undefined || group.is('Dead')) {
+      return describedError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, 'Dead', `Group ${groupId} not found.`);
+    }
+    // Member metadata is only meaningful for the protocol of a Stable group.
+    const protocolName = group.is('Stable') ? (group.protocolName ?? '') : '';
+    const members: DescribedGroupMember[] = [];
+    for (const member of group.allMembers()) {
+      members.push({
+        memberId: member.memberId,
+        groupInstanceId: member.groupInstanceId,
+        clientId: member.clientId,
+        clientHost: member.clientHost,
+        memberMetadata: protocolName === '' ? EMPTY_BUFFER : member.metadata(protocolName),
+        memberAssignment: member.assignment,
+      });
+    }
+    return {
+      errorCode: ErrorCode.NONE,
+      errorMessage: '',
+      groupId,
+      groupState: group.state,
+      protocolType: group.protocolType ?? '',
+      protocolData: protocolName,
+      members,
+    };
+  }
+
+  listGroups(request: ListGroupsRequest, _context: RequestContext): Promise<ListGroupsResponse> {
+    const invalid = checkListGroupsRequest(request);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    if (!this.isActive)
+      return Promise.resolve({ errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, groups: [] });
+    // Names are matched case-insensitively; a name that is no state matches nothing.
+    const wanted = new Set<GroupState>();
+    for (const name of request.statesFilter) {
+      const state = parseGroupState(name);
+      if (state !== undefined) wanted.add(state);
+    }
+    const filter = request.statesFilter.length > 0;
+    const groups = [];
+    for (const group of this.groups.values()) {
+      if (filter && !wanted.has(group.state)) continue;
+      groups.push({
+        groupId: group.groupId,
+        protocolType: group.protocolType ?? '',
+        groupState: group.state,
+      });
+    }
+    return Promise.resolve({ errorCode: ErrorCode.NONE, groups });
+  }
+
+  deleteGroups(request: DeleteGroupsRequest, _context: RequestContext): Promise<DeleteGroupsResponse> {
+    const invalid = checkDeleteGroupsRequest(request);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    const results: DeletableGroupResult[] = [];
+    const deleted: DeletableGroupResult[] = [];
+    const seen = new Set<string>();
+    for (const groupId of request.groupsNames) {
+      if (seen.has(groupId)) continue;
+      seen.add(groupId);
+      const result: DeletableGroupResult = { groupId, errorCode: ErrorCode.NONE };
+      results.push(result);
+      if (!this.isActive) {
+        result.errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+        continue;
+      }
+      const group = this.groups.get(groupId);
+      if (group === undefined || group.is('Dead')) result.errorCode = ErrorCode.GROUP_ID_NOT_FOUND;
+      else if (!group.is('Empty')) result.errorCode = ErrorCode.NON_EMPTY_GROUP;
+      else {
+        this.deleteGroup(group);
+        deleted.push(result);
+      }
+    }
+    if (deleted.length === 0) return Promise.resolve({ results });
+
+    // Answer once the store has dropped the offsets of every deleted group.
+    const call = new ParkedCall<DeleteGroupsResponse>(this.dispatcher, undefined, undefined);
+    let remaining = deleted.length;
+    const wait: StoreWait = {
+      abandon: () => {
+        for (const result of deleted) result.errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+        call.complete({ results });
+      },
+    };
+    this.storeWaits.add(wait);
+    const done = (): void => {
+      if (--remaining > 0 || call.isDone) return;
+      this.storeWaits.delete(wait);
+      call.complete({ results });
+    };
+    for (const result of deleted) {
+      let removal: Promise<void>;
+      try {
+        removal = this.offsetStore.deleteGroup(result.groupId);
+      } catch (error) {
+        removal = Promise.reject(error);
+      }
+      removal.then(done, (error: unknown) => {
+        if (!call.isDone) {
+          result.errorCode = storeErrorCode(error);
+          // The offsets are still there, so the group is too.
+          if (this.isActive && !this.groups.has(result.groupId)) this.createGroup(result.groupId);
+        }
+        done();
+      });
+    }
+    return call.promise;
+  }
+
+  private createGroup(groupId: string): GroupMetadata {
+    const group = new GroupMetadata(groupId, this.onTransition);
+    this.groups.set(groupId, group);
+    return group;
+  }
+
+  /** An Empty group goes Dead and is forgotten; tasks still holding it find it Dead and do nothing. */
+  private deleteGroup(group: GroupMetadata): void {
+    group.transitionTo('Dead');
+    group.clearPendingMembers();
+    if (this.groups.get(group.groupId) === group) this.groups.delete(group.groupId);
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Timers and shutdown
+
+  /** Starts the member's session timer over: its session timeout, or the new-member timeout until its first join completes. */
+  private scheduleSessionTimeout(member: MemberMetadata): void {
+    this.schedule(member.heartbeat, member.isNew ? NEW_MEMBER_JOIN_TIMEOUT_MS : member.sessionTimeoutMs);
+  }
+
+  /**
+   * A valid Heartbeat, SyncGroup or OffsetCommit restarts the session. A new member's fixed timeout is not
+   * extended this way: it ends with its first completed join or with the member.
+   */
+  private keepAlive(member: MemberMetadata): void {
+    if (!member.isNew) this.schedule(member.heartbeat, member.sessionTimeoutMs);
+  }
+
+  private schedule(task: TimerTask, delayMs: number): void {
+    task.delayMs = delayMs;
+    this.heartbeatTimer.add(task);
+  }
+
+  /**
+   * Answers every parked call with COORDINATOR_NOT_AVAILABLE (clients look for the coordinator again),
+   * delivers every queued reply, and stops both timers. Later requests get COORDINATOR_NOT_AVAILABLE.
+   * Idempotent.
+   */
+  shutdown(): void {
+    if (!this.isActive) return;
+    this.isActive = false;
+    for (const group of this.groups.values()) {
+      for (const member of group.allMembers()) {
+        group.maybeInvokeJoinCallback(
+          member,
+          joinError(member.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+        );
+        group.maybeInvokeSyncCallback(member, syncError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
+      }
+      group.clearPendingMembers();
+    }
+    for (const wait of [...this.storeWaits]) wait.abandon();
+    this.storeWaits.clear();
+    this.heartbeatTimer.shutdown();
+    this.rebalancePurgatory.shutdown();
+    this.dispatcher.flush();
+  }
+}
+
+function partitionKey(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}
+
+function noOffset(partitionIndex: number, errorCode: ErrorCode): OffsetFetchPartition {
+  return {
+    partitionIndex,
+    committedOffset: INVALID_OFFSET,
+    committedLeaderEpoch: -1,
+    metadata: '',
+    errorCode,
+  };
+}
+
+/** One code for every partition of the request, in the request's order. */
+function commitResponse(request: OffsetCommitRequest, errorCode: ErrorCode): OffsetCommitResponse {
+  return {
+    topics: request.topics.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((partition) => ({
+        partitionIndex: partition.partitionIndex,
+        errorCode,
+      })),
+    })),
+  };
+}
+
+/** Like commitResponse, but partitions whose metadata is too long get OFFSET_METADATA_TOO_LARGE. */
+function commitResponseWithTooLarge(
+  request: OffsetCommitRequest,
+  errorCode: ErrorCode,
+  maxBytes: number,
+): OffsetCommitResponse {
+  return {
+    topics: request.topics.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((partition) => ({
+        partitionIndex: partition.partitionIndex,
+        errorCode:
+          Buffer.byteLength(partition.committedMetadata, 'utf8') > maxBytes
+            ? ErrorCode.OFFSET_METADATA_TOO_LARGE
+            : errorCode,
+      })),
+    })),
+  };
+}
+
+function describedError(
+  groupId: string,
+  errorCode: ErrorCode,
+  groupState: string,
+  errorMessage: string,
+): DescribedGroup {
+  return { errorCode, errorMessage, groupId, groupState, protocolType: '', protocolData: '', members: [] };
+}

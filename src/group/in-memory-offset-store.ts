@@ -1,0 +1,56 @@
+import type { CommittedOffset, OffsetStore, TopicPartitionOffset } from './offset-store';
+
+const RESOLVED: Promise<void> = Promise.resolve();
+
+/**
+ * Offsets in process memory: durable for as long as the process lives. A commit is visible to reads as soon
+ * as `commit` returns. Used until the log provides a durable store.
+ */
+export class InMemoryOffsetStore implements OffsetStore {
+  // groupId → topic → partition → offset
+  private readonly groups = new Map<string, Map<string, Map<number, CommittedOffset>>>();
+
+  commit(groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<void> {
+    let topics = this.groups.get(groupId);
+    if (topics === undefined) {
+      topics = new Map();
+      this.groups.set(groupId, topics);
+    }
+    for (const { topic, partition, offset } of offsets) {
+      let partitions = topics.get(topic);
+      if (partitions === undefined) {
+        partitions = new Map();
+        topics.set(topic, partitions);
+      }
+      partitions.set(partition, offset);
+    }
+    return RESOLVED;
+  }
+
+  get(groupId: string, topic: string, partition: number): CommittedOffset | undefined {
+    return this.groups.get(groupId)?.get(topic)?.get(partition);
+  }
+
+  list(groupId: string): TopicPartitionOffset[] {
+    const result: TopicPartitionOffset[] = [];
+    const topics = this.groups.get(groupId);
+    if (topics === undefined) return result;
+    for (const [topic, partitions] of topics) {
+      for (const [partition, offset] of partitions) result.push({ topic, partition, offset });
+    }
+    return result;
+  }
+
+  hasOffsets(groupId: string): boolean {
+    return this.groups.has(groupId);
+  }
+
+  deleteGroup(groupId: string): Promise<void> {
+    this.groups.delete(groupId);
+    return RESOLVED;
+  }
+
+  groupIds(): Iterable<string> {
+    return this.groups.keys();
+  }
+}

@@ -1,0 +1,104 @@
+import { brokenInvariant } from './broken-invariant';
+import type { DelayedHeartbeat } from './delayed-heartbeat';
+import type { ParkedCall } from './parked-call';
+import type { JoinGroupResponse, Protocol, SyncGroupResponse } from './group-protocol';
+
+const EMPTY_BUFFER = Buffer.alloc(0);
+
+/**
+ * One member of a classic group (Kafka's MemberMetadata / ClassicGroupMember): its identity, timeouts,
+ * supported protocols in preference order, its assignment, and the calls it has parked.
+ */
+export class MemberMetadata {
+  /** Changes only when a static member rejoins with an empty member id and is given a new one. */
+  memberId: string;
+  /** "" for a dynamic member. */
+  readonly groupInstanceId: string;
+  readonly clientId: string;
+  readonly clientHost: string;
+  readonly protocolType: string;
+  rebalanceTimeoutMs: number;
+  sessionTimeoutMs: number;
+  supportedProtocols: readonly Protocol[];
+  assignment: Buffer = EMPTY_BUFFER;
+  /** Set while its JoinGroup is parked (Kafka's `awaitingJoinCallback`). */
+  awaitingJoin: ParkedCall<JoinGroupResponse> | undefined = undefined;
+  /** Set while its SyncGroup is parked (Kafka's `awaitingSyncCallback`). */
+  awaitingSync: ParkedCall<SyncGroupResponse> | undefined = undefined;
+  /**
+   * True from the member's first JoinGroup until that join completes. A new member cannot heartbeat usefully
+   * yet, so it lives on the fixed new-member timeout instead of its session timeout, and being parked in
+   * JoinGroup does not keep it alive (KIP-394's answer to clients that disconnect mid-rebalance).
+   */
+  isNew = false;
+  /** The member's one session timer; assigned right after construction. */
+  heartbeat!: DelayedHeartbeat;
+
+  constructor(
+    memberId: string,
+    groupInstanceId: string,
+    clientId: string,
+    clientHost: string,
+    rebalanceTimeoutMs: number,
+    sessionTimeoutMs: number,
+    protocolType: string,
+    supportedProtocols: readonly Protocol[],
+  ) {
+    this.memberId = memberId;
+    this.groupInstanceId = groupInstanceId;
+    this.clientId = clientId;
+    this.clientHost = clientHost;
+    this.rebalanceTimeoutMs = rebalanceTimeoutMs;
+    this.sessionTimeoutMs = sessionTimeoutMs;
+    this.protocolType = protocolType;
+    this.supportedProtocols = supportedProtocols;
+  }
+
+  get isStaticMember(): boolean {
+    return this.groupInstanceId !== '';
+  }
+
+  get isAwaitingJoin(): boolean {
+    return this.awaitingJoin !== undefined;
+  }
+
+  get isAwaitingSync(): boolean {
+    return this.awaitingSync !== undefined;
+  }
+
+  /**
+   * Whether an expiring session timer should leave the member alone: an existing member parked in JoinGroup
+   * or SyncGroup is, by definition, alive (its timer is re-armed when that call is answered).
+   */
+  get hasSatisfiedHeartbeat(): boolean {
+    if (this.isNew) return false;
+    return this.isAwaitingJoin || this.isAwaitingSync;
+  }
+
+  /** The metadata the member sent for `protocolName`. */
+  metadata(protocolName: string): Buffer {
+    for (const protocol of this.supportedProtocols) {
+      if (protocol.name === protocolName) return protocol.metadata;
+    }
+    throw brokenInvariant(`Member ${this.memberId} does not support protocol ${protocolName}`);
+  }
+
+  /** Same protocols, same order, same metadata bytes: a rejoin that changes nothing. */
+  matches(protocols: readonly Protocol[]): boolean {
+    if (protocols.length !== this.supportedProtocols.length) return false;
+    for (let i = 0; i < protocols.length; i++) {
+      const a = protocols[i];
+      const b = this.supportedProtocols[i];
+      if (a.name !== b.name || !a.metadata.equals(b.metadata)) return false;
+    }
+    return true;
+  }
+
+  /** The member's most preferred protocol among `candidates`. */
+  vote(candidates: ReadonlySet<string>): string {
+    for (const protocol of this.supportedProtocols) {
+      if (candidates.has(protocol.name)) return protocol.name;
+    }
+    throw brokenInvariant(`Member ${this.memberId} does not support any of the candidate protocols`);
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Where committed offsets live. The coordinator validates a commit against the group, hands the accepted
+ * partitions to `commit`, and acknowledges the OffsetCommit only when the returned promise resolves: a
+ * durable implementation (the log) resolves after its append is replicated, the in-memory one at once.
+ *
+ * Reads are synchronous: an implementation keeps the materialised latest offset per partition in memory
+ * (Kafka's offsets cache) and updates it when a commit becomes durable, never before, so a fetch never sees
+ * an offset that could still be lost.
+ *
+ * A rejected `commit` or `deleteGroup` fails the whole request. Reject with a `CohortError` whose code says
+ * why (NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, ...); the
+ * coordinator maps it to the code Kafka gives OffsetCommit clients. Anything else becomes
+ * UNKNOWN_SERVER_ERROR.
+ */
+export interface OffsetStore {
+  commit(groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<void>;
+  /** The latest durable offset of one partition, or undefined if none was committed. */
+  get(groupId: string, topic: string, partition: number): CommittedOffset | undefined;
+  /** Every committed offset of the group. */
+  list(groupId: string): TopicPartitionOffset[];
+  hasOffsets(groupId: string): boolean;
+  /** Removes every offset of the group (DeleteGroups); resolves once that is durable. */
+  deleteGroup(groupId: string): Promise<void>;
+  /**
+   * Groups that have offsets. The coordinator creates an Empty group for each at start-up, so a durable store
+   * that outlives the process brings its groups back (Kafka loads them from __consumer_offsets).
+   */
+  groupIds(): Iterable<string>;
+}
+
+export interface CommittedOffset {
+  readonly committedOffset: number;
+  /** -1 when the client did not send one. */
+  readonly committedLeaderEpoch: number;
+  readonly metadata: string;
+  /** Wall-clock time of the commit (Time.nowMs), for a future retention policy. */
+  readonly commitTimestampMs: number;
+}
+
+export interface TopicPartitionOffset {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: CommittedOffset;
+}

@@ -1,0 +1,27 @@
+import { CohortError, ErrorCode } from '../errors';
+
+/**
+ * The code an OffsetCommit (or DeleteGroups) client gets when the offset store failed, as Kafka converts
+ * append errors for offset commits (`GroupMetadataManager.maybeConvertOffsetCommitError`): replication
+ * trouble means "try the coordinator again", a lost leadership means "find the coordinator again", an
+ * oversized batch is the commit's fault. Anything that is not a CohortError is an internal failure.
+ */
+export function storeErrorCode(error: unknown): ErrorCode {
+  if (!(error instanceof CohortError)) return ErrorCode.UNKNOWN_SERVER_ERROR;
+  switch (error.code) {
+    case ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+    case ErrorCode.NOT_ENOUGH_REPLICAS:
+    case ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    case ErrorCode.NOT_LEADER_OR_FOLLOWER:
+      return ErrorCode.NOT_COORDINATOR;
+    case ErrorCode.MESSAGE_TOO_LARGE:
+    case ErrorCode.RECORD_LIST_TOO_LARGE:
+    case ErrorCode.INVALID_FETCH_SIZE:
+      return ErrorCode.INVALID_COMMIT_OFFSET_SIZE;
+    case ErrorCode.NONE:
+      return ErrorCode.UNKNOWN_SERVER_ERROR;
+    default:
+      return error.code;
+  }
+}

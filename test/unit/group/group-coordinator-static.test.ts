@@ -1,0 +1,544 @@
+import { ErrorCode } from '../../../src/errors';
+import {
+  DEFAULT_REBALANCE_TIMEOUT_MS,
+  DEFAULT_SESSION_TIMEOUT_MS,
+  FOLLOWER_INSTANCE_ID,
+  GroupHarness,
+  LEADER_INSTANCE_ID,
+  PROTOCOL_SUPERSET,
+  PROTOCOLS,
+  protocol,
+  settle,
+} from '../../support/group-harness';
+
+let h: GroupHarness;
+beforeEach(() => {
+  h = new GroupHarness();
+});
+afterEach(() => h.shutdown());
+
+const instanceIdsOf = (members: { groupInstanceId: string }[]): string[] =>
+  members.map((m) => m.groupInstanceId).sort();
+
+describe('static members joining (KIP-345)', () => {
+  test('a static member joins as first member without MEMBER_ID_REQUIRED', async () => {
+    const response = await h.staticJoin('instance');
+    expect(response.errorCode).toBe(ErrorCode.NONE);
+    expect(response.memberId).toMatch(/^instance-/);
+    expect(response.members.map((m) => m.groupInstanceId)).toEqual(['instance']);
+  });
+
+  test('a known instance rejoining with a member id that is not its own is fenced', async () => {
+    await h.staticJoin('instance');
+    const response = await h.staticJoin('instance', { memberId: 'unknown_member' });
+    expect(response.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
+  });
+
+  test('a known member id with an unknown instance id gets UNKNOWN_MEMBER_ID', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    const response = await h.staticJoin(
+      'unknown_instance',
+      { memberId: result.leaderId, protocols: PROTOCOL_SUPERSET },
+      1,
+    );
+    expect(response.errorCode).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
+  });
+
+  test('leader and follower member ids swapped between instances are fenced', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    const asFollower = await h.staticJoin(
+      LEADER_INSTANCE_ID,
+      { memberId: result.followerId, protocols: PROTOCOL_SUPERSET },
+      1,
+    );
+    expect(asFollower.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    const asLeader = await h.staticJoin(
+      FOLLOWER_INSTANCE_ID,
+      { memberId: result.leaderId, protocols: PROTOCOL_SUPERSET },
+      1,
+    );
+    expect(asLeader.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
+  });
+
+  test('a static member rejoining with its member id during CompletingRebalance gets the generation at once', async () => {
+    const first = await h.staticJoin('instance');
+    const again = await h.staticJoin('instance', { memberId: first.memberId }, 1);
+    expect(again.errorCode).toBe(ErrorCode.NONE);
+    expect(await h.state()).toBe('CompletingRebalance');
+    const sync = await h.sync({
+      generationId: again.generationId,
+      memberId: first.memberId,
+      groupInstanceId: 'instance',
+      protocolType: 'consumer',
+      protocolName: 'range',
+      assignments: [[first.memberId, Buffer.alloc(0)]],
+    });
+    expect(sync.errorCode).toBe(ErrorCode.NONE);
+    expect(await h.state()).toBe('Stable');
+  });
+
+  test('each rejoin without a member id gives a new member id, prefixed by the instance id', async () => {
+    const initial = await h.staticMembersJoinAndRebalance();
+    let last = initial.leaderId;
+    for (let i = 0; i < 5; i++) {
+      const response = await h.staticJoin(LEADER_INSTANCE_ID, {}, 1);
+      expect(response.memberId.startsWith(LEADER_INSTANCE_ID)).toBe(true);
+      expect(response.memberId).not.toBe(last);
+      last = response.memberId;
+    }
+  });
+});
+
+describe('a static member restarting in a Stable group', () => {
+  test('a follower rejoining without member id and with the same protocols does not rebalance', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    const response = await h.staticJoin(FOLLOWER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET }, 1);
+    expect(response).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      generationId: result.generation,
+      leaderId: result.leaderId,
+      skipAssignment: false,
+      members: [],
+    });
+    expect(response.memberId).not.toBe(result.followerId);
+    expect(await h.state()).toBe('Stable');
+    const sync = await h.sync({ generationId: result.generation, memberId: response.memberId });
+    expect(sync.errorCode).toBe(ErrorCode.NONE);
+    expect(sync.assignment).toEqual(result.followerAssignment);
+  });
+
+  test('the leader rejoining without member id keeps leading but is told to skip assignment (KIP-814)', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    const response = await h.staticJoin(LEADER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET }, 1);
+    expect(response.errorCode).toBe(ErrorCode.NONE);
+    expect(response.generationId).toBe(result.generation);
+    expect(response.skipAssignment).toBe(true);
+    expect(response.leaderId).toBe(response.memberId);
+    expect(instanceIdsOf(response.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID]);
+    expect(await h.state()).toBe('Stable');
+    expect(h.transitions.filter((t) => t.to === 'PreparingRebalance')).toHaveLength(1);
+
+    // The old leader id is fenced for JoinGroup and SyncGroup alike.
+    const oldJoin = await h.staticJoin(
+      LEADER_INSTANCE_ID,
+      { memberId: result.leaderId, protocols: PROTOCOL_SUPERSET },
+      1,
+    );
+    expect(oldJoin.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    const oldSync = await h.sync({
+      generationId: 1,
+      memberId: result.leaderId,
+      groupInstanceId: LEADER_INSTANCE_ID,
+    });
+    expect(oldSync.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    // The new id syncs in Stable and gets the assignment the group already has.
+    const newSync = await h.sync({
+      generationId: 1,
+      memberId: response.memberId,
+      groupInstanceId: LEADER_INSTANCE_ID,
+    });
+    expect(newSync.errorCode).toBe(ErrorCode.NONE);
+    expect(newSync.assignment).toEqual(result.leaderAssignment);
+  });
+
+  test('a follower rejoining with its member id and no protocol change does not rebalance', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    const response = await h.staticJoin(
+      FOLLOWER_INSTANCE_ID,
+      { memberId: result.followerId, protocols: PROTOCOL_SUPERSET },
+      1,
+    );
+    expect(response).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      generationId: result.generation,
+      leaderId: result.leaderId,
+      memberId: result.followerId,
+      members: [],
+    });
+    expect(await h.state()).toBe('Stable');
+  });
+
+  test('a follower rejoining without member id with protocols that keep the chosen one does not rebalance', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    const response = await h.staticJoin(FOLLOWER_INSTANCE_ID, { protocols: [protocol('range')] }, 1);
+    expect(response).toMatchObject({ errorCode: ErrorCode.NONE, generationId: result.generation });
+    expect(await h.state()).toBe('Stable');
+    expect(
+      (await h.staticJoin(FOLLOWER_INSTANCE_ID, { memberId: result.followerId, protocols: PROTOCOLS }, 1))
+        .errorCode,
+    ).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    const oldSync = await h.sync({
+      generationId: 1,
+      memberId: result.followerId,
+      groupInstanceId: FOLLOWER_INSTANCE_ID,
+    });
+    expect(oldSync.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    const newSync = await h.sync({
+      generationId: 1,
+      memberId: response.memberId,
+      groupInstanceId: FOLLOWER_INSTANCE_ID,
+    });
+    expect(newSync.errorCode).toBe(ErrorCode.NONE);
+    expect(newSync.assignment).toEqual(result.followerAssignment);
+  });
+
+  test('a follower rejoining without member id with protocols that change the chosen one rebalances', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    h.advance(1);
+    const join = h.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID, protocols: [protocol('roundrobin')] });
+    await settle();
+    expect(await h.state()).toBe('PreparingRebalance');
+    // The leader never rejoins; its session ends first and the follower forms the next generation alone.
+    h.advance(DEFAULT_SESSION_TIMEOUT_MS);
+    await settle();
+    const response = join.result;
+    expect(response).toMatchObject({ errorCode: ErrorCode.NONE, generationId: result.generation + 1 });
+    expect(response.protocolName).toBe('roundrobin');
+    expect(response.leaderId).toBe(response.memberId);
+    expect(response.memberId).not.toBe(result.followerId);
+    expect(instanceIdsOf(response.members)).toEqual([FOLLOWER_INSTANCE_ID]);
+  });
+
+  test('a follower rejoining with its member id and changed protocols rebalances and takes over leadership', async () => {
+    const result = await h.staticMembersJoinAndRebalance(
+      LEADER_INSTANCE_ID,
+      FOLLOWER_INSTANCE_ID,
+      DEFAULT_SESSION_TIMEOUT_MS * 2,
+    );
+    const join = h.sendJoin({
+      memberId: result.followerId,
+      groupInstanceId: FOLLOWER_INSTANCE_ID,
+      protocols: [protocol('roundrobin')],
+      sessionTimeoutMs: DEFAULT_SESSION_TIMEOUT_MS * 2,
+    });
+    await settle();
+    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    await settle();
+    // The leader did not rejoin within the rebalance timeout; as a static member it stays, but the
+    // rejoined follower leads the new generation.
+    expect(join.result).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      generationId: result.generation + 1,
+      leaderId: result.followerId,
+      memberId: result.followerId,
+    });
+    expect(instanceIdsOf(join.result.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID]);
+  });
+
+  test('the leader rejoining with its member id rebalances; a follower that does not rejoin in time drops out', async () => {
+    const result = await h.staticMembersJoinAndRebalance(
+      LEADER_INSTANCE_ID,
+      FOLLOWER_INSTANCE_ID,
+      DEFAULT_REBALANCE_TIMEOUT_MS / 2,
+    );
+    const join = h.sendJoin({
+      memberId: result.leaderId,
+      groupInstanceId: LEADER_INSTANCE_ID,
+      protocols: PROTOCOL_SUPERSET,
+      sessionTimeoutMs: DEFAULT_REBALANCE_TIMEOUT_MS / 2,
+    });
+    await settle();
+    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    await settle();
+    expect(join.result).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      generationId: result.generation + 1,
+      leaderId: result.leaderId,
+      memberId: result.leaderId,
+    });
+    expect(instanceIdsOf(join.result.members)).toEqual([LEADER_INSTANCE_ID]);
+  });
+
+  test('leader and follower rejoining with their ids rebalance; a later protocol change by the follower rebalances again', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    const leaderJoin = h.sendJoin({
+      memberId: result.leaderId,
+      groupInstanceId: LEADER_INSTANCE_ID,
+      protocols: PROTOCOL_SUPERSET,
+    });
+    const followerJoin = h.sendJoin({
+      memberId: result.followerId,
+      groupInstanceId: FOLLOWER_INSTANCE_ID,
+      protocols: PROTOCOL_SUPERSET,
+    });
+    await settle();
+    expect(leaderJoin.result).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      generationId: 2,
+      leaderId: result.leaderId,
+    });
+    expect(instanceIdsOf(leaderJoin.result.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID]);
+    expect(followerJoin.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2, members: [] });
+    h.advance(1);
+    const change = h.sendJoin({
+      memberId: result.followerId,
+      groupInstanceId: FOLLOWER_INSTANCE_ID,
+      protocols: PROTOCOLS,
+    });
+    await settle();
+    expect(await h.state()).toBe('PreparingRebalance');
+    // The leader neither rejoins nor syncs: its session ends and the follower leads generation 3 alone.
+    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    await settle();
+    expect(change.result).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      generationId: 3,
+      leaderId: result.followerId,
+    });
+    expect(instanceIdsOf(change.result.members)).toEqual([FOLLOWER_INSTANCE_ID]);
+  });
+
+  test('a static leader rejoining with its id in an Empty group is told UNKNOWN_MEMBER_ID', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    await h.leave([{ groupInstanceId: LEADER_INSTANCE_ID }, { groupInstanceId: FOLLOWER_INSTANCE_ID }]);
+    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    expect(await h.state()).toBe('Empty');
+    const response = await h.staticJoin(LEADER_INSTANCE_ID, { memberId: result.leaderId }, 1);
+    expect(response.errorCode).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
+  });
+});
+
+describe('fencing duplicate static members', () => {
+  test('a duplicate follower joining during PreparingRebalance fences the parked JoinGroup of the old one', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    const third = await h.sendDynamicJoin(); // a third member triggers a rebalance
+    expect(await h.state()).toBe('PreparingRebalance');
+    const oldFollower = h.sendJoin({ memberId: result.followerId, groupInstanceId: FOLLOWER_INSTANCE_ID });
+    h.advance(1);
+    const duplicate = h.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID });
+    await settle();
+    expect(oldFollower.result).toMatchObject({
+      errorCode: ErrorCode.FENCED_INSTANCE_ID,
+      generationId: -1,
+      memberId: result.followerId,
+    });
+    expect(duplicate.isSettled).toBe(false);
+    expect(third.isSettled).toBe(false);
+    expect(await h.state()).toBe('PreparingRebalance');
+  });
+
+  test('a duplicate follower joining during CompletingRebalance fences the old one parked in SyncGroup and rebalances', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    const leaderJoin = h.sendJoin({
+      memberId: result.leaderId,
+      groupInstanceId: LEADER_INSTANCE_ID,
+      protocols: PROTOCOL_SUPERSET,
+    });
+    const oldFollowerJoin = h.sendJoin({
+      memberId: result.followerId,
+      groupInstanceId: FOLLOWER_INSTANCE_ID,
+      protocols: PROTOCOL_SUPERSET,
+    });
+    await settle();
+    expect(leaderJoin.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
+    expect(oldFollowerJoin.result).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      generationId: 2,
+      leaderId: result.leaderId,
+    });
+    expect(await h.state()).toBe('CompletingRebalance');
+
+    const oldFollowerSync = h.sendSync({
+      generationId: 2,
+      memberId: result.followerId,
+      groupInstanceId: FOLLOWER_INSTANCE_ID,
+      protocolType: 'consumer',
+      protocolName: 'range',
+    });
+    h.advance(1);
+    const duplicate = h.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID, protocols: PROTOCOL_SUPERSET });
+    await settle();
+    expect(oldFollowerSync.result.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    expect(await h.state()).toBe('PreparingRebalance');
+
+    // The leader neither syncs nor rejoins: its session ends and the duplicate leads generation 3 alone.
+    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    await settle();
+    expect(duplicate.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 3 });
+    expect(duplicate.result.leaderId).toBe(duplicate.result.memberId);
+    expect(instanceIdsOf(duplicate.result.members)).toEqual([FOLLOWER_INSTANCE_ID]);
+    expect(await h.state()).toBe('CompletingRebalance');
+  });
+
+  test('after a duplicate follower replaced the member id, the old follower rejoining is fenced', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    const leaderJoin = h.sendJoin({
+      memberId: result.leaderId,
+      groupInstanceId: LEADER_INSTANCE_ID,
+      protocols: PROTOCOL_SUPERSET,
+    });
+    await settle();
+    expect(await h.state()).toBe('PreparingRebalance');
+    const duplicate = h.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID, protocols: PROTOCOL_SUPERSET });
+    h.advance(1);
+    const oldFollower = h.sendJoin({
+      memberId: result.followerId,
+      groupInstanceId: FOLLOWER_INSTANCE_ID,
+      protocols: PROTOCOL_SUPERSET,
+    });
+    await settle();
+    expect(leaderJoin.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
+    expect(instanceIdsOf(leaderJoin.result.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID]);
+    expect(duplicate.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2, members: [] });
+    expect(duplicate.result.memberId).not.toBe(result.followerId);
+    expect(oldFollower.result).toMatchObject({ errorCode: ErrorCode.FENCED_INSTANCE_ID, generationId: -1 });
+  });
+
+  test('SyncGroup, Heartbeat and OffsetCommit with a wrong member id for a static instance are fenced', async () => {
+    const result = await h.staticMembersJoinAndRebalance();
+    const sync = await h.sync({ generationId: 1, memberId: 'invalid', groupInstanceId: LEADER_INSTANCE_ID });
+    expect(sync.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    expect(await h.heartbeat(result.leaderId, 1)).toBe(ErrorCode.NONE);
+    expect(await h.heartbeat('invalidMember', 1, LEADER_INSTANCE_ID)).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    const valid = await h.commit({ memberId: result.leaderId, generationId: 1 }, [
+      { topic: 'topic', partition: 0, offset: 0 },
+    ]);
+    expect(valid.get('topic-0')).toBe(ErrorCode.NONE);
+    const fenced = await h.commit(
+      { memberId: 'invalidMember', generationId: 1, groupInstanceId: LEADER_INSTANCE_ID },
+      [{ topic: 'topic', partition: 0, offset: 0 }],
+    );
+    expect(fenced.get('topic-0')).toBe(ErrorCode.FENCED_INSTANCE_ID);
+  });
+});
+
+describe('static members that do not rejoin', () => {
+  /**
+   * Kafka's groupStuckInRebalanceTimeoutDueToNonjoinedStaticMember: a dynamic member joins two static ones
+   * with long sessions; after the static follower leaves, only the static leader is left and it does not
+   * rejoin, so the group stays in PreparingRebalance.
+   */
+  async function groupStuckWithNonJoinedStaticLeader(): Promise<{ leaderId: string }> {
+    const longSessionTimeoutMs = DEFAULT_SESSION_TIMEOUT_MS * 2;
+    const result = await h.staticMembersJoinAndRebalance(
+      LEADER_INSTANCE_ID,
+      FOLLOWER_INSTANCE_ID,
+      longSessionTimeoutMs,
+    );
+    const dynamic = await h.sendDynamicJoin({
+      protocols: PROTOCOL_SUPERSET,
+      sessionTimeoutMs: longSessionTimeoutMs,
+    });
+    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    await settle();
+    expect(dynamic.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
+    expect(dynamic.result.leaderId).toBe(dynamic.result.memberId);
+    expect(dynamic.result.members).toHaveLength(3);
+    expect(await h.state()).toBe('CompletingRebalance');
+
+    expect((await h.leave([{ memberId: result.followerId }])).members[0].errorCode).toBe(ErrorCode.NONE);
+    expect(await h.state()).toBe('PreparingRebalance');
+    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    await settle();
+    // The dynamic member did not rejoin and is gone; the static leader stays, and nothing can complete.
+    expect(await h.memberIds()).toEqual([result.leaderId]);
+    expect(await h.state()).toBe('PreparingRebalance');
+    return { leaderId: result.leaderId };
+  }
+
+  test('a static leader that never rejoins is removed when its session ends, leaving the group Empty', async () => {
+    await groupStuckWithNonJoinedStaticLeader();
+    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    expect(await h.memberIds()).toEqual([]);
+    expect(await h.state()).toBe('Empty');
+    expect(h.transitions.at(-1)).toMatchObject({ to: 'Empty', generationId: 3 });
+  });
+
+  test('a static leader that comes back before its session ends completes the stuck rebalance', async () => {
+    await groupStuckWithNonJoinedStaticLeader();
+    const response = await h.staticJoin(LEADER_INSTANCE_ID, {}, 0);
+    expect(response).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 3 });
+    expect(instanceIdsOf(response.members)).toEqual([LEADER_INSTANCE_ID]);
+    expect(await h.memberIds()).toEqual([response.memberId]);
+    expect(await h.state()).toBe('CompletingRebalance');
+  });
+
+  test('a static follower that does not rejoin before the rebalance timeout stays in the new generation', async () => {
+    const initial = await h.staticMembersJoinAndRebalance(
+      LEADER_INSTANCE_ID,
+      FOLLOWER_INSTANCE_ID,
+      DEFAULT_REBALANCE_TIMEOUT_MS * 2,
+    );
+    const newMember = h.sendJoin({ groupInstanceId: 'newMember', protocols: PROTOCOL_SUPERSET });
+    await settle();
+    expect(await h.state()).toBe('PreparingRebalance');
+    const leader = await h.staticJoin(
+      LEADER_INSTANCE_ID,
+      { memberId: initial.leaderId, protocols: PROTOCOL_SUPERSET },
+      DEFAULT_REBALANCE_TIMEOUT_MS,
+    );
+    expect(leader).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2, leaderId: initial.leaderId });
+    expect(instanceIdsOf(leader.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID, 'newMember']);
+    expect(newMember.result).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      generationId: 2,
+      leaderId: initial.leaderId,
+    });
+  });
+
+  test('a static leader that does not rejoin before the rebalance timeout loses leadership to a rejoined member', async () => {
+    const initial = await h.staticMembersJoinAndRebalance(
+      LEADER_INSTANCE_ID,
+      FOLLOWER_INSTANCE_ID,
+      DEFAULT_REBALANCE_TIMEOUT_MS * 2,
+    );
+    const newMember = h.sendJoin({ groupInstanceId: 'newMember', protocols: PROTOCOL_SUPERSET });
+    h.advance(1);
+    const follower = await h.staticJoin(
+      FOLLOWER_INSTANCE_ID,
+      { memberId: initial.followerId, protocols: PROTOCOL_SUPERSET },
+      DEFAULT_REBALANCE_TIMEOUT_MS,
+    );
+    const results = [follower, newMember.result];
+    const leaderResult = results.find((r) => r.leaderId === r.memberId);
+    expect(leaderResult).toBeDefined();
+    expect(leaderResult?.memberId).not.toBe(initial.leaderId);
+    expect(instanceIdsOf(leaderResult?.members ?? [])).toEqual([
+      FOLLOWER_INSTANCE_ID,
+      LEADER_INSTANCE_ID,
+      'newMember',
+    ]);
+    for (const r of results) expect(r).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
+  });
+
+  test('an unjoined static member stays until its session ends while the new generation goes on', async () => {
+    const first = await h.staticJoin(LEADER_INSTANCE_ID, {
+      rebalanceTimeoutMs: 1200,
+      sessionTimeoutMs: 1000,
+    });
+    await h.sync({
+      generationId: 1,
+      memberId: first.memberId,
+      assignments: [[first.memberId, Buffer.alloc(0)]],
+    });
+    const other = await h.sendDynamicJoin(); // t = 50: the rebalance waits up to 1200 ms for the first member
+    for (let i = 0; i < 2; i++) {
+      h.advance(400);
+      expect(await h.heartbeat(first.memberId, 1)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+    }
+    h.advance(400); // t = 1250: the rebalance times out without the first member
+    await settle();
+    const otherJoin = other.result;
+    expect(otherJoin).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
+    expect(otherJoin.leaderId).toBe(otherJoin.memberId);
+    const sync = await h.sync({ generationId: 2, memberId: otherJoin.memberId, assignments: [] });
+    expect(sync.errorCode).toBe(ErrorCode.NONE);
+    // The static member that did not rejoin is kept, with an old generation, until its session ends.
+    expect(await h.heartbeat(first.memberId, 1)).toBe(ErrorCode.ILLEGAL_GENERATION);
+    expect(await h.memberIds()).toContain(first.memberId);
+    const seen: ErrorCode[] = [];
+    for (let i = 0; i < 3; i++) {
+      h.advance(400);
+      seen.push(await h.heartbeat(otherJoin.memberId, 2));
+    }
+    expect(seen).toEqual([ErrorCode.NONE, ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS]);
+    expect(await h.memberIds()).toEqual([otherJoin.memberId]);
+    const rejoin = await h.join({ memberId: otherJoin.memberId });
+    expect(rejoin).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 3 });
+    await h.sync({ generationId: 3, memberId: otherJoin.memberId, assignments: [] });
+    for (let i = 0; i < 20; i++) {
+      h.advance(400);
+      expect(await h.heartbeat(otherJoin.memberId, 3)).toBe(ErrorCode.NONE);
+    }
+  });
+});

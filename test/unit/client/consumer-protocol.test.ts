@@ -80,7 +80,7 @@ describe('consumer protocol', () => {
           [decodeSubscription, encodeSubscription],
           [decodeAssignment, encodeAssignment],
         ] as const) {
-          let decoded;
+          let decoded: unknown;
           try {
             decoded = decode(bytes);
           } catch (error) {
@@ -88,7 +88,7 @@ describe('consumer protocol', () => {
             continue;
           }
           // Whatever was accepted is a message this SDK can write again and read back unchanged.
-          expect(decode((encode as (m: typeof decoded) => Buffer)(decoded))).toEqual(decoded);
+          expect(decode((encode as (m: unknown) => Buffer)(decoded))).toEqual(decoded);
         }
       }),
     );

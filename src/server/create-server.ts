@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { CohortConfig } from '../config';
 import { parseListenAddress } from '../config';
 import type { GroupConfig } from '../group/group-config';
+import { GroupCoordinator } from '../group/group-coordinator';
 import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { Time } from '../time';
 import { ManualTime, SYSTEM_TIME } from '../time';
@@ -25,7 +26,8 @@ export type CoordinatorFactory = (config: GroupConfig, time: Time) => GroupCoord
 export interface CreateServerOptions {
   /** The server's clock. Default: a fresh ManualTime with `manualClock`, else the system clock. */
   readonly time?: Time;
-  readonly coordinatorFactory: CoordinatorFactory;
+  /** Default: the real GroupCoordinator, logging failures of its timer tasks. Tests inject fakes here. */
+  readonly coordinatorFactory?: CoordinatorFactory;
   /** Default: pino to stdout at `config.logLevel`. */
   readonly logger?: Logger;
   readonly shutdownGraceMs?: number;
@@ -65,7 +67,7 @@ function groupConfigOf(config: CohortConfig): GroupConfig {
   });
 }
 
-export function createServer(config: CohortConfig, options: CreateServerOptions): CohortServer {
+export function createServer(config: CohortConfig, options: CreateServerOptions = {}): CohortServer {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const time = options.time ?? (config.manualClock ? new ManualTime() : SYSTEM_TIME);
   const manualTime = config.manualClock ? time : undefined;
@@ -76,7 +78,13 @@ export function createServer(config: CohortConfig, options: CreateServerOptions)
   if (address === undefined) throw new TypeError(`listen (${config.listen}) is not HOST:PORT`);
   const shutdownGraceMs = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
 
-  const coordinator = options.coordinatorFactory(groupConfigOf(config), time);
+  // A timer task that throws has broken an invariant of one group; log it with its stack and keep
+  // serving the others, as Kafka's timer threads do, rather than let the timer rethrow it into the loop.
+  const defaultFactory: CoordinatorFactory = (groupConfig, clock) =>
+    new GroupCoordinator(groupConfig, clock, {
+      onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
+    });
+  const coordinator = (options.coordinatorFactory ?? defaultFactory)(groupConfigOf(config), time);
   const protos = loadCohortProtos();
   const onEncodeFailure = (error: unknown, method: string): void => {
     logger.error({ err: error, method }, 'a response could not be encoded');

@@ -1,6 +1,16 @@
-import { credentials, loadPackageDefinition, Metadata } from '@grpc/grpc-js';
-import type { Client, GrpcObject, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
+import { dirname, join } from 'node:path';
+import { credentials, loadPackageDefinition, makeClientConstructor, Metadata } from '@grpc/grpc-js';
+import type {
+  Client,
+  ClientDuplexStream,
+  ClientReadableStream,
+  GrpcObject,
+  ServiceClientConstructor,
+  ServiceDefinition,
+  ServiceError,
+} from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
+import { service as healthService } from 'grpc-health-check';
 import type * as group from '../../src/group/group-protocol';
 import { PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../src/server/load-protos';
 
@@ -102,4 +112,91 @@ export function groupCoordinatorClient(target: string): GroupCoordinatorClient {
 export function testClockClient(target: string): TestClockClient {
   const raw = serviceClient('TestClock', target);
   return { advance: unary(raw, 'Advance'), now: unary(raw, 'Now'), raw, close: () => raw.close() };
+}
+
+export type ServingStatus = 'UNKNOWN' | 'SERVING' | 'NOT_SERVING' | 'SERVICE_UNKNOWN';
+
+export interface HealthClient {
+  /** grpc.health.v1.Health/Check; `''` is the whole server. */
+  check(service: string): Promise<ServingStatus>;
+  /** Opens a Watch stream; `statuses` collects every status the server sends. */
+  watch(service: string): {
+    readonly statuses: ServingStatus[];
+    next(): Promise<ServingStatus>;
+    cancel(): void;
+  };
+  readonly raw: Client;
+  close(): void;
+}
+
+export function healthClient(target: string): HealthClient {
+  const Ctor = makeClientConstructor(healthService as ServiceDefinition, 'grpc.health.v1.Health');
+  const raw = new Ctor(target, credentials.createInsecure());
+  const client = raw as unknown as {
+    check(rq: { service: string }, cb: (e: ServiceError | null, r: { status: ServingStatus }) => void): void;
+    watch(rq: { service: string }): ClientReadableStream<{ status: ServingStatus }>;
+  };
+  return {
+    check: (service) =>
+      new Promise((resolve, reject) =>
+        client.check({ service }, (error, response) =>
+          error !== null ? reject(error) : resolve(response.status),
+        ),
+      ),
+    watch: (service) => {
+      const stream = client.watch({ service });
+      const statuses: ServingStatus[] = [];
+      const pending: ((status: ServingStatus) => void)[] = [];
+      stream.on('data', (message: { status: ServingStatus }) => {
+        statuses.push(message.status);
+        pending.shift()?.(message.status);
+      });
+      stream.on('error', () => undefined); // cancel() and server shutdown end the stream with an error
+      let read = 0;
+      return {
+        statuses,
+        next: () =>
+          read < statuses.length
+            ? Promise.resolve(statuses[read++])
+            : new Promise<ServingStatus>((resolve) => {
+                read++;
+                pending.push(resolve);
+              }),
+        cancel: () => stream.cancel(),
+      };
+    },
+    raw,
+    close: () => raw.close(),
+  };
+}
+
+const REFLECTION_PROTO = join(
+  dirname(require.resolve('@grpc/reflection/package.json')),
+  'build/proto/grpc/reflection/v1/reflection.proto',
+);
+
+/** The services a server lists through grpc.reflection.v1 (what grpcurl `list` shows). */
+export function listServicesByReflection(target: string): Promise<string[]> {
+  const pkg = loadPackageDefinition(loadSync(REFLECTION_PROTO, { keepCase: false }));
+  const v1 = ((pkg.grpc as GrpcObject).reflection as GrpcObject).v1 as GrpcObject;
+  const Ctor = v1.ServerReflection as ServiceClientConstructor;
+  const client = new Ctor(target, credentials.createInsecure()) as unknown as Client & {
+    serverReflectionInfo(): ClientDuplexStream<
+      unknown,
+      { listServicesResponse?: { service: { name: string }[] } }
+    >;
+  };
+  return new Promise((resolve, reject) => {
+    const stream = client.serverReflectionInfo();
+    stream.once('data', (response: { listServicesResponse?: { service: { name: string }[] } }) => {
+      resolve((response.listServicesResponse?.service ?? []).map((s) => s.name).sort());
+      stream.end();
+      client.close();
+    });
+    stream.once('error', (error: Error) => {
+      client.close();
+      reject(error);
+    });
+    stream.write({ listServices: '*' });
+  });
 }

@@ -48,7 +48,7 @@ export async function startTestServer(
   const { logger, lines } = captureLogger(config.logLevel);
   const server = createServer(config, {
     logger,
-    coordinatorFactory: requireFactory(options.coordinatorFactory),
+    ...(options.coordinatorFactory !== undefined ? { coordinatorFactory: options.coordinatorFactory } : {}),
     ...(options.time !== undefined ? { time: options.time } : {}),
     ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
   });
@@ -71,10 +71,4 @@ export async function startTestServer(
       await server.close();
     },
   };
-}
-
-// TEMPORARY until src/group/group-coordinator.ts lands.
-function requireFactory(factory: CoordinatorFactory | undefined): CoordinatorFactory {
-  if (factory === undefined) throw new Error('no GroupCoordinator yet: pass coordinatorFactory');
-  return factory;
 }

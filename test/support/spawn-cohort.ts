@@ -1,0 +1,84 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { LogLine } from './capture-logger';
+
+const REPO_ROOT = join(__dirname, '..', '..');
+
+export interface CohortProcess {
+  readonly child: ChildProcess;
+  /** Every stdout line so far (pino JSON lines, parsed when they parse). */
+  readonly lines: (LogLine | string)[];
+  readonly stderr: () => string;
+  /** Resolves with the first log line whose `msg` is `msg`; rejects if the process exits first. */
+  waitForLog(msg: string): Promise<LogLine>;
+  /** Resolves when the process exits. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Kills the process if it is still running (for afterEach). */
+  kill(): Promise<void>;
+}
+
+/**
+ * Starts `src/main.ts` exactly as `npm start` does (node + ts-node, transpile only), with `args` and the
+ * given environment added to a copy of this one without any COHORT_* variables.
+ */
+export function spawnCohort(args: readonly string[], env: Record<string, string> = {}): CohortProcess {
+  const cleanEnv: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !key.startsWith('COHORT_')) cleanEnv[key] = value;
+  }
+  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts', ...args], {
+    cwd: REPO_ROOT,
+    env: { ...cleanEnv, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: (LogLine | string)[] = [];
+  const waiters: { msg: string; resolve(line: LogLine): void; reject(error: Error): void }[] = [];
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const stdoutClosed = new Promise<void>((resolve) => child.stdout?.once('close', resolve));
+  void Promise.all([exited, stdoutClosed]).then(([{ code }]) => {
+    for (const waiter of waiters.splice(0)) {
+      waiter.reject(new Error(`cohort exited (${code}) before logging '${waiter.msg}'; stderr: ${stderr}`));
+    }
+  });
+
+  createInterface({ input: child.stdout! }).on('line', (text) => {
+    let line: LogLine | string = text;
+    try {
+      line = JSON.parse(text) as LogLine;
+    } catch {
+      // Not a log line; keep the text.
+    }
+    lines.push(line);
+    if (typeof line === 'string') return;
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      if (waiters[i].msg === line.msg) waiters.splice(i, 1)[0].resolve(line);
+    }
+  });
+
+  return {
+    child,
+    lines,
+    stderr: () => stderr,
+    exited,
+    waitForLog: (msg) => {
+      const seen = lines.find((l): l is LogLine => typeof l !== 'string' && l.msg === msg);
+      if (seen !== undefined) return Promise.resolve(seen);
+      if (child.exitCode !== null)
+        return Promise.reject(new Error(`cohort already exited (${child.exitCode})`));
+      return new Promise((resolve, reject) => waiters.push({ msg, resolve, reject }));
+    },
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    },
+  };
+}

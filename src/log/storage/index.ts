@@ -1,0 +1,28 @@
+export { PartitionLog } from './partition-log';
+export type {
+  CompactionResult,
+  LogAppendInfo,
+  LogReadInfo,
+  PartitionLogOptions,
+  ReadOptions,
+} from './partition-log';
+export {
+  createLogConfig,
+  DEFAULT_LOG_CONFIG,
+  DEFAULT_CLEANUP_POLICY,
+  DEFAULT_FLUSH_INTERVAL_MS,
+  DEFAULT_FLUSH_MESSAGES,
+  DEFAULT_INDEX_INTERVAL_BYTES,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  DEFAULT_RETENTION_BYTES,
+  DEFAULT_RETENTION_MS,
+  DEFAULT_SEGMENT_BYTES,
+  DEFAULT_SEGMENT_MS,
+} from './log-config';
+export type { LogConfig } from './log-config';
+export { isTombstone, NO_HEADERS } from './log-record';
+export type { LogRecord, RecordHeader, SimpleRecord } from './log-record';
+export { positionDiff } from './log-offset-metadata';
+export type { LogOffsetMetadata } from './log-offset-metadata';
+export type { TimestampAndOffset } from './log-segment';
+export { RecordBatch, RECORD_BATCH_MAGIC, LOG_OVERHEAD, RECORD_BATCH_HEADER_BYTES } from './record-batch';

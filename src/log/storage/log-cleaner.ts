@@ -1,0 +1,152 @@
+import { isTombstone, type LogRecord } from './log-record';
+import { LogSegment } from './log-segment';
+import { MAX_OFFSET_DELTA, RecordBatch } from './record-batch';
+import { CLEANED_FILE_SUFFIX } from './segment-file-names';
+
+/**
+ * Compaction of a log, after Kafka's LogCleaner, in two passes over the cleanable segments (every segment
+ * but the active one, which is still being written):
+ *
+ * 1. `buildOffsetMap`: key → offset of the last record with that key.
+ * 2. `cleanGroup`, per group of consecutive segments whose sizes add up to at most one segment: write a
+ *    `.cleaned` segment at the group's base offset holding only the records that are still the latest for
+ *    their key and are not tombstones (null or empty value). Batches keep their base and last offsets, so
+ *    offsets never change and gaps are allowed; a batch left with no record is dropped, except the group's
+ *    last one, which stays as an empty batch so the cleaned segment ends where the group did. That end is
+ *    how recovery knows which segments an interrupted swap replaces (see `partition-log.ts`).
+ *
+ * Keyless records are dropped, as Kafka's cleaner does (a compacted log rejects them on append anyway).
+ * A tombstone is removed in the same pass that removes the records it deletes: every older record of its
+ * key is in the cleaned range, and newer ones (in the active segment) are never touched.
+ *
+ * Worked example: segments [0: a=1 b=1] [2: a=2 b=<tombstone>] [4: c=1 (active)] clean to one segment
+ * [0: a=2 at offset 2, empty batch ending at 3] and the active segment; reads from 0 return a=2, c=1.
+ *
+ * Both passes stop every `pauseEveryBytes` to let other work run; `pause` resolves false when the log
+ * changed under the cleaner (truncation, close), which abandons the pass.
+ */
+export const PAUSE_EVERY_BYTES = 1 << 20;
+
+export interface CleanedGroup {
+  readonly cleaned: LogSegment;
+  readonly recordsRemoved: number;
+}
+
+function keyOf(record: LogRecord): string | null {
+  return record.key === null ? null : record.key.toString('latin1');
+}
+
+/** key (as a latin1 string: one char per byte) → offset of its last record in `segments`. Null if aborted. */
+export async function buildOffsetMap(
+  segments: readonly LogSegment[],
+  pause: () => Promise<boolean>,
+  pauseEveryBytes = PAUSE_EVERY_BYTES,
+): Promise<Map<string, number> | null> {
+  const offsetMap = new Map<string, number>();
+  let bytesSincePause = 0;
+  for (const segment of segments) {
+    for (const batch of segment.batchesFrom(0)) {
+      for (const record of batch.records()) {
+        const key = keyOf(record);
+        if (key !== null) offsetMap.set(key, record.offset);
+      }
+      bytesSincePause += batch.sizeInBytes;
+      if (bytesSincePause >= pauseEveryBytes) {
+        bytesSincePause = 0;
+        if (!(await pause())) return null;
+      }
+    }
+  }
+  return offsetMap;
+}
+
+/** Splits segments into runs that fit one segment of `maxSegmentBytes` and 32-bit relative offsets. */
+export function groupSegmentsBySize(
+  segments: readonly LogSegment[],
+  maxSegmentBytes: number,
+): LogSegment[][] {
+  const groups: LogSegment[][] = [];
+  let i = 0;
+  while (i < segments.length) {
+    const first = segments[i]!;
+    const group = [first];
+    let size = first.sizeInBytes;
+    for (i++; i < segments.length; i++) {
+      const next = segments[i]!;
+      if (size + next.sizeInBytes > maxSegmentBytes) break;
+      if (next.nextOffset - 1 - first.baseOffset > MAX_OFFSET_DELTA) break;
+      group.push(next);
+      size += next.sizeInBytes;
+    }
+    groups.push(group);
+  }
+  return groups;
+}
+
+/**
+ * Writes and fsyncs the cleaned replacement of `group` as `<base>.log.cleaned` / `.index.cleaned`.
+ * Returns null (and removes the partial files) if `pause` reports the log changed.
+ */
+export async function cleanGroup(
+  group: readonly LogSegment[],
+  offsetMap: ReadonlyMap<string, number>,
+  indexIntervalBytes: number,
+  createdMonotonicMs: number,
+  pause: () => Promise<boolean>,
+  pauseEveryBytes = PAUSE_EVERY_BYTES,
+): Promise<CleanedGroup | null> {
+  const first = group[0]!;
+  const groupEnd = group[group.length - 1]!.nextOffset;
+  const cleaned = LogSegment.create(
+    first.dir,
+    first.baseOffset,
+    indexIntervalBytes,
+    createdMonotonicMs,
+    CLEANED_FILE_SUFFIX,
+  );
+  let isDone = false;
+  try {
+    let recordsRemoved = 0;
+    let bytesSincePause = 0;
+    let lastBatch: { baseOffset: number; maxTimestampMs: number } | null = null;
+    for (const segment of group) {
+      for (const batch of segment.batchesFrom(0)) {
+        const records = batch.records();
+        const kept = records.filter((record) => {
+          const key = keyOf(record);
+          return key !== null && !isTombstone(record) && offsetMap.get(key) === record.offset;
+        });
+        recordsRemoved += records.length - kept.length;
+        if (kept.length > 0) {
+          cleaned.append(
+            RecordBatch.encode(kept, { baseOffset: batch.baseOffset, lastOffset: batch.lastOffset }),
+          );
+        }
+        lastBatch = { baseOffset: batch.baseOffset, maxTimestampMs: batch.maxTimestampMs };
+        bytesSincePause += batch.sizeInBytes;
+        if (bytesSincePause >= pauseEveryBytes) {
+          bytesSincePause = 0;
+          if (!(await pause())) return null;
+        }
+      }
+    }
+    if (lastBatch !== null && cleaned.nextOffset < groupEnd) {
+      cleaned.append(
+        RecordBatch.encode([], {
+          baseOffset: Math.max(lastBatch.baseOffset, cleaned.nextOffset),
+          lastOffset: groupEnd - 1,
+          defaultTimestampMs: lastBatch.maxTimestampMs,
+        }),
+      );
+    }
+    await cleaned.flush();
+    if (!(await pause())) return null;
+    isDone = true;
+    return { cleaned, recordsRemoved };
+  } finally {
+    if (!isDone) {
+      cleaned.close();
+      cleaned.deleteFiles();
+    }
+  }
+}

@@ -97,12 +97,12 @@ export function unaryHandler<Req, Res>(
       callback(status);
     };
 
+    if (call.cancelled) return;
     const request = call.request;
     if (request instanceof UndecodableRequest) {
       onError(new CohortError(ErrorCode.INVALID_REQUEST, `The request could not be decoded (${method}).`));
       return;
     }
-    if (call.cancelled) return;
     call.once('cancelled', onCancelled);
 
     let pending: Promise<Res>;

@@ -1,7 +1,7 @@
 import { CohortError } from '../../../src/errors';
 import { DelayedHeartbeat, type HeartbeatExpirationHandler } from '../../../src/group/delayed-heartbeat';
 import { GroupMetadata } from '../../../src/group/group-metadata';
-import type { Protocol } from '../../../src/group/group-protocol';
+import type { JoinGroupResponse, Protocol } from '../../../src/group/group-protocol';
 import { MemberMetadata } from '../../../src/group/member-metadata';
 import { ParkedCall } from '../../../src/group/parked-call';
 import { ReplyDispatcher } from '../../../src/group/reply-dispatcher';
@@ -16,8 +16,8 @@ function member(group: GroupMetadata, id: string, protocols: Protocol[], instanc
   return m;
 }
 
-function parked(): ParkedCall<never> {
-  return new ParkedCall<never>(dispatcher, undefined, undefined);
+function parked(): ParkedCall<JoinGroupResponse> {
+  return new ParkedCall<JoinGroupResponse>(dispatcher, undefined, undefined);
 }
 
 describe('GroupMetadata', () => {

@@ -559,7 +559,9 @@ export class PartitionLog {
     const cleanable = this.segments.slice(0, -1);
     const segmentsBefore = this.segments.length;
     const bytesBefore = this.sizeInBytes;
-    const sizes = new Map(cleanable.map((segment) => [segment, segment.sizeInBytes]));
+    // The offset map describes every cleanable segment, so a change to any of them (not only to the group
+    // being cleaned) makes it stale: a truncation could remove the record that made an older one obsolete.
+    const tracked = new Map(cleanable.map((segment) => [segment, segment.sizeInBytes]));
     let recordsRemoved = 0;
     const result = (isAborted: boolean): CompactionResult => ({
       isAborted,
@@ -569,27 +571,29 @@ export class PartitionLog {
       bytesBefore,
       bytesAfter: this.sizeInBytes,
     });
-    const isIntact = (group: readonly LogSegment[]): boolean =>
-      !this.isClosing &&
-      group.every(
-        (segment) =>
-          !segment.isClosed && this.segments.includes(segment) && segment.sizeInBytes === sizes.get(segment),
-      );
-    const pauseFor = (group: readonly LogSegment[]) => async (): Promise<boolean> => {
+    const isIntact = (): boolean => {
+      if (this.isClosing) return false;
+      const present = new Set(this.segments);
+      for (const [segment, size] of tracked) {
+        if (segment.isClosed || !present.has(segment) || segment.sizeInBytes !== size) return false;
+      }
+      return true;
+    };
+    const pause = async (): Promise<boolean> => {
       await pauseImmediately();
-      return isIntact(group);
+      return isIntact();
     };
     if (cleanable.length === 0) return result(false);
-    const offsetMap = await buildOffsetMap(cleanable, pauseFor(cleanable));
+    const offsetMap = await buildOffsetMap(cleanable, pause);
     if (offsetMap === null) return result(true);
     for (const group of groupSegmentsBySize(cleanable, this.config.segmentBytes)) {
-      if (!isIntact(group)) return result(true);
+      if (!isIntact()) return result(true);
       const cleaned = await cleanGroup(
         group,
         offsetMap,
         this.config.indexIntervalBytes,
         group[0]!.createdMonotonicMs,
-        pauseFor(group),
+        pause,
       );
       if (cleaned === null) return result(true);
       if (cleaned.recordsRemoved === 0 && group.length === 1) {
@@ -598,6 +602,8 @@ export class PartitionLog {
         continue;
       }
       this.swapIn(group, cleaned.cleaned);
+      for (const old of group) tracked.delete(old);
+      tracked.set(cleaned.cleaned, cleaned.cleaned.sizeInBytes);
       recordsRemoved += cleaned.recordsRemoved;
     }
     return result(false);

@@ -115,6 +115,7 @@ export class PartitionLog {
   private flushRequestedOffset: number;
   private lastFlushMonotonicMs: number;
   private cleaning: Promise<CompactionResult> | null = null;
+  private closing: Promise<void> | null = null;
   private isClosing = false;
   private isClosed = false;
 
@@ -390,7 +391,7 @@ export class PartitionLog {
    * meanwhile aborts it. Concurrent calls share one run.
    */
   compact(): Promise<CompactionResult> {
-    this.ensureOpen();
+    if (this.isClosed || this.isClosing) return Promise.reject(closedError(this.dir));
     if (this.config.cleanupPolicy !== 'compact') {
       return Promise.reject(
         new CohortError(
@@ -455,9 +456,13 @@ export class PartitionLog {
     this.flushRequestedOffset = offset;
   }
 
-  /** Waits for compaction and pending flushes, fsyncs what is left and closes every file. */
-  async close(): Promise<void> {
-    if (this.isClosed || this.isClosing) return;
+  /** Waits for compaction and pending flushes, fsyncs what is left and closes every file. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.closeFiles();
+    return this.closing;
+  }
+
+  private async closeFiles(): Promise<void> {
     this.isClosing = true;
     if (this.cleaning !== null) await this.cleaning.catch(ignore);
     if (!this.isOffline) await this.flush().catch(ignore);

@@ -402,6 +402,15 @@ describe('PartitionLog', () => {
       expect(codeOf(() => log.read(0, 100))).toBe(ErrorCode.UNKNOWN_SERVER_ERROR);
     });
 
+    test('closing twice at once waits for the same close, after which compaction is refused', async () => {
+      const log = fixture.open({ cleanupPolicy: 'compact' });
+      log.append([record('v', 'k')]);
+      const [a, b] = [log.close(), log.close()];
+      expect(a).toBe(b);
+      await a;
+      expect(await rejectionCode(log.compact())).toBe(ErrorCode.UNKNOWN_SERVER_ERROR);
+    });
+
     test('close fsyncs what the flush policy left unflushed', async () => {
       const log = fixture.open({ flushMessages: 1000 });
       appendMany(log, 5);

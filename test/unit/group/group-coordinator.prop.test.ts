@@ -1,0 +1,444 @@
+import fc from 'fast-check';
+import { ErrorCode } from '../../../src/errors';
+import type { JoinGroupResponse, SyncGroupResponse } from '../../../src/group/group-protocol';
+import { GROUP_ID, GroupHarness, protocol, settle, Tracked } from '../../support/group-harness';
+
+/**
+ * A model test: several members drive one group with random JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+ * OffsetCommit and DeleteGroups calls (some abandoned by their caller) while the clock moves in random
+ * steps. One member, `steady`, follows the protocol like a good client: it heartbeats every step (more often
+ * than its session timeout), rejoins when told to, though it may take a while to do so (as a consumer
+ * revoking partitions does, within its rebalance timeout), and syncs as soon as it has joined. Checked
+ * throughout:
+ *
+ * - every transition is one Kafka allows (the table below is written independently of the code);
+ * - no call is left unanswered past a deadline the timeouts imply, and none at all after a long quiet spell;
+ * - once joined, `steady` is never told it is unknown or fenced and never leaves the group.
+ */
+
+const LEGAL = new Set([
+  'PreparingRebalance->Empty',
+  'Stable->PreparingRebalance',
+  'CompletingRebalance->PreparingRebalance',
+  'Empty->PreparingRebalance',
+  'PreparingRebalance->CompletingRebalance',
+  'CompletingRebalance->Stable',
+  'Stable->Dead',
+  'PreparingRebalance->Dead',
+  'CompletingRebalance->Dead',
+  'Empty->Dead',
+  'Dead->Dead',
+]);
+
+const INITIAL_DELAY_MS = 50;
+const MAX_STEP_MS = 150;
+const STEADY_SESSION_MS = 200;
+const STEADY_REBALANCE_MS = 1000;
+/** The steady member may take this long to rejoin once told to (a consumer revoking partitions). */
+const MAX_REJOIN_DELAY_MS = 500;
+// Every wait is bounded by a rebalance timeout or two, the initial delay, and the lag of a clock that
+// moves in steps (a timeout scheduled from inside a callback counts from the advanced time).
+const ANSWER_DEADLINE_MS = 4 * (STEADY_REBALANCE_MS + INITIAL_DELAY_MS + MAX_STEP_MS);
+
+type ChaosAction =
+  | { kind: 'join'; fresh: boolean; variant: number; abandon: boolean }
+  | { kind: 'joinTwice' }
+  | { kind: 'sync' }
+  | { kind: 'syncTwice' }
+  | { kind: 'heartbeat' }
+  | { kind: 'leave' }
+  | { kind: 'commit' }
+  | { kind: 'delete' }
+  | { kind: 'idle' };
+
+interface Step {
+  who: number;
+  action: ChaosAction;
+  advanceMs: number;
+}
+
+const actionArb: fc.Arbitrary<ChaosAction> = fc.oneof(
+  fc.record({
+    kind: fc.constant('join' as const),
+    fresh: fc.boolean(),
+    variant: fc.integer({ min: 0, max: 2 }),
+    abandon: fc.boolean(),
+  }),
+  fc.constant({ kind: 'joinTwice' as const }),
+  fc.constant({ kind: 'sync' as const }),
+  fc.constant({ kind: 'syncTwice' as const }),
+  fc.constant({ kind: 'heartbeat' as const }),
+  fc.constant({ kind: 'leave' as const }),
+  fc.constant({ kind: 'commit' as const }),
+  fc.constant({ kind: 'delete' as const }),
+  fc.constant({ kind: 'idle' as const }),
+);
+
+const stepArb: fc.Arbitrary<Step> = fc.record({
+  who: fc.integer({ min: 0, max: 2 }),
+  action: actionArb,
+  advanceMs: fc.integer({ min: 0, max: MAX_STEP_MS }),
+});
+
+interface SentCall {
+  label: string;
+  sentAtMs: number;
+  call: Tracked<unknown>;
+}
+
+class Model {
+  readonly h = new GroupHarness({ groupInitialRebalanceDelayMs: INITIAL_DELAY_MS, groupMaxSize: 1000 });
+  readonly calls: SentCall[] = [];
+  readonly violations: string[] = [];
+
+  get nowMs(): number {
+    return this.h.time.monotonicMs();
+  }
+
+  track<T>(label: string, promise: Promise<T>): Tracked<T> {
+    const call = new Tracked(promise);
+    this.calls.push({ label, sentAtMs: this.nowMs, call: call as Tracked<unknown> });
+    return call;
+  }
+
+  checkTransitions(): void {
+    for (const t of this.h.transitions) {
+      if (!LEGAL.has(`${t.from}->${t.to}`)) this.violations.push(`illegal transition ${t.from}->${t.to}`);
+    }
+  }
+
+  checkDeadlines(): void {
+    for (const { label, sentAtMs, call } of this.calls) {
+      if (!call.isSettled && this.nowMs - sentAtMs > ANSWER_DEADLINE_MS) {
+        this.violations.push(`${label} sent at ${sentAtMs} still unanswered at ${this.nowMs}`);
+      }
+      if (call.isSettled && call.error !== undefined)
+        this.violations.push(`${label} rejected: ${String(call.error)}`);
+    }
+  }
+}
+
+/** A member that does whatever the generator says, including things a real client would not. */
+class ChaosMember {
+  memberId = '';
+  generationId = -1;
+  isLeader = false;
+  abortLater: AbortController | undefined;
+
+  constructor(
+    private readonly model: Model,
+    private readonly name: string,
+    private readonly groupInstanceId: string,
+  ) {}
+
+  act(action: ChaosAction): void {
+    const { h } = this.model;
+    if (this.abortLater !== undefined) {
+      this.abortLater.abort();
+      this.abortLater = undefined;
+    }
+    switch (action.kind) {
+      case 'join':
+        this.join(action.fresh, action.variant, action.abandon);
+        break;
+      case 'joinTwice':
+        // A client retrying while its first JoinGroup is still parked.
+        this.join(false, 0, false);
+        this.join(false, 0, false);
+        break;
+      case 'sync':
+        this.sync();
+        break;
+      case 'syncTwice':
+        this.sync();
+        this.sync();
+        break;
+      case 'heartbeat':
+        this.model.track(
+          `${this.name} Heartbeat`,
+          h.coordinator.heartbeat(
+            {
+              groupId: GROUP_ID,
+              memberId: this.memberId,
+              generationId: this.generationId,
+              groupInstanceId: this.groupInstanceId,
+            },
+            { clientHost: this.name },
+          ),
+        );
+        break;
+      case 'leave':
+        this.model.track(
+          `${this.name} LeaveGroup`,
+          h.coordinator.leaveGroup(
+            {
+              groupId: GROUP_ID,
+              members: [{ memberId: this.memberId, groupInstanceId: this.groupInstanceId, reason: '' }],
+            },
+            { clientHost: this.name },
+          ),
+        );
+        break;
+      case 'commit':
+        this.model.track(
+          `${this.name} OffsetCommit`,
+          h.coordinator.offsetCommit(
+            {
+              groupId: GROUP_ID,
+              generationId: this.generationId,
+              memberId: this.memberId,
+              groupInstanceId: this.groupInstanceId,
+              topics: [
+                {
+                  name: 't',
+                  partitions: [
+                    {
+                      partitionIndex: 0,
+                      committedOffset: 1,
+                      committedLeaderEpoch: -1,
+                      committedMetadata: '',
+                    },
+                  ],
+                },
+              ],
+            },
+            { clientHost: this.name },
+          ),
+        );
+        break;
+      case 'delete':
+        this.model.track(
+          `${this.name} DeleteGroups`,
+          h.coordinator.deleteGroups({ groupsNames: [GROUP_ID] }, { clientHost: this.name }),
+        );
+        break;
+      case 'idle':
+        break;
+    }
+  }
+
+  private join(fresh: boolean, variant: number, abandon: boolean): void {
+    const { h } = this.model;
+    const controller = abandon ? new AbortController() : undefined;
+    if (controller !== undefined) this.abortLater = controller;
+    const call = this.model.track(
+      `${this.name} JoinGroup`,
+      h.coordinator.joinGroup(
+        h.joinRequest({
+          memberId: fresh ? '' : this.memberId,
+          groupInstanceId: this.groupInstanceId,
+          protocols: [protocol('range', Buffer.from([variant]))],
+          sessionTimeoutMs: 200,
+          rebalanceTimeoutMs: 100 + 100 * variant,
+        }),
+        { clientHost: this.name, signal: controller?.signal },
+      ),
+    );
+    void call.promise.then((r: JoinGroupResponse) => {
+      if (r.errorCode === ErrorCode.MEMBER_ID_REQUIRED || r.errorCode === ErrorCode.NONE)
+        this.memberId = r.memberId;
+      if (r.errorCode === ErrorCode.NONE) {
+        this.generationId = r.generationId;
+        this.isLeader = r.leaderId === r.memberId;
+      }
+    });
+  }
+
+  private sync(): void {
+    const { h } = this.model;
+    this.model.track(
+      `${this.name} SyncGroup`,
+      h.coordinator.syncGroup(
+        h.syncRequest({
+          generationId: this.generationId,
+          memberId: this.memberId,
+          groupInstanceId: this.groupInstanceId,
+        }),
+        { clientHost: this.name },
+      ),
+    );
+  }
+}
+
+class SteadyMember {
+  memberId = '';
+  generationId = -1;
+  hasJoined = false;
+  needsJoin = true;
+  /** When told to rejoin, it does so only at this time. */
+  private rejoinAtMs = 0;
+  join: Tracked<JoinGroupResponse> | undefined;
+  sync: Tracked<SyncGroupResponse> | undefined;
+  private readonly pendingHeartbeats: Tracked<{ errorCode: ErrorCode }>[] = [];
+
+  constructor(
+    private readonly model: Model,
+    private readonly rejoinDelayMs: number,
+  ) {}
+
+  private mustRejoin(): void {
+    if (!this.needsJoin) this.rejoinAtMs = this.model.nowMs + this.rejoinDelayMs;
+    this.needsJoin = true;
+  }
+
+  private outcome(label: string, errorCode: ErrorCode): void {
+    if (errorCode === ErrorCode.UNKNOWN_MEMBER_ID || errorCode === ErrorCode.FENCED_INSTANCE_ID) {
+      if (this.hasJoined)
+        this.model.violations.push(
+          `steady member got ${ErrorCode[errorCode]} on ${label} at ${this.model.nowMs}`,
+        );
+      this.memberId = '';
+      this.needsJoin = true;
+    } else if (errorCode === ErrorCode.REBALANCE_IN_PROGRESS || errorCode === ErrorCode.ILLEGAL_GENERATION) {
+      this.mustRejoin();
+    }
+  }
+
+  /** Reacts to what has been answered, then sends what the protocol asks for. Returns true if it sent. */
+  act(): boolean {
+    const { h } = this.model;
+    for (const hb of this.pendingHeartbeats.splice(0)) {
+      if (hb.isSettled) this.outcome('Heartbeat', hb.result.errorCode);
+      else this.pendingHeartbeats.push(hb);
+    }
+    if (this.join !== undefined) {
+      if (!this.join.isSettled) return false;
+      const r = this.join.result;
+      this.join = undefined;
+      if (r.errorCode === ErrorCode.MEMBER_ID_REQUIRED) {
+        this.memberId = r.memberId;
+      } else if (r.errorCode === ErrorCode.NONE) {
+        this.hasJoined = true;
+        this.needsJoin = false;
+        this.generationId = r.generationId;
+        this.sync = this.model.track(
+          'steady SyncGroup',
+          h.coordinator.syncGroup(
+            h.syncRequest({
+              generationId: r.generationId,
+              memberId: r.memberId,
+              assignments: r.members.map((m) => [m.memberId, Buffer.from('a')] as [string, Buffer]),
+            }),
+            { clientHost: 'steady' },
+          ),
+        );
+        return true;
+      } else {
+        this.outcome('JoinGroup', r.errorCode);
+      }
+    }
+    if (this.sync !== undefined) {
+      if (!this.sync.isSettled) return false;
+      const r = this.sync.result;
+      this.sync = undefined;
+      this.outcome('SyncGroup', r.errorCode);
+    }
+    // A member with an id handed out by MEMBER_ID_REQUIRED comes straight back; a member of the group may
+    // first finish what it was doing.
+    if (this.needsJoin && (!this.hasJoined || this.model.nowMs >= this.rejoinAtMs)) {
+      this.join = this.model.track(
+        'steady JoinGroup',
+        h.coordinator.joinGroup(
+          h.joinRequest({
+            memberId: this.memberId,
+            sessionTimeoutMs: STEADY_SESSION_MS,
+            rebalanceTimeoutMs: STEADY_REBALANCE_MS,
+          }),
+          { clientHost: 'steady' },
+        ),
+      );
+      return true;
+    }
+    return false;
+  }
+
+  heartbeat(): void {
+    if (!this.hasJoined) return;
+    const { h } = this.model;
+    this.pendingHeartbeats.push(
+      this.model.track(
+        'steady Heartbeat',
+        h.coordinator.heartbeat(
+          {
+            groupId: GROUP_ID,
+            memberId: this.memberId,
+            generationId: this.generationId,
+            groupInstanceId: '',
+          },
+          { clientHost: 'steady' },
+        ),
+      ),
+    );
+  }
+}
+
+async function runSteadyUntilIdle(steady: SteadyMember): Promise<void> {
+  for (let i = 0; i < 6; i++) {
+    await settle(2);
+    if (!steady.act()) break;
+  }
+  await settle(2);
+}
+
+describe('the group coordinator under random traffic', () => {
+  test('only legal transitions, every call answered in time, and a well-behaved member always stays', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(stepArb, { minLength: 5, maxLength: 60 }),
+        fc.integer({ min: 0, max: MAX_REJOIN_DELAY_MS }),
+        async (steps, rejoinDelayMs) => {
+          const model = new Model();
+          try {
+            const steady = new SteadyMember(model, rejoinDelayMs);
+            const chaos = [
+              new ChaosMember(model, 'dynamic', ''),
+              new ChaosMember(model, 'static', 'static-instance'),
+              new ChaosMember(model, 'other', ''),
+            ];
+            await runSteadyUntilIdle(steady);
+            for (const step of steps) {
+              chaos[step.who].act(step.action);
+              await runSteadyUntilIdle(steady);
+              steady.heartbeat();
+              await runSteadyUntilIdle(steady); // a real client reads the answer before time moves on
+              model.h.advance(step.advanceMs);
+              await runSteadyUntilIdle(steady);
+              model.checkTransitions();
+              model.checkDeadlines();
+              if (steady.hasJoined && !(await model.h.memberIds()).includes(steady.memberId)) {
+                model.violations.push(`steady member ${steady.memberId} not in the group at ${model.nowMs}`);
+              }
+              if (model.violations.length > 0) break;
+            }
+            // A long quiet spell: every timer fires, and nothing may still be waiting afterwards.
+            for (let i = 0; i < 40 && model.violations.length === 0; i++) {
+              steady.heartbeat();
+              await runSteadyUntilIdle(steady);
+              model.h.advance(MAX_STEP_MS);
+              await runSteadyUntilIdle(steady);
+              model.checkDeadlines();
+              if (steady.hasJoined && !(await model.h.memberIds()).includes(steady.memberId)) {
+                model.violations.push(`steady member ${steady.memberId} not in the group at ${model.nowMs}`);
+              }
+            }
+            // The chaos members are long gone by now, so the steady member has the group to itself.
+            if (model.violations.length === 0) expect(await model.h.state()).toBe('Stable');
+            model.h.advance(10 * 60 * 1000);
+            await settle(3);
+            model.checkTransitions();
+            for (const { label, call } of model.calls) {
+              if (!call.isSettled) model.violations.push(`${label} never answered`);
+            }
+            expect(model.violations).toEqual([]);
+          } finally {
+            model.h.shutdown();
+            await settle(1);
+          }
+          // After shutdown, nothing at all is left waiting.
+          expect(model.calls.filter((c) => !c.call.isSettled).map((c) => c.label)).toEqual([]);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});

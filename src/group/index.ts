@@ -1,0 +1,22 @@
+/** The group layer's public surface: what the server and embedders use. */
+export {
+  GroupCoordinator,
+  NEW_MEMBER_JOIN_TIMEOUT_MS,
+  DEFAULT_REPLY_SLICE_SIZE,
+  INVALID_OFFSET,
+} from './group-coordinator';
+export type { GroupCoordinatorOptions, GroupCoordinatorListener } from './group-coordinator';
+export type { GroupConfig } from './group-config';
+export {
+  DEFAULT_GROUP_CONFIG,
+  DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
+  DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS,
+  DEFAULT_GROUP_MAX_SIZE,
+  DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
+  DEFAULT_OFFSET_METADATA_MAX_BYTES,
+} from './group-config';
+export type * from './group-protocol';
+export type { GroupState } from './group-state';
+export { GROUP_STATES, isLegalTransition } from './group-state';
+export type { OffsetStore, CommittedOffset, TopicPartitionOffset } from './offset-store';
+export { InMemoryOffsetStore } from './in-memory-offset-store';

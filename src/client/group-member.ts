@@ -1,0 +1,1007 @@
+/**
+ * A member of a consumer group: Kafka's AbstractCoordinator + ConsumerCoordinator, on one event loop.
+ *
+ * The rebalance loop (Kafka's joinGroupIfNeeded):
+ *   prepare  – eager: revoke everything owned (`revoked`, waiting for `waitUntil`); cooperative: keep it.
+ *   join     – JoinGroup with the encoded subscription (cooperative: owned partitions + generation inside).
+ *              MEMBER_ID_REQUIRED: rejoin at once with the id given (KIP-394). UNKNOWN_MEMBER_ID: forget the
+ *              id, `lost`, rejoin. REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION: rejoin. Retriable codes: back
+ *              off and rejoin. Anything else is fatal.
+ *   sync     – the leader decodes every subscription, runs the voted assignor, encodes; everybody sends
+ *              SyncGroup. Errors as for join, except that a failed sync always goes back to join.
+ *   complete – cooperative: partitions taken away are revoked first, then `assigned`; if anything was taken
+ *              away, rejoin at once so the leader can hand it out (the follow-up rebalance).
+ *
+ * Heartbeats run on their own timer from the JoinGroup response until the next JoinGroup is sent, one in
+ * flight at a time, each `heartbeatIntervalMs` after the previous was sent; a retriable failure retries after
+ * a jittered backoff. REBALANCE_IN_PROGRESS in Stable starts a rebalance; ILLEGAL_GENERATION and
+ * UNKNOWN_MEMBER_ID (for the generation they were sent with) mean the assignment is `lost`; FENCED_INSTANCE_ID
+ * is fatal. If no heartbeat succeeds for `sessionTimeoutMs` the coordinator has certainly expired the member
+ * (its timer started before our last success arrived), so the assignment is `lost` and the member rejoins.
+ *
+ * Nothing here waits on user code except `waitUntil` promises, and those only with a bound; user code can
+ * never delay a heartbeat short of blocking the event loop itself.
+ *
+ * Abandoning: every step of the loop runs under an epoch. Anything that invalidates the attempt in progress
+ * (a lost generation, the stall guard, close, a fatal error) bumps the epoch, aborts its calls and wakes its
+ * sleeps; the old loop sees the epoch moved and returns without touching state.
+ */
+import { EventEmitter } from 'node:events';
+import { CohortError, ErrorCode } from '../errors';
+import { SYSTEM_TIME, type Time } from '../time';
+import type { AssignorMember, PartitionAssignor, RebalanceProtocol } from './assignors/partition-assignor';
+import {
+  decodeAssignment,
+  decodeSubscription,
+  encodeAssignment,
+  encodeSubscription,
+} from './consumer-protocol';
+import type {
+  JoinGroupResponse,
+  OffsetCommitTopic,
+  OffsetFetchResponse,
+  SyncGroupAssignment,
+} from './coordinator-messages';
+import { errorFromCode, isRetriable } from './error-from-code';
+import { ExponentialBackoff } from './exponential-backoff';
+import type { GroupMemberEvents, LostReason, RevokeReason, RevokedEvent } from './group-member-events';
+import {
+  resolveGroupMemberOptions,
+  type GroupMemberOptions,
+  type ResolvedGroupMemberOptions,
+} from './group-member-options';
+import type { CallOptions, GroupTransport } from './group-transport';
+import type { ScheduledTask } from './scheduler';
+import { TimeScheduler } from './time-scheduler';
+import { compareTopicPartitions, topicPartitionKey, type TopicPartition } from './topic-partition';
+
+/**
+ * Where a member is, in Kafka's words: `unjoined` (waiting to join), `preparing-rebalance` (JoinGroup sent),
+ * `completing-rebalance` (joined, SyncGroup under way), `stable`; then cohort's own: `stalled` (left the
+ * group by the stall guard, rejoins when work ends), `closing`, `closed`, and `failed` (a fatal error).
+ */
+export type GroupMemberState =
+  | 'unjoined'
+  | 'preparing-rebalance'
+  | 'completing-rebalance'
+  | 'stable'
+  | 'stalled'
+  | 'closing'
+  | 'closed'
+  | 'failed';
+
+/** What a `GroupMember` runs on. Only `transport` is required. */
+export interface GroupMemberDependencies {
+  readonly transport: GroupTransport;
+  /** Default: the system clock. Tests pass a `ManualTime` and advance it. */
+  readonly time?: Time;
+  /** Source of jitter for backoffs, numbers in [0, 1). Default `Math.random`. */
+  readonly random?: () => number;
+}
+
+/** One offset to commit. Offsets are `bigint`, as everywhere in the SDK's API. */
+export interface OffsetToCommit {
+  readonly topic: string;
+  readonly partition: number;
+  /** The offset of the next record to consume (Kafka's convention). */
+  readonly offset: bigint;
+  readonly metadata?: string;
+}
+
+/** A committed offset; `offset` is null when nothing was committed for the partition. */
+export interface CommittedOffset {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: bigint | null;
+  readonly metadata: string;
+}
+
+const NO_GENERATION = -1;
+/** Kafka's JOIN_GROUP_TIMEOUT_LAPSE: JoinGroup and SyncGroup may park for the rebalance timeout, plus this. */
+const REBALANCE_CALL_GRACE_MS = 5_000;
+
+type CallOutcome<R> =
+  | { readonly kind: 'response'; readonly response: R }
+  | { readonly kind: 'failed'; readonly error: CohortError }
+  | { readonly kind: 'aborted' };
+
+interface Work {
+  readonly startedMs: number;
+  readonly controller: AbortController;
+}
+
+/**
+ * A member of a cohort consumer group. Create it with `CohortClient.join` (or directly, with any
+ * `GroupTransport`); it starts joining on the next microtask, so attach listeners right away.
+ *
+ * ```ts
+ * const member = client.join({ groupId: 'billing', topics: ['orders'], partitionsPerTopic: new Map([['orders', 12]]) });
+ * member.on('assigned', ({ partitions }) => start(partitions));
+ * member.on('revoked', (event) => event.waitUntil(stopAndCommit(event.partitions)));
+ * member.on('lost', ({ partitions }) => abandon(partitions));
+ * member.on('error', (error) => log.error(error));
+ * ```
+ */
+export class GroupMember extends EventEmitter<GroupMemberEvents> {
+  /** The settings in force, defaults filled in. */
+  readonly options: ResolvedGroupMemberOptions;
+  /** `cooperative` when every protocol is; otherwise `eager`. */
+  readonly rebalanceProtocol: RebalanceProtocol;
+
+  private readonly transport: GroupTransport;
+  private readonly time: Time;
+  private readonly scheduler: TimeScheduler;
+  private readonly backoff: ExponentialBackoff;
+
+  private _state: GroupMemberState = 'unjoined';
+  private _memberId = '';
+  private _generationId = NO_GENERATION;
+  private _protocolName = '';
+  private _leaderId = '';
+  private _failure: Error | null = null;
+  /** The assignment held; null when none (never joined, revoked for an eager rebalance, lost). */
+  private owned: TopicPartition[] | null = null;
+  private ownedGenerationId = NO_GENERATION;
+
+  private epoch = 0;
+  private attempt = new AbortController();
+  private readonly sleepers = new Set<() => void>();
+  private rebalancing = false;
+  private rejoinReason = 'initial join';
+
+  private heartbeatScope: AbortController | null = null;
+  private heartbeatTask: ScheduledTask | null = null;
+  private sessionTask: ScheduledTask | null = null;
+  private heartbeatFailures = 0;
+  private lastHeartbeatSentMs = 0;
+
+  private readonly processing = new Set<Work>();
+  private stallTask: ScheduledTask | null = null;
+
+  private closePromise: Promise<void> | null = null;
+  /** Aborted when the member is closed: ends every call still in flight. */
+  private readonly lifetime = new AbortController();
+  private readonly detachSignal: () => void = () => {};
+
+  constructor(options: GroupMemberOptions, dependencies: GroupMemberDependencies) {
+    super();
+    this.options = resolveGroupMemberOptions(options);
+    this.rebalanceProtocol = this.options.protocols.every((p) => p.rebalanceProtocol === 'cooperative')
+      ? 'cooperative'
+      : 'eager';
+    this.transport = dependencies.transport;
+    this.time = dependencies.time ?? SYSTEM_TIME;
+    this.scheduler = new TimeScheduler(this.time);
+    this.backoff = new ExponentialBackoff({
+      initialMs: this.options.retryBackoffMs,
+      maxMs: this.options.retryBackoffMaxMs,
+      ...(dependencies.random ? { random: dependencies.random } : {}),
+    });
+    const signal = options.signal;
+    if (signal?.aborted) {
+      void this.close();
+    } else {
+      if (signal !== undefined) {
+        const onAbort = (): void => void this.close();
+        signal.addEventListener('abort', onAbort, { once: true });
+        this.detachSignal = () => signal.removeEventListener('abort', onAbort);
+      }
+      // Not synchronously: the caller attaches listeners first.
+      queueMicrotask(() => this.rejoin('initial join'));
+    }
+  }
+
+  /** The member's state; see `GroupMemberState`. */
+  get state(): GroupMemberState {
+    return this._state;
+  }
+
+  /** The id the coordinator gave this member; empty before the first JoinGroup answer. */
+  get memberId(): string {
+    return this._memberId;
+  }
+
+  /** The generation joined, or -1. */
+  get generationId(): number {
+    return this._generationId;
+  }
+
+  /** The leader of the current generation; empty when not in one. */
+  get leaderId(): string {
+    return this._leaderId;
+  }
+
+  /** Whether this member leads the current generation (and so runs the assignor). */
+  get isLeader(): boolean {
+    return this._generationId !== NO_GENERATION && this._leaderId !== '' && this._leaderId === this._memberId;
+  }
+
+  /** The assignor the group voted for in the current generation; empty when not in one. */
+  get protocolName(): string {
+    return this._protocolName;
+  }
+
+  /** The partitions held now, or null when none are (before the first assignment, after a loss). */
+  get assignment(): readonly TopicPartition[] | null {
+    return this.owned;
+  }
+
+  /** The fatal error that stopped the member, if it failed. */
+  get failure(): Error | null {
+    return this._failure;
+  }
+
+  /**
+   * Runs `work` under the stall guard. If any work runs longer than `maxProcessingIntervalMs`, the member
+   * leaves the group (`lost`, reason `processing-stalled`, and `signal` is aborted) so its partitions move
+   * to members that make progress; once no work is left running it rejoins. Without
+   * `maxProcessingIntervalMs` this only tracks the work and aborts its signal when the assignment is lost.
+   */
+  async process<T>(work: (signal: AbortSignal) => PromiseLike<T> | T): Promise<T> {
+    if (this.isShut()) throw new Error(`group member of "${this.options.groupId}" is ${this._state}`);
+    const entry: Work = { startedMs: this.time.monotonicMs(), controller: new AbortController() };
+    this.processing.add(entry);
+    if (this.processing.size === 1) this.armStallGuard();
+    try {
+      return await work(entry.controller.signal);
+    } finally {
+      this.processing.delete(entry);
+      this.armStallGuard();
+      if (this._state === 'stalled' && this.processing.size === 0)
+        this.rejoin('processing resumed after a stall');
+    }
+  }
+
+  /**
+   * Commits offsets in the current generation, so a member that lost its partitions cannot overwrite the
+   * new owner's progress. Retriable failures are retried with backoff until `timeoutMs` (default
+   * `requestTimeoutMs`). Rejects with a `CohortError`: REBALANCE_IN_PROGRESS while the group rebalances,
+   * ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID when the generation is gone (the member then rejoins).
+   */
+  async commitOffsets(
+    offsets: readonly OffsetToCommit[],
+    options: { timeoutMs?: number } = {},
+  ): Promise<void> {
+    const what = `OffsetCommit for group "${this.options.groupId}"`;
+    // `closing` too: revoked listeners commit during close() while the generation is still valid.
+    if ((this._state !== 'stable' && this._state !== 'closing') || this._generationId === NO_GENERATION) {
+      const code = this.rebalancing ? ErrorCode.REBALANCE_IN_PROGRESS : ErrorCode.ILLEGAL_GENERATION;
+      throw errorFromCode(code, `${what}: the member is ${this._state}, not in a stable generation`);
+    }
+    const topics = new Map<string, OffsetCommitTopic>();
+    for (const o of offsets) {
+      if (typeof o.offset !== 'bigint' || o.offset < 0n || o.offset > BigInt(Number.MAX_SAFE_INTEGER)) {
+        throw new RangeError(
+          `offset for ${o.topic}-${o.partition} must be a bigint in [0, 2^53 - 1], got ${o.offset}`,
+        );
+      }
+      let topic = topics.get(o.topic);
+      if (topic === undefined) topics.set(o.topic, (topic = { name: o.topic, partitions: [] }));
+      topic.partitions.push({
+        partitionIndex: o.partition,
+        committedOffset: Number(o.offset),
+        committedLeaderEpoch: -1,
+        committedMetadata: o.metadata ?? '',
+      });
+    }
+    const generation = { generationId: this._generationId, memberId: this._memberId };
+    const request = {
+      groupId: this.options.groupId,
+      ...generation,
+      groupInstanceId: this.options.groupInstanceId ?? '',
+      topics: [...topics.values()],
+    };
+    await this.retrying(what, options.timeoutMs, async (callOptions) => {
+      const response = await this.transport.offsetCommit(request, callOptions);
+      for (const topic of response.topics) {
+        for (const p of topic.partitions) {
+          if (p.errorCode !== ErrorCode.NONE) return this.onCommitError(p.errorCode, what, generation);
+        }
+      }
+      return ErrorCode.NONE;
+    });
+  }
+
+  /**
+   * Reads the group's committed offsets for `partitions` (all of the group's when omitted). Retriable
+   * failures are retried until `timeoutMs` (default `requestTimeoutMs`); others reject with a `CohortError`.
+   */
+  async fetchOffsets(
+    partitions?: readonly TopicPartition[],
+    options: { timeoutMs?: number } = {},
+  ): Promise<CommittedOffset[]> {
+    const what = `OffsetFetch for group "${this.options.groupId}"`;
+    const byTopic = new Map<string, number[]>();
+    for (const tp of partitions ?? []) {
+      let list = byTopic.get(tp.topic);
+      if (list === undefined) byTopic.set(tp.topic, (list = []));
+      list.push(tp.partition);
+    }
+    const request = {
+      groupId: this.options.groupId,
+      topics: [...byTopic].map(([name, partitionIndexes]) => ({ name, partitionIndexes })),
+      requireStable: true,
+    };
+    let result: OffsetFetchResponse | null = null;
+    await this.retrying(what, options.timeoutMs, async (callOptions) => {
+      const response = await this.transport.offsetFetch(request, callOptions);
+      if (response.errorCode !== ErrorCode.NONE) return response.errorCode;
+      for (const topic of response.topics) {
+        for (const p of topic.partitions) if (p.errorCode !== ErrorCode.NONE) return p.errorCode;
+      }
+      result = response;
+      return ErrorCode.NONE;
+    });
+    const out: CommittedOffset[] = [];
+    for (const topic of (result as OffsetFetchResponse | null)?.topics ?? []) {
+      for (const p of topic.partitions) {
+        out.push({
+          topic: topic.name,
+          partition: p.partitionIndex,
+          offset: p.committedOffset < 0 ? null : BigInt(p.committedOffset),
+          metadata: p.metadata,
+        });
+      }
+    }
+    return out.sort(compareTopicPartitions);
+  }
+
+  /**
+   * Leaves the group and stops. Partitions held in a valid generation are `revoked` first (reason `close`)
+   * so their offsets can be committed; a dynamic member then sends LeaveGroup so the group rebalances at
+   * once, while a static member sends nothing (a restart within the session timeout causes no rebalance).
+   * Bounded by `timeoutMs` (default `closeTimeoutMs`): whatever is unfinished then is dropped. Safe to call
+   * more than once; every call returns the same promise. Never rejects.
+   */
+  close(options: { timeoutMs?: number } = {}): Promise<void> {
+    this.closePromise ??= this.shutdown(options.timeoutMs ?? this.options.closeTimeoutMs);
+    return this.closePromise;
+  }
+
+  // ---- the rebalance loop ----
+
+  private rejoin(reason: string): void {
+    if (this.isShut()) return;
+    this.abandonAttempt();
+    this.rebalancing = true;
+    this.rejoinReason = reason;
+    const epoch = this.epoch;
+    this.runRebalance(epoch).catch((error: unknown) => {
+      // Reached only by surprises: an assignor or partitionsPerTopic that throws, a listener bug. Fatal.
+      if (epoch === this.epoch) this.fail(asError(error), true);
+    });
+  }
+
+  private async runRebalance(epoch: number): Promise<void> {
+    const o = this.options;
+    // Kafka's onJoinPrepare: eager rebalancing starts from nothing.
+    if (this.owned !== null && this.rebalanceProtocol === 'eager') {
+      await this.revoke(this.owned, 'rebalance', o.rebalanceTimeoutMs);
+      if (epoch !== this.epoch) return;
+    }
+    const rebalanceCallMs = Math.max(o.requestTimeoutMs, o.rebalanceTimeoutMs + REBALANCE_CALL_GRACE_MS);
+    let failures = 0;
+    const backOff = async (): Promise<boolean> => {
+      await this.sleep(this.backoff.backoffMs(failures++));
+      return epoch === this.epoch;
+    };
+
+    for (;;) {
+      this.stopHeartbeats();
+      this.setState('preparing-rebalance');
+      const request = this.joinRequest();
+      const join = await this.call(
+        `JoinGroup of group "${o.groupId}"`,
+        (options) => this.transport.joinGroup(request, options),
+        rebalanceCallMs,
+        this.attempt.signal,
+      );
+      if (epoch !== this.epoch || join.kind === 'aborted') return;
+      const joinCode = join.kind === 'response' ? join.response.errorCode : join.error.code;
+      if (joinCode !== ErrorCode.NONE) {
+        const error =
+          join.kind === 'failed' ? join.error : errorFromCode(joinCode, `JoinGroup of group "${o.groupId}"`);
+        if (joinCode === ErrorCode.MEMBER_ID_REQUIRED && join.kind === 'response') {
+          this._memberId = join.response.memberId; // KIP-394: rejoin at once with the id given
+          continue;
+        }
+        if (joinCode === ErrorCode.UNKNOWN_MEMBER_ID || joinCode === ErrorCode.ILLEGAL_GENERATION) {
+          this.resetGeneration(joinCode === ErrorCode.UNKNOWN_MEMBER_ID);
+          this.loseAssignment(lostReasonFor(joinCode), error);
+          continue;
+        }
+        if (joinCode === ErrorCode.REBALANCE_IN_PROGRESS) continue;
+        if (isRetriable(joinCode) && (await backOff())) continue;
+        if (epoch === this.epoch) this.fail(error, false);
+        return;
+      }
+
+      const joined = (join as { response: JoinGroupResponse }).response;
+      const assignor = this.options.protocols.find((p) => p.name === joined.protocolName);
+      if ((joined.protocolType !== '' && joined.protocolType !== o.protocolType) || assignor === undefined) {
+        const detail = `the group chose ${joined.protocolType}/${joined.protocolName}, this member speaks ${o.protocolType}/${this.options.protocols.map((p) => p.name).join(',')}`;
+        return this.fail(errorFromCode(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, `JoinGroup: ${detail}`), true);
+      }
+      this._memberId = joined.memberId;
+      this._generationId = joined.generationId;
+      this._protocolName = joined.protocolName;
+      this._leaderId = joined.leaderId;
+      this.setState('completing-rebalance');
+      this.startHeartbeats();
+
+      let assignments: SyncGroupAssignment[] = [];
+      if (joined.leaderId === joined.memberId && !joined.skipAssignment) {
+        assignments = await this.performAssignment(assignor, joined);
+        if (epoch !== this.epoch) return;
+      }
+      const syncRequest = {
+        groupId: o.groupId,
+        generationId: joined.generationId,
+        memberId: joined.memberId,
+        groupInstanceId: o.groupInstanceId ?? '',
+        protocolType: o.protocolType,
+        protocolName: joined.protocolName,
+        assignments,
+      };
+      const sync = await this.call(
+        `SyncGroup of group "${o.groupId}"`,
+        (options) => this.transport.syncGroup(syncRequest, options),
+        rebalanceCallMs,
+        this.attempt.signal,
+      );
+      if (epoch !== this.epoch || sync.kind === 'aborted') return;
+      const syncCode = sync.kind === 'response' ? sync.response.errorCode : sync.error.code;
+      if (syncCode !== ErrorCode.NONE) {
+        const error =
+          sync.kind === 'failed' ? sync.error : errorFromCode(syncCode, `SyncGroup of group "${o.groupId}"`);
+        if (syncCode === ErrorCode.REBALANCE_IN_PROGRESS) continue;
+        if (syncCode === ErrorCode.UNKNOWN_MEMBER_ID || syncCode === ErrorCode.ILLEGAL_GENERATION) {
+          // Kafka keeps the member id on ILLEGAL_GENERATION: it may still be valid.
+          this.resetGeneration(syncCode === ErrorCode.UNKNOWN_MEMBER_ID);
+          this.loseAssignment(lostReasonFor(syncCode), error);
+          continue;
+        }
+        if (isRetriable(syncCode) && (await backOff())) continue;
+        if (epoch === this.epoch) this.fail(error, false);
+        return;
+      }
+      const synced = (
+        sync as { response: { protocolType: string; protocolName: string; assignment: Buffer } }
+      ).response;
+      if (
+        (synced.protocolType !== '' && synced.protocolType !== o.protocolType) ||
+        (synced.protocolName !== '' && synced.protocolName !== joined.protocolName)
+      ) {
+        const detail = `SyncGroup answered ${synced.protocolType}/${synced.protocolName} for ${o.protocolType}/${joined.protocolName}`;
+        return this.fail(errorFromCode(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, detail), true);
+      }
+      const assignment = decodeAssignment(synced.assignment); // a garbage assignment is fatal (see rejoin)
+      failures = 0;
+
+      // Kafka's onJoinComplete.
+      this.setState('stable');
+      const before = new Set((this.owned ?? []).map(topicPartitionKey));
+      const after = new Set(assignment.partitions.map(topicPartitionKey));
+      const revoked = (this.owned ?? []).filter((tp) => !after.has(topicPartitionKey(tp)));
+      const added = assignment.partitions.filter((tp) => !before.has(topicPartitionKey(tp)));
+      if (revoked.length > 0) {
+        await this.revoke(revoked, 'reassigned', o.rebalanceTimeoutMs);
+        if (epoch !== this.epoch) return;
+      }
+      this.owned = assignment.partitions;
+      this.ownedGenerationId = joined.generationId;
+      this.emitSafely('assigned', {
+        generationId: joined.generationId,
+        memberId: joined.memberId,
+        leaderId: joined.leaderId,
+        isLeader: joined.leaderId === joined.memberId,
+        protocolName: joined.protocolName,
+        partitions: assignment.partitions,
+        added,
+        userData: assignment.userData,
+      });
+      if (revoked.length > 0) {
+        // Cooperative follow-up: what we let go of was withheld from its new owner until we rejoin.
+        this.rejoinReason = 'partitions were revoked for reassignment';
+        continue;
+      }
+      this.rebalancing = false;
+      this.armStallGuard();
+      return;
+    }
+  }
+
+  private joinRequest() {
+    const o = this.options;
+    const cooperative = this.rebalanceProtocol === 'cooperative';
+    const metadata = encodeSubscription({
+      topics: o.topics,
+      ownedPartitions: cooperative ? (this.owned ?? []) : [],
+      userData: o.userData,
+      generationId: cooperative && this.owned !== null ? this.ownedGenerationId : NO_GENERATION,
+    });
+    return {
+      groupId: o.groupId,
+      memberId: this._memberId,
+      groupInstanceId: o.groupInstanceId ?? '',
+      sessionTimeoutMs: o.sessionTimeoutMs,
+      rebalanceTimeoutMs: o.rebalanceTimeoutMs,
+      protocolType: o.protocolType,
+      protocols: o.protocols.map((p) => ({ name: p.name, metadata })),
+      clientId: o.clientId,
+      reason: this.rejoinReason,
+    };
+  }
+
+  /** The leader's part: decode subscriptions, run the voted assignor, encode one assignment per member. */
+  private async performAssignment(
+    assignor: PartitionAssignor,
+    joined: JoinGroupResponse,
+  ): Promise<SyncGroupAssignment[]> {
+    const members: AssignorMember[] = joined.members.map((m) => {
+      let subscription;
+      try {
+        subscription = decodeSubscription(m.metadata);
+      } catch (cause) {
+        throw new Error(
+          `leader of group "${this.options.groupId}" cannot read member ${m.memberId}'s subscription`,
+          {
+            cause,
+          },
+        );
+      }
+      return {
+        memberId: m.memberId,
+        ...(m.groupInstanceId ? { groupInstanceId: m.groupInstanceId } : {}),
+        subscription,
+      };
+    });
+    const counts = this.options.partitionsPerTopic;
+    const partitionsPerTopic =
+      typeof counts === 'function' ? await counts() : (counts ?? new Map<string, number>());
+    const result = assignor.assign(members, partitionsPerTopic);
+    const ids = new Set(members.map((m) => m.memberId));
+    for (const memberId of result.keys()) {
+      if (!ids.has(memberId)) {
+        throw new Error(
+          `assignor "${assignor.name}" assigned partitions to "${memberId}", who is not in the group`,
+        );
+      }
+    }
+    return members.map((m) => ({
+      memberId: m.memberId,
+      assignment: encodeAssignment({ partitions: result.get(m.memberId) ?? [] }),
+    }));
+  }
+
+  /** Emits `revoked` and waits for its `waitUntil` promises, at most `boundMs` (less if abandoned). */
+  private async revoke(
+    partitions: readonly TopicPartition[],
+    reason: RevokeReason,
+    boundMs: number,
+  ): Promise<void> {
+    const waits: PromiseLike<unknown>[] = [];
+    let sealed = false;
+    const event: RevokedEvent = {
+      generationId: this.ownedGenerationId,
+      partitions,
+      reason,
+      waitUntil: (work) => {
+        if (sealed) throw new Error('waitUntil must be called synchronously inside the revoked listener');
+        waits.push(work);
+      },
+    };
+    this.emitSafely('revoked', event);
+    sealed = true;
+    if (waits.length > 0) {
+      const bound = this.sleepHandle(boundMs);
+      await Promise.race([Promise.allSettled(waits), bound.promise]);
+      bound.cancel();
+    }
+    if (this.owned === null) return; // lost meanwhile: `lost` already told the user
+    const gone = new Set(partitions.map(topicPartitionKey));
+    const kept = this.owned.filter((tp) => !gone.has(topicPartitionKey(tp)));
+    this.owned = kept.length > 0 || reason === 'reassigned' ? kept : null;
+  }
+
+  private loseAssignment(reason: LostReason, error?: Error): void {
+    if (this.owned === null) return;
+    const partitions = this.owned;
+    this.owned = null;
+    this.abortWork(error ?? new Error(`assignment lost: ${reason}`));
+    this.emitSafely('lost', {
+      generationId: this.ownedGenerationId,
+      partitions,
+      reason,
+      ...(error ? { error } : {}),
+    });
+  }
+
+  private resetGeneration(resetMemberId: boolean): void {
+    this._generationId = NO_GENERATION;
+    this._protocolName = '';
+    this._leaderId = '';
+    if (resetMemberId) this._memberId = '';
+    this.stopHeartbeats();
+    this.setState('unjoined');
+  }
+
+  /** Invalidates the attempt in progress: its calls are aborted, its sleeps end, its loop returns. */
+  private abandonAttempt(): void {
+    this.epoch++;
+    this.attempt.abort();
+    this.attempt = new AbortController();
+    for (const wake of [...this.sleepers]) wake();
+  }
+
+  /** A wait that also ends when the attempt is abandoned. */
+  private sleep(ms: number): Promise<void> {
+    return this.sleepHandle(ms).promise;
+  }
+
+  private sleepHandle(ms: number): { promise: Promise<void>; cancel: () => void } {
+    let wake = (): void => {};
+    const promise = new Promise<void>((resolve) => {
+      const task = this.scheduler.schedule(ms, () => wake());
+      wake = () => {
+        task.cancel();
+        this.sleepers.delete(wake);
+        resolve();
+      };
+      this.sleepers.add(wake);
+    });
+    return { promise, cancel: wake };
+  }
+
+  // ---- heartbeats ----
+
+  private startHeartbeats(): void {
+    this.stopHeartbeats();
+    this.heartbeatScope = new AbortController();
+    this.resetSessionTimer();
+    this.heartbeatTask = this.scheduler.schedule(this.options.heartbeatIntervalMs, () =>
+      this.sendHeartbeat(),
+    );
+  }
+
+  private stopHeartbeats(): void {
+    this.heartbeatTask?.cancel();
+    this.sessionTask?.cancel();
+    this.heartbeatTask = this.sessionTask = null;
+    this.heartbeatScope?.abort();
+    this.heartbeatScope = null;
+    this.heartbeatFailures = 0;
+  }
+
+  private resetSessionTimer(): void {
+    this.sessionTask?.cancel();
+    this.sessionTask = this.scheduler.schedule(this.options.sessionTimeoutMs, () => this.onSessionTimeout());
+  }
+
+  private sendHeartbeat(): void {
+    const scope = this.heartbeatScope;
+    if (scope === null) return;
+    const o = this.options;
+    const sent = { generationId: this._generationId, memberId: this._memberId };
+    const request = { groupId: o.groupId, ...sent, groupInstanceId: o.groupInstanceId ?? '' };
+    this.lastHeartbeatSentMs = this.time.monotonicMs();
+    void this.call(
+      `Heartbeat of group "${o.groupId}"`,
+      (options) => this.transport.heartbeat(request, options),
+      Math.min(o.requestTimeoutMs, o.sessionTimeoutMs),
+      scope.signal,
+    ).then((outcome) => {
+      if (outcome.kind === 'aborted' || scope !== this.heartbeatScope) return;
+      const code = outcome.kind === 'response' ? outcome.response.errorCode : outcome.error.code;
+      const error =
+        outcome.kind === 'failed' ? outcome.error : errorFromCode(code, `Heartbeat of group "${o.groupId}"`);
+      this.onHeartbeat(code, error, sent);
+    });
+  }
+
+  private onHeartbeat(
+    code: ErrorCode,
+    error: CohortError,
+    sent: { generationId: number; memberId: string },
+  ): void {
+    const unchanged = sent.generationId === this._generationId && sent.memberId === this._memberId;
+    if (code === ErrorCode.NONE || code === ErrorCode.REBALANCE_IN_PROGRESS) {
+      // Both prove the coordinator holds our session; heartbeats go on while the group rebalances (Kafka).
+      this.heartbeatFailures = 0;
+      this.resetSessionTimer();
+      if (code === ErrorCode.REBALANCE_IN_PROGRESS && this._state === 'stable' && !this.rebalancing) {
+        this.rejoin('the group is rebalancing'); // cooperative: stops heartbeats at once by sending JoinGroup
+        if (this.heartbeatScope === null) return;
+      }
+      const dueInMs = this.lastHeartbeatSentMs + this.options.heartbeatIntervalMs - this.time.monotonicMs();
+      // An answer later than the interval: the next heartbeat is overdue, send it now.
+      if (dueInMs <= 0) return this.sendHeartbeat();
+      this.heartbeatTask = this.scheduler.schedule(dueInMs, () => this.sendHeartbeat());
+      return;
+    }
+    if (this._state === 'closing') return this.stopHeartbeats();
+    if (code === ErrorCode.ILLEGAL_GENERATION || code === ErrorCode.UNKNOWN_MEMBER_ID) {
+      if (!unchanged) return; // an answer about a generation we already left
+      this.resetGeneration(code === ErrorCode.UNKNOWN_MEMBER_ID);
+      this.loseAssignment(lostReasonFor(code), error);
+      return this.rejoin(`Heartbeat answered ${ErrorCode[code]}`);
+    }
+    if (code === ErrorCode.FENCED_INSTANCE_ID) {
+      if (unchanged) this.fail(error, false);
+      return;
+    }
+    if (isRetriable(code)) {
+      this.heartbeatTask = this.scheduler.schedule(this.backoff.backoffMs(this.heartbeatFailures++), () =>
+        this.sendHeartbeat(),
+      );
+      return;
+    }
+    this.fail(error, false);
+  }
+
+  private onSessionTimeout(): void {
+    this.sessionTask = null;
+    if (this._state === 'closing' || this.isShut()) return;
+    const error = errorFromCode(
+      ErrorCode.REQUEST_TIMED_OUT,
+      `no heartbeat of group "${this.options.groupId}" succeeded for sessionTimeoutMs (${this.options.sessionTimeoutMs} ms); the coordinator has expired this member`,
+    );
+    // Keep the member id, as Kafka does: if the coordinator still knows it, the rejoin is cheaper.
+    this.resetGeneration(false);
+    this.loseAssignment('session-expired', error);
+    this.rejoin('session timed out');
+  }
+
+  // ---- the stall guard ----
+
+  private armStallGuard(): void {
+    this.stallTask?.cancel();
+    this.stallTask = null;
+    const max = this.options.maxProcessingIntervalMs;
+    if (max === undefined || this.processing.size === 0 || this._state === 'stalled' || this.isShut()) return;
+    const oldest = this.processing.values().next().value as Work; // a Set iterates in insertion order
+    const dueInMs = Math.max(0, oldest.startedMs + max - this.time.monotonicMs());
+    this.stallTask = this.scheduler.schedule(dueInMs, () => this.onStall());
+  }
+
+  private onStall(): void {
+    this.stallTask = null;
+    if (this._state === 'stalled' || this.isShut()) return;
+    const o = this.options;
+    const error = new Error(
+      `work held longer than maxProcessingIntervalMs (${o.maxProcessingIntervalMs} ms); member left group "${o.groupId}" and rejoins when its work ends`,
+    );
+    this.abandonAttempt();
+    this.rebalancing = false;
+    this.leaveBestEffort('processing stalled (maxProcessingIntervalMs exceeded)');
+    this.resetGeneration(true); // Kafka's resetGenerationOnLeaveGroup
+    this.setState('stalled');
+    this.abortWork(error); // the stuck work is why we left, whatever we owned
+    this.loseAssignment('processing-stalled', error);
+  }
+
+  private abortWork(reason: Error): void {
+    for (const work of this.processing) work.controller.abort(reason);
+  }
+
+  // ---- close and failure ----
+
+  private async shutdown(timeoutMs: number): Promise<void> {
+    if (this._state === 'failed' || this._state === 'closed') return this.finish('closed');
+    const deadlineMs = this.time.monotonicMs() + Math.max(0, timeoutMs);
+    const remainingMs = (): number => Math.max(0, deadlineMs - this.time.monotonicMs());
+    const wasStalled = this._state === 'stalled';
+    this.abandonAttempt();
+    this.rebalancing = false;
+    this.setState('closing');
+    this.stallTask?.cancel();
+    if (this.owned !== null) {
+      // Kafka's onLeavePrepare: an orderly revoke while the generation is valid, a loss otherwise.
+      if (this._generationId !== NO_GENERATION && !wasStalled)
+        await this.revoke(this.owned, 'close', remainingMs());
+      else this.loseAssignment('closed');
+    }
+    this.stopHeartbeats();
+    if (this.options.groupInstanceId === undefined && this._memberId !== '' && remainingMs() > 0) {
+      const request = this.leaveRequest('the member is closing');
+      await this.call(
+        `LeaveGroup of group "${this.options.groupId}"`,
+        (options) => this.transport.leaveGroup(request, options),
+        Math.min(remainingMs(), this.options.requestTimeoutMs),
+      );
+    }
+    this.finish('closed');
+  }
+
+  /** A fatal error: stop everything, tell the user. `leave`: we are in the group and should get out. */
+  private fail(error: Error, leave: boolean): void {
+    if (this.isShut()) return;
+    this.abandonAttempt();
+    this.rebalancing = false;
+    this.stopHeartbeats();
+    this.stallTask?.cancel();
+    this.loseAssignment(
+      error instanceof CohortError && error.code === ErrorCode.FENCED_INSTANCE_ID ? 'fenced' : 'failed',
+      error,
+    );
+    if (leave) this.leaveBestEffort('the member failed');
+    this._failure = error;
+    this.finish('failed');
+    // Outside any of our promise chains, so an unhandled `error` surfaces as Node's EventEmitter intends.
+    queueMicrotask(() => this.emit('error', error));
+  }
+
+  private finish(state: 'closed' | 'failed'): void {
+    this.stopHeartbeats();
+    this.stallTask?.cancel();
+    this.abortWork(new Error(`group member ${state}`));
+    if (this._state === 'closed') return;
+    this.setState(state);
+    if (state === 'closed') {
+      // In this order: sleeping retries wake and see the member closed, calls in flight end as aborted, and
+      // only then do the timers go, so no promise of ours is left waiting on a timer that will never fire.
+      for (const wake of [...this.sleepers]) wake();
+      this.lifetime.abort();
+      this.scheduler.shutdown();
+      this.detachSignal();
+      this.emitSafely('closed');
+    }
+  }
+
+  private leaveBestEffort(reason: string): void {
+    if (this.options.groupInstanceId !== undefined || this._memberId === '') return;
+    const request = this.leaveRequest(reason);
+    void this.call(
+      `LeaveGroup of group "${this.options.groupId}"`,
+      (options) => this.transport.leaveGroup(request, options),
+      this.options.requestTimeoutMs,
+    );
+  }
+
+  private leaveRequest(reason: string) {
+    return {
+      groupId: this.options.groupId,
+      members: [{ memberId: this._memberId, groupInstanceId: '', reason }],
+    };
+  }
+
+  // ---- plumbing ----
+
+  /**
+   * One call with a deadline on our own clock (so tests control it) and an optional scope whose abort
+   * cancels it. Always resolves: with the response, with the failure as a CohortError, or as aborted.
+   */
+  private call<R>(
+    what: string,
+    send: (options: CallOptions) => Promise<R>,
+    timeoutMs: number,
+    scope?: AbortSignal,
+  ): Promise<CallOutcome<R>> {
+    // Created now, so its stack shows who made the call rather than a timer.
+    const timeout = errorFromCode(
+      ErrorCode.REQUEST_TIMED_OUT,
+      `${what} got no answer within ${timeoutMs} ms`,
+    );
+    const lifetime = this.lifetime.signal;
+    return new Promise((resolve) => {
+      if (scope?.aborted || lifetime.aborted) return resolve({ kind: 'aborted' });
+      const controller = new AbortController();
+      let settled = false;
+      const onAbort = (): void => {
+        controller.abort();
+        settle({ kind: 'aborted' });
+      };
+      const timer = this.scheduler.schedule(timeoutMs, () => {
+        controller.abort();
+        settle({ kind: 'failed', error: timeout });
+      });
+      const settle = (outcome: CallOutcome<R>): void => {
+        if (settled) return;
+        settled = true;
+        timer.cancel();
+        scope?.removeEventListener('abort', onAbort);
+        lifetime.removeEventListener('abort', onAbort);
+        resolve(outcome);
+      };
+      scope?.addEventListener('abort', onAbort, { once: true });
+      lifetime.addEventListener('abort', onAbort, { once: true });
+      let pending: Promise<R>;
+      try {
+        pending = send({ timeoutMs, signal: controller.signal });
+      } catch (error) {
+        return settle({ kind: 'failed', error: asCohortError(error, what) });
+      }
+      pending.then(
+        (response) => settle({ kind: 'response', response }),
+        (error: unknown) => settle({ kind: 'failed', error: asCohortError(error, what) }),
+      );
+    });
+  }
+
+  /**
+   * Sends until `attempt` reports NONE or a code that is not retriable, backing off between tries, within
+   * `timeoutMs`. Rejects with the last error.
+   */
+  private async retrying(
+    what: string,
+    timeoutMs: number | undefined,
+    attempt: (options: CallOptions) => Promise<ErrorCode>,
+  ): Promise<void> {
+    const deadlineMs = this.time.monotonicMs() + (timeoutMs ?? this.options.requestTimeoutMs);
+    for (let failures = 0; ; failures++) {
+      const remainingMs = deadlineMs - this.time.monotonicMs();
+      const outcome = await this.call(what, attempt, Math.max(1, remainingMs));
+      let error: CohortError;
+      if (outcome.kind === 'response') {
+        if (outcome.response === ErrorCode.NONE) return;
+        error = errorFromCode(outcome.response, what);
+      } else if (outcome.kind === 'failed') {
+        error = outcome.error;
+      } else {
+        throw errorFromCode(ErrorCode.REQUEST_TIMED_OUT, `${what} was cancelled`);
+      }
+      const waitMs = this.backoff.backoffMs(failures);
+      if (!error.retriable || this.isTerminal() || this.time.monotonicMs() + waitMs >= deadlineMs)
+        throw error;
+      await this.sleep(waitMs); // woken early by a rejoin (harmless: one earlier retry) or by close
+      if (this.isTerminal()) throw error;
+    }
+  }
+
+  /** Kafka's OffsetCommitResponseHandler: which codes cost the generation. Returns the code to report. */
+  private onCommitError(
+    code: ErrorCode,
+    what: string,
+    sent: { generationId: number; memberId: string },
+  ): ErrorCode {
+    const unchanged = sent.generationId === this._generationId && sent.memberId === this._memberId;
+    if ((code === ErrorCode.UNKNOWN_MEMBER_ID || code === ErrorCode.ILLEGAL_GENERATION) && unchanged) {
+      this.resetGeneration(code === ErrorCode.UNKNOWN_MEMBER_ID);
+      this.loseAssignment(lostReasonFor(code), errorFromCode(code, what));
+      this.rejoin(`OffsetCommit answered ${ErrorCode[code]}`);
+    } else if (code === ErrorCode.REBALANCE_IN_PROGRESS && this._state === 'stable' && !this.rebalancing) {
+      this.rejoin('OffsetCommit answered REBALANCE_IN_PROGRESS');
+    } else if (code === ErrorCode.FENCED_INSTANCE_ID && unchanged) {
+      this.fail(errorFromCode(code, what), false);
+    }
+    return code;
+  }
+
+  private emitSafely<K extends keyof GroupMemberEvents>(name: K, ...args: GroupMemberEvents[K]): void {
+    try {
+      (this.emit as (name: K, ...args: GroupMemberEvents[K]) => boolean)(name, ...args);
+    } catch (error) {
+      // A listener threw. The member's own state must not depend on it, so report it the way Node reports
+      // errors thrown from event-loop callbacks: uncaught, on a fresh stack.
+      queueMicrotask(() => {
+        throw error;
+      });
+    }
+  }
+
+  private setState(state: GroupMemberState): void {
+    this._state = state;
+  }
+
+  /** Closed or failed: nothing runs any more. */
+  private isTerminal(): boolean {
+    return this._state === 'closed' || this._state === 'failed';
+  }
+
+  /** Closing, closed or failed: no new joins, no new work. */
+  private isShut(): boolean {
+    return this._state === 'closing' || this.isTerminal();
+  }
+}
+
+function lostReasonFor(code: ErrorCode): LostReason {
+  return code === ErrorCode.UNKNOWN_MEMBER_ID ? 'unknown-member' : 'illegal-generation';
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function asCohortError(error: unknown, what: string): CohortError {
+  return error instanceof CohortError ? error : errorFromCode(ErrorCode.UNKNOWN_SERVER_ERROR, what, error);
+}

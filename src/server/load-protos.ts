@@ -5,7 +5,11 @@ import { loadSync } from '@grpc/proto-loader';
 /** `proto/` at the repository root; the files import each other as `cohort/v1/...`. */
 export const PROTO_DIR = join(__dirname, '..', '..', 'proto');
 
-export const PROTO_FILES = ['cohort/v1/group_coordinator.proto', 'cohort/v1/test_clock.proto'] as const;
+export const PROTO_FILES = [
+  'cohort/v1/group_coordinator.proto',
+  'cohort/v1/test_clock.proto',
+  'cohort/v1/broker.proto',
+] as const;
 
 /**
  * How messages are decoded: camelCase fields, enums as numbers, bytes as Buffers, every field present
@@ -32,6 +36,7 @@ export interface CohortProtos {
   readonly packageDefinition: PackageDefinition;
   readonly groupCoordinator: ServiceDefinition;
   readonly testClock: ServiceDefinition;
+  readonly broker: ServiceDefinition;
 }
 
 let loaded: CohortProtos | undefined;
@@ -44,6 +49,7 @@ export function loadCohortProtos(): CohortProtos {
       packageDefinition,
       groupCoordinator: packageDefinition['cohort.v1.GroupCoordinator'] as ServiceDefinition,
       testClock: packageDefinition['cohort.v1.TestClock'] as ServiceDefinition,
+      broker: packageDefinition['cohort.v1.Broker'] as ServiceDefinition,
     });
   }
   return loaded;

@@ -7,7 +7,7 @@ import { ErrorCode } from '../../../src/errors';
 import { PROTO_DIR, PROTO_FILES } from '../../../src/server';
 
 /**
- * The contract of issue 3, verbatim: clients outside this repository are built against these names and
+ * The contracts of issues 3 (GroupCoordinator, TestClock) and 4 (Broker), verbatim: clients outside this repository are built against these names and
  * numbers. The real .proto files may add fields and RPCs; they may not rename, renumber or retype these.
  */
 const CONTRACT = `
@@ -85,6 +85,45 @@ service TestClock {
 message AdvanceClockRequest { int64 ms = 1; }
 message NowRequest {}
 message AdvanceClockResponse { int64 now_ms = 1; }
+
+service Broker {
+  rpc CreateTopics(CreateTopicsRequest) returns (CreateTopicsResponse);
+  rpc Metadata(MetadataRequest) returns (MetadataResponse);
+  rpc Produce(ProduceRequest) returns (ProduceResponse);
+  rpc Fetch(FetchRequest) returns (FetchResponse);
+  rpc ListOffsets(ListOffsetsRequest) returns (ListOffsetsResponse);
+}
+message CreatableTopic { string name = 1; int32 num_partitions = 2; int32 replication_factor = 3; }
+message CreateTopicsRequest { repeated CreatableTopic topics = 1; }
+message CreatableTopicResult { string name = 1; ErrorCode error_code = 2; string error_message = 3; }
+message CreateTopicsResponse { repeated CreatableTopicResult topics = 1; }
+message MetadataRequest { repeated string topics = 1; /* empty = all */ }
+message PartitionMetadata { int32 partition_index = 1; int32 leader_id = 2; repeated int32 replica_nodes = 3; repeated int32 isr_nodes = 4; ErrorCode error_code = 5; }
+message TopicMetadata { string name = 1; ErrorCode error_code = 2; repeated PartitionMetadata partitions = 3; }
+message BrokerNode { int32 node_id = 1; string host = 2; int32 port = 3; }
+message MetadataResponse { repeated BrokerNode brokers = 1; repeated TopicMetadata topics = 2; }
+
+message RecordHeader { string key = 1; bytes value = 2; }
+message Record { int64 offset = 1; int64 timestamp_ms = 2; bytes key = 3; bytes value = 4; repeated RecordHeader headers = 5; }
+message ProducePartitionData { int32 partition_index = 1; repeated Record records = 2; }
+message ProduceTopicData { string name = 1; repeated ProducePartitionData partitions = 2; }
+message ProduceRequest { int32 acks = 1; /* 0, 1 or -1 (all in-sync replicas) */ int32 timeout_ms = 2; repeated ProduceTopicData topics = 3; }
+message ProducePartitionResponse { int32 partition_index = 1; ErrorCode error_code = 2; int64 base_offset = 3; int64 log_append_time_ms = 4; int64 log_start_offset = 5; }
+message ProduceTopicResponse { string name = 1; repeated ProducePartitionResponse partitions = 2; }
+message ProduceResponse { repeated ProduceTopicResponse topics = 1; }
+
+message FetchPartition { int32 partition_index = 1; int64 fetch_offset = 2; int32 partition_max_bytes = 3; }
+message FetchTopic { string name = 1; repeated FetchPartition partitions = 2; }
+message FetchRequest { int32 replica_id = 1; /* -1 = consumer, >= 0 = a follower's node id */ int32 max_wait_ms = 2; int32 min_bytes = 3; int32 max_bytes = 4; repeated FetchTopic topics = 5; }
+message FetchPartitionData { int32 partition_index = 1; ErrorCode error_code = 2; int64 high_watermark = 3; int64 log_start_offset = 4; repeated Record records = 5; }
+message FetchableTopicResponse { string name = 1; repeated FetchPartitionData partitions = 2; }
+message FetchResponse { ErrorCode error_code = 1; repeated FetchableTopicResponse responses = 2; }
+message ListOffsetsPartition { int32 partition_index = 1; int64 timestamp = 2; /* -1 latest, -2 earliest */ }
+message ListOffsetsTopic { string name = 1; repeated ListOffsetsPartition partitions = 2; }
+message ListOffsetsRequest { repeated ListOffsetsTopic topics = 1; }
+message ListOffsetsPartitionResponse { int32 partition_index = 1; ErrorCode error_code = 2; int64 offset = 3; int64 timestamp = 4; }
+message ListOffsetsTopicResponse { string name = 1; repeated ListOffsetsPartitionResponse partitions = 2; }
+message ListOffsetsResponse { repeated ListOffsetsTopicResponse topics = 1; }
 `;
 
 interface FieldDescriptor {
@@ -155,7 +194,7 @@ describe('the proto contract', () => {
     }
   });
 
-  it.each(['cohort.v1.GroupCoordinator', 'cohort.v1.TestClock'])(
+  it.each(['cohort.v1.GroupCoordinator', 'cohort.v1.TestClock', 'cohort.v1.Broker'])(
     'serves every RPC of %s with the contract request and response types, unary',
     (service) => {
       const want = contract[service] as unknown as Record<string, MethodDescriptor>;

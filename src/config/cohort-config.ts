@@ -9,7 +9,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export interface CohortConfig {
   /** HOST:PORT the gRPC server binds; port 0 picks a free port. */
   readonly listen: string;
-  /** Where durable state will live (the log). */
+  /** Where durable state lives: one directory per partition, and the topic registry. */
   readonly dataDir: string;
   /** Time moves only through the TestClock service. */
   readonly manualClock: boolean;
@@ -19,6 +19,20 @@ export interface CohortConfig {
   readonly groupInitialRebalanceDelayMs: number;
   readonly groupMaxSize: number;
   readonly offsetMetadataMaxBytes: number;
+  /** This process's node id: a partition's leader id, a follower's replica id in its Fetch requests. */
+  readonly nodeId: number;
+  /** HOST:PORT of the leader this process follows; '' = this process is a leader. */
+  readonly replicaOf: string;
+  /** Node ids of the leader's followers, in the order partitions take them as replicas. */
+  readonly followers: readonly number[];
+  readonly minInsyncReplicas: number;
+  readonly replicaLagTimeMaxMs: number;
+  /** -1 = never by time. */
+  readonly logFlushIntervalMs: number;
+  readonly logFlushMessages: number;
+  readonly logRetentionMs: number;
+  readonly logRetentionBytes: number;
+  readonly logSegmentBytes: number;
 }
 
 export type ConfigKey = keyof CohortConfig;

@@ -10,11 +10,25 @@ import {
   DEFAULT_LOG_LEVEL,
   DEFAULT_MANUAL_CLOCK,
   DEFAULT_OFFSET_METADATA_MAX_BYTES,
+  DEFAULT_FOLLOWERS,
+  DEFAULT_LOG_FLUSH_INTERVAL_MS,
+  DEFAULT_LOG_FLUSH_MESSAGES,
+  DEFAULT_LOG_RETENTION_BYTES,
+  DEFAULT_LOG_RETENTION_MS,
+  DEFAULT_LOG_SEGMENT_BYTES,
+  DEFAULT_MIN_INSYNC_REPLICAS,
+  DEFAULT_NODE_ID,
+  DEFAULT_REPLICA_LAG_TIME_MAX_MS,
+  DEFAULT_REPLICA_OF,
   INT32_MAX,
+  MIN_LOG_SEGMENT_BYTES,
 } from './defaults';
 
-/** How a setting's text (flag or env value) is read. */
-export type SettingKind = 'address' | 'path' | 'boolean' | 'integer' | 'logLevel';
+/**
+ * How a setting's text (flag or env value) is read. `peer` is an address to connect to, or '' for none;
+ * `nodeIds` a comma-separated list of distinct node ids, '' for none.
+ */
+export type SettingKind = 'address' | 'peer' | 'nodeIds' | 'path' | 'boolean' | 'integer' | 'logLevel';
 
 export interface SettingSpec<K extends ConfigKey = ConfigKey> {
   readonly key: K;
@@ -67,7 +81,9 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     kind: 'path',
     valueName: 'PATH',
     defaultValue: DEFAULT_DATA_DIR,
-    description: 'Directory for durable state. Reserved for the log; nothing is written there yet.',
+    description:
+      'Directory for durable state: one directory of log segments per partition and the topic registry ' +
+      '(topics/). Created when the first topic is; recovered at start-up.',
   }),
   manualClock: setting('manualClock', {
     kind: 'boolean',
@@ -129,6 +145,99 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     max: INT32_MAX,
     kafkaName: 'offset.metadata.max.bytes',
     description: 'Longest metadata string an offset commit may carry (else OFFSET_METADATA_TOO_LARGE).',
+  }),
+  nodeId: setting('nodeId', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_NODE_ID,
+    min: 0,
+    max: INT32_MAX,
+    kafkaName: 'node.id',
+    description:
+      "This process's node id: the leader id of its partitions, or the replica id a follower fetches with.",
+  }),
+  replicaOf: setting('replicaOf', {
+    kind: 'peer',
+    valueName: 'HOST:PORT',
+    defaultValue: DEFAULT_REPLICA_OF,
+    description:
+      'Run as a follower of the leader at HOST:PORT: replicate every partition that lists this node id ' +
+      'as a replica, by long-poll Fetch. Empty (the default) runs a leader.',
+  }),
+  followers: setting('followers', {
+    kind: 'nodeIds',
+    valueName: 'ID[,ID...]',
+    defaultValue: DEFAULT_FOLLOWERS,
+    description:
+      "The leader's followers: a partition's replicas are the leader and the first replication_factor - 1 " +
+      'of these. Only for a leader.',
+  }),
+  minInsyncReplicas: setting('minInsyncReplicas', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_MIN_INSYNC_REPLICAS,
+    min: 1,
+    max: INT32_MAX,
+    kafkaName: 'min.insync.replicas',
+    description: 'A Produce with acks=-1 needs this many in-sync replicas (else NOT_ENOUGH_REPLICAS).',
+  }),
+  replicaLagTimeMaxMs: setting('replicaLagTimeMaxMs', {
+    kind: 'integer',
+    valueName: 'MS',
+    defaultValue: DEFAULT_REPLICA_LAG_TIME_MAX_MS,
+    min: 1,
+    max: INT32_MAX,
+    kafkaName: 'replica.lag.time.max.ms',
+    description:
+      'A follower that has not caught up with the leader for this long leaves the ISR; it rejoins once ' +
+      'it reaches the high watermark.',
+  }),
+  logFlushIntervalMs: setting('logFlushIntervalMs', {
+    kind: 'integer',
+    valueName: 'MS',
+    defaultValue: DEFAULT_LOG_FLUSH_INTERVAL_MS,
+    min: -1,
+    max: INT32_MAX,
+    kafkaName: 'log.flush.interval.ms',
+    description: 'Also fsync a partition whose unflushed data is this old. -1 = never by time.',
+  }),
+  logFlushMessages: setting('logFlushMessages', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_LOG_FLUSH_MESSAGES,
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    kafkaName: 'log.flush.interval.messages',
+    description:
+      'fsync once this many messages are unflushed. 1 (the default) fsyncs every append before acks >= 1 ' +
+      'is acknowledged; larger values acknowledge from the page cache in between.',
+  }),
+  logRetentionMs: setting('logRetentionMs', {
+    kind: 'integer',
+    valueName: 'MS',
+    defaultValue: DEFAULT_LOG_RETENTION_MS,
+    min: -1,
+    max: Number.MAX_SAFE_INTEGER,
+    kafkaName: 'log.retention.ms',
+    description: 'Delete a segment once its newest record is older than this. -1 = keep forever.',
+  }),
+  logRetentionBytes: setting('logRetentionBytes', {
+    kind: 'integer',
+    valueName: 'BYTES',
+    defaultValue: DEFAULT_LOG_RETENTION_BYTES,
+    min: -1,
+    max: Number.MAX_SAFE_INTEGER,
+    kafkaName: 'log.retention.bytes',
+    description: 'Delete the oldest segments while a partition is larger than this. -1 = no limit.',
+  }),
+  logSegmentBytes: setting('logSegmentBytes', {
+    kind: 'integer',
+    valueName: 'BYTES',
+    defaultValue: DEFAULT_LOG_SEGMENT_BYTES,
+    min: MIN_LOG_SEGMENT_BYTES,
+    max: INT32_MAX,
+    kafkaName: 'log.segment.bytes',
+    description: 'Roll to a new segment before one would grow past this size.',
   }),
 });
 

@@ -22,3 +22,27 @@ export const DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS = 3_000;
 export const DEFAULT_GROUP_MAX_SIZE = INT32_MAX;
 /** offset.metadata.max.bytes */
 export const DEFAULT_OFFSET_METADATA_MAX_BYTES = 4_096;
+
+/** The log's defaults are Kafka's broker defaults except where noted; they equal src/log/storage's (a test checks). */
+/** node.id */
+export const DEFAULT_NODE_ID = 0;
+/** Not a follower. */
+export const DEFAULT_REPLICA_OF = '';
+/** No followers: every partition has one replica. */
+export const DEFAULT_FOLLOWERS: readonly number[] = Object.freeze([]);
+/** min.insync.replicas */
+export const DEFAULT_MIN_INSYNC_REPLICAS = 1;
+/** replica.lag.time.max.ms */
+export const DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000;
+/** log.flush.interval.ms: Kafka's default is "never by time" (Long.MAX_VALUE); -1 says so here. */
+export const DEFAULT_LOG_FLUSH_INTERVAL_MS = -1;
+/** log.flush.interval.messages: cohort fsyncs every append before acknowledging acks >= 1 (Kafka: never). */
+export const DEFAULT_LOG_FLUSH_MESSAGES = 1;
+/** log.retention.ms: 7 days. */
+export const DEFAULT_LOG_RETENTION_MS = 604_800_000;
+/** log.retention.bytes: no limit. */
+export const DEFAULT_LOG_RETENTION_BYTES = -1;
+/** log.segment.bytes: 1 GiB. */
+export const DEFAULT_LOG_SEGMENT_BYTES = 1_073_741_824;
+/** The smallest segment cohort accepts: small enough for tests that roll segments, large enough for a batch. */
+export const MIN_LOG_SEGMENT_BYTES = 1_024;

@@ -14,7 +14,8 @@ export function helpText(): string {
   for (const spec of CONFIG_SETTINGS) {
     const usage = spec.kind === 'boolean' ? `${spec.flag}[=true|false]` : `${spec.flag} ${spec.valueName}`;
     lines.push(`  ${usage}`);
-    lines.push(`      env ${spec.env}, default ${String(spec.defaultValue)}`);
+    const shown = String(spec.defaultValue);
+    lines.push(`      env ${spec.env}, default ${shown === '' ? 'none' : shown}`);
     if (spec.kafkaName !== undefined) lines.push(`      Kafka: ${spec.kafkaName}`);
     lines.push(...wrap(spec.description, 100, '      '));
   }

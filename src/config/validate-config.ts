@@ -2,6 +2,7 @@ import type { CohortConfig, ConfigKey } from './cohort-config';
 import { LOG_LEVELS } from './cohort-config';
 import type { SettingSpec } from './config-schema';
 import { CONFIG_SCHEMA, CONFIG_SETTINGS } from './config-schema';
+import { INT32_MAX } from './defaults';
 import { parseListenAddress } from './listen-address';
 
 /** Where a value came from; messages name it the way the user gave it. */
@@ -18,7 +19,7 @@ export type ValidatedConfig =
  * `--group-max-size (default 2147483647)`, or `groupMaxSize (0)` for programmatic overrides.
  */
 export function describeSetting(spec: SettingSpec, value: unknown, source: ConfigSource): string {
-  const shown = typeof value === 'string' ? `'${value}'` : String(value);
+  const shown = typeof value === 'string' || Array.isArray(value) ? `'${String(value)}'` : String(value);
   switch (source) {
     case 'flag':
       return `${spec.flag} (${shown})`;
@@ -60,6 +61,27 @@ function checkOne(spec: SettingSpec, value: unknown, source: ConfigSource): stri
         `${describeSetting(spec, value, source)} must be HOST:PORT with a port from 0 to 65535 ` +
         `(IPv6 in brackets), e.g. ${spec.flag} 127.0.0.1:7070 or ${spec.flag} [::1]:0`
       );
+    case 'peer': {
+      if (value === '') return undefined;
+      const peer = typeof value === 'string' ? parseListenAddress(value) : undefined;
+      if (peer !== undefined && peer.port !== 0) return undefined;
+      return (
+        `${describeSetting(spec, value, source)} must be the HOST:PORT of a running leader, with a port ` +
+        `from 1 to 65535, e.g. ${spec.flag} 127.0.0.1:7070`
+      );
+    }
+    case 'nodeIds': {
+      if (
+        !Array.isArray(value) ||
+        !value.every((id) => Number.isSafeInteger(id) && id >= 0 && id <= INT32_MAX)
+      ) {
+        return `${describeSetting(spec, value, source)} must be node ids from 0 to ${INT32_MAX}, e.g. ${spec.flag} 1,2`;
+      }
+      if (new Set(value).size !== value.length) {
+        return `${describeSetting(spec, value, source)} names a node twice; give each follower once`;
+      }
+      return undefined;
+    }
     case 'path':
       return typeof value === 'string' && value.trim() !== ''
         ? undefined
@@ -92,8 +114,33 @@ export function validateConfig(
         `must be <= ${describeSetting(CONFIG_SCHEMA.groupMaxSessionTimeoutMs, max, sources.groupMaxSessionTimeoutMs)}`,
     );
   }
+  errors.push(...replicationProblems(candidate, sources));
   if (errors.length > 0) return { errors };
   const config = {} as Record<ConfigKey, unknown>;
   for (const spec of CONFIG_SETTINGS) config[spec.key] = candidate[spec.key];
   return { config: Object.freeze(config) as unknown as CohortConfig };
+}
+
+/** Relations between the replication and flush settings, which each look fine alone. */
+function replicationProblems(
+  candidate: Readonly<Record<ConfigKey, unknown>>,
+  sources: ConfigSources,
+): string[] {
+  const problems: string[] = [];
+  const describe = (key: ConfigKey): string =>
+    describeSetting(CONFIG_SCHEMA[key], candidate[key], sources[key]);
+  const { replicaOf, followers, nodeId, logFlushIntervalMs } = candidate;
+  if (typeof replicaOf === 'string' && replicaOf !== '' && Array.isArray(followers) && followers.length > 0) {
+    problems.push(
+      `${describe('followers')} is for a leader, but ${describe('replicaOf')} makes this process a ` +
+        'follower; followers do not have followers of their own',
+    );
+  }
+  if (Array.isArray(followers) && typeof nodeId === 'number' && followers.includes(nodeId)) {
+    problems.push(`${describe('followers')} must not include this process's own ${describe('nodeId')}`);
+  }
+  if (logFlushIntervalMs === 0) {
+    problems.push(`${describe('logFlushIntervalMs')} must be -1 (never by time) or at least 1`);
+  }
+  return problems;
 }

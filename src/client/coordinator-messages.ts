@@ -14,6 +14,7 @@ export interface Protocol {
   metadata: Buffer;
 }
 
+/** Asks to join (or rejoin) a group with the protocols this member supports. */
 export interface JoinGroupRequest {
   groupId: string;
   memberId: string;
@@ -25,11 +26,13 @@ export interface JoinGroupRequest {
   clientId: string;
   reason: string;
 }
+/** One member's metadata, as the leader receives it. */
 export interface JoinGroupMember {
   memberId: string;
   groupInstanceId: string;
   metadata: Buffer;
 }
+/** The outcome of a JoinGroup: the generation, the chosen protocol and the leader. */
 export interface JoinGroupResponse {
   errorCode: ErrorCode;
   generationId: number;
@@ -43,10 +46,12 @@ export interface JoinGroupResponse {
   skipAssignment: boolean;
 }
 
+/** The leader's assignment for one member. */
 export interface SyncGroupAssignment {
   memberId: string;
   assignment: Buffer;
 }
+/** Completes a rebalance; only the leader sends assignments. */
 export interface SyncGroupRequest {
   groupId: string;
   generationId: number;
@@ -56,6 +61,7 @@ export interface SyncGroupRequest {
   protocolName: string;
   assignments: SyncGroupAssignment[];
 }
+/** This member's assignment in the new generation. */
 export interface SyncGroupResponse {
   errorCode: ErrorCode;
   protocolType: string;
@@ -63,45 +69,54 @@ export interface SyncGroupResponse {
   assignment: Buffer;
 }
 
+/** Keeps the session of a member of a generation alive. */
 export interface HeartbeatRequest {
   groupId: string;
   generationId: number;
   memberId: string;
   groupInstanceId: string;
 }
+/** NONE, or why the member must rejoin or stop. */
 export interface HeartbeatResponse {
   errorCode: ErrorCode;
 }
 
+/** A member leaving the group. */
 export interface MemberIdentity {
   memberId: string;
   groupInstanceId: string;
   reason: string;
 }
+/** Removes members from a group at once, so it rebalances without waiting for a session to expire. */
 export interface LeaveGroupRequest {
   groupId: string;
   members: MemberIdentity[];
 }
+/** The outcome for one member that asked to leave. */
 export interface LeaveGroupMemberResponse {
   memberId: string;
   groupInstanceId: string;
   errorCode: ErrorCode;
 }
+/** The outcome of a LeaveGroup. */
 export interface LeaveGroupResponse {
   errorCode: ErrorCode;
   members: LeaveGroupMemberResponse[];
 }
 
+/** An offset to commit for one partition. */
 export interface OffsetCommitPartition {
   partitionIndex: number;
   committedOffset: number;
   committedLeaderEpoch: number;
   committedMetadata: string;
 }
+/** Offsets to commit for one topic. */
 export interface OffsetCommitTopic {
   name: string;
   partitions: OffsetCommitPartition[];
 }
+/** Commits offsets, fenced by generation and member id. */
 export interface OffsetCommitRequest {
   groupId: string;
   /** -1: a commit outside group membership. */
@@ -110,28 +125,34 @@ export interface OffsetCommitRequest {
   groupInstanceId: string;
   topics: OffsetCommitTopic[];
 }
+/** The outcome for one committed partition. */
 export interface OffsetCommitPartitionResponse {
   partitionIndex: number;
   errorCode: ErrorCode;
 }
+/** The outcomes for one topic. */
 export interface OffsetCommitTopicResponse {
   name: string;
   partitions: OffsetCommitPartitionResponse[];
 }
+/** The outcome of an OffsetCommit, partition by partition. */
 export interface OffsetCommitResponse {
   topics: OffsetCommitTopicResponse[];
 }
 
+/** The partitions of one topic whose committed offsets to read. */
 export interface OffsetFetchTopic {
   name: string;
   partitionIndexes: number[];
 }
+/** Reads a group's committed offsets. */
 export interface OffsetFetchRequest {
   groupId: string;
   /** Empty: every committed offset of the group. */
   topics: OffsetFetchTopic[];
   requireStable: boolean;
 }
+/** The committed offset of one partition. */
 export interface OffsetFetchPartition {
   partitionIndex: number;
   /** -1: nothing committed. */
@@ -140,10 +161,12 @@ export interface OffsetFetchPartition {
   metadata: string;
   errorCode: ErrorCode;
 }
+/** Committed offsets of one topic. */
 export interface OffsetFetchTopicResponse {
   name: string;
   partitions: OffsetFetchPartition[];
 }
+/** The outcome of an OffsetFetch. */
 export interface OffsetFetchResponse {
   errorCode: ErrorCode;
   topics: OffsetFetchTopicResponse[];

@@ -836,6 +836,10 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.stallTask?.cancel();
     this.abortWork(new Error(`group member ${state}`));
     if (this._state === 'closed') return;
+    // No generation any more (Kafka resets it when leaving); the member id stays readable for logs.
+    this._generationId = NO_GENERATION;
+    this._leaderId = '';
+    this._protocolName = '';
     this.setState(state);
     if (state === 'closed') {
       // In this order: sleeping retries wake and see the member closed, calls in flight end as aborted, and

@@ -16,6 +16,7 @@ describe('GroupMember close', () => {
       },
     ]);
     expect(member.state).toBe('closed');
+    expect([member.generationId, member.isLeader, member.memberId]).toEqual([-1, false, 'member-1']);
   });
 
   it('sends no LeaveGroup for a static member', async () => {

@@ -1,4 +1,4 @@
-import type { Timer } from '../timer';
+import { MAX_DELAY_MS, type Timer } from '../timer';
 import type { DelayedOperation } from './delayed-operation';
 import { WatcherList } from './watcher-list';
 
@@ -76,6 +76,12 @@ export class DelayedOperationPurgatory<T extends DelayedOperation> {
    */
   tryCompleteElseWatch(op: T, keys: readonly string[]): boolean {
     if (this.isShutdown) throw new Error(`${this.name}: purgatory is shut down`);
+    // Refuse a timeout the timer would refuse before anything is watched, so a bad call leaves no trace.
+    if (!(op.delayMs <= MAX_DELAY_MS)) {
+      throw new RangeError(
+        `${this.name}: operation timeout must be <= ${MAX_DELAY_MS} ms, got ${op.delayMs}`,
+      );
+    }
     if (op.tryComplete()) return true;
     for (let i = 0; i < keys.length; i++) {
       // tryComplete may have completed it through a re-entrant path; don't watch a finished operation.
@@ -107,7 +113,8 @@ export class DelayedOperationPurgatory<T extends DelayedOperation> {
 
   /**
    * Stops watching `key`: its operations leave the list and their timeouts are cancelled; they are not
-   * completed. Returns the ones that were not completed, for the caller to finish.
+   * completed. Returns the ones that were not completed, each once, for the caller to finish: they stay
+   * on any other keys they were watched under (as in Kafka), where an event can still complete them.
    */
   cancelForKey(key: string): T[] {
     const watchers = this.watchersByKey.get(key);
@@ -124,6 +131,8 @@ export class DelayedOperationPurgatory<T extends DelayedOperation> {
     if (this.isShutdown) return;
     this.isShutdown = true;
     this.purgeCursor = null;
+    // Close each list: a shutdown from inside an onComplete stops the loop that called it.
+    for (const watchers of this.watchersByKey.values()) watchers.close();
     this.watchersByKey.clear();
     this.watchedCount = 0;
     this.timer.shutdown();

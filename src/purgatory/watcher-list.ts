@@ -12,6 +12,7 @@ export class WatcherList<T extends DelayedOperation> {
   private ops: (T | null)[] = [];
   private holes = 0;
   private iterating = 0;
+  private isClosed = false;
 
   constructor(private readonly onRemoved: (count: number) => void) {}
 
@@ -38,7 +39,8 @@ export class WatcherList<T extends DelayedOperation> {
     let completed = 0;
     this.iterating++;
     try {
-      for (let i = 0; i < end; i++) {
+      // A callback may shut the purgatory down (closing this list): stop there.
+      for (let i = 0; i < end && !this.isClosed; i++) {
         const op = ops[i];
         if (op === null) continue;
         if (op.isCompleted) {
@@ -71,22 +73,33 @@ export class WatcherList<T extends DelayedOperation> {
     return purged;
   }
 
-  /** Removes every operation and returns those not completed. */
+  /**
+   * Detaches the list from its purgatory (shutdown): a loop running over it stops at the next entry and
+   * nothing more is counted against the purgatory.
+   */
+  close(): void {
+    this.isClosed = true;
+    this.ops.length = 0;
+    this.holes = 0;
+  }
+
+  /** Removes every operation and returns those not completed, each once. */
   removeAll(): T[] {
     const ops = this.ops;
-    const remaining: T[] = [];
+    const remaining = new Set<T>();
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i];
       if (op === null) continue;
-      if (!op.isCompleted) remaining.push(op);
+      if (!op.isCompleted) remaining.add(op);
       this.removeAt(ops, i);
     }
     this.compact();
-    return remaining;
+    return [...remaining];
   }
 
   private removeAt(ops: (T | null)[], i: number): void {
     ops[i] = null;
+    if (this.isClosed) return;
     this.holes++;
     this.onRemoved(1);
   }
@@ -96,7 +109,7 @@ export class WatcherList<T extends DelayedOperation> {
     if (this.iterating > 0 || this.holes === 0) return;
     const ops = this.ops;
     if (this.holes === ops.length) {
-      this.ops = [];
+      ops.length = 0;
     } else {
       let w = 0;
       for (let r = 0; r < ops.length; r++) {

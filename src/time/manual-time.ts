@@ -36,8 +36,22 @@ export class ManualTime implements Time {
     }
     this.monotonic += ms;
     this.wall += ms;
-    // Copy: a listener may unsubscribe (a timer shut down by a task) while we iterate.
-    for (const listener of [...this.listeners]) listener(this.monotonic);
+    // Every listener hears of the advance even if one throws; the first error is rethrown afterwards.
+    // A Set visits entries added during iteration and skips deleted ones, which is what we want for a
+    // timer shut down (or created) by a task.
+    let firstError: unknown;
+    let hasError = false;
+    for (const listener of this.listeners) {
+      try {
+        listener(this.monotonic);
+      } catch (error) {
+        if (!hasError) {
+          hasError = true;
+          firstError = error;
+        }
+      }
+    }
+    if (hasError) throw firstError;
     return this.monotonic;
   }
 

@@ -9,6 +9,15 @@ export const DEFAULT_TICK_MS = 1;
 export const DEFAULT_WHEEL_SIZE = 20;
 /** Node's setTimeout wraps delays above 2^31 - 1 ms to 1 ms; longer waits are taken in steps. */
 const MAX_TIMEOUT_MS = 2_147_483_647;
+/** The longest delay a task may have (about 285 years): keeps deadlines exact integers. */
+export const MAX_DELAY_MS = 2 ** 53 / 1_000_000;
+
+function checkDelay(timerName: string, delayMs: number): void {
+  // NaN and Infinity have no place on a wheel (Infinity would grow overflow wheels without end).
+  if (!(delayMs <= MAX_DELAY_MS)) {
+    throw new RangeError(`${timerName}: task delay must be a number <= ${MAX_DELAY_MS} ms, got ${delayMs}`);
+  }
+}
 
 export interface SystemTimerOptions {
   /** For messages only. */
@@ -48,7 +57,12 @@ export class SystemTimer implements Timer {
   private readonly onAlarm = (): void => {
     this.alarm = null;
     this.alarmAtMs = Infinity;
-    this.advanceClock();
+    try {
+      this.advanceClock();
+    } finally {
+      // A task that threw must not leave the timer without a wake-up for the rest.
+      if (!this.isShutdown) this.arm(this.time.monotonicMs());
+    }
   };
   private alarm: NodeJS.Timeout | null = null;
   private alarmAtMs = Infinity;
@@ -80,13 +94,14 @@ export class SystemTimer implements Timer {
   add(task: TimerTask): void {
     if (this.isShutdown) throw new Error(`${this.name}: add after shutdown`);
     const delayMs = task.delayMs;
-    if (Number.isNaN(delayMs)) throw new RangeError(`${this.name}: task delay is NaN`);
+    checkDelay(this.name, delayMs);
     const nowMs = this.time.monotonicMs();
     // Rounded up to whole milliseconds and to the tick: the wheel counts a task due once its expiration
-    // is below the end of the current tick, so an unaligned deadline would run up to a tick early.
+    // is below the end of the current tick, so an unaligned future deadline would run up to a tick early.
+    // A task already due stays due (rounding it up would postpone it to the next tick boundary).
     let expirationMs = delayMs > 0 ? nowMs + Math.ceil(delayMs) : nowMs;
     const rest = expirationMs % this.tickMs;
-    if (rest !== 0) expirationMs += this.tickMs - rest;
+    if (rest !== 0 && expirationMs > nowMs) expirationMs += this.tickMs - rest;
     task.expirationMs = expirationMs;
     // The wheel's clock only moves when a bucket expires. When nothing is due, it is safe to bring it to
     // now, so the task lands in the finest wheel that fits instead of a coarse bucket that would cascade.
@@ -112,9 +127,10 @@ export class SystemTimer implements Timer {
         bucket.flush(this.reinsert);
       }
       if (!this.due.isEmpty) ran = this.drain() || ran;
+      if (this.isShutdown) return ran;
       nowMs = this.time.monotonicMs();
     }
-    if (!this.isShutdown) this.arm(nowMs);
+    this.arm(nowMs);
     return ran;
   }
 

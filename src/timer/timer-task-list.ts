@@ -19,26 +19,27 @@ export class TimerTaskList {
 
   /** Appends `task`, first taking it out of whatever list held it (that is what re-arming is). */
   add(task: TimerTask): void {
-    if (task.list !== null) task.list.remove(task);
-    task.list = this;
-    task.prev = this.tail;
-    task.next = null;
+    if (task.timerList !== null) task.timerList.remove(task);
+    task.timerList = this;
+    task.timerPrev = this.tail;
+    task.timerNext = null;
     if (this.tail === null) this.head = task;
-    else this.tail.next = task;
+    else this.tail.timerNext = task;
     this.tail = task;
     this.counter.value++;
   }
 
   remove(task: TimerTask): void {
-    if (task.list !== this) return;
-    const { prev, next } = task;
+    if (task.timerList !== this) return;
+    const prev = task.timerPrev;
+    const next = task.timerNext;
     if (prev === null) this.head = next;
-    else prev.next = next;
+    else prev.timerNext = next;
     if (next === null) this.tail = prev;
-    else next.prev = prev;
-    task.list = null;
-    task.prev = null;
-    task.next = null;
+    else next.timerPrev = prev;
+    task.timerList = null;
+    task.timerPrev = null;
+    task.timerNext = null;
     this.counter.value--;
   }
 
@@ -65,10 +66,10 @@ export class TimerTaskList {
     this.tail = null;
     this.expirationMs = -1;
     while (task !== null) {
-      const next = task.next;
-      task.list = null;
-      task.prev = null;
-      task.next = null;
+      const next = task.timerNext;
+      task.timerList = null;
+      task.timerPrev = null;
+      task.timerNext = null;
       this.counter.value--;
       reinsert(task);
       task = next;

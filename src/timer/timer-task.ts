@@ -4,7 +4,7 @@ import type { TimerTaskList } from './timer-task-list';
  * A unit of work to run once its delay has passed.
  *
  * The task is its own list node (Kafka keeps a separate TimerTaskEntry): a bucket links tasks through
- * `prev`/`next`, so adding, cancelling and re-arming a task never allocates. Re-arming is simply adding
+ * `timerPrev`/`timerNext`, so adding, cancelling and re-arming a task never allocates. Re-arming is simply adding
  * the same task again, which moves it to the bucket of its new deadline.
  *
  * A task is pending from `Timer.add` until it runs or is cancelled; a pending task is in exactly one list
@@ -15,14 +15,17 @@ export abstract class TimerTask {
   /** Delay counted from the moment the task is added to a timer. May be changed before re-adding. */
   delayMs: number;
 
-  /** @internal Absolute deadline on the timer's monotonic clock, set by `Timer.add`. */
+  /**
+   * Absolute deadline on the timer's monotonic clock, set by `Timer.add` (whole ms, rounded up to the
+   * timer's tick). Read-only for everyone but the timer.
+   */
   expirationMs = 0;
   /** @internal The list holding the task while it is pending; null otherwise. */
-  list: TimerTaskList | null = null;
+  timerList: TimerTaskList | null = null;
   /** @internal */
-  prev: TimerTask | null = null;
+  timerPrev: TimerTask | null = null;
   /** @internal */
-  next: TimerTask | null = null;
+  timerNext: TimerTask | null = null;
 
   constructor(delayMs: number) {
     this.delayMs = delayMs;
@@ -33,12 +36,12 @@ export abstract class TimerTask {
 
   /** Stops the task from running. A no-op for a task that is not pending. */
   cancel(): void {
-    const list = this.list;
+    const list = this.timerList;
     if (list !== null) list.remove(this);
   }
 
   /** Scheduled, and neither run nor cancelled yet. */
   get isPending(): boolean {
-    return this.list !== null;
+    return this.timerList !== null;
   }
 }

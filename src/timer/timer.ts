@@ -7,7 +7,10 @@ export interface Timer {
    * deadline without allocating. A task that is already due runs at once.
    */
   add(task: TimerTask): void;
-  /** Runs every task due by now (in deadline order, bucket by bucket); true if any ran. */
+  /**
+   * Runs every task due by now, in non-decreasing deadline order; tasks with equal deadlines run in no
+   * guaranteed order. True if any ran.
+   */
   advanceClock(): boolean;
   /** The number of pending tasks. */
   readonly size: number;

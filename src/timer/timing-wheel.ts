@@ -22,8 +22,8 @@ import { TimerTaskList, type TaskCounter } from './timer-task-list';
  * level 2, bucket 400 (slot 1). At 400 that bucket expires; the clock advances to 400 in every wheel and
  * the task is re-added: 450 - 400 = 50 >= 20, so it lands in level 1's bucket 440. At 440 it is re-added
  * again into level 0's bucket 450, and at 450 it is due and runs. Never before 450: a bucket's expiration
- * is the start of its slot, and a task only counts as due once `expirationMs < currentTimeMs + tickMs`
- * with `tickMs = 1` and whole-millisecond deadlines.
+ * is the start of its slot, and a task only counts as due once `expirationMs < currentTimeMs + tickMs`;
+ * the timer rounds every future deadline up to a whole tick, so that means `expirationMs <= currentTimeMs`.
  *
  * The wheel is pure: it has no clock and runs nothing. `add` returns false for a task that is already due;
  * the caller runs it. `advanceClock(t)` may only be called with a `t` no bucket is still due before

@@ -244,3 +244,23 @@ describe('DelayedOperationPurgatory', () => {
     expect(() => purgatory.tryCompleteElseWatch(op(10), ['k'])).toThrow(/shut down/);
   });
 });
+
+describe('DelayedOperationPurgatory argument checks', () => {
+  it('refuses an infinite timeout before watching anything', () => {
+    const time = new ManualTime();
+    const purgatory = new DelayedOperationPurgatory<MockDelayedOperation>('p', new SystemTimer({ time }));
+    expect(() => purgatory.tryCompleteElseWatch(new MockDelayedOperation(Infinity, time), ['k'])).toThrow(
+      RangeError,
+    );
+    expect([purgatory.watched, purgatory.watchedKeys, purgatory.numDelayed]).toEqual([0, 0, 0]);
+  });
+
+  it('returns an operation watched twice on a key once from cancelForKey', () => {
+    const time = new ManualTime();
+    const purgatory = new DelayedOperationPurgatory<MockDelayedOperation>('p', new SystemTimer({ time }));
+    const r = new MockDelayedOperation(100, time);
+    purgatory.tryCompleteElseWatch(r, ['k', 'k']);
+    expect(purgatory.cancelForKey('k')).toEqual([r]);
+    expect(purgatory.watched).toBe(0);
+  });
+});

@@ -36,3 +36,16 @@ describe('SystemTime', () => {
     expect(Math.abs(time.nowMs() - Date.now())).toBeLessThan(1_000);
   });
 });
+
+describe('ManualTime with a throwing subscriber', () => {
+  it('still tells every other subscriber, then rethrows', () => {
+    const time = new ManualTime();
+    const seen: number[] = [];
+    time.onAdvance(() => {
+      throw new Error('boom');
+    });
+    time.onAdvance((ms) => seen.push(ms));
+    expect(() => time.advance(2)).toThrow('boom');
+    expect(seen).toEqual([2]);
+  });
+});

@@ -151,6 +151,20 @@ describe('SystemTimer under a manual clock', () => {
     expect(after.ranAt).toEqual([5]);
   });
 
+  it('still wakes for later tasks after a task threw out of advanceClock', () => {
+    const { time, timer } = setup();
+    const later = new RecordingTask(10, time);
+    timer.add(
+      new RecordingTask(1, time, undefined, '', () => {
+        throw new Error('boom');
+      }),
+    );
+    timer.add(later);
+    expect(() => time.advance(1)).toThrow('boom');
+    time.advance(9);
+    expect(later.ranAt).toEqual([10]);
+  });
+
   it('reports task errors to onTaskError when given', () => {
     const time = new ManualTime();
     const errors: unknown[] = [];
@@ -197,9 +211,12 @@ describe('SystemTimer under a manual clock', () => {
     timer.shutdown(); // idempotent
   });
 
-  it('rejects a NaN delay and invalid wheel settings', () => {
+  it('rejects NaN, infinite and out-of-range delays, and invalid wheel settings', () => {
     const { time, timer } = setup();
     expect(() => timer.add(new RecordingTask(NaN, time))).toThrow(RangeError);
+    expect(() => timer.add(new RecordingTask(Infinity, time))).toThrow(RangeError);
+    expect(() => timer.add(new RecordingTask(2 ** 60, time))).toThrow(RangeError);
+    expect(timer.size).toBe(0);
     expect(() => new SystemTimer({ time, tickMs: 0 })).toThrow(/tickMs/);
     expect(() => new SystemTimer({ time, wheelSize: 1 })).toThrow(/wheelSize/);
   });
@@ -233,6 +250,30 @@ describe('SystemTimer on the real clock', () => {
     timer.shutdown();
     expect(timer.size).toBe(0);
     expect(ran).toBe(false);
+  });
+
+  it('keeps running later tasks after a task threw from its event-loop timeout', async () => {
+    const errors: unknown[] = [];
+    const timer = new SystemTimer({ onTaskError: (e) => errors.push(e) });
+    const ran = await new Promise<boolean>((resolve) => {
+      timer.add(
+        new (class extends TimerTask {
+          run() {
+            throw new Error('boom');
+          }
+        })(1),
+      );
+      timer.add(
+        new (class extends TimerTask {
+          run() {
+            resolve(true);
+          }
+        })(5),
+      );
+    });
+    expect(ran).toBe(true);
+    expect(errors).toHaveLength(1);
+    timer.shutdown();
   });
 
   it('runs a short task from its own event-loop timeout', async () => {

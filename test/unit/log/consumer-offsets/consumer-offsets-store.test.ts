@@ -1,0 +1,289 @@
+import * as path from 'node:path';
+import { CohortError, ErrorCode } from '../../../../src/errors';
+import {
+  ConsumerOffsetsStore,
+  type ConsumerOffsetsStoreOptions,
+  decodeKey,
+  encodeGroupMetadataKey,
+  type OffsetCommitValue,
+  type StoredGroupRecord,
+} from '../../../../src/log/consumer-offsets';
+import { type LogRecord, PartitionLog } from '../../../../src/log/storage';
+import { ManualTime } from '../../../../src/time';
+import { makeTempDir, removeTempDir } from '../storage/temp-dir';
+
+function offset(committedOffset: number, metadata = ''): OffsetCommitValue {
+  return { committedOffset, committedLeaderEpoch: -1, metadata, commitTimestampMs: 1_000 };
+}
+
+function group(groupId: string, generationId: number, memberIds: string[] = ['m1', 'm2']): StoredGroupRecord {
+  return {
+    groupId,
+    protocolType: 'consumer',
+    generationId,
+    protocolName: 'range',
+    leaderId: memberIds[0] ?? '',
+    currentStateTimestampMs: 2_000,
+    members: memberIds.map((memberId, i) => ({
+      memberId,
+      groupInstanceId: i === 0 ? 'instance-0' : '',
+      clientId: 'client',
+      clientHost: '/127.0.0.1',
+      rebalanceTimeoutMs: 60_000,
+      sessionTimeoutMs: 30_000,
+      protocols: [
+        { name: 'range', metadata: Buffer.from(`sub-${memberId}`) },
+        { name: 'roundrobin', metadata: Buffer.alloc(0) },
+      ],
+      assignment: Buffer.from(`assignment-${memberId}-${generationId}`),
+    })),
+  };
+}
+
+/** Everything a reader of the store sees, in a form jest can compare. */
+function viewOf(store: ConsumerOffsetsStore): unknown {
+  const offsets: Record<string, unknown> = {};
+  for (const groupId of [...store.groupIds()].sort()) {
+    offsets[groupId] = store
+      .list(groupId)
+      .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+  }
+  const groups = [...store.storedGroups()].sort((a, b) => a.groupId.localeCompare(b.groupId));
+  return { offsets, groups };
+}
+
+function allRecords(log: PartitionLog): LogRecord[] {
+  if (log.logStartOffset === log.logEndOffset) return [];
+  return log.read(log.logStartOffset, Number.MAX_SAFE_INTEGER).records;
+}
+
+describe('ConsumerOffsetsStore', () => {
+  let dataDir: string;
+  let dir: string;
+  const time = new ManualTime();
+  const stores: ConsumerOffsetsStore[] = [];
+
+  async function openStore(
+    options: Partial<ConsumerOffsetsStoreOptions> = {},
+  ): Promise<ConsumerOffsetsStore> {
+    const store = new ConsumerOffsetsStore(dir, { time, ...options });
+    stores.push(store);
+    await store.load();
+    return store;
+  }
+
+  async function reopen(
+    store: ConsumerOffsetsStore,
+    options: Partial<ConsumerOffsetsStoreOptions> = {},
+  ): Promise<ConsumerOffsetsStore> {
+    await store.close();
+    return openStore(options);
+  }
+
+  beforeEach(() => {
+    dataDir = makeTempDir();
+    dir = path.join(dataDir, '__consumer_offsets-0');
+  });
+
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close();
+    removeTempDir(dataDir);
+  });
+
+  test('offsets and group metadata written before a close are all there after reopening', async () => {
+    const store = await openStore();
+    await store.commit('g1', [
+      { topic: 'orders', partition: 0, offset: offset(10, 'first') },
+      { topic: 'orders', partition: 1, offset: offset(20) },
+    ]);
+    await store.commit('g1', [{ topic: 'orders', partition: 0, offset: offset(11, 'second') }]);
+    await store.commit('g2', [{ topic: 'payments', partition: 3, offset: offset(7) }]);
+    await store.storeGroup(group('g1', 1));
+    await store.storeGroup(group('g1', 2, ['m2', 'm3']));
+    await store.storeGroup(group('g3', 5, []));
+    const before = viewOf(store);
+    expect(store.get('g1', 'orders', 0)).toEqual(offset(11, 'second'));
+
+    const reopened = await reopen(store);
+    expect(viewOf(reopened)).toEqual(before);
+    expect(reopened.get('g1', 'orders', 0)).toEqual(offset(11, 'second'));
+    expect([...reopened.storedGroups()].find((g) => g.groupId === 'g1')).toEqual(
+      group('g1', 2, ['m2', 'm3']),
+    );
+    expect(reopened.hasOffsets('g3')).toBe(false);
+  });
+
+  test('a commit reaches the view only when its append is durable, and resolves then', async () => {
+    const store = await openStore();
+    const committed = store.commit('g', [{ topic: 't', partition: 0, offset: offset(5) }]);
+    const appendedAt = store.log.logEndOffset - 1;
+    expect(store.log.recoveryPoint).toBeLessThanOrEqual(appendedAt);
+    expect(store.get('g', 't', 0)).toBeUndefined();
+    await committed;
+    expect(store.log.recoveryPoint).toBeGreaterThan(appendedAt);
+    expect(store.get('g', 't', 0)).toEqual(offset(5));
+  });
+
+  test('writes change the view in log order even when the flush policy lets a later one through first', async () => {
+    // With flushMessages 2, the first and third appends need no fsync of their own; the second does.
+    const store = await openStore({ logConfig: { flushMessages: 2 } });
+    const settled: number[] = [];
+    const writes = [1, 2, 3].map((n) =>
+      store.commit('g', [{ topic: 't', partition: 0, offset: offset(n) }]).then(() => {
+        settled.push(n);
+        expect(store.get('g', 't', 0)).toEqual(offset(n));
+      }),
+    );
+    await Promise.all(writes);
+    expect(settled).toEqual([1, 2, 3]);
+    expect(store.get('g', 't', 0)).toEqual(offset(3));
+  });
+
+  test('deleting a group removes its metadata and offsets durably, and other groups keep theirs', async () => {
+    const store = await openStore();
+    await store.commit('doomed', [
+      { topic: 't', partition: 0, offset: offset(1) },
+      { topic: 'u', partition: 2, offset: offset(2) },
+    ]);
+    await store.storeGroup(group('doomed', 3));
+    await store.commit('kept', [{ topic: 't', partition: 0, offset: offset(9) }]);
+    await store.deleteGroup('doomed');
+    expect(store.hasOffsets('doomed')).toBe(false);
+    expect([...store.storedGroups()]).toEqual([]);
+
+    const reopened = await reopen(store);
+    expect([...reopened.groupIds()]).toEqual(['kept']);
+    expect([...reopened.storedGroups()]).toEqual([]);
+    expect(reopened.get('kept', 't', 0)).toEqual(offset(9));
+  });
+
+  test('a commit racing a group deletion ends the same in memory and after a replay', async () => {
+    const store = await openStore();
+    await store.commit('g', [{ topic: 't', partition: 0, offset: offset(1) }]);
+    // The second commit is appended before the deletion but is not in the view yet, so the deletion has no
+    // tombstone for it: the log keeps it, and so must the view.
+    const racing = store.commit('g', [{ topic: 't', partition: 1, offset: offset(2) }]);
+    const deleted = store.deleteGroup('g');
+    await Promise.all([racing, deleted]);
+    const live = viewOf(store);
+    expect(store.get('g', 't', 0)).toBeUndefined();
+    expect(store.get('g', 't', 1)).toEqual(offset(2));
+    expect(viewOf(await reopen(store))).toEqual(live);
+  });
+
+  test('writes before the load has finished are refused with COORDINATOR_LOAD_IN_PROGRESS', async () => {
+    const store = new ConsumerOffsetsStore(dir, { time });
+    stores.push(store);
+    store.open();
+    const error = await store.commit('g', [{ topic: 't', partition: 0, offset: offset(1) }]).catch((e) => e);
+    expect(error).toBeInstanceOf(CohortError);
+    expect((error as CohortError).code).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
+    await store.load();
+    await store.commit('g', [{ topic: 't', partition: 0, offset: offset(1) }]);
+    expect(store.get('g', 't', 0)).toEqual(offset(1));
+  });
+
+  test('the load reads the log in bounded steps and yields between them', async () => {
+    const store = await openStore();
+    for (let i = 0; i < 50; i++) {
+      await store.commit(`g${i % 5}`, [{ topic: 't', partition: i, offset: offset(i) }]);
+    }
+    const before = viewOf(store);
+    let pauses = 0;
+    const reopened = await reopen(store, {
+      replay: {
+        maxBytesPerRead: 256,
+        pause: async () => {
+          pauses++;
+        },
+      },
+    });
+    expect(viewOf(reopened)).toEqual(before);
+    expect(pauses).toBeGreaterThanOrEqual(Math.floor(reopened.log.sizeInBytes / 256) - 1);
+  });
+
+  test('a record of a kind the store does not know makes the load fail instead of skipping it', async () => {
+    const log = PartitionLog.open(dir, { time, config: { cleanupPolicy: 'compact' } });
+    log.append([{ key: Buffer.from([9, 0, 0, 0, 0]), value: Buffer.from('x') }]);
+    await log.close();
+    const store = new ConsumerOffsetsStore(dir, { time });
+    stores.push(store);
+    const error = await store.load().catch((e) => e);
+    expect(error).toBeInstanceOf(CohortError);
+    expect((error as CohortError).code).toBe(ErrorCode.CORRUPT_MESSAGE);
+    expect(store.isLoaded).toBe(false);
+  });
+
+  describe('compaction', () => {
+    const SMALL = { segmentBytes: 400 };
+
+    test('keeps the last record per key, drops deleted groups, and a replay still gives the same view', async () => {
+      const store = await openStore({ logConfig: SMALL, minCleanableDirtyRatio: 1 });
+      for (let round = 0; round < 6; round++) {
+        await store.commit('g1', [
+          { topic: 't', partition: 0, offset: offset(round) },
+          { topic: 't', partition: 1, offset: offset(100 + round) },
+        ]);
+        await store.storeGroup(group('g1', round + 1));
+      }
+      await store.commit('gone', [{ topic: 't', partition: 0, offset: offset(1) }]);
+      await store.storeGroup(group('gone', 4));
+      await store.deleteGroup('gone');
+      // Fill until the active segment holds only filler: everything above is then in sealed segments.
+      const written = store.log.logEndOffset;
+      for (let i = 0; store.log.segmentBaseOffsets().at(-1)! < written; i++) {
+        await store.commit('filler', [{ topic: 'f', partition: 0, offset: offset(i) }]);
+      }
+      const before = viewOf(store);
+      const recordsBefore = allRecords(store.log).length;
+
+      const result = await store.compact();
+      expect(result.isAborted).toBe(false);
+      expect(result.recordsRemoved).toBeGreaterThan(0);
+      const records = allRecords(store.log);
+      expect(records.length).toBe(recordsBefore - result.recordsRemoved);
+      const activeBase = store.log.segmentBaseOffsets().at(-1)!;
+      const sealedKeys = records.filter((r) => r.offset < activeBase).map((r) => r.key!.toString('latin1'));
+      expect(new Set(sealedKeys).size).toBe(sealedKeys.length);
+      const groupsInLog = records.map((r) => decodeKey(r.key!)).map((k) => k.groupId);
+      expect(groupsInLog).not.toContain('gone');
+      expect(records.some((r) => r.key!.equals(encodeGroupMetadataKey('g1')))).toBe(true);
+
+      expect(viewOf(store)).toEqual(before);
+      expect(viewOf(await reopen(store, { logConfig: SMALL }))).toEqual(before);
+    });
+
+    test('starts by itself once the dirty share of the log reaches the ratio, and not again until it does', async () => {
+      const store = await openStore({ logConfig: SMALL, minCleanableDirtyRatio: 0.5 });
+      let commits = 0;
+      const commitOne = (): Promise<void> =>
+        store.commit('g', [{ topic: 't', partition: commits % 2, offset: offset(commits++) }]);
+      while (store.compacting === null) await commitOne();
+      // The first compaction starts as soon as a segment is sealed: nothing was ever clean.
+      expect(store.log.numberOfSegments).toBe(2);
+      const first = await store.compacting!;
+      expect(first.isAborted).toBe(false);
+      const cleanBytes = first.bytesAfter;
+
+      // No second compaction until the bytes written since make half the log. The append, and the
+      // decision, happen synchronously inside commit(); the compaction itself runs in the background.
+      for (;;) {
+        const committed = commitOne();
+        const dirtyBytes = store.log.sizeInBytes - cleanBytes;
+        if (store.compacting !== null) {
+          expect(dirtyBytes).toBeGreaterThanOrEqual(store.log.sizeInBytes * 0.5);
+          await committed;
+          break;
+        }
+        expect(dirtyBytes).toBeLessThan(store.log.sizeInBytes * 0.5);
+        await committed;
+      }
+      await store.compacting;
+      // Two live keys: however much was written, the log stays within a few segments.
+      for (let i = 0; i < 200; i++) await commitOne();
+      await store.compacting;
+      expect(store.log.sizeInBytes).toBeLessThanOrEqual(4 * SMALL.segmentBytes);
+      expect(store.get('g', 't', (commits - 1) % 2)).toEqual(offset(commits - 1));
+    });
+  });
+});

@@ -1,0 +1,85 @@
+/**
+ * cohort's public entry point: `import { CohortClient, startServer } from 'cohort'`.
+ *
+ * - The SDK: `CohortClient` joins groups as `GroupMember`s, which run join → sync → heartbeat, emit
+ *   `assigned` / `revoked` / `lost`, commit offsets fenced by generation, and leave on `close()`.
+ * - The assignors (`range`, `roundrobin`, `cooperative-sticky`) and the consumer-protocol encoding, for
+ *   writing your own assignor.
+ * - Errors: every failure the SDK reports is a `CohortError` whose `code` is an `ErrorCode` (Kafka's numbers).
+ * - `startServer`: a cohort server inside your own test suite, optionally on a manual clock.
+ *
+ * This list is curated: what is not exported here is internal and may change. docs/sdk.md has examples.
+ */
+
+// The client and its members.
+export { CohortClient } from './client/cohort-client';
+export type { CohortClientOptions, JoinOptions } from './client/cohort-client';
+export { GroupMember } from './client/group-member';
+export type {
+  CommittedOffset,
+  GroupMemberDependencies,
+  GroupMemberState,
+  OffsetToCommit,
+} from './client/group-member';
+export { GROUP_MEMBER_DEFAULTS } from './client/group-member-options';
+export type {
+  GroupMemberOptions,
+  PartitionCounts,
+  ResolvedGroupMemberOptions,
+} from './client/group-member-options';
+export type {
+  AssignedEvent,
+  GroupMemberEvents,
+  LostEvent,
+  LostReason,
+  RevokedEvent,
+  RevokeReason,
+} from './client/group-member-events';
+export { compareTopicPartitions, topicPartitionKey } from './client/topic-partition';
+export type { TopicPartition } from './client/topic-partition';
+
+// Assignors: plain functions, replaceable by your own.
+export {
+  COOPERATIVE_STICKY_ASSIGNOR,
+  cooperativeStickyAssign,
+  RANGE_ASSIGNOR,
+  rangeAssign,
+  ROUND_ROBIN_ASSIGNOR,
+  roundRobinAssign,
+} from './client/assignors';
+export type {
+  Assignor,
+  AssignorMember,
+  PartitionAssignor,
+  RebalanceProtocol,
+  Subscription,
+} from './client/assignors';
+
+// The consumer protocol: what JoinGroup metadata and SyncGroup assignments hold.
+export {
+  CONSUMER_PROTOCOL_TYPE,
+  CONSUMER_PROTOCOL_VERSION,
+  decodeAssignment,
+  decodeSubscription,
+  encodeAssignment,
+  encodeSubscription,
+} from './client/consumer-protocol';
+export type { ConsumerAssignment, DecodedAssignment, DecodedSubscription } from './client/consumer-protocol';
+export { ConsumerProtocolError } from './client/consumer-protocol-error';
+
+// Transports: gRPC by default; implement GroupTransport to drive members another way (tests).
+export { GrpcTransport } from './client/grpc-transport';
+export type { GrpcTransportOptions, TlsOptions } from './client/grpc-transport';
+export type { CallOptions, GroupTransport } from './client/group-transport';
+export type * from './client/coordinator-messages';
+
+// Errors.
+export { CohortError, ErrorCode } from './errors';
+
+// Clocks: a ManualTime lets unit tests drive a GroupMember's heartbeats and deadlines by hand.
+export { ManualTime } from './time';
+export type { Time } from './time';
+
+// An embedded server for users' integration tests.
+export { startServer } from './server/start-server';
+export type { EmbeddedServer, ManualClockServer, StartServerOptions } from './server/start-server';

@@ -1,0 +1,142 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { createConfig, type LogLevel } from '../config';
+import { createServer, type CohortServer } from './create-server';
+
+/**
+ * How to start an embedded cohort server. Everything is optional: `startServer()` gives a server on the
+ * system clock with cohort's defaults, logging nothing.
+ */
+export interface StartServerOptions {
+  /**
+   * Time on the server moves only when you call `advanceClock` (the handle then has it). Session timeouts,
+   * rebalance timeouts and the initial rebalance delay then pass exactly when a test says, never on their
+   * own. The members' own timers (heartbeats, deadlines) still run on their clock. Default false.
+   */
+  readonly manualClock?: boolean;
+  /** The smallest `sessionTimeoutMs` a member may ask for (group.min.session.timeout.ms). Default 6,000. */
+  readonly groupMinSessionTimeoutMs?: number;
+  /** The largest `sessionTimeoutMs` a member may ask for (group.max.session.timeout.ms). Default 1,800,000. */
+  readonly groupMaxSessionTimeoutMs?: number;
+  /**
+   * How long the first rebalance of an empty group waits for more members (KIP-134,
+   * group.initial.rebalance.delay.ms). 0 lets a group form the moment its first member joins. Default 3,000.
+   */
+  readonly groupInitialRebalanceDelayMs?: number;
+  /** The most members a group may have (group.max.size). Default unlimited. */
+  readonly groupMaxSize?: number;
+  /** The longest metadata string an offset commit may carry, in bytes. Default 4,096. */
+  readonly offsetMetadataMaxBytes?: number;
+  /**
+   * Where the server keeps durable state. Default: a fresh directory under the system's temp directory,
+   * removed by `close()`. A directory you give is left in place.
+   */
+  readonly dataDir?: string;
+  /** How much the server logs, as JSON lines on stdout. Default `silent`. */
+  readonly logLevel?: LogLevel;
+}
+
+/** A running embedded server, from `startServer`. */
+export interface EmbeddedServer {
+  /** `127.0.0.1:<port>`: pass it as `address` to `CohortClient`. */
+  readonly address: string;
+  /** The port the server bound (the operating system picked a free one). */
+  readonly port: number;
+  /** The data directory in use: `options.dataDir`, or the temporary one `close()` removes. */
+  readonly dataDir: string;
+  /** Present only when started with `manualClock: true`; see `ManualClockServer.advanceClock`. */
+  readonly advanceClock?: (ms: number) => Promise<number>;
+  /**
+   * Stops the server: new calls are refused, every parked call (a JoinGroup waiting for a rebalance, say) is
+   * answered, calls in flight get a few seconds to finish, then the default data directory is removed.
+   * Clients see retriable errors afterwards. Safe to call more than once; every call returns the same
+   * promise. Call it in `afterEach`/`afterAll` so the test runner exits with no open handles.
+   */
+  close(): Promise<void>;
+}
+
+/** An embedded server whose clock moves only when told. */
+export interface ManualClockServer extends EmbeddedServer {
+  /**
+   * Moves the server's clock forward by `ms` (a whole, non-negative number) and runs, before resolving,
+   * every timer that became due: session expiries, rebalance and sync timeouts, the initial rebalance
+   * delay. Calls those timers answered are on their way to their clients when it resolves; wait for the
+   * clients' events rather than assume they have arrived. Resolves with the server's wall clock after the
+   * move (epoch milliseconds), as the TestClock service's Advance answers. Rejects with a RangeError for a
+   * bad `ms`, and once the server is closed.
+   *
+   * Advance in steps shorter than the members' session timeout if they should survive: the server sees
+   * only the heartbeats that reach it between steps.
+   */
+  advanceClock(ms: number): Promise<number>;
+}
+
+const LOOPBACK_ANY_PORT = '127.0.0.1:0';
+
+/**
+ * Starts a cohort server inside this process on 127.0.0.1, on a free port, for your own integration tests:
+ * the way teams embed a broker in a test suite, without Docker or a child process.
+ *
+ * ```ts
+ * const server = await startServer({ manualClock: true, groupInitialRebalanceDelayMs: 0 });
+ * const client = new CohortClient({ address: server.address, clientId: 'test' });
+ * // ... join, await events, `await server.advanceClock(10_000)` to let a session expire ...
+ * await client.close();
+ * await server.close();
+ * ```
+ *
+ * Rejects with an `InvalidConfigError` listing every problem when the settings are inconsistent.
+ */
+export function startServer(
+  options: StartServerOptions & { readonly manualClock: true },
+): Promise<ManualClockServer>;
+export function startServer(options?: StartServerOptions): Promise<EmbeddedServer>;
+export async function startServer(options: StartServerOptions = {}): Promise<EmbeddedServer> {
+  const { dataDir, logLevel = 'silent', ...settings } = options;
+  const ownsDataDir = dataDir === undefined;
+  const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'cohort-')));
+  const removeOwnDir = (): Promise<void> =>
+    ownsDataDir ? rm(dir, { recursive: true, force: true }) : Promise.resolve();
+
+  let server: CohortServer;
+  try {
+    const config = createConfig({ ...settings, dataDir: dir, logLevel, listen: LOOPBACK_ANY_PORT });
+    // Synchronous writes: nothing is left buffered (or holding the process open) when a test run ends.
+    const logger = pino({ level: logLevel }, pino.destination({ dest: 1, sync: true }));
+    server = createServer(config, { logger });
+  } catch (error) {
+    await removeOwnDir();
+    throw error;
+  }
+  let port: number;
+  try {
+    ({ port } = await server.start());
+  } catch (error) {
+    await server.close();
+    await removeOwnDir();
+    throw error;
+  }
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= server.close().then(removeOwnDir);
+    return closing;
+  };
+  const handle: { -readonly [K in keyof EmbeddedServer]: EmbeddedServer[K] } = {
+    address: `127.0.0.1:${port}`,
+    port,
+    dataDir: dir,
+    close,
+  };
+  const manualTime = server.manualTime;
+  if (manualTime !== undefined) {
+    handle.advanceClock = async (ms: number): Promise<number> => {
+      if (closing !== undefined) throw new Error('the server is closed: its clock no longer moves');
+      manualTime.advance(ms); // runs every timer that became due, synchronously, as TestClock.Advance does
+      return manualTime.nowMs();
+    };
+  }
+  return handle;
+}

@@ -1,0 +1,31 @@
+import type { LogConfig } from './storage';
+
+/**
+ * What the log layer needs of cohort's configuration. The server builds it from the validated
+ * CohortConfig (this layer may not import src/config).
+ */
+export interface BrokerConfig {
+  /** This process: the leader id of its partitions, or the replica id it fetches with as a follower. */
+  readonly nodeId: number;
+  /** True when this process follows a leader (`--replica-of`); it then refuses Produce and CreateTopics. */
+  readonly isFollower: boolean;
+  /** The leader's followers: a partition's replicas are the leader and the first `replicationFactor - 1`. */
+  readonly followers: readonly number[];
+  readonly minInsyncReplicas: number;
+  readonly replicaLagTimeMaxMs: number;
+  /** Partitions live in `<dataDir>/<topic>-<partition>/`, the topic registry in `<dataDir>/topics/`. */
+  readonly dataDir: string;
+  /** Settings every partition's log is opened with (segment size, retention, flush policy). */
+  readonly logConfig: Partial<LogConfig>;
+}
+
+/** Kafka's `num.partitions` and `default.replication.factor`: what CreateTopics' -1 asks for. */
+export const DEFAULT_NUM_PARTITIONS = 1;
+export const DEFAULT_REPLICATION_FACTOR = 1;
+/**
+ * More partitions than this in one topic are refused (INVALID_PARTITIONS): each partition holds open
+ * files, and a request for two billion of them must get an error, not exhaust the process.
+ */
+export const MAX_PARTITIONS_PER_TOPIC = 10_000;
+/** Kafka's log.retention.check.interval.ms. */
+export const DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000;

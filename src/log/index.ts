@@ -1,0 +1,36 @@
+export * from './broker-protocol';
+export type { BrokerConfig } from './broker-config';
+export {
+  DEFAULT_NUM_PARTITIONS,
+  DEFAULT_REPLICATION_FACTOR,
+  DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+  MAX_PARTITIONS_PER_TOPIC,
+} from './broker-config';
+export { DelayedFetch } from './delayed-fetch';
+export type { FetchParams, FetchPartitionStatus } from './delayed-fetch';
+export { DelayedProduce } from './delayed-produce';
+export type { ProducePartitionStatus } from './delayed-produce';
+export type { LeaderEndpoint } from './leader-endpoint';
+export { LogManager } from './log-manager';
+export type { TopicAssignment } from './log-manager';
+export { Partition, UNKNOWN_OFFSET } from './partition';
+export type { FollowerState, PartitionOptions, ReplicationCheck } from './partition';
+export type { PartitionLookup } from './partition-lookup';
+export { PeriodicTask } from './periodic-task';
+export {
+  DEFAULT_METADATA_REFRESH_INTERVAL_MS,
+  DEFAULT_REPLICA_FETCH_BACKOFF_MS,
+  DEFAULT_REPLICA_FETCH_MAX_BYTES,
+  DEFAULT_REPLICA_FETCH_RESPONSE_MAX_BYTES,
+  DEFAULT_REPLICA_FETCH_WAIT_MAX_MS,
+  ReplicaFetcher,
+} from './replica-fetcher';
+export type { ReplicaFetcherOptions } from './replica-fetcher';
+export { ReplicaManager } from './replica-manager';
+export type {
+  FetchedPartitionOutcome,
+  FollowerFetchTarget,
+  ReplicaManagerListener,
+  ReplicaManagerOptions,
+} from './replica-manager';
+export { MAX_TOPIC_NAME_LENGTH, topicNameProblem, topicPartitionKey } from './topic-partition';

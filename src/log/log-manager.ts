@@ -1,0 +1,119 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { CohortError, ErrorCode } from '../errors';
+import type { Time } from '../time';
+import type { LogConfig } from './storage';
+import { createLogConfig, PartitionLog } from './storage';
+import { ensureDirectory, fsyncDirectorySync } from './storage/file-io';
+import { topicNameProblem, topicPartitionKey } from './topic-partition';
+
+/** A topic as the registry keeps it: its partitions and each one's replicas, the leader first. */
+export interface TopicAssignment {
+  readonly name: string;
+  readonly partitions: readonly { readonly partitionIndex: number; readonly replicas: readonly number[] }[];
+}
+
+const TOPICS_DIR = 'topics';
+const TOPIC_FILE_SUFFIX = '.json';
+const TEMP_SUFFIX = '.tmp';
+
+/**
+ * The data directory (Kafka's LogManager, reduced): where each partition's log lives and which topics
+ * exist.
+ *
+ *   <dataDir>/topics/<topic>.json   the topic registry: partitions and their replicas
+ *   <dataDir>/<topic>-<partition>/  one PartitionLog per partition hosted here (see docs/storage.md)
+ *
+ * Creating a topic opens (creates) its partition logs first and writes its registry file last, through
+ * a temporary file, fsync and rename: a crash in between leaves empty partition directories that belong
+ * to no topic (and are reused if the topic is created again), never a registered topic missing a log.
+ * Directory names cannot collide with topics/: a partition directory always ends in '-<digits>'.
+ *
+ * Nothing is written until the first topic is created, so a server that never stores anything leaves
+ * no data directory behind.
+ */
+export class LogManager {
+  readonly logConfig: LogConfig;
+
+  constructor(
+    readonly dataDir: string,
+    logConfig: Partial<LogConfig>,
+    private readonly time: Time,
+  ) {
+    this.logConfig = createLogConfig(logConfig);
+  }
+
+  /**
+   * Every registered topic, read back. A registry file that does not parse stops the start-up with
+   * UNKNOWN_SERVER_ERROR: silently forgetting a topic would lose its records.
+   */
+  loadTopics(): TopicAssignment[] {
+    const dir = path.join(this.dataDir, TOPICS_DIR);
+    if (!fs.existsSync(dir)) return [];
+    const topics: TopicAssignment[] = [];
+    for (const name of fs.readdirSync(dir).sort()) {
+      const file = path.join(dir, name);
+      if (name.endsWith(TEMP_SUFFIX)) {
+        // A registry write that never reached its rename: the topic was never created.
+        fs.rmSync(file, { force: true });
+        continue;
+      }
+      if (!name.endsWith(TOPIC_FILE_SUFFIX)) continue;
+      topics.push(parseAssignment(fs.readFileSync(file, 'utf8'), file));
+    }
+    return topics;
+  }
+
+  /** Opens (creating or recovering) the log of one partition. */
+  openLog(topic: string, partitionIndex: number): PartitionLog {
+    return PartitionLog.open(path.join(this.dataDir, topicPartitionKey(topic, partitionIndex)), {
+      time: this.time,
+      config: this.logConfig,
+    });
+  }
+
+  /** Writes (or replaces) a topic's registry file durably. */
+  writeTopic(assignment: TopicAssignment): void {
+    const dir = path.join(this.dataDir, TOPICS_DIR);
+    ensureDirectory(dir);
+    const file = path.join(dir, `${assignment.name}${TOPIC_FILE_SUFFIX}`);
+    const temp = `${file}${TEMP_SUFFIX}`;
+    const fd = fs.openSync(temp, 'w');
+    try {
+      fs.writeSync(fd, `${JSON.stringify(assignment)}\n`);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(temp, file);
+    fsyncDirectorySync(dir);
+  }
+}
+
+function parseAssignment(text: string, file: string): TopicAssignment {
+  const broken = (why: string): CohortError =>
+    new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `the topic registry file ${file} ${why}`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `the topic registry file ${file} is not JSON`, {
+      cause: error,
+    });
+  }
+  const topic = value as { name?: unknown; partitions?: unknown };
+  if (typeof topic.name !== 'string' || topicNameProblem(topic.name) !== null)
+    throw broken('has no valid name');
+  if (!Array.isArray(topic.partitions) || topic.partitions.length === 0) throw broken('lists no partitions');
+  const partitions = topic.partitions.map((entry: unknown, i: number) => {
+    const partition = entry as { partitionIndex?: unknown; replicas?: unknown };
+    const isValid =
+      partition.partitionIndex === i &&
+      Array.isArray(partition.replicas) &&
+      partition.replicas.length > 0 &&
+      partition.replicas.every((id) => Number.isSafeInteger(id) && (id as number) >= 0);
+    if (!isValid) throw broken(`has an invalid partition ${i}`);
+    return { partitionIndex: i, replicas: partition.replicas as number[] };
+  });
+  return { name: topic.name, partitions };
+}

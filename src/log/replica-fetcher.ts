@@ -1,0 +1,217 @@
+import { ErrorCode } from '../errors';
+import type { Time } from '../time';
+import type { Timer } from '../timer';
+import { TimerTask } from '../timer';
+import type { FetchRequest, FetchTopic } from './broker-protocol';
+import type { LeaderEndpoint } from './leader-endpoint';
+import type { FetchedPartitionOutcome, FollowerFetchTarget, ReplicaManager } from './replica-manager';
+import { topicPartitionKey } from './topic-partition';
+
+/** Kafka's replica.fetch.wait.max.ms. */
+export const DEFAULT_REPLICA_FETCH_WAIT_MAX_MS = 500;
+/** Kafka's replica.fetch.max.bytes (per partition) and replica.fetch.response.max.bytes. */
+export const DEFAULT_REPLICA_FETCH_MAX_BYTES = 1024 * 1024;
+export const DEFAULT_REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
+/** Kafka's replica.fetch.backoff.ms. */
+export const DEFAULT_REPLICA_FETCH_BACKOFF_MS = 1_000;
+/** How often the follower asks the leader for its topics (new topics, replicas, ISR). */
+export const DEFAULT_METADATA_REFRESH_INTERVAL_MS = 1_000;
+
+export interface ReplicaFetcherOptions {
+  readonly time: Time;
+  /** Runs the fetcher's waits (backoff, idle); driven by `time`. */
+  readonly timer: Timer;
+  readonly fetchMaxWaitMs?: number;
+  readonly backoffMs?: number;
+  readonly metadataRefreshIntervalMs?: number;
+  /** A failed round (leader unreachable, a partition that cannot be applied); the fetcher backs off. */
+  readonly onError?: (error: unknown, what: string) => void;
+}
+
+/** Resolves a promise when the timer runs it, or when cancelled (stop). */
+class Wakeup extends TimerTask {
+  private resolve: (() => void) | null = null;
+
+  wait(timer: Timer): Promise<void> {
+    return new Promise((resolve) => {
+      this.resolve = resolve;
+      timer.add(this);
+    });
+  }
+
+  override run(): void {
+    const resolve = this.resolve;
+    this.resolve = null;
+    resolve?.();
+  }
+
+  override cancel(): void {
+    super.cancel();
+    this.run();
+  }
+}
+
+/**
+ * The follower's replication loop (Kafka's ReplicaFetcherThread, one per leader, as a task on the event
+ * loop). Each round:
+ *
+ * 1. refreshes the leader's Metadata when it is older than `metadataRefreshIntervalMs` (the leader has
+ *    no way to tell a follower of a new topic, so the follower asks): new topics are created locally;
+ * 2. sends one long-poll Fetch for every partition it copies, each from its LEO, with its node id as
+ *    `replica_id`, `min_bytes` 1 and `max_wait_ms` `fetchMaxWaitMs`: the leader answers as soon as
+ *    there is a record, or after the wait with none. The fetch offsets are how the leader learns this
+ *    replica's progress, so the next Fetch, sent right after appending, is what moves the leader's HW;
+ * 3. appends the records and takes the leader's HW (ReplicaManager.applyFetchedPartition).
+ *
+ * A partition whose response carries an error (other than OFFSET_OUT_OF_RANGE, which truncates) sits out
+ * for `backoffMs`, so one bad partition never turns the long poll into a busy loop; a failed round (the
+ * leader is down) waits `backoffMs` before the next. `stop()` aborts the call in flight.
+ */
+export class ReplicaFetcher {
+  private readonly time: Time;
+  private readonly timer: Timer;
+  private readonly fetchMaxWaitMs: number;
+  private readonly backoffMs: number;
+  private readonly metadataRefreshIntervalMs: number;
+  private readonly onError: (error: unknown, what: string) => void;
+  private readonly controller = new AbortController();
+  private readonly wakeup = new Wakeup(0);
+  /** Partitions sitting out after an error, until this time. */
+  private readonly retryAtMs = new Map<string, number>();
+  private lastMetadataMs = -Infinity;
+  private running: Promise<void> | null = null;
+  private isStopped = false;
+  /** Completed fetch rounds, for tests and metrics. */
+  rounds = 0;
+
+  constructor(
+    private readonly nodeId: number,
+    private readonly replicaManager: ReplicaManager,
+    private readonly leader: LeaderEndpoint,
+    options: ReplicaFetcherOptions,
+  ) {
+    this.time = options.time;
+    this.timer = options.timer;
+    this.fetchMaxWaitMs = options.fetchMaxWaitMs ?? DEFAULT_REPLICA_FETCH_WAIT_MAX_MS;
+    this.backoffMs = options.backoffMs ?? DEFAULT_REPLICA_FETCH_BACKOFF_MS;
+    this.metadataRefreshIntervalMs =
+      options.metadataRefreshIntervalMs ?? DEFAULT_METADATA_REFRESH_INTERVAL_MS;
+    this.onError = options.onError ?? (() => undefined);
+  }
+
+  start(): void {
+    this.running ??= this.run();
+  }
+
+  /** Ends the loop: aborts the call in flight, cancels any wait, closes the endpoint. Idempotent. */
+  async stop(): Promise<void> {
+    if (!this.isStopped) {
+      this.isStopped = true;
+      this.controller.abort();
+      this.wakeup.cancel();
+    }
+    await this.running;
+    this.leader.close();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.isStopped) {
+      let isBackoff = false;
+      try {
+        isBackoff = await this.round();
+      } catch (error) {
+        if (this.isStopped) break;
+        this.onError(error, 'replication from the leader failed');
+        isBackoff = true;
+      }
+      this.rounds++;
+      if (isBackoff && !this.isStopped) await this.sleep(this.backoffMs);
+    }
+  }
+
+  /** One round; true asks for a backoff before the next. */
+  private async round(): Promise<boolean> {
+    const signal = this.controller.signal;
+    if (this.time.monotonicMs() - this.lastMetadataMs >= this.metadataRefreshIntervalMs) {
+      const metadata = await this.leader.metadata({ topics: [] }, signal);
+      if (this.isStopped) return false;
+      this.lastMetadataMs = this.time.monotonicMs();
+      this.replicaManager.applyLeaderMetadata(metadata);
+    }
+    const targets = this.fetchableTargets();
+    if (targets.length === 0) {
+      // Nothing to copy yet: wait for the next metadata refresh (or the end of a partition's backoff).
+      await this.sleep(this.metadataRefreshIntervalMs);
+      return false;
+    }
+    const request = this.fetchRequest(targets);
+    const response = await this.leader.fetch(request, signal);
+    if (this.isStopped) return false;
+    if (response.errorCode !== ErrorCode.NONE) {
+      this.onError(
+        new Error(`the leader refused the fetch with error ${response.errorCode}`),
+        'fetch refused',
+      );
+      return true;
+    }
+    const nowMs = this.time.monotonicMs();
+    for (const topic of response.responses) {
+      for (const data of topic.partitions) {
+        const key = topicPartitionKey(topic.name, data.partitionIndex);
+        let outcome: FetchedPartitionOutcome;
+        try {
+          outcome = this.replicaManager.applyFetchedPartition(key, data);
+        } catch (error) {
+          this.onError(error, `applying fetched records of ${key} failed`);
+          outcome = 'retry';
+        }
+        if (outcome === 'retry') {
+          this.retryAtMs.set(key, nowMs + this.backoffMs);
+          // The leader may know something this follower does not (a recreated topic, new replicas).
+          this.lastMetadataMs = -Infinity;
+        }
+      }
+    }
+    return false;
+  }
+
+  private fetchableTargets(): FollowerFetchTarget[] {
+    const nowMs = this.time.monotonicMs();
+    return this.replicaManager.followerFetchTargets().filter((target) => {
+      const retryAt = this.retryAtMs.get(target.key);
+      if (retryAt === undefined) return true;
+      if (retryAt > nowMs) return false;
+      this.retryAtMs.delete(target.key);
+      return true;
+    });
+  }
+
+  private fetchRequest(targets: readonly FollowerFetchTarget[]): FetchRequest {
+    const byTopic = new Map<string, FetchTopic & { partitions: FetchTopic['partitions'][number][] }>();
+    for (const target of targets) {
+      let topic = byTopic.get(target.topic);
+      if (topic === undefined) {
+        topic = { name: target.topic, partitions: [] };
+        byTopic.set(target.topic, topic);
+      }
+      topic.partitions.push({
+        partitionIndex: target.partitionIndex,
+        fetchOffset: target.fetchOffset,
+        partitionMaxBytes: DEFAULT_REPLICA_FETCH_MAX_BYTES,
+      });
+    }
+    return {
+      replicaId: this.nodeId,
+      maxWaitMs: this.fetchMaxWaitMs,
+      minBytes: 1,
+      maxBytes: DEFAULT_REPLICA_FETCH_RESPONSE_MAX_BYTES,
+      topics: [...byTopic.values()],
+    };
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.isStopped) return Promise.resolve();
+    this.wakeup.delayMs = ms;
+    return this.wakeup.wait(this.timer);
+  }
+}

@@ -1,0 +1,906 @@
+import { CohortError, ErrorCode } from '../errors';
+import { DelayedOperationPurgatory } from '../purgatory';
+import type { Time } from '../time';
+import { SystemTimer } from '../timer';
+import type { Timer } from '../timer';
+import {
+  DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+  DEFAULT_NUM_PARTITIONS,
+  DEFAULT_REPLICATION_FACTOR,
+  MAX_PARTITIONS_PER_TOPIC,
+} from './broker-config';
+import type { BrokerConfig } from './broker-config';
+import { DEFAULT_TOPIC_SETTING, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP } from './broker-protocol';
+import type {
+  BrokerNode,
+  BrokerRequestContext,
+  BrokerService,
+  CreatableTopic,
+  CreatableTopicResult,
+  CreateTopicsRequest,
+  CreateTopicsResponse,
+  FetchableTopicResponse,
+  FetchPartitionData,
+  FetchRequest,
+  FetchResponse,
+  FetchTopic,
+  ListOffsetsPartitionResponse,
+  ListOffsetsRequest,
+  ListOffsetsResponse,
+  MetadataRequest,
+  MetadataResponse,
+  PartitionMetadata,
+  ProducePartitionResponse,
+  ProduceRecord,
+  ProduceRequest,
+  ProduceResponse,
+  TopicMetadata,
+} from './broker-protocol';
+import { DelayedFetch } from './delayed-fetch';
+import type { FetchParams, FetchPartitionStatus } from './delayed-fetch';
+import { DelayedProduce } from './delayed-produce';
+import type { ProducePartitionStatus } from './delayed-produce';
+import { LogManager } from './log-manager';
+import type { TopicAssignment } from './log-manager';
+import { Partition } from './partition';
+import type { PartitionLookup } from './partition-lookup';
+import { PeriodicTask } from './periodic-task';
+import type { LogAppendInfo, LogRecord, SimpleRecord } from './storage';
+import { topicNameProblem, topicPartitionKey } from './topic-partition';
+
+/** Notable events, for the server's log and for tests. */
+export interface ReplicaManagerListener {
+  onIsrChange?(topic: string, partitionIndex: number, isr: readonly number[]): void;
+  /** A periodic task (ISR expiry, retention, flush) or a flush failed unexpectedly. */
+  onError?(error: unknown, what: string): void;
+}
+
+export interface ReplicaManagerOptions {
+  readonly time: Time;
+  readonly listener?: ReplicaManagerListener;
+  /** How often retention runs; Kafka's log.retention.check.interval.ms (5 minutes). */
+  readonly retentionCheckIntervalMs?: number;
+}
+
+/** What the follower fetcher asks for, per partition. */
+export interface FollowerFetchTarget {
+  readonly topic: string;
+  readonly partitionIndex: number;
+  readonly key: string;
+  readonly fetchOffset: number;
+}
+
+/** What one partition of a follower's fetch response did; `retry` asks the fetcher to back off. */
+export type FetchedPartitionOutcome = 'appended' | 'truncated' | 'retry';
+
+interface PartitionInfo {
+  readonly partitionIndex: number;
+  replicas: readonly number[];
+  /** On a follower, for partitions not hosted here: what the leader last reported. */
+  leaderId: number;
+  isr: readonly number[];
+  /** Set when this process hosts the partition. */
+  partition: Partition | undefined;
+}
+
+interface TopicState {
+  readonly name: string;
+  readonly partitions: PartitionInfo[];
+}
+
+/** A partition's part of a Produce, as processed. */
+interface ProduceEntry {
+  readonly response: { -readonly [K in keyof ProducePartitionResponse]: ProducePartitionResponse[K] };
+  readonly key: string;
+  readonly info: LogAppendInfo | null;
+}
+
+const NO_RECORDS: readonly LogRecord[] = Object.freeze([]);
+const NO_NODES: readonly number[] = Object.freeze([]);
+
+/** The error code of a thrown error: a CohortError's own, anything else UNKNOWN_SERVER_ERROR. */
+function codeOf(error: unknown): ErrorCode {
+  return error instanceof CohortError ? error.code : ErrorCode.UNKNOWN_SERVER_ERROR;
+}
+
+function abortError(): Error {
+  const error = new Error('the call was cancelled');
+  error.name = 'AbortError';
+  return error;
+}
+
+/**
+ * The partitions of this process and the requests on them, after Kafka's ReplicaManager
+ * (`appendRecords`, `fetchMessages`) with the parts of KafkaApis that turn requests into responses.
+ *
+ * Produce (`appendRecords`): acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS everywhere). Each
+ * partition appends on its leader (Partition.appendRecordsToLeader); the append wakes parked follower
+ * Fetches of that partition and, if the HW moved (an ISR of one), consumer Fetches and DelayedProduces.
+ * - acks=0 answers at once with what happened;
+ * - acks=1 answers once the leader's fsync covers the records (the flush policy's promise);
+ * - acks=-1 parks a DelayedProduce on every appended partition until the ISR has the records and the
+ *   leader has fsynced them, or `timeoutMs` passes (REQUEST_TIMED_OUT).
+ *
+ * Fetch (`fetchMessages`): reads every partition (a consumer below the HW, a follower below the LEO, at
+ * most `maxBytes` in all but always the first record found, KIP-74). A follower's fetch offset also
+ * updates the leader's view of it, which may grow the ISR and move the HW, completing DelayedProduces
+ * and consumer DelayedFetches. If fewer than `minBytes` were found, no partition failed and `maxWaitMs`
+ * > 0, a DelayedFetch parks on every partition.
+ *
+ * Every parked call is released when its caller goes away (the context's AbortSignal) and answered at
+ * `shutdown()`. All of this runs on one event loop: an append, a read and the wake-ups it causes happen
+ * without interleaving; re-entrancy (a completion that triggers another) is the purgatory's business.
+ */
+export class ReplicaManager implements BrokerService, PartitionLookup {
+  readonly config: BrokerConfig;
+  private readonly time: Time;
+  private readonly listener: ReplicaManagerListener;
+  private readonly logManager: LogManager;
+  private readonly topics = new Map<string, TopicState>();
+  private readonly partitions = new Map<string, Partition>();
+  private readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce>;
+  private readonly fetchPurgatory: DelayedOperationPurgatory<DelayedFetch>;
+  private readonly maintenanceTimer: Timer;
+  private readonly periodicTasks: PeriodicTask[] = [];
+  private readonly retentionCheckIntervalMs: number;
+  /** Parked operations, answered at shutdown. */
+  private readonly parked = new Set<DelayedFetch | DelayedProduce>();
+  private localBroker: BrokerNode | null = null;
+  private leaderBrokers: readonly BrokerNode[] = [];
+  private isStarted = false;
+  private isShutdown = false;
+  private closing: Promise<void> | null = null;
+  /** Operations that expired, by kind (Kafka's ExpiresPerSec meters, as counts). */
+  readonly expired = { produce: 0, consumerFetch: 0, followerFetch: 0 };
+
+  constructor(config: BrokerConfig, options: ReplicaManagerOptions) {
+    this.config = config;
+    this.time = options.time;
+    this.listener = options.listener ?? {};
+    this.retentionCheckIntervalMs = options.retentionCheckIntervalMs ?? DEFAULT_RETENTION_CHECK_INTERVAL_MS;
+    this.logManager = new LogManager(config.dataDir, config.logConfig, this.time);
+    // One timer per purgatory, as in Kafka: numDelayed is its timer's size.
+    const onTaskError = (error: unknown): void => this.reportError(error, 'a delayed operation failed');
+    this.producePurgatory = new DelayedOperationPurgatory(
+      'Produce',
+      new SystemTimer({ name: 'produce-purgatory', time: this.time, onTaskError }),
+    );
+    this.fetchPurgatory = new DelayedOperationPurgatory(
+      'Fetch',
+      new SystemTimer({ name: 'fetch-purgatory', time: this.time, onTaskError }),
+    );
+    this.maintenanceTimer = new SystemTimer({ name: 'log-maintenance', time: this.time, onTaskError });
+  }
+
+  /** Parked Produces (acks=-1) and Fetches. */
+  get numDelayedProduce(): number {
+    return this.producePurgatory.numDelayed;
+  }
+
+  get numDelayedFetch(): number {
+    return this.fetchPurgatory.numDelayed;
+  }
+
+  /**
+   * Opens and recovers every partition of every registered topic, then starts the periodic tasks: ISR
+   * expiry every half of replicaLagTimeMaxMs (leader), retention, and the time-based flush if set.
+   */
+  startup(): void {
+    if (this.isStarted) return;
+    this.isStarted = true;
+    for (const assignment of this.logManager.loadTopics()) this.registerTopic(assignment);
+    if (!this.config.isFollower) {
+      const periodMs = Math.max(1, Math.floor(this.config.replicaLagTimeMaxMs / 2));
+      this.schedule(periodMs, () => this.maybeShrinkIsr());
+    }
+    this.deleteOldSegments();
+    this.schedule(this.retentionCheckIntervalMs, () => this.deleteOldSegments());
+    const flushIntervalMs = this.logManager.logConfig.flushIntervalMs;
+    if (flushIntervalMs < Number.MAX_SAFE_INTEGER) {
+      this.schedule(Math.max(1, Math.floor(flushIntervalMs / 2)), () => this.maybeFlush());
+    }
+  }
+
+  /** This process's address, for Metadata's broker list (known once the server is bound). */
+  setLocalBroker(node: BrokerNode): void {
+    this.localBroker = node;
+  }
+
+  getPartition(key: string): Partition | undefined {
+    return this.partitions.get(key);
+  }
+
+  /** Topic names, in creation (or load) order. */
+  topicNames(): string[] {
+    return [...this.topics.keys()];
+  }
+
+  // --- CreateTopics ---
+
+  createTopics(request: CreateTopicsRequest): Promise<CreateTopicsResponse> {
+    const counts = new Map<string, number>();
+    for (const topic of request.topics) counts.set(topic.name, (counts.get(topic.name) ?? 0) + 1);
+    const results = request.topics.map((topic): CreatableTopicResult => {
+      if ((counts.get(topic.name) ?? 0) > 1) {
+        return result(topic.name, ErrorCode.INVALID_REQUEST, `topic ${topic.name} appears more than once`);
+      }
+      return this.createTopic(topic);
+    });
+    return Promise.resolve({ topics: results });
+  }
+
+  private createTopic(topic: CreatableTopic): CreatableTopicResult {
+    const { name } = topic;
+    if (this.isShutdown) return result(name, ErrorCode.NOT_LEADER_OR_FOLLOWER, 'the server is shutting down');
+    if (this.config.isFollower) {
+      return result(
+        name,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        'this process is a follower; create topics on its leader',
+      );
+    }
+    const nameProblem = topicNameProblem(name);
+    if (nameProblem !== null) return result(name, ErrorCode.INVALID_TOPIC_EXCEPTION, nameProblem);
+    if (this.topics.has(name))
+      return result(name, ErrorCode.TOPIC_ALREADY_EXISTS, `topic ${name} already exists`);
+    const numPartitions =
+      topic.numPartitions === DEFAULT_TOPIC_SETTING ? DEFAULT_NUM_PARTITIONS : topic.numPartitions;
+    if (
+      !Number.isSafeInteger(numPartitions) ||
+      numPartitions < 1 ||
+      numPartitions > MAX_PARTITIONS_PER_TOPIC
+    ) {
+      return result(
+        name,
+        ErrorCode.INVALID_PARTITIONS,
+        `num_partitions must be from 1 to ${MAX_PARTITIONS_PER_TOPIC} (or -1 for ${DEFAULT_NUM_PARTITIONS}), got ${numPartitions}`,
+      );
+    }
+    const replicationFactor =
+      topic.replicationFactor === DEFAULT_TOPIC_SETTING
+        ? DEFAULT_REPLICATION_FACTOR
+        : topic.replicationFactor;
+    const available = 1 + this.config.followers.length;
+    if (!Number.isSafeInteger(replicationFactor) || replicationFactor < 1 || replicationFactor > available) {
+      return result(
+        name,
+        ErrorCode.INVALID_REPLICATION_FACTOR,
+        `replication_factor must be from 1 to ${available} (the leader and its ${available - 1} followers), got ${replicationFactor}`,
+      );
+    }
+    const replicas = [this.config.nodeId, ...this.config.followers.slice(0, replicationFactor - 1)];
+    const assignment: TopicAssignment = {
+      name,
+      partitions: Array.from({ length: numPartitions }, (_, partitionIndex) => ({
+        partitionIndex,
+        replicas,
+      })),
+    };
+    // Logs first, registry last (see LogManager): a failure in between leaves no half-registered topic.
+    const opened = this.openPartitions(assignment);
+    try {
+      this.logManager.writeTopic(assignment);
+    } catch (error) {
+      for (const partition of opened.values()) void partition.log.close();
+      throw error;
+    }
+    this.addTopic(assignment, opened);
+    return result(name, ErrorCode.NONE, '');
+  }
+
+  // --- Metadata ---
+
+  metadata(request: MetadataRequest): Promise<MetadataResponse> {
+    const names = request.topics.length === 0 ? [...this.topics.keys()] : request.topics;
+    const topics = names.map((name): TopicMetadata => {
+      const state = this.topics.get(name);
+      if (state === undefined) {
+        const code =
+          topicNameProblem(name) === null
+            ? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            : ErrorCode.INVALID_TOPIC_EXCEPTION;
+        return { name, errorCode: code, partitions: [] };
+      }
+      return { name, errorCode: ErrorCode.NONE, partitions: state.partitions.map(partitionMetadata) };
+    });
+    const brokers: BrokerNode[] = [];
+    if (this.localBroker !== null) brokers.push(this.localBroker);
+    for (const node of this.leaderBrokers) {
+      if (node.nodeId !== this.config.nodeId) brokers.push(node);
+    }
+    return Promise.resolve({ brokers, topics });
+  }
+
+  // --- Produce ---
+
+  produce(request: ProduceRequest, context: BrokerRequestContext = {}): Promise<ProduceResponse> {
+    const { acks, timeoutMs } = request;
+    let requestError = ErrorCode.NONE;
+    if (acks !== 0 && acks !== 1 && acks !== -1) requestError = ErrorCode.INVALID_REQUIRED_ACKS;
+    else if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) requestError = ErrorCode.INVALID_REQUEST;
+    const entries: ProduceEntry[] = [];
+    const response: ProduceResponse = {
+      topics: request.topics.map((topic) => ({
+        name: topic.name,
+        partitions: topic.partitions.map((data) => {
+          const entry = this.appendToLocalLog(
+            topic.name,
+            data.partitionIndex,
+            data.records,
+            acks,
+            requestError,
+          );
+          entries.push(entry);
+          return entry.response;
+        }),
+      })),
+    };
+    if (acks === 0 || requestError !== ErrorCode.NONE) return Promise.resolve(response);
+    if (acks === 1) return this.awaitFlushes(entries).then(() => response);
+    return this.delayProduce(timeoutMs, entries, response, context);
+  }
+
+  private appendToLocalLog(
+    topic: string,
+    partitionIndex: number,
+    records: readonly ProduceRecord[],
+    acks: number,
+    requestError: ErrorCode,
+  ): ProduceEntry {
+    const key = topicPartitionKey(topic, partitionIndex);
+    const failed = (errorCode: ErrorCode): ProduceEntry => ({
+      response: { partitionIndex, errorCode, baseOffset: -1, logAppendTimeMs: -1, logStartOffset: -1 },
+      key,
+      info: null,
+    });
+    if (requestError !== ErrorCode.NONE) return failed(requestError);
+    if (this.isShutdown) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    const partition = this.partitions.get(key);
+    if (partition === undefined) {
+      return failed(
+        this.topics.has(topic) ? ErrorCode.NOT_LEADER_OR_FOLLOWER : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      );
+    }
+    let info: LogAppendInfo;
+    try {
+      info = partition.appendRecordsToLeader(records.map(toSimpleRecord), acks);
+    } catch (error) {
+      if (!(error instanceof CohortError)) throw error;
+      const entry = failed(error.code);
+      entry.response.logStartOffset = partition.logStartOffset;
+      return entry;
+    }
+    // Wake-ups: the HW moves on append only with an ISR of one. Parked follower Fetches wait for the
+    // LEO, consumer Fetches for the HW: one check of the key covers both.
+    const isHwIncreased = partition.maybeIncrementLeaderHW();
+    this.fetchPurgatory.checkAndComplete(key);
+    if (isHwIncreased) this.producePurgatory.checkAndComplete(key);
+    return {
+      response: {
+        partitionIndex,
+        errorCode: ErrorCode.NONE,
+        baseOffset: info.firstOffset,
+        logAppendTimeMs: info.logAppendTimeMs,
+        logStartOffset: info.logStartOffset,
+      },
+      key,
+      info,
+    };
+  }
+
+  /** acks=1: every appended partition is answered once the leader's fsync covers it. */
+  private async awaitFlushes(entries: readonly ProduceEntry[]): Promise<void> {
+    await Promise.all(
+      entries.map(async (entry) => {
+        const flushed = entry.info === null ? null : entry.info.flushed;
+        if (flushed === null) return;
+        try {
+          await flushed;
+        } catch (error) {
+          entry.response.errorCode = codeOf(error);
+        }
+      }),
+    );
+  }
+
+  private delayProduce(
+    timeoutMs: number,
+    entries: readonly ProduceEntry[],
+    response: ProduceResponse,
+    context: BrokerRequestContext,
+  ): Promise<ProduceResponse> {
+    const appended = entries.filter((entry) => entry.info !== null);
+    if (appended.length === 0) return Promise.resolve(response);
+    const statuses: ProducePartitionStatus[] = appended.map((entry) => ({
+      key: entry.key,
+      requiredOffset: entry.info!.lastOffset + 1,
+      acksPending: true,
+      isFlushed: entry.info!.flushed === null,
+      errorCode: ErrorCode.REQUEST_TIMED_OUT,
+    }));
+    return new Promise<ProduceResponse>((resolve, reject) => {
+      const signal = context.signal;
+      const onAbort = (): void => {
+        this.parked.delete(op);
+        op.abort();
+        reject(abortError());
+      };
+      const respond = (): void => {
+        this.parked.delete(op);
+        signal?.removeEventListener('abort', onAbort);
+        for (let i = 0; i < appended.length; i++) appended[i]!.response.errorCode = statuses[i]!.errorCode;
+        resolve(response);
+      };
+      const op: DelayedProduce = new DelayedProduce(timeoutMs, statuses, this, respond, () => {
+        this.expired.produce++;
+      });
+      this.parked.add(op);
+      for (let i = 0; i < appended.length; i++) {
+        const flushed = appended[i]!.info!.flushed;
+        if (flushed === null) continue;
+        const status = statuses[i]!;
+        flushed.then(
+          () => op.onFlushed(status),
+          (error: unknown) => op.onFlushFailed(status, codeOf(error)),
+        );
+      }
+      if (signal?.aborted) {
+        onAbort();
+        return;
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.producePurgatory.tryCompleteElseWatch(
+        op,
+        statuses.map((status) => status.key),
+      );
+    });
+  }
+
+  // --- Fetch ---
+
+  fetch(request: FetchRequest, context: BrokerRequestContext = {}): Promise<FetchResponse> {
+    const { replicaId, maxWaitMs, minBytes, maxBytes } = request;
+    if (
+      ![replicaId, maxWaitMs, minBytes, maxBytes].every(Number.isSafeInteger) ||
+      maxWaitMs < 0 ||
+      minBytes < 0 ||
+      maxBytes < 0
+    ) {
+      return Promise.resolve({ errorCode: ErrorCode.INVALID_REQUEST, responses: [] });
+    }
+    const params: FetchParams = { replicaId, isFromFollower: replicaId >= 0, minBytes, maxBytes };
+    const statuses: FetchPartitionStatus[] = [];
+    const read = this.readFromLocalLog(params, request.topics, statuses);
+    if (maxWaitMs === 0 || statuses.length === 0 || read.bytesReadable >= minBytes || read.hasError) {
+      return Promise.resolve(read.response);
+    }
+    return new Promise<FetchResponse>((resolve, reject) => {
+      const signal = context.signal;
+      const onAbort = (): void => {
+        this.parked.delete(op);
+        op.abort();
+        reject(abortError());
+      };
+      const respond = (): void => {
+        this.parked.delete(op);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(this.readFromLocalLog(params, request.topics, null).response);
+      };
+      const op: DelayedFetch = new DelayedFetch(maxWaitMs, params, statuses, this, respond, () => {
+        if (params.isFromFollower) this.expired.followerFetch++;
+        else this.expired.consumerFetch++;
+      });
+      if (signal?.aborted) {
+        reject(abortError());
+        return;
+      }
+      this.parked.add(op);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.fetchPurgatory.tryCompleteElseWatch(
+        op,
+        statuses.map((status) => status.key),
+      );
+    });
+  }
+
+  /**
+   * Reads every requested partition (Kafka's readFromLocalLog). With `statuses` (the first read of a
+   * Fetch) it also records where each fetch offset sits, for a DelayedFetch, and applies a follower's
+   * fetch offsets to the leader's replication state; the re-read at completion passes null.
+   */
+  private readFromLocalLog(
+    params: FetchParams,
+    topics: readonly FetchTopic[],
+    statuses: FetchPartitionStatus[] | null,
+  ): { response: FetchResponse; bytesReadable: number; hasError: boolean } {
+    let bytesRemaining = params.maxBytes;
+    let bytesReadable = 0;
+    let minOneMessage = true;
+    let hasError = false;
+    const nowMs = this.time.monotonicMs();
+    const responses = topics.map((topic): FetchableTopicResponse => ({
+      name: topic.name,
+      partitions: topic.partitions.map((request): FetchPartitionData => {
+        const key = topicPartitionKey(topic.name, request.partitionIndex);
+        const partition = this.partitions.get(key);
+        const failed = (errorCode: ErrorCode): FetchPartitionData => {
+          hasError = true;
+          return {
+            partitionIndex: request.partitionIndex,
+            errorCode,
+            highWatermark: partition?.highWatermark ?? -1,
+            logStartOffset: partition?.logStartOffset ?? -1,
+            records: NO_RECORDS,
+          };
+        };
+        if (this.isShutdown) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+        if (partition === undefined) {
+          return failed(
+            this.topics.has(topic.name)
+              ? ErrorCode.NOT_LEADER_OR_FOLLOWER
+              : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+          );
+        }
+        if (params.isFromFollower && !partition.isFollowerReplica(params.replicaId)) {
+          return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+        }
+        if (!Number.isSafeInteger(request.partitionMaxBytes) || request.partitionMaxBytes < 0) {
+          return failed(ErrorCode.INVALID_FETCH_SIZE);
+        }
+        let records: readonly LogRecord[];
+        try {
+          const info = partition.read(
+            request.fetchOffset,
+            Math.min(request.partitionMaxBytes, bytesRemaining),
+            params.isFromFollower,
+            minOneMessage,
+          );
+          records = info.records;
+          bytesRemaining = Math.max(0, bytesRemaining - info.sizeInBytes);
+          bytesReadable += info.sizeInBytes;
+          if (info.sizeInBytes > 0) minOneMessage = false;
+          if (statuses !== null) {
+            statuses.push({
+              key,
+              partitionMaxBytes: request.partitionMaxBytes,
+              startOffsetMetadata: info.fetchOffsetMetadata,
+            });
+          }
+        } catch (error) {
+          if (!(error instanceof CohortError)) throw error;
+          return failed(error.code);
+        }
+        if (statuses !== null && params.isFromFollower) {
+          this.updateFollowerFetchState(partition, params.replicaId, request.fetchOffset, nowMs);
+        }
+        return {
+          partitionIndex: request.partitionIndex,
+          errorCode: ErrorCode.NONE,
+          highWatermark: partition.highWatermark,
+          logStartOffset: partition.logStartOffset,
+          records,
+        };
+      }),
+    }));
+    return { response: { errorCode: ErrorCode.NONE, responses }, bytesReadable, hasError };
+  }
+
+  private updateFollowerFetchState(
+    partition: Partition,
+    replicaId: number,
+    fetchOffset: number,
+    nowMs: number,
+  ): void {
+    const isrBefore = partition.isr;
+    const isHwIncreased = partition.updateFollowerFetchState(replicaId, fetchOffset, nowMs);
+    if (partition.isr !== isrBefore)
+      this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr);
+    if (isHwIncreased) this.onHighWatermarkIncreased(partition);
+  }
+
+  /** Kafka's tryCompleteDelayedRequests: a higher HW may complete Produces and consumer Fetches. */
+  private onHighWatermarkIncreased(partition: Partition): void {
+    this.producePurgatory.checkAndComplete(partition.key);
+    this.fetchPurgatory.checkAndComplete(partition.key);
+  }
+
+  // --- ListOffsets ---
+
+  listOffsets(request: ListOffsetsRequest): Promise<ListOffsetsResponse> {
+    return Promise.resolve({
+      topics: request.topics.map((topic) => ({
+        name: topic.name,
+        partitions: topic.partitions.map((query): ListOffsetsPartitionResponse => {
+          const { partitionIndex, timestamp } = query;
+          const answer = (
+            errorCode: ErrorCode,
+            offset = -1,
+            timestampMs = -1,
+          ): ListOffsetsPartitionResponse => ({
+            partitionIndex,
+            errorCode,
+            offset,
+            timestamp: timestampMs,
+          });
+          const partition = this.partitions.get(topicPartitionKey(topic.name, partitionIndex));
+          if (partition === undefined) {
+            return answer(
+              this.topics.has(topic.name)
+                ? ErrorCode.NOT_LEADER_OR_FOLLOWER
+                : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            );
+          }
+          // Offsets are a leader's answer, as in Kafka: a follower's HW may lag the leader's.
+          if (!partition.isLeader || this.isShutdown) return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+          if (timestamp === LATEST_TIMESTAMP) return answer(ErrorCode.NONE, partition.highWatermark);
+          if (timestamp === EARLIEST_TIMESTAMP) return answer(ErrorCode.NONE, partition.logStartOffset);
+          if (!Number.isSafeInteger(timestamp) || timestamp < 0) return answer(ErrorCode.INVALID_REQUEST);
+          const found = partition.log.offsetForTimestamp(timestamp);
+          // Only what a consumer may read: a record at or above the HW is not there yet for it.
+          if (found === null || found.offset >= partition.highWatermark) return answer(ErrorCode.NONE);
+          return answer(ErrorCode.NONE, found.offset, found.timestampMs);
+        }),
+      })),
+    });
+  }
+
+  // --- the follower side, driven by ReplicaFetcher ---
+
+  /**
+   * Takes the leader's Metadata: topics it has not seen are registered and their partitions that list
+   * this node as a replica are created; the leader, replicas and ISR of known ones are updated.
+   */
+  applyLeaderMetadata(response: MetadataResponse): void {
+    if (this.isShutdown) return;
+    this.leaderBrokers = response.brokers;
+    for (const topic of response.topics) {
+      if (topic.errorCode !== ErrorCode.NONE || topicNameProblem(topic.name) !== null) continue;
+      const partitions = [...topic.partitions].sort((a, b) => a.partitionIndex - b.partitionIndex);
+      if (partitions.length === 0 || partitions.some((p, i) => p.partitionIndex !== i)) continue;
+      const assignment: TopicAssignment = {
+        name: topic.name,
+        partitions: partitions.map((p) => ({
+          partitionIndex: p.partitionIndex,
+          replicas: [...p.replicaNodes],
+        })),
+      };
+      const state = this.topics.get(topic.name);
+      if (state === undefined || !sameAssignment(state, assignment)) {
+        const opened = this.openPartitions(assignment, state);
+        this.logManager.writeTopic(assignment);
+        if (state !== undefined) this.removeTopic(state);
+        this.addTopic(assignment, opened);
+      }
+      const current = this.topics.get(topic.name)!;
+      for (const reported of partitions) {
+        const info = current.partitions[reported.partitionIndex]!;
+        info.leaderId = reported.leaderId;
+        info.isr = Object.freeze([...reported.isrNodes]);
+        info.partition?.updateAssignment(reported.leaderId, reported.replicaNodes, reported.isrNodes);
+      }
+    }
+  }
+
+  /** The partitions this follower copies, each from its LEO. */
+  followerFetchTargets(): FollowerFetchTarget[] {
+    const targets: FollowerFetchTarget[] = [];
+    for (const partition of this.partitions.values()) {
+      if (partition.isLeader) continue;
+      targets.push({
+        topic: partition.topic,
+        partitionIndex: partition.partitionIndex,
+        key: partition.key,
+        fetchOffset: partition.logEndOffset,
+      });
+    }
+    return targets;
+  }
+
+  /**
+   * Applies one partition of a fetch response from the leader: appends its records and takes the
+   * leader's HW (capped at the local LEO). OFFSET_OUT_OF_RANGE means this replica is ahead of the leader
+   * or behind its log start: without leader epochs the safe rule is to truncate to the leader's HW (every
+   * record below it is on the leader) or, behind the log start, to restart at the leader's log start.
+   */
+  applyFetchedPartition(key: string, data: FetchPartitionData): FetchedPartitionOutcome {
+    const partition = this.partitions.get(key);
+    if (partition === undefined || partition.isLeader || this.isShutdown) return 'retry';
+    if (data.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) {
+      if (data.highWatermark < 0 || data.logStartOffset < 0) return 'retry';
+      if (partition.logEndOffset < data.logStartOffset)
+        partition.truncateFullyAndStartAt(data.logStartOffset);
+      else partition.truncateTo(Math.min(data.highWatermark, partition.logEndOffset));
+      return 'truncated';
+    }
+    if (data.errorCode !== ErrorCode.NONE) return 'retry';
+    if (data.records.length > 0) {
+      // Only what follows the local LEO: a response to an older fetch offset may overlap.
+      const from = partition.logEndOffset;
+      const fresh =
+        data.records[0]!.offset >= from ? data.records : data.records.filter((r) => r.offset >= from);
+      if (fresh.length > 0) {
+        partition.appendRecordsAsFollower(fresh);
+        // A consumer reading this follower waits for the HW, not the LEO: nothing to wake yet.
+      }
+    }
+    if (partition.updateFollowerHighWatermark(data.highWatermark)) this.fetchPurgatory.checkAndComplete(key);
+    return 'appended';
+  }
+
+  // --- shutdown ---
+
+  /**
+   * Stops the periodic tasks and answers every parked call: a DelayedFetch with what is there, a
+   * DelayedProduce with REQUEST_TIMED_OUT for what is not yet replicated. Later requests are refused
+   * with NOT_LEADER_OR_FOLLOWER. Idempotent.
+   */
+  shutdown(): void {
+    if (this.isShutdown) return;
+    for (const task of this.periodicTasks) task.cancel();
+    for (const op of [...this.parked]) op.forceComplete();
+    this.isShutdown = true;
+    this.producePurgatory.shutdown();
+    this.fetchPurgatory.shutdown();
+    this.maintenanceTimer.shutdown();
+  }
+
+  /** `shutdown()`, then fsyncs and closes every log. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.shutdown();
+      await Promise.all([...this.partitions.values()].map((partition) => partition.log.close()));
+    })();
+    return this.closing;
+  }
+
+  // --- internals ---
+
+  private schedule(periodMs: number, action: () => void): void {
+    this.periodicTasks.push(new PeriodicTask(this.maintenanceTimer, periodMs, action).start());
+  }
+
+  private maybeShrinkIsr(): void {
+    const nowMs = this.time.monotonicMs();
+    for (const partition of this.partitions.values()) {
+      const removed = partition.maybeShrinkIsr(nowMs);
+      if (removed.length === 0) continue;
+      this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr);
+      if (partition.maybeIncrementLeaderHW()) this.onHighWatermarkIncreased(partition);
+    }
+  }
+
+  private deleteOldSegments(): void {
+    for (const partition of this.partitions.values()) {
+      try {
+        partition.deleteOldSegments();
+      } catch (error) {
+        this.reportError(error, `retention of ${partition.key} failed`);
+      }
+    }
+  }
+
+  private maybeFlush(): void {
+    for (const partition of this.partitions.values()) {
+      partition.log
+        .maybeFlush()
+        ?.catch((error: unknown) => this.reportError(error, `flush of ${partition.key} failed`));
+    }
+  }
+
+  private reportError(error: unknown, what: string): void {
+    if (this.listener.onError !== undefined) this.listener.onError(error, what);
+    else throw error;
+  }
+
+  /** Registers a topic read from the registry at start-up. */
+  private registerTopic(assignment: TopicAssignment): void {
+    this.addTopic(assignment, this.openPartitions(assignment));
+  }
+
+  /**
+   * Opens the logs of the partitions this process hosts (it is one of their replicas), reusing those an
+   * earlier state of the topic already opened. On a failure the logs opened here are closed again.
+   */
+  private openPartitions(assignment: TopicAssignment, previous?: TopicState): Map<number, Partition> {
+    const opened = new Map<number, Partition>();
+    const nowMs = this.time.monotonicMs();
+    try {
+      for (const { partitionIndex, replicas } of assignment.partitions) {
+        if (!replicas.includes(this.config.nodeId)) continue;
+        const existing = previous?.partitions[partitionIndex]?.partition;
+        if (existing !== undefined) {
+          opened.set(partitionIndex, existing);
+          continue;
+        }
+        const log = this.logManager.openLog(assignment.name, partitionIndex);
+        opened.set(
+          partitionIndex,
+          new Partition({
+            topic: assignment.name,
+            partitionIndex,
+            log,
+            localNodeId: this.config.nodeId,
+            // The process's role decides: a leader leads every partition it hosts; a follower follows
+            // the first replica, the leader, until Metadata says otherwise.
+            leaderId: this.config.isFollower ? replicas[0]! : this.config.nodeId,
+            replicas,
+            minInsyncReplicas: this.config.minInsyncReplicas,
+            replicaLagTimeMaxMs: this.config.replicaLagTimeMaxMs,
+            nowMs,
+          }),
+        );
+      }
+    } catch (error) {
+      for (const [index, partition] of opened) {
+        if (previous?.partitions[index]?.partition !== partition) void partition.log.close();
+      }
+      throw error;
+    }
+    return opened;
+  }
+
+  private addTopic(assignment: TopicAssignment, opened: Map<number, Partition>): void {
+    const partitions = assignment.partitions.map(({ partitionIndex, replicas }): PartitionInfo => {
+      const partition = opened.get(partitionIndex);
+      if (partition !== undefined) this.partitions.set(partition.key, partition);
+      return {
+        partitionIndex,
+        replicas,
+        leaderId: partition?.leaderId ?? (this.config.isFollower ? replicas[0]! : -1),
+        isr: NO_NODES,
+        partition,
+      };
+    });
+    this.topics.set(assignment.name, { name: assignment.name, partitions });
+  }
+
+  /** Forgets a topic's state before `addTopic` replaces it (partitions kept open are re-added there). */
+  private removeTopic(state: TopicState): void {
+    this.topics.delete(state.name);
+    for (const info of state.partitions) {
+      if (info.partition !== undefined) this.partitions.delete(info.partition.key);
+    }
+  }
+}
+
+function result(name: string, errorCode: ErrorCode, errorMessage: string): CreatableTopicResult {
+  return { name, errorCode, errorMessage };
+}
+
+function partitionMetadata(info: PartitionInfo): PartitionMetadata {
+  const partition = info.partition;
+  if (partition !== undefined) {
+    return {
+      partitionIndex: info.partitionIndex,
+      leaderId: partition.leaderId,
+      replicaNodes: partition.replicas,
+      isrNodes: partition.isr,
+      errorCode: ErrorCode.NONE,
+    };
+  }
+  return {
+    partitionIndex: info.partitionIndex,
+    leaderId: info.leaderId,
+    replicaNodes: info.replicas,
+    isrNodes: info.isr,
+    errorCode: info.leaderId < 0 ? ErrorCode.LEADER_NOT_AVAILABLE : ErrorCode.NONE,
+  };
+}
+
+function sameAssignment(state: TopicState, assignment: TopicAssignment): boolean {
+  if (state.partitions.length !== assignment.partitions.length) return false;
+  return assignment.partitions.every((p, i) => {
+    const replicas = state.partitions[i]!.replicas;
+    return replicas.length === p.replicas.length && replicas.every((id, j) => id === p.replicas[j]);
+  });
+}
+
+function toSimpleRecord(record: ProduceRecord): SimpleRecord {
+  return {
+    // proto3 sends 0 for "not set": the append time is used, as for a Kafka record without a timestamp.
+    timestampMs: record.timestampMs === 0 ? undefined : record.timestampMs,
+    key: record.key.length === 0 ? null : record.key,
+    value: record.value,
+    headers: record.headers,
+  };
+}

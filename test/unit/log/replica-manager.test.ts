@@ -1,0 +1,252 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ErrorCode } from '../../../src/errors';
+import type { ReplicaManager } from '../../../src/log';
+import { MAX_PARTITIONS_PER_TOPIC } from '../../../src/log';
+import { BrokerHarness, fetched, leaderConfig, produced, record, values } from './broker-harness';
+
+describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
+  let h: BrokerHarness;
+
+  beforeEach(() => {
+    h = new BrokerHarness();
+  });
+
+  afterEach(async () => {
+    await h.cleanup();
+  });
+
+  async function produce(broker: ReplicaManager, topic: string, ...records: string[]): Promise<number> {
+    const response = await broker.produce({
+      acks: 1,
+      timeoutMs: 0,
+      topics: [{ name: topic, partitions: [{ partitionIndex: 0, records: records.map((v) => record(v)) }] }],
+    });
+    expect(produced(response).errorCode).toBe(ErrorCode.NONE);
+    return produced(response).baseOffset;
+  }
+
+  it('creates topics with the leader and the first followers as replicas, and reports them', async () => {
+    const broker = h.leader();
+    broker.setLocalBroker({ nodeId: 0, host: '127.0.0.1', port: 7070 });
+    const created = await broker.createTopics({
+      topics: [
+        { name: 'one', numPartitions: 2, replicationFactor: 2 },
+        { name: 'defaults', numPartitions: -1, replicationFactor: -1 },
+      ],
+    });
+    expect(created.topics).toEqual([
+      { name: 'one', errorCode: ErrorCode.NONE, errorMessage: '' },
+      { name: 'defaults', errorCode: ErrorCode.NONE, errorMessage: '' },
+    ]);
+    const metadata = await broker.metadata({ topics: [] });
+    expect(metadata.brokers).toEqual([{ nodeId: 0, host: '127.0.0.1', port: 7070 }]);
+    expect(metadata.topics).toEqual([
+      {
+        name: 'one',
+        errorCode: ErrorCode.NONE,
+        partitions: [0, 1].map((partitionIndex) => ({
+          partitionIndex,
+          leaderId: 0,
+          replicaNodes: [0, 1],
+          isrNodes: [0, 1],
+          errorCode: ErrorCode.NONE,
+        })),
+      },
+      {
+        name: 'defaults',
+        errorCode: ErrorCode.NONE,
+        partitions: [
+          { partitionIndex: 0, leaderId: 0, replicaNodes: [0], isrNodes: [0], errorCode: ErrorCode.NONE },
+        ],
+      },
+    ]);
+    expect(
+      (await broker.metadata({ topics: ['one', 'missing', 'bad/name'] })).topics.map((t) => t.errorCode),
+    ).toEqual([ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_TOPIC_EXCEPTION]);
+  });
+
+  it('refuses bad topics with Kafka’s codes and a reason', async () => {
+    const broker = h.leader();
+    await broker.createTopics({ topics: [{ name: 'taken', numPartitions: 1, replicationFactor: 1 }] });
+    const response = await broker.createTopics({
+      topics: [
+        { name: 'taken', numPartitions: 1, replicationFactor: 1 },
+        { name: 'zero', numPartitions: 0, replicationFactor: 1 },
+        { name: 'huge', numPartitions: MAX_PARTITIONS_PER_TOPIC + 1, replicationFactor: 1 },
+        { name: 'rf0', numPartitions: 1, replicationFactor: 0 },
+        { name: 'rf4', numPartitions: 1, replicationFactor: 4 },
+        { name: 'a/b', numPartitions: 1, replicationFactor: 1 },
+        { name: '', numPartitions: 1, replicationFactor: 1 },
+        { name: 'twice', numPartitions: 1, replicationFactor: 1 },
+        { name: 'twice', numPartitions: 1, replicationFactor: 1 },
+      ],
+    });
+    expect(response.topics.map((t) => [t.name, t.errorCode])).toEqual([
+      ['taken', ErrorCode.TOPIC_ALREADY_EXISTS],
+      ['zero', ErrorCode.INVALID_PARTITIONS],
+      ['huge', ErrorCode.INVALID_PARTITIONS],
+      ['rf0', ErrorCode.INVALID_REPLICATION_FACTOR],
+      ['rf4', ErrorCode.INVALID_REPLICATION_FACTOR],
+      ['a/b', ErrorCode.INVALID_TOPIC_EXCEPTION],
+      ['', ErrorCode.INVALID_TOPIC_EXCEPTION],
+      ['twice', ErrorCode.INVALID_REQUEST],
+      ['twice', ErrorCode.INVALID_REQUEST],
+    ]);
+    expect(response.topics.find((t) => t.name === 'rf4')!.errorMessage).toContain('from 1 to 3');
+    expect(broker.topicNames()).toEqual(['taken']);
+  });
+
+  it('lists the earliest and latest offsets and finds offsets by timestamp below the HW', async () => {
+    const broker = h.leader({ followers: [] });
+    await broker.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }] });
+    await produce(broker, 't', 'a', 'b');
+    h.time.advance(1_000);
+    await produce(broker, 't', 'c');
+    const start = h.time.nowMs() - 1_000;
+    const response = await broker.listOffsets({
+      topics: [
+        {
+          name: 't',
+          partitions: [
+            { partitionIndex: 0, timestamp: -1 },
+            { partitionIndex: 0, timestamp: -2 },
+            { partitionIndex: 0, timestamp: start + 1 },
+            { partitionIndex: 0, timestamp: start + 5_000 },
+            { partitionIndex: 0, timestamp: -3 },
+            { partitionIndex: 4, timestamp: -1 },
+          ],
+        },
+        { name: 'nope', partitions: [{ partitionIndex: 0, timestamp: -1 }] },
+      ],
+    });
+    expect(response.topics.map((t) => t.partitions.map((p) => [p.errorCode, p.offset, p.timestamp]))).toEqual(
+      [
+        [
+          [ErrorCode.NONE, 3, -1],
+          [ErrorCode.NONE, 0, -1],
+          [ErrorCode.NONE, 2, start + 1_000],
+          [ErrorCode.NONE, -1, -1],
+          [ErrorCode.INVALID_REQUEST, -1, -1],
+          [ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1],
+        ],
+        [[ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1]],
+      ],
+    );
+  });
+
+  it('recovers every topic and record after a restart, with the HW at the recovered LEO', async () => {
+    const dataDir = h.dir('restart');
+    const first = h.start(leaderConfig(dataDir, { followers: [1] }));
+    await first.createTopics({ topics: [{ name: 't', numPartitions: 2, replicationFactor: 2 }] });
+    await produce(first, 't', 'a', 'b', 'c');
+    await first.close();
+
+    const second = h.start(leaderConfig(dataDir, { followers: [1] }));
+    expect(second.topicNames()).toEqual(['t']);
+    const partition = second.getPartition('t-0')!;
+    expect([partition.logEndOffset, partition.highWatermark, partition.isr]).toEqual([3, 3, [0, 1]]);
+    const response = await second.fetch({
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      topics: [
+        { name: 't', partitions: [{ partitionIndex: 0, fetchOffset: 0, partitionMaxBytes: 1 << 20 }] },
+      ],
+    });
+    expect(values(fetched(response).records)).toEqual(['a', 'b', 'c']);
+    expect(await produce(second, 't', 'd')).toBe(3);
+  });
+
+  it('writes nothing under the data directory until a topic is created', async () => {
+    const dataDir = h.dir('untouched');
+    const broker = h.start(leaderConfig(dataDir));
+    await broker.metadata({ topics: [] });
+    expect(fs.existsSync(dataDir)).toBe(false);
+    await broker.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }] });
+    expect(fs.readdirSync(dataDir).sort()).toEqual(['t-0', 'topics']);
+    expect(JSON.parse(fs.readFileSync(path.join(dataDir, 'topics', 't.json'), 'utf8'))).toEqual({
+      name: 't',
+      partitions: [{ partitionIndex: 0, replicas: [0] }],
+    });
+  });
+
+  it('refuses to start over a registry file it cannot read, rather than forget a topic', () => {
+    const dataDir = h.dir('broken');
+    fs.mkdirSync(path.join(dataDir, 'topics'), { recursive: true });
+    fs.writeFileSync(path.join(dataDir, 'topics', 't.json'), '{"name": "t", "partitions": [');
+    expect(() => h.start(leaderConfig(dataDir))).toThrow(/topic registry file .* is not JSON/);
+  });
+
+  it('deletes segments past the retention time on its periodic check', async () => {
+    const broker = h.start(
+      leaderConfig(h.dir('retention'), {
+        followers: [],
+        logConfig: { segmentBytes: 1_024, retentionMs: 60_000 },
+      }),
+      {
+        retentionCheckIntervalMs: 10_000,
+      },
+    );
+    await broker.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }] });
+    const big = 'r'.repeat(600);
+    await produce(broker, 't', big);
+    await produce(broker, 't', big);
+    await produce(broker, 't', big);
+    const log = broker.getPartition('t-0')!.log;
+    expect(log.numberOfSegments).toBe(3);
+    h.time.advance(60_000);
+    expect(log.numberOfSegments).toBe(3);
+    h.time.advance(10_000);
+    expect(log.numberOfSegments).toBe(1);
+    expect(log.logStartOffset).toBe(2);
+    const latest = await broker.listOffsets({
+      topics: [{ name: 't', partitions: [{ partitionIndex: 0, timestamp: -2 }] }],
+    });
+    expect(latest.topics[0]!.partitions[0]!.offset).toBe(2);
+  });
+
+  it('refuses Produce, CreateTopics and ListOffsets as a follower', async () => {
+    const follower = h.start(leaderConfig(h.dir('follower'), { nodeId: 1, isFollower: true, followers: [] }));
+    const created = await follower.createTopics({
+      topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }],
+    });
+    expect(created.topics[0]!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    follower.applyLeaderMetadata({
+      brokers: [{ nodeId: 0, host: 'leader', port: 1 }],
+      topics: [
+        {
+          name: 't',
+          errorCode: ErrorCode.NONE,
+          partitions: [
+            {
+              partitionIndex: 0,
+              leaderId: 0,
+              replicaNodes: [0, 1],
+              isrNodes: [0, 1],
+              errorCode: ErrorCode.NONE,
+            },
+          ],
+        },
+      ],
+    });
+    const response = await follower.produce({
+      acks: 1,
+      timeoutMs: 0,
+      topics: [{ name: 't', partitions: [{ partitionIndex: 0, records: [record('a')] }] }],
+    });
+    expect(produced(response).errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    const offsets = await follower.listOffsets({
+      topics: [{ name: 't', partitions: [{ partitionIndex: 0, timestamp: -1 }] }],
+    });
+    expect(offsets.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    const metadata = await follower.metadata({ topics: [] });
+    expect(metadata.brokers).toEqual([{ nodeId: 0, host: 'leader', port: 1 }]);
+    expect(metadata.topics[0]!.partitions[0]).toMatchObject({
+      leaderId: 0,
+      replicaNodes: [0, 1],
+      isrNodes: [0, 1],
+    });
+  });
+});

@@ -8,7 +8,7 @@ import {
   type OffsetCommitValue,
   type StoredGroupRecord,
 } from '../../../../src/log/consumer-offsets';
-import { type LogRecord, PartitionLog } from '../../../../src/log/storage';
+import { type CompactionResult, type LogRecord, PartitionLog } from '../../../../src/log/storage';
 import { ManualTime } from '../../../../src/time';
 import { makeTempDir, removeTempDir } from '../storage/temp-dir';
 
@@ -258,15 +258,22 @@ describe('ConsumerOffsetsStore', () => {
       let commits = 0;
       const commitOne = (): Promise<void> =>
         store.commit('g', [{ topic: 't', partition: commits % 2, offset: offset(commits++) }]);
-      while (store.compacting === null) await commitOne();
-      // The first compaction starts as soon as a segment is sealed: nothing was ever clean.
-      expect(store.log.numberOfSegments).toBe(2);
-      const first = await store.compacting!;
+      // The append, and the decision to compact, happen synchronously inside commit(); the compaction
+      // itself runs in the background. Nothing was ever clean, so the first one starts as soon as a
+      // segment is sealed.
+      let firstCompaction: Promise<CompactionResult> | null = null;
+      while (firstCompaction === null) {
+        const committed = commitOne();
+        firstCompaction = store.compacting;
+        expect(store.log.numberOfSegments).toBe(firstCompaction === null ? 1 : 2);
+        await committed;
+      }
+      const first = await firstCompaction;
       expect(first.isAborted).toBe(false);
+      expect(first.recordsRemoved).toBeGreaterThan(0);
       const cleanBytes = first.bytesAfter;
 
-      // No second compaction until the bytes written since make half the log. The append, and the
-      // decision, happen synchronously inside commit(); the compaction itself runs in the background.
+      // No second compaction until the bytes written since make half the log.
       for (;;) {
         const committed = commitOne();
         const dirtyBytes = store.log.sizeInBytes - cleanBytes;
@@ -279,11 +286,35 @@ describe('ConsumerOffsetsStore', () => {
         await committed;
       }
       await store.compacting;
-      // Two live keys: however much was written, the log stays within a few segments.
-      for (let i = 0; i < 200; i++) await commitOne();
+    });
+
+    test('keeps a log of two live keys small however much is written, reading a bounded amount per byte', async () => {
+      const store = await openStore({ logConfig: SMALL, minCleanableDirtyRatio: 0.5 });
+      const startedAtBytes: Promise<number>[] = [];
+      let appendedBytes = 0;
+      let largestBytes = 0;
+      for (let i = 0; i < 300; i++) {
+        const sizeBefore = store.log.sizeInBytes;
+        const wasIdle = store.compacting === null;
+        const committed = store.commit('g', [{ topic: 't', partition: i % 2, offset: offset(i) }]);
+        appendedBytes += store.log.sizeInBytes - sizeBefore;
+        if (wasIdle && store.compacting !== null) {
+          startedAtBytes.push(store.compacting.then((result) => result.bytesBefore));
+        }
+        largestBytes = Math.max(largestBytes, store.log.sizeInBytes);
+        await committed;
+        // One thing at a time, so that what is measured does not depend on how fast fsync is.
+        await store.compacting;
+      }
       await store.compacting;
-      expect(store.log.sizeInBytes).toBeLessThanOrEqual(4 * SMALL.segmentBytes);
-      expect(store.get('g', 't', (commits - 1) % 2)).toEqual(offset(commits - 1));
+      const readBytes = (await Promise.all(startedAtBytes)).reduce((a, b) => a + b, 0);
+      expect(startedAtBytes.length).toBeGreaterThan(3);
+      // Each pass starts only once half the log is new since the last one: at most two bytes read per
+      // byte appended, over the whole run.
+      expect(readBytes).toBeLessThanOrEqual(2 * appendedBytes);
+      expect(appendedBytes).toBeGreaterThan(40 * SMALL.segmentBytes);
+      expect(largestBytes).toBeLessThanOrEqual(4 * SMALL.segmentBytes);
+      expect(store.get('g', 't', 299 % 2)).toEqual(offset(299));
     });
   });
 });

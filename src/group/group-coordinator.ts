@@ -4,6 +4,7 @@ import { type DelayedOperation, DelayedOperationPurgatory } from '../purgatory';
 import type { Time } from '../time';
 import { SystemTimer, type TimerTask } from '../timer';
 import { brokenInvariant } from './broken-invariant';
+import { checkStoredGroup } from './check-stored-group';
 import {
   checkDeleteGroupsRequest,
   checkDescribeGroupsRequest,
@@ -20,6 +21,7 @@ import { DelayedJoin } from './delayed-join';
 import { DelayedSync } from './delayed-sync';
 import type { GroupConfig } from './group-config';
 import { GroupMetadata } from './group-metadata';
+import type { GroupMetadataStore, StoredGroup, StoredMember } from './group-metadata-store';
 import type {
   DeletableGroupResult,
   DeleteGroupsRequest,
@@ -58,7 +60,7 @@ import type { OffsetStore, TopicPartitionOffset } from './offset-store';
 import { ParkedCall } from './parked-call';
 import type { RebalanceHandler } from './rebalance-handler';
 import { ReplyDispatcher } from './reply-dispatcher';
-import { storeErrorCode } from './store-error-code';
+import { storeErrorCode, storeGroupErrorCode } from './store-error-code';
 
 /**
  * A member that has not finished its first join lives on this fixed timeout instead of its session timeout
@@ -74,11 +76,18 @@ export const INVALID_OFFSET = -1;
 export interface GroupCoordinatorListener {
   /** After every state change of a group (`group.state` is the new state). */
   onStateChange?(groupId: string, previous: GroupState, next: GroupState, generationId: number): void;
+  /** A group's metadata record could not be stored (its members got `storeGroupErrorCode(error)`, if any). */
+  onGroupStoreFailed?(groupId: string, generationId: number, error: unknown): void;
 }
 
 export interface GroupCoordinatorOptions {
   /** Where committed offsets live; in memory unless given. */
   offsetStore?: OffsetStore;
+  /**
+   * Where group metadata lives; none by default (groups then come back from offsets alone, Empty). It may be
+   * the same object as `offsetStore`.
+   */
+  metadataStore?: GroupMetadataStore;
   /** Parked replies delivered per event-loop turn; default 250. */
   replySliceSize?: number;
   /** Makes a member id from the client id or group instance id; default `${prefix}-${randomUUID()}`. */
@@ -95,6 +104,13 @@ interface StoreWait {
   abandon(): void;
 }
 
+/** What DeleteGroups asks of each store. */
+interface GroupDeletion {
+  deleteGroup(groupId: string): Promise<void>;
+}
+
+const ignoreStored = (): void => undefined;
+
 /**
  * Kafka's classic group coordinator (GroupCoordinator.scala at its newest, with the Java coordinator's
  * refinements) on cohort's timer and purgatory, for one event loop.
@@ -110,6 +126,10 @@ interface StoreWait {
  * - DelayedHeartbeat (heartbeat timer, one task per member, re-armed in place): the session timeout, and the
  *   expiry of pending member ids (KIP-394).
  *
+ * With a metadata store, group state is durable (Kafka's `__consumer_offsets`): a generation is stored
+ * before it becomes Stable, an Empty group when it empties, and `load()` takes groups back after a restart,
+ * answering COORDINATOR_LOAD_IN_PROGRESS until it is done.
+ *
  * docs/protocol.md lists, state by state, what each request gets, and where cohort chose among Kafka's
  * versions.
  */
@@ -122,12 +142,21 @@ export class GroupCoordinator
   private readonly heartbeatTimer: SystemTimer;
   private readonly rebalancePurgatory: DelayedOperationPurgatory<DelayedOperation>;
   private readonly offsetStore: OffsetStore;
+  private readonly metadataStore: GroupMetadataStore | undefined;
+  /** The distinct stores a group's deletion goes to (one when one object is both). */
+  private readonly groupStores: readonly GroupDeletion[];
   private readonly dispatcher: ReplyDispatcher;
   private readonly generateMemberIdFn: (prefix: string) => string;
   private readonly listener: GroupCoordinatorListener | undefined;
   private readonly onTransition: ((group: GroupMetadata) => void) | undefined;
   private readonly storeWaits = new Set<StoreWait>();
+  /** False after shutdown: timers are stopped and late store callbacks do nothing. */
   private isActive = true;
+  /**
+   * What every group request gets before anything else: NONE when serving, COORDINATOR_LOAD_IN_PROGRESS
+   * while loading, COORDINATOR_NOT_AVAILABLE after shutdown or a failed load.
+   */
+  private availability: ErrorCode = ErrorCode.NONE;
 
   constructor(config: GroupConfig, time: Time, options: GroupCoordinatorOptions = {}) {
     if (!(config.groupMinSessionTimeoutMs <= config.groupMaxSessionTimeoutMs)) {
@@ -145,6 +174,11 @@ export class GroupCoordinator
       new SystemTimer({ name: 'group-rebalance', time, onTaskError }),
     );
     this.offsetStore = options.offsetStore ?? new InMemoryOffsetStore();
+    this.metadataStore = options.metadataStore;
+    this.groupStores =
+      this.metadataStore === undefined || (this.metadataStore as unknown) === this.offsetStore
+        ? [this.offsetStore]
+        : [this.offsetStore, this.metadataStore];
     this.dispatcher = new ReplyDispatcher(options.replySliceSize ?? DEFAULT_REPLY_SLICE_SIZE);
     this.generateMemberIdFn = options.generateMemberId ?? ((prefix) => `${prefix}-${randomUUID()}`);
     this.listener = options.listener;
@@ -160,13 +194,93 @@ export class GroupCoordinator
               group.state,
               group.generationId,
             );
-    // Groups known only by their committed offsets come back as Empty groups, as Kafka loads them.
-    for (const groupId of this.offsetStore.groupIds()) this.createGroup(groupId);
+    // Whatever the stores hold already comes back now; a store still to be replayed comes back with load().
+    this.restoreGroups(this.checkedStoredGroups());
   }
 
   /** Groups currently known (any state but Dead). */
   get numGroups(): number {
     return this.groups.size;
+  }
+
+  /**
+   * Loads group state that `loading` is bringing into the stores (a replay of `__consumer_offsets`).
+   * Until it resolves every group request gets COORDINATOR_LOAD_IN_PROGRESS (clients retry); then every
+   * stored group comes back — Stable with its generation, protocol, leader and members, or Empty — and
+   * every group that has only offsets comes back Empty. Each restored member's session timer starts
+   * afresh, as Kafka's does when a coordinator takes over groups: the members kept heartbeating to a
+   * coordinator that was not there and must not be expired for it.
+   *
+   * If `loading` rejects, or a stored group is unusable, the coordinator serves nothing
+   * (COORDINATOR_NOT_AVAILABLE) rather than partial state, and the returned promise rejects.
+   */
+  load(loading: Promise<unknown>): Promise<void> {
+    if (this.availability === ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) {
+      return Promise.reject(brokenInvariant('the coordinator is already loading'));
+    }
+    if (!this.isActive) return Promise.reject(brokenInvariant('the coordinator has shut down'));
+    this.availability = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
+    return loading.then(
+      () => {
+        if (!this.isActive) return;
+        try {
+          this.restoreGroups(this.checkedStoredGroups());
+        } catch (error) {
+          this.availability = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+          throw error;
+        }
+        this.availability = ErrorCode.NONE;
+      },
+      (error: unknown) => {
+        if (this.isActive) this.availability = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+        throw error;
+      },
+    );
+  }
+
+  /** The metadata store's groups, every one checked before any is restored: all or nothing. */
+  private checkedStoredGroups(): StoredGroup[] {
+    if (this.metadataStore === undefined) return [];
+    const stored = [...this.metadataStore.storedGroups()];
+    for (const group of stored) {
+      const problem = checkStoredGroup(group);
+      if (problem !== undefined) throw brokenInvariant(`cannot load group metadata: ${problem}`);
+    }
+    return stored;
+  }
+
+  /** Brings back stored groups, then groups known only by their offsets (Empty), skipping known ones. */
+  private restoreGroups(stored: readonly StoredGroup[]): void {
+    for (const group of stored) {
+      if (!this.groups.has(group.groupId)) this.restoreGroup(group);
+    }
+    for (const groupId of this.offsetStore.groupIds()) {
+      if (!this.groups.has(groupId)) this.createGroup(groupId);
+    }
+  }
+
+  private restoreGroup(stored: StoredGroup): void {
+    const group = this.createGroup(stored.groupId);
+    for (const each of stored.members) {
+      const member = new MemberMetadata(
+        each.memberId,
+        each.groupInstanceId,
+        each.clientId,
+        each.clientHost,
+        each.rebalanceTimeoutMs,
+        each.sessionTimeoutMs,
+        stored.protocolType,
+        each.protocols,
+      );
+      member.assignment = each.assignment;
+      member.heartbeat = new DelayedHeartbeat(this, group, each.memberId, false);
+      group.add(member, undefined);
+    }
+    group.restore(stored.generationId, stored.protocolType, stored.protocolName, stored.leaderId);
+    for (const member of group.allMembers()) this.scheduleSessionTimeout(member);
+    // A group.max.size lowered since the group was stored: rebalance so the members that rejoin last go
+    // (Kafka's onGroupLoaded does the same).
+    if (group.size > this.config.groupMaxSize) this.prepareRebalance(group);
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -177,7 +291,7 @@ export class GroupCoordinator
     if (invalid !== undefined) return Promise.reject(invalid);
     const { groupId, memberId } = request;
     if (groupId === '') return Promise.resolve(joinError(memberId, ErrorCode.INVALID_GROUP_ID));
-    if (!this.isActive) return Promise.resolve(joinError(memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    if (this.availability !== ErrorCode.NONE) return Promise.resolve(joinError(memberId, this.availability));
     if (
       request.sessionTimeoutMs < this.config.groupMinSessionTimeoutMs ||
       request.sessionTimeoutMs > this.config.groupMaxSessionTimeoutMs
@@ -374,14 +488,28 @@ export class GroupCoordinator
     switch (group.state) {
       case 'Stable':
         if (group.protocolName === group.selectProtocol()) {
-          const isLeader = group.isLeader(newMemberId);
-          const response = this.joinResponse(
-            group,
-            member,
-            isLeader ? group.currentMemberMetadata() : EMPTY_MEMBERS,
-          );
-          response.skipAssignment = isLeader;
-          group.maybeInvokeJoinCallback(member, response);
+          // The stored generation names the old member id: store the new one before answering, so that
+          // after a restart the member is still known by the id it was given (Kafka does the same).
+          const generationId = group.generationId;
+          this.storeGroup(group, undefined, (error) => {
+            // A rebalance or removal meanwhile answers the call (or did already).
+            if (member.awaitingJoin !== call || !group.is('Stable') || group.generationId !== generationId) {
+              return;
+            }
+            if (error !== ErrorCode.NONE) {
+              // The group keeps the new id in memory; the instance, told to rejoin, replaces it again.
+              group.maybeInvokeJoinCallback(member, joinError('', error));
+              return;
+            }
+            const isLeader = group.isLeader(newMemberId);
+            const response = this.joinResponse(
+              group,
+              member,
+              isLeader ? group.currentMemberMetadata() : EMPTY_MEMBERS,
+            );
+            response.skipAssignment = isLeader;
+            group.maybeInvokeJoinCallback(member, response);
+          });
         } else {
           this.maybePrepareRebalance(group);
         }
@@ -495,7 +623,11 @@ export class GroupCoordinator
       return;
     }
     group.initNextGeneration();
-    if (group.is('Empty')) return;
+    if (group.is('Empty')) {
+      // Nobody is left: the empty generation is what a restart must bring back (Kafka stores it too).
+      this.storeGroup(group, undefined, ignoreStored);
+      return;
+    }
 
     const leaderMembers = group.currentMemberMetadata();
     for (const member of group.allMembers()) {
@@ -576,7 +708,7 @@ export class GroupCoordinator
     const invalid = checkSyncGroupRequest(request);
     if (invalid !== undefined) return Promise.reject(invalid);
     if (request.groupId === '') return Promise.resolve(syncError(ErrorCode.INVALID_GROUP_ID));
-    if (!this.isActive) return Promise.resolve(syncError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    if (this.availability !== ErrorCode.NONE) return Promise.resolve(syncError(this.availability));
     const group = this.groups.get(request.groupId);
     if (group === undefined) return Promise.resolve(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
     const error = this.validateSyncGroup(group, request);
@@ -598,13 +730,27 @@ export class GroupCoordinator
         this.keepAlive(member);
         this.removePendingSyncMember(group, memberId);
         if (group.isLeader(memberId)) {
-          const assignments = new Map<string, Buffer>();
-          for (const { memberId: id, assignment } of request.assignments) assignments.set(id, assignment);
+          const given = new Map<string, Buffer>();
+          for (const { memberId: id, assignment } of request.assignments) given.set(id, assignment);
           // Members the leader left out get an empty assignment.
+          const assignments = new Map<string, Buffer>();
           for (const each of group.allMembers())
-            each.assignment = assignments.get(each.memberId) ?? EMPTY_BUFFER;
-          this.propagateAssignment(group, ErrorCode.NONE);
-          group.transitionTo('Stable');
+            assignments.set(each.memberId, given.get(each.memberId) ?? EMPTY_BUFFER);
+          const generationId = group.generationId;
+          // The generation becomes Stable, and its members get their assignments, once it is stored.
+          this.storeGroup(group, assignments, (error) => {
+            // A member joined, left or failed meanwhile: that rebalance answered the parked calls.
+            if (!group.is('CompletingRebalance') || group.generationId !== generationId) return;
+            if (error !== ErrorCode.NONE) {
+              this.resetAndPropagateAssignmentError(group, error);
+              this.maybePrepareRebalance(group);
+              return;
+            }
+            for (const each of group.allMembers())
+              each.assignment = assignments.get(each.memberId) ?? EMPTY_BUFFER;
+            this.propagateAssignment(group, ErrorCode.NONE);
+            group.transitionTo('Stable');
+          });
         }
         return call.promise;
       }
@@ -649,7 +795,7 @@ export class GroupCoordinator
     const invalid = checkHeartbeatRequest(request);
     if (invalid !== undefined) return Promise.reject(invalid);
     if (request.groupId === '') return heartbeatReply(ErrorCode.INVALID_GROUP_ID);
-    if (!this.isActive) return heartbeatReply(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    if (this.availability !== ErrorCode.NONE) return heartbeatReply(this.availability);
     const group = this.groups.get(request.groupId);
     if (group === undefined) return heartbeatReply(ErrorCode.UNKNOWN_MEMBER_ID);
     if (group.is('Dead')) return heartbeatReply(ErrorCode.COORDINATOR_NOT_AVAILABLE);
@@ -708,7 +854,7 @@ export class GroupCoordinator
     const invalid = checkLeaveGroupRequest(request);
     if (invalid !== undefined) return Promise.reject(invalid);
     if (request.groupId === '') return Promise.resolve(leaveError(ErrorCode.INVALID_GROUP_ID));
-    if (!this.isActive) return Promise.resolve(leaveError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    if (this.availability !== ErrorCode.NONE) return Promise.resolve(leaveError(this.availability));
     const group = this.groups.get(request.groupId);
     const members: LeaveGroupMemberResponse[] = [];
     if (group === undefined) {
@@ -787,7 +933,8 @@ export class GroupCoordinator
   offsetCommit(request: OffsetCommitRequest, context: RequestContext): Promise<OffsetCommitResponse> {
     const invalid = checkOffsetCommitRequest(request);
     if (invalid !== undefined) return Promise.reject(invalid);
-    if (!this.isActive) return Promise.resolve(commitResponse(request, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    if (this.availability !== ErrorCode.NONE)
+      return Promise.resolve(commitResponse(request, this.availability));
     // The empty group id is allowed for offsets, as in Kafka (old clients commit under it).
     let group = this.groups.get(request.groupId);
     if (group === undefined) {
@@ -900,8 +1047,8 @@ export class GroupCoordinator
   offsetFetch(request: OffsetFetchRequest, _context: RequestContext): Promise<OffsetFetchResponse> {
     const invalid = checkOffsetFetchRequest(request);
     if (invalid !== undefined) return Promise.reject(invalid);
-    if (!this.isActive)
-      return Promise.resolve({ errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, topics: [] });
+    if (this.availability !== ErrorCode.NONE)
+      return Promise.resolve({ errorCode: this.availability, topics: [] });
     const { groupId, requireStable } = request;
     const pending = this.groups.get(groupId)?.pendingOffsetCommits;
     // With requireStable, a partition whose commit is still being stored answers UNSTABLE_OFFSET_COMMIT so
@@ -954,7 +1101,7 @@ export class GroupCoordinator
   }
 
   private describeGroup(groupId: string): DescribedGroup {
-    if (!this.isActive) return describedError(groupId, ErrorCode.COORDINATOR_NOT_AVAILABLE, '', '');
+    if (this.availability !== ErrorCode.NONE) return describedError(groupId, this.availability, '', '');
     const group = this.groups.get(groupId);
     if (group === undefined || group.is('Dead')) {
       return describedError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, 'Dead', `Group ${groupId} not found.`);
@@ -986,8 +1133,8 @@ export class GroupCoordinator
   listGroups(request: ListGroupsRequest, _context: RequestContext): Promise<ListGroupsResponse> {
     const invalid = checkListGroupsRequest(request);
     if (invalid !== undefined) return Promise.reject(invalid);
-    if (!this.isActive)
-      return Promise.resolve({ errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, groups: [] });
+    if (this.availability !== ErrorCode.NONE)
+      return Promise.resolve({ errorCode: this.availability, groups: [] });
     // Names are matched case-insensitively; a name that is no state matches nothing.
     const wanted = new Set<GroupState>();
     for (const name of request.statesFilter) {
@@ -1018,8 +1165,8 @@ export class GroupCoordinator
       seen.add(groupId);
       const result: DeletableGroupResult = { groupId, errorCode: ErrorCode.NONE };
       results.push(result);
-      if (!this.isActive) {
-        result.errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+      if (this.availability !== ErrorCode.NONE) {
+        result.errorCode = this.availability;
         continue;
       }
       const group = this.groups.get(groupId);
@@ -1032,9 +1179,9 @@ export class GroupCoordinator
     }
     if (deleted.length === 0) return Promise.resolve({ results });
 
-    // Answer once the store has dropped the offsets of every deleted group.
+    // Answer once every store has dropped what it had of every deleted group.
     const call = new ParkedCall<DeleteGroupsResponse>(this.dispatcher, undefined, undefined);
-    let remaining = deleted.length;
+    let remaining = deleted.length * this.groupStores.length;
     const wait: StoreWait = {
       abandon: () => {
         for (const result of deleted) result.errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
@@ -1048,20 +1195,22 @@ export class GroupCoordinator
       call.complete({ results });
     };
     for (const result of deleted) {
-      let removal: Promise<void>;
-      try {
-        removal = this.offsetStore.deleteGroup(result.groupId);
-      } catch (error) {
-        removal = Promise.reject(error);
-      }
-      removal.then(done, (error: unknown) => {
-        if (!call.isDone) {
-          result.errorCode = storeErrorCode(error);
-          // The offsets are still there, so the group is too.
-          if (this.isActive && !this.groups.has(result.groupId)) this.createGroup(result.groupId);
+      for (const store of this.groupStores) {
+        let removal: Promise<void>;
+        try {
+          removal = store.deleteGroup(result.groupId);
+        } catch (error) {
+          removal = Promise.reject(error);
         }
-        done();
-      });
+        removal.then(done, (error: unknown) => {
+          if (!call.isDone) {
+            result.errorCode = storeErrorCode(error);
+            // What the store kept (offsets, metadata) still belongs to a group.
+            if (this.isActive && !this.groups.has(result.groupId)) this.createGroup(result.groupId);
+          }
+          done();
+        });
+      }
     }
     return call.promise;
   }
@@ -1077,6 +1226,72 @@ export class GroupCoordinator
     group.transitionTo('Dead');
     group.clearPendingMembers();
     if (this.groups.get(group.groupId) === group) this.groups.delete(group.groupId);
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Group metadata
+
+  /**
+   * Kafka's storeGroup: writes the group's record — its generation, protocol, leader and members, with
+   * `assignments` (default: the members' current ones) — and calls `onStored` with NONE once it is
+   * durable, or with the code members get for the failure. Without a metadata store `onStored(NONE)` runs
+   * at once, synchronously. After shutdown `onStored` is not called (shutdown answered everything).
+   */
+  private storeGroup(
+    group: GroupMetadata,
+    assignments: ReadonlyMap<string, Buffer> | undefined,
+    onStored: (error: ErrorCode) => void,
+  ): void {
+    const store = this.metadataStore;
+    if (store === undefined) {
+      onStored(ErrorCode.NONE);
+      return;
+    }
+    const generationId = group.generationId;
+    let stored: Promise<void>;
+    try {
+      stored = store.storeGroup(this.storedGroupOf(group, assignments));
+    } catch (error) {
+      stored = Promise.reject(error);
+    }
+    stored.then(
+      () => {
+        if (this.isActive) onStored(ErrorCode.NONE);
+      },
+      (error: unknown) => {
+        this.listener?.onGroupStoreFailed?.(group.groupId, generationId, error);
+        if (this.isActive) onStored(storeGroupErrorCode(error));
+      },
+    );
+  }
+
+  private storedGroupOf(
+    group: GroupMetadata,
+    assignments: ReadonlyMap<string, Buffer> | undefined,
+  ): StoredGroup {
+    const members: StoredMember[] = [];
+    for (const member of group.allMembers()) {
+      members.push({
+        memberId: member.memberId,
+        groupInstanceId: member.groupInstanceId,
+        clientId: member.clientId,
+        clientHost: member.clientHost,
+        rebalanceTimeoutMs: member.rebalanceTimeoutMs,
+        sessionTimeoutMs: member.sessionTimeoutMs,
+        protocols: member.supportedProtocols,
+        assignment: assignments?.get(member.memberId) ?? member.assignment,
+      });
+    }
+    const isEmpty = members.length === 0;
+    return {
+      groupId: group.groupId,
+      protocolType: group.protocolType ?? '',
+      generationId: group.generationId,
+      protocolName: isEmpty ? '' : (group.protocolName ?? ''),
+      leaderId: isEmpty ? '' : (group.leaderId ?? ''),
+      currentStateTimestampMs: this.time.nowMs(),
+      members,
+    };
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -1108,6 +1323,7 @@ export class GroupCoordinator
   shutdown(): void {
     if (!this.isActive) return;
     this.isActive = false;
+    this.availability = ErrorCode.COORDINATOR_NOT_AVAILABLE;
     for (const group of this.groups.values()) {
       for (const member of group.allMembers()) {
         group.maybeInvokeJoinCallback(

@@ -350,6 +350,25 @@ export class GroupMetadata {
     return true;
   }
 
+  /**
+   * Loading, not a transition (the listener is not told): a fresh group whose members were just added takes
+   * back the generation it had stored, Stable with its members or Empty without (Kafka's loadGroup).
+   */
+  restore(generationId: number, protocolType: string, protocolName: string, leaderId: string): void {
+    if (this.stateValue !== 'Empty' || this.generationId !== 0) {
+      throw brokenInvariant(`Group ${this.groupId} in state ${this.stateValue} cannot be restored`);
+    }
+    this.generationId = generationId;
+    if (protocolType !== '') this.protocolType = protocolType;
+    if (this.members.size === 0) return;
+    if (!this.members.has(leaderId)) {
+      throw brokenInvariant(`Group ${this.groupId} cannot be led by ${leaderId}, not a member`);
+    }
+    this.protocolName = protocolName;
+    this.leaderIdValue = leaderId;
+    this.stateValue = 'Stable';
+  }
+
   /** Starts the next generation: CompletingRebalance with a chosen protocol, or Empty if no one is left. */
   initNextGeneration(): void {
     this.generationId++;

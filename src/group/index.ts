@@ -20,3 +20,4 @@ export type { GroupState } from './group-state';
 export { GROUP_STATES, isLegalTransition } from './group-state';
 export type { OffsetStore, CommittedOffset, TopicPartitionOffset } from './offset-store';
 export { InMemoryOffsetStore } from './in-memory-offset-store';
+export type { GroupMetadataStore, StoredGroup, StoredMember } from './group-metadata-store';

@@ -25,3 +25,30 @@ export function storeErrorCode(error: unknown): ErrorCode {
       return error.code;
   }
 }
+
+/**
+ * The code members get when a group's metadata record could not be stored, as Kafka converts append
+ * errors in `GroupMetadataManager.storeGroup`: replication trouble → COORDINATOR_NOT_AVAILABLE, a lost
+ * leadership → NOT_COORDINATOR, a timeout → REBALANCE_IN_PROGRESS (rejoin), a record too large is the
+ * server's problem, not the group's → UNKNOWN_SERVER_ERROR.
+ */
+export function storeGroupErrorCode(error: unknown): ErrorCode {
+  if (!(error instanceof CohortError)) return ErrorCode.UNKNOWN_SERVER_ERROR;
+  switch (error.code) {
+    case ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+    case ErrorCode.NOT_ENOUGH_REPLICAS:
+    case ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    case ErrorCode.NOT_LEADER_OR_FOLLOWER:
+      return ErrorCode.NOT_COORDINATOR;
+    case ErrorCode.REQUEST_TIMED_OUT:
+      return ErrorCode.REBALANCE_IN_PROGRESS;
+    case ErrorCode.MESSAGE_TOO_LARGE:
+    case ErrorCode.RECORD_LIST_TOO_LARGE:
+    case ErrorCode.INVALID_FETCH_SIZE:
+    case ErrorCode.NONE:
+      return ErrorCode.UNKNOWN_SERVER_ERROR;
+    default:
+      return error.code;
+  }
+}

@@ -295,12 +295,10 @@ describe('ConsumerOffsetsStore', () => {
       let largestBytes = 0;
       for (let i = 0; i < 300; i++) {
         const sizeBefore = store.log.sizeInBytes;
-        const wasIdle = store.compacting === null;
         const committed = store.commit('g', [{ topic: 't', partition: i % 2, offset: offset(i) }]);
         appendedBytes += store.log.sizeInBytes - sizeBefore;
-        if (wasIdle && store.compacting !== null) {
-          startedAtBytes.push(store.compacting.then((result) => result.bytesBefore));
-        }
+        const started = store.compacting;
+        if (started !== null) startedAtBytes.push(started.then((result) => result.bytesBefore));
         largestBytes = Math.max(largestBytes, store.log.sizeInBytes);
         await committed;
         // One thing at a time, so that what is measured does not depend on how fast fsync is.

@@ -1,0 +1,49 @@
+import type { Protocol } from './group-protocol';
+
+/**
+ * Where group metadata lives, so that groups survive a restart with their members (Kafka's group metadata
+ * records in `__consumer_offsets`). The coordinator writes a group's record when a generation completes —
+ * after the leader's SyncGroup, before the group becomes Stable and the assignment is handed out — when a
+ * group becomes Empty, and when a static member is replaced without a rebalance; each record replaces the
+ * group's previous one.
+ *
+ * `storeGroup` resolves once the record is durable; the coordinator waits for it before it answers the
+ * calls the record describes. Reject with a CohortError whose code says why (as for OffsetStore); the
+ * coordinator converts it as Kafka's storeGroup does (see `storeGroupErrorCode`).
+ *
+ * `storedGroups` is read once, when the coordinator loads: each group comes back Stable with its members
+ * (or Empty without), and every member gets a fresh session timeout from that moment.
+ *
+ * `deleteGroup` removes the group's record (DeleteGroups). A store that is also the coordinator's
+ * OffsetStore is called once and removes the offsets in the same write.
+ */
+export interface GroupMetadataStore {
+  storeGroup(group: StoredGroup): Promise<void>;
+  storedGroups(): Iterable<StoredGroup>;
+  deleteGroup(groupId: string): Promise<void>;
+}
+
+/** A group as of its last complete generation, or as Empty. "" stands for none. */
+export interface StoredGroup {
+  readonly groupId: string;
+  readonly protocolType: string;
+  readonly generationId: number;
+  /** The generation's protocol; "" for an Empty group. */
+  readonly protocolName: string;
+  readonly leaderId: string;
+  /** Wall-clock time the record was made (Time.nowMs). */
+  readonly currentStateTimestampMs: number;
+  readonly members: readonly StoredMember[];
+}
+
+export interface StoredMember {
+  readonly memberId: string;
+  readonly groupInstanceId: string;
+  readonly clientId: string;
+  readonly clientHost: string;
+  readonly rebalanceTimeoutMs: number;
+  readonly sessionTimeoutMs: number;
+  /** Every protocol the member offered, in its order of preference. */
+  readonly protocols: readonly Protocol[];
+  readonly assignment: Buffer;
+}

@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import { CohortError, ErrorCode } from '../../errors';
 import type { Time } from '../../time';
 import {
@@ -38,7 +39,9 @@ import { replayLog, type ReplayOptions, type ReplayResult } from './replay-log';
  * a write returns resolves at that moment: the coordinator acknowledges an OffsetCommit only then.
  *
  * Life cycle: `open()` recovers the log, `load()` replays it into the view (in bounded steps; writes are
- * refused with COORDINATOR_LOAD_IN_PROGRESS until it is done), `close()` flushes and closes.
+ * refused with COORDINATOR_LOAD_IN_PROGRESS until it is done), `close()` flushes and closes. A partition
+ * directory that does not exist yet is created by the first write, not by `open()`: like topics, a server
+ * that never stores group state leaves no trace in its data directory.
  *
  * Compaction runs by size: after an append, once the log holds a sealed segment and at least
  * `minCleanableDirtyRatio` of its bytes were written since the last compaction (Kafka's
@@ -99,6 +102,14 @@ export interface ConsumerOffsetsLoadResult extends ReplayResult {
 type Phase = 'new' | 'opened' | 'loading' | 'ready' | 'closed';
 
 const RESOLVED: Promise<void> = Promise.resolve();
+const NOTHING_TO_COMPACT: CompactionResult = Object.freeze({
+  isAborted: false,
+  segmentsBefore: 0,
+  segmentsAfter: 0,
+  recordsRemoved: 0,
+  bytesBefore: 0,
+  bytesAfter: 0,
+});
 const ignore = (): void => undefined;
 
 export class ConsumerOffsetsStore {
@@ -134,12 +145,17 @@ export class ConsumerOffsetsStore {
     this.onCompactionError = options.onCompactionError;
   }
 
-  /** The partition's log; throws before `open()`. */
+  /** The partition's log; throws until it exists (after `open()` of an existing directory, or a first write). */
   get log(): PartitionLog {
     if (this.logValue === null) {
-      throw new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `${this.dir} is not open`);
+      throw new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `${this.dir} has no log yet`);
     }
     return this.logValue;
+  }
+
+  /** Bytes on disk (0 before the first write to a new directory). */
+  get sizeInBytes(): number {
+    return this.logValue?.sizeInBytes ?? 0;
   }
 
   /** True once `load()` finished: writes are accepted. */
@@ -152,11 +168,14 @@ export class ConsumerOffsetsStore {
     return this.compactingValue;
   }
 
-  /** Opens and recovers the log (synchronously; throws if the directory cannot be used). Idempotent. */
+  /**
+   * Opens and recovers the log if its directory exists (synchronously; throws if it cannot be used).
+   * Idempotent.
+   */
   open(): void {
     if (this.phase === 'closed') throw closedError(this.dir);
-    if (this.logValue !== null) return;
-    this.logValue = PartitionLog.open(this.dir, { time: this.time, config: this.logConfig });
+    if (this.phase !== 'new') return;
+    if (fs.existsSync(this.dir)) this.logValue = this.openLog();
     this.phase = 'opened';
   }
 
@@ -167,7 +186,10 @@ export class ConsumerOffsetsStore {
       throw new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `${this.dir} is ${this.phase}, not opened`);
     }
     this.phase = 'loading';
-    const replayed = await replayLog(this.log, (record) => this.replay(record), this.replayOptions);
+    const replayed =
+      this.logValue === null
+        ? { records: 0, bytes: 0, startOffset: 0, endOffset: 0 }
+        : await replayLog(this.logValue, (record) => this.replay(record), this.replayOptions);
     if (this.phase !== 'loading') throw closedError(this.dir);
     this.phase = 'ready';
     let offsets = 0;
@@ -260,7 +282,8 @@ export class ConsumerOffsetsStore {
 
   /** Compacts now (concurrent calls share one run); the dirty-ratio trigger calls this in the background. */
   compact(): Promise<CompactionResult> {
-    this.compactingValue ??= this.log
+    if (this.logValue === null) return Promise.resolve(NOTHING_TO_COMPACT);
+    this.compactingValue ??= this.logValue
       .compact()
       .then((result) => {
         if (!result.isAborted) this.cleanBytes = result.bytesAfter;
@@ -298,7 +321,8 @@ export class ConsumerOffsetsStore {
     }
     let flushed: Promise<void> | null;
     try {
-      flushed = this.log.append(records).flushed;
+      this.logValue ??= this.openLog();
+      flushed = this.logValue.append(records).flushed;
     } catch (error) {
       return Promise.reject(error);
     }
@@ -306,6 +330,10 @@ export class ConsumerOffsetsStore {
     const applied = Promise.all([this.tail, flushed ?? RESOLVED]).then(apply);
     this.tail = applied.then(ignore, ignore);
     return applied;
+  }
+
+  private openLog(): PartitionLog {
+    return PartitionLog.open(this.dir, { time: this.time, config: this.logConfig });
   }
 
   private maybeCompact(): void {

@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CohortError, ErrorCode } from '../../../../src/errors';
 import {
@@ -171,6 +172,18 @@ describe('ConsumerOffsetsStore', () => {
     expect(viewOf(await reopen(store))).toEqual(live);
   });
 
+  test('a store that is never written leaves no directory behind; its first write creates it', async () => {
+    const store = await openStore();
+    expect(fs.existsSync(dir)).toBe(false);
+    expect([...store.storedGroups()]).toEqual([]);
+    await store.commit('g', [{ topic: 't', partition: 0, offset: offset(1) }]);
+    expect(fs.existsSync(dir)).toBe(true);
+    expect(viewOf(await reopen(store))).toEqual({
+      offsets: { g: [{ topic: 't', partition: 0, offset: offset(1) }] },
+      groups: [],
+    });
+  });
+
   test('writes before the load has finished are refused with COORDINATOR_LOAD_IN_PROGRESS', async () => {
     const store = new ConsumerOffsetsStore(dir, { time });
     stores.push(store);
@@ -294,12 +307,12 @@ describe('ConsumerOffsetsStore', () => {
       let appendedBytes = 0;
       let largestBytes = 0;
       for (let i = 0; i < 300; i++) {
-        const sizeBefore = store.log.sizeInBytes;
+        const sizeBefore = store.sizeInBytes;
         const committed = store.commit('g', [{ topic: 't', partition: i % 2, offset: offset(i) }]);
-        appendedBytes += store.log.sizeInBytes - sizeBefore;
+        appendedBytes += store.sizeInBytes - sizeBefore;
         const started = store.compacting;
         if (started !== null) startedAtBytes.push(started.then((result) => result.bytesBefore));
-        largestBytes = Math.max(largestBytes, store.log.sizeInBytes);
+        largestBytes = Math.max(largestBytes, store.sizeInBytes);
         await committed;
         // One thing at a time, so that what is measured does not depend on how fast fsync is.
         await store.compacting;

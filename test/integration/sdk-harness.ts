@@ -46,6 +46,7 @@ export class ObservedTransport
   readonly outcomes: Outcome[] = [];
   private readonly grpc: GrpcTransport;
   private readonly holding = new Map<Method, (() => void)[]>();
+  private readonly inFlight = new Map<Method, Set<AbortController>>();
 
   constructor(address: string) {
     super();
@@ -72,6 +73,16 @@ export class ObservedTransport
     this.holding.delete(method);
     for (const send of held) send();
     return held.length;
+  }
+
+  /**
+   * Cancels every call of `method` in flight, as a proxy or a dropped stream would: the server sees the call
+   * cancelled and the member gets gRPC CANCELLED, which it did not ask for. Returns how many were cancelled.
+   */
+  cancel(method: Method): number {
+    const calls = [...(this.inFlight.get(method) ?? [])];
+    for (const controller of calls) controller.abort();
+    return calls.length;
   }
 
   /** How many calls of `method` are held right now. */
@@ -110,18 +121,33 @@ export class ObservedTransport
   }
 
   private send<Req, Res extends object>(method: Method, request: Req, options: CallOptions): Promise<Res> {
-    const forward = (): Promise<Res> =>
-      (this.grpc[method] as (rq: Req, o: CallOptions) => Promise<Res>)(request, options).then(
+    const forward = (): Promise<Res> => {
+      // The member's signal still cancels the call; `cancel(method)` can now cancel it too.
+      const controller = new AbortController();
+      const onAbort = (): void => controller.abort();
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      let calls = this.inFlight.get(method);
+      if (calls === undefined) this.inFlight.set(method, (calls = new Set()));
+      calls.add(controller);
+      const done = (): void => {
+        calls.delete(controller);
+        options.signal?.removeEventListener('abort', onAbort);
+      };
+      const send = this.grpc[method] as (rq: Req, o: CallOptions) => Promise<Res>;
+      return send.call(this.grpc, request, { timeoutMs: options.timeoutMs, signal: controller.signal }).then(
         (response) => {
+          done();
           const code = codeOf(response);
           this.record({ method, request, ...(code !== undefined ? { code } : {}) });
           return response;
         },
         (error: CohortError) => {
+          done();
           this.record({ method, request, error });
           throw error;
         },
       );
+    };
     const held = this.holding.get(method);
     if (held === undefined) return forward();
     return new Promise<Res>((resolve, reject) => {

@@ -14,7 +14,10 @@ export interface CohortClientOptions {
   readonly token?: string;
   /** `true` for TLS with the system's roots; PEM buffers for a private CA or mutual TLS. */
   readonly tls?: boolean | TlsOptions;
-  /** Replaces the clock (tests). */
+  /**
+   * Replaces the clock of the members' timers: heartbeats, backoffs, the stall guard and each call's
+   * timeout (tests pass a `ManualTime`). The gRPC channel's own deadlines stay on real time.
+   */
   readonly time?: Time;
   /** Replaces the gRPC transport (tests, or another way to reach the coordinator). */
   readonly transport?: GroupTransport & { close?(): void };
@@ -60,7 +63,9 @@ export class CohortClient {
         address: options.address,
         ...(options.token !== undefined ? { token: options.token } : {}),
         ...(options.tls !== undefined ? { tls: options.tls } : {}),
-        ...(options.time !== undefined ? { time: options.time } : {}),
+        // Not `time`: a gRPC deadline is a moment on the real wall clock, and a ManualTime's wall clock stands
+        // still in the past, so every call would expire before it was sent. The member already times each
+        // call out on `time`.
       });
       this.transport = transport;
       this.closeTransport = () => transport.close();

@@ -1,0 +1,239 @@
+/**
+ * bench:group — the group coordinator over gRPC, three measurements (issue 3's benchmark section):
+ *
+ * 1. Heartbeat throughput (bench/group/heartbeat-throughput.ts): 10,000 members in 1,000 Stable groups,
+ *    Heartbeat against a no-op unary method on the same server, both through the same adapter and driven
+ *    at saturation by h2load, in the same rounds. Reports calls/s of each side and their ratio, and the
+ *    server's CPU µs per call (process.cpuUsage of the server's own process) and the difference: what the
+ *    coordinator adds per heartbeat.
+ * 2. Rebalance latency (bench/group/rebalance-latency.ts): groups of 10, 100, 1,000 and 5,000 members,
+ *    from the last JoinGroup sent to every JoinGroup answer and to every SyncGroup answer, with the longest
+ *    server task during the rebalance; the same-run reference is a Noop round trip at that moment.
+ * 3. Memory (bench/group/member-memory.ts): RSS and heap bytes per idle member with 100,000 members in
+ *    10,000 groups, built in-process through the coordinator API.
+ *
+ * The server always runs in a child process, so its CPU and memory figures exclude the load generator.
+ * Every figure is a median over rounds; cohort ÷ baseline ratios are taken round by round.
+ *
+ * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5), `--only=heartbeat,
+ * rebalance,memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR). Heartbeat load
+ * needs h2load (`apt-get install -y nghttp2-client`); without it a labelled Node http2 fallback runs.
+ * The last line of output is a JSON object of the figures.
+ */
+import { heartbeatThroughput, HEARTBEAT_GROUPS, HEARTBEAT_GROUP_SIZE } from './group/heartbeat-throughput';
+import { memberMemory, MEMORY_GROUPS, MEMORY_GROUP_SIZE } from './group/member-memory';
+import { rebalanceLatency, REBALANCE_SIZES } from './group/rebalance-latency';
+import { describeMachine } from './support/machine';
+import { line, printFigures, round, table, verdict } from './support/report';
+import type { RoundSet } from './support/round-set';
+import { median } from './support/stats';
+
+const SECTIONS = ['heartbeat', 'rebalance', 'memory'] as const;
+type Section = (typeof SECTIONS)[number];
+
+const TARGET_HEARTBEAT_RATIO = 0.9;
+const TARGET_ADDED_US_PER_HEARTBEAT = 5;
+const TARGET_REBALANCE_1000_MS = 150;
+const TARGET_MAX_TASK_5000_MS = 50;
+const TARGET_BYTES_PER_MEMBER = 2_048;
+
+function argValue(name: string): string | undefined {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return arg?.slice(name.length + 3);
+}
+
+function readRounds(fallback: number): number {
+  const arg = argValue('rounds');
+  const rounds = arg === undefined ? fallback : Number(arg);
+  if (!Number.isSafeInteger(rounds) || rounds < 1) throw new RangeError(`--rounds must be >= 1, got ${arg}`);
+  return rounds;
+}
+
+function readOnly(): Set<Section> {
+  const arg = argValue('only');
+  const only = arg === undefined ? [...SECTIONS] : arg.split(',');
+  for (const name of only) {
+    if (!(SECTIONS as readonly string[]).includes(name)) {
+      throw new RangeError(`--only takes ${SECTIONS.join(',')}, got ${name}`);
+    }
+  }
+  return new Set(only as Section[]);
+}
+
+/** Median over rounds of a − b, paired round by round. */
+function medianDifference(rounds: RoundSet, a: string, b: string): number {
+  const x = rounds.values(a);
+  const y = rounds.values(b);
+  return median(x.slice(0, Math.min(x.length, y.length)).map((value, i) => value - y[i]));
+}
+
+async function main(): Promise<void> {
+  const rounds = readRounds(5);
+  const only = readOnly();
+  const cpuProfileDir = argValue('cpu-prof');
+  const figures: Record<string, unknown> = { bench: 'group', rounds };
+  const summary: (string | number)[][] = [['target', 'figure', 'goal', 'verdict']];
+  const log = (text: string): void => line(text);
+
+  line('bench:group — cohort group coordinator over gRPC');
+  line(JSON.stringify(describeMachine()));
+  line(`rounds: ${rounds}${cpuProfileDir === undefined ? '' : `, server CPU profiles in ${cpuProfileDir}`}`);
+
+  if (only.has('heartbeat')) {
+    line();
+    line(
+      `Heartbeat throughput: ${HEARTBEAT_GROUPS * HEARTBEAT_GROUP_SIZE} members in ${HEARTBEAT_GROUPS} groups`,
+    );
+    const result = await heartbeatThroughput(
+      {
+        rounds,
+        warmupMs: 1_000,
+        windowMs: 4_000,
+        lanes: 8,
+        streamsPerLane: 16,
+        requestsPerRun: 1_000,
+        cpuProfileDir,
+      },
+      log,
+    );
+    const r = result.rounds;
+    const ratio = r.medianRatio('heartbeatCallsPerSec', 'noopCallsPerSec');
+    const addedUs = medianDifference(r, 'heartbeatCpuUsPerCall', 'noopCpuUsPerCall');
+    table([
+      ['side', 'calls/s', 'server CPU µs/call', 'event-loop utilisation'],
+      ...(['noop', 'heartbeat'] as const).map((side) => [
+        side,
+        round(r.median(`${side}CallsPerSec`), 0),
+        round(r.median(`${side}CpuUsPerCall`), 1),
+        round(r.median(`${side}EventLoopUtilization`), 3),
+      ]),
+    ]);
+    line(
+      `load: ${result.loader}; heartbeats went to ${result.membersDriven} distinct members over all rounds`,
+    );
+    Object.assign(figures, {
+      heartbeatLoadGenerator: result.loader,
+      heartbeatMembers: result.membersFormed,
+      heartbeatMembersDriven: result.membersDriven,
+      heartbeatCallsPerSec: round(r.median('heartbeatCallsPerSec'), 0),
+      noopCallsPerSec: round(r.median('noopCallsPerSec'), 0),
+      heartbeatVsNoopCallsPerSecRatio: round(ratio, 3),
+      heartbeatServerCpuUsPerCall: round(r.median('heartbeatCpuUsPerCall'), 2),
+      noopServerCpuUsPerCall: round(r.median('noopCpuUsPerCall'), 2),
+      heartbeatVsNoopServerCpuPerCallRatio: round(
+        r.medianRatio('heartbeatCpuUsPerCall', 'noopCpuUsPerCall'),
+        3,
+      ),
+      heartbeatAddedServerCpuUsPerCall: round(addedUs, 2),
+    });
+    summary.push([
+      'heartbeat ÷ noop calls/s',
+      round(ratio, 3),
+      `>= ${TARGET_HEARTBEAT_RATIO}`,
+      verdict(ratio >= TARGET_HEARTBEAT_RATIO),
+    ]);
+    summary.push([
+      'µs added per heartbeat',
+      round(addedUs, 2),
+      `<= ${TARGET_ADDED_US_PER_HEARTBEAT}`,
+      verdict(addedUs <= TARGET_ADDED_US_PER_HEARTBEAT),
+    ]);
+  }
+
+  if (only.has('rebalance')) {
+    line();
+    line(`Rebalance latency: groups of ${REBALANCE_SIZES.join(', ')} members`);
+    const r = await rebalanceLatency({ rounds, sizes: REBALANCE_SIZES, cpuProfileDir }, log);
+    const rows: (string | number)[][] = [
+      [
+        'members',
+        'join ms',
+        'sync ms',
+        'server join ms',
+        'max task ms CPU',
+        'max loop delay ms',
+        'noop rtt ms',
+      ],
+    ];
+    for (const size of REBALANCE_SIZES) {
+      const m = (name: string): number => r.median(`n${size}${name}`);
+      rows.push([
+        size,
+        round(m('JoinMs'), 1),
+        round(m('SyncMs'), 1),
+        round(m('ServerJoinMs'), 1),
+        round(m('MaxTaskCpuMs'), 1),
+        round(m('MaxLoopDelayMs'), 1),
+        round(m('NoopRttMs'), 2),
+      ]);
+      Object.assign(figures, {
+        [`rebalance${size}JoinMs`]: round(m('JoinMs'), 1),
+        [`rebalance${size}SyncMs`]: round(m('SyncMs'), 1),
+        [`rebalance${size}ServerJoinMs`]: round(m('ServerJoinMs'), 1),
+        [`rebalance${size}MaxTaskCpuMs`]: round(m('MaxTaskCpuMs'), 1),
+        [`rebalance${size}MaxTaskCpuMsWorstRound`]: round(r.max(`n${size}MaxTaskCpuMs`), 1),
+        [`rebalance${size}MaxLoopDelayMs`]: round(m('MaxLoopDelayMs'), 1),
+        [`rebalance${size}NoopRoundTripMs`]: round(m('NoopRttMs'), 3),
+      });
+    }
+    table(rows);
+    line('client-bound: 4 grpc-js channels in one process; "server join ms" is the server\'s own share');
+    const join1000 = r.median('n1000JoinMs');
+    const sync1000 = r.median('n1000SyncMs');
+    const task5000 = r.max('n5000MaxTaskCpuMs');
+    summary.push([
+      '1,000-member join',
+      round(join1000, 1),
+      `<= ${TARGET_REBALANCE_1000_MS} ms`,
+      verdict(join1000 <= TARGET_REBALANCE_1000_MS),
+    ]);
+    summary.push([
+      '1,000-member join+sync',
+      round(sync1000, 1),
+      `<= ${TARGET_REBALANCE_1000_MS} ms`,
+      verdict(sync1000 <= TARGET_REBALANCE_1000_MS),
+    ]);
+    summary.push([
+      '5,000: longest task (worst round)',
+      round(task5000, 1),
+      `<= ${TARGET_MAX_TASK_5000_MS} ms CPU`,
+      verdict(task5000 <= TARGET_MAX_TASK_5000_MS),
+    ]);
+  }
+
+  if (only.has('memory')) {
+    line();
+    line(
+      `Memory: ${MEMORY_GROUPS * MEMORY_GROUP_SIZE} idle members in ${MEMORY_GROUPS} groups (in-process, server codecs)`,
+    );
+    const r = await memberMemory(rounds, log);
+    const rss = r.median('rssBytesPerMember');
+    table([
+      ['per member', 'bytes'],
+      ['RSS', round(rss, 0)],
+      ['V8 heap used', round(r.median('heapBytesPerMember'), 0)],
+      ['external (Buffers)', round(r.median('externalBytesPerMember'), 0)],
+    ]);
+    Object.assign(figures, {
+      memoryMembers: MEMORY_GROUPS * MEMORY_GROUP_SIZE,
+      memoryRssBytesPerMember: round(rss, 0),
+      memoryHeapBytesPerMember: round(r.median('heapBytesPerMember'), 0),
+      memoryExternalBytesPerMember: round(r.median('externalBytesPerMember'), 0),
+    });
+    summary.push([
+      'RSS per idle member',
+      round(rss, 0),
+      `<= ${TARGET_BYTES_PER_MEMBER} B`,
+      verdict(rss <= TARGET_BYTES_PER_MEMBER),
+    ]);
+  }
+
+  line();
+  table(summary);
+  printFigures(figures);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${String((error as Error)?.stack ?? error)}\n`);
+  process.exit(1);
+});

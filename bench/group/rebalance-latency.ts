@@ -1,0 +1,89 @@
+import { performance } from 'node:perf_hooks';
+import { ErrorCode } from '../../src/errors';
+import { median } from '../support/stats';
+import { RoundSet } from '../support/round-set';
+import { BenchChannels } from './bench-channels';
+import { codecs, formGroup, rebalance, type Codecs } from './group-driver';
+import { startBenchServer } from './server-process';
+
+/**
+ * Rebalance latency of one group of N members over real gRPC on loopback: each round, every member rejoins
+ * with a changed subscription and syncs as soon as its JoinGroup is answered. Measured on the client from
+ * the moment the last JoinGroup is sent (all are issued in one synchronous loop, encoded beforehand) to the
+ * last JoinGroup answer and to the last SyncGroup answer. The server reports the longest event-loop delay
+ * during the round (monitorEventLoopDelay, 1 ms resolution): the longest task the rebalance ran.
+ *
+ * The client is the bottleneck (a grpc-js call costs the client more than the server): it uses 4 channels
+ * and pre-encoded requests. There is no baseline implementation of a rebalance; as the same-run reference,
+ * each round first times a sequential Noop round trip on the same channels.
+ */
+
+export const REBALANCE_SIZES = [10, 100, 1_000, 5_000] as const;
+const CHANNELS = 4;
+const NOOP_PROBES = 21;
+
+export interface RebalanceShape {
+  readonly rounds: number;
+  readonly sizes: readonly number[];
+  readonly cpuProfileDir?: string;
+}
+
+async function noopRoundTripMs(channels: BenchChannels, c: Codecs): Promise<number> {
+  const request = c.noop.encodeRequest({
+    groupId: 'probe',
+    generationId: 0,
+    memberId: 'probe',
+    groupInstanceId: '',
+  });
+  const samples: number[] = [];
+  for (let i = 0; i < NOOP_PROBES; i++) {
+    const t0 = performance.now();
+    const response = await channels.call(0, c.noop.path, request, c.noop.decodeResponse);
+    samples.push(performance.now() - t0);
+    if (response.errorCode !== ErrorCode.NONE) throw new Error('Noop answered an error');
+  }
+  return median(samples);
+}
+
+/**
+ * Figures per size: `n<N>JoinMs`, `n<N>SyncMs` (client), `n<N>ServerJoinMs`, `n<N>MaxTaskCpuMs`,
+ * `n<N>MaxLoopDelayMs`, `n<N>NoopRttMs`.
+ */
+export async function rebalanceLatency(
+  shape: RebalanceShape,
+  log: (text: string) => void,
+): Promise<RoundSet> {
+  const server = await startBenchServer({ initialDelayMs: 500, cpuProfileDir: shape.cpuProfileDir });
+  const channels = new BenchChannels(server.target, CHANNELS);
+  const c = codecs();
+  const rounds = new RoundSet();
+  try {
+    for (const size of shape.sizes) {
+      const group = await formGroup(channels, c, `rebalance-${size}`, size);
+      await rebalance(channels, c, group); // warm-up: JIT, connection windows
+      for (let r = 0; r < shape.rounds; r++) {
+        const rttMs = await noopRoundTripMs(channels, c);
+        await server.loopStart();
+        const timing = await rebalance(channels, c, group);
+        const probe = await server.loopStop();
+        rounds.record(`n${size}JoinMs`, timing.joinMs);
+        rounds.record(`n${size}SyncMs`, timing.syncMs);
+        // The server's own share: from the last JoinGroup it received to the last JoinGroup it answered.
+        rounds.record(`n${size}ServerJoinMs`, probe.lastJoinAnsweredMs - probe.lastJoinReceivedMs);
+        rounds.record(`n${size}MaxTaskCpuMs`, probe.maxTaskCpuMs);
+        rounds.record(`n${size}MaxLoopDelayMs`, probe.maxDelayMs);
+        rounds.record(`n${size}NoopRttMs`, rttMs);
+      }
+      const m = (name: string): string => rounds.median(`n${size}${name}`).toFixed(1);
+      log(
+        `  ${size} members: join ${m('JoinMs')} ms (server ${m('ServerJoinMs')} ms), sync ${m('SyncMs')} ms, ` +
+          `longest task ${m('MaxTaskCpuMs')} ms CPU / ${m('MaxLoopDelayMs')} ms loop delay, ` +
+          `noop rtt ${rounds.median(`n${size}NoopRttMs`).toFixed(2)} ms`,
+      );
+    }
+    return rounds;
+  } finally {
+    channels.close();
+    await server.stop();
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * The server under test for bench:group, in its own process (started by bench/group/server-process.ts).
+ *
+ * One grpc-js Server carries both sides of the heartbeat comparison: cohort.v1.GroupCoordinator, wired
+ * exactly as createServer wires it (guardServiceDefinition + groupCoordinatorService over the real
+ * GroupCoordinator on the system clock), and the bench's cohort.bench.v1.Noop, through the same guard and
+ * the same unaryHandler adapter, decoding the same HeartbeatRequest and answering a constant response.
+ * Health and reflection, which createServer also adds, are left out: they cost nothing per call.
+ *
+ * The parent asks, over IPC, for CPU windows (process.cpuUsage of this process only), event-loop probes and
+ * group summaries.
+ */
+import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import pino from 'pino';
+import { ErrorCode } from '../../src/errors';
+import { DEFAULT_GROUP_CONFIG, GroupCoordinator, type GroupConfig } from '../../src/group';
+import { heartbeatReply } from '../../src/group/group-responses';
+import type { HeartbeatResponse, RequestContext } from '../../src/group/group-protocol';
+import { groupCoordinatorService } from '../../src/server/group-coordinator-service';
+import { unaryHandler } from '../../src/server/unary-handler';
+import { guardServiceDefinition } from '../../src/server/undecodable-request';
+import { SYSTEM_TIME } from '../../src/time';
+import { collectGarbage } from '../support/gc-recorder';
+import { serveParent } from './child-rpc';
+import { CountingCoordinator } from './counting-coordinator';
+import { benchProtos, NOOP_PATH } from './wire';
+
+export interface CpuWindow {
+  readonly wallUs: number;
+  readonly cpuUs: number;
+  /** Event-loop utilisation in the window (1 = the loop never idled: the server was saturated). */
+  readonly eventLoopUtilization: number;
+  readonly heartbeatsOk: number;
+  readonly heartbeatsOther: Record<string, number>;
+  readonly noopCalls: number;
+}
+
+/** Calls served since the server started. */
+export interface CallCounts {
+  readonly heartbeatsOk: number;
+  readonly heartbeatsOther: Record<string, number>;
+  readonly noopCalls: number;
+}
+
+export interface LoopProbe {
+  /**
+   * The largest event-loop delay seen (monitorEventLoopDelay, 1 ms resolution), in wall-clock ms. On a
+   * shared machine it also counts time the process waited for a CPU.
+   */
+  readonly maxDelayMs: number;
+  /**
+   * The most CPU the process used between two turns of a 1 ms timer chain: the longest task measured in
+   * CPU time, which preemption by other processes does not inflate (it does include V8's helper threads).
+   */
+  readonly maxTaskCpuMs: number;
+  readonly eventLoopUtilization: number;
+  /** Server-side marks (performance.now() of this process), for the server's share of a rebalance. */
+  readonly lastJoinReceivedMs: number;
+  readonly lastJoinAnsweredMs: number;
+  readonly lastSyncAnsweredMs: number;
+}
+
+export interface GroupSummary {
+  readonly groups: number;
+  readonly byState: Record<string, number>;
+  readonly members: number;
+}
+
+export interface ServerMemory {
+  readonly rssBytes: number;
+  readonly heapUsedBytes: number;
+}
+
+function argValue(name: string, fallback: number): number {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return arg === undefined ? fallback : Number(arg.slice(name.length + 3));
+}
+
+const config: GroupConfig = {
+  ...DEFAULT_GROUP_CONFIG,
+  groupInitialRebalanceDelayMs: argValue('initial-delay-ms', 1_000),
+};
+const logger = pino({ level: 'warn' });
+const coordinator = new GroupCoordinator(config, SYSTEM_TIME, {
+  onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
+});
+const counting = new CountingCoordinator(coordinator, heartbeatReply(ErrorCode.NONE));
+const NOOP_REPLY: Promise<HeartbeatResponse> = Promise.resolve(Object.freeze({ errorCode: ErrorCode.NONE }));
+let noopCalls = 0;
+const noop = (_request: unknown, _context: RequestContext): Promise<HeartbeatResponse> => {
+  noopCalls++;
+  return NOOP_REPLY;
+};
+
+const protos = benchProtos();
+const onEncodeFailure = (error: unknown, method: string): void =>
+  logger.error({ err: error, method }, 'a response could not be encoded');
+const server = new Server();
+server.addService(
+  guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
+  groupCoordinatorService(counting, logger),
+);
+server.addService(guardServiceDefinition(protos.noop, onEncodeFailure), {
+  Noop: unaryHandler(NOOP_PATH, logger, noop),
+});
+
+const port = new Promise<number>((resolve, reject) =>
+  server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
+    error === null ? resolve(bound) : reject(error),
+  ),
+);
+
+let window:
+  { t0: number; cpu: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization> } | undefined;
+let windowCounts = { ok: 0, other: {} as Record<string, number>, noop: 0 };
+let histogram: IntervalHistogram | undefined;
+let probeElu: ReturnType<typeof performance.eventLoopUtilization> | undefined;
+
+/** A 1 ms timer chain that records the most CPU the process spent between two of its turns. */
+class TaskCpuProbe {
+  maxCpuMs = 0;
+  private lastCpuUs = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  start(): void {
+    this.maxCpuMs = 0;
+    this.lastCpuUs = cpuUs();
+    this.timer = setTimeout(this.tick, 1);
+  }
+
+  stop(): number {
+    clearTimeout(this.timer);
+    this.tick();
+    clearTimeout(this.timer);
+    return this.maxCpuMs;
+  }
+
+  private readonly tick = (): void => {
+    const now = cpuUs();
+    const gapMs = (now - this.lastCpuUs) / 1_000;
+    if (gapMs > this.maxCpuMs) this.maxCpuMs = gapMs;
+    this.lastCpuUs = now;
+    this.timer = setTimeout(this.tick, 1);
+  };
+}
+
+function cpuUs(): number {
+  const usage = process.cpuUsage();
+  return usage.user + usage.system;
+}
+
+const taskProbe = new TaskCpuProbe();
+
+function diffCounts(now: Record<string, number>, before: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [code, count] of Object.entries(now)) {
+    const delta = count - (before[code] ?? 0);
+    if (delta > 0) out[code] = delta;
+  }
+  return out;
+}
+
+serveParent(
+  {
+    port: () => port,
+    counts: (): CallCounts => {
+      const counts = counting.counts();
+      return { heartbeatsOk: counts.ok, heartbeatsOther: counts.other, noopCalls };
+    },
+    windowStart: () => {
+      const counts = counting.counts();
+      windowCounts = { ok: counts.ok, other: counts.other, noop: noopCalls };
+      window = { t0: performance.now(), cpu: process.cpuUsage(), elu: performance.eventLoopUtilization() };
+    },
+    windowStop: (): CpuWindow => {
+      if (window === undefined) throw new Error('windowStop without windowStart');
+      const cpu = process.cpuUsage(window.cpu);
+      const wallUs = (performance.now() - window.t0) * 1_000;
+      const elu = performance.eventLoopUtilization(window.elu).utilization;
+      const counts = counting.counts();
+      window = undefined;
+      return {
+        wallUs,
+        cpuUs: cpu.user + cpu.system,
+        eventLoopUtilization: elu,
+        heartbeatsOk: counts.ok - windowCounts.ok,
+        heartbeatsOther: diffCounts(counts.other, windowCounts.other),
+        noopCalls: noopCalls - windowCounts.noop,
+      };
+    },
+    loopStart: () => {
+      histogram = monitorEventLoopDelay({ resolution: 1 });
+      histogram.enable();
+      probeElu = performance.eventLoopUtilization();
+      taskProbe.start();
+    },
+    loopStop: (): LoopProbe => {
+      if (histogram === undefined || probeElu === undefined) throw new Error('loopStop without loopStart');
+      histogram.disable();
+      const result: LoopProbe = {
+        maxDelayMs: histogram.max / 1e6,
+        maxTaskCpuMs: taskProbe.stop(),
+        eventLoopUtilization: performance.eventLoopUtilization(probeElu).utilization,
+        ...counting.marks,
+      };
+      histogram = undefined;
+      return result;
+    },
+    groupSummary: async (): Promise<GroupSummary> => {
+      const context: RequestContext = { clientHost: 'bench' };
+      const listed = await coordinator.listGroups({ statesFilter: [] }, context);
+      const byState: Record<string, number> = {};
+      for (const group of listed.groups) byState[group.groupState] = (byState[group.groupState] ?? 0) + 1;
+      const described = await coordinator.describeGroups(
+        { groups: listed.groups.map((g) => g.groupId) },
+        context,
+      );
+      let members = 0;
+      for (const group of described.groups) members += group.members.length;
+      return { groups: listed.groups.length, byState, members };
+    },
+    memory: (): ServerMemory => {
+      collectGarbage();
+      const usage = process.memoryUsage();
+      return { rssBytes: usage.rss, heapUsedBytes: usage.heapUsed };
+    },
+  },
+  () =>
+    new Promise<void>((resolve) => {
+      coordinator.shutdown();
+      server.tryShutdown(() => resolve());
+      // Clients the parent forgot to close must not hold the exit (and the CPU profile) forever.
+      setTimeout(() => {
+        server.forceShutdown();
+        resolve();
+      }, 2_000).unref();
+    }),
+);

@@ -1,0 +1,68 @@
+import type { MethodDefinition, PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
+import { loadSync } from '@grpc/proto-loader';
+import { PROTO_DIR, PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../src/server/load-protos';
+
+/** The bench's own service (bench/group/noop.proto), loaded beside cohort's protos. */
+export const NOOP_SERVICE = 'cohort.bench.v1.Noop';
+export const NOOP_PATH = '/cohort.bench.v1.Noop/Noop';
+export const GROUP_COORDINATOR_PATH = '/cohort.v1.GroupCoordinator/';
+
+export interface BenchProtos {
+  readonly packageDefinition: PackageDefinition;
+  readonly groupCoordinator: ServiceDefinition;
+  readonly noop: ServiceDefinition;
+}
+
+let loaded: BenchProtos | undefined;
+
+/**
+ * cohort's protos plus the Noop service, decoded with the server's own options, so the bench server's
+ * decoders and encoders are exactly the ones `createServer` uses.
+ */
+export function benchProtos(): BenchProtos {
+  if (loaded === undefined) {
+    const packageDefinition = loadSync([...PROTO_FILES, 'noop.proto'], {
+      ...PROTO_LOADER_OPTIONS,
+      includeDirs: [PROTO_DIR, __dirname],
+    });
+    loaded = {
+      packageDefinition,
+      groupCoordinator: packageDefinition['cohort.v1.GroupCoordinator'] as ServiceDefinition,
+      noop: packageDefinition[NOOP_SERVICE] as ServiceDefinition,
+    };
+  }
+  return loaded;
+}
+
+/** One RPC's codecs as the server sees them (request decode, response encode) and as a client needs them. */
+export interface MethodCodec<Req, Res> {
+  readonly path: string;
+  encodeRequest(request: Req): Buffer;
+  decodeRequest(bytes: Buffer): Req;
+  encodeResponse(response: Res): Buffer;
+  decodeResponse(bytes: Buffer): Res;
+}
+
+export function methodCodec<Req, Res>(service: ServiceDefinition, method: string): MethodCodec<Req, Res> {
+  const definition = service[method] as unknown as MethodDefinition<Req, Res> | undefined;
+  if (definition === undefined) throw new Error(`no method ${method} in the loaded service`);
+  return {
+    path: definition.path,
+    encodeRequest: (request) => definition.requestSerialize(request),
+    decodeRequest: (bytes) => definition.requestDeserialize(bytes),
+    encodeResponse: (response) => definition.responseSerialize(response),
+    decodeResponse: (bytes) => definition.responseDeserialize(bytes),
+  };
+}
+
+/**
+ * A gRPC message as it travels in an HTTP/2 DATA frame: a 1-byte compressed flag (0), a 4-byte big-endian
+ * length, then the protobuf bytes. h2load sends this as its request body.
+ */
+export function grpcFrame(message: Buffer): Buffer {
+  const frame = Buffer.allocUnsafe(5 + message.length);
+  frame.writeUInt8(0, 0);
+  frame.writeUInt32BE(message.length, 1);
+  message.copy(frame, 5);
+  return frame;
+}

@@ -9,8 +9,14 @@ import { parseListenAddress } from '../config';
 import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinator } from '../group/group-coordinator';
 import type { GroupCoordinatorService } from '../group/group-protocol';
+import type { BrokerConfig } from '../log';
+import { ReplicaFetcher, ReplicaManager } from '../log';
+import { DEFAULT_FLUSH_INTERVAL_MS } from '../log/storage';
 import type { Time } from '../time';
 import { ManualTime, SYSTEM_TIME } from '../time';
+import { SystemTimer } from '../timer';
+import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
+import { brokerService } from './broker-service';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { loadCohortProtos } from './load-protos';
 import { testClockService } from './test-clock-service';
@@ -18,6 +24,10 @@ import { guardServiceDefinition } from './undecodable-request';
 
 export const GROUP_COORDINATOR_SERVICE = 'cohort.v1.GroupCoordinator';
 export const TEST_CLOCK_SERVICE = 'cohort.v1.TestClock';
+export const BROKER_SERVICE = 'cohort.v1.Broker';
+/** Kafka's replica.fetch.wait.max.ms and the follower's metadata refresh, before the lag time caps them. */
+const FOLLOWER_FETCH_WAIT_MAX_MS = 500;
+const FOLLOWER_METADATA_REFRESH_MS = 1_000;
 /** How long `close()` lets in-flight calls finish before cutting every connection. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 
@@ -54,6 +64,8 @@ export interface CohortServer {
   /** The clock TestClock moves, when `config.manualClock`; tests may also advance it directly. */
   readonly manualTime: ManualTime | undefined;
   readonly coordinator: GroupCoordinatorService;
+  /** The log: topics, Produce, Fetch and replication. */
+  readonly replicaManager: ReplicaManager;
   readonly logger: Logger;
 }
 
@@ -64,6 +76,25 @@ function groupConfigOf(config: CohortConfig): GroupConfig {
     groupInitialRebalanceDelayMs: config.groupInitialRebalanceDelayMs,
     groupMaxSize: config.groupMaxSize,
     offsetMetadataMaxBytes: config.offsetMetadataMaxBytes,
+  });
+}
+
+function brokerConfigOf(config: CohortConfig): BrokerConfig {
+  return Object.freeze({
+    nodeId: config.nodeId,
+    isFollower: config.replicaOf !== '',
+    followers: config.followers,
+    minInsyncReplicas: config.minInsyncReplicas,
+    replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
+    dataDir: config.dataDir,
+    logConfig: Object.freeze({
+      segmentBytes: config.logSegmentBytes,
+      retentionMs: config.logRetentionMs,
+      retentionBytes: config.logRetentionBytes,
+      flushMessages: config.logFlushMessages,
+      flushIntervalMs:
+        config.logFlushIntervalMs === -1 ? DEFAULT_FLUSH_INTERVAL_MS : config.logFlushIntervalMs,
+    }),
   });
 }
 
@@ -85,16 +116,31 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
     });
   const coordinator = (options.coordinatorFactory ?? defaultFactory)(groupConfigOf(config), time);
+  const replicaManager = new ReplicaManager(brokerConfigOf(config), {
+    time,
+    listener: {
+      onIsrChange: (topic, partition, isr) => logger.info({ topic, partition, isr }, 'ISR changed'),
+      onError: (error, what) => logger.error({ err: error }, what),
+    },
+  });
+  // A follower's waits must stay well inside the lag time, or it would leave the ISR while idle.
+  const followerWaitCapMs = Math.max(1, Math.floor(config.replicaLagTimeMaxMs / 2));
+  let fetcher: ReplicaFetcher | undefined;
+  let fetcherTimer: SystemTimer | undefined;
   const protos = loadCohortProtos();
   const onEncodeFailure = (error: unknown, method: string): void => {
     logger.error({ err: error, method }, 'a response could not be encoded');
   };
 
   const server = new Server();
-  const services = [GROUP_COORDINATOR_SERVICE];
+  const services = [GROUP_COORDINATOR_SERVICE, BROKER_SERVICE];
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
     groupCoordinatorService(coordinator, logger),
+  );
+  server.addService(
+    guardServiceDefinition(protos.broker, onEncodeFailure),
+    brokerService(replicaManager, logger),
   );
   if (manualTime !== undefined) {
     services.push(TEST_CLOCK_SERVICE);
@@ -121,10 +167,29 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const start = (): Promise<BoundAddress> => {
     if (closing !== undefined) return Promise.reject(new Error('the server is closed'));
     starting ??= new Promise<BoundAddress>((resolve, reject) => {
+      // Recover every partition before accepting a call: a Fetch must never see a half-opened log.
+      replicaManager.startup();
       server.bindAsync(config.listen, ServerCredentials.createInsecure(), (error, port) => {
         if (error !== null) {
           reject(error);
           return;
+        }
+        replicaManager.setLocalBroker({ nodeId: config.nodeId, host: address.host, port });
+        if (config.replicaOf !== '') {
+          fetcherTimer = new SystemTimer({ name: 'replica-fetcher', time });
+          fetcher = new ReplicaFetcher(
+            config.nodeId,
+            replicaManager,
+            new BrokerLeaderEndpoint(config.replicaOf),
+            {
+              time,
+              timer: fetcherTimer,
+              fetchMaxWaitMs: Math.min(FOLLOWER_FETCH_WAIT_MAX_MS, followerWaitCapMs),
+              metadataRefreshIntervalMs: Math.min(FOLLOWER_METADATA_REFRESH_MS, followerWaitCapMs),
+              onError: (err, what) => logger.warn({ err, leader: config.replicaOf }, what),
+            },
+          );
+          fetcher.start();
         }
         setHealth('SERVING');
         resolve({ host: address.host, port });
@@ -151,6 +216,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
         resolve();
       });
       coordinator.shutdown();
+      // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
+      replicaManager.shutdown();
+      void fetcher?.stop();
+    }).then(async () => {
+      await fetcher?.stop();
+      fetcherTimer?.shutdown();
+      // Every log is fsynced and closed: a clean stop loses nothing, even with a relaxed flush policy.
+      await replicaManager.close();
     });
 
   const close = (): Promise<void> => {
@@ -159,5 +232,5 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     return closing;
   };
 
-  return { start, close, config, time, manualTime, coordinator, logger };
+  return { start, close, config, time, manualTime, coordinator, replicaManager, logger };
 }

@@ -251,6 +251,7 @@ describe('the cohort server', () => {
       expect(await health.check('')).toBe('SERVING');
       expect(await health.check('cohort.v1.GroupCoordinator')).toBe('SERVING');
       expect(await health.check('cohort.v1.TestClock')).toBe('SERVING');
+      expect(await health.check('cohort.v1.Broker')).toBe('SERVING');
       const watch = health.watch('');
       expect(await watch.next()).toBe('SERVING');
       const closed = t.server.close();
@@ -264,10 +265,14 @@ describe('the cohort server', () => {
 
   it('lists through reflection exactly the services it serves', async () => {
     t = await startTestServer();
-    expect(await listServicesByReflection(t.target)).toEqual(['cohort.v1.GroupCoordinator']);
+    expect(await listServicesByReflection(t.target)).toEqual([
+      'cohort.v1.Broker',
+      'cohort.v1.GroupCoordinator',
+    ]);
     await t.close();
     t = await startTestServer({ manualClock: true });
     expect(await listServicesByReflection(t.target)).toEqual([
+      'cohort.v1.Broker',
       'cohort.v1.GroupCoordinator',
       'cohort.v1.TestClock',
     ]);

@@ -1,0 +1,129 @@
+import { credentials, makeClientConstructor, Metadata } from '@grpc/grpc-js';
+import type { Client, ServiceError } from '@grpc/grpc-js';
+import type {
+  FetchPartitionData,
+  FetchRequest,
+  FetchResponse,
+  MetadataRequest,
+  MetadataResponse,
+} from '../log/broker-protocol';
+import type { LeaderEndpoint } from '../log/leader-endpoint';
+import type { LogRecord } from '../log/storage';
+import { decodeInt64 } from './int64';
+import { loadCohortProtos } from './load-protos';
+
+/** A fetch response may carry up to 10 MiB of records (the follower's max_bytes), past grpc-js's 4 MiB. */
+const MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** How long beyond the leader's own wait a call may take before the follower gives up on the connection. */
+const CALL_DEADLINE_MARGIN_MS = 30_000;
+/**
+ * grpc-js backs off reconnecting up to 2 minutes by default; a follower must find a restarted leader
+ * about as fast as its own fetch backoff (1 s) retries.
+ */
+const MAX_RECONNECT_BACKOFF_MS = 1_000;
+
+type RawUnary = (
+  request: unknown,
+  metadata: Metadata,
+  options: { deadline?: number },
+  callback: (error: ServiceError | null, response: unknown) => void,
+) => { cancel(): void };
+
+/** FetchResponse as decoded with `longs: String`. */
+interface FetchResponseWire {
+  errorCode: number;
+  responses: {
+    name: string;
+    partitions: (Omit<FetchPartitionData, 'highWatermark' | 'logStartOffset' | 'records'> & {
+      highWatermark: string;
+      logStartOffset: string;
+      records: {
+        offset: string;
+        timestampMs: string;
+        key: Buffer;
+        value: Buffer;
+        headers: { key: string; value: Buffer }[];
+      }[];
+    })[];
+  }[];
+}
+
+function decodeFetchResponse(wire: FetchResponseWire): FetchResponse {
+  return {
+    errorCode: wire.errorCode,
+    responses: wire.responses.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((partition) => ({
+        partitionIndex: partition.partitionIndex,
+        errorCode: partition.errorCode,
+        highWatermark: decodeInt64(partition.highWatermark, 'high_watermark'),
+        logStartOffset: decodeInt64(partition.logStartOffset, 'log_start_offset'),
+        records: partition.records.map((record): LogRecord => ({
+          offset: decodeInt64(record.offset, 'offset'),
+          timestampMs: decodeInt64(record.timestampMs, 'timestamp_ms'),
+          // The wire has no null bytes: the leader sends a null key as empty (it stores no empty keys).
+          key: record.key.length === 0 ? null : record.key,
+          value: record.value,
+          headers: record.headers,
+        })),
+      })),
+    })),
+  };
+}
+
+/**
+ * The follower's connection to its leader (`--replica-of`): Metadata and Fetch over grpc-js, on one
+ * channel. An aborted signal cancels the call; a leader that stops answering is given up on after its
+ * own wait plus a margin, so a dead connection cannot stall replication forever.
+ */
+export class BrokerLeaderEndpoint implements LeaderEndpoint {
+  private readonly client: Client;
+  private readonly metadataCall: RawUnary;
+  private readonly fetchCall: RawUnary;
+
+  constructor(readonly target: string) {
+    const Broker = makeClientConstructor(loadCohortProtos().broker, 'cohort.v1.Broker');
+    this.client = new Broker(target, credentials.createInsecure(), {
+      'grpc.max_receive_message_length': MAX_RECEIVE_MESSAGE_BYTES,
+      'grpc.initial_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS / 10,
+      'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS,
+    });
+    const methods = this.client as unknown as Record<string, RawUnary>;
+    this.metadataCall = methods.Metadata!.bind(this.client);
+    this.fetchCall = methods.Fetch!.bind(this.client);
+  }
+
+  metadata(request: MetadataRequest, signal: AbortSignal): Promise<MetadataResponse> {
+    return this.call<MetadataResponse>(this.metadataCall, request, 0, signal);
+  }
+
+  async fetch(request: FetchRequest, signal: AbortSignal): Promise<FetchResponse> {
+    const wire = await this.call<FetchResponseWire>(this.fetchCall, request, request.maxWaitMs, signal);
+    return decodeFetchResponse(wire);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  private call<T>(method: RawUnary, request: unknown, waitMs: number, signal: AbortSignal): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (signal.aborted) {
+        reject(new Error('cancelled before it was sent'));
+        return;
+      }
+      const call = method(
+        request,
+        new Metadata(),
+        { deadline: Date.now() + waitMs + CALL_DEADLINE_MARGIN_MS },
+        (error, response) => {
+          signal.removeEventListener('abort', onAbort);
+          if (error !== null) reject(error);
+          else resolve(response as T);
+        },
+      );
+      const onAbort = (): void => call.cancel();
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}

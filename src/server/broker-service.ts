@@ -1,0 +1,109 @@
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import type {
+  BrokerService,
+  FetchRequest,
+  ListOffsetsRequest,
+  ProduceRecord,
+  ProduceRequest,
+} from '../log/broker-protocol';
+import { decodeInt64 } from './int64';
+import { unaryHandler } from './unary-handler';
+
+/** A message as decoded: int64 fields arrive as decimal strings (see load-protos.ts). */
+type Int64Wire<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
+
+type ProduceWire = Omit<ProduceRequest, 'topics'> & {
+  topics: {
+    name: string;
+    partitions: {
+      partitionIndex: number;
+      records: Int64Wire<ProduceRecord & { offset: number }, 'offset' | 'timestampMs'>[];
+    }[];
+  }[];
+};
+
+type FetchWire = Omit<FetchRequest, 'topics'> & {
+  topics: {
+    name: string;
+    partitions: Int64Wire<FetchRequest['topics'][number]['partitions'][number], 'fetchOffset'>[];
+  }[];
+};
+
+type ListOffsetsWire = {
+  topics: {
+    name: string;
+    partitions: Int64Wire<ListOffsetsRequest['topics'][number]['partitions'][number], 'timestamp'>[];
+  }[];
+};
+
+function decodeProduce(wire: ProduceWire): ProduceRequest {
+  return {
+    acks: wire.acks,
+    timeoutMs: wire.timeoutMs,
+    topics: wire.topics.map((topic, t) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((partition, p) => ({
+        partitionIndex: partition.partitionIndex,
+        records: partition.records.map((record, r): ProduceRecord => ({
+          timestampMs: decodeInt64(
+            record.timestampMs,
+            `topics[${t}].partitions[${p}].records[${r}].timestamp_ms`,
+          ),
+          key: record.key,
+          value: record.value,
+          headers: record.headers,
+        })),
+      })),
+    })),
+  };
+}
+
+function decodeFetch(wire: FetchWire): FetchRequest {
+  return {
+    ...wire,
+    topics: wire.topics.map((topic, t) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((partition, p) => ({
+        partitionIndex: partition.partitionIndex,
+        fetchOffset: decodeInt64(partition.fetchOffset, `topics[${t}].partitions[${p}].fetch_offset`),
+        partitionMaxBytes: partition.partitionMaxBytes,
+      })),
+    })),
+  };
+}
+
+function decodeListOffsets(wire: ListOffsetsWire): ListOffsetsRequest {
+  return {
+    topics: wire.topics.map((topic, t) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((partition, p) => ({
+        partitionIndex: partition.partitionIndex,
+        timestamp: decodeInt64(partition.timestamp, `topics[${t}].partitions[${p}].timestamp`),
+      })),
+    })),
+  };
+}
+
+/**
+ * cohort.v1.Broker over grpc-js: decode → replica manager → encode. Decoded messages already have the log
+ * layer's shapes (broker-protocol.ts mirrors the proto); only int64 fields need converting, exactly or not
+ * at all (INVALID_ARGUMENT). Produce and Fetch may park: the unary adapter's signal releases them when the
+ * caller goes away.
+ */
+export function brokerService(broker: BrokerService, logger: Logger): UntypedServiceImplementation {
+  const path = (method: string): string => `/cohort.v1.Broker/${method}`;
+  return {
+    CreateTopics: unaryHandler(path('CreateTopics'), logger, broker.createTopics.bind(broker)),
+    Metadata: unaryHandler(path('Metadata'), logger, broker.metadata.bind(broker)),
+    Produce: unaryHandler(path('Produce'), logger, async (request: ProduceWire, context) =>
+      broker.produce(decodeProduce(request), context),
+    ),
+    Fetch: unaryHandler(path('Fetch'), logger, async (request: FetchWire, context) =>
+      broker.fetch(decodeFetch(request), context),
+    ),
+    ListOffsets: unaryHandler(path('ListOffsets'), logger, async (request: ListOffsetsWire) =>
+      broker.listOffsets(decodeListOffsets(request)),
+    ),
+  };
+}

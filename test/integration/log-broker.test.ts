@@ -1,0 +1,185 @@
+import { status } from '@grpc/grpc-js';
+import { ErrorCode } from '../../src/errors';
+import { eventually, fetchRequest, LogCluster, produceRequest } from './log-cluster';
+
+describe('the Broker service of one cohort server', () => {
+  let cluster: LogCluster;
+
+  beforeEach(() => {
+    cluster = new LogCluster();
+  });
+
+  afterEach(async () => {
+    await cluster.cleanup();
+  });
+
+  it('returns a consumer’s long-poll Fetch as soon as a produce moves the HW', async () => {
+    const leader = await cluster.start('leader');
+    await leader.client.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }] });
+    // A minute of max wait, longer than the test may run: only the produce can answer it in time.
+    const parked = leader.client.fetch(fetchRequest('t', 0, { maxWaitMs: 60_000 }));
+    await eventually(
+      () => (leader.server.replicaManager.numDelayedFetch === 1 ? true : undefined),
+      'the fetch to park',
+    );
+    const produced = await leader.client.produce(produceRequest('t', ['wake up'], 1));
+    expect(produced.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
+    const fetched = await parked;
+    expect(fetched.responses[0]!.partitions[0]).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      highWatermark: 1,
+    });
+    expect(fetched.responses[0]!.partitions[0]!.records.map((r) => r.value.toString())).toEqual(['wake up']);
+  });
+
+  it('waits for the followers before a consumer sees a record, with replicas on other servers', async () => {
+    const leader = await cluster.start('leader', { followers: [1], replicaLagTimeMaxMs: 10_000 });
+    await leader.client.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 2 }] });
+    const parked = leader.client.fetch(fetchRequest('t', 0, { maxWaitMs: 60_000 }));
+    await eventually(
+      () => (leader.server.replicaManager.numDelayedFetch === 1 ? true : undefined),
+      'the fetch to park',
+    );
+    await leader.client.produce(produceRequest('t', ['replicated'], 0));
+    // Appended on the leader only: the HW (and the consumer) wait for follower 1.
+    const early = await leader.client.fetch(fetchRequest('t', 0));
+    expect(early.responses[0]!.partitions[0]).toMatchObject({ highWatermark: 0, records: [] });
+    await cluster.start('follower', { nodeId: 1, replicaOf: leader.target, replicaLagTimeMaxMs: 10_000 });
+    const fetched = await parked;
+    expect(fetched.responses[0]!.partitions[0]!.records.map((r) => r.value.toString())).toEqual([
+      'replicated',
+    ]);
+  });
+
+  it('round-trips keys, headers, timestamps and offsets, and lists offsets', async () => {
+    const leader = await cluster.start('leader');
+    await leader.client.createTopics({ topics: [{ name: 't', numPartitions: 2, replicationFactor: -1 }] });
+    const produced = await leader.client.produce({
+      acks: -1,
+      timeoutMs: 1_000,
+      topics: [
+        {
+          name: 't',
+          partitions: [
+            {
+              partitionIndex: 1,
+              records: [
+                {
+                  timestampMs: 1_700_000_000_123,
+                  key: Buffer.from('k'),
+                  value: Buffer.from('v'),
+                  headers: [{ key: 'h', value: Buffer.from([1, 2]) }],
+                },
+                { timestampMs: 0, key: Buffer.alloc(0), value: Buffer.from('no key'), headers: [] },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    expect(produced.topics[0]!.partitions[0]).toMatchObject({
+      partitionIndex: 1,
+      errorCode: ErrorCode.NONE,
+      baseOffset: 0,
+    });
+    const fetched = await leader.client.fetch(fetchRequest('t', 0, { partitionIndex: 1 }));
+    const [first, second] = fetched.responses[0]!.partitions[0]!.records;
+    expect(first).toEqual({
+      offset: 0,
+      timestampMs: 1_700_000_000_123,
+      key: Buffer.from('k'),
+      value: Buffer.from('v'),
+      headers: [{ key: 'h', value: Buffer.from([1, 2]) }],
+    });
+    expect(second!.offset).toBe(1);
+    expect(second!.key).toEqual(Buffer.alloc(0));
+    expect(second!.timestampMs).toBeGreaterThan(1_700_000_000_123);
+    const offsets = await leader.client.listOffsets({
+      topics: [
+        {
+          name: 't',
+          partitions: [
+            { partitionIndex: 1, timestamp: -1 },
+            { partitionIndex: 1, timestamp: -2 },
+            { partitionIndex: 1, timestamp: 1_700_000_000_000 },
+          ],
+        },
+      ],
+    });
+    expect(offsets.topics[0]!.partitions.map((p) => [p.errorCode, p.offset])).toEqual([
+      [ErrorCode.NONE, 2],
+      [ErrorCode.NONE, 0],
+      [ErrorCode.NONE, 0],
+    ]);
+  });
+
+  it('answers bad input with Kafka’s error codes, and unreadable int64 with INVALID_ARGUMENT', async () => {
+    const leader = await cluster.start('leader', { logSegmentBytes: 1_024 });
+    await leader.client.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }] });
+    const code = async (request: Parameters<typeof leader.client.produce>[0]) =>
+      (await leader.client.produce(request)).topics[0]!.partitions[0]!.errorCode;
+    expect(await code(produceRequest('t', ['a'], 5))).toBe(ErrorCode.INVALID_REQUIRED_ACKS);
+    expect(await code(produceRequest('nope', ['a'], 1))).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+    expect(await code(produceRequest('t', ['x'.repeat(2_000)], 1))).toBe(ErrorCode.RECORD_LIST_TOO_LARGE);
+    const outOfRange = await leader.client.fetch(fetchRequest('t', 9, { maxWaitMs: 10_000 }));
+    expect(outOfRange.responses[0]!.partitions[0]!.errorCode).toBe(ErrorCode.OFFSET_OUT_OF_RANGE);
+    const created = await leader.client.createTopics({
+      topics: [{ name: 't', numPartitions: 1, replicationFactor: 2 }],
+    });
+    expect(created.topics[0]!.errorCode).toBe(ErrorCode.TOPIC_ALREADY_EXISTS);
+    await expect(
+      leader.client.fetch({
+        ...fetchRequest('t', 0),
+        topics: [
+          {
+            name: 't',
+            partitions: [
+              {
+                partitionIndex: 0,
+                fetchOffset: '9007199254740993' as unknown as number,
+                partitionMaxBytes: 1,
+              },
+            ],
+          },
+        ],
+      }),
+    ).rejects.toMatchObject({ code: status.INVALID_ARGUMENT });
+  });
+
+  it('answers a parked Fetch and Produce when the server closes, and releases one whose caller cancels', async () => {
+    const leader = await cluster.start('leader', { followers: [1] });
+    await leader.client.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 2 }] });
+    const controller = new AbortController();
+    const cancelled = leader.client.fetch(fetchRequest('t', 0, { maxWaitMs: 60_000 }), {
+      signal: controller.signal,
+    });
+    await eventually(
+      () => (leader.server.replicaManager.numDelayedFetch === 1 ? true : undefined),
+      'the fetch to park',
+    );
+    controller.abort();
+    await expect(cancelled).rejects.toMatchObject({ code: status.CANCELLED });
+    await eventually(
+      () => (leader.server.replicaManager.numDelayedFetch === 0 ? true : undefined),
+      'the fetch to be released',
+    );
+
+    const fetch = leader.client.fetch(fetchRequest('t', 0, { maxWaitMs: 60_000 }));
+    const produce = leader.client.produce(produceRequest('t', ['unreplicated'], -1, { timeoutMs: 60_000 }));
+    await eventually(
+      () =>
+        leader.server.replicaManager.numDelayedProduce === 1 &&
+        leader.server.replicaManager.numDelayedFetch === 1
+          ? true
+          : undefined,
+      'the produce and the fetch to park',
+    );
+    const closed = cluster.stop('leader');
+    expect((await produce).topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.REQUEST_TIMED_OUT);
+    expect((await fetch).responses[0]!.partitions[0]).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      records: [],
+    });
+    await closed;
+  });
+});

@@ -1,0 +1,134 @@
+import { ErrorCode } from '../../src/errors';
+import type { ClusterNode } from './log-cluster';
+import { awaitIsr, eventually, fetchRequest, isrOf, LogCluster, produceRequest } from './log-cluster';
+
+/** Small, so an ISR shrink happens within the test; the followers wait at most half of it per fetch. */
+const LAG_MS = 2_000;
+
+describe('replication between cohort servers on 127.0.0.1', () => {
+  let cluster: LogCluster;
+
+  beforeEach(() => {
+    cluster = new LogCluster();
+  });
+
+  afterEach(async () => {
+    await cluster.cleanup();
+  });
+
+  async function startCluster(
+    minInsyncReplicas = 1,
+  ): Promise<{ leader: ClusterNode; followers: ClusterNode[] }> {
+    const leader = await cluster.start('leader', {
+      nodeId: 0,
+      followers: [1, 2],
+      replicaLagTimeMaxMs: LAG_MS,
+      minInsyncReplicas,
+    });
+    const followers = [await startFollower(1, leader), await startFollower(2, leader)];
+    const created = await leader.client.createTopics({
+      topics: [{ name: 't', numPartitions: 1, replicationFactor: 3 }],
+    });
+    expect(created.topics).toEqual([{ name: 't', errorCode: ErrorCode.NONE, errorMessage: '' }]);
+    // Both followers have learned the topic and fetched from the leader at least once.
+    await eventually(
+      () =>
+        [1, 2].every((id) => (leaderPartition(leader).followerState(id)?.logEndOffset ?? -1) >= 0)
+          ? true
+          : undefined,
+      'both followers to fetch t-0',
+    );
+    return { leader, followers };
+  }
+
+  function startFollower(nodeId: number, leader: ClusterNode): Promise<ClusterNode> {
+    return cluster.start(`follower-${nodeId}`, {
+      nodeId,
+      replicaOf: leader.target,
+      replicaLagTimeMaxMs: LAG_MS,
+    });
+  }
+
+  function leaderPartition(leader: ClusterNode) {
+    return leader.server.replicaManager.getPartition('t-0')!;
+  }
+
+  function followerLogEndOffset(follower: ClusterNode): number {
+    return follower.server.replicaManager.getPartition('t-0')?.logEndOffset ?? -1;
+  }
+
+  it('acknowledges acks=-1 only once both followers have the records', async () => {
+    const { leader, followers } = await startCluster();
+    const response = await leader.client.produce(produceRequest('t', ['a', 'b', 'c'], -1));
+    expect(response.topics[0]!.partitions[0]).toMatchObject({ errorCode: ErrorCode.NONE, baseOffset: 0 });
+    // The acknowledgement came after both followers fetched past offset 2: they hold all three.
+    expect(followers.map(followerLogEndOffset)).toEqual([3, 3]);
+    expect(await isrOf(leader.client, 't')).toEqual([0, 1, 2]);
+    const metadata = await followers[0]!.client.metadata({ topics: [] });
+    expect(metadata.topics[0]!.partitions[0]).toMatchObject({ leaderId: 0, replicaNodes: [0, 1, 2] });
+    expect(metadata.brokers.map((b) => b.nodeId).sort()).toEqual([0, 1]);
+    // A consumer may read the records from a follower once it has the leader's HW.
+    const read = await eventually(async () => {
+      const fetched = await followers[1]!.client.fetch(fetchRequest('t', 0));
+      const records = fetched.responses[0]!.partitions[0]!.records;
+      return records.length === 3 ? records : undefined;
+    }, 'follower 2 to serve the records');
+    expect(read.map((r) => r.value.toString())).toEqual(['a', 'b', 'c']);
+  });
+
+  it('shrinks the ISR when a follower stops, completes acks=-1 with the other two, and takes it back once it catches up', async () => {
+    const { leader } = await startCluster();
+    await leader.client.produce(produceRequest('t', ['before'], -1));
+    await cluster.stop('follower-2');
+
+    // Waits for follower 2 until the leader drops it, after about the lag time.
+    const during = await leader.client.produce(
+      produceRequest('t', ['during'], -1, { timeoutMs: 4 * LAG_MS }),
+    );
+    expect(during.topics[0]!.partitions[0]).toMatchObject({ errorCode: ErrorCode.NONE, baseOffset: 1 });
+    expect(await isrOf(leader.client, 't')).toEqual([0, 1]);
+    expect(leader.logs.some((l) => l.msg === 'ISR changed' && JSON.stringify(l.isr) === '[0,1]')).toBe(true);
+    const quick = await leader.client.produce(produceRequest('t', ['while away'], -1));
+    expect(quick.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
+
+    const back = await startFollower(2, leader);
+    await awaitIsr(leader.client, 't', [0, 1, 2]);
+    expect(followerLogEndOffset(back)).toBe(3);
+    const after = await leader.client.produce(produceRequest('t', ['after'], -1));
+    expect(after.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
+    expect(followerLogEndOffset(back)).toBe(4);
+  });
+
+  it('fails acks=-1 with NOT_ENOUGH_REPLICAS once the ISR is smaller than --min-insync-replicas', async () => {
+    const { leader } = await startCluster(3);
+    expect(
+      (await leader.client.produce(produceRequest('t', ['a'], -1))).topics[0]!.partitions[0]!.errorCode,
+    ).toBe(ErrorCode.NONE);
+    await cluster.stop('follower-2');
+    // In flight when the ISR shrinks: appended, but confirmed by fewer replicas than required.
+    const pending = await leader.client.produce(produceRequest('t', ['b'], -1, { timeoutMs: 4 * LAG_MS }));
+    expect(pending.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+    // Sent after it: refused before anything is written.
+    const refused = await leader.client.produce(produceRequest('t', ['c'], -1));
+    expect(refused.topics[0]!.partitions[0]).toMatchObject({
+      errorCode: ErrorCode.NOT_ENOUGH_REPLICAS,
+      baseOffset: -1,
+    });
+    expect(leaderPartition(leader).logEndOffset).toBe(2);
+    // acks=1 does not depend on the ISR.
+    expect(
+      (await leader.client.produce(produceRequest('t', ['d'], 1))).topics[0]!.partitions[0]!.errorCode,
+    ).toBe(ErrorCode.NONE);
+  });
+
+  it('refuses writes and topic creation on a follower with NOT_LEADER_OR_FOLLOWER', async () => {
+    const { followers } = await startCluster();
+    const follower = followers[0]!;
+    const produced = await follower.client.produce(produceRequest('t', ['x'], 1));
+    expect(produced.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    const created = await follower.client.createTopics({
+      topics: [{ name: 'u', numPartitions: 1, replicationFactor: 1 }],
+    });
+    expect(created.topics[0]!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+  });
+});

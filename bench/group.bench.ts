@@ -16,7 +16,8 @@
  * Every figure is a median over rounds; cohort ÷ baseline ratios are taken round by round.
  *
  * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5), `--only=heartbeat,
- * rebalance,memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR). Heartbeat load
+ * rebalance,memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
+ * `--experiment=no-signal` (rebalance: parked calls get no AbortSignal, to measure what those cost). Heartbeat load
  * needs h2load (`apt-get install -y nghttp2-client`); without it a labelled Node http2 fallback runs.
  * The last line of output is a JSON object of the figures.
  */
@@ -71,6 +72,10 @@ async function main(): Promise<void> {
   const rounds = readRounds(5);
   const only = readOnly();
   const cpuProfileDir = argValue('cpu-prof');
+  const experiment = argValue('experiment');
+  if (experiment !== undefined && experiment !== 'no-signal') {
+    throw new RangeError(`--experiment takes no-signal, got ${experiment}`);
+  }
   const figures: Record<string, unknown> = { bench: 'group', rounds };
   const summary: (string | number)[][] = [['target', 'figure', 'goal', 'verdict']];
   const log = (text: string): void => line(text);
@@ -78,6 +83,12 @@ async function main(): Promise<void> {
   line('bench:group — cohort group coordinator over gRPC');
   line(JSON.stringify(describeMachine()));
   line(`rounds: ${rounds}${cpuProfileDir === undefined ? '' : `, server CPU profiles in ${cpuProfileDir}`}`);
+  if (experiment !== undefined) {
+    line(
+      `EXPERIMENT ${experiment}: parked calls get no AbortSignal (rebalance only); not a figure to publish`,
+    );
+    figures.experiment = experiment;
+  }
 
   if (only.has('heartbeat')) {
     line();
@@ -125,6 +136,8 @@ async function main(): Promise<void> {
         3,
       ),
       heartbeatAddedServerCpuUsPerCall: round(addedUs, 2),
+      heartbeatInProcessNsPerCall: round(r.median('inProcessHeartbeatNsPerCall'), 0),
+      noopInProcessNsPerCall: round(r.median('inProcessNoopNsPerCall'), 1),
     });
     summary.push([
       'heartbeat ÷ noop calls/s',
@@ -143,7 +156,7 @@ async function main(): Promise<void> {
   if (only.has('rebalance')) {
     line();
     line(`Rebalance latency: groups of ${REBALANCE_SIZES.join(', ')} members`);
-    const r = await rebalanceLatency({ rounds, sizes: REBALANCE_SIZES, cpuProfileDir }, log);
+    const r = await rebalanceLatency({ rounds, sizes: REBALANCE_SIZES, cpuProfileDir, experiment }, log);
     const rows: (string | number)[][] = [
       [
         'members',

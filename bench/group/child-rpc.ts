@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 
 /**
  * Requests from the bench (parent) to a child process over Node's IPC channel. The measured server runs in
@@ -32,7 +33,8 @@ export interface ChildHandle {
 
 export function startChild(entry: string, options: ChildOptions = {}): ChildHandle {
   const child: ChildProcess = fork(entry, [...(options.args ?? [])], {
-    execArgv: ['-r', 'ts-node/register/transpile-only', '--expose-gc', ...(options.nodeFlags ?? [])],
+    // Not ts-node: see transpile-hook.js (it would load `domain`, slowing every EventEmitter of the server).
+    execArgv: ['-r', join(__dirname, 'transpile-hook.js'), '--expose-gc', ...(options.nodeFlags ?? [])],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();

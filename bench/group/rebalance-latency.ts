@@ -26,6 +26,7 @@ export interface RebalanceShape {
   readonly rounds: number;
   readonly sizes: readonly number[];
   readonly cpuProfileDir?: string;
+  readonly experiment?: string;
 }
 
 async function noopRoundTripMs(channels: BenchChannels, c: Codecs): Promise<number> {
@@ -53,7 +54,11 @@ export async function rebalanceLatency(
   shape: RebalanceShape,
   log: (text: string) => void,
 ): Promise<RoundSet> {
-  const server = await startBenchServer({ initialDelayMs: 500, cpuProfileDir: shape.cpuProfileDir });
+  const server = await startBenchServer({
+    initialDelayMs: 500,
+    cpuProfileDir: shape.cpuProfileDir,
+    experiment: shape.experiment,
+  });
   const channels = new BenchChannels(server.target, CHANNELS);
   const c = codecs();
   const rounds = new RoundSet();
@@ -73,6 +78,12 @@ export async function rebalanceLatency(
         rounds.record(`n${size}MaxTaskCpuMs`, probe.maxTaskCpuMs);
         rounds.record(`n${size}MaxLoopDelayMs`, probe.maxDelayMs);
         rounds.record(`n${size}NoopRttMs`, rttMs);
+        if (shape.cpuProfileDir !== undefined) {
+          const [fromUs, toUs] = probe.maxTaskAtUs;
+          log(
+            `    round ${r + 1}: longest task ${probe.maxTaskCpuMs.toFixed(1)} ms CPU at hrtime µs ${fromUs}..${toUs}`,
+          );
+        }
       }
       const m = (name: string): string => rounds.median(`n${size}${name}`).toFixed(1);
       log(

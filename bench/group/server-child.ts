@@ -16,7 +16,7 @@ import pino from 'pino';
 import { ErrorCode } from '../../src/errors';
 import { DEFAULT_GROUP_CONFIG, GroupCoordinator, type GroupConfig } from '../../src/group';
 import { heartbeatReply } from '../../src/group/group-responses';
-import type { HeartbeatResponse, RequestContext } from '../../src/group/group-protocol';
+import type { HeartbeatRequest, HeartbeatResponse, RequestContext } from '../../src/group/group-protocol';
 import { groupCoordinatorService } from '../../src/server/group-coordinator-service';
 import { unaryHandler } from '../../src/server/unary-handler';
 import { guardServiceDefinition } from '../../src/server/undecodable-request';
@@ -54,6 +54,8 @@ export interface LoopProbe {
    * CPU time, which preemption by other processes does not inflate (it does include V8's helper threads).
    */
   readonly maxTaskCpuMs: number;
+  /** [start, end] of that task in process.hrtime µs, to find it in a --cpu-prof profile. */
+  readonly maxTaskAtUs: [number, number];
   readonly eventLoopUtilization: number;
   /** Server-side marks (performance.now() of this process), for the server's share of a rebalance. */
   readonly lastJoinReceivedMs: number;
@@ -65,6 +67,13 @@ export interface GroupSummary {
   readonly groups: number;
   readonly byState: Record<string, number>;
   readonly members: number;
+}
+
+/** coordinator.heartbeat called directly on decoded requests, without gRPC: the coordinator's own cost. */
+export interface InProcessHeartbeat {
+  readonly calls: number;
+  readonly heartbeatNsPerCall: number;
+  readonly noopNsPerCall: number;
 }
 
 export interface ServerMemory {
@@ -85,7 +94,11 @@ const logger = pino({ level: 'warn' });
 const coordinator = new GroupCoordinator(config, SYSTEM_TIME, {
   onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
 });
-const counting = new CountingCoordinator(coordinator, heartbeatReply(ErrorCode.NONE));
+const counting = new CountingCoordinator(
+  coordinator,
+  heartbeatReply(ErrorCode.NONE),
+  process.argv.includes('--experiment=no-signal'),
+);
 const NOOP_REPLY: Promise<HeartbeatResponse> = Promise.resolve(Object.freeze({ errorCode: ErrorCode.NONE }));
 let noopCalls = 0;
 const noop = (_request: unknown, _context: RequestContext): Promise<HeartbeatResponse> => {
@@ -120,12 +133,16 @@ let probeElu: ReturnType<typeof performance.eventLoopUtilization> | undefined;
 /** A 1 ms timer chain that records the most CPU the process spent between two of its turns. */
 class TaskCpuProbe {
   maxCpuMs = 0;
+  /** When the longest task ran, in process.hrtime µs (the clock of a --cpu-prof profile's timestamps). */
+  maxAtUs: [number, number] = [0, 0];
   private lastCpuUs = 0;
+  private lastHrUs = 0;
   private timer: NodeJS.Timeout | undefined;
 
   start(): void {
     this.maxCpuMs = 0;
     this.lastCpuUs = cpuUs();
+    this.lastHrUs = hrUs();
     this.timer = setTimeout(this.tick, 1);
   }
 
@@ -138,11 +155,20 @@ class TaskCpuProbe {
 
   private readonly tick = (): void => {
     const now = cpuUs();
+    const nowHrUs = hrUs();
     const gapMs = (now - this.lastCpuUs) / 1_000;
-    if (gapMs > this.maxCpuMs) this.maxCpuMs = gapMs;
+    if (gapMs > this.maxCpuMs) {
+      this.maxCpuMs = gapMs;
+      this.maxAtUs = [this.lastHrUs, nowHrUs];
+    }
     this.lastCpuUs = now;
+    this.lastHrUs = nowHrUs;
     this.timer = setTimeout(this.tick, 1);
   };
+}
+
+function hrUs(): number {
+  return Number(process.hrtime.bigint() / 1_000n);
 }
 
 function cpuUs(): number {
@@ -201,6 +227,7 @@ serveParent(
       const result: LoopProbe = {
         maxDelayMs: histogram.max / 1e6,
         maxTaskCpuMs: taskProbe.stop(),
+        maxTaskAtUs: taskProbe.maxAtUs,
         eventLoopUtilization: performance.eventLoopUtilization(probeElu).utilization,
         ...counting.marks,
       };
@@ -219,6 +246,49 @@ serveParent(
       let members = 0;
       for (const group of described.groups) members += group.members.length;
       return { groups: listed.groups.length, byState, members };
+    },
+    inProcessHeartbeat: async (payload: { passes: number }): Promise<InProcessHeartbeat> => {
+      const context: RequestContext = { clientHost: 'bench' };
+      const listed = await coordinator.listGroups({ statesFilter: ['Stable'] }, context);
+      const described = await coordinator.describeGroups(
+        { groups: listed.groups.map((g) => g.groupId) },
+        context,
+      );
+      const requests: HeartbeatRequest[] = [];
+      for (const group of described.groups) {
+        for (const member of group.members) {
+          // Formed groups are at generation 1 (bench/group/group-driver.ts formGroup).
+          requests.push({
+            groupId: group.groupId,
+            generationId: 1,
+            memberId: member.memberId,
+            groupInstanceId: '',
+          });
+        }
+      }
+      const ok = heartbeatReply(ErrorCode.NONE);
+      const time = (
+        handle: (request: HeartbeatRequest, ctx: RequestContext) => Promise<HeartbeatResponse>,
+      ) => {
+        let failures = 0;
+        const t0 = process.hrtime.bigint();
+        for (let pass = 0; pass < payload.passes; pass++) {
+          for (let i = 0; i < requests.length; i++) if (handle(requests[i], context) !== ok) failures++;
+        }
+        const ns = Number(process.hrtime.bigint() - t0);
+        if (failures > 0) throw new Error(`${failures} in-process heartbeats were not answered NONE`);
+        return ns / (payload.passes * requests.length);
+      };
+      const heartbeat = (request: HeartbeatRequest, ctx: RequestContext) =>
+        coordinator.heartbeat(request, ctx);
+      const baseline = (_request: HeartbeatRequest, _ctx: RequestContext) => ok;
+      time(heartbeat); // warm-up
+      time(baseline);
+      return {
+        calls: payload.passes * requests.length,
+        heartbeatNsPerCall: time(heartbeat),
+        noopNsPerCall: time(baseline),
+      };
     },
     memory: (): ServerMemory => {
       collectGarbage();

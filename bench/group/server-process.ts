@@ -1,12 +1,21 @@
 import { join } from 'node:path';
 import { startChild, type ChildHandle } from './child-rpc';
-import type { CallCounts, CpuWindow, GroupSummary, LoopProbe, ServerMemory } from './server-child';
+import type {
+  CallCounts,
+  CpuWindow,
+  InProcessHeartbeat,
+  GroupSummary,
+  LoopProbe,
+  ServerMemory,
+} from './server-child';
 
 export interface BenchServerOptions {
   /** group.initial.rebalance.delay.ms of the server (its formation waits this long once per group). */
   readonly initialDelayMs: number;
   /** Write a V8 CPU profile of the server to this directory when it exits (node --cpu-prof). */
   readonly cpuProfileDir?: string;
+  /** `no-signal`: see CountingCoordinator (an experiment that measures what AbortSignals cost). */
+  readonly experiment?: string;
 }
 
 /** The parent's handle on bench/group/server-child.ts. */
@@ -20,6 +29,7 @@ export interface BenchServer {
   loopStop(): Promise<LoopProbe>;
   groupSummary(): Promise<GroupSummary>;
   memory(): Promise<ServerMemory>;
+  inProcessHeartbeat(passes: number): Promise<InProcessHeartbeat>;
   stop(): Promise<void>;
 }
 
@@ -28,7 +38,10 @@ export async function startBenchServer(options: BenchServerOptions): Promise<Ben
     options.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`];
   const child: ChildHandle = startChild(join(__dirname, 'server-child.ts'), {
     nodeFlags,
-    args: [`--initial-delay-ms=${options.initialDelayMs}`],
+    args: [
+      `--initial-delay-ms=${options.initialDelayMs}`,
+      ...(options.experiment === undefined ? [] : [`--experiment=${options.experiment}`]),
+    ],
   });
   const port = await child.request<number>('port');
   return {
@@ -41,6 +54,7 @@ export async function startBenchServer(options: BenchServerOptions): Promise<Ben
     loopStop: () => child.request('loopStop'),
     groupSummary: () => child.request('groupSummary'),
     memory: () => child.request('memory'),
+    inProcessHeartbeat: (passes) => child.request('inProcessHeartbeat', { passes }),
     stop: () => child.stop(),
   };
 }

@@ -33,4 +33,9 @@ export type {
   ReplicaManagerListener,
   ReplicaManagerOptions,
 } from './replica-manager';
-export { MAX_TOPIC_NAME_LENGTH, topicNameProblem, topicPartitionKey } from './topic-partition';
+export {
+  MAX_TOPIC_NAME_LENGTH,
+  RESERVED_TOPIC_NAMES,
+  topicNameProblem,
+  topicPartitionKey,
+} from './topic-partition';

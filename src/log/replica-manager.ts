@@ -46,7 +46,7 @@ import { Partition } from './partition';
 import type { PartitionLookup } from './partition-lookup';
 import { PeriodicTask } from './periodic-task';
 import type { LogAppendInfo, LogRecord, SimpleRecord } from './storage';
-import { topicNameProblem, topicPartitionKey } from './topic-partition';
+import { RESERVED_TOPIC_NAMES, topicNameProblem, topicPartitionKey } from './topic-partition';
 
 /** Notable events, for the server's log and for tests. */
 export interface ReplicaManagerListener {
@@ -241,6 +241,9 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     }
     const nameProblem = topicNameProblem(name);
     if (nameProblem !== null) return result(name, ErrorCode.INVALID_TOPIC_EXCEPTION, nameProblem);
+    if (RESERVED_TOPIC_NAMES.has(name)) {
+      return result(name, ErrorCode.INVALID_TOPIC_EXCEPTION, `${name} is reserved for the server's own use`);
+    }
     if (this.topics.has(name))
       return result(name, ErrorCode.TOPIC_ALREADY_EXISTS, `topic ${name} already exists`);
     const numPartitions =

@@ -12,6 +12,12 @@ export function topicPartitionKey(topic: string, partitionIndex: number): string
 export const MAX_TOPIC_NAME_LENGTH = 249;
 const LEGAL_TOPIC_NAME = /^[a-zA-Z0-9._-]+$/;
 
+/**
+ * Names the server keeps for itself: `__consumer_offsets` holds committed group offsets in its own
+ * directory under --data-dir, so no user topic may take its name (or its partition directories).
+ */
+export const RESERVED_TOPIC_NAMES: ReadonlySet<string> = new Set(['__consumer_offsets']);
+
 /** Why `name` cannot be a topic (Kafka's rules: ASCII letters, digits, '.', '_', '-'), or null if it can. */
 export function topicNameProblem(name: string): string | null {
   if (name === '') return 'the topic name is empty';

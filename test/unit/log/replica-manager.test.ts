@@ -78,6 +78,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
         { name: 'rf4', numPartitions: 1, replicationFactor: 4 },
         { name: 'a/b', numPartitions: 1, replicationFactor: 1 },
         { name: '', numPartitions: 1, replicationFactor: 1 },
+        { name: '__consumer_offsets', numPartitions: 1, replicationFactor: 1 },
         { name: 'twice', numPartitions: 1, replicationFactor: 1 },
         { name: 'twice', numPartitions: 1, replicationFactor: 1 },
       ],
@@ -90,6 +91,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
       ['rf4', ErrorCode.INVALID_REPLICATION_FACTOR],
       ['a/b', ErrorCode.INVALID_TOPIC_EXCEPTION],
       ['', ErrorCode.INVALID_TOPIC_EXCEPTION],
+      ['__consumer_offsets', ErrorCode.INVALID_TOPIC_EXCEPTION],
       ['twice', ErrorCode.INVALID_REQUEST],
       ['twice', ErrorCode.INVALID_REQUEST],
     ]);

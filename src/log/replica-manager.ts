@@ -673,6 +673,11 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
         this.logManager.writeTopic(assignment);
         if (state !== undefined) this.removeTopic(state);
         this.addTopic(assignment, opened);
+        // A partition that no longer lists this node is no longer copied; its files stay on disk.
+        const kept = new Set(opened.values());
+        for (const info of state?.partitions ?? []) {
+          if (info.partition !== undefined && !kept.has(info.partition)) void info.partition.log.close();
+        }
       }
       const current = this.topics.get(topic.name)!;
       for (const reported of partitions) {

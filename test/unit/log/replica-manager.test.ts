@@ -251,4 +251,33 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
       isrNodes: [0, 1],
     });
   });
+
+  it('stops copying a partition the leader no longer lists this follower for, and starts one it now does', async () => {
+    const follower = h.start(leaderConfig(h.dir('moving'), { nodeId: 1, isFollower: true, followers: [] }));
+    const metadata = (replicas: number[][]) => ({
+      brokers: [],
+      topics: [
+        {
+          name: 't',
+          errorCode: ErrorCode.NONE,
+          partitions: replicas.map((replicaNodes, partitionIndex) => ({
+            partitionIndex,
+            leaderId: 0,
+            replicaNodes,
+            isrNodes: replicaNodes,
+            errorCode: ErrorCode.NONE,
+          })),
+        },
+      ],
+    });
+    follower.applyLeaderMetadata(metadata([[0, 1], [0]]));
+    expect(follower.followerFetchTargets().map((t) => t.key)).toEqual(['t-0']);
+    follower.applyLeaderMetadata(metadata([[0], [0, 1]]));
+    expect(follower.followerFetchTargets().map((t) => t.key)).toEqual(['t-1']);
+    expect(follower.getPartition('t-0')).toBeUndefined();
+    const registry = JSON.parse(fs.readFileSync(path.join(h.dir('moving'), 'topics', 't.json'), 'utf8')) as {
+      partitions: { replicas: number[] }[];
+    };
+    expect(registry.partitions.map((p) => p.replicas)).toEqual([[0], [0, 1]]);
+  });
 });

@@ -100,9 +100,16 @@ export class SystemTimer implements Timer {
     // is below the end of the current tick, so an unaligned future deadline would run up to a tick early.
     // A task already due stays due (rounding it up would postpone it to the next tick boundary).
     let expirationMs = delayMs > 0 ? nowMs + Math.ceil(delayMs) : nowMs;
-    const rest = expirationMs % this.tickMs;
-    if (rest !== 0 && expirationMs > nowMs) expirationMs += this.tickMs - rest;
+    if (this.tickMs !== 1 && expirationMs > nowMs) {
+      const rest = expirationMs % this.tickMs;
+      if (rest !== 0) expirationMs += this.tickMs - rest;
+    }
     task.expirationMs = expirationMs;
+    // Lazy re-arm (a heartbeat's case): a pending task whose bucket comes due no later than its new
+    // deadline can stay where it is, because a flush re-places every task by its own expiration. The
+    // due list is excluded: everything on it runs in this pass.
+    const list = task.timerList;
+    if (list !== null && list !== this.due && list.expirationMs <= expirationMs) return;
     // The wheel's clock only moves when a bucket expires. When nothing is due, it is safe to bring it to
     // now, so the task lands in the finest wheel that fits instead of a coarse bucket that would cascade.
     if (this.queue.peekExpirationMs() > nowMs) this.wheel.advanceClock(nowMs);

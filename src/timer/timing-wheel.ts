@@ -57,16 +57,18 @@ export class TimingWheel {
   add(task: TimerTask): boolean {
     const expirationMs = task.expirationMs;
     if (expirationMs < this.currentTimeMs + this.tickMs) return false;
-    if (expirationMs < this.currentTimeMs + this.interval) {
-      const virtualTick = Math.floor(expirationMs / this.tickMs);
-      const bucket = this.buckets[virtualTick % this.wheelSize];
-      bucket.add(task);
-      // The bucket gets a new expiration only once it was flushed (or never used): queue it then. Each
-      // bucket is therefore queued once per revolution, whatever number of tasks it holds.
-      if (bucket.setExpiration(virtualTick * this.tickMs)) this.queue.push(bucket);
-      return true;
-    }
-    return this.overflow().add(task);
+    // Climb to the first wheel whose span covers the deadline (a loop: this is the hot path of every add).
+    // No overflow wheel can find the task due: its tick is the span of the wheel below.
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the climb starts at this wheel
+    let wheel: TimingWheel = this;
+    while (expirationMs >= wheel.currentTimeMs + wheel.interval) wheel = wheel.overflow();
+    const virtualTick = Math.floor(expirationMs / wheel.tickMs);
+    const bucket = wheel.buckets[virtualTick % wheel.wheelSize];
+    bucket.add(task);
+    // The bucket gets a new expiration only once it was flushed (or never used): queue it then. Each
+    // bucket is therefore queued once per revolution, whatever number of tasks it holds.
+    if (bucket.setExpiration(virtualTick * wheel.tickMs)) this.queue.push(bucket);
+    return true;
   }
 
   /** Moves the wheel's (and its overflow wheels') current time forward to the tick containing `timeMs`. */

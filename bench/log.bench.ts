@@ -1,0 +1,440 @@
+/**
+ * bench:log — the log's claims, each against its baseline in the same run:
+ *
+ * 1. Long-poll wake: N consumers (1, 100, 1,000) park a Fetch on a cohort leader; one Produce (acks=0,
+ *    one 100-byte record) moves the HW; each sample is the time from sending the Produce to one parked
+ *    Fetch's response. The baseline is a bare grpc-js server (bench/log-bare-server.ts) whose `Park` calls
+ *    hold their callbacks until a `Release` call answers them all: the time from sending Release to each
+ *    parked call's response. Both servers are child processes on 127.0.0.1; this process is the client
+ *    and decodes neither side's responses (raw bytes), so the comparison is of the servers' wake paths.
+ *    The sides alternate round by round. Target: cohort ≤ 1.3 × bare at p50 and p99.
+ * 2. Produce throughput, acks=1, 1 KB records, fsync before every acknowledgement (the default flush
+ *    policy): 32 requests in flight for a few seconds, with 1 and with 100 records per request.
+ * 3. acks=-1 latency with two followers (child processes on loopback) against acks=1 on the same
+ *    three-replica topic, one request in flight, the two kinds alternating.
+ *
+ * Run with `npm run bench:log` (`--quick` for fewer rounds). The last line of output is a JSON object of
+ * the figures: keys carry their unit, ratios have "ratio" in their key.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import type { Client, MethodDefinition, ServiceDefinition, ServiceError } from '@grpc/grpc-js';
+import { credentials, makeGenericClientConstructor, Metadata } from '@grpc/grpc-js';
+import { loadCohortProtos } from '../src/server/load-protos';
+import { BARE_SERVICE } from './log-bare-service';
+import { describeMachine } from './support/machine';
+import { line, printFigures, round, table, verdict } from './support/report';
+import { percentileOfSorted } from './support/stats';
+
+const QUICK = process.argv.includes('--quick');
+const REPO_ROOT = path.join(__dirname, '..');
+const WAKE_TARGET_RATIO = 1.3;
+/** Parked calls per round, and rounds per side. */
+const WAKE_CASES: readonly { parked: number; rounds: number }[] = QUICK
+  ? [
+      { parked: 1, rounds: 40 },
+      { parked: 100, rounds: 8 },
+      { parked: 1_000, rounds: 3 },
+    ]
+  : [
+      { parked: 1, rounds: 300 },
+      { parked: 100, rounds: 40 },
+      { parked: 1_000, rounds: 12 },
+    ];
+const WAKE_WARMUP_ROUNDS = 3;
+/** How long after the last Fetch is sent before the Produce goes out: every call has parked by then. */
+const PARK_SETTLE_MS = (parked: number): number => 30 + Math.ceil(parked / 10);
+const THROUGHPUT_SECONDS = QUICK ? 1 : 3;
+const THROUGHPUT_IN_FLIGHT = 32;
+const LATENCY_ITERATIONS = QUICK ? 100 : 500;
+const RECORD_1KB = Buffer.alloc(1_024, 'x');
+const RECORD_100B = Buffer.alloc(100, 'w');
+
+type RawUnary = (
+  request: unknown,
+  metadata: Metadata,
+  options: { deadline?: number },
+  callback: (error: ServiceError | null, response: unknown) => void,
+) => { cancel(): void };
+
+interface Child {
+  readonly process: ChildProcess;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/** Starts a child and resolves once it printed a JSON line with its port (`port` or `"cohort listening"`). */
+function startChild(args: readonly string[], name: string): Promise<Child> {
+  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', ...args], {
+    cwd: REPO_ROOT,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it listened`)));
+    createInterface({ input: child.stdout! }).on('line', (text) => {
+      let parsed: { port?: number; msg?: string; level?: number } | undefined;
+      try {
+        parsed = JSON.parse(text) as typeof parsed;
+      } catch {
+        return;
+      }
+      if (parsed?.msg !== undefined && parsed.level !== undefined && parsed.level >= 40)
+        line(`${name}: ${text}`);
+      if (typeof parsed?.port !== 'number') return;
+      if (parsed.msg !== undefined && parsed.msg !== 'cohort listening') return;
+      const port = parsed.port;
+      resolve({
+        process: child,
+        port,
+        stop: () =>
+          new Promise<void>((done) => {
+            if (child.exitCode !== null) return done();
+            child.once('exit', () => done());
+            child.kill('SIGTERM');
+            child.stdin?.end();
+          }),
+      });
+    });
+  });
+}
+
+function cohortArgs(dataDir: string, extra: readonly string[]): string[] {
+  return ['src/main.ts', '--listen', '127.0.0.1:0', '--data-dir', dataDir, ...extra];
+}
+
+function unary(client: Client, method: string): (request: unknown) => Promise<unknown> {
+  const fn = (client as unknown as Record<string, RawUnary>)[method]!.bind(client);
+  return (request) =>
+    new Promise((resolve, reject) => {
+      fn(request, new Metadata(), {}, (error, response) =>
+        error !== null ? reject(error) : resolve(response),
+      );
+    });
+}
+
+/** A Broker client; with `rawFetch`, Fetch responses stay undecoded bytes. */
+function brokerClient(port: number, rawFetch: boolean) {
+  const broker = loadCohortProtos().broker;
+  const definition: Record<string, MethodDefinition<unknown, unknown>> = {};
+  for (const [name, method] of Object.entries(broker))
+    definition[name] = method as MethodDefinition<unknown, unknown>;
+  if (rawFetch) {
+    const fetch = broker.Fetch as MethodDefinition<unknown, unknown>;
+    definition.Fetch = { ...fetch, responseDeserialize: (bytes: Buffer) => bytes };
+  }
+  const Ctor = makeGenericClientConstructor(definition as ServiceDefinition, 'cohort.v1.Broker');
+  const client = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure(), {
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+  });
+  return {
+    client,
+    createTopics: unary(client, 'CreateTopics'),
+    metadata: unary(client, 'Metadata'),
+    produce: unary(client, 'Produce') as (request: unknown) => Promise<ProduceResponse>,
+    fetch: unary(client, 'Fetch'),
+  };
+}
+
+interface ProduceResponse {
+  topics: { partitions: { errorCode: number; baseOffset: string }[] }[];
+}
+
+function produceRequest(topic: string, acks: number, records: number, value: Buffer) {
+  return {
+    acks,
+    timeoutMs: 30_000,
+    topics: [
+      {
+        name: topic,
+        partitions: [
+          {
+            partitionIndex: 0,
+            records: Array.from({ length: records }, () => ({
+              timestampMs: 0,
+              key: Buffer.alloc(0),
+              value,
+              headers: [],
+            })),
+          },
+        ],
+      },
+    ],
+  };
+}
+
+function checkProduced(response: ProduceResponse): number {
+  const partition = response.topics[0]!.partitions[0]!;
+  if (partition.errorCode !== 0) throw new Error(`produce failed with error ${partition.errorCode}`);
+  return Number(partition.baseOffset);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function percentiles(samples: number[]): { p50: number; p99: number } {
+  const sorted = Float64Array.from(samples).sort();
+  return { p50: percentileOfSorted(sorted, 50), p99: percentileOfSorted(sorted, 99) };
+}
+
+// --- 1. long-poll wake ---
+
+interface WakeSide {
+  /** Parks `parked` calls; resolves with the wake latencies (ms) once all have been answered. */
+  round(parked: number): Promise<number[]>;
+}
+
+function cohortWakeSide(port: number): WakeSide {
+  const client = brokerClient(port, true);
+  let offset = 0;
+  return {
+    async round(parked) {
+      const latencies: number[] = [];
+      let sentAt = 0;
+      const responses = Array.from({ length: parked }, () =>
+        client
+          .fetch({
+            replicaId: -1,
+            maxWaitMs: 30_000,
+            minBytes: 1,
+            maxBytes: 1 << 20,
+            topics: [
+              {
+                name: 'wake',
+                partitions: [{ partitionIndex: 0, fetchOffset: offset, partitionMaxBytes: 1 << 20 }],
+              },
+            ],
+          })
+          .then((bytes) => {
+            latencies.push(performance.now() - sentAt);
+            if ((bytes as Buffer).length < RECORD_100B.length)
+              throw new Error('a woken fetch carried no record');
+          }),
+      );
+      await sleep(PARK_SETTLE_MS(parked));
+      sentAt = performance.now();
+      const produced = client.produce(produceRequest('wake', 0, 1, RECORD_100B));
+      await Promise.all(responses);
+      offset = checkProduced(await produced) + 1;
+      return latencies;
+    },
+  };
+}
+
+function bareWakeSide(port: number): WakeSide {
+  const Ctor = makeGenericClientConstructor(BARE_SERVICE, 'bench.Bare');
+  const client = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure());
+  const park = unary(client, 'Park');
+  const release = unary(client, 'Release');
+  return {
+    async round(parked) {
+      const latencies: number[] = [];
+      let sentAt = 0;
+      const responses = Array.from({ length: parked }, () =>
+        park(Buffer.alloc(0)).then(() => latencies.push(performance.now() - sentAt)),
+      );
+      await sleep(PARK_SETTLE_MS(parked));
+      sentAt = performance.now();
+      const released = Number(String(await release(Buffer.alloc(0))));
+      await Promise.all(responses);
+      if (released !== parked) throw new Error(`released ${released} parked calls, expected ${parked}`);
+      return latencies;
+    },
+  };
+}
+
+async function benchWake(cohort: WakeSide, bare: WakeSide): Promise<Record<string, number>> {
+  line('');
+  line('1. Long-poll wake: Produce/Release sent → each parked call answered (ms)');
+  const figures: Record<string, number> = {};
+  const rows: (string | number)[][] = [
+    ['parked', 'cohort p50', 'cohort p99', 'bare p50', 'bare p99', 'p50 ratio', 'p99 ratio', 'target'],
+  ];
+  for (const { parked, rounds } of WAKE_CASES) {
+    for (let i = 0; i < WAKE_WARMUP_ROUNDS; i++) {
+      await cohort.round(parked);
+      await bare.round(parked);
+    }
+    const samples = { cohort: [] as number[], bare: [] as number[] };
+    for (let i = 0; i < rounds; i++) {
+      // Alternate which side goes first, so drift on the machine falls on both.
+      if (i % 2 === 0) {
+        samples.cohort.push(...(await cohort.round(parked)));
+        samples.bare.push(...(await bare.round(parked)));
+      } else {
+        samples.bare.push(...(await bare.round(parked)));
+        samples.cohort.push(...(await cohort.round(parked)));
+      }
+    }
+    const c = percentiles(samples.cohort);
+    const b = percentiles(samples.bare);
+    const p50Ratio = c.p50 / b.p50;
+    const p99Ratio = c.p99 / b.p99;
+    rows.push([
+      parked,
+      c.p50,
+      c.p99,
+      b.p50,
+      b.p99,
+      p50Ratio,
+      p99Ratio,
+      verdict(p50Ratio <= WAKE_TARGET_RATIO && p99Ratio <= WAKE_TARGET_RATIO),
+    ]);
+    figures[`wake_${parked}_parked_cohort_p50_ms`] = round(c.p50, 3);
+    figures[`wake_${parked}_parked_cohort_p99_ms`] = round(c.p99, 3);
+    figures[`wake_${parked}_parked_bare_p50_ms`] = round(b.p50, 3);
+    figures[`wake_${parked}_parked_bare_p99_ms`] = round(b.p99, 3);
+    figures[`wake_${parked}_parked_p50_ratio`] = round(p50Ratio, 2);
+    figures[`wake_${parked}_parked_p99_ratio`] = round(p99Ratio, 2);
+  }
+  table(rows);
+  return figures;
+}
+
+// --- 2. throughput ---
+
+async function benchThroughput(port: number): Promise<Record<string, number>> {
+  line('');
+  line(
+    `2. Produce throughput, acks=1, 1 KB records, ${THROUGHPUT_IN_FLIGHT} requests in flight, fsync per default`,
+  );
+  const client = brokerClient(port, false);
+  const figures: Record<string, number> = {};
+  const rows: (string | number)[][] = [['records/request', 'records/s', 'MB/s', 'requests/s']];
+  for (const perRequest of [1, 100]) {
+    const request = produceRequest('throughput', 1, perRequest, RECORD_1KB);
+    const run = async (seconds: number): Promise<{ records: number; elapsedMs: number }> => {
+      let records = 0;
+      const start = performance.now();
+      const endAt = start + seconds * 1_000;
+      const worker = async (): Promise<void> => {
+        while (performance.now() < endAt) {
+          checkProduced(await client.produce(request));
+          records += perRequest;
+        }
+      };
+      await Promise.all(Array.from({ length: THROUGHPUT_IN_FLIGHT }, worker));
+      return { records, elapsedMs: performance.now() - start };
+    };
+    await run(0.5);
+    const { records, elapsedMs } = await run(THROUGHPUT_SECONDS);
+    const recordsPerS = (records / elapsedMs) * 1_000;
+    const mbPerS = (recordsPerS * RECORD_1KB.length) / 1e6;
+    rows.push([perRequest, Math.round(recordsPerS), mbPerS, Math.round(recordsPerS / perRequest)]);
+    figures[`produce_acks1_1kb_${perRequest}_per_request_records_per_s`] = Math.round(recordsPerS);
+    figures[`produce_acks1_1kb_${perRequest}_per_request_mb_per_s`] = round(mbPerS, 2);
+  }
+  table(rows);
+  client.client.close();
+  return figures;
+}
+
+// --- 3. acks=-1 with two followers ---
+
+async function benchReplicatedLatency(port: number): Promise<Record<string, number>> {
+  line('');
+  line(
+    '3. Produce latency on a 3-replica topic (leader + 2 followers on loopback), one request in flight (ms)',
+  );
+  const client = brokerClient(port, false);
+  const samples = { one: [] as number[], all: [] as number[] };
+  // Warm-up: the first acks=-1 also waits for both followers to learn the topic.
+  for (let i = 0; i < 20; i++) {
+    checkProduced(await client.produce(produceRequest('replicated', -1, 1, RECORD_1KB)));
+  }
+  for (let i = 0; i < LATENCY_ITERATIONS; i++) {
+    for (const acks of i % 2 === 0 ? [1, -1] : [-1, 1]) {
+      const start = performance.now();
+      checkProduced(await client.produce(produceRequest('replicated', acks, 1, RECORD_1KB)));
+      (acks === 1 ? samples.one : samples.all).push(performance.now() - start);
+    }
+  }
+  client.client.close();
+  const one = percentiles(samples.one);
+  const all = percentiles(samples.all);
+  table([
+    ['acks', 'p50', 'p99'],
+    ['1', one.p50, one.p99],
+    ['-1', all.p50, all.p99],
+    ['ratio', all.p50 / one.p50, all.p99 / one.p99],
+  ]);
+  return {
+    produce_rf3_acks1_p50_ms: round(one.p50, 3),
+    produce_rf3_acks1_p99_ms: round(one.p99, 3),
+    produce_rf3_acks_all_p50_ms: round(all.p50, 3),
+    produce_rf3_acks_all_p99_ms: round(all.p99, 3),
+    produce_rf3_acks_all_vs_acks1_p50_ratio: round(all.p50 / one.p50, 2),
+    produce_rf3_acks_all_vs_acks1_p99_ratio: round(all.p99 / one.p99, 2),
+  };
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date().toISOString();
+  const machine = describeMachine();
+  line(`bench:log ${QUICK ? '(quick) ' : ''}on ${machine.cpu}, ${machine.cores} cores, node ${machine.node}`);
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'cohort-bench-log-'));
+  const children: Child[] = [];
+  try {
+    const leader = await startChild(
+      cohortArgs(path.join(root, 'leader'), ['--node-id', '0', '--followers', '1,2']),
+      'leader',
+    );
+    children.push(leader);
+    const bare = await startChild(['bench/log-bare-server.ts'], 'bare');
+    children.push(bare);
+    const admin = brokerClient(leader.port, false);
+    await admin.createTopics({
+      topics: [
+        { name: 'wake', numPartitions: 1, replicationFactor: 1 },
+        { name: 'throughput', numPartitions: 1, replicationFactor: 1 },
+        { name: 'replicated', numPartitions: 1, replicationFactor: 3 },
+      ],
+    });
+
+    const wake = await benchWake(cohortWakeSide(leader.port), bareWakeSide(bare.port));
+    const throughput = await benchThroughput(leader.port);
+    for (const nodeId of [1, 2]) {
+      children.push(
+        await startChild(
+          cohortArgs(path.join(root, `follower-${nodeId}`), [
+            '--node-id',
+            String(nodeId),
+            '--replica-of',
+            `127.0.0.1:${leader.port}`,
+          ]),
+          `follower-${nodeId}`,
+        ),
+      );
+    }
+    const replicated = await benchReplicatedLatency(leader.port);
+    admin.client.close();
+    printFigures({
+      bench: 'log',
+      date: startedAt,
+      node: machine.node,
+      cpu: machine.cpu,
+      cores: machine.cores,
+      cpus_allowed: machine.cpusAllowed,
+      quick: QUICK,
+      ...wake,
+      ...throughput,
+      ...replicated,
+    });
+  } finally {
+    for (const child of children.reverse()) await child.stop();
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(
+      `bench:log failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exit(1);
+  },
+);

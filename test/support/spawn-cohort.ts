@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { LogLine } from './capture-logger';
@@ -21,25 +23,39 @@ export interface CohortProcess {
 
 /**
  * Starts `src/main.ts` exactly as `npm start` does (node + ts-node, transpile only), with `args` and the
- * given environment added to a copy of this one without any COHORT_* variables.
+ * given environment added to a copy of this one without any COHORT_* variables. Unless `args` or `env`
+ * name a data directory, the process gets a fresh one, removed when it exits: durable state (group
+ * offsets and metadata) must not leak between tests or runs.
  */
 export function spawnCohort(args: readonly string[], env: Record<string, string> = {}): CohortProcess {
   const cleanEnv: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && !key.startsWith('COHORT_')) cleanEnv[key] = value;
   }
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts', ...args], {
-    cwd: REPO_ROOT,
-    env: { ...cleanEnv, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const namesDataDir =
+    env.COHORT_DATA_DIR !== undefined ||
+    args.some((arg) => arg === '--data-dir' || arg.startsWith('--data-dir='));
+  const ownDataDir = namesDataDir ? undefined : mkdtempSync(join(tmpdir(), 'cohort-process-'));
+  const dataDirArgs = ownDataDir === undefined ? [] : ['--data-dir', ownDataDir];
+  const child = spawn(
+    process.execPath,
+    ['-r', 'ts-node/register/transpile-only', 'src/main.ts', ...args, ...dataDirArgs],
+    {
+      cwd: REPO_ROOT,
+      env: { ...cleanEnv, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const lines: (LogLine | string)[] = [];
   const waiters: { msg: string; resolve(line: LogLine): void; reject(error: Error): void }[] = [];
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
 
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }));
+    child.once('exit', (code, signal) => {
+      if (ownDataDir !== undefined) rmSync(ownDataDir, { recursive: true, force: true });
+      resolve({ code, signal });
+    });
   });
   const stdoutClosed = new Promise<void>((resolve) => child.stdout?.once('close', resolve));
   void Promise.all([exited, stdoutClosed]).then(([{ code }]) => {

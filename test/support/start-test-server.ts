@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { CohortConfig } from '../../src/config';
 import { createConfig } from '../../src/config';
 import type { CohortServer, CoordinatorFactory } from '../../src/server';
@@ -44,7 +47,18 @@ export async function startTestServer(
   overrides: Partial<CohortConfig> = {},
   options: TestServerOptions = {},
 ): Promise<TestServer> {
-  const config = createConfig({ ...overrides, listen: '127.0.0.1:0' });
+  // Each server keeps its durable state (group offsets and metadata, topics) in a directory of its own,
+  // removed by close(), unless the test names one: nothing may leak between tests or runs.
+  const ownDataDir =
+    overrides.dataDir === undefined ? mkdtempSync(join(tmpdir(), 'cohort-test-')) : undefined;
+  const config = createConfig({
+    ...overrides,
+    dataDir: overrides.dataDir ?? ownDataDir,
+    listen: '127.0.0.1:0',
+  });
+  const removeOwnDataDir = (): void => {
+    if (ownDataDir !== undefined) rmSync(ownDataDir, { recursive: true, force: true });
+  };
   const { logger, lines } = captureLogger(config.logLevel);
   const server = createServer(config, {
     logger,
@@ -69,6 +83,7 @@ export async function startTestServer(
     close: async () => {
       for (const client of clients.splice(0)) client.close();
       await server.close();
+      removeOwnDataDir();
     },
   };
 }

@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
@@ -11,6 +12,7 @@ import { GroupCoordinator } from '../group/group-coordinator';
 import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { BrokerConfig } from '../log';
 import { ReplicaFetcher, ReplicaManager } from '../log';
+import { CONSUMER_OFFSETS_PARTITION_DIR, ConsumerOffsetsStore } from '../log/consumer-offsets';
 import { DEFAULT_FLUSH_INTERVAL_MS } from '../log/storage';
 import type { Time } from '../time';
 import { ManualTime, SYSTEM_TIME } from '../time';
@@ -109,12 +111,29 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   if (address === undefined) throw new TypeError(`listen (${config.listen}) is not HOST:PORT`);
   const shutdownGraceMs = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
 
+  // Group state is durable, as Kafka keeps it: offsets and group metadata are records of the compacted
+  // __consumer_offsets-0 under dataDir (docs/storage.md, "Durable group state"), which start() replays.
+  let groupState:
+    { readonly store: ConsumerOffsetsStore; readonly coordinator: GroupCoordinator } | undefined;
   // A timer task that throws has broken an invariant of one group; log it with its stack and keep
   // serving the others, as Kafka's timer threads do, rather than let the timer rethrow it into the loop.
-  const defaultFactory: CoordinatorFactory = (groupConfig, clock) =>
-    new GroupCoordinator(groupConfig, clock, {
-      onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
+  const defaultFactory: CoordinatorFactory = (groupConfig, clock) => {
+    const store = new ConsumerOffsetsStore(path.join(config.dataDir, CONSUMER_OFFSETS_PARTITION_DIR), {
+      time: clock,
+      onCompactionError: (error) => logger.warn({ err: error }, '__consumer_offsets compaction failed'),
     });
+    const groupCoordinator = new GroupCoordinator(groupConfig, clock, {
+      offsetStore: store,
+      metadataStore: store,
+      onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
+      listener: {
+        onGroupStoreFailed: (groupId, generationId, error) =>
+          logger.warn({ err: error, groupId, generationId }, 'group metadata could not be stored'),
+      },
+    });
+    groupState = { store, coordinator: groupCoordinator };
+    return groupCoordinator;
+  };
   const coordinator = (options.coordinatorFactory ?? defaultFactory)(groupConfigOf(config), time);
   const replicaManager = new ReplicaManager(brokerConfigOf(config), {
     time,
@@ -164,8 +183,32 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   let starting: Promise<BoundAddress> | undefined;
   let closing: Promise<void> | undefined;
 
+  /**
+   * Opens __consumer_offsets-0 (a data directory that cannot be used fails start()) and replays it in the
+   * background: the coordinator answers COORDINATOR_LOAD_IN_PROGRESS until it is done, so a large log delays
+   * no health check and no other service.
+   */
+  const startGroupState = (): void => {
+    if (groupState === undefined) return;
+    groupState.store.open();
+    const loading = groupState.store.load();
+    groupState.coordinator.load(loading).then(
+      async () => logger.debug({ ...(await loading) }, 'group state loaded'),
+      (error: unknown) =>
+        logger.error({ err: error }, 'group state could not be loaded; groups are unavailable'),
+    );
+  };
+  const closeGroupState = (): Promise<void> => groupState?.store.close() ?? Promise.resolve();
+
   const start = (): Promise<BoundAddress> => {
     if (closing !== undefined) return Promise.reject(new Error('the server is closed'));
+    if (starting === undefined) {
+      try {
+        startGroupState();
+      } catch (error) {
+        starting = Promise.reject(error);
+      }
+    }
     starting ??= new Promise<BoundAddress>((resolve, reject) => {
       // Recover every partition before accepting a call: a Fetch must never see a half-opened log.
       replicaManager.startup();
@@ -228,7 +271,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
 
   const close = (): Promise<void> => {
     // A close during start waits for the bind to settle, so the port is released rather than orphaned.
-    closing ??= (starting ?? Promise.resolve()).then(shutdown, shutdown);
+    closing ??= (starting ?? Promise.resolve()).then(shutdown, shutdown).finally(closeGroupState);
     return closing;
   };
 

@@ -45,7 +45,7 @@ import type { TopicAssignment } from './log-manager';
 import { Partition } from './partition';
 import type { PartitionLookup } from './partition-lookup';
 import { PeriodicTask } from './periodic-task';
-import type { LogAppendInfo, LogRecord, SimpleRecord } from './storage';
+import type { LogAppendInfo, LogReadInfo, LogRecord, SimpleRecord } from './storage';
 import { RESERVED_TOPIC_NAMES, topicNameProblem, topicPartitionKey } from './topic-partition';
 
 /** Notable events, for the server's log and for tests. */
@@ -143,6 +143,9 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   private readonly maintenanceTimer: Timer;
   private readonly periodicTasks: PeriodicTask[] = [];
   private readonly retentionCheckIntervalMs: number;
+  /** Reads shared by the DelayedFetches one event completes (see `sharedRead`). */
+  private readonly completionReads = new Map<string, LogReadInfo>();
+  private readonly clearCompletionReads = (): void => this.completionReads.clear();
   /** Parked operations, answered at shutdown. */
   private readonly parked = new Set<DelayedFetch | DelayedProduce>();
   private localBroker: BrokerNode | null = null;
@@ -552,12 +555,17 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
         }
         let records: readonly LogRecord[];
         try {
-          const info = partition.read(
-            request.fetchOffset,
-            Math.min(request.partitionMaxBytes, bytesRemaining),
-            params.isFromFollower,
-            minOneMessage,
-          );
+          const maxBytes = Math.min(request.partitionMaxBytes, bytesRemaining);
+          const info =
+            statuses === null
+              ? this.sharedRead(
+                  partition,
+                  request.fetchOffset,
+                  maxBytes,
+                  params.isFromFollower,
+                  minOneMessage,
+                )
+              : partition.read(request.fetchOffset, maxBytes, params.isFromFollower, minOneMessage);
           records = info.records;
           bytesRemaining = Math.max(0, bytesRemaining - info.sizeInBytes);
           bytesReadable += info.sizeInBytes;
@@ -586,6 +594,31 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       }),
     }));
     return { response: { errorCode: ErrorCode.NONE, responses }, bytesReadable, hasError };
+  }
+
+  /**
+   * A read for a completing DelayedFetch, shared with the identical reads of the same wake-up: when a
+   * produce wakes a thousand consumers parked at one offset, the log is read once, not a thousand times.
+   * The key holds everything the result depends on in an append-only log (the readable end included, so
+   * an append or a HW move makes a new key); truncation and retention clear the cache, and it lives only
+   * until the current task's microtasks run.
+   */
+  private sharedRead(
+    partition: Partition,
+    fetchOffset: number,
+    maxBytes: number,
+    isFromFollower: boolean,
+    minOneMessage: boolean,
+  ): LogReadInfo {
+    const end = isFromFollower ? partition.logEndOffset : partition.highWatermark;
+    const cacheKey = `${partition.key}:${fetchOffset}:${end}:${maxBytes}:${minOneMessage ? 1 : 0}:${isFromFollower ? 1 : 0}`;
+    let info = this.completionReads.get(cacheKey);
+    if (info === undefined) {
+      info = partition.read(fetchOffset, maxBytes, isFromFollower, minOneMessage);
+      if (this.completionReads.size === 0) queueMicrotask(this.clearCompletionReads);
+      this.completionReads.set(cacheKey, info);
+    }
+    return info;
   }
 
   private updateFollowerFetchState(
@@ -715,6 +748,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     if (partition === undefined || partition.isLeader || this.isShutdown) return 'retry';
     if (data.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) {
       if (data.highWatermark < 0 || data.logStartOffset < 0) return 'retry';
+      this.completionReads.clear();
       if (partition.logEndOffset < data.logStartOffset)
         partition.truncateFullyAndStartAt(data.logStartOffset);
       else partition.truncateTo(Math.min(data.highWatermark, partition.logEndOffset));
@@ -780,7 +814,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   private deleteOldSegments(): void {
     for (const partition of this.partitions.values()) {
       try {
-        partition.deleteOldSegments();
+        if (partition.deleteOldSegments() > 0) this.completionReads.clear();
       } catch (error) {
         this.reportError(error, `retention of ${partition.key} failed`);
       }

@@ -300,4 +300,32 @@ describe('DelayedFetch', () => {
     expect(broker.getPartition('t-0')!.log.numberOfSegments).toBe(2);
     expect(values(fetched(await parked.value).records)).toEqual([big]);
   });
+
+  it('reads the log once for many consumers woken at the same offset, and gives each the records', async () => {
+    const broker = h.leader({ followers: [] }, unsynced);
+    await createTopic(broker, 't');
+    const parked = Array.from({ length: 50 }, () =>
+      broker.fetch(consumerFetch([{ topic: 't', partitionIndex: 0, fetchOffset: 0 }])),
+    );
+    expect(broker.numDelayedFetch).toBe(50);
+    const read = jest.spyOn(broker.getPartition('t-0')!.log, 'read');
+    await broker.produce({
+      acks: 0,
+      timeoutMs: 0,
+      topics: [{ name: 't', partitions: [{ partitionIndex: 0, records: [record('shared')] }] }],
+    });
+    const responses = await Promise.all(parked);
+    expect(responses.map((r) => values(fetched(r).records))).toEqual(
+      Array.from({ length: 50 }, () => ['shared']),
+    );
+    expect(read).toHaveBeenCalledTimes(1);
+    // The next wake-up reads afresh.
+    const next = broker.fetch(consumerFetch([{ topic: 't', partitionIndex: 0, fetchOffset: 1 }]));
+    await broker.produce({
+      acks: 0,
+      timeoutMs: 0,
+      topics: [{ name: 't', partitions: [{ partitionIndex: 0, records: [record('later')] }] }],
+    });
+    expect(values(fetched(await next).records)).toEqual(['later']);
+  });
 });

@@ -7,7 +7,8 @@
  *    hold their callbacks until a `Release` call answers them all: the time from sending Release to each
  *    parked call's response. Both servers are child processes on 127.0.0.1; this process is the client
  *    and decodes neither side's responses (raw bytes), so the comparison is of the servers' wake paths.
- *    The sides alternate round by round. Target: cohort ≤ 1.3 × bare at p50 and p99.
+ *    The sides alternate round by round. Target: cohort ≤ 1.3 × bare at p50 and p99. The children load
+ *    TypeScript through bench/group/transpile-hook.js, not ts-node, which would slow both servers.
  * 2. Produce throughput, acks=1, 1 KB records, fsync before every acknowledgement (the default flush
  *    policy): 32 requests in flight for a few seconds, with 1 and with 100 records per request.
  * 3. acks=-1 latency with two followers (child processes on loopback) against acks=1 on the same
@@ -33,6 +34,7 @@ import { percentileOfSorted } from './support/stats';
 
 const QUICK = process.argv.includes('--quick');
 const REPO_ROOT = path.join(__dirname, '..');
+const TRANSPILE_HOOK = path.join(__dirname, 'group', 'transpile-hook.js');
 const WAKE_TARGET_RATIO = 1.3;
 /** Parked calls per round, and rounds per side. */
 const WAKE_CASES: readonly { parked: number; rounds: number }[] = QUICK
@@ -70,7 +72,9 @@ interface Child {
 
 /** Starts a child and resolves once it printed a JSON line with its port (`port` or `"cohort listening"`). */
 function startChild(args: readonly string[], name: string): Promise<Child> {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', ...args], {
+  // Not ts-node: it loads Node's REPL and with it `domain`, which slows every EventEmitter of the servers
+  // under test (see bench/group/transpile-hook.js); a compiled cohort never loads it.
+  const child = spawn(process.execPath, ['-r', TRANSPILE_HOOK, ...args], {
     cwd: REPO_ROOT,
     stdio: ['pipe', 'pipe', 'inherit'],
   });

@@ -17,13 +17,14 @@
  *
  * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5), `--only=heartbeat,
  * rebalance,memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
- * `--experiment=no-signal` (rebalance: parked calls get no AbortSignal, to measure what those cost). Heartbeat load
+ * `--experiment=no-signal` (rebalance: parked calls get no AbortSignal, to measure what those cost),
+ * `--channels=N` (rebalance: client connections, default 4). Heartbeat load
  * needs h2load (`apt-get install -y nghttp2-client`); without it a labelled Node http2 fallback runs.
  * The last line of output is a JSON object of the figures.
  */
 import { heartbeatThroughput, HEARTBEAT_GROUPS, HEARTBEAT_GROUP_SIZE } from './group/heartbeat-throughput';
 import { memberMemory, MEMORY_GROUPS, MEMORY_GROUP_SIZE } from './group/member-memory';
-import { rebalanceLatency, REBALANCE_SIZES } from './group/rebalance-latency';
+import { DEFAULT_REBALANCE_CHANNELS, rebalanceLatency, REBALANCE_SIZES } from './group/rebalance-latency';
 import { describeMachine } from './support/machine';
 import { line, printFigures, round, table, verdict } from './support/report';
 import type { RoundSet } from './support/round-set';
@@ -128,10 +129,10 @@ async function main(): Promise<void> {
       heartbeatMembersDriven: result.membersDriven,
       heartbeatCallsPerSec: round(r.median('heartbeatCallsPerSec'), 0),
       noopCallsPerSec: round(r.median('noopCallsPerSec'), 0),
-      heartbeatVsNoopCallsPerSecRatio: round(ratio, 3),
+      ratioHeartbeatToNoopCallsPerSec: round(ratio, 3),
       heartbeatServerCpuUsPerCall: round(r.median('heartbeatCpuUsPerCall'), 2),
       noopServerCpuUsPerCall: round(r.median('noopCpuUsPerCall'), 2),
-      heartbeatVsNoopServerCpuPerCallRatio: round(
+      ratioHeartbeatToNoopServerCpuPerCall: round(
         r.medianRatio('heartbeatCpuUsPerCall', 'noopCpuUsPerCall'),
         3,
       ),
@@ -156,7 +157,13 @@ async function main(): Promise<void> {
   if (only.has('rebalance')) {
     line();
     line(`Rebalance latency: groups of ${REBALANCE_SIZES.join(', ')} members`);
-    const r = await rebalanceLatency({ rounds, sizes: REBALANCE_SIZES, cpuProfileDir, experiment }, log);
+    const channels = Number(argValue('channels') ?? DEFAULT_REBALANCE_CHANNELS);
+    if (!Number.isSafeInteger(channels) || channels < 1) throw new RangeError('--channels must be >= 1');
+    figures.rebalanceClientChannels = channels;
+    const r = await rebalanceLatency(
+      { rounds, sizes: REBALANCE_SIZES, cpuProfileDir, experiment, channels },
+      log,
+    );
     const rows: (string | number)[][] = [
       [
         'members',
@@ -190,7 +197,9 @@ async function main(): Promise<void> {
       });
     }
     table(rows);
-    line('client-bound: 4 grpc-js channels in one process; "server join ms" is the server\'s own share');
+    line(
+      `client-bound: ${channels} grpc-js channels in one process; "server join ms" is the server's own share`,
+    );
     const join1000 = r.median('n1000JoinMs');
     const sync1000 = r.median('n1000SyncMs');
     const task5000 = r.max('n5000MaxTaskCpuMs');
@@ -221,23 +230,34 @@ async function main(): Promise<void> {
     );
     const r = await memberMemory(rounds, log);
     const rss = r.median('rssBytesPerMember');
+    const b = (name: string): number => round(r.median(name), 0);
     table([
-      ['per member', 'bytes'],
-      ['RSS', round(rss, 0)],
-      ['V8 heap used', round(r.median('heapBytesPerMember'), 0)],
-      ['external (Buffers)', round(r.median('externalBytesPerMember'), 0)],
+      ['bytes per member', 'packed requests', 'one 8 KiB buffer per request'],
+      ['RSS', b('rssBytesPerMember'), b('slabRssBytesPerMember')],
+      ['V8 heap used', b('heapBytesPerMember'), b('slabHeapBytesPerMember')],
+      ['external (Buffers)', b('externalBytesPerMember'), b('slabExternalBytesPerMember')],
     ]);
     Object.assign(figures, {
       memoryMembers: MEMORY_GROUPS * MEMORY_GROUP_SIZE,
-      memoryRssBytesPerMember: round(rss, 0),
-      memoryHeapBytesPerMember: round(r.median('heapBytesPerMember'), 0),
-      memoryExternalBytesPerMember: round(r.median('externalBytesPerMember'), 0),
+      memoryRssBytesPerMember: b('rssBytesPerMember'),
+      memoryHeapBytesPerMember: b('heapBytesPerMember'),
+      memoryExternalBytesPerMember: b('externalBytesPerMember'),
+      memorySlabPerRequestRssBytesPerMember: b('slabRssBytesPerMember'),
+      memorySlabPerRequestHeapBytesPerMember: b('slabHeapBytesPerMember'),
+      memorySlabPerRequestExternalBytesPerMember: b('slabExternalBytesPerMember'),
     });
     summary.push([
       'RSS per idle member',
       round(rss, 0),
       `<= ${TARGET_BYTES_PER_MEMBER} B`,
       verdict(rss <= TARGET_BYTES_PER_MEMBER),
+    ]);
+    const slabRss = r.median('slabRssBytesPerMember');
+    summary.push([
+      'same, one 8 KiB buffer per request',
+      round(slabRss, 0),
+      `<= ${TARGET_BYTES_PER_MEMBER} B`,
+      verdict(slabRss <= TARGET_BYTES_PER_MEMBER),
     ]);
   }
 

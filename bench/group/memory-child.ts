@@ -13,6 +13,7 @@ import { ManualTime } from '../../src/time';
 import { collectGarbage } from '../support/gc-recorder';
 import { serveParent } from './child-rpc';
 import { codecs, joinRequest, syncRequest, type FormedGroup } from './group-driver';
+import type { MethodCodec } from './wire';
 
 export interface MemoryFigures {
   readonly members: number;
@@ -35,7 +36,28 @@ function expectCode(what: string, actual: ErrorCode, expected: ErrorCode): void 
   if (actual !== expected) throw new Error(`${what}: ${ErrorCode[actual]}, expected ${ErrorCode[expected]}`);
 }
 
-async function build(payload: { groups: number; groupSize: number }): Promise<MemoryFigures> {
+export interface MemoryPlan {
+  readonly groups: number;
+  readonly groupSize: number;
+  /**
+   * Decode each request from its own 8 KiB buffer, as grpc-js hands over a message that arrived among
+   * other traffic: it copies each message into Node's shared 8 KiB Buffer pool (Buffer.concat), and
+   * protobufjs decodes `bytes` fields as views into that message. Without it, requests are decoded from
+   * buffers allocated back to back, the most favourable packing.
+   */
+  readonly slabPerRequest: boolean;
+}
+
+/** Node's Buffer.poolSize: the slab that pooled small Buffers are carved from. */
+const POOL_SLAB_BYTES = 8 * 1024;
+
+async function build(payload: MemoryPlan): Promise<MemoryFigures> {
+  const decode = <Req>(codec: MethodCodec<Req, unknown>, bytes: Buffer): Req => {
+    if (!payload.slabPerRequest || bytes.length > POOL_SLAB_BYTES) return codec.decodeRequest(bytes);
+    const slab = Buffer.allocUnsafeSlow(POOL_SLAB_BYTES);
+    bytes.copy(slab);
+    return codec.decodeRequest(slab.subarray(0, bytes.length));
+  };
   const time = new ManualTime();
   collectGarbage();
   const before = process.memoryUsage();
@@ -49,7 +71,7 @@ async function build(payload: { groups: number; groupSize: number }): Promise<Me
       const groupId = `memory-${String(g).padStart(5, '0')}`;
       const memberIds: string[] = [];
       for (let i = 0; i < payload.groupSize; i++) {
-        const wire = c.joinGroup.decodeRequest(c.joinGroup.encodeRequest(joinRequest(groupId, '', i, 0)));
+        const wire = decode(c.joinGroup, c.joinGroup.encodeRequest(joinRequest(groupId, '', i, 0)));
         const response = await coordinator.joinGroup(wire, context);
         expectCode('first JoinGroup', response.errorCode, ErrorCode.MEMBER_ID_REQUIRED);
         memberIds.push(response.memberId);
@@ -57,7 +79,7 @@ async function build(payload: { groups: number; groupSize: number }): Promise<Me
       memberIds.forEach((memberId, i) =>
         joins.push(
           coordinator!.joinGroup(
-            c.joinGroup.decodeRequest(c.joinGroup.encodeRequest(joinRequest(groupId, memberId, i, 0))),
+            decode(c.joinGroup, c.joinGroup.encodeRequest(joinRequest(groupId, memberId, i, 0))),
             context,
           ),
         ),
@@ -88,7 +110,7 @@ async function build(payload: { groups: number; groupSize: number }): Promise<Me
         const wire = c.syncGroup.encodeRequest(
           syncRequest(group, memberId, group.generationId, memberId === group.leaderId),
         );
-        syncs.push(coordinator.syncGroup(c.syncGroup.decodeRequest(wire), context));
+        syncs.push(coordinator.syncGroup(decode(c.syncGroup, wire), context));
       }
     }
     for (const response of await Promise.all(syncs))
@@ -96,9 +118,17 @@ async function build(payload: { groups: number; groupSize: number }): Promise<Me
   }
   const formMs = Date.now() - t0;
   const listed = await coordinator.listGroups({ statesFilter: ['Stable'] }, context);
-  if (listed.groups.length !== payload.groups) {
-    throw new Error(`${listed.groups.length} Stable groups, expected ${payload.groups}`);
+  const described = await coordinator.describeGroups(
+    { groups: listed.groups.map((g) => g.groupId) },
+    context,
+  );
+  const members = described.groups.reduce((sum, group) => sum + group.members.length, 0);
+  if (listed.groups.length !== payload.groups || members !== payload.groups * payload.groupSize) {
+    throw new Error(
+      `${listed.groups.length} Stable groups of ${members} members, expected ${payload.groups}`,
+    );
   }
+  described.groups.length = 0;
   // Let the reply dispatcher's last turn run, then measure only what the coordinator keeps.
   await new Promise((resolve) => setImmediate(resolve));
   collectGarbage();
@@ -116,6 +146,6 @@ async function build(payload: { groups: number; groupSize: number }): Promise<Me
   };
 }
 
-serveParent({ build: (payload: { groups: number; groupSize: number }) => build(payload) }, async () => {
+serveParent({ build: (payload: MemoryPlan) => build(payload) }, async () => {
   coordinator?.shutdown();
 });

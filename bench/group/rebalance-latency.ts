@@ -14,12 +14,15 @@ import { startBenchServer } from './server-process';
  * during the round (monitorEventLoopDelay, 1 ms resolution): the longest task the rebalance ran.
  *
  * The client is the bottleneck (a grpc-js call costs the client more than the server): it uses 4 channels
- * and pre-encoded requests. There is no baseline implementation of a rebalance; as the same-run reference,
+ * (`--channels=N`) and pre-encoded requests. Few channels also shape the server's work: each connection
+ * carries N/4 calls, so one socket read brings the server hundreds of JoinGroups at once, where real
+ * consumers would each have their own connection. There is no baseline implementation of a rebalance; as the same-run reference,
  * each round first times a sequential Noop round trip on the same channels.
  */
 
 export const REBALANCE_SIZES = [10, 100, 1_000, 5_000] as const;
-const CHANNELS = 4;
+/** Client connections, unless `--channels=N` says otherwise: few, because the client is the bottleneck. */
+export const DEFAULT_REBALANCE_CHANNELS = 4;
 const NOOP_PROBES = 21;
 
 export interface RebalanceShape {
@@ -27,6 +30,7 @@ export interface RebalanceShape {
   readonly sizes: readonly number[];
   readonly cpuProfileDir?: string;
   readonly experiment?: string;
+  readonly channels: number;
 }
 
 async function noopRoundTripMs(channels: BenchChannels, c: Codecs): Promise<number> {
@@ -59,7 +63,7 @@ export async function rebalanceLatency(
     cpuProfileDir: shape.cpuProfileDir,
     experiment: shape.experiment,
   });
-  const channels = new BenchChannels(server.target, CHANNELS);
+  const channels = new BenchChannels(server.target, shape.channels);
   const c = codecs();
   const rounds = new RoundSet();
   try {

@@ -1,15 +1,29 @@
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Options, PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { loadSync } from '@grpc/proto-loader';
-
-/** `proto/` at the repository root; the files import each other as `cohort/v1/...`. */
-export const PROTO_DIR = join(__dirname, '..', '..', 'proto');
 
 export const PROTO_FILES = [
   'cohort/v1/group_coordinator.proto',
   'cohort/v1/test_clock.proto',
   'cohort/v1/broker.proto',
 ] as const;
+
+/**
+ * The `proto/` directory that holds `cohort/v1/`: the first found walking up from `from`. This file runs
+ * from `src/server` (ts-node, tests) and from `dist/src/server` (the compiled server, the Docker image),
+ * which sit at different depths below the package root; a fixed `../..` finds it from only one of them.
+ */
+export function findProtoDir(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'proto');
+    if (existsSync(join(candidate, PROTO_FILES[0]))) return candidate;
+    if (dirname(dir) === dir) throw new Error(`cannot find proto/${PROTO_FILES[0]} above ${from}`);
+  }
+}
+
+/** `proto/` of this package; the files import each other as `cohort/v1/...`. */
+export const PROTO_DIR = findProtoDir(__dirname);
 
 /**
  * How messages are decoded: camelCase fields, enums as numbers, bytes as Buffers, every field present

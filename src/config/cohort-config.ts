@@ -3,22 +3,44 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
- * The validated, frozen configuration of one cohort server. The five group settings carry the field names
- * of the group layer's `GroupConfig`, so this object satisfies it structurally without importing it.
+ * The validated, frozen configuration of one cohort server. The group settings (`group*`, `maxGroups`,
+ * `offsetMetadataMaxBytes`, `memberMetadataMaxBytes`) carry the field names of the group layer's
+ * `GroupConfig`, so this object satisfies it structurally without importing it.
  */
 export interface CohortConfig {
-  /** HOST:PORT the gRPC server binds; port 0 picks a free port. */
+  /** HOST:PORT the gRPC server binds (port 0 picks a free port), or `unix:PATH` for a Unix socket. */
   readonly listen: string;
+  /** HOST:PORT of the admin HTTP listener (/healthz, /readyz, /metrics); `off` or '' = none. */
+  readonly adminListen: string;
   /** Where durable state lives: one directory per partition, and the topic registry. */
   readonly dataDir: string;
   /** Time moves only through the TestClock service. */
   readonly manualClock: boolean;
   readonly logLevel: LogLevel;
+  /** How long a stop lets calls in flight finish before it cuts their connections. */
+  readonly shutdownTimeoutMs: number;
+  /** A file holding the bearer token every call must carry; '' = none. */
+  readonly tokenFile: string;
+  /** The bearer token itself (COHORT_TOKEN only: never a flag); '' = none. */
+  readonly token: string;
+  /** PEM certificate chain and private key: serve TLS. '' = plaintext. */
+  readonly tlsCert: string;
+  readonly tlsKey: string;
+  /** PEM CA bundle: require and verify a client certificate (mutual TLS). '' = no client certificates. */
+  readonly tlsClientCa: string;
+  /** Accept a non-loopback `listen` without TLS and without a token. */
+  readonly insecure: boolean;
+  /** The largest request message the server decodes; larger ones get RESOURCE_EXHAUSTED. */
+  readonly maxMessageBytes: number;
+  /** The most groups this server holds; a request that would create one more is refused. */
+  readonly maxGroups: number;
   readonly groupMinSessionTimeoutMs: number;
   readonly groupMaxSessionTimeoutMs: number;
   readonly groupInitialRebalanceDelayMs: number;
   readonly groupMaxSize: number;
   readonly offsetMetadataMaxBytes: number;
+  /** The most protocol metadata bytes (all protocols together) one JoinGroup may carry. */
+  readonly memberMetadataMaxBytes: number;
   /** This process's node id: a partition's leader id, a follower's replica id in its Fetch requests. */
   readonly nodeId: number;
   /** HOST:PORT of the leader this process follows; '' = this process is a leader. */

@@ -1,7 +1,21 @@
 import type { CohortConfig, ConfigKey } from './cohort-config';
 import { LOG_LEVELS } from './cohort-config';
 import {
+  ADMIN_LISTEN_OFF,
+  DEFAULT_ADMIN_LISTEN,
   DEFAULT_DATA_DIR,
+  DEFAULT_INSECURE,
+  DEFAULT_MAX_GROUPS,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  DEFAULT_MEMBER_METADATA_MAX_BYTES,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  DEFAULT_TLS_CERT,
+  DEFAULT_TLS_CLIENT_CA,
+  DEFAULT_TLS_KEY,
+  DEFAULT_TOKEN,
+  DEFAULT_TOKEN_FILE,
+  MIN_MAX_MESSAGE_BYTES,
+  MIN_TOKEN_LENGTH,
   DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
   DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS,
   DEFAULT_GROUP_MAX_SIZE,
@@ -25,10 +39,22 @@ import {
 } from './defaults';
 
 /**
- * How a setting's text (flag or env value) is read. `peer` is an address to connect to, or '' for none;
- * `nodeIds` a comma-separated list of distinct node ids, '' for none.
+ * How a setting's text (flag or env value) is read. `address` is HOST:PORT or `unix:PATH`; `adminAddress`
+ * HOST:PORT or `off`; `peer` an address to connect to, or '' for none; `nodeIds` a comma-separated list of
+ * distinct node ids, '' for none; `file` a file to read at start-up, or '' for none; `secret` a value that
+ * no message, help text or log ever shows.
  */
-export type SettingKind = 'address' | 'peer' | 'nodeIds' | 'path' | 'boolean' | 'integer' | 'logLevel';
+export type SettingKind =
+  | 'address'
+  | 'adminAddress'
+  | 'peer'
+  | 'nodeIds'
+  | 'path'
+  | 'file'
+  | 'secret'
+  | 'boolean'
+  | 'integer'
+  | 'logLevel';
 
 export interface SettingSpec<K extends ConfigKey = ConfigKey> {
   readonly key: K;
@@ -45,6 +71,11 @@ export interface SettingSpec<K extends ConfigKey = ConfigKey> {
   readonly max?: number;
   /** The Kafka broker config of the same meaning, when there is one. */
   readonly kafkaName?: string;
+  /**
+   * Read from the environment only: `flag` is not accepted. For secrets, which a command line would show to
+   * every user of the machine (`ps`).
+   */
+  readonly isEnvOnly?: boolean;
   readonly description: string;
 }
 
@@ -75,7 +106,17 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     kind: 'address',
     valueName: 'HOST:PORT',
     defaultValue: DEFAULT_LISTEN,
-    description: 'Address the gRPC server binds. Port 0 picks a free port (the log line shows which).',
+    description:
+      'Address the gRPC server binds: HOST:PORT (port 0 picks a free port; the log line shows which) or ' +
+      'unix:PATH for a Unix socket. A non-loopback address needs TLS or a token, or --insecure.',
+  }),
+  adminListen: setting('adminListen', {
+    kind: 'adminAddress',
+    valueName: 'HOST:PORT|off',
+    defaultValue: DEFAULT_ADMIN_LISTEN,
+    description:
+      `Address of the admin HTTP listener: /healthz, /readyz and /metrics (Prometheus). ${ADMIN_LISTEN_OFF} ` +
+      '(or empty) turns it off. It has no authentication: keep it on loopback or a private network.',
   }),
   dataDir: setting('dataDir', {
     kind: 'path',
@@ -98,6 +139,80 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     valueName: 'LEVEL',
     defaultValue: DEFAULT_LOG_LEVEL,
     description: `Least severe level logged: ${LOG_LEVELS.join(', ')}.`,
+  }),
+  shutdownTimeoutMs: setting('shutdownTimeoutMs', {
+    kind: 'integer',
+    valueName: 'MS',
+    defaultValue: DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    min: 0,
+    max: INT32_MAX,
+    description:
+      'On SIGTERM or SIGINT, how long calls still in flight may take to finish (parked calls are answered ' +
+      'at once) before their connections are cut; storage is flushed after. A second signal exits at once.',
+  }),
+  tokenFile: setting('tokenFile', {
+    kind: 'file',
+    valueName: 'PATH',
+    defaultValue: DEFAULT_TOKEN_FILE,
+    description:
+      'File holding the bearer token every call must carry (`authorization: Bearer TOKEN`), read at ' +
+      'start-up; a trailing newline is ignored. Health and reflection need none.',
+  }),
+  token: setting('token', {
+    kind: 'secret',
+    valueName: 'TOKEN',
+    defaultValue: DEFAULT_TOKEN,
+    isEnvOnly: true,
+    description:
+      `The bearer token itself, at least ${MIN_TOKEN_LENGTH} printable characters without spaces. ` +
+      'Environment only: a flag would show it to every user of the machine.',
+  }),
+  tlsCert: setting('tlsCert', {
+    kind: 'file',
+    valueName: 'PATH',
+    defaultValue: DEFAULT_TLS_CERT,
+    description: 'PEM certificate chain: serve TLS. Needs --tls-key.',
+  }),
+  tlsKey: setting('tlsKey', {
+    kind: 'file',
+    valueName: 'PATH',
+    defaultValue: DEFAULT_TLS_KEY,
+    description: 'PEM private key of --tls-cert.',
+  }),
+  tlsClientCa: setting('tlsClientCa', {
+    kind: 'file',
+    valueName: 'PATH',
+    defaultValue: DEFAULT_TLS_CLIENT_CA,
+    description:
+      'PEM CA certificates: require every client to present a certificate they signed (mutual TLS). ' +
+      'Needs --tls-cert and --tls-key.',
+  }),
+  insecure: setting('insecure', {
+    kind: 'boolean',
+    valueName: 'BOOL',
+    defaultValue: DEFAULT_INSECURE,
+    description:
+      'Serve a non-loopback --listen address without TLS and without a token. Without it cohort refuses ' +
+      'to start that way.',
+  }),
+  maxMessageBytes: setting('maxMessageBytes', {
+    kind: 'integer',
+    valueName: 'BYTES',
+    defaultValue: DEFAULT_MAX_MESSAGE_BYTES,
+    min: MIN_MAX_MESSAGE_BYTES,
+    max: INT32_MAX,
+    kafkaName: 'socket.request.max.bytes',
+    description: 'Largest request message decoded; a larger one ends with RESOURCE_EXHAUSTED.',
+  }),
+  maxGroups: setting('maxGroups', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_MAX_GROUPS,
+    min: 1,
+    max: INT32_MAX,
+    description:
+      'Most groups the server holds; a JoinGroup or OffsetCommit that would create one more gets ' +
+      `GROUP_MAX_SIZE_REACHED. ${INT32_MAX} = unlimited.`,
   }),
   groupMinSessionTimeoutMs: setting('groupMinSessionTimeoutMs', {
     kind: 'integer',
@@ -145,6 +260,16 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     max: INT32_MAX,
     kafkaName: 'offset.metadata.max.bytes',
     description: 'Longest metadata string an offset commit may carry (else OFFSET_METADATA_TOO_LARGE).',
+  }),
+  memberMetadataMaxBytes: setting('memberMetadataMaxBytes', {
+    kind: 'integer',
+    valueName: 'BYTES',
+    defaultValue: DEFAULT_MEMBER_METADATA_MAX_BYTES,
+    min: 0,
+    max: INT32_MAX,
+    description:
+      'Most protocol metadata bytes (all protocols together) one JoinGroup may carry (else ' +
+      'MESSAGE_TOO_LARGE).',
   }),
   nodeId: setting('nodeId', {
     kind: 'integer',

@@ -11,6 +11,25 @@ export const DEFAULT_LISTEN = '127.0.0.1:7070';
 export const DEFAULT_DATA_DIR = './data';
 export const DEFAULT_MANUAL_CLOCK = false;
 export const DEFAULT_LOG_LEVEL = 'info';
+/** The admin HTTP listener: loopback only, like the gRPC listener. */
+export const DEFAULT_ADMIN_LISTEN = '127.0.0.1:9090';
+/** The value of `adminListen` that turns the admin listener off ('' does too). */
+export const ADMIN_LISTEN_OFF = 'off';
+/** Kubernetes gives a pod 30 s between SIGTERM and SIGKILL; 10 s leaves room for the flush after the drain. */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+/** No bearer token, no TLS: safe only on loopback or a Unix socket, which validation enforces. */
+export const DEFAULT_TOKEN_FILE = '';
+export const DEFAULT_TOKEN = '';
+export const DEFAULT_TLS_CERT = '';
+export const DEFAULT_TLS_KEY = '';
+export const DEFAULT_TLS_CLIENT_CA = '';
+export const DEFAULT_INSECURE = false;
+/** The shortest bearer token accepted: 16 printable characters leave no room for guessing. */
+export const MIN_TOKEN_LENGTH = 16;
+/** gRPC's own default receive limit, 4 MiB. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 4_194_304;
+/** The smallest message limit accepted: every request of the contract fits in it with room to spare. */
+export const MIN_MAX_MESSAGE_BYTES = 1_024;
 
 /** group.min.session.timeout.ms */
 export const DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS = 6_000;
@@ -22,6 +41,13 @@ export const DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS = 3_000;
 export const DEFAULT_GROUP_MAX_SIZE = INT32_MAX;
 /** offset.metadata.max.bytes */
 export const DEFAULT_OFFSET_METADATA_MAX_BYTES = 4_096;
+/** No limit on the number of groups (Kafka has none). */
+export const DEFAULT_MAX_GROUPS = INT32_MAX;
+/**
+ * Protocol metadata of one JoinGroup: 1 MiB, far above a consumer subscription with its owned partitions,
+ * and low enough that a group of members cannot hold the coordinator's memory hostage.
+ */
+export const DEFAULT_MEMBER_METADATA_MAX_BYTES = 1_048_576;
 
 /** The log's defaults are Kafka's broker defaults except where noted; they equal src/log/storage's (a test checks). */
 /** node.id */

@@ -12,10 +12,15 @@ export function helpText(): string {
     'Settings:',
   ];
   for (const spec of CONFIG_SETTINGS) {
-    const usage = spec.kind === 'boolean' ? `${spec.flag}[=true|false]` : `${spec.flag} ${spec.valueName}`;
-    lines.push(`  ${usage}`);
     const shown = String(spec.defaultValue);
-    lines.push(`      env ${spec.env}, default ${shown === '' ? 'none' : shown}`);
+    if (spec.isEnvOnly === true) {
+      lines.push(`  ${spec.env}=${spec.valueName}`);
+      lines.push(`      environment only (no flag), default ${shown === '' ? 'none' : shown}`);
+    } else {
+      const usage = spec.kind === 'boolean' ? `${spec.flag}[=true|false]` : `${spec.flag} ${spec.valueName}`;
+      lines.push(`  ${usage}`);
+      lines.push(`      env ${spec.env}, default ${shown === '' ? 'none' : shown}`);
+    }
     if (spec.kafkaName !== undefined) lines.push(`      Kafka: ${spec.kafkaName}`);
     lines.push(...wrap(spec.description, 100, '      '));
   }

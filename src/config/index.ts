@@ -1,6 +1,15 @@
 export type { CohortConfig, ConfigKey, LogLevel } from './cohort-config';
 export { LOG_LEVELS } from './cohort-config';
 export {
+  ADMIN_LISTEN_OFF,
+  DEFAULT_ADMIN_LISTEN,
+  DEFAULT_INSECURE,
+  DEFAULT_MAX_GROUPS,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  DEFAULT_MEMBER_METADATA_MAX_BYTES,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  MIN_MAX_MESSAGE_BYTES,
+  MIN_TOKEN_LENGTH,
   DEFAULT_DATA_DIR,
   DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
   DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS,
@@ -26,7 +35,7 @@ export {
 export type { SettingKind, SettingSpec } from './config-schema';
 export { CONFIG_SCHEMA, CONFIG_SETTINGS, envOf, flagOf } from './config-schema';
 export type { ListenAddress } from './listen-address';
-export { parseListenAddress } from './listen-address';
+export { isLoopbackListen, parseListenAddress, parseUnixSocket, UNIX_SOCKET_PREFIX } from './listen-address';
 export type { LoadConfigResult } from './load-config';
 export { loadConfig } from './load-config';
 export { createConfig } from './create-config';

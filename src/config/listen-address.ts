@@ -23,3 +23,31 @@ export function parseListenAddress(text: string): ListenAddress | undefined {
   if (!HOST_NAME.test(host) && !BRACKETED_IPV6.test(host)) return undefined;
   return { host, port };
 }
+
+/** How a `listen` address names a Unix domain socket, as grpc-js reads it. */
+export const UNIX_SOCKET_PREFIX = 'unix:';
+
+/**
+ * The path of `unix:PATH` (`unix:cohort.sock` relative to the working directory, `unix:/run/cohort.sock` or
+ * `unix:///run/cohort.sock` absolute, as grpc-js takes them); undefined for anything else.
+ */
+export function parseUnixSocket(text: string): string | undefined {
+  if (!text.startsWith(UNIX_SOCKET_PREFIX)) return undefined;
+  let path = text.slice(UNIX_SOCKET_PREFIX.length);
+  if (path.startsWith('//')) path = path.slice(2);
+  return path.trim() === '' || path.includes('\0') ? undefined : path;
+}
+
+const LOOPBACK_IPV4 = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
+
+/**
+ * Whether only this machine can reach `listen`: a Unix socket, `localhost`, 127.0.0.0/8 or [::1]. Any other
+ * host (0.0.0.0, a name, an interface address) may be reachable from the network.
+ */
+export function isLoopbackListen(listen: string): boolean {
+  if (parseUnixSocket(listen) !== undefined) return true;
+  const address = parseListenAddress(listen);
+  if (address === undefined) return false;
+  const host = address.host.toLowerCase();
+  return host === 'localhost' || host === '[::1]' || LOOPBACK_IPV4.test(host);
+}

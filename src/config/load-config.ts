@@ -11,7 +11,13 @@ export type LoadConfigResult =
   | { readonly errors: readonly string[] }
   | { readonly help: string };
 
-const BY_FLAG = new Map<string, SettingSpec>(CONFIG_SETTINGS.map((s) => [s.flag, s]));
+const BY_FLAG = new Map<string, SettingSpec>(
+  CONFIG_SETTINGS.filter((s) => s.isEnvOnly !== true).map((s) => [s.flag, s]),
+);
+/** Flags of environment-only settings: refused with a message that says where the value goes instead. */
+const ENV_ONLY_BY_FLAG = new Map<string, SettingSpec>(
+  CONFIG_SETTINGS.filter((s) => s.isEnvOnly === true).map((s) => [s.flag, s]),
+);
 const BY_ENV = new Map<string, SettingSpec>(CONFIG_SETTINGS.map((s) => [s.env, s]));
 const HELP_FLAGS = new Set(['--help', '-h']);
 
@@ -72,8 +78,14 @@ export function loadConfig(
     const equals = arg.indexOf('=');
     const flag = equals === -1 ? arg : arg.slice(0, equals);
     const spec = BY_FLAG.get(flag);
+    const envOnly = ENV_ONLY_BY_FLAG.get(flag);
     if (spec === undefined) {
-      errors.push(`unknown flag ${flag}${suggest(flag, [...BY_FLAG.keys(), '--help'])}`);
+      errors.push(
+        envOnly !== undefined
+          ? `${flag} is not accepted on the command line, which every user of the machine can read; ` +
+              `set ${envOnly.env} in the environment${envOnly.key === 'token' ? ' or give --token-file' : ''}`
+          : `unknown flag ${flag}${suggest(flag, [...BY_FLAG.keys(), '--help'])}`,
+      );
       // Its value, if it has one, is not a stray argument: one mistake, one message.
       if (equals === -1 && i + 1 < argv.length && !argv[i + 1].startsWith('--')) i++;
       continue;

@@ -36,8 +36,11 @@ export function parseSetting(spec: SettingSpec, text: string): ParsedSetting {
       return { ok: true, value: Object.freeze(parts.map(Number)) };
     }
     case 'address':
+    case 'adminAddress':
     case 'peer':
     case 'path':
+    case 'file':
+    case 'secret':
     case 'logLevel':
       return { ok: true, value: text };
   }

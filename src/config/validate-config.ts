@@ -2,8 +2,8 @@ import type { CohortConfig, ConfigKey } from './cohort-config';
 import { LOG_LEVELS } from './cohort-config';
 import type { SettingSpec } from './config-schema';
 import { CONFIG_SCHEMA, CONFIG_SETTINGS } from './config-schema';
-import { INT32_MAX } from './defaults';
-import { parseListenAddress } from './listen-address';
+import { ADMIN_LISTEN_OFF, INT32_MAX, MIN_TOKEN_LENGTH } from './defaults';
+import { isLoopbackListen, parseListenAddress, parseUnixSocket } from './listen-address';
 
 /** Where a value came from; messages name it the way the user gave it. */
 export type ConfigSource = 'flag' | 'env' | 'default' | 'override';
@@ -19,7 +19,13 @@ export type ValidatedConfig =
  * `--group-max-size (default 2147483647)`, or `groupMaxSize (0)` for programmatic overrides.
  */
 export function describeSetting(spec: SettingSpec, value: unknown, source: ConfigSource): string {
-  const shown = typeof value === 'string' || Array.isArray(value) ? `'${String(value)}'` : String(value);
+  // A secret is never echoed: messages end up in terminals, CI logs and bug reports.
+  const shown =
+    spec.kind === 'secret'
+      ? 'hidden'
+      : typeof value === 'string' || Array.isArray(value)
+        ? `'${String(value)}'`
+        : String(value);
   switch (source) {
     case 'flag':
       return `${spec.flag} (${shown})`;
@@ -56,10 +62,23 @@ function checkOne(spec: SettingSpec, value: unknown, source: ConfigSource): stri
       return undefined;
     }
     case 'address':
-      if (typeof value === 'string' && parseListenAddress(value) !== undefined) return undefined;
+      if (typeof value === 'string') {
+        if (parseListenAddress(value) !== undefined || parseUnixSocket(value) !== undefined) return undefined;
+      }
       return (
         `${describeSetting(spec, value, source)} must be HOST:PORT with a port from 0 to 65535 ` +
-        `(IPv6 in brackets), e.g. ${spec.flag} 127.0.0.1:7070 or ${spec.flag} [::1]:0`
+        `(IPv6 in brackets) or unix:PATH, e.g. ${spec.flag} 127.0.0.1:7070, ${spec.flag} [::1]:0 or ` +
+        `${spec.flag} unix:/run/cohort.sock`
+      );
+    case 'adminAddress':
+      if (typeof value === 'string') {
+        if (value === '' || value === ADMIN_LISTEN_OFF || parseListenAddress(value) !== undefined) {
+          return undefined;
+        }
+      }
+      return (
+        `${describeSetting(spec, value, source)} must be HOST:PORT with a port from 0 to 65535, or ` +
+        `${ADMIN_LISTEN_OFF}, e.g. ${spec.flag} 127.0.0.1:9090`
       );
     case 'peer': {
       if (value === '') return undefined;
@@ -86,6 +105,19 @@ function checkOne(spec: SettingSpec, value: unknown, source: ConfigSource): stri
       return typeof value === 'string' && value.trim() !== ''
         ? undefined
         : `${name} must be a directory path, e.g. ${spec.flag} ./data`;
+    case 'file':
+      return typeof value === 'string' && (value === '' || value.trim() !== '')
+        ? undefined
+        : `${name} must be the path of a file, e.g. ${spec.flag} /etc/cohort/file.pem`;
+    case 'secret':
+      if (typeof value !== 'string' || value === '')
+        return typeof value === 'string' ? undefined : `${name} must be text`;
+      if (!/^[\x21-\x7e]+$/.test(value)) {
+        return `${name} must be printable ASCII without spaces: it travels in an HTTP header`;
+      }
+      return value.length >= MIN_TOKEN_LENGTH
+        ? undefined
+        : `${name} must be at least ${MIN_TOKEN_LENGTH} characters long, got ${value.length}`;
     case 'logLevel':
       return typeof value === 'string' && (LOG_LEVELS as readonly string[]).includes(value)
         ? undefined
@@ -115,10 +147,61 @@ export function validateConfig(
     );
   }
   errors.push(...replicationProblems(candidate, sources));
+  errors.push(...securityProblems(candidate, sources));
   if (errors.length > 0) return { errors };
   const config = {} as Record<ConfigKey, unknown>;
   for (const spec of CONFIG_SETTINGS) config[spec.key] = candidate[spec.key];
   return { config: Object.freeze(config) as unknown as CohortConfig };
+}
+
+/**
+ * Relations between the listener and security settings: TLS files go together, the token comes from one
+ * place, and a listener other machines can reach is protected (TLS or a token) unless `insecure` says the
+ * operator accepts the risk.
+ */
+function securityProblems(candidate: Readonly<Record<ConfigKey, unknown>>, sources: ConfigSources): string[] {
+  const problems: string[] = [];
+  const describe = (key: ConfigKey): string =>
+    describeSetting(CONFIG_SCHEMA[key], candidate[key], sources[key]);
+  const named = (key: ConfigKey): string => nameOf(CONFIG_SCHEMA[key], sources[key]);
+  const isSet = (key: ConfigKey): boolean => typeof candidate[key] === 'string' && candidate[key] !== '';
+  if (isSet('tlsCert') !== isSet('tlsKey')) {
+    const given = isSet('tlsCert') ? 'tlsCert' : 'tlsKey';
+    problems.push(
+      `${describe(given)} needs its twin: give ${CONFIG_SCHEMA.tlsCert.flag} and ${CONFIG_SCHEMA.tlsKey.flag} together`,
+    );
+  }
+  if (isSet('tlsClientCa') && !(isSet('tlsCert') && isSet('tlsKey'))) {
+    problems.push(
+      `${describe('tlsClientCa')} (mutual TLS) needs ${CONFIG_SCHEMA.tlsCert.flag} and ${CONFIG_SCHEMA.tlsKey.flag}`,
+    );
+  }
+  if (isSet('token') && isSet('tokenFile')) {
+    problems.push(`give the token once: ${named('token')} or ${describe('tokenFile')}, not both`);
+  }
+  const { listen, insecure } = candidate;
+  const hasProtection = isSet('tlsCert') || isSet('token') || isSet('tokenFile');
+  // An address that does not parse has its own message already.
+  const isReachable =
+    typeof listen === 'string' && parseListenAddress(listen) !== undefined && !isLoopbackListen(listen);
+  if (isReachable && !hasProtection && insecure !== true) {
+    problems.push(
+      `${describe('listen')} can be reached from other machines, and without TLS or a token anyone ` +
+        `there can join, fence and delete groups: give ${CONFIG_SCHEMA.tlsCert.flag}/${CONFIG_SCHEMA.tlsKey.flag}, ` +
+        `${CONFIG_SCHEMA.tokenFile.flag} or ${CONFIG_SCHEMA.token.env}, listen on loopback or unix:PATH, ` +
+        `or accept the risk with ${CONFIG_SCHEMA.insecure.flag}`,
+    );
+  }
+  const { adminListen } = candidate;
+  if (
+    typeof listen === 'string' &&
+    typeof adminListen === 'string' &&
+    listen === adminListen &&
+    parseListenAddress(listen)?.port !== 0
+  ) {
+    problems.push(`${describe('adminListen')} must differ from ${describe('listen')}`);
+  }
+  return problems;
 }
 
 /** Relations between the replication and flush settings, which each look fine alone. */

@@ -23,10 +23,28 @@ describe('loadConfig', () => {
         [
           '--listen',
           '0.0.0.0:9000',
+          '--admin-listen',
+          '0.0.0.0:9091',
           '--data-dir=/var/lib/cohort',
           '--manual-clock',
           '--log-level',
           'debug',
+          '--shutdown-timeout-ms',
+          '2500',
+          '--token-file',
+          '/etc/cohort/token',
+          '--tls-cert',
+          '/etc/cohort/cert.pem',
+          '--tls-key=/etc/cohort/key.pem',
+          '--tls-client-ca',
+          '/etc/cohort/ca.pem',
+          '--insecure',
+          '--max-message-bytes',
+          '65536',
+          '--max-groups',
+          '100',
+          '--member-metadata-max-bytes',
+          '2048',
           '--group-min-session-timeout-ms',
           '100',
           '--group-max-session-timeout-ms=200',
@@ -59,14 +77,25 @@ describe('loadConfig', () => {
     );
     expect(config).toEqual({
       listen: '0.0.0.0:9000',
+      adminListen: '0.0.0.0:9091',
       dataDir: '/var/lib/cohort',
       manualClock: true,
       logLevel: 'debug',
+      shutdownTimeoutMs: 2500,
+      tokenFile: '/etc/cohort/token',
+      token: '',
+      tlsCert: '/etc/cohort/cert.pem',
+      tlsKey: '/etc/cohort/key.pem',
+      tlsClientCa: '/etc/cohort/ca.pem',
+      insecure: true,
+      maxMessageBytes: 65536,
+      maxGroups: 100,
       groupMinSessionTimeoutMs: 100,
       groupMaxSessionTimeoutMs: 200,
       groupInitialRebalanceDelayMs: 0,
       groupMaxSize: 3,
       offsetMetadataMaxBytes: 10,
+      memberMetadataMaxBytes: 2048,
       nodeId: 3,
       replicaOf: '10.0.0.1:7070',
       followers: [],
@@ -84,9 +113,19 @@ describe('loadConfig', () => {
     const config = configOf(
       loadConfig([], {
         COHORT_LISTEN: '[::1]:0',
+        COHORT_ADMIN_LISTEN: 'off',
         COHORT_DATA_DIR: '/tmp/x',
         COHORT_MANUAL_CLOCK: 'true',
         COHORT_LOG_LEVEL: 'warn',
+        COHORT_SHUTDOWN_TIMEOUT_MS: '0',
+        COHORT_TOKEN: 'a-token-of-24-characters',
+        COHORT_TLS_CERT: 'cert.pem',
+        COHORT_TLS_KEY: 'key.pem',
+        COHORT_TLS_CLIENT_CA: '',
+        COHORT_INSECURE: 'no',
+        COHORT_MAX_MESSAGE_BYTES: '1024',
+        COHORT_MAX_GROUPS: '1',
+        COHORT_MEMBER_METADATA_MAX_BYTES: '0',
         COHORT_GROUP_MIN_SESSION_TIMEOUT_MS: '1',
         COHORT_GROUP_MAX_SESSION_TIMEOUT_MS: '2',
         COHORT_GROUP_INITIAL_REBALANCE_DELAY_MS: '5',
@@ -105,14 +144,25 @@ describe('loadConfig', () => {
     );
     expect(config).toEqual({
       listen: '[::1]:0',
+      adminListen: 'off',
       dataDir: '/tmp/x',
       manualClock: true,
       logLevel: 'warn',
+      shutdownTimeoutMs: 0,
+      tokenFile: '',
+      token: 'a-token-of-24-characters',
+      tlsCert: 'cert.pem',
+      tlsKey: 'key.pem',
+      tlsClientCa: '',
+      insecure: false,
+      maxMessageBytes: 1024,
+      maxGroups: 1,
       groupMinSessionTimeoutMs: 1,
       groupMaxSessionTimeoutMs: 2,
       groupInitialRebalanceDelayMs: 5,
       groupMaxSize: 7,
       offsetMetadataMaxBytes: 0,
+      memberMetadataMaxBytes: 0,
       nodeId: 0,
       replicaOf: '',
       followers: [2, 1],
@@ -223,8 +273,8 @@ describe('loadConfig', () => {
   });
 
   it('refuses a flag given twice rather than guessing which one was meant', () => {
-    expect(errorsOf(loadConfig(['--listen', 'a:1', '--listen=b:2'], {}))).toEqual([
-      "--listen is given twice ('a:1' and 'b:2'); give it once",
+    expect(errorsOf(loadConfig(['--listen', 'localhost:1', '--listen=localhost:2'], {}))).toEqual([
+      "--listen is given twice ('localhost:1' and 'localhost:2'); give it once",
     ]);
   });
 
@@ -253,8 +303,11 @@ describe('loadConfig', () => {
       '[::]:7070',
       '[::1]:65535',
       'cohort-1.internal:80',
+      'unix:cohort.sock',
+      'unix:/run/cohort/cohort.sock',
+      'unix:///run/cohort/cohort.sock',
     ]) {
-      expect(configOf(loadConfig(['--listen', listen], {})).listen).toBe(listen);
+      expect(configOf(loadConfig(['--listen', listen, '--insecure'], {})).listen).toBe(listen);
     }
     for (const listen of [
       '7070',
@@ -264,6 +317,8 @@ describe('loadConfig', () => {
       '::1:7070',
       'a b:1',
       '127.0.0.1:-1',
+      'unix:',
+      'unix://',
     ]) {
       expect(errorsOf(loadConfig([`--listen=${listen}`], {}))).toHaveLength(1);
     }

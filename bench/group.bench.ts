@@ -18,7 +18,8 @@
  * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5), `--only=heartbeat,
  * rebalance,memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
  * `--experiment=no-signal` (rebalance: parked calls get no AbortSignal, to measure what those cost),
- * `--channels=N` (rebalance: client connections, default 4). Heartbeat load
+ * `--channels=N` (rebalance: client connections, default 4), `--requests-per-run=N` (heartbeat: h2load
+ * requests per member visited, default 1,000; fewer spreads the load over more members). Heartbeat load
  * needs h2load (`apt-get install -y nghttp2-client`); without it a labelled Node http2 fallback runs.
  * The last line of output is a JSON object of the figures.
  */
@@ -103,7 +104,7 @@ async function main(): Promise<void> {
         windowMs: 4_000,
         lanes: 8,
         streamsPerLane: 16,
-        requestsPerRun: 1_000,
+        requestsPerRun: Number(argValue('requests-per-run') ?? 1_000),
         cpuProfileDir,
       },
       log,

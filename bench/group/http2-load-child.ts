@@ -44,6 +44,7 @@ function start(plan: Http2LoadPlan): void {
   };
   const issue = (session: http2.ClientHttp2Session): void => {
     const body = bodies[cursor++ % bodies.length];
+    // The fallback visits a new member on every request: after one lap, every member has been driven.
     totals.bodies = Math.min(bodies.length, cursor);
     inFlight++;
     const stream = session.request(headers);

@@ -10,6 +10,16 @@ export interface GroupConfig {
   readonly groupMaxSize: number;
   /** offset.metadata.max.bytes */
   readonly offsetMetadataMaxBytes: number;
+  /**
+   * The most groups the coordinator holds; a request that would create one more gets GROUP_MAX_SIZE_REACHED.
+   * Kafka has no such limit (default: unlimited). Groups loaded from a store are never refused.
+   */
+  readonly maxGroups: number;
+  /**
+   * The most protocol metadata bytes (all protocols together) one JoinGroup may carry; a larger one gets
+   * MESSAGE_TOO_LARGE and changes nothing. Kafka has no such limit.
+   */
+  readonly memberMetadataMaxBytes: number;
 }
 
 export const DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS = 6_000;
@@ -17,6 +27,8 @@ export const DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS = 1_800_000;
 export const DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS = 3_000;
 export const DEFAULT_GROUP_MAX_SIZE = 2_147_483_647;
 export const DEFAULT_OFFSET_METADATA_MAX_BYTES = 4_096;
+export const DEFAULT_MAX_GROUPS = 2_147_483_647;
+export const DEFAULT_MEMBER_METADATA_MAX_BYTES = 1_048_576;
 
 export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
   groupMinSessionTimeoutMs: DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
@@ -24,4 +36,6 @@ export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
   groupInitialRebalanceDelayMs: DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
   groupMaxSize: DEFAULT_GROUP_MAX_SIZE,
   offsetMetadataMaxBytes: DEFAULT_OFFSET_METADATA_MAX_BYTES,
+  maxGroups: DEFAULT_MAX_GROUPS,
+  memberMetadataMaxBytes: DEFAULT_MEMBER_METADATA_MAX_BYTES,
 });

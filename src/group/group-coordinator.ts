@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CohortError, ErrorCode } from '../errors';
-import { type DelayedOperation, DelayedOperationPurgatory } from '../purgatory';
+import { type DelayedOperation, DelayedOperationPurgatory, type PurgatoryStats } from '../purgatory';
 import type { Time } from '../time';
 import { SystemTimer, type TimerTask } from '../timer';
 import { brokenInvariant } from './broken-invariant';
@@ -53,12 +53,14 @@ import type {
 } from './group-protocol';
 import { EMPTY_BUFFER, heartbeatReply, joinError, leaveError, syncError } from './group-responses';
 import { type GroupState, parseGroupState } from './group-state';
+import { emptyGroupStats, type GroupStats } from './group-stats';
 import { InMemoryOffsetStore } from './in-memory-offset-store';
 import { InitialDelayedJoin } from './initial-delayed-join';
 import { MemberMetadata } from './member-metadata';
 import type { OffsetStore, TopicPartitionOffset } from './offset-store';
 import { ParkedCall } from './parked-call';
 import type { RebalanceHandler } from './rebalance-handler';
+import type { RebalanceReason } from './rebalance-reason';
 import { ReplyDispatcher } from './reply-dispatcher';
 import { storeErrorCode, storeGroupErrorCode } from './store-error-code';
 
@@ -73,9 +75,27 @@ export const DEFAULT_REPLY_SLICE_SIZE = 250;
 /** OffsetFetch's answer for a partition without a committed offset. */
 export const INVALID_OFFSET = -1;
 
+/**
+ * What the coordinator tells the layers above it (logs, metrics) as it happens. Every hook is optional and
+ * runs synchronously inside the request or timer task that caused it, so it must be cheap and must not
+ * call back into the coordinator. None runs on a successful heartbeat.
+ */
 export interface GroupCoordinatorListener {
   /** After every state change of a group (`group.state` is the new state). */
   onStateChange?(groupId: string, previous: GroupState, next: GroupState, generationId: number): void;
+  /**
+   * A rebalance starts: the group has just moved to PreparingRebalance; `generationId` is the generation it
+   * is leaving. `memberId` is the member whose join, update, leave or expiry caused it ('' when no single
+   * member did: sync-expired, store-failed, over-capacity).
+   */
+  onPrepareRebalance?(groupId: string, generationId: number, reason: RebalanceReason, memberId: string): void;
+  /** A member's session ran out (or a new member never completed its first join) and it was removed. */
+  onMemberExpired?(groupId: string, memberId: string, groupInstanceId: string): void;
+  /**
+   * A request was fenced as it arrived: FENCED_INSTANCE_ID (another member id holds its group instance id)
+   * or ILLEGAL_GENERATION (it names a generation the group has left).
+   */
+  onFenced?(groupId: string, memberId: string, groupInstanceId: string, errorCode: ErrorCode): void;
   /** A group's metadata record could not be stored (its members got `storeGroupErrorCode(error)`, if any). */
   onGroupStoreFailed?(groupId: string, generationId: number, error: unknown): void;
 }
@@ -169,8 +189,9 @@ export class GroupCoordinator
     const onTaskError =
       options.onTimerError === undefined ? undefined : (error: unknown) => options.onTimerError?.(error);
     this.heartbeatTimer = new SystemTimer({ name: 'group-heartbeat', time, onTaskError });
+    // Kafka's names for the classic coordinator's purgatories, which metrics report them under.
     this.rebalancePurgatory = new DelayedOperationPurgatory(
-      'group-rebalance',
+      'Rebalance',
       new SystemTimer({ name: 'group-rebalance', time, onTaskError }),
     );
     this.offsetStore = options.offsetStore ?? new InMemoryOffsetStore();
@@ -201,6 +222,31 @@ export class GroupCoordinator
   /** Groups currently known (any state but Dead). */
   get numGroups(): number {
     return this.groups.size;
+  }
+
+  /**
+   * Kafka's gauges for the coordinator's two purgatories. Rebalance holds the DelayedJoins and DelayedSyncs.
+   * Heartbeat is a timer of session tasks, re-armed in place, without watcher lists: each task is watched by
+   * its member alone, as Kafka's DelayedHeartbeat is by its member key, so its PurgatorySize equals its
+   * NumDelayedOperations.
+   */
+  purgatoryStats(): PurgatoryStats[] {
+    const heartbeats = this.heartbeatTimer.size;
+    return [
+      this.rebalancePurgatory.stats(),
+      { name: 'Heartbeat', watched: heartbeats, numDelayed: heartbeats },
+    ];
+  }
+
+  /** Groups and members by state. Walks every group: for metrics on scrape, never per request. */
+  groupStats(): GroupStats {
+    const stats = emptyGroupStats();
+    for (const group of this.groups.values()) {
+      const count = stats[group.state];
+      count.groups++;
+      count.members += group.size;
+    }
+    return stats;
   }
 
   /**
@@ -280,7 +326,7 @@ export class GroupCoordinator
     for (const member of group.allMembers()) this.scheduleSessionTimeout(member);
     // A group.max.size lowered since the group was stored: rebalance so the members that rejoin last go
     // (Kafka's onGroupLoaded does the same).
-    if (group.size > this.config.groupMaxSize) this.prepareRebalance(group);
+    if (group.size > this.config.groupMaxSize) this.prepareRebalance(group, 'over-capacity', '');
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -298,12 +344,19 @@ export class GroupCoordinator
     ) {
       return Promise.resolve(joinError(memberId, ErrorCode.INVALID_SESSION_TIMEOUT));
     }
+    // Checked before anything changes: a member that is refused here keeps its place and its protocols.
+    if (protocolMetadataBytes(request) > this.config.memberMetadataMaxBytes) {
+      return Promise.resolve(joinError(memberId, ErrorCode.MESSAGE_TOO_LARGE));
+    }
     const isUnknownMember = memberId === '';
     let group = this.groups.get(groupId);
     let isNewGroup = false;
     if (group === undefined) {
       // Only a member without an id may create a group; a known id in an unknown group is stale.
       if (!isUnknownMember) return Promise.resolve(joinError(memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      if (this.groups.size >= this.config.maxGroups) {
+        return Promise.resolve(joinError('', ErrorCode.GROUP_MAX_SIZE_REACHED));
+      }
       group = this.createGroup(groupId);
       isNewGroup = true;
     }
@@ -400,7 +453,7 @@ export class GroupCoordinator
 
     switch (group.state) {
       case 'PreparingRebalance':
-        return this.updateMemberAndRebalance(group, member, request, context);
+        return this.updateMemberAndRebalance(group, member, request, context, 'member-updated');
       case 'CompletingRebalance':
         if (member.matches(request.protocols)) {
           // The member probably missed our answer: give it the current generation again.
@@ -412,12 +465,15 @@ export class GroupCoordinator
             ),
           );
         }
-        return this.updateMemberAndRebalance(group, member, request, context);
+        return this.updateMemberAndRebalance(group, member, request, context, 'member-updated');
       case 'Stable':
         // A leader's JoinGroup always rebalances: it may have seen metadata change (new partitions, say)
         // that no member's subscription shows.
-        if (group.isLeader(memberId) || !member.matches(request.protocols)) {
-          return this.updateMemberAndRebalance(group, member, request, context);
+        if (!member.matches(request.protocols)) {
+          return this.updateMemberAndRebalance(group, member, request, context, 'member-updated');
+        }
+        if (group.isLeader(memberId)) {
+          return this.updateMemberAndRebalance(group, member, request, context, 'leader-rejoined');
         }
         return Promise.resolve(this.joinResponse(group, member, EMPTY_MEMBERS));
       case 'Empty':
@@ -449,7 +505,7 @@ export class GroupCoordinator
     const call = this.parkJoin(memberId, context);
     group.add(member, call);
     this.schedule(member.heartbeat, NEW_MEMBER_JOIN_TIMEOUT_MS);
-    this.maybePrepareRebalance(group);
+    this.maybePrepareRebalance(group, 'member-joined', memberId);
     return call.promise;
   }
 
@@ -458,13 +514,14 @@ export class GroupCoordinator
     member: MemberMetadata,
     request: JoinGroupRequest,
     context: RequestContext,
+    reason: RebalanceReason,
   ): Promise<JoinGroupResponse> {
     // A second JoinGroup while the first is parked supersedes it. Kafka drops the first silently; we answer
     // it so no call hangs. The member keeps its place through the new call.
     group.maybeInvokeJoinCallback(member, joinError(member.memberId, ErrorCode.REBALANCE_IN_PROGRESS));
     const call = this.parkJoin(member.memberId, context);
     group.updateMember(member, request.protocols, request.rebalanceTimeoutMs, request.sessionTimeoutMs, call);
-    this.maybePrepareRebalance(group);
+    this.maybePrepareRebalance(group, reason, member.memberId);
     return call.promise;
   }
 
@@ -511,13 +568,13 @@ export class GroupCoordinator
             group.maybeInvokeJoinCallback(member, response);
           });
         } else {
-          this.maybePrepareRebalance(group);
+          this.maybePrepareRebalance(group, 'static-member-replaced', newMemberId);
         }
         break;
       case 'CompletingRebalance':
         // The leader may already hold the old member id for its assignment; only a new generation makes
         // the assignment and the member ids agree again.
-        this.prepareRebalance(group);
+        this.prepareRebalance(group, 'static-member-replaced', newMemberId);
         break;
       case 'PreparingRebalance':
         break;
@@ -556,11 +613,11 @@ export class GroupCoordinator
   // ---------------------------------------------------------------------------------------------------
   // Rebalance: PreparingRebalance → CompletingRebalance → Stable
 
-  private maybePrepareRebalance(group: GroupMetadata): void {
-    if (group.canRebalance) this.prepareRebalance(group);
+  private maybePrepareRebalance(group: GroupMetadata, reason: RebalanceReason, memberId: string): void {
+    if (group.canRebalance) this.prepareRebalance(group, reason, memberId);
   }
 
-  private prepareRebalance(group: GroupMetadata): void {
+  private prepareRebalance(group: GroupMetadata, reason: RebalanceReason, memberId: string): void {
     // Members waiting for an assignment of a generation that will not become Stable must rejoin.
     if (group.is('CompletingRebalance'))
       this.resetAndPropagateAssignmentError(group, ErrorCode.REBALANCE_IN_PROGRESS);
@@ -574,6 +631,7 @@ export class GroupCoordinator
         )
       : new DelayedJoin(this, group, group.rebalanceTimeoutMs);
     group.transitionTo('PreparingRebalance');
+    this.listener?.onPrepareRebalance?.(group.groupId, group.generationId, reason, memberId);
     this.rebalancePurgatory.tryCompleteElseWatch(delayedJoin, group.joinKeys);
   }
 
@@ -672,7 +730,7 @@ export class GroupCoordinator
         member.heartbeat.cancel();
       }
     }
-    this.prepareRebalance(group);
+    this.prepareRebalance(group, 'sync-expired', '');
   }
 
   private removeSyncExpiration(group: GroupMetadata): void {
@@ -743,7 +801,7 @@ export class GroupCoordinator
             if (!group.is('CompletingRebalance') || group.generationId !== generationId) return;
             if (error !== ErrorCode.NONE) {
               this.resetAndPropagateAssignmentError(group, error);
-              this.maybePrepareRebalance(group);
+              this.maybePrepareRebalance(group, 'store-failed', '');
               return;
             }
             for (const each of group.allMembers())
@@ -772,7 +830,14 @@ export class GroupCoordinator
     if (group.is('Dead')) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
     const error = this.validateCurrentMember(group, request.memberId, request.groupInstanceId);
     if (error !== ErrorCode.NONE) return error;
-    if (request.generationId !== group.generationId) return ErrorCode.ILLEGAL_GENERATION;
+    if (request.generationId !== group.generationId) {
+      return this.fenced(
+        group.groupId,
+        request.memberId,
+        request.groupInstanceId,
+        ErrorCode.ILLEGAL_GENERATION,
+      );
+    }
     // "" means the client did not send it (SyncGroup before v5).
     if (request.protocolType !== '' && request.protocolType !== group.protocolType) {
       return ErrorCode.INCONSISTENT_GROUP_PROTOCOL;
@@ -801,7 +866,10 @@ export class GroupCoordinator
     if (group.is('Dead')) return heartbeatReply(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     const error = this.validateCurrentMember(group, request.memberId, request.groupInstanceId);
     if (error !== ErrorCode.NONE) return heartbeatReply(error);
-    if (request.generationId !== group.generationId) return heartbeatReply(ErrorCode.ILLEGAL_GENERATION);
+    if (request.generationId !== group.generationId) {
+      this.fenced(group.groupId, request.memberId, request.groupInstanceId, ErrorCode.ILLEGAL_GENERATION);
+      return heartbeatReply(ErrorCode.ILLEGAL_GENERATION);
+    }
     switch (group.state) {
       case 'CompletingRebalance':
       case 'Stable':
@@ -827,9 +895,22 @@ export class GroupCoordinator
     if (groupInstanceId !== '') {
       const currentMemberId = group.currentStaticMemberId(groupInstanceId);
       if (currentMemberId === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
-      if (currentMemberId !== memberId) return ErrorCode.FENCED_INSTANCE_ID;
+      if (currentMemberId !== memberId) {
+        return this.fenced(group.groupId, memberId, groupInstanceId, ErrorCode.FENCED_INSTANCE_ID);
+      }
     }
     return group.has(memberId) ? ErrorCode.NONE : ErrorCode.UNKNOWN_MEMBER_ID;
+  }
+
+  /** Tells the listener a request was fenced, and returns the code it gets. */
+  private fenced(
+    groupId: string,
+    memberId: string,
+    groupInstanceId: string,
+    errorCode: ErrorCode,
+  ): ErrorCode {
+    this.listener?.onFenced?.(groupId, memberId, groupInstanceId, errorCode);
+    return errorCode;
   }
 
   onExpireHeartbeat(group: GroupMetadata, memberId: string, isPending: boolean): void {
@@ -844,7 +925,8 @@ export class GroupCoordinator
     const member = group.get(memberId);
     // Parked in JoinGroup or SyncGroup means alive; answering that call re-arms the session.
     if (member === undefined || member.hasSatisfiedHeartbeat) return;
-    this.removeMemberAndUpdateGroup(group, member);
+    this.listener?.onMemberExpired?.(group.groupId, member.memberId, member.groupInstanceId);
+    this.removeMemberAndUpdateGroup(group, member, 'session-expired');
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -884,7 +966,7 @@ export class GroupCoordinator
       const currentMemberId =
         groupInstanceId === '' ? undefined : group.currentStaticMemberId(groupInstanceId);
       if (currentMemberId === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
-      this.removeMemberAndUpdateGroup(group, group.get(currentMemberId) as MemberMetadata);
+      this.removeMemberAndUpdateGroup(group, group.get(currentMemberId) as MemberMetadata, 'member-left');
       return ErrorCode.NONE;
     }
     if (group.isPendingMember(memberId)) {
@@ -894,12 +976,16 @@ export class GroupCoordinator
     }
     const error = this.validateCurrentMember(group, memberId, groupInstanceId);
     if (error !== ErrorCode.NONE) return error;
-    this.removeMemberAndUpdateGroup(group, group.get(memberId) as MemberMetadata);
+    this.removeMemberAndUpdateGroup(group, group.get(memberId) as MemberMetadata, 'member-left');
     return ErrorCode.NONE;
   }
 
   /** Removes a member (left, failed, fenced out by size) and moves the group on. */
-  private removeMemberAndUpdateGroup(group: GroupMetadata, member: MemberMetadata): void {
+  private removeMemberAndUpdateGroup(
+    group: GroupMetadata,
+    member: MemberMetadata,
+    reason: RebalanceReason,
+  ): void {
     this.removeMember(group, member, joinError('', ErrorCode.UNKNOWN_MEMBER_ID));
     switch (group.state) {
       case 'Dead':
@@ -907,7 +993,7 @@ export class GroupCoordinator
         break;
       case 'Stable':
       case 'CompletingRebalance':
-        this.maybePrepareRebalance(group);
+        this.maybePrepareRebalance(group, reason, member.memberId);
         break;
       case 'PreparingRebalance':
         this.rebalancePurgatory.checkAndComplete(group.joinKey);
@@ -939,8 +1025,18 @@ export class GroupCoordinator
     let group = this.groups.get(request.groupId);
     if (group === undefined) {
       // Generation -1: a client managing its own partitions; it gets an Empty group to hold its offsets.
-      if (request.generationId >= 0)
-        return Promise.resolve(commitResponse(request, ErrorCode.ILLEGAL_GENERATION));
+      if (request.generationId >= 0) {
+        const code = this.fenced(
+          request.groupId,
+          request.memberId,
+          request.groupInstanceId,
+          ErrorCode.ILLEGAL_GENERATION,
+        );
+        return Promise.resolve(commitResponse(request, code));
+      }
+      if (this.groups.size >= this.config.maxGroups) {
+        return Promise.resolve(commitResponse(request, ErrorCode.GROUP_MAX_SIZE_REACHED));
+      }
       group = this.createGroup(request.groupId);
     }
     const error = this.validateOffsetCommit(group, request);
@@ -970,7 +1066,8 @@ export class GroupCoordinator
     if (generationId >= 0 || memberId !== '' || groupInstanceId !== '') {
       const error = this.validateCurrentMember(group, memberId, groupInstanceId);
       if (error !== ErrorCode.NONE) return error;
-      return generationId === group.generationId ? ErrorCode.NONE : ErrorCode.ILLEGAL_GENERATION;
+      if (generationId === group.generationId) return ErrorCode.NONE;
+      return this.fenced(group.groupId, memberId, groupInstanceId, ErrorCode.ILLEGAL_GENERATION);
     }
     return ErrorCode.UNKNOWN_MEMBER_ID;
   }
@@ -1340,6 +1437,13 @@ export class GroupCoordinator
     this.rebalancePurgatory.shutdown();
     this.dispatcher.flush();
   }
+}
+
+/** The protocol metadata a JoinGroup carries, all protocols together (memberMetadataMaxBytes). */
+function protocolMetadataBytes(request: JoinGroupRequest): number {
+  let bytes = 0;
+  for (const protocol of request.protocols) bytes += protocol.metadata.length;
+  return bytes;
 }
 
 function partitionKey(topic: string, partition: number): string {

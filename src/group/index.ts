@@ -14,9 +14,14 @@ export {
   DEFAULT_GROUP_MAX_SIZE,
   DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
   DEFAULT_OFFSET_METADATA_MAX_BYTES,
+  DEFAULT_MAX_GROUPS,
+  DEFAULT_MEMBER_METADATA_MAX_BYTES,
 } from './group-config';
 export type * from './group-protocol';
 export type { GroupState } from './group-state';
+export type { GroupStateCount, GroupStats } from './group-stats';
+export type { RebalanceReason } from './rebalance-reason';
+export { REBALANCE_REASONS } from './rebalance-reason';
 export { GROUP_STATES, isLegalTransition } from './group-state';
 export type { OffsetStore, CommittedOffset, TopicPartitionOffset } from './offset-store';
 export { InMemoryOffsetStore } from './in-memory-offset-store';

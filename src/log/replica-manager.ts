@@ -1,5 +1,5 @@
 import { CohortError, ErrorCode } from '../errors';
-import { DelayedOperationPurgatory } from '../purgatory';
+import { DelayedOperationPurgatory, type PurgatoryStats } from '../purgatory';
 import type { Time } from '../time';
 import { SystemTimer } from '../timer';
 import type { Timer } from '../timer';
@@ -182,6 +182,19 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
 
   get numDelayedFetch(): number {
     return this.fetchPurgatory.numDelayed;
+  }
+
+  /** Kafka's gauges of the Produce and Fetch purgatories, for metrics read on scrape. */
+  purgatoryStats(): PurgatoryStats[] {
+    return [this.producePurgatory.stats(), this.fetchPurgatory.stats()];
+  }
+
+  /**
+   * The partitions this process hosts, led or followed, each with its LEO, HW and ISR: for metrics read on
+   * scrape. A live view: do not hold it across an await.
+   */
+  hostedPartitions(): IterableIterator<Partition> {
+    return this.partitions.values();
   }
 
   /**

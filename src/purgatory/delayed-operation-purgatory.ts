@@ -1,5 +1,6 @@
 import { MAX_DELAY_MS, type Timer } from '../timer';
 import type { DelayedOperation } from './delayed-operation';
+import type { PurgatoryStats } from './purgatory-stats';
 import { WatcherList } from './watcher-list';
 
 export const DEFAULT_PURGE_INTERVAL = 1_000;
@@ -63,6 +64,11 @@ export class DelayedOperationPurgatory<T extends DelayedOperation> {
   /** Operations waiting for their timeout (Kafka's "NumDelayedOperations"). */
   get numDelayed(): number {
     return this.timer.size;
+  }
+
+  /** Both of Kafka's gauges at once, under this purgatory's name (for metrics, read on scrape). */
+  stats(): PurgatoryStats {
+    return { name: this.name, watched: this.watchedCount, numDelayed: this.timer.size };
   }
 
   /** The number of keys with a watcher list. */

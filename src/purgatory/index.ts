@@ -5,3 +5,4 @@ export {
   DEFAULT_PURGE_WORK_PER_CALL,
 } from './delayed-operation-purgatory';
 export type { PurgatoryOptions } from './delayed-operation-purgatory';
+export type { PurgatoryStats } from './purgatory-stats';

@@ -78,6 +78,8 @@ function groupConfigOf(config: CohortConfig): GroupConfig {
     groupInitialRebalanceDelayMs: config.groupInitialRebalanceDelayMs,
     groupMaxSize: config.groupMaxSize,
     offsetMetadataMaxBytes: config.offsetMetadataMaxBytes,
+    maxGroups: config.maxGroups,
+    memberMetadataMaxBytes: config.memberMetadataMaxBytes,
   });
 }
 

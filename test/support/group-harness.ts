@@ -1,6 +1,6 @@
 import { ErrorCode } from '../../src/errors';
 import { GroupCoordinator, type GroupCoordinatorOptions } from '../../src/group/group-coordinator';
-import type { GroupConfig } from '../../src/group/group-config';
+import { DEFAULT_GROUP_CONFIG, type GroupConfig } from '../../src/group/group-config';
 import type {
   DescribedGroup,
   HeartbeatRequest,
@@ -32,6 +32,8 @@ export const TEST_GROUP_CONFIG: GroupConfig = Object.freeze({
   groupInitialRebalanceDelayMs: GROUP_INITIAL_REBALANCE_DELAY_MS,
   groupMaxSize: GROUP_MAX_SIZE,
   offsetMetadataMaxBytes: 4096,
+  maxGroups: DEFAULT_GROUP_CONFIG.maxGroups,
+  memberMetadataMaxBytes: DEFAULT_GROUP_CONFIG.memberMetadataMaxBytes,
 });
 
 export const GROUP_ID = 'groupId';
@@ -140,6 +142,7 @@ export class GroupHarness {
     this.coordinator = new GroupCoordinator(this.config, this.time, {
       ...options,
       listener: {
+        ...options.listener,
         onStateChange: (groupId, from, to, generationId) => {
           this.transitions.push({ groupId, from, to, generationId });
           options.listener?.onStateChange?.(groupId, from, to, generationId);

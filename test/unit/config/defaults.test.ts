@@ -10,6 +10,8 @@ describe('configuration defaults', () => {
     'DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS',
     'DEFAULT_GROUP_MAX_SIZE',
     'DEFAULT_OFFSET_METADATA_MAX_BYTES',
+    'DEFAULT_MAX_GROUPS',
+    'DEFAULT_MEMBER_METADATA_MAX_BYTES',
   ] as const)('%s equals the group layer default of the same name', (name) => {
     expect(configDefaults[name]).toBe(groupConfig[name]);
   });

@@ -63,6 +63,7 @@ import type { RebalanceHandler } from './rebalance-handler';
 import type { RebalanceReason } from './rebalance-reason';
 import { ReplyDispatcher } from './reply-dispatcher';
 import { storeErrorCode, storeGroupErrorCode } from './store-error-code';
+import { retainBytes } from './retained-bytes';
 
 /**
  * A member that has not finished its first join lives on this fixed timeout instead of its session timeout
@@ -789,7 +790,8 @@ export class GroupCoordinator
         this.removePendingSyncMember(group, memberId);
         if (group.isLeader(memberId)) {
           const given = new Map<string, Buffer>();
-          for (const { memberId: id, assignment } of request.assignments) given.set(id, assignment);
+          for (const { memberId: id, assignment } of request.assignments)
+            given.set(id, retainBytes(assignment));
           // Members the leader left out get an empty assignment.
           const assignments = new Map<string, Buffer>();
           for (const each of group.allMembers())

@@ -6,6 +6,7 @@ import { joinError, syncError } from './group-responses';
 import { assertLegalTransition, type GroupState, VALID_PREVIOUS_STATES } from './group-state';
 import type { MemberMetadata } from './member-metadata';
 import type { ParkedCall } from './parked-call';
+import { retainProtocols } from './retained-bytes';
 
 /**
  * One classic group (Kafka's GroupMetadata / ClassicGroup): state, generation, chosen protocol, leader,
@@ -323,8 +324,9 @@ export class GroupMetadata {
     awaitingJoin: ParkedCall<JoinGroupResponse> | undefined,
   ): void {
     this.decrementSupportedProtocols(member.supportedProtocols);
-    member.supportedProtocols = protocols;
-    this.incrementSupportedProtocols(protocols);
+    // A rejoin that changes nothing keeps the copy the member already holds.
+    if (!member.matches(protocols)) member.supportedProtocols = retainProtocols(protocols);
+    this.incrementSupportedProtocols(member.supportedProtocols);
     member.rebalanceTimeoutMs = rebalanceTimeoutMs;
     member.sessionTimeoutMs = sessionTimeoutMs;
     if (awaitingJoin !== undefined && !member.isAwaitingJoin) this.numMembersAwaitingJoin++;

@@ -1,6 +1,7 @@
 import { brokenInvariant } from './broken-invariant';
 import type { DelayedHeartbeat } from './delayed-heartbeat';
 import type { ParkedCall } from './parked-call';
+import { retainProtocols } from './retained-bytes';
 import type { JoinGroupResponse, Protocol, SyncGroupResponse } from './group-protocol';
 
 const EMPTY_BUFFER = Buffer.alloc(0);
@@ -51,7 +52,7 @@ export class MemberMetadata {
     this.rebalanceTimeoutMs = rebalanceTimeoutMs;
     this.sessionTimeoutMs = sessionTimeoutMs;
     this.protocolType = protocolType;
-    this.supportedProtocols = supportedProtocols;
+    this.supportedProtocols = retainProtocols(supportedProtocols);
   }
 
   get isStaticMember(): boolean {

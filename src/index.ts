@@ -1,8 +1,10 @@
 /**
  * cohort's public entry point: `import { CohortClient, startServer } from 'cohort'`.
  *
- * - The SDK: `CohortClient` joins groups as `GroupMember`s, which run join → sync → heartbeat, emit
- *   `assigned` / `revoked` / `lost`, commit offsets fenced by generation, and leave on `close()`.
+ * - The SDK: `CohortClient` makes `Consumer`s (a group member plus a long-poll Fetch loop, committing
+ *   processed offsets fenced by generation), `Producer`s (batching, per-record promises) and a
+ *   `CohortAdmin` (topics, offsets, groups and their lag). Bare `GroupMember`s run join → sync →
+ *   heartbeat, emit `assigned` / `revoked` / `lost`, commit offsets, and leave on `close()`.
  * - The assignors (`range`, `roundrobin`, `cooperative-sticky`) and the consumer-protocol encoding, for
  *   writing your own assignor.
  * - Errors: every failure the SDK reports is a `CohortError` whose `code` is an `ErrorCode` (Kafka's numbers).
@@ -13,7 +15,51 @@
 
 // The client and its members.
 export { CohortClient } from './client/cohort-client';
-export type { CohortClientOptions, JoinOptions } from './client/cohort-client';
+export type { ClientTransport, CohortClientOptions, JoinOptions } from './client/cohort-client';
+
+// Consumers.
+export { Consumer } from './client/consumer';
+export type { ConsumerDependencies } from './client/consumer';
+export { CONSUMER_DEFAULTS } from './client/consumer-options';
+export type { AutoOffsetReset, ConsumerOptions, ResolvedConsumerSettings } from './client/consumer-options';
+export type {
+  ConsumerBatch,
+  ConsumerRecord,
+  EachBatchPayload,
+  EachMessagePayload,
+  RunHandlers,
+} from './client/consumer-handlers';
+export type { CommittedEvent, ConsumerEvents } from './client/consumer-events';
+
+// Producers.
+export { Producer } from './client/producer';
+export type { ProducerDependencies, ProducerRecord, RecordMetadata } from './client/producer';
+export { PRODUCER_DEFAULTS } from './client/producer-options';
+export type { Acks, ProducerOptions, ResolvedProducerOptions } from './client/producer-options';
+export { createDefaultPartitioner } from './client/partitioner';
+export type { Partitioner } from './client/partitioner';
+
+// Administration: topics, offsets, groups and their lag.
+export { COHORT_ADMIN_DEFAULTS, CohortAdmin } from './client/cohort-admin';
+export type {
+  BrokerDescription,
+  ClusterDescription,
+  CohortAdminDependencies,
+  CohortAdminOptions,
+  ConsumerGroupDescription,
+  GroupCommittedOffset,
+  GroupDeletion,
+  GroupDescription,
+  GroupListing,
+  GroupMemberDescription,
+  ListedOffset,
+  NewTopic,
+  OffsetSpec,
+  PartitionDescription,
+  PartitionLag,
+  TopicCreation,
+  TopicDescription,
+} from './client/cohort-admin';
 export { GroupMember } from './client/group-member';
 export type {
   CommittedOffset,
@@ -67,11 +113,14 @@ export {
 export type { ConsumerAssignment, DecodedAssignment, DecodedSubscription } from './client/consumer-protocol';
 export { ConsumerProtocolError } from './client/consumer-protocol-error';
 
-// Transports: gRPC by default; implement GroupTransport to drive members another way (tests).
+// Transports: gRPC by default; implement them to drive the SDK another way (tests).
 export { GrpcTransport } from './client/grpc-transport';
 export type { GrpcTransportOptions, TlsOptions } from './client/grpc-transport';
 export type { CallOptions, GroupTransport } from './client/group-transport';
+export type { GroupAdminTransport } from './client/group-admin-transport';
+export type { BrokerTransport } from './client/broker-transport';
 export type * from './client/coordinator-messages';
+export type * from './client/broker-messages';
 
 // Errors.
 export { CohortError, ErrorCode } from './errors';

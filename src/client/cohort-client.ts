@@ -1,8 +1,23 @@
 import type { Time } from '../time';
+import type { BrokerTransport } from './broker-transport';
+import { CohortAdmin, type CohortAdminOptions } from './cohort-admin';
+import { Consumer } from './consumer';
+import type { ConsumerOptions } from './consumer-options';
+import type { GroupAdminTransport } from './group-admin-transport';
 import { GroupMember } from './group-member';
 import type { GroupMemberOptions } from './group-member-options';
 import { GrpcTransport, type TlsOptions } from './grpc-transport';
 import type { GroupTransport } from './group-transport';
+import { Producer } from './producer';
+import type { ProducerOptions } from './producer-options';
+
+/**
+ * What `CohortClientOptions.transport` may be: a `GroupTransport` for members, and for consumers, producers
+ * and the admin client also the `BrokerTransport` and `GroupAdminTransport` methods (`GrpcTransport` has all).
+ */
+export type ClientTransport = GroupTransport &
+  Partial<BrokerTransport> &
+  Partial<GroupAdminTransport> & { close?(): void };
 
 /** How to reach cohort. */
 export interface CohortClientOptions {
@@ -15,35 +30,43 @@ export interface CohortClientOptions {
   /** `true` for TLS with the system's roots; PEM buffers for a private CA or mutual TLS. */
   readonly tls?: boolean | TlsOptions;
   /**
-   * Replaces the clock of the members' timers: heartbeats, backoffs, the stall guard and each call's
-   * timeout (tests pass a `ManualTime`). The gRPC channel's own deadlines stay on real time.
+   * Replaces the clock of the members', consumers' and producers' timers: heartbeats, backoffs, lingering,
+   * the stall guard and each call's timeout (tests pass a `ManualTime`). The gRPC channel's own deadlines
+   * stay on real time.
    */
   readonly time?: Time;
-  /** Replaces the gRPC transport (tests, or another way to reach the coordinator). */
-  readonly transport?: GroupTransport & { close?(): void };
+  /** Replaces the gRPC transport (tests, or another way to reach the server). */
+  readonly transport?: ClientTransport;
 }
 
 /** What `CohortClient.join` takes: the member options without `clientId`, which the client supplies. */
 export type JoinOptions = Omit<GroupMemberOptions, 'clientId'>;
 
 /**
- * The entry point of the SDK: one gRPC channel to a cohort server, shared by every group member made from
- * it. Consumers and producers over Fetch/Produce will hang off the same client once the log service exists.
+ * The entry point of the SDK: one gRPC channel to a cohort server, shared by everything made from it —
+ * consumers, producers, bare group members and the admin client.
  *
  * ```ts
  * const client = new CohortClient({ address: '127.0.0.1:7070', clientId: 'billing' });
- * const member = client.join({ groupId: 'billing', topics: ['orders'], partitionsPerTopic: new Map([['orders', 12]]) });
+ * const consumer = client.consumer({ groupId: 'billing', topics: ['orders'] });
+ * void consumer.run({ eachMessage: async ({ message }) => bill(message.value) });
+ * const producer = client.producer({ acks: -1 });
+ * await producer.send({ topic: 'orders', key: 'customer-7', value: 'order 1' });
  * // ...
- * await client.close();
+ * await client.close(); // closes the consumer (committing), the producer (flushing), then the channel
  * ```
  */
 export class CohortClient {
-  /** The transport every member of this client talks through. */
-  readonly transport: GroupTransport;
+  /** The transport everything made from this client talks through. */
+  readonly transport: ClientTransport;
+  /** Names this application in the coordinator. */
   readonly clientId: string;
   private readonly time: Time | undefined;
   private readonly closeTransport: () => void;
   private readonly members = new Set<GroupMember>();
+  private readonly consumers = new Set<Consumer>();
+  private readonly producers = new Set<Producer>();
+  private _admin: CohortAdmin | null = null;
   private closing: Promise<void> | null = null;
 
   constructor(options: CohortClientOptions) {
@@ -77,7 +100,7 @@ export class CohortClient {
    * and keeps its membership alive until `member.close()` or `client.close()`.
    */
   join(options: JoinOptions): GroupMember {
-    if (this.closing !== null) throw new Error('CohortClient is closed');
+    this.checkOpen();
     const member = new GroupMember(
       { ...options, clientId: this.clientId },
       { transport: this.transport, ...(this.time !== undefined ? { time: this.time } : {}) },
@@ -88,14 +111,84 @@ export class CohortClient {
   }
 
   /**
-   * Closes every member still open (each as `member.close()` does, within its own deadline), then the
-   * channel. Safe to call more than once.
+   * A consumer in group `options.groupId`: it joins when its `run` is called. `client.close()` closes it.
+   */
+  consumer(options: ConsumerOptions): Consumer {
+    this.checkOpen();
+    const consumer = new Consumer(options, {
+      groupTransport: this.transport,
+      brokerTransport: this.broker('consumer()'),
+      clientId: this.clientId,
+      ...(this.time !== undefined ? { time: this.time } : {}),
+    });
+    this.consumers.add(consumer);
+    consumer.once('closed', () => this.consumers.delete(consumer));
+    return consumer;
+  }
+
+  /** A producer. `client.close()` closes it (sending what is queued first). */
+  producer(options: ProducerOptions = {}): Producer {
+    this.checkOpen();
+    const producer = new Producer(options, {
+      transport: this.broker('producer()'),
+      ...(this.time !== undefined ? { time: this.time } : {}),
+    });
+    this.producers.add(producer);
+    return producer;
+  }
+
+  /**
+   * The admin client (topics, offsets, groups and their lag). The same instance on every call after the
+   * first; `options` apply only to the first.
+   */
+  admin(options: CohortAdminOptions = {}): CohortAdmin {
+    this.checkOpen();
+    const t = this.transport;
+    if (t.describeGroups === undefined || t.listGroups === undefined || t.deleteGroups === undefined) {
+      throw new TypeError('admin() needs a transport with DescribeGroups, ListGroups and DeleteGroups');
+    }
+    this._admin ??= new CohortAdmin(options, {
+      groupTransport: t as GroupTransport & GroupAdminTransport,
+      brokerTransport: this.broker('admin()'),
+      ...(this.time !== undefined ? { time: this.time } : {}),
+    });
+    return this._admin;
+  }
+
+  /**
+   * Closes every consumer (each committing and leaving its group), every producer (sending what is
+   * queued) and every member still open, each within its own deadline, then the channel. Safe to call more
+   * than once.
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      await Promise.all([
+        ...[...this.consumers].map((consumer) => consumer.close()),
+        ...[...this.producers].map((producer) => producer.close()),
+      ]);
       await Promise.all([...this.members].map((member) => member.close()));
       this.closeTransport();
     })();
     return this.closing;
+  }
+
+  private checkOpen(): void {
+    if (this.closing !== null) throw new Error('CohortClient is closed');
+  }
+
+  private broker(what: string): BrokerTransport {
+    const t = this.transport;
+    if (
+      t.createTopics === undefined ||
+      t.metadata === undefined ||
+      t.produce === undefined ||
+      t.fetch === undefined ||
+      t.listOffsets === undefined
+    ) {
+      throw new TypeError(
+        `${what} needs a transport with the Broker calls (CreateTopics, Metadata, Produce, Fetch, ListOffsets)`,
+      );
+    }
+    return t as BrokerTransport;
   }
 }

@@ -1,5 +1,6 @@
 /**
- * The group coordinator's requests and responses the SDK sends and reads, as plain objects. They mirror
+ * The group coordinator's requests and responses the SDK sends and reads, as plain objects (the admin
+ * calls DescribeGroups, ListGroups and DeleteGroups included). They mirror
  * `proto/cohort/v1/group_coordinator.proto` field for field, camelCase, as @grpc/proto-loader decodes them
  * with `keepCase: false, longs: Number, enums: Number, bytes: Buffer, defaults: true, arrays: true`. An empty
  * string means "not sent". A unit test compares every field here with the proto.
@@ -170,4 +171,65 @@ export interface OffsetFetchTopicResponse {
 export interface OffsetFetchResponse {
   errorCode: ErrorCode;
   topics: OffsetFetchTopicResponse[];
+}
+
+/** The groups to describe. */
+export interface DescribeGroupsRequest {
+  groups: string[];
+}
+/** One member as DescribeGroups shows it. */
+export interface DescribedGroupMember {
+  memberId: string;
+  groupInstanceId: string;
+  clientId: string;
+  clientHost: string;
+  /** The member's metadata for the chosen protocol (consumers: the subscription); empty unless Stable. */
+  memberMetadata: Buffer;
+  /** The member's assignment (consumers: encoded with the consumer protocol); empty unless Stable. */
+  memberAssignment: Buffer;
+}
+/** One group: its state, protocol and members, or why it cannot be described. */
+export interface DescribedGroup {
+  errorCode: ErrorCode;
+  errorMessage: string;
+  groupId: string;
+  groupState: string;
+  protocolType: string;
+  /** The chosen protocol (the assignor's name) of a Stable group; empty otherwise. */
+  protocolData: string;
+  members: DescribedGroupMember[];
+}
+/** The outcome of a DescribeGroups, group by group. */
+export interface DescribeGroupsResponse {
+  groups: DescribedGroup[];
+}
+
+/** Lists groups, optionally only those in some states (case-insensitive). */
+export interface ListGroupsRequest {
+  statesFilter: string[];
+}
+/** One group in a listing. */
+export interface ListedGroup {
+  groupId: string;
+  protocolType: string;
+  groupState: string;
+}
+/** Every group the coordinator holds. */
+export interface ListGroupsResponse {
+  errorCode: ErrorCode;
+  groups: ListedGroup[];
+}
+
+/** Deletes empty groups and their committed offsets. */
+export interface DeleteGroupsRequest {
+  groupsNames: string[];
+}
+/** The outcome for one group (NON_EMPTY_GROUP while it has members). */
+export interface DeletableGroupResult {
+  groupId: string;
+  errorCode: ErrorCode;
+}
+/** The outcome of a DeleteGroups, group by group. */
+export interface DeleteGroupsResponse {
+  results: DeletableGroupResult[];
 }

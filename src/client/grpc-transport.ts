@@ -8,9 +8,21 @@ import {
 } from '@grpc/grpc-js';
 import { ErrorCode } from '../errors';
 import { SYSTEM_TIME, type Time } from '../time';
+import type * as b from './broker-messages';
+import { brokerClient } from './broker-proto';
+import type { BrokerTransport } from './broker-transport';
+import {
+  fetchFromWire,
+  fetchToWire,
+  listOffsetsFromWire,
+  produceFromWire,
+  produceToWire,
+  type WireOf,
+} from './broker-wire';
 import type * as m from './coordinator-messages';
 import { errorFromCode } from './error-from-code';
 import { errorFromStatus } from './error-from-status';
+import type { GroupAdminTransport } from './group-admin-transport';
 import { groupCoordinatorClient } from './group-coordinator-proto';
 import type { CallOptions, GroupTransport } from './group-transport';
 
@@ -43,11 +55,14 @@ type Unary<Req, Res> = (
 ) => { cancel(): void };
 
 /**
- * `GroupTransport` over gRPC: one grpc-js channel for every call, a deadline on each, and the caller's abort
- * signal cancelling the call. Failures reject with a `CohortError` rebuilt from the gRPC status number.
+ * Every transport of the SDK over gRPC — `GroupTransport`, `GroupAdminTransport` and `BrokerTransport` —
+ * on one grpc-js channel shared by the GroupCoordinator and Broker stubs, with a deadline on each call and
+ * the caller's abort signal cancelling it. Failures reject with a `CohortError` rebuilt from the gRPC status
+ * number.
  */
-export class GrpcTransport implements GroupTransport {
+export class GrpcTransport implements GroupTransport, GroupAdminTransport, BrokerTransport {
   private readonly client: Client;
+  private readonly broker: Client;
   private readonly token: string | undefined;
   private readonly time: Time;
 
@@ -56,7 +71,11 @@ export class GrpcTransport implements GroupTransport {
       throw new RangeError('address must be "host:port" or "unix:/path"');
     }
     const Ctor = groupCoordinatorClient();
-    this.client = new Ctor(options.address, channelCredentials(options.tls), options.channelOptions ?? {});
+    const credentials = channelCredentials(options.tls);
+    this.client = new Ctor(options.address, credentials, options.channelOptions ?? {});
+    // The same channel (connection, TLS session, reconnect backoff) for the log's calls.
+    const BrokerCtor = brokerClient();
+    this.broker = new BrokerCtor(options.address, credentials, { channelOverride: this.client.getChannel() });
     this.token = options.token;
     this.time = options.time ?? SYSTEM_TIME;
   }
@@ -85,22 +104,82 @@ export class GrpcTransport implements GroupTransport {
     return this.unary('offsetFetch', 'OffsetFetch', request, options);
   }
 
+  describeGroups(request: m.DescribeGroupsRequest, options: CallOptions): Promise<m.DescribeGroupsResponse> {
+    return this.unary('describeGroups', 'DescribeGroups', request, options);
+  }
+
+  listGroups(request: m.ListGroupsRequest, options: CallOptions): Promise<m.ListGroupsResponse> {
+    return this.unary('listGroups', 'ListGroups', request, options);
+  }
+
+  deleteGroups(request: m.DeleteGroupsRequest, options: CallOptions): Promise<m.DeleteGroupsResponse> {
+    return this.unary('deleteGroups', 'DeleteGroups', request, options);
+  }
+
+  createTopics(request: b.CreateTopicsRequest, options: CallOptions): Promise<b.CreateTopicsResponse> {
+    return this.unary('createTopics', 'CreateTopics', request, options, this.broker);
+  }
+
+  metadata(request: b.MetadataRequest, options: CallOptions): Promise<b.MetadataResponse> {
+    return this.unary('metadata', 'Metadata', request, options, this.broker);
+  }
+
+  async produce(request: b.ProduceRequest, options: CallOptions): Promise<b.ProduceResponse> {
+    const wire = await this.unary<object, WireOf<b.ProduceResponse>>(
+      'produce',
+      'Produce',
+      produceToWire(request),
+      options,
+      this.broker,
+    );
+    return produceFromWire(wire);
+  }
+
+  async fetch(request: b.FetchRequest, options: CallOptions): Promise<b.FetchResponse> {
+    const wire = await this.unary<object, WireOf<b.FetchResponse>>(
+      'fetch',
+      'Fetch',
+      fetchToWire(request),
+      options,
+      this.broker,
+    );
+    return fetchFromWire(wire);
+  }
+
+  async listOffsets(request: b.ListOffsetsRequest, options: CallOptions): Promise<b.ListOffsetsResponse> {
+    const wire = await this.unary<b.ListOffsetsRequest, WireOf<b.ListOffsetsResponse>>(
+      'listOffsets',
+      'ListOffsets',
+      request,
+      options,
+      this.broker,
+    );
+    return listOffsetsFromWire(wire);
+  }
+
   /** Closes the channel; calls still in flight end with CANCELLED. */
   close(): void {
+    this.broker.close();
     this.client.close();
   }
 
-  private unary<Req, Res>(method: string, rpc: string, request: Req, options: CallOptions): Promise<Res> {
-    const what = `${rpc} to the group coordinator`;
+  private unary<Req, Res>(
+    method: string,
+    rpc: string,
+    request: Req,
+    options: CallOptions,
+    client: Client = this.client,
+  ): Promise<Res> {
+    const what = `${rpc} to ${client === this.broker ? 'the broker' : 'the group coordinator'}`;
     return new Promise<Res>((resolve, reject) => {
       const signal = options.signal;
       if (signal?.aborted) return reject(errorFromCode(ErrorCode.REQUEST_TIMED_OUT, `${what} was cancelled`));
       const metadata = new Metadata();
       if (this.token !== undefined) metadata.set('authorization', `Bearer ${this.token}`);
       const deadline = new Date(this.time.nowMs() + options.timeoutMs);
-      const send = (this.client as unknown as Record<string, Unary<Req, Res>>)[method];
+      const send = (client as unknown as Record<string, Unary<Req, Res>>)[method];
       const onAbort = (): void => call.cancel();
-      const call = send.call(this.client, request, metadata, { deadline }, (error, response) => {
+      const call = send.call(client, request, metadata, { deadline }, (error, response) => {
         signal?.removeEventListener('abort', onAbort);
         if (error) reject(errorFromStatus(error, what));
         else resolve(response);

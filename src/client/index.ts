@@ -1,9 +1,30 @@
 /**
- * cohort's TypeScript SDK. Start with `CohortClient`; everything else here is what its members speak.
- * Consumers and producers (Fetch/Produce) are not part of the SDK yet: they come with the log service.
+ * cohort's TypeScript SDK. Start with `CohortClient`: its consumers, producers, admin client and group
+ * members; everything else here is what they speak.
  */
 export { CohortClient } from './cohort-client';
-export type { CohortClientOptions, JoinOptions } from './cohort-client';
+export type { ClientTransport, CohortClientOptions, JoinOptions } from './cohort-client';
+export { Consumer } from './consumer';
+export type { ConsumerDependencies } from './consumer';
+export { CONSUMER_DEFAULTS, resolveConsumerSettings } from './consumer-options';
+export type { AutoOffsetReset, ConsumerOptions, ResolvedConsumerSettings } from './consumer-options';
+export type {
+  ConsumerBatch,
+  ConsumerRecord,
+  EachBatchPayload,
+  EachMessagePayload,
+  RunHandlers,
+} from './consumer-handlers';
+export type { CommittedEvent, ConsumerEvents } from './consumer-events';
+export { Producer } from './producer';
+export type { ProducerDependencies, ProducerRecord, RecordMetadata } from './producer';
+export { PRODUCER_DEFAULTS, resolveProducerOptions } from './producer-options';
+export type { Acks, ProducerOptions, ResolvedProducerOptions } from './producer-options';
+export { createDefaultPartitioner } from './partitioner';
+export type { Partitioner } from './partitioner';
+export { murmur2, toPositive } from './murmur2';
+export { COHORT_ADMIN_DEFAULTS, CohortAdmin } from './cohort-admin';
+export type * from './cohort-admin';
 export { GroupMember } from './group-member';
 export type {
   CommittedOffset,
@@ -35,7 +56,12 @@ export { ConsumerProtocolError } from './consumer-protocol-error';
 export { compareTopicPartitions, topicPartitionKey } from './topic-partition';
 export type { TopicPartition } from './topic-partition';
 export type { CallOptions, GroupTransport } from './group-transport';
+export type { GroupAdminTransport } from './group-admin-transport';
+export type { BrokerTransport } from './broker-transport';
 export type * from './coordinator-messages';
+export type * from './broker-messages';
+export { RetryingCaller } from './retrying-caller';
+export type { CallOutcome } from './retrying-caller';
 export { GrpcTransport } from './grpc-transport';
 export type { GrpcTransportOptions, TlsOptions } from './grpc-transport';
 export { codeForStatus } from './error-from-status';

@@ -1,5 +1,6 @@
 import { CohortClient } from '../../../src/client/cohort-client';
 import { ManualTime } from '../../../src/time';
+import { InMemoryBroker } from './support/in-memory-broker';
 import { flush, ScriptedTransport } from './support/scripted-transport';
 
 function client(transport = new ScriptedTransport()) {
@@ -43,5 +44,40 @@ describe('CohortClient', () => {
 
   it('requires a client id', () => {
     expect(() => new CohortClient({ address: '127.0.0.1:7070', clientId: '' })).toThrow(/clientId/);
+  });
+
+  it('makes consumers, producers and an admin client only over a transport that has the Broker calls', () => {
+    const { c } = client();
+    expect(() => c.consumer({ groupId: 'g', topics: ['t'] })).toThrow(/Broker calls/);
+    expect(() => c.producer()).toThrow(/Broker calls/);
+    expect(() => c.admin()).toThrow(/DescribeGroups/);
+  });
+
+  it('closes its consumers (leaving their groups) and producers (sending what is queued), then the transport', async () => {
+    const time = new ManualTime();
+    const broker = new InMemoryBroker(time).addTopic('t', 1);
+    const group = new ScriptedTransport();
+    let closedTransport = 0;
+    const transport = Object.assign(group, {
+      createTopics: broker.createTopics.bind(broker),
+      metadata: broker.metadata.bind(broker),
+      produce: broker.produce.bind(broker),
+      fetch: broker.fetch.bind(broker),
+      listOffsets: broker.listOffsets.bind(broker),
+      close: () => void closedTransport++,
+    });
+    const c = new CohortClient({ address: 'unused', clientId: 'billing', transport, time });
+    const consumer = c.consumer({ groupId: 'g', topics: ['t'] });
+    const running = consumer.run({ eachMessage: () => undefined });
+    const producer = c.producer({ lingerMs: 60_000 });
+    const sent = producer.send({ topic: 't', partition: 0, value: 'v' });
+    await flush();
+    expect(group.callsOf('joinGroup')[0].request.clientId).toBe('billing');
+    await c.close();
+    await expect(running).resolves.toBeUndefined();
+    await expect(sent).resolves.toMatchObject({ offset: 0n });
+    expect(group.callsOf('leaveGroup')).toHaveLength(1);
+    expect(closedTransport).toBe(1);
+    expect(() => c.consumer({ groupId: 'g', topics: ['t'] })).toThrow(/closed/);
   });
 });

@@ -96,6 +96,31 @@ const examples: Record<string, object> = {
   } satisfies m.OffsetFetchPartition,
   OffsetFetchTopicResponse: { name: '', partitions: [] } satisfies m.OffsetFetchTopicResponse,
   OffsetFetchResponse: { errorCode: 0, topics: [] } satisfies m.OffsetFetchResponse,
+  DescribeGroupsRequest: { groups: [] } satisfies m.DescribeGroupsRequest,
+  DescribedGroupMember: {
+    memberId: '',
+    groupInstanceId: '',
+    clientId: '',
+    clientHost: '',
+    memberMetadata: Buffer.alloc(0),
+    memberAssignment: Buffer.alloc(0),
+  } satisfies m.DescribedGroupMember,
+  DescribedGroup: {
+    errorCode: 0,
+    errorMessage: '',
+    groupId: '',
+    groupState: '',
+    protocolType: '',
+    protocolData: '',
+    members: [],
+  } satisfies m.DescribedGroup,
+  DescribeGroupsResponse: { groups: [] } satisfies m.DescribeGroupsResponse,
+  ListGroupsRequest: { statesFilter: [] } satisfies m.ListGroupsRequest,
+  ListedGroup: { groupId: '', protocolType: '', groupState: '' } satisfies m.ListedGroup,
+  ListGroupsResponse: { errorCode: 0, groups: [] } satisfies m.ListGroupsResponse,
+  DeleteGroupsRequest: { groupsNames: [] } satisfies m.DeleteGroupsRequest,
+  DeletableGroupResult: { groupId: '', errorCode: 0 } satisfies m.DeletableGroupResult,
+  DeleteGroupsResponse: { results: [] } satisfies m.DeleteGroupsResponse,
 };
 
 describe('the client copy of the coordinator messages', () => {

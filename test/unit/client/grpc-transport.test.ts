@@ -2,6 +2,7 @@ import { status, type ServiceError, Metadata } from '@grpc/grpc-js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { codeForStatus, errorFromStatus } from '../../../src/client/error-from-status';
+import { brokerClient } from '../../../src/client/broker-proto';
 import { findProtoDir, groupCoordinatorClient } from '../../../src/client/group-coordinator-proto';
 import { GrpcTransport } from '../../../src/client/grpc-transport';
 import { CohortError, ErrorCode } from '../../../src/errors';
@@ -80,6 +81,26 @@ describe('GrpcTransport', () => {
         { timeoutMs: 1_000, signal: controller.signal },
       ),
     ).rejects.toMatchObject({ code: ErrorCode.REQUEST_TIMED_OUT });
+    transport.close();
+  });
+
+  it('loads a Broker client class with every log RPC', () => {
+    const Ctor = brokerClient();
+    for (const method of ['createTopics', 'metadata', 'produce', 'fetch', 'listOffsets']) {
+      expect(typeof (Ctor.prototype as Record<string, unknown>)[method]).toBe('function');
+    }
+  });
+
+  it('rejects an aborted Broker call without sending it, naming the broker', async () => {
+    const transport = new GrpcTransport({ address: '127.0.0.1:1' });
+    const controller = new AbortController();
+    controller.abort();
+    await expect(
+      transport.fetch(
+        { replicaId: -1, maxWaitMs: 0, minBytes: 0, maxBytes: 1, topics: [] },
+        { timeoutMs: 1_000, signal: controller.signal },
+      ),
+    ).rejects.toThrow(/^Fetch to the broker was cancelled/);
     transport.close();
   });
 });

@@ -50,7 +50,13 @@ import { RESERVED_TOPIC_NAMES, topicNameProblem, topicPartitionKey } from './top
 
 /** Notable events, for the server's log and for tests. */
 export interface ReplicaManagerListener {
-  onIsrChange?(topic: string, partitionIndex: number, isr: readonly number[]): void;
+  /** A partition's ISR changed on this leader: from `previousIsr` to `isr` (shrinks and expansions). */
+  onIsrChange?(
+    topic: string,
+    partitionIndex: number,
+    isr: readonly number[],
+    previousIsr: readonly number[],
+  ): void;
   /** A periodic task (ISR expiry, retention, flush) or a flush failed unexpectedly. */
   onError?(error: unknown, what: string): void;
 }
@@ -643,7 +649,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     const isrBefore = partition.isr;
     const isHwIncreased = partition.updateFollowerFetchState(replicaId, fetchOffset, nowMs);
     if (partition.isr !== isrBefore)
-      this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr);
+      this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
     if (isHwIncreased) this.onHighWatermarkIncreased(partition);
   }
 
@@ -817,9 +823,10 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   private maybeShrinkIsr(): void {
     const nowMs = this.time.monotonicMs();
     for (const partition of this.partitions.values()) {
+      const isrBefore = partition.isr;
       const removed = partition.maybeShrinkIsr(nowMs);
       if (removed.length === 0) continue;
-      this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr);
+      this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
       if (partition.maybeIncrementLeaderHW()) this.onHighWatermarkIncreased(partition);
     }
   }

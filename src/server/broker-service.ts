@@ -8,7 +8,7 @@ import type {
   ProduceRequest,
 } from '../log/broker-protocol';
 import { decodeInt64 } from './int64';
-import { unaryHandler } from './unary-handler';
+import { type CallObservers, unaryHandler, type UnaryMethod } from './unary-handler';
 
 /** A message as decoded: int64 fields arrive as decimal strings (see load-protos.ts). */
 type Int64Wire<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
@@ -91,18 +91,24 @@ function decodeListOffsets(wire: ListOffsetsWire): ListOffsetsRequest {
  * at all (INVALID_ARGUMENT). Produce and Fetch may park: the unary adapter's signal releases them when the
  * caller goes away.
  */
-export function brokerService(broker: BrokerService, logger: Logger): UntypedServiceImplementation {
-  const path = (method: string): string => `/cohort.v1.Broker/${method}`;
+export function brokerService(
+  broker: BrokerService,
+  logger: Logger,
+  observers?: CallObservers,
+): UntypedServiceImplementation {
+  const service = 'cohort.v1.Broker';
+  const handler = <Req, Res>(method: string, handle: UnaryMethod<Req, Res>) =>
+    unaryHandler(`/${service}/${method}`, logger, handle, observers?.(service, method));
   return {
-    CreateTopics: unaryHandler(path('CreateTopics'), logger, broker.createTopics.bind(broker)),
-    Metadata: unaryHandler(path('Metadata'), logger, broker.metadata.bind(broker)),
-    Produce: unaryHandler(path('Produce'), logger, async (request: ProduceWire, context) =>
+    CreateTopics: handler('CreateTopics', broker.createTopics.bind(broker)),
+    Metadata: handler('Metadata', broker.metadata.bind(broker)),
+    Produce: handler('Produce', async (request: ProduceWire, context) =>
       broker.produce(decodeProduce(request), context),
     ),
-    Fetch: unaryHandler(path('Fetch'), logger, async (request: FetchWire, context) =>
+    Fetch: handler('Fetch', async (request: FetchWire, context) =>
       broker.fetch(decodeFetch(request), context),
     ),
-    ListOffsets: unaryHandler(path('ListOffsets'), logger, async (request: ListOffsetsWire) =>
+    ListOffsets: handler('ListOffsets', async (request: ListOffsetsWire) =>
       broker.listOffsets(decodeListOffsets(request)),
     ),
   };

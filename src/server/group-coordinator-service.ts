@@ -2,7 +2,7 @@ import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { GroupCoordinatorService, OffsetCommitRequest } from '../group/group-protocol';
 import { decodeInt64 } from './int64';
-import { unaryHandler } from './unary-handler';
+import { type CallObservers, unaryHandler, type UnaryMethod } from './unary-handler';
 
 /** OffsetCommitRequest as decoded: int64 arrives as a decimal string (see load-protos.ts). */
 type OffsetCommitWire = Omit<OffsetCommitRequest, 'topics'> & {
@@ -38,23 +38,22 @@ function decodeOffsetCommit(wire: OffsetCommitWire): OffsetCommitRequest {
 export function groupCoordinatorService(
   coordinator: GroupCoordinatorService,
   logger: Logger,
+  observers?: CallObservers,
 ): UntypedServiceImplementation {
-  const path = (method: string): string => `/cohort.v1.GroupCoordinator/${method}`;
+  const service = 'cohort.v1.GroupCoordinator';
+  const handler = <Req, Res>(method: string, handle: UnaryMethod<Req, Res>) =>
+    unaryHandler(`/${service}/${method}`, logger, handle, observers?.(service, method));
   return {
-    JoinGroup: unaryHandler(path('JoinGroup'), logger, coordinator.joinGroup.bind(coordinator)),
-    SyncGroup: unaryHandler(path('SyncGroup'), logger, coordinator.syncGroup.bind(coordinator)),
-    Heartbeat: unaryHandler(path('Heartbeat'), logger, coordinator.heartbeat.bind(coordinator)),
-    LeaveGroup: unaryHandler(path('LeaveGroup'), logger, coordinator.leaveGroup.bind(coordinator)),
-    OffsetCommit: unaryHandler(path('OffsetCommit'), logger, async (rq: OffsetCommitWire, ctx) =>
+    JoinGroup: handler('JoinGroup', coordinator.joinGroup.bind(coordinator)),
+    SyncGroup: handler('SyncGroup', coordinator.syncGroup.bind(coordinator)),
+    Heartbeat: handler('Heartbeat', coordinator.heartbeat.bind(coordinator)),
+    LeaveGroup: handler('LeaveGroup', coordinator.leaveGroup.bind(coordinator)),
+    OffsetCommit: handler('OffsetCommit', async (rq: OffsetCommitWire, ctx) =>
       coordinator.offsetCommit(decodeOffsetCommit(rq), ctx),
     ),
-    OffsetFetch: unaryHandler(path('OffsetFetch'), logger, coordinator.offsetFetch.bind(coordinator)),
-    DescribeGroups: unaryHandler(
-      path('DescribeGroups'),
-      logger,
-      coordinator.describeGroups.bind(coordinator),
-    ),
-    ListGroups: unaryHandler(path('ListGroups'), logger, coordinator.listGroups.bind(coordinator)),
-    DeleteGroups: unaryHandler(path('DeleteGroups'), logger, coordinator.deleteGroups.bind(coordinator)),
+    OffsetFetch: handler('OffsetFetch', coordinator.offsetFetch.bind(coordinator)),
+    DescribeGroups: handler('DescribeGroups', coordinator.describeGroups.bind(coordinator)),
+    ListGroups: handler('ListGroups', coordinator.listGroups.bind(coordinator)),
+    DeleteGroups: handler('DeleteGroups', coordinator.deleteGroups.bind(coordinator)),
   };
 }

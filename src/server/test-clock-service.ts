@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { CohortError, ErrorCode } from '../errors';
 import type { ManualTime } from '../time';
 import { decodeInt64 } from './int64';
-import { unaryHandler } from './unary-handler';
+import { type CallObservers, unaryHandler } from './unary-handler';
 
 interface AdvanceClockRequest {
   /** int64, decoded as a decimal string. */
@@ -19,20 +19,30 @@ interface AdvanceClockResponse {
  * caused has happened and every parked call it completed has been answered or queued for answering.
  * Registered only with --manual-clock.
  */
-export function testClockService(time: ManualTime, logger: Logger): UntypedServiceImplementation {
+export function testClockService(
+  time: ManualTime,
+  logger: Logger,
+  observers?: CallObservers,
+): UntypedServiceImplementation {
   const now = (): AdvanceClockResponse => ({ nowMs: time.nowMs() });
+  const service = 'cohort.v1.TestClock';
   return {
-    Advance: unaryHandler('/cohort.v1.TestClock/Advance', logger, async (request: AdvanceClockRequest) => {
-      const ms = decodeInt64(request.ms, 'ms');
-      if (ms < 0) {
-        throw new CohortError(
-          ErrorCode.INVALID_REQUEST,
-          `ms (${ms}) must be >= 0: the clock never moves back`,
-        );
-      }
-      time.advance(ms);
-      return now();
-    }),
-    Now: unaryHandler('/cohort.v1.TestClock/Now', logger, async () => now()),
+    Advance: unaryHandler(
+      `/${service}/Advance`,
+      logger,
+      async (request: AdvanceClockRequest) => {
+        const ms = decodeInt64(request.ms, 'ms');
+        if (ms < 0) {
+          throw new CohortError(
+            ErrorCode.INVALID_REQUEST,
+            `ms (${ms}) must be >= 0: the clock never moves back`,
+          );
+        }
+        time.advance(ms);
+        return now();
+      },
+      observers?.(service, 'Advance'),
+    ),
+    Now: unaryHandler(`/${service}/Now`, logger, async () => now(), observers?.(service, 'Now')),
   };
 }

@@ -9,6 +9,21 @@ import { UndecodableRequest } from './undecodable-request';
 /** A domain method as the server calls it: decoded request in, response out (or a thrown CohortError). */
 export type UnaryMethod<Req, Res> = (request: Req, context: RequestContext) => Promise<Res>;
 
+/**
+ * Watches the calls of one method, for metrics. `startCall` runs when a call arrives and returns a mark
+ * (a timestamp) that `endCall` gets back when the call is answered, with the ErrorCode it was answered with:
+ * the response's top-level `errorCode` (NONE when it has none), the code of a thrown CohortError,
+ * UNKNOWN_SERVER_ERROR for anything else, or `undefined` when the caller went away first. Both run on
+ * every call, heartbeats included: keep them to a clock read and a few additions.
+ */
+export interface CallObserver {
+  startCall(): number;
+  endCall(startMark: number, errorCode: ErrorCode | undefined): void;
+}
+
+/** The observer of one method of one service (`cohort.v1.GroupCoordinator`, `Heartbeat`). */
+export type CallObservers = (service: string, method: string) => CallObserver;
+
 /** What the adapter needs from a grpc-js unary call (grpc-js's ServerUnaryCall has all of it). */
 export interface UnaryCallLike<Req> {
   readonly request: Req | UndecodableRequest;
@@ -48,6 +63,12 @@ class CallContext implements RequestContext {
   }
 }
 
+/** The top-level `errorCode` of a response (Heartbeat, JoinGroup, Fetch, ...); NONE for those without one. */
+function responseCode(response: unknown): ErrorCode {
+  const code = (response as { errorCode?: unknown } | null)?.errorCode;
+  return typeof code === 'number' ? (code as ErrorCode) : ErrorCode.NONE;
+}
+
 /** By name, not instanceof: DOMException and errors from other realms are not `instanceof Error`. */
 function isAbortError(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'AbortError';
@@ -68,8 +89,10 @@ export function unaryHandler<Req, Res>(
   method: string,
   logger: Logger,
   handle: UnaryMethod<Req, Res>,
+  observer?: CallObserver,
 ): (call: UnaryCallLike<Req>, callback: sendUnaryData<Res>) => void {
   return (call, callback) => {
+    const startMark = observer === undefined ? 0 : observer.startCall();
     const context = new CallContext(call);
     let isAnswered = false;
 
@@ -77,12 +100,14 @@ export function unaryHandler<Req, Res>(
       if (isAnswered) return;
       isAnswered = true;
       context.abort();
+      observer?.endCall(startMark, undefined);
     };
     const onResponse = (response: Res): void => {
       if (isAnswered) return;
       isAnswered = true;
       call.removeListener('cancelled', onCancelled);
       callback(null, response);
+      observer?.endCall(startMark, responseCode(response));
     };
     const onError = (error: unknown): void => {
       const { status, isUnexpected } = statusForError(error);
@@ -95,9 +120,16 @@ export function unaryHandler<Req, Res>(
       isAnswered = true;
       call.removeListener('cancelled', onCancelled);
       callback(status);
+      observer?.endCall(
+        startMark,
+        error instanceof CohortError ? error.code : ErrorCode.UNKNOWN_SERVER_ERROR,
+      );
     };
 
-    if (call.cancelled) return;
+    if (call.cancelled) {
+      observer?.endCall(startMark, undefined);
+      return;
+    }
     const request = call.request;
     if (request instanceof UndecodableRequest) {
       onError(new CohortError(ErrorCode.INVALID_REQUEST, `The request could not be decoded (${method}).`));

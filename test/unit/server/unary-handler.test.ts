@@ -2,6 +2,7 @@ import { status } from '@grpc/grpc-js';
 import { CohortError, ERROR_TABLE, ErrorCode } from '../../../src/errors';
 import type { RequestContext } from '../../../src/group/group-protocol';
 import { ERROR_CODE_TRAILER, INTERNAL_ERROR_MESSAGE, unaryHandler } from '../../../src/server';
+import type { CallObserver } from '../../../src/server/unary-handler';
 import { UndecodableRequest } from '../../../src/server/undecodable-request';
 import { captureLogger } from '../../support/capture-logger';
 import { FakeUnaryCall, settle } from './fake-unary-call';
@@ -210,5 +211,66 @@ describe('unaryHandler', () => {
     }
     await settle();
     expect(hosts).toEqual(['127.0.0.1', '::1', '::ffff:10.0.0.1']);
+  });
+
+  describe('with a CallObserver', () => {
+    /** Records what each call ended with; its marks count calls. */
+    function recordingObserver(): { observer: CallObserver; ended: [number, ErrorCode | undefined][] } {
+      let started = 0;
+      const ended: [number, ErrorCode | undefined][] = [];
+      return {
+        ended,
+        observer: {
+          startCall: () => ++started,
+          endCall: (mark, code) => void ended.push([mark, code]),
+        },
+      };
+    }
+
+    it("reports each call once, with its response's errorCode, a thrown CohortError's code or UNKNOWN_SERVER_ERROR", async () => {
+      const { logger } = captureLogger('silent');
+      const { observer, ended } = recordingObserver();
+      const outcomes: (() => Promise<unknown>)[] = [
+        async () => ({ errorCode: ErrorCode.REBALANCE_IN_PROGRESS }),
+        async () => ({ topics: [] }),
+        async () => {
+          throw new CohortError(ErrorCode.INVALID_GROUP_ID);
+        },
+        async () => {
+          throw new Error('bug');
+        },
+      ];
+      let next = 0;
+      const handler = unaryHandler('/t/Echo', logger, () => outcomes[next++](), observer);
+      for (let i = 0; i < outcomes.length; i++) {
+        const call = new FakeUnaryCall<Echo>({ text: '' });
+        handler(call, call.callback);
+        await settle();
+      }
+      const undecodable = new FakeUnaryCall<Echo>(new UndecodableRequest(new Error('bad bytes')));
+      handler(undecodable, undecodable.callback);
+      await settle();
+      expect(ended).toEqual([
+        [1, ErrorCode.REBALANCE_IN_PROGRESS],
+        [2, ErrorCode.NONE],
+        [3, ErrorCode.INVALID_GROUP_ID],
+        [4, ErrorCode.UNKNOWN_SERVER_ERROR],
+        [5, ErrorCode.INVALID_REQUEST],
+      ]);
+    });
+
+    it('reports a call its client abandoned as ending without a code, and not again when the domain answers', async () => {
+      const { logger } = captureLogger('silent');
+      const { observer, ended } = recordingObserver();
+      const answer = deferred<Echo>();
+      const handler = unaryHandler('/t/Echo', logger, () => answer.promise, observer);
+      const call = new FakeUnaryCall<Echo>({ text: '' });
+      handler(call, call.callback);
+      call.cancel();
+      answer.resolve({ text: 'late' });
+      await settle();
+      expect(ended).toEqual([[1, undefined]]);
+      expect(call.replies).toEqual([]);
+    });
   });
 });

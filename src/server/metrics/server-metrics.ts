@@ -1,0 +1,93 @@
+import { Counter, Registry } from 'prom-client';
+import type { GroupCoordinatorListener } from '../../group';
+import type { ReplicaManagerListener } from '../../log';
+import type { Time } from '../../time';
+import type { CallObservers } from '../unary-handler';
+import { REAL_STOPWATCH, registerCallMetrics, type Stopwatch } from './call-metrics';
+import { type ConsumerLagSources, registerConsumerLagMetrics } from './consumer-lag-metrics';
+import { GroupMetrics, type GroupStatsSource } from './group-metrics';
+import { LogMetrics, type PartitionSource } from './log-metrics';
+import { type PurgatoryOwner, registerPurgatoryMetrics } from './purgatory-metrics';
+import { RuntimeMetrics } from './runtime-metrics';
+
+/** What the metrics read when scraped; each part is optional (a test's fake coordinator has none). */
+export interface MetricsSources {
+  readonly coordinator?: PurgatoryOwner & GroupStatsSource;
+  readonly log?: PurgatoryOwner & PartitionSource;
+  readonly consumerLag?: ConsumerLagSources;
+}
+
+export interface ServerMetricsOptions {
+  /** The server's clock, for rebalance durations. */
+  readonly time: Time;
+  /** The clock of call latency; default the real one (see Stopwatch). */
+  readonly stopwatch?: Stopwatch;
+}
+
+/**
+ * Every metric of one server, in a registry of its own (not prom-client's global one, so one process —
+ * a test run — can hold several servers). Hooks (`callObservers`, `groupListener`, `logListener`) feed
+ * what happens on the request path; everything else is read from `sources` when the registry is scraped.
+ * docs/operations.md lists every metric.
+ */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  readonly callObservers: CallObservers;
+  readonly groupListener: GroupCoordinatorListener;
+  readonly logListener: Required<Pick<ReplicaManagerListener, 'onIsrChange'>>;
+  private readonly runtime: RuntimeMetrics;
+  private readonly unauthenticated: Counter;
+  private sources: MetricsSources = {};
+
+  constructor(options: ServerMetricsOptions) {
+    this.callObservers = registerCallMetrics(this.registry, options.stopwatch ?? REAL_STOPWATCH);
+    registerPurgatoryMetrics(this.registry, () => {
+      const owners: PurgatoryOwner[] = [];
+      if (this.sources.coordinator !== undefined) owners.push(this.sources.coordinator);
+      if (this.sources.log !== undefined) owners.push(this.sources.log);
+      return owners;
+    });
+    this.groupListener = new GroupMetrics(
+      this.registry,
+      options.time,
+      () => this.sources.coordinator,
+    ).listener;
+    this.logListener = new LogMetrics(this.registry, () => this.sources.log).listener;
+    registerConsumerLagMetrics(this.registry, () => this.sources.consumerLag);
+    this.runtime = new RuntimeMetrics(this.registry);
+    this.unauthenticated = new Counter({
+      name: 'cohort_unauthenticated_calls_total',
+      help: 'Calls ended with UNAUTHENTICATED: no bearer token, or not the right one.',
+      registers: [this.registry],
+    });
+  }
+
+  /** A call was refused for want of the right bearer token. */
+  onUnauthenticatedCall(): void {
+    this.unauthenticated.inc();
+  }
+
+  /** Where scrapes read from; set once the server's parts exist. */
+  setSources(sources: MetricsSources): void {
+    this.sources = sources;
+  }
+
+  /** Starts what samples in the background (the event-loop monitor). */
+  start(): void {
+    this.runtime.start();
+  }
+
+  /** Stops it; the registry can still be scraped. Idempotent. */
+  stop(): void {
+    this.runtime.stop();
+  }
+
+  /** The Prometheus text exposition of every metric. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,86 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { ServerInterceptingCall, status } from '@grpc/grpc-js';
+import type { Metadata, ServerInterceptor } from '@grpc/grpc-js';
+
+/** The metadata key a token travels in, as HTTP's Authorization header. */
+export const AUTHORIZATION_METADATA_KEY = 'authorization';
+
+/**
+ * Services any client may call without a token: health, so probes and load balancers work, and reflection
+ * (v1 and v1alpha), so grpcurl can list services. Neither reveals or changes any group or record.
+ */
+export const TOKEN_EXEMPT_SERVICES: readonly string[] = Object.freeze([
+  'grpc.health.v1.Health',
+  'grpc.reflection.v1.ServerReflection',
+  'grpc.reflection.v1alpha.ServerReflection',
+]);
+
+export const MISSING_TOKEN_MESSAGE =
+  "this server needs a bearer token: send metadata 'authorization: Bearer <token>'";
+export const WRONG_TOKEN_MESSAGE = 'the bearer token was not accepted';
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+/**
+ * Checks presented tokens against the server's in constant time: both sides are hashed to SHA-256 first,
+ * so `timingSafeEqual` always compares 32 bytes and how long it takes says nothing about the token's
+ * length or how many of its characters were right.
+ */
+export class BearerTokenCheck {
+  private readonly expected: Buffer;
+
+  constructor(token: string) {
+    if (token === '') throw new RangeError('the bearer token must not be empty');
+    this.expected = sha256(token);
+  }
+
+  /** undefined when `metadata` carries the token; otherwise why not, for the client. */
+  refusal(metadata: Metadata): string | undefined {
+    const values = metadata.get(AUTHORIZATION_METADATA_KEY);
+    if (values.length === 0) return MISSING_TOKEN_MESSAGE;
+    // One header only: with several, which one a proxy or the server would read is anyone's guess.
+    if (values.length > 1 || typeof values[0] !== 'string') return WRONG_TOKEN_MESSAGE;
+    const match = BEARER.exec(values[0]);
+    if (match === null) return MISSING_TOKEN_MESSAGE;
+    return timingSafeEqual(sha256(match[1]), this.expected) ? undefined : WRONG_TOKEN_MESSAGE;
+  }
+}
+
+function isExempt(path: string): boolean {
+  // A path is /<package.Service>/<Method>.
+  const service = path.slice(1, path.lastIndexOf('/'));
+  return TOKEN_EXEMPT_SERVICES.includes(service);
+}
+
+/**
+ * A grpc-js server interceptor that ends every call without the right bearer token with UNAUTHENTICATED,
+ * before its request is read and before any handler runs; exempt services pass untouched. `onRefused`
+ * hears of each refusal (the method and why), for the server's log.
+ */
+export function bearerTokenInterceptor(
+  check: BearerTokenCheck,
+  onRefused?: (path: string, reason: string, peer: string) => void,
+): ServerInterceptor {
+  return (methodDescriptor, call) => {
+    if (isExempt(methodDescriptor.path)) return new ServerInterceptingCall(call);
+    return new ServerInterceptingCall(call, {
+      start: (next) => {
+        next({
+          onReceiveMetadata: (metadata, nextMetadata) => {
+            const reason = check.refusal(metadata);
+            if (reason === undefined) {
+              nextMetadata(metadata);
+              return;
+            }
+            onRefused?.(methodDescriptor.path, reason, call.getPeer());
+            call.sendStatus({ code: status.UNAUTHENTICATED, details: reason });
+          },
+        });
+      },
+    });
+  };
+}

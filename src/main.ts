@@ -2,11 +2,16 @@
  * The cohort server process: the only code that reads argv, the environment and signals.
  *
  * Exit status: 0 after a clean stop (SIGTERM/SIGINT), 2 for an invalid configuration (every problem is
- * printed), 1 if the server cannot start or fails unexpectedly. A second signal during shutdown exits at
- * once with 1.
+ * printed, including unreadable token and TLS files), 1 if the server cannot start or fails unexpectedly.
+ * A second signal during shutdown exits at once with 1.
+ *
+ * Log lines a supervisor can wait for: `cohort listening` once the port is bound (with the real address and
+ * the admin listener's), `cohort ready` once group state is loaded and everything serves, `cohort stopping`
+ * and `cohort stopped`.
  */
 import pino from 'pino';
-import { loadConfig } from './config';
+import type { CohortServer } from './server';
+import { InvalidConfigError, loadConfig } from './config';
 import { createServer } from './server';
 
 const EXIT_OK = 0;
@@ -19,17 +24,19 @@ async function main(): Promise<void> {
     process.stdout.write(loaded.help);
     process.exit(EXIT_OK);
   }
-  if ('errors' in loaded) {
+  const exitBadConfig = (problems: readonly string[]): never => {
     process.stderr.write(
-      `cohort: invalid configuration:\n${loaded.errors.map((e) => `  - ${e}\n`).join('')}` +
+      `cohort: invalid configuration:\n${problems.map((e) => `  - ${e}\n`).join('')}` +
         'Run with --help to see every setting.\n',
     );
     process.exit(EXIT_BAD_CONFIG);
-  }
+  };
+  if ('errors' in loaded) exitBadConfig(loaded.errors);
+  if (!('config' in loaded)) return;
   const { config, warnings } = loaded;
 
-  // Synchronous writes: cohort logs little (start, stop, failures), and a line written just before
-  // process.exit must neither be lost nor overtaken by a later one.
+  // Synchronous writes: cohort logs little per second (start, stop, rebalances, expiries, failures; nothing
+  // per heartbeat), and a line written just before process.exit must neither be lost nor overtaken.
   const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
   for (const warning of warnings) logger.warn(warning);
 
@@ -42,7 +49,14 @@ async function main(): Promise<void> {
     process.exit(EXIT_FAILURE);
   });
 
-  const server = createServer(config, { logger });
+  let server: CohortServer;
+  try {
+    server = createServer(config, { logger });
+  } catch (error) {
+    // Token and TLS files are read here: their problems are configuration problems too.
+    if (error instanceof InvalidConfigError) exitBadConfig(error.problems);
+    throw error;
+  }
 
   let isStopping = false;
   const stop = (signal: NodeJS.Signals): void => {
@@ -73,16 +87,28 @@ async function main(): Promise<void> {
     logger.fatal({ err: error, listen: config.listen }, 'cohort could not start');
     process.exit(EXIT_FAILURE);
   }
+  const admin = server.adminAddress;
   logger.info(
     {
-      address: `${bound.host}:${bound.port}`,
+      address: bound.address,
       host: bound.host,
       port: bound.port,
+      tls: config.tlsCert !== '',
+      mutualTls: config.tlsClientCa !== '',
+      token: config.token !== '' || config.tokenFile !== '',
+      adminAddress: admin === undefined ? null : `${admin.host}:${admin.port}`,
       manualClock: config.manualClock,
       dataDir: config.dataDir,
     },
     'cohort listening',
   );
+  try {
+    await server.ready();
+  } catch {
+    // The server logged why (group state could not be loaded) or it is stopping; /readyz says so.
+    return;
+  }
+  if (!isStopping) logger.info('cohort ready');
 }
 
 void main();

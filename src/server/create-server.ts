@@ -1,12 +1,13 @@
 import * as path from 'node:path';
-import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { Server } from '@grpc/grpc-js';
+import type { ServerInterceptor, ServerOptions } from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import type { ServingStatusMap } from 'grpc-health-check';
 import pino from 'pino';
 import type { Logger } from 'pino';
 import type { CohortConfig } from '../config';
-import { parseListenAddress } from '../config';
+import { ADMIN_LISTEN_OFF, isLoopbackListen, parseListenAddress, parseUnixSocket } from '../config';
 import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinator } from '../group/group-coordinator';
 import type { GroupCoordinatorService } from '../group/group-protocol';
@@ -17,10 +18,18 @@ import { DEFAULT_FLUSH_INTERVAL_MS } from '../log/storage';
 import type { Time } from '../time';
 import { ManualTime, SYSTEM_TIME } from '../time';
 import { SystemTimer } from '../timer';
+import { AdminServer } from './admin-server';
+import type { AdminAddress } from './admin-server';
+import { bearerTokenInterceptor } from './bearer-token-interceptor';
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
+import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
+import { groupEventLog } from './group-event-log';
 import { loadCohortProtos } from './load-protos';
+import type { Stopwatch } from './metrics/call-metrics';
+import { ServerMetrics } from './metrics/server-metrics';
+import { loadServerSecurity } from './server-security';
 import { testClockService } from './test-clock-service';
 import { guardServiceDefinition } from './undecodable-request';
 
@@ -30,7 +39,7 @@ export const BROKER_SERVICE = 'cohort.v1.Broker';
 /** Kafka's replica.fetch.wait.max.ms and the follower's metadata refresh, before the lag time caps them. */
 const FOLLOWER_FETCH_WAIT_MAX_MS = 500;
 const FOLLOWER_METADATA_REFRESH_MS = 1_000;
-/** How long `close()` lets in-flight calls finish before cutting every connection. */
+/** How long `close()` lets in-flight calls finish before cutting every connection, unless configured. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 
 export type CoordinatorFactory = (config: GroupConfig, time: Time) => GroupCoordinatorService;
@@ -42,25 +51,49 @@ export interface CreateServerOptions {
   readonly coordinatorFactory?: CoordinatorFactory;
   /** Default: pino to stdout at `config.logLevel`. */
   readonly logger?: Logger;
+  /** How long in-flight calls may finish on close. Default: `config.shutdownTimeoutMs`. */
   readonly shutdownGraceMs?: number;
+  /** The clock of call latency metrics. Default: the real one, also under --manual-clock. */
+  readonly metricsStopwatch?: Stopwatch;
 }
 
 export interface BoundAddress {
+  /** The host as `listen` gave it, or `unix:PATH` for a Unix socket. */
   readonly host: string;
-  /** The real port, also when `listen` asked for port 0. */
+  /** The real port, also when `listen` asked for port 0; 0 for a Unix socket. */
   readonly port: number;
+  /** What a client dials: `HOST:PORT` or `unix:PATH`. */
+  readonly address: string;
 }
+
+/**
+ * Where the server is in its life, as /readyz and health report it: `starting` until bound, `loading`
+ * while group state is replayed, `serving`, `draining` from the first close() until every call is done,
+ * `closed`. `failed` when group state could not be loaded: the server runs but is never ready.
+ */
+export type ServerPhase = 'new' | 'starting' | 'loading' | 'serving' | 'failed' | 'draining' | 'closed';
 
 /** One cohort server. Tests, main.ts and embedders all build it with `createServer`. */
 export interface CohortServer {
-  /** Binds `config.listen` and starts serving; health turns SERVING. */
+  /**
+   * Binds `config.listen` (and the admin listener) and starts serving. Resolves once bound; group state may
+   * still be loading then (GroupCoordinator answers COORDINATOR_LOAD_IN_PROGRESS): `ready()` says when it
+   * is done.
+   */
   start(): Promise<BoundAddress>;
   /**
-   * Health turns NOT_SERVING, new calls are refused, every parked call is answered
-   * (`coordinator.shutdown()`), and in-flight calls get `shutdownGraceMs` to finish before connections
-   * are cut. Idempotent: every call returns the same promise.
+   * Resolves once the server serves everything: bound, and group state loaded. Health is then SERVING and
+   * /readyz 200. Rejects if group state cannot be loaded or the server closes first.
+   */
+  ready(): Promise<void>;
+  /**
+   * Drains and stops: health turns NOT_SERVING and /readyz 503, new calls are refused, every parked call is
+   * answered (`coordinator.shutdown()`, `replicaManager.shutdown()`), in-flight calls get `shutdownGraceMs`
+   * to finish before connections are cut, then every log is fsynced and closed and the admin listener
+   * stops. Idempotent: every call returns the same promise.
    */
   close(): Promise<void>;
+  readonly phase: ServerPhase;
   readonly config: CohortConfig;
   readonly time: Time;
   /** The clock TestClock moves, when `config.manualClock`; tests may also advance it directly. */
@@ -69,6 +102,10 @@ export interface CohortServer {
   /** The log: topics, Produce, Fetch and replication. */
   readonly replicaManager: ReplicaManager;
   readonly logger: Logger;
+  /** This server's metrics (its own registry: embedders may merge it into theirs). */
+  readonly metrics: ServerMetrics;
+  /** The admin listener's address once started; undefined when `adminListen` is off. */
+  readonly adminAddress: AdminAddress | undefined;
 }
 
 function groupConfigOf(config: CohortConfig): GroupConfig {
@@ -102,6 +139,18 @@ function brokerConfigOf(config: CohortConfig): BrokerConfig {
   });
 }
 
+/** Whether the admin listener is wanted, and where. */
+function adminListenOf(config: CohortConfig): string | undefined {
+  return config.adminListen === '' || config.adminListen === ADMIN_LISTEN_OFF
+    ? undefined
+    : config.adminListen;
+}
+
+/**
+ * Builds a server from a validated configuration. Reads the token and TLS files the configuration names
+ * and throws an InvalidConfigError listing every problem with them (main.ts exits 2); nothing is bound
+ * until `start()`.
+ */
 export function createServer(config: CohortConfig, options: CreateServerOptions = {}): CohortServer {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const time = options.time ?? (config.manualClock ? new ManualTime() : SYSTEM_TIME);
@@ -109,9 +158,32 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   if (manualTime !== undefined && !(manualTime instanceof ManualTime)) {
     throw new TypeError('manualClock needs a ManualTime: TestClock can only move a clock that moves by hand');
   }
-  const address = parseListenAddress(config.listen);
-  if (address === undefined) throw new TypeError(`listen (${config.listen}) is not HOST:PORT`);
-  const shutdownGraceMs = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
+  const unixSocket = parseUnixSocket(config.listen);
+  const address = unixSocket === undefined ? parseListenAddress(config.listen) : undefined;
+  if (unixSocket === undefined && address === undefined) {
+    throw new TypeError(`listen (${config.listen}) is neither HOST:PORT nor unix:PATH`);
+  }
+  const shutdownGraceMs = options.shutdownGraceMs ?? config.shutdownTimeoutMs;
+  const security = loadServerSecurity(config);
+  if (security.tokenCheck !== undefined && !security.isTls && !isLoopbackListen(config.listen)) {
+    logger.warn(
+      { listen: config.listen },
+      'the bearer token travels in clear text on a reachable address: give --tls-cert and --tls-key too',
+    );
+  }
+  const adminListen = adminListenOf(config);
+  if (adminListen !== undefined && !isLoopbackListen(adminListen)) {
+    logger.warn(
+      { adminListen },
+      'the admin listener (/metrics, /readyz) has no authentication and listens on a reachable address',
+    );
+  }
+
+  const metrics = new ServerMetrics({
+    time,
+    ...(options.metricsStopwatch ? { stopwatch: options.metricsStopwatch } : {}),
+  });
+  const groupListener = fanOutListener([groupEventLog(logger, time), metrics.groupListener]);
 
   // Group state is durable, as Kafka keeps it: offsets and group metadata are records of the compacted
   // __consumer_offsets-0 under dataDir (docs/storage.md, "Durable group state"), which start() replays.
@@ -128,10 +200,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       offsetStore: store,
       metadataStore: store,
       onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
-      listener: {
-        onGroupStoreFailed: (groupId, generationId, error) =>
-          logger.warn({ err: error, groupId, generationId }, 'group metadata could not be stored'),
-      },
+      listener: groupListener,
     });
     groupState = { store, coordinator: groupCoordinator };
     return groupCoordinator;
@@ -140,9 +209,24 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const replicaManager = new ReplicaManager(brokerConfigOf(config), {
     time,
     listener: {
-      onIsrChange: (topic, partition, isr) => logger.info({ topic, partition, isr }, 'ISR changed'),
+      onIsrChange: (topic, partition, isr, previousIsr) => {
+        logger.info({ topic, partition, isr, previousIsr }, 'ISR changed');
+        metrics.logListener.onIsrChange(topic, partition, isr, previousIsr);
+      },
       onError: (error, what) => logger.error({ err: error }, what),
     },
+  });
+  metrics.setSources({
+    ...(coordinator instanceof GroupCoordinator ? { coordinator } : {}),
+    log: replicaManager,
+    ...(groupState === undefined
+      ? {}
+      : {
+          consumerLag: {
+            offsets: groupState.store,
+            partition: (key: string) => replicaManager.getPartition(key),
+          },
+        }),
   });
   // A follower's waits must stay well inside the lag time, or it would leave the ISR while idle.
   const followerWaitCapMs = Math.max(1, Math.floor(config.replicaLagTimeMaxMs / 2));
@@ -153,99 +237,185 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     logger.error({ err: error, method }, 'a response could not be encoded');
   };
 
-  const server = new Server();
+  const interceptors: ServerInterceptor[] = [];
+  if (security.tokenCheck !== undefined) {
+    interceptors.push(
+      bearerTokenInterceptor(security.tokenCheck, (method, reason, peer) => {
+        metrics.onUnauthenticatedCall();
+        logger.debug({ method, peer, reason }, 'call refused: no valid bearer token');
+      }),
+    );
+  }
+  const serverOptions: ServerOptions = {
+    // A larger request ends with RESOURCE_EXHAUSTED before it is decoded; nothing else is disturbed.
+    'grpc.max_receive_message_length': config.maxMessageBytes,
+    ...(interceptors.length > 0 ? { interceptors } : {}),
+  };
+  const server = new Server(serverOptions);
   const services = [GROUP_COORDINATOR_SERVICE, BROKER_SERVICE];
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
-    groupCoordinatorService(coordinator, logger),
+    groupCoordinatorService(coordinator, logger, metrics.callObservers),
   );
   server.addService(
     guardServiceDefinition(protos.broker, onEncodeFailure),
-    brokerService(replicaManager, logger),
+    brokerService(replicaManager, logger, metrics.callObservers),
   );
   if (manualTime !== undefined) {
     services.push(TEST_CLOCK_SERVICE);
     server.addService(
       guardServiceDefinition(protos.testClock, onEncodeFailure),
-      testClockService(manualTime, logger),
+      testClockService(manualTime, logger, metrics.callObservers),
     );
   }
 
-  // '' is the whole server, as grpc-health-probe and Kubernetes ask by default.
+  // '' is the whole server, as grpc-health-probe and Kubernetes ask by default. It and GroupCoordinator turn
+  // SERVING only once group state is loaded; the Broker and TestClock serve as soon as the port is bound.
   const statusMap: ServingStatusMap = { '': 'NOT_SERVING' };
   for (const name of services) statusMap[name] = 'NOT_SERVING';
   const health = new HealthImplementation(statusMap);
   health.addToServer(server);
-  const setHealth = (status: 'SERVING' | 'NOT_SERVING'): void => {
-    for (const name of Object.keys(statusMap)) health.setStatus(name, status);
+  const setHealth = (names: readonly string[], status: 'SERVING' | 'NOT_SERVING'): void => {
+    for (const name of names) health.setStatus(name, status);
   };
   // Reflection describes only what this server serves (no TestClock without --manual-clock).
   new ReflectionService(protos.packageDefinition, { services }).addToServer(server);
 
+  const admin =
+    adminListen === undefined
+      ? undefined
+      : new AdminServer({
+          listen: adminListen,
+          readiness: () => readinessProblem(),
+          scrape: () => metrics.scrape(),
+          contentType: metrics.contentType,
+          logger,
+        });
+
+  let phase: ServerPhase = 'new';
+  let isBound = false;
+  let isGroupStateLoaded = groupState === undefined;
   let starting: Promise<BoundAddress> | undefined;
   let closing: Promise<void> | undefined;
+  let resolveReady!: () => void;
+  let rejectReady!: (error: Error) => void;
+  const readyPromise = new Promise<void>((resolve, reject) => {
+    resolveReady = resolve;
+    rejectReady = reject;
+  });
+  // Nobody has to ask: a rejection nobody awaits must not be reported as unhandled.
+  readyPromise.catch(() => undefined);
+
+  const readinessProblem = (): string | undefined => {
+    switch (phase) {
+      case 'serving':
+        return undefined;
+      case 'new':
+      case 'starting':
+        return 'starting';
+      case 'loading':
+        return 'loading group state';
+      case 'failed':
+        return 'group state could not be loaded';
+      case 'draining':
+      case 'closed':
+        return 'shutting down';
+    }
+  };
+
+  /** Serving once bound and loaded, whichever comes last; never again once draining. */
+  const maybeServe = (): void => {
+    if (!isBound || !isGroupStateLoaded || (phase !== 'starting' && phase !== 'loading')) return;
+    phase = 'serving';
+    setHealth(Object.keys(statusMap), 'SERVING');
+    resolveReady();
+  };
 
   /**
    * Opens __consumer_offsets-0 (a data directory that cannot be used fails start()) and replays it in the
    * background: the coordinator answers COORDINATOR_LOAD_IN_PROGRESS until it is done, so a large log delays
-   * no health check and no other service.
+   * no other service; the server is ready (health SERVING, /readyz 200) once it is.
    */
   const startGroupState = (): void => {
     if (groupState === undefined) return;
     groupState.store.open();
     const loading = groupState.store.load();
     groupState.coordinator.load(loading).then(
-      async () => logger.debug({ ...(await loading) }, 'group state loaded'),
-      (error: unknown) =>
-        logger.error({ err: error }, 'group state could not be loaded; groups are unavailable'),
+      async () => {
+        logger.debug({ ...(await loading) }, 'group state loaded');
+        isGroupStateLoaded = true;
+        if (phase === 'starting') return; // the bind completes it
+        if (phase === 'loading') maybeServe();
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'group state could not be loaded; groups are unavailable');
+        if (phase === 'starting' || phase === 'loading') phase = 'failed';
+        rejectReady(new Error('group state could not be loaded', { cause: error }));
+      },
     );
   };
   const closeGroupState = (): Promise<void> => groupState?.store.close() ?? Promise.resolve();
 
-  const start = (): Promise<BoundAddress> => {
-    if (closing !== undefined) return Promise.reject(new Error('the server is closed'));
-    if (starting === undefined) {
-      try {
-        startGroupState();
-      } catch (error) {
-        starting = Promise.reject(error);
-      }
-    }
-    starting ??= new Promise<BoundAddress>((resolve, reject) => {
-      // Recover every partition before accepting a call: a Fetch must never see a half-opened log.
-      replicaManager.startup();
-      server.bindAsync(config.listen, ServerCredentials.createInsecure(), (error, port) => {
+  const bind = (): Promise<BoundAddress> =>
+    new Promise<BoundAddress>((resolve, reject) => {
+      server.bindAsync(config.listen, security.credentials, (error, port) => {
         if (error !== null) {
           reject(error);
           return;
         }
-        replicaManager.setLocalBroker({ nodeId: config.nodeId, host: address.host, port });
-        if (config.replicaOf !== '') {
-          fetcherTimer = new SystemTimer({ name: 'replica-fetcher', time });
-          fetcher = new ReplicaFetcher(
-            config.nodeId,
-            replicaManager,
-            new BrokerLeaderEndpoint(config.replicaOf),
-            {
-              time,
-              timer: fetcherTimer,
-              fetchMaxWaitMs: Math.min(FOLLOWER_FETCH_WAIT_MAX_MS, followerWaitCapMs),
-              metadataRefreshIntervalMs: Math.min(FOLLOWER_METADATA_REFRESH_MS, followerWaitCapMs),
-              onError: (err, what) => logger.warn({ err, leader: config.replicaOf }, what),
-            },
-          );
-          fetcher.start();
-        }
-        setHealth('SERVING');
-        resolve({ host: address.host, port });
+        resolve(
+          unixSocket !== undefined
+            ? { host: config.listen, port: 0, address: config.listen }
+            : { host: address!.host, port, address: `${address!.host}:${port}` },
+        );
       });
     });
+
+  const startFetcher = (): void => {
+    if (config.replicaOf === '') return;
+    fetcherTimer = new SystemTimer({ name: 'replica-fetcher', time });
+    fetcher = new ReplicaFetcher(config.nodeId, replicaManager, new BrokerLeaderEndpoint(config.replicaOf), {
+      time,
+      timer: fetcherTimer,
+      fetchMaxWaitMs: Math.min(FOLLOWER_FETCH_WAIT_MAX_MS, followerWaitCapMs),
+      metadataRefreshIntervalMs: Math.min(FOLLOWER_METADATA_REFRESH_MS, followerWaitCapMs),
+      onError: (err, what) => logger.warn({ err, leader: config.replicaOf }, what),
+    });
+    fetcher.start();
+  };
+
+  const start = (): Promise<BoundAddress> => {
+    if (closing !== undefined) return Promise.reject(new Error('the server is closed'));
+    if (starting !== undefined) return starting;
+    phase = 'starting';
+    starting = (async () => {
+      startGroupState();
+      // Recover every partition before accepting a call: a Fetch must never see a half-opened log.
+      replicaManager.startup();
+      const bound = await bind();
+      replicaManager.setLocalBroker({ nodeId: config.nodeId, host: bound.host, port: bound.port });
+      startFetcher();
+      await admin?.start();
+      metrics.start();
+      isBound = true;
+      if (phase === 'starting') phase = 'loading';
+      // The Broker (and TestClock) serve now; GroupCoordinator and the whole server once groups are loaded.
+      setHealth(
+        Object.keys(statusMap).filter((name) => name !== '' && name !== GROUP_COORDINATOR_SERVICE),
+        'SERVING',
+      );
+      maybeServe();
+      return bound;
+    })();
+    starting.catch((error: unknown) =>
+      rejectReady(new Error('the server could not start', { cause: error })),
+    );
     return starting;
   };
 
   const shutdown = (): Promise<void> =>
     new Promise<void>((resolve) => {
-      setHealth('NOT_SERVING');
+      setHealth(Object.keys(statusMap), 'NOT_SERVING');
       // Refuse new calls first (GOAWAY), so none reaches the coordinator after it has shut down; calls
       // already in flight keep their streams and get the answers shutdown() gives them.
       const grace = setTimeout(() => {
@@ -272,10 +442,38 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     });
 
   const close = (): Promise<void> => {
+    if (closing !== undefined) return closing;
+    phase = 'draining';
+    rejectReady(new Error('the server closed before it was ready'));
     // A close during start waits for the bind to settle, so the port is released rather than orphaned.
-    closing ??= (starting ?? Promise.resolve()).then(shutdown, shutdown).finally(closeGroupState);
+    closing = (starting ?? Promise.resolve())
+      .then(shutdown, shutdown)
+      .finally(closeGroupState)
+      .finally(async () => {
+        metrics.stop();
+        // Last: /readyz keeps answering 503 and /metrics keeps working while the server drains.
+        await admin?.close();
+        phase = 'closed';
+      });
     return closing;
   };
 
-  return { start, close, config, time, manualTime, coordinator, replicaManager, logger };
+  return {
+    start,
+    ready: () => readyPromise,
+    close,
+    get phase() {
+      return phase;
+    },
+    config,
+    time,
+    manualTime,
+    coordinator,
+    replicaManager,
+    logger,
+    metrics,
+    get adminAddress() {
+      return admin?.address;
+    },
+  };
 }

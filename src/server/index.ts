@@ -1,4 +1,10 @@
-export type { BoundAddress, CohortServer, CoordinatorFactory, CreateServerOptions } from './create-server';
+export type {
+  BoundAddress,
+  CohortServer,
+  CoordinatorFactory,
+  CreateServerOptions,
+  ServerPhase,
+} from './create-server';
 export {
   BROKER_SERVICE,
   createServer,
@@ -12,3 +18,16 @@ export type { UnaryCallLike, UnaryMethod } from './unary-handler';
 export { unaryHandler } from './unary-handler';
 export { brokerService } from './broker-service';
 export { BrokerLeaderEndpoint } from './broker-leader-endpoint';
+export type { AdminAddress } from './admin-server';
+export { AdminServer } from './admin-server';
+export {
+  AUTHORIZATION_METADATA_KEY,
+  BearerTokenCheck,
+  bearerTokenInterceptor,
+  TOKEN_EXEMPT_SERVICES,
+} from './bearer-token-interceptor';
+export type { ServerSecurity } from './server-security';
+export { loadServerSecurity } from './server-security';
+export type { CallObserver, CallObservers } from './unary-handler';
+export { ServerMetrics } from './metrics/server-metrics';
+export type { MetricsSources, ServerMetricsOptions } from './metrics/server-metrics';

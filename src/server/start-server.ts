@@ -113,6 +113,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Emb
   let port: number;
   try {
     ({ port } = await server.start());
+    // Returned ready: group state loaded, so a first JoinGroup is never told COORDINATOR_LOAD_IN_PROGRESS.
+    await server.ready();
   } catch (error) {
     await server.close();
     await removeOwnDir();

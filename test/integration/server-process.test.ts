@@ -1,5 +1,8 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ErrorCode } from '../../src/errors';
-import { groupCoordinatorClient, healthClient, testClockClient } from '../support/grpc-clients';
+import { brokerClient, groupCoordinatorClient, healthClient, testClockClient } from '../support/grpc-clients';
 import type { CohortProcess } from '../support/spawn-cohort';
 import { spawnCohort } from '../support/spawn-cohort';
 
@@ -30,6 +33,7 @@ describe('the cohort process (src/main.ts)', () => {
     expect(await cohort.exited).toEqual({ code: 0, signal: null });
     expect(cohort.lines.map((l) => (typeof l === 'string' ? l : l.msg))).toEqual([
       'cohort listening',
+      'cohort ready',
       'cohort stopping',
       'cohort stopped',
     ]);
@@ -111,6 +115,125 @@ describe('the cohort process (src/main.ts)', () => {
       );
     } finally {
       health.close();
+    }
+  });
+
+  it('refuses, with exit status 2 and a message saying how to fix it, a reachable address without TLS or a token', async () => {
+    cohort = spawnCohort(['--listen', '0.0.0.0:0']);
+    expect(await cohort.exited).toEqual({ code: 2, signal: null });
+    expect(cohort.stderr()).toContain("--listen ('0.0.0.0:0') can be reached from other machines");
+    expect(cohort.stderr()).toContain('--insecure');
+    expect(cohort.lines).toEqual([]);
+  });
+
+  it('starts on a reachable address with --insecure', async () => {
+    cohort = spawnCohort(['--listen', '0.0.0.0:0', '--insecure']);
+    const listening = await cohort.waitForLog('cohort listening');
+    expect(listening.host).toBe('0.0.0.0');
+  });
+
+  it('exits 2 listing every unreadable token or TLS file, before binding anything', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-files-'));
+    try {
+      cohort = spawnCohort([
+        '--listen',
+        '127.0.0.1:0',
+        '--token-file',
+        join(dir, 'no-token'),
+        '--tls-cert',
+        join(dir, 'no-cert.pem'),
+        '--tls-key',
+        join(dir, 'no-key.pem'),
+      ]);
+      expect(await cohort.exited).toEqual({ code: 2, signal: null });
+      for (const name of ['no-token', 'no-cert.pem', 'no-key.pem']) {
+        expect(cohort.stderr()).toContain(`(${join(dir, name)}) cannot be read (ENOENT)`);
+      }
+      expect(cohort.lines).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('serves on a Unix socket and removes it when it stops', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-socket-'));
+    const socket = join(dir, 'cohort.sock');
+    try {
+      cohort = spawnCohort(['--listen', `unix:${socket}`]);
+      const listening = await cohort.waitForLog('cohort listening');
+      expect(listening.address).toBe(`unix:${socket}`);
+      const client = groupCoordinatorClient(`unix:${socket}`);
+      try {
+        expect(await client.listGroups({})).toEqual({ errorCode: ErrorCode.NONE, groups: [] });
+      } finally {
+        client.close();
+      }
+      cohort.child.kill('SIGTERM');
+      expect(await cohort.exited).toEqual({ code: 0, signal: null });
+      expect(existsSync(socket)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('serves /metrics on the admin address it logs', async () => {
+    cohort = spawnCohort(['--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0']);
+    const listening = await cohort.waitForLog('cohort listening');
+    await cohort.waitForLog('cohort ready');
+    expect(listening.adminAddress).toMatch(/^127\.0\.0\.1:\d+$/);
+    const response = await fetch(`http://${String(listening.adminAddress)}/metrics`);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('cohort_purgatory_size{purgatory="Heartbeat"} 0');
+  });
+
+  it('on SIGTERM answers every parked call (a JoinGroup waiting for its rebalance, a long-poll Fetch) and exits 0', async () => {
+    // The manual clock never reaches the initial rebalance delay, so the JoinGroup stays parked.
+    cohort = spawnCohort(['--listen', '127.0.0.1:0', '--manual-clock']);
+    const { address } = await cohort.waitForLog('cohort listening');
+    await cohort.waitForLog('cohort ready');
+    const target = address as string;
+    const member = groupCoordinatorClient(target);
+    const broker = brokerClient(target);
+    try {
+      const created = await broker.createTopics({
+        topics: [{ name: 'drained', numPartitions: 1, replicationFactor: 1 }],
+      });
+      expect(created.topics[0].errorCode).toBe(ErrorCode.NONE);
+      const join = {
+        groupId: 'drained-group',
+        sessionTimeoutMs: 10_000,
+        rebalanceTimeoutMs: 60_000,
+        protocolType: 'consumer',
+        protocols: [{ name: 'range', metadata: Buffer.from('m') }],
+      };
+      const first = await member.joinGroup(join);
+      expect(first.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
+      const parkedJoin = member.joinGroup({ ...join, memberId: first.memberId });
+      const parkedFetch = broker.fetch({
+        replicaId: -1,
+        maxWaitMs: 600_000,
+        minBytes: 1,
+        maxBytes: 1 << 20,
+        topics: [
+          {
+            name: 'drained',
+            partitions: [{ partitionIndex: 0, fetchOffset: '0', partitionMaxBytes: 1 << 20 }],
+          },
+        ],
+      });
+      // Calls on one channel are handled in order: once these answer, the join and the fetch are parked.
+      await member.listGroups({});
+      await broker.createTopics({ topics: [] });
+
+      cohort.child.kill('SIGTERM');
+      const [joinAnswer, fetchAnswer] = await Promise.all([parkedJoin, parkedFetch]);
+      expect(joinAnswer.errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+      expect(fetchAnswer).toMatchObject({ errorCode: ErrorCode.NONE });
+      expect(await cohort.exited).toEqual({ code: 0, signal: null });
+      expect(cohort.lines.map((l) => (typeof l === 'string' ? l : l.msg))).toContain('cohort stopped');
+    } finally {
+      member.close();
+      broker.close();
     }
   });
 });

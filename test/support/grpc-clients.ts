@@ -1,6 +1,8 @@
 import { dirname, join } from 'node:path';
 import { credentials, loadPackageDefinition, makeClientConstructor, Metadata } from '@grpc/grpc-js';
 import type {
+  ChannelCredentials,
+  ChannelOptions,
   Client,
   ClientDuplexStream,
   ClientReadableStream,
@@ -62,10 +64,20 @@ function cohortPackage(): GrpcObject {
   return clientPackage;
 }
 
-function serviceClient(name: 'GroupCoordinator' | 'TestClock', target: string): Client {
+/** How a test client reaches a server: plaintext unless a test asks for TLS. */
+export interface ChannelSettings {
+  readonly credentials?: ChannelCredentials;
+  readonly options?: ChannelOptions;
+}
+
+function serviceClient(
+  name: 'GroupCoordinator' | 'TestClock' | 'Broker',
+  target: string,
+  channel: ChannelSettings = {},
+): Client {
   const v1 = (cohortPackage().cohort as GrpcObject).v1 as GrpcObject;
   const Ctor = v1[name] as ServiceClientConstructor;
-  return new Ctor(target, credentials.createInsecure());
+  return new Ctor(target, channel.credentials ?? credentials.createInsecure(), channel.options);
 }
 
 type RawUnary = (
@@ -92,8 +104,8 @@ function unary<Req, Res>(client: Client, method: string): UnaryCall<Req, Res> {
     });
 }
 
-export function groupCoordinatorClient(target: string): GroupCoordinatorClient {
-  const raw = serviceClient('GroupCoordinator', target);
+export function groupCoordinatorClient(target: string, channel?: ChannelSettings): GroupCoordinatorClient {
+  const raw = serviceClient('GroupCoordinator', target, channel);
   return {
     joinGroup: unary(raw, 'JoinGroup'),
     syncGroup: unary(raw, 'SyncGroup'),
@@ -104,6 +116,29 @@ export function groupCoordinatorClient(target: string): GroupCoordinatorClient {
     describeGroups: unary(raw, 'DescribeGroups'),
     listGroups: unary(raw, 'ListGroups'),
     deleteGroups: unary(raw, 'DeleteGroups'),
+    raw,
+    close: () => raw.close(),
+  };
+}
+
+export interface BrokerClient {
+  readonly createTopics: UnaryCall<
+    { topics: { name: string; numPartitions: number; replicationFactor: number }[] },
+    { topics: { name: string; errorCode: number; errorMessage: string }[] }
+  >;
+  /** Offsets and timestamps go out as strings (int64). */
+  readonly fetch: UnaryCall<Record<string, unknown>, { errorCode: number; responses: unknown[] }>;
+  readonly produce: UnaryCall<Record<string, unknown>, { topics: unknown[] }>;
+  readonly raw: Client;
+  close(): void;
+}
+
+export function brokerClient(target: string, channel?: ChannelSettings): BrokerClient {
+  const raw = serviceClient('Broker', target, channel);
+  return {
+    createTopics: unary(raw, 'CreateTopics'),
+    fetch: unary(raw, 'Fetch'),
+    produce: unary(raw, 'Produce'),
     raw,
     close: () => raw.close(),
   };
@@ -129,9 +164,9 @@ export interface HealthClient {
   close(): void;
 }
 
-export function healthClient(target: string): HealthClient {
+export function healthClient(target: string, channel: ChannelSettings = {}): HealthClient {
   const Ctor = makeClientConstructor(healthService as ServiceDefinition, 'grpc.health.v1.Health');
-  const raw = new Ctor(target, credentials.createInsecure());
+  const raw = new Ctor(target, channel.credentials ?? credentials.createInsecure(), channel.options);
   const client = raw as unknown as {
     check(rq: { service: string }, cb: (e: ServiceError | null, r: { status: ServingStatus }) => void): void;
     watch(rq: { service: string }): ClientReadableStream<{ status: ServingStatus }>;
@@ -176,11 +211,15 @@ const REFLECTION_PROTO = join(
 );
 
 /** The services a server lists through grpc.reflection.v1 (what grpcurl `list` shows). */
-export function listServicesByReflection(target: string): Promise<string[]> {
+export function listServicesByReflection(target: string, channel: ChannelSettings = {}): Promise<string[]> {
   const pkg = loadPackageDefinition(loadSync(REFLECTION_PROTO, { keepCase: false }));
   const v1 = ((pkg.grpc as GrpcObject).reflection as GrpcObject).v1 as GrpcObject;
   const Ctor = v1.ServerReflection as ServiceClientConstructor;
-  const client = new Ctor(target, credentials.createInsecure()) as unknown as Client & {
+  const client = new Ctor(
+    target,
+    channel.credentials ?? credentials.createInsecure(),
+    channel.options,
+  ) as unknown as Client & {
     serverReflectionInfo(): ClientDuplexStream<
       unknown,
       { listServicesResponse?: { service: { name: string }[] } }

@@ -25,9 +25,19 @@ export interface CohortProcess {
  * Starts `src/main.ts` exactly as `npm start` does (node + ts-node, transpile only), with `args` and the
  * given environment added to a copy of this one without any COHORT_* variables. Unless `args` or `env`
  * name a data directory, the process gets a fresh one, removed when it exits: durable state (group
- * offsets and metadata) must not leak between tests or runs.
+ * offsets and metadata) must not leak between tests or runs. Unless they name an admin address, the admin
+ * listener takes a free port (the `cohort listening` line gives it as `adminAddress`).
  */
-export function spawnCohort(args: readonly string[], env: Record<string, string> = {}): CohortProcess {
+export interface SpawnOptions {
+  /** A compiled entry point (e.g. `dist/src/main.js`) to run with plain node instead of `src/main.ts`. */
+  readonly script?: string;
+}
+
+export function spawnCohort(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  options: SpawnOptions = {},
+): CohortProcess {
   const cleanEnv: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && !key.startsWith('COHORT_')) cleanEnv[key] = value;
@@ -37,15 +47,20 @@ export function spawnCohort(args: readonly string[], env: Record<string, string>
     args.some((arg) => arg === '--data-dir' || arg.startsWith('--data-dir='));
   const ownDataDir = namesDataDir ? undefined : mkdtempSync(join(tmpdir(), 'cohort-process-'));
   const dataDirArgs = ownDataDir === undefined ? [] : ['--data-dir', ownDataDir];
-  const child = spawn(
-    process.execPath,
-    ['-r', 'ts-node/register/transpile-only', 'src/main.ts', ...args, ...dataDirArgs],
-    {
-      cwd: REPO_ROOT,
-      env: { ...cleanEnv, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  // Test processes run side by side: the default admin port (9090) would let only one of them start.
+  const namesAdmin =
+    env.COHORT_ADMIN_LISTEN !== undefined ||
+    args.some((arg) => arg === '--admin-listen' || arg.startsWith('--admin-listen='));
+  const adminArgs = namesAdmin ? [] : ['--admin-listen', '127.0.0.1:0'];
+  const entry =
+    options.script === undefined
+      ? ['-r', 'ts-node/register/transpile-only', 'src/main.ts']
+      : [options.script];
+  const child = spawn(process.execPath, [...entry, ...args, ...dataDirArgs, ...adminArgs], {
+    cwd: REPO_ROOT,
+    env: { ...cleanEnv, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: (LogLine | string)[] = [];
   const waiters: { msg: string; resolve(line: LogLine): void; reject(error: Error): void }[] = [];
   let stderr = '';

@@ -16,6 +16,8 @@ export interface TestServerOptions {
   readonly coordinatorFactory?: CoordinatorFactory;
   readonly time?: Time;
   readonly shutdownGraceMs?: number;
+  /** Default: the real clock. */
+  readonly metricsStopwatch?: () => number;
 }
 
 export interface TestServer {
@@ -23,6 +25,8 @@ export interface TestServer {
   /** `127.0.0.1:<port>`, for grpc-js clients. */
   readonly target: string;
   readonly port: number;
+  /** `http://127.0.0.1:<port>` of the admin listener, when `adminListen` asked for one. */
+  readonly adminUrl: string | undefined;
   /** Everything the server logged, parsed (nothing reaches stdout). */
   readonly logs: LogLine[];
   /** A new client on its own channel; closed by `close()`. */
@@ -35,7 +39,9 @@ export interface TestServer {
 
 /**
  * A real cohort server on 127.0.0.1, port 0, built exactly as main.ts builds it, with `overrides`
- * applied to the defaults (e.g. `{ manualClock: true, groupInitialRebalanceDelayMs: 0 }`).
+ * applied to the defaults (e.g. `{ manualClock: true, groupInitialRebalanceDelayMs: 0 }`), returned once
+ * it is ready (bound, group state loaded). No admin listener unless `adminListen` asks for one
+ * (`'127.0.0.1:0'`).
  *
  *   const t = await startTestServer({ manualClock: true });
  *   const member = t.groupCoordinator();
@@ -65,8 +71,17 @@ export async function startTestServer(
     ...(options.coordinatorFactory !== undefined ? { coordinatorFactory: options.coordinatorFactory } : {}),
     ...(options.time !== undefined ? { time: options.time } : {}),
     ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
+    ...(options.metricsStopwatch !== undefined ? { metricsStopwatch: options.metricsStopwatch } : {}),
   });
-  const { port } = await server.start();
+  let port: number;
+  try {
+    ({ port } = await server.start());
+    await server.ready();
+  } catch (error) {
+    await server.close();
+    removeOwnDataDir();
+    throw error;
+  }
   const target = `127.0.0.1:${port}`;
   const clients: { close(): void }[] = [];
   const track = <C extends { close(): void }>(client: C): C => {
@@ -77,6 +92,7 @@ export async function startTestServer(
     server,
     target,
     port,
+    adminUrl: server.adminAddress?.url,
     logs: lines,
     groupCoordinator: () => track(groupCoordinatorClient(target)),
     testClock: () => track(testClockClient(target)),

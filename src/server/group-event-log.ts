@@ -1,0 +1,70 @@
+import type { Logger } from 'pino';
+import { ErrorCode } from '../errors';
+import type { GroupCoordinatorListener, GroupState, RebalanceReason } from '../group';
+import type { Time } from '../time';
+
+/**
+ * The coordinator's events as log lines, each from a child logger with the group's id bound
+ * (`"groupId":"orders"`), so one group's story can be filtered out of a busy server's log:
+ *
+ * - info: a rebalance starts (reason, the member that caused it, the generation it leaves) and completes
+ *   (the new generation and how long it took on the server's clock); a member's session expires;
+ * - debug: every state change, and every fenced request (FENCED_INSTANCE_ID, ILLEGAL_GENERATION);
+ * - warn: group metadata that could not be stored.
+ *
+ * Child loggers are kept only while a group is active: one that goes Empty or Dead drops its own.
+ */
+export function groupEventLog(logger: Logger, time: Time): GroupCoordinatorListener {
+  const children = new Map<string, Logger>();
+  const rebalanceStartMs = new Map<string, number>();
+  const log = (groupId: string): Logger => {
+    let child = children.get(groupId);
+    if (child === undefined) {
+      child = logger.child({ groupId });
+      children.set(groupId, child);
+    }
+    return child;
+  };
+  // Requests name any group id they like, existing or not: their lines must not leave a logger behind.
+  const transient = (groupId: string): Logger => children.get(groupId) ?? logger.child({ groupId });
+  return {
+    onPrepareRebalance: (
+      groupId: string,
+      generationId: number,
+      reason: RebalanceReason,
+      memberId: string,
+    ) => {
+      if (!rebalanceStartMs.has(groupId)) rebalanceStartMs.set(groupId, time.monotonicMs());
+      log(groupId).info({ reason, memberId, generationId }, 'rebalance started');
+    },
+    onStateChange: (groupId: string, previous: GroupState, next: GroupState, generationId: number) => {
+      const child = log(groupId);
+      child.debug({ from: previous, to: next, generationId }, 'group state changed');
+      if (next === 'Stable' || next === 'Empty') {
+        const startMs = rebalanceStartMs.get(groupId);
+        rebalanceStartMs.delete(groupId);
+        if (startMs !== undefined) {
+          const durationMs = time.monotonicMs() - startMs;
+          child.info({ generationId, durationMs, state: next }, 'rebalance completed');
+        }
+      }
+      if (next === 'Empty' || next === 'Dead') {
+        children.delete(groupId);
+        if (next === 'Dead') rebalanceStartMs.delete(groupId);
+      }
+    },
+    onMemberExpired: (groupId: string, memberId: string, groupInstanceId: string) => {
+      log(groupId).info({ memberId, groupInstanceId }, 'member session expired');
+    },
+    onFenced: (groupId: string, memberId: string, groupInstanceId: string, errorCode: ErrorCode) => {
+      if (!logger.isLevelEnabled('debug')) return;
+      transient(groupId).debug(
+        { memberId, groupInstanceId, errorCode: ErrorCode[errorCode] },
+        'request fenced',
+      );
+    },
+    onGroupStoreFailed: (groupId: string, generationId: number, error: unknown) => {
+      transient(groupId).warn({ err: error, generationId }, 'group metadata could not be stored');
+    },
+  };
+}

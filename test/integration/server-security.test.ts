@@ -1,0 +1,204 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { credentials, Metadata, status } from '@grpc/grpc-js';
+import type { ServiceError } from '@grpc/grpc-js';
+import { ErrorCode } from '../../src/errors';
+import { FakeGroupCoordinator } from '../support/fake-group-coordinator';
+import type { ChannelSettings } from '../support/grpc-clients';
+import {
+  brokerClient,
+  groupCoordinatorClient,
+  healthClient,
+  listServicesByReflection,
+} from '../support/grpc-clients';
+import type { TestServer } from '../support/start-test-server';
+import { startTestServer } from '../support/start-test-server';
+import type { TlsFixtures } from '../support/tls-fixtures';
+import { makeTlsFixtures } from '../support/tls-fixtures';
+
+const TOKEN = 'a-long-enough-test-token-0123456789';
+
+function bearer(token: string): Metadata {
+  const metadata = new Metadata();
+  metadata.set('authorization', `Bearer ${token}`);
+  return metadata;
+}
+
+function rejection(promise: Promise<unknown>): Promise<ServiceError> {
+  return promise.then(
+    () => {
+      throw new Error('expected the call to fail');
+    },
+    (error: ServiceError) => error,
+  );
+}
+
+const closers: { close(): void }[] = [];
+function track<C extends { close(): void }>(client: C): C {
+  closers.push(client);
+  return client;
+}
+
+let t: TestServer | undefined;
+afterEach(async () => {
+  for (const client of closers.splice(0)) client.close();
+  await t?.close();
+  t = undefined;
+});
+
+describe('bearer-token authentication', () => {
+  it('serves a call that carries the token and refuses one without it, or with another, before the coordinator sees it', async () => {
+    const coordinator = new FakeGroupCoordinator({ listGroups: async () => ({ errorCode: 0, groups: [] }) });
+    t = await startTestServer(
+      { token: TOKEN, adminListen: '127.0.0.1:0' },
+      { coordinatorFactory: () => coordinator },
+    );
+    const client = track(groupCoordinatorClient(t.target));
+
+    expect(await client.listGroups({}, { metadata: bearer(TOKEN) })).toEqual({ errorCode: 0, groups: [] });
+    expect(coordinator.calls).toHaveLength(1);
+
+    const missing = await rejection(client.listGroups({}));
+    expect(missing.code).toBe(status.UNAUTHENTICATED);
+    expect(missing.details).toContain('authorization: Bearer <token>');
+    const wrong = await rejection(client.listGroups({}, { metadata: bearer(`${TOKEN}x`) }));
+    expect(wrong.code).toBe(status.UNAUTHENTICATED);
+    expect(wrong.details).toBe('the bearer token was not accepted');
+    expect(wrong.details).not.toContain(TOKEN);
+    const basic = new Metadata();
+    basic.set('authorization', `Basic ${TOKEN}`);
+    expect((await rejection(client.listGroups({}, { metadata: basic }))).code).toBe(status.UNAUTHENTICATED);
+    expect(coordinator.calls).toHaveLength(1);
+
+    // The refusals are counted, and the connection keeps serving calls that carry the token.
+    const metrics = await (await fetch(`${t.adminUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^cohort_unauthenticated_calls_total 3$/m);
+    expect(await client.listGroups({}, { metadata: bearer(TOKEN) })).toEqual({ errorCode: 0, groups: [] });
+  });
+
+  it('guards the Broker service too', async () => {
+    t = await startTestServer({ token: TOKEN });
+    const broker = track(brokerClient(t.target));
+    const request = { topics: [{ name: 'guarded', numPartitions: 1, replicationFactor: 1 }] };
+    expect((await rejection(broker.createTopics(request))).code).toBe(status.UNAUTHENTICATED);
+    const created = await broker.createTopics(request, { metadata: bearer(TOKEN) });
+    expect(created.topics[0].errorCode).toBe(ErrorCode.NONE);
+  });
+
+  it('lets health checks and reflection through without a token', async () => {
+    t = await startTestServer({ token: TOKEN });
+    const health = track(healthClient(t.target));
+    expect(await health.check('')).toBe('SERVING');
+    expect(await listServicesByReflection(t.target)).toEqual([
+      'cohort.v1.Broker',
+      'cohort.v1.GroupCoordinator',
+    ]);
+  });
+
+  it('reads the token from --token-file, ignoring its trailing newline', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-token-'));
+    try {
+      const tokenFile = join(dir, 'token');
+      writeFileSync(tokenFile, `${TOKEN}\n`);
+      t = await startTestServer({ tokenFile });
+      const client = track(groupCoordinatorClient(t.target));
+      expect((await client.listGroups({}, { metadata: bearer(TOKEN) })).errorCode).toBe(ErrorCode.NONE);
+      expect((await rejection(client.listGroups({}))).code).toBe(status.UNAUTHENTICATED);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('TLS', () => {
+  let tls: TlsFixtures;
+  beforeAll(() => {
+    tls = makeTlsFixtures();
+  });
+  afterAll(() => tls.cleanup());
+
+  const trusting = (clientCert?: { cert: string; key: string }): ChannelSettings => ({
+    credentials: credentials.createSsl(
+      tls.read(tls.caCertPath),
+      clientCert === undefined ? null : tls.read(clientCert.key),
+      clientCert === undefined ? null : tls.read(clientCert.cert),
+    ),
+  });
+
+  it('serves a client that trusts its CA, and fails a plaintext client and one that does not trust it', async () => {
+    t = await startTestServer({ tlsCert: tls.serverCertPath, tlsKey: tls.serverKeyPath });
+    const trusted = track(groupCoordinatorClient(t.target, trusting()));
+    expect((await trusted.listGroups({})).errorCode).toBe(ErrorCode.NONE);
+
+    const plaintext = track(groupCoordinatorClient(t.target));
+    expect((await rejection(plaintext.listGroups({}, { deadlineMs: 2_000 }))).code).toBe(status.UNAVAILABLE);
+    const untrusting = track(groupCoordinatorClient(t.target, { credentials: credentials.createSsl() }));
+    expect((await rejection(untrusting.listGroups({}, { deadlineMs: 2_000 }))).code).toBe(status.UNAVAILABLE);
+  });
+
+  it('with a client CA (mutual TLS) serves a client whose certificate the CA signed and fails the others', async () => {
+    t = await startTestServer({
+      tlsCert: tls.serverCertPath,
+      tlsKey: tls.serverKeyPath,
+      tlsClientCa: tls.caCertPath,
+    });
+    const signed = track(
+      groupCoordinatorClient(t.target, trusting({ cert: tls.clientCertPath, key: tls.clientKeyPath })),
+    );
+    expect((await signed.listGroups({})).errorCode).toBe(ErrorCode.NONE);
+
+    const anonymous = track(groupCoordinatorClient(t.target, trusting()));
+    expect((await rejection(anonymous.listGroups({}, { deadlineMs: 2_000 }))).code).toBe(status.UNAVAILABLE);
+    const stranger = track(
+      groupCoordinatorClient(t.target, trusting({ cert: tls.strangerCertPath, key: tls.strangerKeyPath })),
+    );
+    expect((await rejection(stranger.listGroups({}, { deadlineMs: 2_000 }))).code).toBe(status.UNAVAILABLE);
+  });
+
+  it('combines TLS and a token: both are needed', async () => {
+    t = await startTestServer({ tlsCert: tls.serverCertPath, tlsKey: tls.serverKeyPath, token: TOKEN });
+    const client = track(groupCoordinatorClient(t.target, trusting()));
+    expect((await rejection(client.listGroups({}))).code).toBe(status.UNAUTHENTICATED);
+    expect((await client.listGroups({}, { metadata: bearer(TOKEN) })).errorCode).toBe(ErrorCode.NONE);
+  });
+});
+
+describe('request limits', () => {
+  it('ends a request larger than maxMessageBytes with RESOURCE_EXHAUSTED and keeps serving the others', async () => {
+    t = await startTestServer({ maxMessageBytes: 4_096, manualClock: true });
+    const client = track(groupCoordinatorClient(t.target));
+    const join = {
+      groupId: 'limits',
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 10_000,
+      protocolType: 'consumer',
+      protocols: [{ name: 'range', metadata: Buffer.alloc(8_192) }],
+    };
+    const tooLarge = await rejection(client.joinGroup(join));
+    expect(tooLarge.code).toBe(status.RESOURCE_EXHAUSTED);
+    expect((await client.listGroups({})).groups).toEqual([]);
+    const small = await client.joinGroup({
+      ...join,
+      protocols: [{ name: 'range', metadata: Buffer.alloc(16) }],
+    });
+    expect(small.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
+  });
+
+  it('refuses protocol metadata beyond memberMetadataMaxBytes with MESSAGE_TOO_LARGE, and groups beyond maxGroups with GROUP_MAX_SIZE_REACHED', async () => {
+    t = await startTestServer({ memberMetadataMaxBytes: 100, maxGroups: 1, manualClock: true });
+    const client = track(groupCoordinatorClient(t.target));
+    const join = (groupId: string, metadataBytes: number) =>
+      client.joinGroup({
+        groupId,
+        sessionTimeoutMs: 10_000,
+        rebalanceTimeoutMs: 10_000,
+        protocolType: 'consumer',
+        protocols: [{ name: 'range', metadata: Buffer.alloc(metadataBytes) }],
+      });
+    expect((await join('first', 101)).errorCode).toBe(ErrorCode.MESSAGE_TOO_LARGE);
+    expect((await join('first', 100)).errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
+    expect((await join('second', 10)).errorCode).toBe(ErrorCode.GROUP_MAX_SIZE_REACHED);
+    expect((await client.listGroups({})).groups.map((g) => g.groupId)).toEqual(['first']);
+  });
+});

@@ -1,0 +1,59 @@
+import { ErrorCode } from '../../../src/errors';
+import { groupEventLog } from '../../../src/server/group-event-log';
+import { ManualTime } from '../../../src/time';
+import { captureLogger } from '../../support/capture-logger';
+
+const INFO = 30;
+const DEBUG = 20;
+
+describe('groupEventLog', () => {
+  it("logs a rebalance's start and completion at info with the group bound, and how long it took", () => {
+    const time = new ManualTime();
+    const { logger, lines } = captureLogger('info');
+    const log = groupEventLog(logger, time);
+    log.onPrepareRebalance?.('orders', 4, 'member-left', 'm-2');
+    log.onStateChange?.('orders', 'Stable', 'PreparingRebalance', 4);
+    time.advance(250);
+    log.onStateChange?.('orders', 'PreparingRebalance', 'CompletingRebalance', 5);
+    log.onStateChange?.('orders', 'CompletingRebalance', 'Stable', 5);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: INFO,
+        groupId: 'orders',
+        msg: 'rebalance started',
+        reason: 'member-left',
+        memberId: 'm-2',
+        generationId: 4,
+      }),
+      expect.objectContaining({
+        level: INFO,
+        groupId: 'orders',
+        msg: 'rebalance completed',
+        generationId: 5,
+        durationMs: 250,
+        state: 'Stable',
+      }),
+    ]);
+  });
+
+  it('logs session expiries at info, and state changes and fenced requests only at debug', () => {
+    const { logger, lines } = captureLogger('debug');
+    const log = groupEventLog(logger, new ManualTime());
+    log.onMemberExpired?.('g', 'm-1', 'instance-1');
+    log.onFenced?.('g', 'm-old', 'instance-1', ErrorCode.FENCED_INSTANCE_ID);
+    log.onStateChange?.('g', 'Stable', 'PreparingRebalance', 3);
+    expect(lines.map(({ level, msg, groupId }) => ({ level, msg, groupId }))).toEqual([
+      { level: INFO, msg: 'member session expired', groupId: 'g' },
+      { level: DEBUG, msg: 'request fenced', groupId: 'g' },
+      { level: DEBUG, msg: 'group state changed', groupId: 'g' },
+    ]);
+    expect(lines[1]).toMatchObject({ memberId: 'm-old', errorCode: 'FENCED_INSTANCE_ID' });
+    expect(lines[2]).toMatchObject({ from: 'Stable', to: 'PreparingRebalance' });
+  });
+
+  it('writes nothing for fenced requests at info', () => {
+    const { logger, lines } = captureLogger('info');
+    groupEventLog(logger, new ManualTime()).onFenced?.('g', 'm', '', ErrorCode.ILLEGAL_GENERATION);
+    expect(lines).toEqual([]);
+  });
+});

@@ -1,4 +1,5 @@
 import { credentials, makeClientConstructor, Metadata } from '@grpc/grpc-js';
+import type { ChannelCredentials } from '@grpc/grpc-js';
 import type { Client, ServiceError } from '@grpc/grpc-js';
 import type {
   FetchPartitionData,
@@ -76,14 +77,26 @@ function decodeFetchResponse(wire: FetchResponseWire): FetchResponse {
  * channel. An aborted signal cancels the call; a leader that stops answering is given up on after its
  * own wait plus a margin, so a dead connection cannot stall replication forever.
  */
+export interface LeaderConnectionOptions {
+  /** How to reach the leader: plaintext unless the cluster runs TLS. */
+  readonly credentials?: ChannelCredentials;
+  /** The cluster's bearer token, sent with every call when the leader wants one. */
+  readonly token?: string;
+}
+
 export class BrokerLeaderEndpoint implements LeaderEndpoint {
   private readonly client: Client;
   private readonly metadataCall: RawUnary;
   private readonly fetchCall: RawUnary;
+  private readonly token: string | undefined;
 
-  constructor(readonly target: string) {
+  constructor(
+    readonly target: string,
+    options: LeaderConnectionOptions = {},
+  ) {
+    this.token = options.token;
     const Broker = makeClientConstructor(loadCohortProtos().broker, 'cohort.v1.Broker');
-    this.client = new Broker(target, credentials.createInsecure(), {
+    this.client = new Broker(target, options.credentials ?? credentials.createInsecure(), {
       'grpc.max_receive_message_length': MAX_RECEIVE_MESSAGE_BYTES,
       'grpc.initial_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS / 10,
       'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS,
@@ -112,9 +125,11 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
         reject(new Error('cancelled before it was sent'));
         return;
       }
+      const metadata = new Metadata();
+      if (this.token !== undefined) metadata.set('authorization', `Bearer ${this.token}`);
       const call = method(
         request,
-        new Metadata(),
+        metadata,
         { deadline: Date.now() + waitMs + CALL_DEADLINE_MARGIN_MS },
         (error, response) => {
           signal.removeEventListener('abort', onAbort);

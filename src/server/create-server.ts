@@ -374,7 +374,11 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const startFetcher = (): void => {
     if (config.replicaOf === '') return;
     fetcherTimer = new SystemTimer({ name: 'replica-fetcher', time });
-    fetcher = new ReplicaFetcher(config.nodeId, replicaManager, new BrokerLeaderEndpoint(config.replicaOf), {
+    const leader = new BrokerLeaderEndpoint(config.replicaOf, {
+      credentials: security.leaderCredentials,
+      ...(security.token === undefined ? {} : { token: security.token }),
+    });
+    fetcher = new ReplicaFetcher(config.nodeId, replicaManager, leader, {
       time,
       timer: fetcherTimer,
       fetchMaxWaitMs: Math.min(FOLLOWER_FETCH_WAIT_MAX_MS, followerWaitCapMs),

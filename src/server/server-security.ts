@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
-import { ServerCredentials } from '@grpc/grpc-js';
+import { credentials as channelCredentials, ServerCredentials } from '@grpc/grpc-js';
+import type { ChannelCredentials } from '@grpc/grpc-js';
 import type { CohortConfig } from '../config';
 import { CONFIG_SCHEMA, InvalidConfigError, MIN_TOKEN_LENGTH } from '../config';
 import { BearerTokenCheck } from './bearer-token-interceptor';
@@ -13,6 +14,14 @@ export interface ServerSecurity {
   readonly isTls: boolean;
   /** Clients must present a certificate signed by `tlsClientCa`. */
   readonly isMutualTls: boolean;
+  /**
+   * How this process reaches its leader when it is a follower: the nodes of one cluster share their token
+   * and TLS settings, so a follower with TLS presents its own certificate (which a mutual-TLS leader checks
+   * against the same CA) and trusts the CA of `tlsClientCa`, or the system's CAs without one.
+   */
+  readonly leaderCredentials: ChannelCredentials;
+  /** The token a follower sends its leader, when the cluster has one. */
+  readonly token: string | undefined;
 }
 
 /** The rules COHORT_TOKEN follows, for a token read from a file. */
@@ -79,10 +88,15 @@ export function loadServerSecurity(config: CohortConfig): ServerSecurity {
   const credentials = isTls
     ? ServerCredentials.createSsl(clientCa ?? null, [{ cert_chain: cert, private_key: key }], isMutualTls)
     : ServerCredentials.createInsecure();
+  const leaderCredentials = isTls
+    ? channelCredentials.createSsl(clientCa ?? null, key, cert)
+    : channelCredentials.createInsecure();
   return {
     credentials,
     tokenCheck: token === undefined ? undefined : new BearerTokenCheck(token),
     isTls,
     isMutualTls,
+    leaderCredentials,
+    token,
   };
 }

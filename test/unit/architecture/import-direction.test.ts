@@ -17,6 +17,8 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   server: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group'],
   // The SDK runs in users' processes: it may share the clock, timer and error codes, nothing server-side.
   client: ['time', 'timer', 'errors'],
+  // The `cohort` CLI is an SDK user; `cohort serve` runs the server as a separate program (main.ts).
+  cli: ['client', 'errors', 'time'],
 };
 
 /** Only the transport layers may know gRPC; the domain below them must not. */

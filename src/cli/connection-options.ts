@@ -1,0 +1,113 @@
+import { readFileSync } from 'node:fs';
+import { CohortClient, type CohortClientOptions } from '../client/cohort-client';
+import type { TlsOptions } from '../client/grpc-transport';
+import { usageOf, type CommandLine, type CommandSpec, type OptionSpec } from './command-line';
+import { UsageError } from './usage-error';
+
+/** Where a command connects when `--address` is not given: what `cohort serve` listens on by default. */
+export const DEFAULT_ADDRESS = '127.0.0.1:7070';
+/** How long an operation may take, retries included, unless `--request-timeout-ms` says otherwise. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+/** The flags of every command that talks to a server. */
+export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  address: {
+    type: 'string',
+    valueName: 'HOST:PORT',
+    description: `the cohort server, or unix:/path (default ${DEFAULT_ADDRESS})`,
+  },
+  token: {
+    type: 'string',
+    valueName: 'TOKEN',
+    description: 'bearer token for every call (default: $COHORT_TOKEN; a flag shows it to other users)',
+  },
+  'token-file': { type: 'string', valueName: 'FILE', description: 'read the bearer token from FILE' },
+  tls: { type: 'boolean', description: 'use TLS, trusting the system roots (implied by the --tls-* files)' },
+  'tls-ca': {
+    type: 'string',
+    valueName: 'FILE',
+    description: 'PEM certificates to trust instead of the system roots',
+  },
+  'tls-cert': {
+    type: 'string',
+    valueName: 'FILE',
+    description: 'PEM client certificate, for mutual TLS (with --tls-key)',
+  },
+  'tls-key': {
+    type: 'string',
+    valueName: 'FILE',
+    description: 'PEM client key, for mutual TLS (with --tls-cert)',
+  },
+  'request-timeout-ms': {
+    type: 'string',
+    valueName: 'MS',
+    description: `how long each operation may take, retries included (default ${DEFAULT_REQUEST_TIMEOUT_MS})`,
+  },
+  json: { type: 'boolean', description: 'print JSON for scripts instead of tables' },
+};
+
+/** How to reach the server, from the flags and the environment. */
+export interface Connection {
+  readonly options: Omit<CohortClientOptions, 'clientId'>;
+  readonly requestTimeoutMs: number;
+  readonly isJson: boolean;
+}
+
+/** Reads the connection flags; throws a UsageError for a TLS file that cannot be read or a bad timeout. */
+export function connectionOf(
+  line: CommandLine,
+  spec: CommandSpec,
+  env: Readonly<Record<string, string | undefined>>,
+): Connection {
+  const v = line.values;
+  const address = typeof v.address === 'string' ? v.address : DEFAULT_ADDRESS;
+  if (address === '') throw new UsageError('--address must not be empty', usageOf(spec));
+  const file = (flag: string): Buffer | undefined => {
+    const path = v[flag];
+    if (typeof path !== 'string') return undefined;
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw new UsageError(
+        `--${flag} ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+        usageOf(spec),
+      );
+    }
+  };
+  const tokenFile = file('token-file');
+  // As the server reads its --token-file: one line, the trailing newline ignored.
+  const token =
+    typeof v.token === 'string'
+      ? v.token
+      : tokenFile !== undefined
+        ? tokenFile.toString('utf8').replace(/\r?\n$/, '')
+        : env.COHORT_TOKEN !== '' && env.COHORT_TOKEN !== undefined
+          ? env.COHORT_TOKEN
+          : undefined;
+  const ca = file('tls-ca');
+  const cert = file('tls-cert');
+  const key = file('tls-key');
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new UsageError('--tls-cert and --tls-key go together (mutual TLS)', usageOf(spec));
+  }
+  const files: TlsOptions = { ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}) };
+  const tls = Object.keys(files).length > 0 ? files : v.tls === true ? true : undefined;
+  const rawTimeout = v['request-timeout-ms'];
+  const requestTimeoutMs = rawTimeout === undefined ? DEFAULT_REQUEST_TIMEOUT_MS : Number(rawTimeout);
+  if (typeof rawTimeout === 'string' && (!/^\d+$/.test(rawTimeout) || requestTimeoutMs < 1)) {
+    throw new UsageError(
+      `--request-timeout-ms must be a whole number of milliseconds, got '${rawTimeout}'`,
+      usageOf(spec),
+    );
+  }
+  return {
+    options: { address, ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) },
+    requestTimeoutMs,
+    isJson: v.json === true,
+  };
+}
+
+/** A client for one command run. */
+export function clientFor(connection: Connection, clientId: string): CohortClient {
+  return new CohortClient({ ...connection.options, clientId });
+}

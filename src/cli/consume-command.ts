@@ -1,0 +1,133 @@
+import { randomBytes } from 'node:crypto';
+import type { ConsumerRecord } from '../client/consumer-handlers';
+import type { CliCommand, CliContext } from './cli-context';
+import { integerOption, stringOption, type CommandLine, type CommandSpec } from './command-line';
+import { clientFor, connectionOf, CONNECTION_OPTIONS } from './connection-options';
+import { ExitCode, exitCodeFor } from './exit-code';
+import { toJson } from './output';
+import { reportError, runCommand } from './run-command';
+
+const spec: CommandSpec = {
+  usage: 'cohort consume TOPIC [--group GROUP] [--from-beginning] [--max-messages N] [options]',
+  description:
+    'Prints the records of a topic as they arrive, one value per line (UTF-8), until Ctrl-C,\n' +
+    '--max-messages or --idle-timeout-ms. With --group it consumes as a member of that group and commits\n' +
+    'what it printed; without, it uses a group of its own that it deletes when it stops.',
+  options: {
+    ...CONNECTION_OPTIONS,
+    group: { type: 'string', valueName: 'GROUP', description: 'consume in this group, committing offsets' },
+    'from-beginning': {
+      type: 'boolean',
+      description:
+        'start at the log start where the group has no committed offset (default: new records only)',
+    },
+    'max-messages': { type: 'string', valueName: 'N', description: 'stop after N records' },
+    'idle-timeout-ms': { type: 'string', valueName: 'MS', description: 'stop when no record arrived for MS' },
+    'print-key': { type: 'boolean', description: 'print each key before its value' },
+    'key-separator': {
+      type: 'string',
+      valueName: 'SEP',
+      description: 'between key and value (default: a tab)',
+    },
+  },
+  positionals: { min: 1, max: 1 },
+  footer: 'example:\n  cohort consume orders --group billing --from-beginning --max-messages 10',
+};
+
+function text(record: ConsumerRecord, printKey: boolean, separator: string): string {
+  const value = record.value.toString('utf8');
+  return printKey
+    ? `${record.key === null ? 'null' : record.key.toString('utf8')}${separator}${value}\n`
+    : `${value}\n`;
+}
+
+function json(record: ConsumerRecord): string {
+  return toJson({
+    topic: record.topic,
+    partition: record.partition,
+    offset: record.offset,
+    timestampMs: record.timestampMs,
+    key: record.key === null ? null : record.key.toString('utf8'),
+    value: record.value.toString('utf8'),
+    headers: Object.fromEntries(record.headers.map((h) => [h.key, h.value.toString('utf8')])),
+  });
+}
+
+async function consume(line: CommandLine, context: CliContext): Promise<number> {
+  const connection = connectionOf(line, spec, context.env);
+  const topic = line.positionals[0];
+  const maxMessages = integerOption(line, spec, 'max-messages', undefined, {
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+  });
+  const idleTimeoutMs = integerOption(line, spec, 'idle-timeout-ms', undefined, {
+    min: 1,
+    max: 2_147_483_647,
+  });
+  const printKey = line.values['print-key'] === true;
+  const separator = stringOption(line, 'key-separator') ?? '\t';
+  const named = stringOption(line, 'group');
+  // Like kafka-console-consumer: without a group, a group of its own (and here, gone afterwards).
+  const groupId = named ?? `cohort-console-${randomBytes(4).toString('hex')}`;
+  const client = clientFor(connection, 'cohort-cli');
+  const admin = client.admin({ requestTimeoutMs: connection.requestTimeoutMs });
+  let count = 0;
+  try {
+    const [described] = await admin.describeTopics([topic]);
+    if (described.error !== null) {
+      context.stderr.write(`cohort: topic '${topic}' does not exist\n`);
+      return exitCodeFor(described.error);
+    }
+    const consumer = client.consumer({
+      groupId,
+      topics: [topic],
+      autoOffsetReset: line.values['from-beginning'] === true ? 'earliest' : 'latest',
+      autoCommit: named !== undefined,
+      requestTimeoutMs: connection.requestTimeoutMs,
+    });
+    let idle: NodeJS.Timeout | undefined;
+    const stop = (): void => {
+      clearTimeout(idle);
+      void consumer.close();
+    };
+    const armIdle = (): void => {
+      if (idleTimeoutMs === undefined) return;
+      clearTimeout(idle);
+      idle = setTimeout(stop, idleTimeoutMs);
+    };
+    context.signal.addEventListener('abort', stop, { once: true });
+    armIdle();
+    try {
+      await consumer.run({
+        eachMessage: ({ message }) => {
+          if (maxMessages !== undefined && count >= maxMessages) return;
+          count++;
+          context.stdout.write(connection.isJson ? json(message) : text(message, printKey, separator));
+          armIdle();
+          // Stops before the next record: this one counts as processed, so --group commits it.
+          if (count === maxMessages) stop();
+        },
+      });
+    } catch (error) {
+      return reportError(error, context);
+    } finally {
+      clearTimeout(idle);
+      context.signal.removeEventListener('abort', stop);
+    }
+    return ExitCode.OK;
+  } finally {
+    context.stderr.write(`Processed a total of ${count} message${count === 1 ? '' : 's'}\n`);
+    if (named === undefined) {
+      // Best effort: the group of its own held no offsets worth keeping.
+      await admin.deleteGroups([groupId]).catch(() => undefined);
+    }
+    await client.close();
+  }
+}
+
+/** `cohort consume TOPIC`: records to standard output. */
+export const CONSUME_COMMAND: CliCommand = {
+  name: 'consume',
+  summary: 'print the records of a topic as they arrive',
+  run: (args, context) => runCommand(spec, args, context, (line) => consume(line, context)),
+};

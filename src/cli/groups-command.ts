@@ -1,0 +1,241 @@
+import type { ConsumerGroupDescription } from '../client/cohort-admin';
+import type { TopicPartition } from '../client/topic-partition';
+import { ErrorCode } from '../errors';
+import type { CliCommand, CliContext } from './cli-context';
+import type { CommandLine, CommandSpec } from './command-line';
+import { clientFor, connectionOf, CONNECTION_OPTIONS } from './connection-options';
+import { ExitCode, exitCodeFor } from './exit-code';
+import { renderTable, toJson } from './output';
+import { runSubcommand, type Subcommand } from './run-command';
+
+const listSpec: CommandSpec = {
+  usage: 'cohort groups list [--state STATE]... [options]',
+  description: 'Lists the groups the coordinator holds, with their state and protocol type.',
+  options: {
+    ...CONNECTION_OPTIONS,
+    state: {
+      type: 'string',
+      multiple: true,
+      valueName: 'STATE',
+      description: 'only groups in this state: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead',
+    },
+  },
+  positionals: { min: 0, max: 0 },
+};
+
+async function listGroups(line: CommandLine, context: CliContext): Promise<number> {
+  const connection = connectionOf(line, listSpec, context.env);
+  const client = clientFor(connection, 'cohort-cli');
+  try {
+    const states = (line.values.state as string[] | undefined) ?? [];
+    const groups = await client
+      .admin({ requestTimeoutMs: connection.requestTimeoutMs })
+      .listGroups({ states });
+    context.stdout.write(
+      connection.isJson
+        ? toJson(groups)
+        : renderTable(
+            ['GROUP', 'STATE', 'PROTOCOL-TYPE'],
+            groups.map((g) => [g.groupId, g.state, g.protocolType || null]),
+          ),
+    );
+    return ExitCode.OK;
+  } finally {
+    await client.close();
+  }
+}
+
+const describeSpec: CommandSpec = {
+  usage: 'cohort groups describe GROUP... [options]',
+  description:
+    'Describes consumer groups, as kafka-consumer-groups --describe does: state and assignment strategy;\n' +
+    'members with client id, host and partitions; and per partition the committed offset\n' +
+    '(CURRENT-OFFSET), the high watermark (LOG-END-OFFSET) and the LAG between them.',
+  options: CONNECTION_OPTIONS,
+  positionals: { min: 1, max: Infinity },
+};
+
+/** `orders(0,1,2) payments(3)`: partitions grouped by topic. */
+function assignmentText(partitions: readonly TopicPartition[] | null): string | null {
+  if (partitions === null || partitions.length === 0) return null;
+  const byTopic = new Map<string, number[]>();
+  for (const tp of partitions) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition]);
+  return [...byTopic].map(([topic, list]) => `${topic}(${list.join(',')})`).join(' ');
+}
+
+function describeText(group: ConsumerGroupDescription): string {
+  const id = group.groupId;
+  const parts = [
+    renderTable(
+      ['GROUP', 'STATE', 'PROTOCOL-TYPE', 'ASSIGNMENT-STRATEGY', '#MEMBERS'],
+      [[id, group.state, group.protocolType || null, group.protocol || null, group.members.length]],
+    ),
+  ];
+  if (group.members.length === 0) {
+    parts.push(`\nConsumer group '${id}' has no active members.\n`);
+  } else {
+    parts.push(
+      '\n' +
+        renderTable(
+          ['GROUP', 'CONSUMER-ID', 'GROUP-INSTANCE-ID', 'HOST', 'CLIENT-ID', '#PARTITIONS', 'ASSIGNMENT'],
+          group.members.map((m) => [
+            id,
+            m.memberId,
+            m.groupInstanceId,
+            m.clientHost,
+            m.clientId,
+            m.assignment?.length ?? null,
+            assignmentText(m.assignment),
+          ]),
+        ),
+    );
+  }
+  if (group.partitions.length > 0) {
+    parts.push(
+      '\n' +
+        renderTable(
+          [
+            'GROUP',
+            'TOPIC',
+            'PARTITION',
+            'CURRENT-OFFSET',
+            'LOG-END-OFFSET',
+            'LAG',
+            'CONSUMER-ID',
+            'HOST',
+            'CLIENT-ID',
+          ],
+          group.partitions.map((p) => [
+            id,
+            p.topic,
+            p.partition,
+            p.committedOffset,
+            p.highWatermark,
+            p.lag,
+            p.memberId,
+            p.clientHost,
+            p.clientId,
+          ]),
+        ),
+    );
+  }
+  return parts.join('');
+}
+
+function describeJson(group: ConsumerGroupDescription): object {
+  return {
+    groupId: group.groupId,
+    error: group.error === null ? null : (ErrorCode[group.error.code] ?? String(group.error.code)),
+    state: group.state,
+    protocolType: group.protocolType,
+    assignmentStrategy: group.protocol,
+    members: group.members.map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      clientId: m.clientId,
+      clientHost: m.clientHost,
+      assignment: m.assignment,
+    })),
+    partitions: group.partitions,
+  };
+}
+
+async function describeGroups(line: CommandLine, context: CliContext): Promise<number> {
+  const connection = connectionOf(line, describeSpec, context.env);
+  const client = clientFor(connection, 'cohort-cli');
+  try {
+    const admin = client.admin({ requestTimeoutMs: connection.requestTimeoutMs });
+    let status: number = ExitCode.OK;
+    const described: ConsumerGroupDescription[] = [];
+    for (const groupId of line.positionals) described.push(await admin.describeConsumerGroup(groupId));
+    if (connection.isJson) {
+      context.stdout.write(toJson(described.map(describeJson)));
+    }
+    let first = true;
+    for (const group of described) {
+      if (group.error !== null) {
+        const code = group.error.code;
+        context.stderr.write(
+          code === ErrorCode.GROUP_ID_NOT_FOUND
+            ? `cohort: consumer group '${group.groupId}' does not exist\n`
+            : `cohort: ${group.error.message}\n`,
+        );
+        if (status === ExitCode.OK) status = exitCodeFor(group.error);
+        continue;
+      }
+      if (!connection.isJson) {
+        context.stdout.write(`${first ? '' : '\n'}${describeText(group)}`);
+        first = false;
+      }
+    }
+    return status;
+  } finally {
+    await client.close();
+  }
+}
+
+const deleteSpec: CommandSpec = {
+  usage: 'cohort groups delete GROUP... [options]',
+  description: 'Deletes groups that have no members, with their committed offsets.',
+  options: CONNECTION_OPTIONS,
+  positionals: { min: 1, max: Infinity },
+};
+
+async function deleteGroups(line: CommandLine, context: CliContext): Promise<number> {
+  const connection = connectionOf(line, deleteSpec, context.env);
+  const client = clientFor(connection, 'cohort-cli');
+  try {
+    const results = await client
+      .admin({ requestTimeoutMs: connection.requestTimeoutMs })
+      .deleteGroups(line.positionals);
+    if (connection.isJson) {
+      context.stdout.write(
+        toJson(
+          results.map((r) => ({
+            groupId: r.groupId,
+            deleted: r.error === null,
+            error: r.error === null ? null : ErrorCode[r.error.code],
+          })),
+        ),
+      );
+    }
+    let status: number = ExitCode.OK;
+    for (const r of results) {
+      if (r.error === null) {
+        if (!connection.isJson) context.stdout.write(`Deleted group ${r.groupId}.\n`);
+        continue;
+      }
+      const why =
+        r.error.code === ErrorCode.NON_EMPTY_GROUP
+          ? `group '${r.groupId}' still has members; stop them first`
+          : r.error.code === ErrorCode.GROUP_ID_NOT_FOUND
+            ? `group '${r.groupId}' does not exist`
+            : r.error.message;
+      context.stderr.write(`cohort: ${why}\n`);
+      if (status === ExitCode.OK) status = exitCodeFor(r.error);
+    }
+    return status;
+  } finally {
+    await client.close();
+  }
+}
+
+const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
+  list: { spec: listSpec, run: listGroups },
+  describe: { spec: describeSpec, run: describeGroups },
+  delete: { spec: deleteSpec, run: deleteGroups },
+};
+
+/** `cohort groups list|describe|delete`. */
+export const GROUPS_COMMAND: CliCommand = {
+  name: 'groups',
+  summary: 'list, describe (with lag) and delete consumer groups',
+  run: (args, context) =>
+    runSubcommand(
+      'groups',
+      'List, describe (with lag) and delete consumer groups.',
+      SUBCOMMANDS,
+      args,
+      context,
+    ),
+};

@@ -1,0 +1,334 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CohortClient } from '../../src';
+import {
+  runCli as runCliWith,
+  startCli as startCliWith,
+  transpileSources,
+  type CliOptions,
+  type RunningCli,
+  type TranspiledSources,
+} from '../support/run-cli';
+import { startTestServer, type TestServer } from '../support/start-test-server';
+
+/**
+ * The `cohort` CLI as a user runs it: a process per command against a live server on 127.0.0.1, judged by
+ * its stdout, stderr and exit status. The commands run from a transpiled copy of src/ (what the package's
+ * bin runs once built), which starts in a fraction of ts-node's time; one test runs it through ts-node, as
+ * `npm run cli` does. Independent commands run side by side to keep the suite quick.
+ */
+
+jest.setTimeout(60_000);
+
+let build: TranspiledSources;
+beforeAll(() => {
+  build = transpileSources();
+});
+afterAll(() => build.remove());
+
+const runCli = (args: readonly string[], options: CliOptions = {}) =>
+  runCliWith(args, { script: build.cliMain, ...options });
+const startCli = (args: readonly string[], options: CliOptions = {}) =>
+  startCliWith(args, { script: build.cliMain, ...options });
+
+let t: TestServer;
+let address: string[];
+const clients: CohortClient[] = [];
+const running: RunningCli[] = [];
+
+beforeEach(async () => {
+  t = await startTestServer({ groupInitialRebalanceDelayMs: 0 });
+  address = ['--address', t.target];
+});
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((r) => r.kill()));
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await t.close();
+});
+
+function sdk(clientId: string): CohortClient {
+  const client = new CohortClient({ address: t.target, clientId });
+  clients.push(client);
+  return client;
+}
+
+describe('cohort topics', () => {
+  it('creates, lists and describes topics; a second create fails with 1 unless --if-not-exists', async () => {
+    const created = await runCli(['topics', 'create', 'orders', '--partitions', '3', ...address]);
+    expect(created).toMatchObject({ code: 0, stdout: 'Created topic orders.\n' });
+    const [again, tolerated, listed, described, missing] = await Promise.all([
+      runCli(['topics', 'create', 'orders', ...address]),
+      runCli(['topics', 'create', 'orders', '--if-not-exists', ...address]),
+      runCli(['topics', 'list', ...address]),
+      runCli(['topics', 'describe', 'orders', '--json', ...address]),
+      runCli(['topics', 'describe', 'nowhere', ...address]),
+    ]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/TOPIC_ALREADY_EXISTS/);
+    expect(tolerated).toMatchObject({ code: 0, stdout: 'Topic orders already exists.\n' });
+    expect(listed).toMatchObject({ code: 0, stdout: 'orders\n' });
+    expect(described.code).toBe(0);
+    expect(JSON.parse(described.stdout)).toEqual([
+      {
+        topic: 'orders',
+        error: null,
+        partitions: [0, 1, 2].map((partition) => ({
+          partition,
+          leader: 0,
+          replicas: [0],
+          isr: [0],
+          logStartOffset: 0,
+          highWatermark: 0,
+        })),
+      },
+    ]);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain("topic 'nowhere' does not exist");
+  });
+});
+
+describe('cohort produce and consume', () => {
+  it('sends stdin lines with keys, and prints them back from the beginning until --max-messages', async () => {
+    await sdk('setup')
+      .admin()
+      .createTopics([{ name: 'greetings', numPartitions: 1 }]);
+    const produced = await runCli(['produce', 'greetings', '--key-separator', ':', '--json', ...address], {
+      stdin: 'alice:hello\nbob:hi there\ncarol:hey\ndave:yo\n',
+    });
+    expect(produced.code).toBe(0);
+    expect(
+      produced.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as unknown),
+    ).toEqual([0, 1, 2, 3].map((offset) => ({ topic: 'greetings', partition: 0, offset })));
+
+    const consumed = await runCli([
+      'consume',
+      'greetings',
+      '--from-beginning',
+      '--max-messages',
+      '3',
+      '--print-key',
+      '--key-separator',
+      '=',
+      ...address,
+    ]);
+    expect(consumed).toMatchObject({ code: 0, stdout: 'alice=hello\nbob=hi there\ncarol=hey\n' });
+    expect(consumed.stderr).toBe('Processed a total of 3 messages\n');
+    // Without --group it used a group of its own, and deleted it.
+    expect(await sdk('check').admin().listGroups()).toEqual([]);
+  });
+
+  it('refuses a line without the key separator (1) and an unknown topic (3)', async () => {
+    await sdk('setup')
+      .admin()
+      .createTopics([{ name: 'strict', numPartitions: 1 }]);
+    const [badLine, unknown] = await Promise.all([
+      runCli(['produce', 'strict', '--key-separator', ':', ...address], {
+        stdin: 'k:v\nno separator\nk:w\n',
+      }),
+      runCli(['consume', 'nowhere', ...address]),
+    ]);
+    expect(badLine.code).toBe(1);
+    expect(badLine.stderr).toContain("line 2 has no key separator ':'");
+    expect(badLine.stdout).toBe('Produced 1 record to strict.\n');
+    expect(unknown.code).toBe(3);
+  });
+
+  it('consume stops cleanly on SIGTERM, leaving its group', async () => {
+    await sdk('setup')
+      .admin()
+      .createTopics([{ name: 'stream', numPartitions: 1 }]);
+    const consumer = startCli(['consume', 'stream', '--group', 'watchers', ...address]);
+    running.push(consumer);
+    const admin = sdk('check').admin();
+    for (;;) {
+      const [group] = await admin.describeGroups(['watchers']);
+      if (group.state === 'Stable') break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const producer = sdk('producer').producer({ lingerMs: 0 });
+    await producer.send({ topic: 'stream', value: 'live record' });
+    await consumer.waitFor('live record\n');
+    consumer.child.kill('SIGTERM');
+    const result = await consumer.exited;
+    expect(result).toMatchObject({ code: 0, stdout: 'live record\n' });
+    const [group] = await admin.describeGroups(['watchers']);
+    expect(group.state).toBe('Empty');
+  });
+});
+
+describe('cohort groups', () => {
+  it('describe shows the committed offset, the high watermark and the lag of each partition, and the live members', async () => {
+    const admin = sdk('setup').admin();
+    await admin.createTopics([{ name: 'ledger', numPartitions: 2 }]);
+    const producer = sdk('producer').producer({ lingerMs: 0 });
+    for (let i = 0; i < 5; i++) await producer.send({ topic: 'ledger', partition: 0, value: `entry ${i}` });
+    await producer.send({ topic: 'ledger', partition: 1, value: 'other' });
+    // A consumer in group "auditors" prints 4 of the 6 records, commits them and leaves.
+    const consumed = await runCli([
+      'consume',
+      'ledger',
+      '--group',
+      'auditors',
+      '--from-beginning',
+      '--max-messages',
+      '4',
+      ...address,
+    ]);
+    expect(consumed.code).toBe(0);
+
+    // A live group: an application's consumer holds both partitions.
+    const live = sdk('billing-app').consumer({
+      groupId: 'billing',
+      topics: ['ledger'],
+      autoOffsetReset: 'earliest',
+    });
+    void live.run({ eachMessage: () => undefined });
+    while (live.assignment().length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+
+    const [json, table, list] = await Promise.all([
+      runCli(['groups', 'describe', 'auditors', '--json', ...address]),
+      runCli(['groups', 'describe', 'auditors', 'billing', ...address]),
+      runCli(['groups', 'list', '--json', ...address]),
+    ]);
+    expect(json.code).toBe(0);
+    const [auditors] = JSON.parse(json.stdout) as {
+      state: string;
+      members: unknown[];
+      partitions: {
+        topic: string;
+        partition: number;
+        committedOffset: number;
+        highWatermark: number;
+        lag: number;
+      }[];
+    }[];
+    expect(auditors.state).toBe('Empty');
+    expect(auditors.members).toEqual([]);
+    const lagOf = new Map(
+      auditors.partitions.map((p) => [p.partition, [p.committedOffset, p.highWatermark, p.lag]]),
+    );
+    // Four records were printed, whatever their partitions: together the commits cover exactly four.
+    const committed = [...lagOf.values()].reduce((sum, [c]) => sum + c, 0);
+    expect(committed).toBe(4);
+    expect([...lagOf.values()].reduce((sum, [, , lag]) => sum + lag, 0)).toBe(2);
+    for (const [c, hw, lag] of lagOf.values()) expect(lag).toBe(hw - c);
+
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain("Consumer group 'auditors' has no active members.");
+    expect(table.stdout).toMatch(
+      /GROUP +TOPIC +PARTITION +CURRENT-OFFSET +LOG-END-OFFSET +LAG +CONSUMER-ID +HOST +CLIENT-ID/,
+    );
+    const memberId = live.member?.memberId as string;
+    expect(table.stdout).toMatch(new RegExp(`billing +Stable +consumer +cooperative-sticky +1\\n`));
+    expect(table.stdout).toMatch(
+      new RegExp(`billing +${memberId} +- +127\\.0\\.0\\.1 +billing-app +2 +ledger\\(0,1\\)`),
+    );
+    expect(table.stdout).toMatch(
+      new RegExp(`billing +ledger +0 +\\S+ +5 +\\S+ +${memberId} +127\\.0\\.0\\.1 +billing-app`),
+    );
+
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout)).toEqual([
+      { groupId: 'auditors', protocolType: 'consumer', state: 'Empty' },
+      { groupId: 'billing', protocolType: 'consumer', state: 'Stable' },
+    ]);
+
+    const [refused, deleted, gone, described] = await Promise.all([
+      runCli(['groups', 'delete', 'billing', ...address]),
+      runCli(['groups', 'delete', 'auditors', ...address]),
+      runCli(['groups', 'delete', 'nobody', ...address]),
+      runCli(['groups', 'describe', 'nobody', ...address]),
+    ]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("group 'billing' still has members");
+    expect(deleted).toMatchObject({ code: 0, stdout: 'Deleted group auditors.\n' });
+    expect(gone.code).toBe(3);
+    expect(described.code).toBe(3);
+    expect(described.stderr).toContain("consumer group 'nobody' does not exist");
+  });
+});
+
+describe('connecting', () => {
+  it('exits 4 when no server answers within --request-timeout-ms', async () => {
+    const result = await runCli([
+      'groups',
+      'list',
+      '--address',
+      '127.0.0.1:1',
+      '--request-timeout-ms',
+      '300',
+    ]);
+    expect(result.code).toBe(4);
+    expect(result.stderr).toMatch(/COORDINATOR_NOT_AVAILABLE|REQUEST_TIMED_OUT/);
+    expect(result.stderr).toContain('is the server running');
+  });
+
+  it('sends the token of --token or $COHORT_TOKEN to a server that requires one, and exits 1 without it', async () => {
+    const token = 'cli-test-token-0123456789';
+    const secured = await startTestServer({ token });
+    try {
+      const at = ['--address', secured.target, '--request-timeout-ms', '2000'];
+      const [without, wrong, flag, env] = await Promise.all([
+        runCli(['groups', 'list', ...at]),
+        runCli(['groups', 'list', '--token', 'not-the-token-at-all', ...at]),
+        runCli(['groups', 'list', '--token', token, ...at]),
+        runCli(['groups', 'list', ...at], { env: { COHORT_TOKEN: token } }),
+      ]);
+      expect([without.code, wrong.code, flag.code, env.code]).toEqual([1, 1, 0, 0]);
+      expect(without.stderr).toContain('check --token');
+    } finally {
+      await secured.close();
+    }
+  });
+});
+
+describe('cohort under ts-node, as npm run cli runs it', () => {
+  it('lists the topics of the server', async () => {
+    await sdk('setup')
+      .admin()
+      .createTopics([{ name: 'typed', numPartitions: 1 }]);
+    const result = await runCliWith(['topics', 'list', ...address]);
+    expect(result).toMatchObject({ code: 0, stdout: 'typed\n' });
+  });
+});
+
+describe('cohort serve', () => {
+  it('runs the server as npm start does, serves the CLI, and exits 0 on SIGTERM', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cohort-cli-serve-'));
+    try {
+      const server = startCli([
+        'serve',
+        '--listen',
+        '127.0.0.1:0',
+        '--admin-listen',
+        '127.0.0.1:0',
+        '--data-dir',
+        dataDir,
+      ]);
+      running.push(server);
+      const out = await server.waitFor('"msg":"cohort listening"');
+      const port = (/"port":(\d+)/.exec(out) as RegExpExecArray)[1];
+      const created = await runCli(['topics', 'create', 'served', '--address', `127.0.0.1:${port}`]);
+      expect(created.code).toBe(0);
+      server.child.kill('SIGTERM');
+      const result = await server.exited;
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('"msg":"cohort stopped"');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('passes --help and configuration errors through with the server’s exit statuses', async () => {
+    const [help, bad] = await Promise.all([runCli(['serve', '--help']), runCli(['serve', '--no-such-flag'])]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--listen');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('unknown flag --no-such-flag');
+  });
+});

@@ -1,0 +1,114 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseCommandLine } from '../../../src/cli/command-line';
+import { connectionOf, CONNECTION_OPTIONS, DEFAULT_ADDRESS } from '../../../src/cli/connection-options';
+import { COMMANDS, runCli } from '../../../src/cli/run-cli';
+import { captureContext } from './cli-harness';
+
+/**
+ * What the CLI decides before it contacts any server: dispatch, help, usage errors and connection flags.
+ * Commands against a live server are tested by spawning the CLI (test/integration/cli.test.ts).
+ */
+describe('cohort (the command line)', () => {
+  it('lists every command and the exit statuses on --help', async () => {
+    const { context, out } = captureContext();
+    expect(await runCli(['--help'], context)).toBe(0);
+    for (const command of COMMANDS) expect(out()).toContain(`  ${command.name}`);
+    expect(out()).toContain(
+      'exit status: 0 done, 1 the operation failed, 2 usage error, 3 not found, 4 server unavailable',
+    );
+  });
+
+  it('exits 2 with the help for no command or an unknown one', async () => {
+    const none = captureContext();
+    expect(await runCli([], none.context)).toBe(2);
+    expect(none.err()).toContain('usage: cohort <command>');
+    const unknown = captureContext();
+    expect(await runCli(['grups'], unknown.context)).toBe(2);
+    expect(unknown.err()).toMatch(/^cohort: unknown command 'grups'/);
+  });
+
+  it('lists a group’s subcommands on --help, and refuses an unknown one', async () => {
+    const help = captureContext();
+    expect(await runCli(['groups', '--help'], help.context)).toBe(0);
+    expect(help.out()).toMatch(/list .*\n.*describe .*\n.*delete/);
+    const bad = captureContext();
+    expect(await runCli(['topics', 'drop', 'x'], bad.context)).toBe(2);
+    expect(bad.err()).toContain("unknown command 'topics drop'");
+  });
+
+  it.each([
+    [['groups', 'describe', '--help'], 'usage: cohort groups describe GROUP...'],
+    [['topics', 'create', '--help'], '--partitions N'],
+    [['produce', '--help'], '--key-separator SEP'],
+    [['consume', '--help'], '--from-beginning'],
+  ])('prints the options of %j', async (args, expected) => {
+    const { context, out } = captureContext();
+    expect(await runCli(args, context)).toBe(0);
+    expect(out()).toContain(expected);
+    expect(out()).toContain('--address HOST:PORT');
+  });
+
+  it.each([
+    [['groups', 'describe'], 'missing argument'],
+    [['topics', 'create', 'orders', '--partitions', 'many'], '--partitions must be a whole number'],
+    [['consume', 'orders', '--max-messages', '0'], '--max-messages must be a whole number'],
+    [['groups', 'list', '--adress', 'x'], "'--adress'"],
+    [['topics', 'list', '--tls-ca', '/no/such/file'], '--tls-ca /no/such/file: ENOENT'],
+    [['topics', 'list', '--tls-cert', __filename], '--tls-cert and --tls-key go together'],
+    [['topics', 'list', '--request-timeout-ms', 'soon'], '--request-timeout-ms must be a whole number'],
+    [['produce', 'orders', '--acks', '2'], '--acks must be a whole number between -1 and 1'],
+  ])('exits 2 for %j, naming the problem, before contacting any server', async (args, message) => {
+    const { context, err } = captureContext();
+    expect(await runCli(args, context)).toBe(2);
+    expect(err()).toContain(message);
+    expect(err()).toContain('usage: cohort');
+  });
+
+  describe('connection flags', () => {
+    const spec = {
+      usage: 'cohort x',
+      description: '',
+      options: CONNECTION_OPTIONS,
+      positionals: { min: 0, max: 0 },
+    };
+    const connection = (args: string[], env: Record<string, string> = {}) =>
+      connectionOf(parseCommandLine(spec, args)!, spec, env);
+
+    it('connects to 127.0.0.1:7070 in plaintext without a token by default', () => {
+      expect(DEFAULT_ADDRESS).toBe('127.0.0.1:7070');
+      expect(connection([])).toEqual({
+        options: { address: '127.0.0.1:7070' },
+        requestTimeoutMs: 10_000,
+        isJson: false,
+      });
+    });
+
+    it('takes the token from --token, else --token-file, else $COHORT_TOKEN', () => {
+      const dir = mkdtempSync(join(tmpdir(), 'cohort-cli-'));
+      try {
+        const file = join(dir, 'token');
+        writeFileSync(file, 'from-the-file-0123456789\n');
+        const env = { COHORT_TOKEN: 'from-the-environment' };
+        expect(connection(['--token', 'from-the-flag'], env).options.token).toBe('from-the-flag');
+        expect(connection(['--token-file', file], env).options.token).toBe('from-the-file-0123456789');
+        expect(connection([], env).options.token).toBe('from-the-environment');
+        expect(connection([], { COHORT_TOKEN: '' }).options.token).toBeUndefined();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('turns on TLS with --tls (system roots) or with PEM files', () => {
+      expect(connection(['--tls']).options.tls).toBe(true);
+      const tls = connection(['--tls-ca', __filename, '--tls-cert', __filename, '--tls-key', __filename])
+        .options.tls;
+      expect(tls).toMatchObject({
+        ca: expect.any(Buffer),
+        cert: expect.any(Buffer),
+        key: expect.any(Buffer),
+      });
+    });
+  });
+});

@@ -118,6 +118,28 @@ describe('the cohort process (src/main.ts)', () => {
     }
   });
 
+  it('cuts calls still open after --shutdown-timeout-ms and still exits 0', async () => {
+    cohort = spawnCohort(['--listen', '127.0.0.1:0', '--shutdown-timeout-ms', '300']);
+    const { address } = await cohort.waitForLog('cohort listening');
+    await cohort.waitForLog('cohort ready');
+    // A Watch stream stays open until its client leaves: only the timeout ends it.
+    const health = healthClient(address as string);
+    try {
+      const watch = health.watch('');
+      expect(await watch.next()).toBe('SERVING');
+      cohort.child.kill('SIGTERM');
+      expect(await cohort.exited).toEqual({ code: 0, signal: null });
+      expect(cohort.lines).toContainEqual(
+        expect.objectContaining({
+          msg: 'calls still open after the grace period; closing their connections',
+          shutdownGraceMs: 300,
+        }),
+      );
+    } finally {
+      health.close();
+    }
+  });
+
   it('refuses, with exit status 2 and a message saying how to fix it, a reachable address without TLS or a token', async () => {
     cohort = spawnCohort(['--listen', '0.0.0.0:0']);
     expect(await cohort.exited).toEqual({ code: 2, signal: null });

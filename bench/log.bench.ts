@@ -108,7 +108,8 @@ function startChild(args: readonly string[], name: string): Promise<Child> {
 }
 
 function cohortArgs(dataDir: string, extra: readonly string[]): string[] {
-  return ['src/main.ts', '--listen', '127.0.0.1:0', '--data-dir', dataDir, ...extra];
+  // The admin listener is off: three servers on one machine would otherwise all want port 9090.
+  return ['src/main.ts', '--listen', '127.0.0.1:0', '--admin-listen', 'off', '--data-dir', dataDir, ...extra];
 }
 
 function unary(client: Client, method: string): (request: unknown) => Promise<unknown> {

@@ -19,6 +19,8 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   client: ['time', 'timer', 'errors'],
   // The `cohort` CLI is an SDK user; `cohort serve` runs the server as a separate program (main.ts).
   cli: ['client', 'errors', 'time'],
+  // `npm run demo`: SDK clients around an embedded server (startServer), as a user's test suite has them.
+  demo: ['client', 'server', 'errors', 'time'],
 };
 
 /** Only the transport layers may know gRPC; the domain below them must not. */

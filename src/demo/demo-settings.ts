@@ -1,0 +1,105 @@
+import { parseArgs } from 'node:util';
+
+/** The demo's timeline. Durations in milliseconds. */
+export interface DemoSettings {
+  /** The consumers' session timeout: how long the group waits for a consumer that stopped without leaving. */
+  readonly sessionTimeoutMs: number;
+  /** How long the group runs with three members before one is stopped. */
+  readonly steadyMs: number;
+  /** How long the producer keeps going after the rebalance, before it stops and the lag drains. */
+  readonly afterRebalanceMs: number;
+  /** Records per second from the producer. */
+  readonly recordsPerSecond: number;
+  /** Partitions of the demo topic. */
+  readonly partitions: number;
+  /** The whole demo must end within this, or it stops and exits 1. */
+  readonly timeoutMs: number;
+}
+
+/** The demo as `npm run demo` plays it. */
+export const DEMO_DEFAULTS: DemoSettings = Object.freeze({
+  sessionTimeoutMs: 5_000,
+  steadyMs: 4_000,
+  afterRebalanceMs: 2_000,
+  recordsPerSecond: 20,
+  partitions: 6,
+  timeoutMs: 120_000,
+});
+
+const FLAGS: Record<keyof DemoSettings, { flag: string; min: number; max: number; help: string }> = {
+  sessionTimeoutMs: {
+    flag: 'session-timeout-ms',
+    min: 1_000,
+    max: 60_000,
+    help: "the consumers' session timeout",
+  },
+  steadyMs: {
+    flag: 'steady-ms',
+    min: 0,
+    max: 600_000,
+    help: 'how long three consumers run before one is stopped',
+  },
+  afterRebalanceMs: {
+    flag: 'after-rebalance-ms',
+    min: 0,
+    max: 600_000,
+    help: 'how long the producer goes on after the rebalance',
+  },
+  recordsPerSecond: { flag: 'records-per-second', min: 1, max: 10_000, help: 'how fast the producer sends' },
+  partitions: { flag: 'partitions', min: 3, max: 100, help: 'partitions of the demo topic' },
+  timeoutMs: { flag: 'timeout-ms', min: 10_000, max: 3_600_000, help: 'give up (exit 1) after this long' },
+};
+
+/** `npm run demo -- --help`. */
+export function demoHelp(): string {
+  const rows = (Object.keys(FLAGS) as (keyof DemoSettings)[]).map((key) => {
+    const f = FLAGS[key];
+    return `  --${f.flag} N`.padEnd(28) + `${f.help} (default ${DEMO_DEFAULTS[key]})`;
+  });
+  return [
+    'usage: npm run demo -- [options]',
+    '',
+    'Starts a cohort server, a producer and three consumers in one group (each in a process of its own),',
+    'stops one consumer without letting it leave, and shows the group rebalance after the session timeout',
+    'and the lag drain back to zero. Exits 0 when done, 1 if it did not get there in time.',
+    '',
+    'options:',
+    ...rows,
+    '  -h, --help'.padEnd(28) + 'show this help',
+    '',
+  ].join('\n');
+}
+
+/** The settings from the command line; `help` when asked; `error` for a flag it cannot use. */
+export function demoSettingsOf(
+  args: readonly string[],
+): { settings: DemoSettings } | { help: string } | { error: string } {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({
+      args: [...args],
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        ...Object.fromEntries(Object.values(FLAGS).map((f) => [f.flag, { type: 'string' as const }])),
+      },
+      strict: true,
+    }).values;
+  } catch (error) {
+    return { error: String((error as { message?: unknown }).message ?? error).split('. ')[0] };
+  }
+  if (values.help === true) return { help: demoHelp() };
+  const settings: Record<string, number> = { ...DEMO_DEFAULTS };
+  for (const key of Object.keys(FLAGS) as (keyof DemoSettings)[]) {
+    const f = FLAGS[key];
+    const raw = values[f.flag];
+    if (raw === undefined) continue;
+    const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
+    if (!(n >= f.min && n <= f.max)) {
+      return {
+        error: `--${f.flag} must be a whole number between ${f.min} and ${f.max}, got '${String(raw)}'`,
+      };
+    }
+    settings[key] = n;
+  }
+  return { settings: Object.freeze(settings as unknown as DemoSettings) };
+}

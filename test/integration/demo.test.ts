@@ -1,0 +1,78 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * `npm run demo`, run as a user runs it (ts-node, its own processes) on a short timeline: it must tell the
+ * story in order — joins, assignment, the stopped consumer, the rebalance after its session timeout, the
+ * lag back to zero — exit 0 on its own, and leave no process and no data directory behind.
+ */
+
+const REPO_ROOT = join(__dirname, '..', '..');
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+it('tells the story of a group losing a member and exits 0, cleaning up after itself', async () => {
+  const child = spawn(
+    process.execPath,
+    [
+      '-r',
+      'ts-node/register/transpile-only',
+      'src/demo/main.ts',
+      '--session-timeout-ms',
+      '2000',
+      '--steady-ms',
+      '500',
+      '--after-rebalance-ms',
+      '500',
+      '--timeout-ms',
+      '90000',
+    ],
+    { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+
+  expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+  const lines = stdout.split('\n');
+  const at = (pattern: RegExp): number => {
+    const index = lines.findIndex((line) => pattern.test(line));
+    if (index < 0) throw new Error(`no line matches ${String(pattern)} in:\n${stdout}`);
+    return index;
+  };
+  const joins = ['consumer-1', 'consumer-2', 'consumer-3'].map((name) =>
+    at(new RegExp(`\\] ${name} +joined generation \\d+( as leader)?: owns demo-orders \\[\\d`)),
+  );
+  const assignment = at(
+    /\] group +Stable, 3 members: consumer-1 \[[\d, ]+\] +consumer-2 \[[\d, ]+\] +consumer-3 \[[\d, ]+\]/,
+  );
+  const stopped = at(/\] demo +stopping consumer-3 with SIGKILL/);
+  const expired = at(/\] group +PreparingRebalance, 2 members/);
+  const rebalanced = at(/\] group +Stable, 2 members: consumer-1 \[[\d, ]+\] +consumer-2 \[[\d, ]+\]/);
+  const explained = at(/\] demo +rebalanced after the session timeout/);
+  const drained = at(/\] lag +back to 0 on every partition: all \d+ records consumed and committed/);
+  const done = at(/\] demo +done in/);
+  expect(Math.max(...joins)).toBeLessThan(assignment);
+  expect([assignment, stopped, expired, rebalanced, explained, drained, done]).toEqual(
+    [assignment, stopped, expired, rebalanced, explained, drained, done].sort((a, b) => a - b),
+  );
+  expect(stopped).toBeLessThan(expired);
+
+  const dataDir = (/data in (\S+) \(removed at the end\)/.exec(stdout) as RegExpExecArray)[1];
+  expect(existsSync(dataDir)).toBe(false);
+  const pids = [...(/pids: (.*)/.exec(stdout) as RegExpExecArray)[1].matchAll(/ (\d+)/g)].map((m) =>
+    Number(m[1]),
+  );
+  expect(pids).toHaveLength(4);
+  expect(pids.filter(isRunning)).toEqual([]);
+}, 120_000);

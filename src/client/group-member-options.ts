@@ -27,8 +27,9 @@ export interface GroupMemberOptions {
   /** Default `consumer`. All members of a group must use the same type. */
   readonly protocolType?: string;
   /**
-   * Partition count of each topic, needed when this member is the leader. cohort has no metadata RPC yet, so
-   * the application supplies it. Required when `topics` is not empty.
+   * Partition count of each topic, needed when this member is the leader; a bare member is not tied to a log,
+   * so the application supplies it (a `Consumer` reads it from Metadata). Required when `topics` is not
+   * empty.
    */
   readonly partitionsPerTopic?: PartitionCounts;
   /** Opaque bytes sent to the leader's assignor with the subscription. */

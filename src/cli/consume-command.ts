@@ -1,11 +1,16 @@
 import { randomBytes } from 'node:crypto';
+import type { CohortAdmin } from '../client/cohort-admin';
 import type { ConsumerRecord } from '../client/consumer-handlers';
+import { ErrorCode } from '../errors';
 import type { CliCommand, CliContext } from './cli-context';
 import { integerOption, stringOption, type CommandLine, type CommandSpec } from './command-line';
 import { clientFor, connectionOf, CONNECTION_OPTIONS } from './connection-options';
 import { ExitCode, exitCodeFor } from './exit-code';
 import { toJson } from './output';
 import { reportError, runCommand } from './run-command';
+
+const DELETE_ATTEMPTS = 5;
+const DELETE_RETRY_MS = 100;
 
 const spec: CommandSpec = {
   usage: 'cohort consume TOPIC [--group GROUP] [--from-beginning] [--max-messages N] [options]',
@@ -51,6 +56,18 @@ function json(record: ConsumerRecord): string {
     value: record.value.toString('utf8'),
     headers: Object.fromEntries(record.headers.map((h) => [h.key, h.value.toString('utf8')])),
   });
+}
+
+/**
+ * Best effort: the group of its own held nothing worth keeping. Its last member has just left, and the
+ * coordinator may still be storing the now empty group: NON_EMPTY_GROUP is tried again a few times.
+ */
+async function deleteOwnGroup(admin: CohortAdmin, groupId: string): Promise<void> {
+  for (let attempt = 0; attempt < DELETE_ATTEMPTS; attempt++) {
+    const [result] = await admin.deleteGroups([groupId]).catch(() => [{ error: null }]);
+    if (result.error?.code !== ErrorCode.NON_EMPTY_GROUP) return;
+    await new Promise((resolve) => setTimeout(resolve, DELETE_RETRY_MS));
+  }
 }
 
 async function consume(line: CommandLine, context: CliContext): Promise<number> {
@@ -117,10 +134,7 @@ async function consume(line: CommandLine, context: CliContext): Promise<number> 
     return ExitCode.OK;
   } finally {
     context.stderr.write(`Processed a total of ${count} message${count === 1 ? '' : 's'}\n`);
-    if (named === undefined) {
-      // Best effort: the group of its own held no offsets worth keeping.
-      await admin.deleteGroups([groupId]).catch(() => undefined);
-    }
+    if (named === undefined) await deleteOwnGroup(admin, groupId);
     await client.close();
   }
 }

@@ -445,9 +445,12 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
         try {
           await member.process((signal) => this.handOver(state, data.highWatermark, records, signal));
         } catch (error) {
-          // Work on a partition that was lost or revoked meanwhile was abandoned on purpose; anything else
-          // is the handler's failure and stops the consumer.
-          if (this.isRunning && this.isCurrent(state)) {
+          // Work on a partition that was lost or revoked meanwhile, or cut short by the member closing (its
+          // signal was aborted), was abandoned on purpose; anything else is the handler's failure and stops
+          // the consumer.
+          const isMemberShut =
+            member.state === 'closing' || member.state === 'closed' || member.state === 'failed';
+          if (this.isRunning && this.isCurrent(state) && !isMemberShut) {
             return this.fail(error instanceof Error ? error : new Error(String(error)));
           }
         }

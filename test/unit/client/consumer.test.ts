@@ -328,6 +328,25 @@ describe('Consumer', () => {
     expect(broker.parkedFetches).toBe(0);
   });
 
+  it('closes when its signal is aborted: the running handler finishes, its record is committed, run resolves', async () => {
+    const controller = new AbortController();
+    const { broker, group, seen, run, consumer } = setup({ signal: controller.signal });
+    broker.append('t', 0, 'a', 'b');
+    let release!: () => void;
+    const running = run((_p, value) => {
+      if (value === 'a') return new Promise<void>((resolve) => (release = resolve));
+    });
+    await flush();
+    controller.abort();
+    await flush();
+    release();
+    await expect(running).resolves.toBeUndefined();
+    expect(seen).toEqual(['0:0=a']); // 'b' was not handed over once the consumer was closing
+    expect(group.commits()).toEqual(['t-0@1/g1', 't-1@0/g1']);
+    expect(group.callsOf('leaveGroup')).toHaveLength(1);
+    expect(consumer.member?.state).toBe('closed');
+  });
+
   it('close waits for a running handler, at most its timeout', async () => {
     const { broker, run, consumer, time } = setup();
     broker.append('t', 0, 'slow');

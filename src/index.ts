@@ -119,7 +119,7 @@ export type { GrpcTransportOptions, TlsOptions } from './client/grpc-transport';
 export type { CallOptions, GroupTransport } from './client/group-transport';
 export type { GroupAdminTransport } from './client/group-admin-transport';
 export type { BrokerTransport } from './client/broker-transport';
-export type * from './client/coordinator-messages';
+export type * from './protocol/group-messages';
 export type * from './client/broker-messages';
 
 // Errors.

@@ -13,7 +13,7 @@ import { SYSTEM_TIME, type Time } from '../time';
 import type * as b from './broker-messages';
 import type { BrokerTransport } from './broker-transport';
 import { CONSUMER_PROTOCOL_TYPE, decodeAssignment } from './consumer-protocol';
-import type * as m from './coordinator-messages';
+import type * as m from '../protocol/group-messages';
 import { errorFromCode } from './error-from-code';
 import { ExponentialBackoff } from './exponential-backoff';
 import type { GroupAdminTransport } from './group-admin-transport';

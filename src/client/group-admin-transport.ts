@@ -7,7 +7,7 @@ import type {
   ListGroupsResponse,
   OffsetFetchRequest,
   OffsetFetchResponse,
-} from './coordinator-messages';
+} from '../protocol/group-messages';
 import type { CallOptions } from './group-transport';
 
 /**

@@ -41,7 +41,7 @@ import type {
   OffsetCommitTopic,
   OffsetFetchResponse,
   SyncGroupAssignment,
-} from './coordinator-messages';
+} from '../protocol/group-messages';
 import { errorFromCode, isRetriable } from './error-from-code';
 import { ExponentialBackoff } from './exponential-backoff';
 import type { GroupMemberEvents, LostReason, RevokeReason, RevokedEvent } from './group-member-events';

@@ -11,7 +11,7 @@ import type {
   OffsetFetchResponse,
   SyncGroupRequest,
   SyncGroupResponse,
-} from './coordinator-messages';
+} from '../protocol/group-messages';
 
 /** Per-call settings every transport honours. */
 export interface CallOptions {

@@ -19,7 +19,7 @@ import {
   produceToWire,
   type WireOf,
 } from './broker-wire';
-import type * as m from './coordinator-messages';
+import type * as m from '../protocol/group-messages';
 import { errorFromCode } from './error-from-code';
 import { errorFromStatus } from './error-from-status';
 import type { GroupAdminTransport } from './group-admin-transport';

@@ -58,7 +58,7 @@ export type { TopicPartition } from './topic-partition';
 export type { CallOptions, GroupTransport } from './group-transport';
 export type { GroupAdminTransport } from './group-admin-transport';
 export type { BrokerTransport } from './broker-transport';
-export type * from './coordinator-messages';
+export type * from '../protocol/group-messages';
 export type * from './broker-messages';
 export { RetryingCaller } from './retrying-caller';
 export type { CallOutcome } from './retrying-caller';

@@ -4,192 +4,29 @@
  * with `keepCase: false, longs: Number, enums: Number, bytes: Buffer, defaults: true, arrays: true`), so the
  * server layer passes decoded messages straight through. An empty string means "not sent".
  */
-import type { ErrorCode } from '../errors';
+import type {
+  DeleteGroupsRequest,
+  DeleteGroupsResponse,
+  DescribeGroupsRequest,
+  DescribeGroupsResponse,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  JoinGroupRequest,
+  JoinGroupResponse,
+  LeaveGroupRequest,
+  LeaveGroupResponse,
+  ListGroupsRequest,
+  ListGroupsResponse,
+  OffsetCommitRequest,
+  OffsetCommitResponse,
+  OffsetFetchRequest,
+  OffsetFetchResponse,
+  SyncGroupRequest,
+  SyncGroupResponse,
+} from '../protocol/group-messages';
 
-export interface Protocol {
-  name: string;
-  metadata: Buffer;
-}
-
-export interface JoinGroupRequest {
-  groupId: string;
-  memberId: string;
-  groupInstanceId: string;
-  sessionTimeoutMs: number;
-  rebalanceTimeoutMs: number;
-  protocolType: string;
-  protocols: Protocol[];
-  clientId: string;
-  reason: string;
-}
-export interface JoinGroupMember {
-  memberId: string;
-  groupInstanceId: string;
-  metadata: Buffer;
-}
-export interface JoinGroupResponse {
-  errorCode: ErrorCode;
-  generationId: number;
-  protocolType: string;
-  protocolName: string;
-  leaderId: string;
-  memberId: string;
-  members: JoinGroupMember[];
-  skipAssignment: boolean;
-}
-
-export interface SyncGroupAssignment {
-  memberId: string;
-  assignment: Buffer;
-}
-export interface SyncGroupRequest {
-  groupId: string;
-  generationId: number;
-  memberId: string;
-  groupInstanceId: string;
-  protocolType: string;
-  protocolName: string;
-  assignments: SyncGroupAssignment[];
-}
-export interface SyncGroupResponse {
-  errorCode: ErrorCode;
-  protocolType: string;
-  protocolName: string;
-  assignment: Buffer;
-}
-
-export interface HeartbeatRequest {
-  groupId: string;
-  generationId: number;
-  memberId: string;
-  groupInstanceId: string;
-}
-export interface HeartbeatResponse {
-  errorCode: ErrorCode;
-}
-
-export interface MemberIdentity {
-  memberId: string;
-  groupInstanceId: string;
-  reason: string;
-}
-export interface LeaveGroupRequest {
-  groupId: string;
-  members: MemberIdentity[];
-}
-export interface LeaveGroupMemberResponse {
-  memberId: string;
-  groupInstanceId: string;
-  errorCode: ErrorCode;
-}
-export interface LeaveGroupResponse {
-  errorCode: ErrorCode;
-  members: LeaveGroupMemberResponse[];
-}
-
-export interface OffsetCommitPartition {
-  partitionIndex: number;
-  committedOffset: number;
-  committedLeaderEpoch: number;
-  committedMetadata: string;
-}
-export interface OffsetCommitTopic {
-  name: string;
-  partitions: OffsetCommitPartition[];
-}
-export interface OffsetCommitRequest {
-  groupId: string;
-  /** -1: a commit outside group membership (only on an Empty or unknown group). */
-  generationId: number;
-  memberId: string;
-  groupInstanceId: string;
-  topics: OffsetCommitTopic[];
-}
-export interface OffsetCommitPartitionResponse {
-  partitionIndex: number;
-  errorCode: ErrorCode;
-}
-export interface OffsetCommitTopicResponse {
-  name: string;
-  partitions: OffsetCommitPartitionResponse[];
-}
-export interface OffsetCommitResponse {
-  topics: OffsetCommitTopicResponse[];
-}
-
-export interface OffsetFetchTopic {
-  name: string;
-  partitionIndexes: number[];
-}
-export interface OffsetFetchRequest {
-  groupId: string;
-  /** Empty: every committed offset of the group. */
-  topics: OffsetFetchTopic[];
-  requireStable: boolean;
-}
-export interface OffsetFetchPartition {
-  partitionIndex: number;
-  committedOffset: number;
-  committedLeaderEpoch: number;
-  metadata: string;
-  errorCode: ErrorCode;
-}
-export interface OffsetFetchTopicResponse {
-  name: string;
-  partitions: OffsetFetchPartition[];
-}
-export interface OffsetFetchResponse {
-  errorCode: ErrorCode;
-  topics: OffsetFetchTopicResponse[];
-}
-
-export interface DescribeGroupsRequest {
-  groups: string[];
-}
-export interface DescribedGroupMember {
-  memberId: string;
-  groupInstanceId: string;
-  clientId: string;
-  clientHost: string;
-  memberMetadata: Buffer;
-  memberAssignment: Buffer;
-}
-export interface DescribedGroup {
-  errorCode: ErrorCode;
-  errorMessage: string;
-  groupId: string;
-  groupState: string;
-  protocolType: string;
-  protocolData: string;
-  members: DescribedGroupMember[];
-}
-export interface DescribeGroupsResponse {
-  groups: DescribedGroup[];
-}
-
-export interface ListGroupsRequest {
-  statesFilter: string[];
-}
-export interface ListedGroup {
-  groupId: string;
-  protocolType: string;
-  groupState: string;
-}
-export interface ListGroupsResponse {
-  errorCode: ErrorCode;
-  groups: ListedGroup[];
-}
-
-export interface DeleteGroupsRequest {
-  groupsNames: string[];
-}
-export interface DeletableGroupResult {
-  groupId: string;
-  errorCode: ErrorCode;
-}
-export interface DeleteGroupsResponse {
-  results: DeletableGroupResult[];
-}
+// The messages themselves live in src/protocol, shared with the SDK; the group layer re-exports them.
+export type * from '../protocol/group-messages';
 
 /** What the transport knows about a call, handed to the coordinator with each request. */
 export interface RequestContext {

@@ -10,13 +10,15 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   time: [],
   errors: [],
   config: [],
+  // The group protocol's messages, shared by the coordinator and the SDK.
+  protocol: ['errors'],
   timer: ['time'],
   purgatory: ['timer', 'time'],
   log: ['purgatory', 'timer', 'time', 'errors'],
-  group: ['purgatory', 'timer', 'time', 'errors'],
-  server: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group'],
+  group: ['purgatory', 'timer', 'time', 'errors', 'protocol'],
+  server: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group', 'protocol'],
   // The SDK runs in users' processes: it may share the clock, timer and error codes, nothing server-side.
-  client: ['time', 'timer', 'errors'],
+  client: ['time', 'timer', 'errors', 'protocol'],
   // The `cohort` CLI is an SDK user; `cohort serve` runs the server as a separate program (main.ts).
   cli: ['client', 'errors', 'time'],
   // `npm run demo`: SDK clients around an embedded server (startServer), as a user's test suite has them.

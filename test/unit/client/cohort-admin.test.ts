@@ -1,6 +1,6 @@
 import { CohortAdmin } from '../../../src/client/cohort-admin';
 import { encodeAssignment } from '../../../src/client/consumer-protocol';
-import type * as m from '../../../src/client/coordinator-messages';
+import type * as m from '../../../src/protocol/group-messages';
 import type { GroupAdminTransport } from '../../../src/client/group-admin-transport';
 import { CohortError, ErrorCode } from '../../../src/errors';
 import { ManualTime } from '../../../src/time';

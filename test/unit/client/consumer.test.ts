@@ -3,7 +3,7 @@ import { encodeAssignment } from '../../../src/client/consumer-protocol';
 import { Consumer } from '../../../src/client/consumer';
 import type { EachBatchPayload } from '../../../src/client/consumer-handlers';
 import type { ConsumerOptions } from '../../../src/client/consumer-options';
-import type * as m from '../../../src/client/coordinator-messages';
+import type * as m from '../../../src/protocol/group-messages';
 import type { CallOptions } from '../../../src/client/group-transport';
 import { CohortError, ErrorCode } from '../../../src/errors';
 import { ManualTime } from '../../../src/time';

@@ -2,7 +2,7 @@ import { ErrorCode } from '../../../src/errors';
 import { CohortError } from '../../../src/errors';
 import { joined } from './support/member-harness';
 import { Held, ScriptedTransport, flush } from './support/scripted-transport';
-import type { HeartbeatResponse } from '../../../src/client/coordinator-messages';
+import type { HeartbeatResponse } from '../../../src/protocol/group-messages';
 
 describe('GroupMember heartbeats', () => {
   it('sends the first heartbeat one interval after joining, then one per interval', async () => {

@@ -1,7 +1,7 @@
 import { ErrorCode } from '../../../../src/errors';
 import { CohortError } from '../../../../src/errors';
 import { decodeSubscription, encodeAssignment } from '../../../../src/client/consumer-protocol';
-import type * as m from '../../../../src/client/coordinator-messages';
+import type * as m from '../../../../src/protocol/group-messages';
 import type { CallOptions, GroupTransport } from '../../../../src/client/group-transport';
 
 type Method = keyof GroupTransport;

@@ -1,11 +1,12 @@
 /**
- * The group coordinator's requests and responses the SDK sends and reads, as plain objects (the admin
- * calls DescribeGroups, ListGroups and DeleteGroups included). They mirror
+ * The group coordinator's requests and responses, as plain objects: what the SDK sends and reads and what
+ * the coordinator takes and answers. They mirror
  * `proto/cohort/v1/group_coordinator.proto` field for field, camelCase, as @grpc/proto-loader decodes them
  * with `keepCase: false, longs: Number, enums: Number, bytes: Buffer, defaults: true, arrays: true`. An empty
  * string means "not sent". A unit test compares every field here with the proto.
  *
- * These are copies, not imports: the client never depends on a server-side layer.
+ * This layer imports nothing but `errors`, so both `group` (server side) and `client` (the SDK) use these
+ * types without depending on each other.
  */
 import type { ErrorCode } from '../errors';
 

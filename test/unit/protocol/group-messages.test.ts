@@ -1,9 +1,9 @@
 import { loadSync } from '@grpc/proto-loader';
 import { join } from 'node:path';
-import type * as m from '../../../src/client/coordinator-messages';
+import type * as m from '../../../src/protocol/group-messages';
 
 /**
- * One complete example of every message the client copies. Object literals typed with the interfaces make
+ * One complete example of every group message. Object literals typed with the interfaces make
  * the compiler reject a missing or an extra field; the test then compares the field names with the proto.
  */
 const examples: Record<string, object> = {

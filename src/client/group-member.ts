@@ -53,6 +53,7 @@ import {
 import type { CallOptions, GroupTransport } from './group-transport';
 import type { ScheduledTask } from './scheduler';
 import { TimeScheduler } from './time-scheduler';
+import { RetryingCaller, type CallOutcome } from './retrying-caller';
 import { compareTopicPartitions, topicPartitionKey, type TopicPartition } from './topic-partition';
 
 /**
@@ -100,11 +101,6 @@ const NO_GENERATION = -1;
 /** Kafka's JOIN_GROUP_TIMEOUT_LAPSE: JoinGroup and SyncGroup may park for the rebalance timeout, plus this. */
 const REBALANCE_CALL_GRACE_MS = 5_000;
 
-type CallOutcome<R> =
-  | { readonly kind: 'response'; readonly response: R }
-  | { readonly kind: 'failed'; readonly error: CohortError }
-  | { readonly kind: 'aborted' };
-
 interface Work {
   readonly startedMs: number;
   readonly controller: AbortController;
@@ -132,6 +128,8 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   private readonly time: Time;
   private readonly scheduler: TimeScheduler;
   private readonly backoff: ExponentialBackoff;
+  /** Every call ends when the member closes (`lifetime`), besides its own deadline and scope. */
+  private readonly caller: RetryingCaller;
 
   private _state: GroupMemberState = 'unjoined';
   private _memberId = '';
@@ -177,6 +175,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       maxMs: this.options.retryBackoffMaxMs,
       ...(dependencies.random ? { random: dependencies.random } : {}),
     });
+    this.caller = new RetryingCaller(this.time, this.scheduler, this.backoff, this.lifetime.signal);
     const signal = options.signal;
     if (signal?.aborted) {
       void this.close();
@@ -881,45 +880,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     timeoutMs: number,
     scope?: AbortSignal,
   ): Promise<CallOutcome<R>> {
-    // Created now, so its stack shows who made the call rather than a timer.
-    const timeout = errorFromCode(
-      ErrorCode.REQUEST_TIMED_OUT,
-      `${what} got no answer within ${timeoutMs} ms`,
-    );
-    const lifetime = this.lifetime.signal;
-    return new Promise((resolve) => {
-      if (scope?.aborted || lifetime.aborted) return resolve({ kind: 'aborted' });
-      const controller = new AbortController();
-      let settled = false;
-      const onAbort = (): void => {
-        controller.abort();
-        settle({ kind: 'aborted' });
-      };
-      const timer = this.scheduler.schedule(timeoutMs, () => {
-        controller.abort();
-        settle({ kind: 'failed', error: timeout });
-      });
-      const settle = (outcome: CallOutcome<R>): void => {
-        if (settled) return;
-        settled = true;
-        timer.cancel();
-        scope?.removeEventListener('abort', onAbort);
-        lifetime.removeEventListener('abort', onAbort);
-        resolve(outcome);
-      };
-      scope?.addEventListener('abort', onAbort, { once: true });
-      lifetime.addEventListener('abort', onAbort, { once: true });
-      let pending: Promise<R>;
-      try {
-        pending = send({ timeoutMs, signal: controller.signal });
-      } catch (error) {
-        return settle({ kind: 'failed', error: asCohortError(error, what) });
-      }
-      pending.then(
-        (response) => settle({ kind: 'response', response }),
-        (error: unknown) => settle({ kind: 'failed', error: asCohortError(error, what) }),
-      );
-    });
+    return this.caller.call(what, send, timeoutMs, scope);
   }
 
   /**
@@ -1004,8 +965,4 @@ function lostReasonFor(code: ErrorCode): LostReason {
 
 function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
-}
-
-function asCohortError(error: unknown, what: string): CohortError {
-  return error instanceof CohortError ? error : errorFromCode(ErrorCode.UNKNOWN_SERVER_ERROR, what, error);
 }

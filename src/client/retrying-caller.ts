@@ -17,10 +17,15 @@ export type CallOutcome<R> =
  * transport's own gRPC deadline is a second, real-time guard.
  */
 export class RetryingCaller {
+  /**
+   * @param lifetime - aborts every call made through this caller (an owner that closes, such as a group
+   *   member), in addition to each call's own scope.
+   */
   constructor(
     private readonly time: Time,
     private readonly scheduler: Scheduler,
     private readonly backoff: ExponentialBackoff,
+    private readonly lifetime?: AbortSignal,
   ) {}
 
   /**
@@ -37,8 +42,9 @@ export class RetryingCaller {
       ErrorCode.REQUEST_TIMED_OUT,
       `${what} got no answer within ${timeoutMs} ms`,
     );
+    const lifetime = this.lifetime;
     return new Promise((resolve) => {
-      if (scope?.aborted) return resolve({ kind: 'aborted' });
+      if (scope?.aborted || lifetime?.aborted) return resolve({ kind: 'aborted' });
       const controller = new AbortController();
       let isSettled = false;
       const onAbort = (): void => {
@@ -54,9 +60,11 @@ export class RetryingCaller {
         isSettled = true;
         timer.cancel();
         scope?.removeEventListener('abort', onAbort);
+        lifetime?.removeEventListener('abort', onAbort);
         resolve(outcome);
       };
       scope?.addEventListener('abort', onAbort, { once: true });
+      lifetime?.addEventListener('abort', onAbort, { once: true });
       let pending: Promise<R>;
       try {
         pending = send({ timeoutMs, signal: controller.signal });

@@ -12,6 +12,14 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
 /** The longest delay a task may have (about 285 years): keeps deadlines exact integers. */
 export const MAX_DELAY_MS = 2 ** 53 / 1_000_000;
 
+/**
+ * Tasks added without a clock read whose deadlines are fixed together: one read per batch, and a task's
+ * deadline is late by at most the time the batch took to fill.
+ */
+const FIX_BATCH = 64;
+/** Settled once; `then` on it runs a callback at the end of the current synchronous run. */
+const END_OF_RUN = Promise.resolve();
+
 function checkDelay(timerName: string, delayMs: number): void {
   // NaN and Infinity have no place on a wheel (Infinity would grow overflow wheels without end).
   if (!(delayMs <= MAX_DELAY_MS)) {
@@ -61,7 +69,7 @@ export class SystemTimer implements Timer {
       this.advanceClock();
     } finally {
       // A task that threw must not leave the timer without a wake-up for the rest.
-      if (!this.isShutdown) this.arm(this.time.monotonicMs());
+      if (!this.isShutdown) this.arm(this.readClock());
     }
   };
   private alarm: NodeJS.Timeout | null = null;
@@ -69,6 +77,21 @@ export class SystemTimer implements Timer {
   private unsubscribe: (() => void) | null = null;
   private draining = false;
   private isShutdown = false;
+  /** The last clock read: now is never below it. */
+  private clockLowerBoundMs: number;
+  /**
+   * Tasks whose exact deadline is still to be fixed, each once (see `defer`): the first `deferredCount`
+   * slots. A fixed-size array, emptied by clearing slots: `length = 0` would free its backing store and
+   * make every batch grow a new one (measured: two scavenges per 2M re-arms).
+   */
+  private readonly deferred: (TimerTask | null)[] = new Array<TimerTask | null>(FIX_BATCH).fill(null);
+  private deferredCount = 0;
+  private isFixScheduled = false;
+  private readonly defersReads: boolean;
+  private readonly onEndOfRun = (): void => {
+    this.isFixScheduled = false;
+    this.fixDeferredDeadlines();
+  };
 
   constructor(options: SystemTimerOptions = {}) {
     const tickMs = options.tickMs ?? DEFAULT_TICK_MS;
@@ -82,7 +105,9 @@ export class SystemTimer implements Timer {
     this.tickMs = tickMs;
     this.time = options.time ?? SYSTEM_TIME;
     this.onTaskError = options.onTaskError;
-    this.wheel = new TimingWheel(tickMs, wheelSize, this.time.monotonicMs(), this.counter, this.queue);
+    this.defersReads = this.time.onAdvance === undefined;
+    this.clockLowerBoundMs = this.time.monotonicMs();
+    this.wheel = new TimingWheel(tickMs, wheelSize, this.clockLowerBoundMs, this.counter, this.queue);
     this.due = new TimerTaskList(this.counter);
     if (this.time.onAdvance) this.unsubscribe = this.time.onAdvance(() => this.advanceClock());
   }
@@ -95,20 +120,36 @@ export class SystemTimer implements Timer {
     if (this.isShutdown) throw new Error(`${this.name}: add after shutdown`);
     const delayMs = task.delayMs;
     checkDelay(this.name, delayMs);
-    const nowMs = this.time.monotonicMs();
-    // Rounded up to whole milliseconds and to the tick: the wheel counts a task due once its expiration
-    // is below the end of the current tick, so an unaligned future deadline would run up to a tick early.
-    // A task already due stays due (rounding it up would postpone it to the next tick boundary).
-    let expirationMs = delayMs > 0 ? nowMs + Math.ceil(delayMs) : nowMs;
-    if (this.tickMs !== 1 && expirationMs > nowMs) {
-      const rest = expirationMs % this.tickMs;
-      if (rest !== 0) expirationMs += this.tickMs - rest;
-    }
-    task.expirationMs = expirationMs;
-    // Lazy re-arm (a heartbeat's case): a pending task whose bucket comes due no later than its new
-    // deadline can stay where it is, because a flush re-places every task by its own expiration. The
-    // due list is excluded: everything on it runs in this pass.
+    // Adding without reading the clock, which costs more than the rest of an add. The last clock read is
+    // a lower bound of now, so (last read + delay) is a lower bound of the deadline, and a bucket due by
+    // it is due by the real deadline too: a flush re-places every task by its own expiration. The exact
+    // deadline is fixed from a clock read taken after the add, once per batch of FIX_BATCH tasks, at the
+    // end of the synchronous run, or before the next flush, whichever is first. A task is never early, and
+    // is late by at most the time until that read (a few microseconds, or the rest of the run: event-loop
+    // lag). A re-armed pending task (a heartbeat's case) stays in its bucket when the bucket allows it;
+    // a new task goes to the bucket of its lower bound. Due tasks and the due list take the exact path.
+    // Not with a clock moved by hand: reading it is free, and it jumps inside a run, so a read taken after
+    // the jump would postpone the deadline by the jump.
     const list = task.timerList;
+    if (delayMs > 0 && this.defersReads) {
+      const lowerBoundMs = this.deadlineMs(this.clockLowerBoundMs, delayMs);
+      if (list === null) {
+        task.expirationMs = lowerBoundMs;
+        if (this.queue.peekExpirationMs() > this.clockLowerBoundMs)
+          this.wheel.advanceClock(this.clockLowerBoundMs);
+        // Never due: the wheel's clock is at most the last read, and the bound is at least a tick past it.
+        if (this.wheel.add(task)) {
+          this.defer(task, lowerBoundMs);
+          return;
+        }
+      } else if (list !== this.due && list.expirationMs <= lowerBoundMs) {
+        this.defer(task, lowerBoundMs);
+        return;
+      }
+    }
+    const nowMs = this.readClock();
+    const expirationMs = this.deadlineMs(nowMs, delayMs);
+    task.expirationMs = expirationMs;
     if (list !== null && list !== this.due && list.expirationMs <= expirationMs) return;
     // The wheel's clock only moves when a bucket expires. When nothing is due, it is safe to bring it to
     // now, so the task lands in the finest wheel that fits instead of a coarse bucket that would cascade.
@@ -124,7 +165,8 @@ export class SystemTimer implements Timer {
   advanceClock(): boolean {
     if (this.isShutdown) return false;
     let ran = false;
-    let nowMs = this.time.monotonicMs();
+    this.fixDeferredDeadlines();
+    let nowMs = this.readClock();
     // Loop: tasks run by `drain` can create buckets that are already due (never with tickMs = 1 and a
     // current wheel, but cheap to make certain of).
     while (this.queue.peekExpirationMs() <= nowMs) {
@@ -135,7 +177,7 @@ export class SystemTimer implements Timer {
       }
       if (!this.due.isEmpty) ran = this.drain() || ran;
       if (this.isShutdown) return ran;
-      nowMs = this.time.monotonicMs();
+      nowMs = this.readClock();
     }
     this.arm(nowMs);
     return ran;
@@ -156,6 +198,74 @@ export class SystemTimer implements Timer {
       bucket = this.queue.pop();
     }
     this.due.flush(() => undefined);
+    this.fixDeferredDeadlines();
+  }
+
+  /** The clock, remembered as a lower bound of now for the re-arms that follow. */
+  private readClock(): number {
+    const nowMs = this.time.monotonicMs();
+    this.clockLowerBoundMs = nowMs;
+    return nowMs;
+  }
+
+  /**
+   * The deadline of a task added at `nowMs`: rounded up to whole milliseconds and to the tick, because the
+   * wheel counts a task due once its expiration is below the end of the current tick, so an unaligned
+   * future deadline would run up to a tick early. A task already due stays due (rounding it up would
+   * postpone it to the next tick boundary).
+   */
+  private deadlineMs(nowMs: number, delayMs: number): number {
+    let expirationMs = delayMs > 0 ? nowMs + Math.ceil(delayMs) : nowMs;
+    if (this.tickMs !== 1 && expirationMs > nowMs) {
+      const rest = expirationMs % this.tickMs;
+      if (rest !== 0) expirationMs += this.tickMs - rest;
+    }
+    return expirationMs;
+  }
+
+  /**
+   * Marks a task's deadline as a lower bound to fix soon after (see `TimerTask.expirationMs`), and lists
+   * it once.
+   */
+  private defer(task: TimerTask, lowerBoundMs: number): void {
+    if (task.expirationMs >= 0) {
+      this.deferred[this.deferredCount++] = task;
+      if (this.deferredCount === FIX_BATCH) {
+        task.expirationMs = -lowerBoundMs - 1;
+        this.fixDeferredDeadlines();
+        return;
+      }
+      if (!this.isFixScheduled) {
+        this.isFixScheduled = true;
+        // A settled promise's then() costs a third of queueMicrotask (which wraps every callback in an
+        // AsyncResource); the callback cannot throw, so the derived promise never rejects.
+        void END_OF_RUN.then(this.onEndOfRun);
+      }
+    }
+    task.expirationMs = -lowerBoundMs - 1;
+  }
+
+  /**
+   * Gives every deferred task its exact deadline from one clock read taken after all of them were added,
+   * and arms the alarm for the buckets they created. A task cancelled meanwhile gets its lower bound
+   * back; one re-added exactly meanwhile keeps that deadline.
+   */
+  private fixDeferredDeadlines(): void {
+    const deferred = this.deferred;
+    const count = this.deferredCount;
+    if (count === 0) return;
+    this.deferredCount = 0;
+    const nowMs = this.isShutdown ? 0 : this.readClock();
+    for (let i = 0; i < count; i++) {
+      const task = deferred[i] as TimerTask;
+      deferred[i] = null;
+      if (task.expirationMs >= 0) continue;
+      task.expirationMs =
+        task.timerList !== null && !this.isShutdown
+          ? this.deadlineMs(nowMs, task.delayMs)
+          : -task.expirationMs - 1;
+    }
+    if (!this.isShutdown && this.queue.peekExpirationMs() < this.alarmAtMs) this.arm(nowMs);
   }
 
   /** Cascades a task from an expired bucket: into a finer wheel, or onto the due list. */

@@ -17,7 +17,9 @@ export abstract class TimerTask {
 
   /**
    * Absolute deadline on the timer's monotonic clock, set by `Timer.add` (whole ms, rounded up to the
-   * timer's tick). Read-only for everyone but the timer.
+   * timer's tick). Read-only for everyone but the timer. A SystemTimer on real time marks a re-armed task
+   * whose deadline it fixes at the end of the synchronous run by storing `-(lower bound) - 1` here until
+   * then (a flag without a field: every pending task's bytes count).
    */
   expirationMs = 0;
   /** @internal The list holding the task while it is pending; null otherwise. */

@@ -48,9 +48,9 @@ async function listGroups(line: CommandLine, context: CliContext): Promise<numbe
 const describeSpec: CommandSpec = {
   usage: 'cohort groups describe GROUP... [options]',
   description:
-    'Describes consumer groups, as kafka-consumer-groups --describe does: state and assignment strategy;\n' +
-    'members with client id, host and partitions; and per partition the committed offset\n' +
-    '(CURRENT-OFFSET), the high watermark (LOG-END-OFFSET) and the LAG between them.',
+    'Describes consumer groups, as kafka-consumer-groups --describe does: state, generation and\n' +
+    'assignment strategy; members with client id, host and partitions; and per partition the\n' +
+    'committed offset (CURRENT-OFFSET), the high watermark (LOG-END-OFFSET) and the LAG between them.',
   options: CONNECTION_OPTIONS,
   positionals: { min: 1, max: Infinity },
 };
@@ -67,8 +67,17 @@ function describeText(group: ConsumerGroupDescription): string {
   const id = group.groupId;
   const parts = [
     renderTable(
-      ['GROUP', 'STATE', 'PROTOCOL-TYPE', 'ASSIGNMENT-STRATEGY', '#MEMBERS'],
-      [[id, group.state, group.protocolType || null, group.protocol || null, group.members.length]],
+      ['GROUP', 'STATE', 'GENERATION', 'PROTOCOL-TYPE', 'ASSIGNMENT-STRATEGY', '#MEMBERS'],
+      [
+        [
+          id,
+          group.state,
+          group.generationId,
+          group.protocolType || null,
+          group.protocol || null,
+          group.members.length,
+        ],
+      ],
     ),
   ];
   if (group.members.length === 0) {
@@ -127,6 +136,7 @@ function describeJson(group: ConsumerGroupDescription): object {
     groupId: group.groupId,
     error: group.error === null ? null : (ErrorCode[group.error.code] ?? String(group.error.code)),
     state: group.state,
+    generationId: group.generationId,
     protocolType: group.protocolType,
     assignmentStrategy: group.protocol,
     members: group.members.map((m) => ({

@@ -135,6 +135,8 @@ export interface GroupMemberDescription {
 export interface GroupDescription {
   readonly groupId: string;
   readonly state: string;
+  /** The group's generation: 0 before its first rebalance, -1 when it could not be described. */
+  readonly generationId: number;
   readonly protocolType: string;
   /** The assignor the group chose (its protocol), when Stable; empty otherwise. */
   readonly protocol: string;
@@ -506,6 +508,7 @@ function describedGroup(g: m.DescribedGroup): GroupDescription {
   return {
     groupId: g.groupId,
     state: g.groupState,
+    generationId: g.generationId,
     protocolType: g.protocolType,
     protocol: g.protocolData,
     error:

@@ -1226,6 +1226,7 @@ export class GroupCoordinator
       protocolType: group.protocolType ?? '',
       protocolData: protocolName,
       members,
+      generationId: group.generationId,
     };
   }
 
@@ -1501,5 +1502,14 @@ function describedError(
   groupState: string,
   errorMessage: string,
 ): DescribedGroup {
-  return { errorCode, errorMessage, groupId, groupState, protocolType: '', protocolData: '', members: [] };
+  return {
+    errorCode,
+    errorMessage,
+    groupId,
+    groupState,
+    protocolType: '',
+    protocolData: '',
+    members: [],
+    generationId: -1,
+  };
 }

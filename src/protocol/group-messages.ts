@@ -199,6 +199,8 @@ export interface DescribedGroup {
   /** The chosen protocol (the assignor's name) of a Stable group; empty otherwise. */
   protocolData: string;
   members: DescribedGroupMember[];
+  /** The group's generation (0 before its first rebalance); -1 with an error. A cohort extension. */
+  generationId: number;
 }
 /** The outcome of a DescribeGroups, group by group. */
 export interface DescribeGroupsResponse {

@@ -198,6 +198,7 @@ describe('cohort groups', () => {
     expect(json.code).toBe(0);
     const [auditors] = JSON.parse(json.stdout) as {
       state: string;
+      generationId: number;
       members: unknown[];
       partitions: {
         topic: string;
@@ -208,6 +209,7 @@ describe('cohort groups', () => {
       }[];
     }[];
     expect(auditors.state).toBe('Empty');
+    expect(auditors.generationId).toBeGreaterThanOrEqual(1); // consume joined it, then left
     expect(auditors.members).toEqual([]);
     const lagOf = new Map(
       auditors.partitions.map((p) => [p.partition, [p.committedOffset, p.highWatermark, p.lag]]),
@@ -224,7 +226,10 @@ describe('cohort groups', () => {
       /GROUP +TOPIC +PARTITION +CURRENT-OFFSET +LOG-END-OFFSET +LAG +CONSUMER-ID +HOST +CLIENT-ID/,
     );
     const memberId = live.member?.memberId as string;
-    expect(table.stdout).toMatch(new RegExp(`billing +Stable +consumer +cooperative-sticky +1\\n`));
+    expect(table.stdout).toMatch(/GROUP +STATE +GENERATION +PROTOCOL-TYPE +ASSIGNMENT-STRATEGY +#MEMBERS/);
+    expect(table.stdout).toMatch(
+      new RegExp(`billing +Stable +${live.member?.generationId} +consumer +cooperative-sticky +1\\n`),
+    );
     expect(table.stdout).toMatch(
       new RegExp(`billing +${memberId} +- +127\\.0\\.0\\.1 +billing-app +2 +ledger\\(0,1\\)`),
     );

@@ -175,6 +175,7 @@ describe('DescribeGroups', () => {
       protocolType: '',
       protocolData: '',
       members: [],
+      generationId: -1,
     });
   });
 
@@ -203,6 +204,7 @@ describe('DescribeGroups', () => {
           memberAssignment: Buffer.from('assigned'),
         },
       ],
+      generationId: 1,
     });
   });
 
@@ -222,6 +224,7 @@ describe('DescribeGroups', () => {
       errorCode: ErrorCode.NONE,
       groupState: 'CompletingRebalance',
       protocolData: '',
+      generationId: 1,
     });
     expect(described.members.map((m) => m.memberId)).toEqual([join.memberId]);
     expect(

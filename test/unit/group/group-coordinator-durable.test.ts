@@ -280,7 +280,7 @@ describe('after a restart, groups come back from the store', () => {
 
     const after = coordinatorOn(store);
     expect(await after.describe()).toEqual(described);
-    expect(described).toMatchObject({ groupState: 'Stable', protocolData: 'range' });
+    expect(described).toMatchObject({ groupState: 'Stable', protocolData: 'range', generationId });
     expect(described.members.map((m) => [m.memberId, m.clientId, m.memberMetadata.toString()])).toEqual(
       expect.arrayContaining([
         [leaderId, expect.any(String), expect.stringMatching(/-range$/)],

@@ -26,6 +26,7 @@ describe('OffsetCommit and OffsetFetch', () => {
       errorCode: ErrorCode.NONE,
       groupState: 'Empty',
       protocolType: '',
+      generationId: 0,
     });
   });
 

@@ -113,6 +113,7 @@ const examples: Record<string, object> = {
     protocolType: '',
     protocolData: '',
     members: [],
+    generationId: 0,
   } satisfies m.DescribedGroup,
   DescribeGroupsResponse: { groups: [] } satisfies m.DescribeGroupsResponse,
   ListGroupsRequest: { statesFilter: [] } satisfies m.ListGroupsRequest,

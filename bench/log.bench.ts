@@ -13,9 +13,14 @@
  *    policy): 32 requests in flight for a few seconds, with 1 and with 100 records per request.
  * 3. acks=-1 latency with two followers (child processes on loopback) against acks=1 on the same
  *    three-replica topic, one request in flight, the two kinds alternating.
+ * 4. Restart (bench/log-restart.ts): spawn → ready of a server on a data directory holding 1,000,000
+ *    committed offsets in 10,000 groups and 1 GiB of log, after a clean stop and after kill -9, against the
+ *    same server's start on an empty directory and a plain read of every byte of the directory.
  *
- * Run with `npm run bench:log` (`--quick` for fewer rounds). The last line of output is a JSON object of
- * the figures: keys carry their unit, ratios have "ratio" in their key.
+ * Run with `npm run bench:log` (`--quick` for fewer rounds; `--only=wake,throughput,latency,restart` runs
+ * the sections named, all four by default, e.g. `npm run bench:log -- --only=restart`). The last line of
+ * output is a JSON object of the figures: keys carry their unit, ratios have "ratio" in their key; the
+ * restart section's figures sit under `restart`.
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
@@ -28,11 +33,15 @@ import type { Client, MethodDefinition, ServiceDefinition, ServiceError } from '
 import { credentials, makeGenericClientConstructor, Metadata } from '@grpc/grpc-js';
 import { loadCohortProtos } from '../src/server/load-protos';
 import { BARE_SERVICE } from './log-bare-service';
+import { benchRestart } from './log-restart';
 import { describeMachine } from './support/machine';
 import { line, printFigures, round, table, verdict } from './support/report';
 import { percentileOfSorted } from './support/stats';
 
 const QUICK = process.argv.includes('--quick');
+const SECTIONS = ['wake', 'throughput', 'latency', 'restart'] as const;
+type Section = (typeof SECTIONS)[number];
+const RESTART_ROUNDS = QUICK ? 1 : 3;
 const REPO_ROOT = path.join(__dirname, '..');
 const TRANSPILE_HOOK = path.join(__dirname, 'group', 'transpile-hook.js');
 const WAKE_TARGET_RATIO = 1.3;
@@ -376,46 +385,76 @@ async function benchReplicatedLatency(port: number): Promise<Record<string, numb
   };
 }
 
+/** The sections `--only=a,b` names (every section without it); throws on a name it does not know. */
+function selectedSections(argv: readonly string[]): ReadonlySet<Section> {
+  if (argv.includes('--only')) throw new Error('--only takes its list after "=": --only=restart');
+  const only = argv.filter((arg) => arg.startsWith('--only='));
+  if (only.length === 0) return new Set(SECTIONS);
+  const names = only.flatMap((arg) => arg.slice('--only='.length).split(',')).filter((name) => name !== '');
+  const unknown = names.filter((name) => !(SECTIONS as readonly string[]).includes(name));
+  if (names.length === 0 || unknown.length > 0) {
+    throw new Error(
+      `--only takes a comma-separated list of ${SECTIONS.join(', ')}; got ${only.join(' ')}` +
+        (unknown.length > 0 ? ` (unknown: ${unknown.join(', ')})` : ''),
+    );
+  }
+  return new Set(names as Section[]);
+}
+
 async function main(): Promise<void> {
+  const sections = selectedSections(process.argv);
   const startedAt = new Date().toISOString();
   const machine = describeMachine();
-  line(`bench:log ${QUICK ? '(quick) ' : ''}on ${machine.cpu}, ${machine.cores} cores, node ${machine.node}`);
+  line(
+    `bench:log ${QUICK ? '(quick) ' : ''}on ${machine.cpu}, ${machine.cores} cores, node ${machine.node}; ` +
+      `sections: ${SECTIONS.filter((name) => sections.has(name)).join(', ')}`,
+  );
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'cohort-bench-log-'));
   const children: Child[] = [];
+  let figures: Record<string, unknown> = {};
   try {
-    const leader = await startChild(
-      cohortArgs(path.join(root, 'leader'), ['--node-id', '0', '--followers', '1,2']),
-      'leader',
-    );
-    children.push(leader);
-    const bare = await startChild(['bench/log-bare-server.ts'], 'bare');
-    children.push(bare);
-    const admin = brokerClient(leader.port, false);
-    await admin.createTopics({
-      topics: [
-        { name: 'wake', numPartitions: 1, replicationFactor: 1 },
-        { name: 'throughput', numPartitions: 1, replicationFactor: 1 },
-        { name: 'replicated', numPartitions: 1, replicationFactor: 3 },
-      ],
-    });
-
-    const wake = await benchWake(cohortWakeSide(leader.port), bareWakeSide(bare.port));
-    const throughput = await benchThroughput(leader.port);
-    for (const nodeId of [1, 2]) {
-      children.push(
-        await startChild(
-          cohortArgs(path.join(root, `follower-${nodeId}`), [
-            '--node-id',
-            String(nodeId),
-            '--replica-of',
-            `127.0.0.1:${leader.port}`,
-          ]),
-          `follower-${nodeId}`,
-        ),
+    if (sections.has('wake') || sections.has('throughput') || sections.has('latency')) {
+      const leader = await startChild(
+        cohortArgs(path.join(root, 'leader'), ['--node-id', '0', '--followers', '1,2']),
+        'leader',
       );
+      children.push(leader);
+      const admin = brokerClient(leader.port, false);
+      await admin.createTopics({
+        topics: [
+          { name: 'wake', numPartitions: 1, replicationFactor: 1 },
+          { name: 'throughput', numPartitions: 1, replicationFactor: 1 },
+          { name: 'replicated', numPartitions: 1, replicationFactor: 3 },
+        ],
+      });
+      admin.client.close();
+      if (sections.has('wake')) {
+        const bare = await startChild(['bench/log-bare-server.ts'], 'bare');
+        children.push(bare);
+        figures = { ...figures, ...(await benchWake(cohortWakeSide(leader.port), bareWakeSide(bare.port))) };
+      }
+      if (sections.has('throughput')) figures = { ...figures, ...(await benchThroughput(leader.port)) };
+      if (sections.has('latency')) {
+        for (const nodeId of [1, 2]) {
+          children.push(
+            await startChild(
+              cohortArgs(path.join(root, `follower-${nodeId}`), [
+                '--node-id',
+                String(nodeId),
+                '--replica-of',
+                `127.0.0.1:${leader.port}`,
+              ]),
+              `follower-${nodeId}`,
+            ),
+          );
+        }
+        figures = { ...figures, ...(await benchReplicatedLatency(leader.port)) };
+      }
     }
-    const replicated = await benchReplicatedLatency(leader.port);
-    admin.client.close();
+    // The other sections' servers stop first: the restarts are timed on a machine with nothing else of ours.
+    for (const child of children.splice(0).reverse()) await child.stop();
+    if (sections.has('restart'))
+      figures = { ...figures, restart: await benchRestart({ rounds: RESTART_ROUNDS }) };
     printFigures({
       bench: 'log',
       date: startedAt,
@@ -424,9 +463,8 @@ async function main(): Promise<void> {
       cores: machine.cores,
       cpus_allowed: machine.cpusAllowed,
       quick: QUICK,
-      ...wake,
-      ...throughput,
-      ...replicated,
+      sections: SECTIONS.filter((name) => sections.has(name)),
+      ...figures,
     });
   } finally {
     for (const child of children.reverse()) await child.stop();

@@ -18,14 +18,21 @@
  * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5), `--only=heartbeat,
  * rebalance,memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
  * `--experiment=no-signal` (rebalance: parked calls get no AbortSignal, to measure what those cost),
- * `--channels=N` (rebalance: client connections, default 4), `--requests-per-run=N` (heartbeat: h2load
+ * `--channels=N` (rebalance: client connections, default 4), `--client=http2|grpc-js` (rebalance: raw Node
+ * http2 calls, the default, or grpc-js clients, which cost the client more than the server), `--requests-per-run=N` (heartbeat: h2load
  * requests per member visited, default 1,000; fewer spreads the load over more members). Heartbeat load
  * needs h2load (`apt-get install -y nghttp2-client`); without it a labelled Node http2 fallback runs.
  * The last line of output is a JSON object of the figures.
  */
 import { heartbeatThroughput, HEARTBEAT_GROUPS, HEARTBEAT_GROUP_SIZE } from './group/heartbeat-throughput';
 import { memberMemory, MEMORY_GROUPS, MEMORY_GROUP_SIZE } from './group/member-memory';
-import { DEFAULT_REBALANCE_CHANNELS, rebalanceLatency, REBALANCE_SIZES } from './group/rebalance-latency';
+import {
+  DEFAULT_REBALANCE_CHANNELS,
+  REBALANCE_CLIENTS,
+  rebalanceLatency,
+  REBALANCE_SIZES,
+  type RebalanceClient,
+} from './group/rebalance-latency';
 import { describeMachine } from './support/machine';
 import { line, printFigures, round, table, verdict } from './support/report';
 import type { RoundSet } from './support/round-set';
@@ -161,13 +168,19 @@ async function main(): Promise<void> {
     const channels = Number(argValue('channels') ?? DEFAULT_REBALANCE_CHANNELS);
     if (!Number.isSafeInteger(channels) || channels < 1) throw new RangeError('--channels must be >= 1');
     figures.rebalanceClientChannels = channels;
+    const client = (argValue('client') ?? 'http2') as RebalanceClient;
+    if (!REBALANCE_CLIENTS.includes(client)) {
+      throw new RangeError(`--client takes ${REBALANCE_CLIENTS.join(' or ')}, got ${client}`);
+    }
+    figures.rebalanceClient = client;
     const r = await rebalanceLatency(
-      { rounds, sizes: REBALANCE_SIZES, cpuProfileDir, experiment, channels },
+      { rounds, sizes: REBALANCE_SIZES, cpuProfileDir, experiment, channels, client },
       log,
     );
     const rows: (string | number)[][] = [
       [
         'members',
+        'send ms',
         'join ms',
         'sync ms',
         'server join ms',
@@ -180,6 +193,7 @@ async function main(): Promise<void> {
       const m = (name: string): number => r.median(`n${size}${name}`);
       rows.push([
         size,
+        round(m('SendMs'), 1),
         round(m('JoinMs'), 1),
         round(m('SyncMs'), 1),
         round(m('ServerJoinMs'), 1),
@@ -188,6 +202,7 @@ async function main(): Promise<void> {
         round(m('NoopRttMs'), 2),
       ]);
       Object.assign(figures, {
+        [`rebalance${size}SendMs`]: round(m('SendMs'), 1),
         [`rebalance${size}JoinMs`]: round(m('JoinMs'), 1),
         [`rebalance${size}SyncMs`]: round(m('SyncMs'), 1),
         [`rebalance${size}ServerJoinMs`]: round(m('ServerJoinMs'), 1),
@@ -199,7 +214,8 @@ async function main(): Promise<void> {
     }
     table(rows);
     line(
-      `client-bound: ${channels} grpc-js channels in one process; "server join ms" is the server's own share`,
+      `client: ${channels} ${client === 'http2' ? 'raw http2 sessions' : 'grpc-js channels'} in one process; ` +
+        '"server join ms" is the server\'s own share',
     );
     const join1000 = r.median('n1000JoinMs');
     const sync1000 = r.median('n1000SyncMs');

@@ -1,4 +1,5 @@
 import { Client, credentials } from '@grpc/grpc-js';
+import type { UnaryChannels } from './unary-channels';
 
 /**
  * A few grpc-js channels to one server, each its own HTTP/2 connection, sending requests that were encoded
@@ -6,7 +7,7 @@ import { Client, credentials } from '@grpc/grpc-js';
  * the client more than the server), so it does as little per call as grpc-js allows: no Metadata, no
  * options, no request encoding on the timed path; responses are decoded (their error codes are checked).
  */
-export class BenchChannels {
+export class BenchChannels implements UnaryChannels {
   private readonly clients: Client[] = [];
 
   constructor(target: string, count: number) {

@@ -9,7 +9,7 @@ import type {
   SyncGroupRequest,
   SyncGroupResponse,
 } from '../../src/group/group-protocol';
-import type { BenchChannels } from './bench-channels';
+import type { UnaryChannels } from './unary-channels';
 import { benchProtos, methodCodec, type MethodCodec } from './wire';
 
 /**
@@ -116,7 +116,7 @@ export function syncRequest(
  * Stable at generation 1.
  */
 export async function formGroup(
-  channels: BenchChannels,
+  channels: UnaryChannels,
   c: Codecs,
   groupId: string,
   size: number,
@@ -167,6 +167,12 @@ export interface RebalanceTiming {
   readonly joinMs: number;
   /** From the last JoinGroup sent to the last SyncGroup answer received. */
   readonly syncMs: number;
+  /**
+   * From issuing the JoinGroups (one synchronous loop) to the last one written to its connection: the
+   * client's sending time, left out of the two figures above. 0 when the client cannot tell (grpc-js),
+   * whose figures then count from the end of the issuing loop.
+   */
+  readonly sendMs: number;
 }
 
 /**
@@ -176,7 +182,7 @@ export interface RebalanceTiming {
  * before the clock starts; the generation they carry is the next one, which every answer must confirm.
  */
 export async function rebalance(
-  channels: BenchChannels,
+  channels: UnaryChannels,
   c: Codecs,
   group: FormedGroup,
 ): Promise<RebalanceTiming> {
@@ -191,6 +197,10 @@ export async function rebalance(
   const size = group.memberIds.length;
   let lastJoinMs = 0;
   let lastSyncMs = 0;
+  let lastJoinWrittenMs = 0;
+  const onJoinWritten = (): void => {
+    lastJoinWrittenMs = performance.now();
+  };
   let failure: Error | undefined;
   const fail = (error: unknown): void => {
     failure ??= error instanceof Error ? error : new Error(String(error));
@@ -198,7 +208,7 @@ export async function rebalance(
   const pending: Promise<void>[] = new Array(size);
   for (let i = 0; i < size; i++) {
     pending[i] = channels
-      .call(i, c.joinGroup.path, joins[i], c.joinGroup.decodeResponse)
+      .call(i, c.joinGroup.path, joins[i], c.joinGroup.decodeResponse, onJoinWritten)
       .then((join) => {
         lastJoinMs = performance.now();
         expectCode(`rebalance JoinGroup of ${group.groupId}`, join.errorCode, ErrorCode.NONE);
@@ -220,12 +230,13 @@ export async function rebalance(
       })
       .catch(fail);
   }
-  const sentMs = performance.now();
+  const issuedMs = performance.now();
   await Promise.all(pending);
   if (failure !== undefined) throw failure;
+  const sentMs = Math.max(issuedMs, lastJoinWrittenMs);
   group.metadataVersion = version;
   group.generationId = nextGeneration;
-  return { joinMs: lastJoinMs - sentMs, syncMs: lastSyncMs - sentMs };
+  return { joinMs: lastJoinMs - sentMs, syncMs: lastSyncMs - sentMs, sendMs: sentMs - issuedMs };
 }
 
 /** The encoded HeartbeatRequest of every member of `groups`, for h2load bodies and the sampling client. */

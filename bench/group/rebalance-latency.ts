@@ -4,7 +4,9 @@ import { median } from '../support/stats';
 import { RoundSet } from '../support/round-set';
 import { BenchChannels } from './bench-channels';
 import { codecs, formGroup, rebalance, type Codecs } from './group-driver';
+import { Http2Channels } from './http2-channels';
 import { startBenchServer } from './server-process';
+import type { UnaryChannels } from './unary-channels';
 
 /**
  * Rebalance latency of one group of N members over real gRPC on loopback: each round, every member rejoins
@@ -13,8 +15,10 @@ import { startBenchServer } from './server-process';
  * last JoinGroup answer and to the last SyncGroup answer. The server reports the longest event-loop delay
  * during the round (monitorEventLoopDelay, 1 ms resolution): the longest task the rebalance ran.
  *
- * The client is the bottleneck (a grpc-js call costs the client more than the server): it uses 4 channels
- * (`--channels=N`) and pre-encoded requests. Few channels also shape the server's work: each connection
+ * The client must not be the bottleneck: a grpc-js call costs its client several times what the server
+ * spends on it, so by default the calls go out on raw Node http2 sessions (`Http2Channels`: gRPC framing
+ * by hand, pre-encoded requests, answers decoded and checked); `--client=grpc-js` measures with grpc-js
+ * clients instead. Either way there are 4 connections (`--channels=N`). Few channels also shape the server's work: each connection
  * carries N/4 calls, so one socket read brings the server hundreds of JoinGroups at once, where real
  * consumers would each have their own connection. There is no baseline implementation of a rebalance; as the same-run reference,
  * each round first times a sequential Noop round trip on the same channels.
@@ -31,9 +35,13 @@ export interface RebalanceShape {
   readonly cpuProfileDir?: string;
   readonly experiment?: string;
   readonly channels: number;
+  readonly client: RebalanceClient;
 }
 
-async function noopRoundTripMs(channels: BenchChannels, c: Codecs): Promise<number> {
+export const REBALANCE_CLIENTS = ['http2', 'grpc-js'] as const;
+export type RebalanceClient = (typeof REBALANCE_CLIENTS)[number];
+
+async function noopRoundTripMs(channels: UnaryChannels, c: Codecs): Promise<number> {
   const request = c.noop.encodeRequest({
     groupId: 'probe',
     generationId: 0,
@@ -63,7 +71,10 @@ export async function rebalanceLatency(
     cpuProfileDir: shape.cpuProfileDir,
     experiment: shape.experiment,
   });
-  const channels = new BenchChannels(server.target, shape.channels);
+  const channels: UnaryChannels =
+    shape.client === 'http2'
+      ? new Http2Channels(server.target, shape.channels)
+      : new BenchChannels(server.target, shape.channels);
   const c = codecs();
   const rounds = new RoundSet();
   try {
@@ -77,6 +88,7 @@ export async function rebalanceLatency(
         const probe = await server.loopStop();
         rounds.record(`n${size}JoinMs`, timing.joinMs);
         rounds.record(`n${size}SyncMs`, timing.syncMs);
+        rounds.record(`n${size}SendMs`, timing.sendMs);
         // The server's own share: from the last JoinGroup it received to the last JoinGroup it answered.
         rounds.record(`n${size}ServerJoinMs`, probe.lastJoinAnsweredMs - probe.lastJoinReceivedMs);
         rounds.record(`n${size}MaxTaskCpuMs`, probe.maxTaskCpuMs);
@@ -91,7 +103,8 @@ export async function rebalanceLatency(
       }
       const m = (name: string): string => rounds.median(`n${size}${name}`).toFixed(1);
       log(
-        `  ${size} members: join ${m('JoinMs')} ms (server ${m('ServerJoinMs')} ms), sync ${m('SyncMs')} ms, ` +
+        `  ${size} members: sending ${m('SendMs')} ms, then join ${m('JoinMs')} ms (server ${m('ServerJoinMs')} ms), ` +
+          `sync ${m('SyncMs')} ms, ` +
           `longest task ${m('MaxTaskCpuMs')} ms CPU / ${m('MaxLoopDelayMs')} ms loop delay, ` +
           `noop rtt ${rounds.median(`n${size}NoopRttMs`).toFixed(2)} ms`,
       );

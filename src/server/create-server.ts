@@ -14,7 +14,7 @@ import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { BrokerConfig } from '../log';
 import { ReplicaFetcher, ReplicaManager } from '../log';
 import { CONSUMER_OFFSETS_PARTITION_DIR, ConsumerOffsetsStore } from '../log/consumer-offsets';
-import { DEFAULT_FLUSH_INTERVAL_MS } from '../log/storage';
+import { DataDirLock, DEFAULT_FLUSH_INTERVAL_MS } from '../log/storage';
 import type { Time } from '../time';
 import { ManualTime, SYSTEM_TIME } from '../time';
 import { SystemTimer } from '../timer';
@@ -355,6 +355,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     );
   };
   const closeGroupState = (): Promise<void> => groupState?.store.close() ?? Promise.resolve();
+  let dataDirLock: DataDirLock | undefined;
 
   const bind = (): Promise<BoundAddress> =>
     new Promise<BoundAddress>((resolve, reject) => {
@@ -393,6 +394,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     if (starting !== undefined) return starting;
     phase = 'starting';
     starting = (async () => {
+      // First: one process per data directory (a second one appending to the same segments corrupts them).
+      dataDirLock = DataDirLock.acquire(config.dataDir);
       startGroupState();
       // Recover every partition before accepting a call: a Fetch must never see a half-opened log.
       replicaManager.startup();
@@ -453,6 +456,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     closing = (starting ?? Promise.resolve())
       .then(shutdown, shutdown)
       .finally(closeGroupState)
+      // Only once every log is closed: the next server may open the directory from here on.
+      .finally(() => dataDirLock?.release())
       .finally(async () => {
         metrics.stop();
         // Last: /readyz keeps answering 503 and /metrics keeps working while the server drains.

@@ -129,6 +129,26 @@ describe('startServer', () => {
     }
   });
 
+  it('refuses a second server on a data directory in use, and lets one start once the first closed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-start-server-test-'));
+    try {
+      const first = track(await startServer({ dataDir: dir }));
+      await expect(startServer({ dataDir: dir })).rejects.toThrow(
+        /could not start|already in use by another cohort server in this process/,
+      );
+      // The refused server changed nothing: the first still serves.
+      const client = coordinator(first);
+      const join = await client.joinGroup(joinRequest(`start-${++groupCounter}`));
+      expect(join.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
+      await first.close();
+      const second = track(await startServer({ dataDir: dir }));
+      expect(second.dataDir).toBe(dir);
+    } finally {
+      await Promise.all(servers.splice(0).map((server) => server.close()));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('closes once however often close is called, and refuses calls afterwards', async () => {
     const server = track(await startServer());
     const client = coordinator(server);

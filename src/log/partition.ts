@@ -315,9 +315,13 @@ export class Partition {
     this.hw = offset;
   }
 
-  /** Retention: deletes old segments; returns how many. */
+  /**
+   * Retention: deletes old segments; returns how many. Only below the HW, as Kafka: a record the in-sync
+   * replicas have not all fetched is never removed by retention (a follower would find its fetch offset
+   * gone and have to start over from the new log start).
+   */
   deleteOldSegments(): number {
-    const deleted = this.log.deleteOldSegments();
+    const deleted = this.log.deleteOldSegments(this.hw);
     if (deleted > 0) this.hwMetadata = null;
     return deleted;
   }

@@ -362,21 +362,23 @@ export class PartitionLog {
 
   /**
    * Applies retention to a `delete` log: drops the oldest segments whose newest record is older than
-   * retentionMs, then the oldest while the log is larger than retentionBytes; never the active segment.
+   * retentionMs, then the oldest while the log is larger than retentionBytes; never the active segment,
+   * and, as Kafka, only segments wholly below `maxOffset` (the owner passes the high watermark, so
+   * retention never removes records the in-sync followers or consumers have not been able to read).
    * Returns the number of segments deleted.
    */
-  deleteOldSegments(): number {
+  deleteOldSegments(maxOffset: number = Infinity): number {
     this.ensureOpen();
     if (this.config.cleanupPolicy !== 'delete') return 0;
     let deleted = 0;
     const { retentionMs, retentionBytes } = this.config;
     if (retentionMs >= 0) {
       const nowMs = this.time.nowMs();
-      deleted += this.deletePrefix((segment) => nowMs - segment.maxTimestampMs > retentionMs);
+      deleted += this.deletePrefix(maxOffset, (segment) => nowMs - segment.maxTimestampMs > retentionMs);
     }
     if (retentionBytes >= 0) {
       let excessBytes = this.sizeInBytes - retentionBytes;
-      deleted += this.deletePrefix((segment) => {
+      deleted += this.deletePrefix(maxOffset, (segment) => {
         if (excessBytes - segment.sizeInBytes < 0) return false;
         excessBytes -= segment.sizeInBytes;
         return true;
@@ -551,9 +553,14 @@ export class PartitionLog {
     return target;
   }
 
-  private deletePrefix(isDeletable: (segment: LogSegment) => boolean): number {
+  /** Deletes the oldest segments while `isDeletable` holds and the next segment starts at or below maxOffset. */
+  private deletePrefix(maxOffset: number, isDeletable: (segment: LogSegment) => boolean): number {
     let deleted = 0;
-    while (this.segments.length > 1 && isDeletable(this.segments[0]!)) {
+    while (
+      this.segments.length > 1 &&
+      this.segments[1]!.baseOffset <= maxOffset &&
+      isDeletable(this.segments[0]!)
+    ) {
       this.retire(this.segments.shift()!);
       deleted++;
     }

@@ -68,6 +68,45 @@ describe('Partition (leader replication state)', () => {
     expect(partition.highWatermark).toBe(5);
   });
 
+  it('applies retention only to segments wholly below the HW, so followers never lose what they lack', async () => {
+    const small = PartitionLog.open(path.join(dir, 'r-0'), {
+      time,
+      config: { segmentBytes: 150, retentionBytes: 0, retentionMs: -1, flushMessages: 1_000_000 },
+    });
+    try {
+      const partition = new Partition({
+        topic: 'r',
+        partitionIndex: 0,
+        log: small,
+        localNodeId: 0,
+        leaderId: 0,
+        replicas: [0, 1, 2],
+        minInsyncReplicas: 1,
+        replicaLagTimeMaxMs: LAG_MS,
+        nowMs: time.monotonicMs(),
+      });
+      for (let i = 0; i < 10; i++) partition.appendRecordsToLeader([{ value: Buffer.from(`v${i}`) }], 1);
+      const bases = small.segmentBaseOffsets();
+      expect(bases.length).toBeGreaterThan(3);
+      expect(partition.highWatermark).toBe(0);
+      expect(partition.deleteOldSegments()).toBe(0);
+
+      const hw = bases[2]!;
+      partition.updateFollowerFetchState(1, hw, time.monotonicMs());
+      partition.updateFollowerFetchState(2, hw, time.monotonicMs());
+      expect(partition.highWatermark).toBe(hw);
+      expect(partition.deleteOldSegments()).toBe(2);
+      expect(partition.logStartOffset).toBe(hw);
+
+      partition.updateFollowerFetchState(1, 10, time.monotonicMs());
+      partition.updateFollowerFetchState(2, 10, time.monotonicMs());
+      partition.deleteOldSegments();
+      expect(small.segmentBaseOffsets()).toEqual([bases[bases.length - 1]]);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('advances the HW on append alone when the leader is the only in-sync replica', () => {
     const partition = leader([0]);
     append(partition, 2);

@@ -3,7 +3,7 @@ import type { DelayedOperation } from './delayed-operation';
 /**
  * The operations watched under one key, in the order they were watched.
  *
- * Removal leaves a hole (null) that is compacted away once no iteration over the list is running, so a
+ * Removal leaves a hole (null) that is compacted away later, never while an iteration runs, so a
  * callback fired from inside an iteration may watch, complete or cancel operations on this same list
  * without disturbing the loop above it. `size` counts entries (holes excluded), completed or not: a
  * completed operation stays until the list is next checked or purged, as in Kafka.
@@ -104,12 +104,20 @@ export class WatcherList<T extends DelayedOperation> {
     this.onRemoved(1);
   }
 
-  /** Drops the holes, unless an iteration is running over the array (it relies on indexes). */
+  /**
+   * Drops the holes once they are a quarter of the array (or all of it), unless an iteration is running
+   * over the array (it relies on indexes). Compacting on every removal would rewrite the whole list each
+   * time a checkAndComplete completes one operation, and shrinking the array frees capacity that the next
+   * watch must grow back (a copy of the list): O(n) per event. With the quarter rule each compaction pays
+   * for the removals that made it, and a scan skips the holes in between.
+   */
   private compact(): void {
     if (this.iterating > 0 || this.holes === 0) return;
     const ops = this.ops;
     if (this.holes === ops.length) {
       ops.length = 0;
+    } else if (this.holes * 4 < ops.length) {
+      return;
     } else {
       let w = 0;
       for (let r = 0; r < ops.length; r++) {

@@ -234,6 +234,12 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorInfo>> = Object.freeze
     S.INVALID_ARGUMENT,
     'This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker.',
   ),
+  [ErrorCode.KAFKA_STORAGE_ERROR]: row(
+    'KAFKA_STORAGE_ERROR',
+    true,
+    S.UNAVAILABLE,
+    'Disk error when trying to access log file on the disk.',
+  ),
   [ErrorCode.NON_EMPTY_GROUP]: row(
     'NON_EMPTY_GROUP',
     false,

@@ -5,6 +5,9 @@ import { CohortError, ErrorCode } from '../errors';
  * append errors for offset commits (`GroupMetadataManager.maybeConvertOffsetCommitError`): replication
  * trouble means "try the coordinator again", a lost leadership means "find the coordinator again", an
  * oversized batch is the commit's fault. Anything that is not a CohortError is an internal failure.
+ * KAFKA_STORAGE_ERROR differs: Kafka answers NOT_COORDINATOR, since another broker takes the coordinator
+ * over; cohort has one coordinator and its offline log stays offline until a restart, so a retriable
+ * code would only make clients retry in vain.
  */
 export function storeErrorCode(error: unknown): ErrorCode {
   if (!(error instanceof CohortError)) return ErrorCode.UNKNOWN_SERVER_ERROR;
@@ -19,6 +22,7 @@ export function storeErrorCode(error: unknown): ErrorCode {
     case ErrorCode.RECORD_LIST_TOO_LARGE:
     case ErrorCode.INVALID_FETCH_SIZE:
       return ErrorCode.INVALID_COMMIT_OFFSET_SIZE;
+    case ErrorCode.KAFKA_STORAGE_ERROR:
     case ErrorCode.NONE:
       return ErrorCode.UNKNOWN_SERVER_ERROR;
     default:
@@ -46,6 +50,7 @@ export function storeGroupErrorCode(error: unknown): ErrorCode {
     case ErrorCode.MESSAGE_TOO_LARGE:
     case ErrorCode.RECORD_LIST_TOO_LARGE:
     case ErrorCode.INVALID_FETCH_SIZE:
+    case ErrorCode.KAFKA_STORAGE_ERROR:
     case ErrorCode.NONE:
       return ErrorCode.UNKNOWN_SERVER_ERROR;
     default:

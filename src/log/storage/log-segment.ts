@@ -210,7 +210,7 @@ export class LogSegment {
       } catch {
         // ignored: the original error is the one to report
       }
-      throw new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `append to ${this.logPath} failed`, {
+      throw new CohortError(ErrorCode.KAFKA_STORAGE_ERROR, `append to ${this.logPath} failed`, {
         cause: error,
       });
     }

@@ -539,7 +539,7 @@ export class PartitionLog {
       if (isDirectoryDirty) await fsyncDirectory(this.dir);
     } catch (error) {
       throw new CohortError(
-        ErrorCode.UNKNOWN_SERVER_ERROR,
+        ErrorCode.KAFKA_STORAGE_ERROR,
         `fsync in ${this.dir} failed; the log is offline`,
         {
           cause: error,
@@ -700,7 +700,7 @@ export class PartitionLog {
     if (this.isClosed || this.isClosing) throw closedError(this.dir);
     if (this.isOffline) {
       throw new CohortError(
-        ErrorCode.UNKNOWN_SERVER_ERROR,
+        ErrorCode.KAFKA_STORAGE_ERROR,
         `log ${this.dir} is offline after an fsync failure`,
         {
           cause: this.groupCommit.error,

@@ -386,6 +386,27 @@ describe('PartitionLog', () => {
       expect(log.maybeFlush()).toBeNull();
     });
 
+    test('a failed fsync takes the log offline: its waiters and every later append get KAFKA_STORAGE_ERROR', async () => {
+      const log = fixture.open();
+      await log.flush();
+      // The module object itself (an `import *` namespace cannot be spied on); file-io reads it per call.
+      const nodeFs = jest.requireActual<typeof fs>('node:fs');
+      const fsync = jest
+        .spyOn(nodeFs, 'fsync')
+        .mockImplementation(((_fd: number, callback: (e: Error) => void) =>
+          callback(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }))) as typeof fs.fsync);
+      try {
+        const info = log.append([record('lost?')]);
+        expect(await rejectionCode(info.flushed as Promise<void>)).toBe(ErrorCode.KAFKA_STORAGE_ERROR);
+        expect(codeOf(() => log.append([record('after')]))).toBe(ErrorCode.KAFKA_STORAGE_ERROR);
+        // Nothing written after the failure, and nothing reported durable that was not.
+        expect(log.logEndOffset).toBe(1);
+        expect(log.recoveryPoint).toBe(0);
+      } finally {
+        fsync.mockRestore();
+      }
+    });
+
     test('an explicit flush of an offset beyond the log is OFFSET_OUT_OF_RANGE', async () => {
       const log = fixture.open();
       expect(await rejectionCode(log.flush(5))).toBe(ErrorCode.OFFSET_OUT_OF_RANGE);

@@ -194,7 +194,8 @@ export class Partition {
         `${this.key} has ${this.isrIds.length} in-sync replicas; acks=-1 needs ${this.minInsyncReplicas}`,
       );
     }
-    return this.log.append(records);
+    // acks=0: nobody waits for this append, so it asks for no fsync of its own (PartitionLog.append).
+    return this.log.append(records, requiredAcks !== 0);
   }
 
   /**

@@ -202,8 +202,13 @@ export class PartitionLog {
    * a timestamp get the append time. Throws CohortError: INVALID_RECORD (no records, or a keyless record
    * in a compacted log), INVALID_TIMESTAMP, MESSAGE_TOO_LARGE (batch > maxMessageBytes),
    * RECORD_LIST_TOO_LARGE (batch > segmentBytes).
+   *
+   * `isAcknowledged` false (a producer's acks=0: nobody waits for the append) never asks for an fsync of
+   * its own: its records count toward `flushMessages` and become durable with the next fsync (an
+   * acknowledged append's, the flush interval's, an explicit flush, or close). Fire-and-forget producers
+   * would otherwise cost an fsync per request without anyone gaining a guarantee from it.
    */
-  append(records: readonly SimpleRecord[]): LogAppendInfo {
+  append(records: readonly SimpleRecord[], isAcknowledged = true): LogAppendInfo {
     this.ensureWritable();
     if (records.length === 0)
       throw new CohortError(ErrorCode.INVALID_RECORD, 'an append needs at least one record');
@@ -219,7 +224,7 @@ export class PartitionLog {
         `batch of ${batch.sizeInBytes} bytes exceeds maxMessageBytes ${this.config.maxMessageBytes}`,
       );
     }
-    return this.appendBatch(batch, logAppendTimeMs);
+    return this.appendBatch(batch, logAppendTimeMs, isAcknowledged);
   }
 
   /**
@@ -240,7 +245,7 @@ export class PartitionLog {
     }
     this.checkKeys(records);
     const batch = RecordBatch.encode(records, { baseOffset: firstOffset });
-    return this.appendBatch(batch, this.time.nowMs());
+    return this.appendBatch(batch, this.time.nowMs(), true);
   }
 
   /**
@@ -479,7 +484,7 @@ export class PartitionLog {
     return this.segments[this.segments.length - 1]!;
   }
 
-  private appendBatch(batch: RecordBatch, logAppendTimeMs: number): LogAppendInfo {
+  private appendBatch(batch: RecordBatch, logAppendTimeMs: number, isAcknowledged: boolean): LogAppendInfo {
     if (batch.sizeInBytes > this.config.segmentBytes) {
       throw new CohortError(
         ErrorCode.RECORD_LIST_TOO_LARGE,
@@ -491,7 +496,7 @@ export class PartitionLog {
     const lastOffset = batch.lastOffset;
     let flushed: Promise<void> | null = null;
     const unflushedMessages = batch.nextOffset - Math.max(this.recoveryPoint, this.flushRequestedOffset);
-    if (unflushedMessages >= this.config.flushMessages) {
+    if (isAcknowledged && unflushedMessages >= this.config.flushMessages) {
       flushed = this.flush(lastOffset);
       // The caller may not await it (acks=0); a failure must not become an unhandled rejection.
       flushed.catch(ignore);

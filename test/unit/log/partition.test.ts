@@ -215,6 +215,32 @@ describe('Partition (leader replication state)', () => {
     });
   });
 
+  it('asks the log for an fsync for acks 1 and -1, and none for acks=0, which nobody waits on', async () => {
+    // The default flush policy (flushMessages 1), unlike the other tests here.
+    const durable = PartitionLog.open(path.join(dir, 'd-0'), { time });
+    try {
+      const partition = new Partition({
+        topic: 'd',
+        partitionIndex: 0,
+        log: durable,
+        localNodeId: 0,
+        leaderId: 0,
+        replicas: [0],
+        minInsyncReplicas: 1,
+        replicaLagTimeMaxMs: LAG_MS,
+        nowMs: time.monotonicMs(),
+      });
+      const flushes = [0, 1, -1, 0].map(
+        (acks) => partition.appendRecordsToLeader([{ value: Buffer.from('v') }], acks).flushed,
+      );
+      expect(flushes.map((flushed) => flushed !== null)).toEqual([false, true, true, false]);
+      await Promise.all(flushes);
+      expect(durable.recoveryPoint).toBeGreaterThanOrEqual(3);
+    } finally {
+      await durable.close();
+    }
+  });
+
   it('refuses acks=-1 with too few in-sync replicas before writing anything', () => {
     const partition = leader([0, 1, 2], 3);
     append(partition, 1);

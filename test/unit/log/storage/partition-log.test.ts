@@ -348,6 +348,19 @@ describe('PartitionLog', () => {
       expect(log.recoveryPoint).toBe(100);
     });
 
+    test('an unacknowledged append (acks=0) asks for no fsync; the next acknowledged one covers it', async () => {
+      const log = fixture.open();
+      await log.flush();
+      const before = log.flushCount;
+      const unacknowledged = [log.append([record('fire')], false), log.append([record('forget')], false)];
+      expect(unacknowledged.map((info) => info.flushed)).toEqual([null, null]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect([log.flushCount - before, log.recoveryPoint]).toEqual([0, 0]);
+      const acknowledged = log.append([record('wait')]);
+      await acknowledged.flushed;
+      expect([log.flushCount - before, log.recoveryPoint]).toEqual([1, 3]);
+    });
+
     test('appends made while an fsync runs share the next one', async () => {
       const log = fixture.open();
       const first = log.append([record('first')]);

@@ -92,6 +92,25 @@ describe('the compiled server and health probe (what the Docker image runs)', ()
     expect(gone.stdout).toContain('UNREACHABLE');
   });
 
+  it('runs the compiled server through the compiled CLI (cohort serve), which passes SIGTERM on', async () => {
+    cohort = spawnCohort(
+      ['serve', '--listen', '127.0.0.1:0'],
+      {},
+      { script: join(outDir, 'src', 'cli', 'main.js') },
+    );
+    const { address } = await cohort.waitForLog('cohort listening');
+    await cohort.waitForLog('cohort ready');
+    const client = groupCoordinatorClient(address as string);
+    try {
+      expect(await client.listGroups({})).toEqual({ errorCode: ErrorCode.NONE, groups: [] });
+    } finally {
+      client.close();
+    }
+    cohort.child.kill('SIGTERM');
+    expect(await cohort.exited).toEqual({ code: 0, signal: null });
+    expect(cohort.stderr()).toBe('');
+  });
+
   it('exits 2 for arguments it does not understand', async () => {
     const result = await probe(['--adress', '127.0.0.1:1']);
     expect(result.code).toBe(2);

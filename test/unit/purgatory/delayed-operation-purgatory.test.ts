@@ -136,6 +136,25 @@ describe('DelayedOperationPurgatory', () => {
     expect(purgatory.watchedKeys).toBe(1);
   });
 
+  it('with many operations pending, purges only once the completed ones outnumber them', () => {
+    const { purgatory, op } = setup(10);
+    const pending = Array.from({ length: 100 }, () => op(100_000));
+    pending.forEach((r, i) => purgatory.tryCompleteElseWatch(r, [`p${i % 7}`, 'shared']));
+    const completed = Array.from({ length: 100 }, () => op(100_000));
+    completed.forEach((r, i) => purgatory.tryCompleteElseWatch(r, [`c${i % 5}`, 'shared']));
+    // 60 completed: more than purgeInterval (10), fewer than the 140 pending. Kafka would purge here and
+    // visit all 400 entries to remove 120; cohort waits.
+    completed.slice(0, 60).forEach((r) => r.forceComplete());
+    purgatory.checkAndComplete('unrelated');
+    expect(purgatory.watched).toBe(400);
+    // 141 completed against 59 pending: the next calls purge every completed entry.
+    pending.slice(0, 41).forEach((r) => r.forceComplete());
+    completed.slice(60).forEach((r) => r.forceComplete());
+    for (let i = 0; i < 5; i++) purgatory.checkAndComplete('unrelated');
+    expect(purgatory.numDelayed).toBe(59);
+    expect(purgatory.watched).toBe(59 * 2);
+  });
+
   it('bounds the work of one purge step and finishes the purge over later calls', () => {
     const small = new DelayedOperationPurgatory<MockDelayedOperation>(
       'small',

@@ -64,16 +64,21 @@ describe('the compiled server and health probe (what the Docker image runs)', ()
     return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
   }
 
-  it('serves from dist/ with the contract found there, answers the probe SERVING, and exits 0 on SIGTERM', async () => {
-    cohort = spawnCohort(['--listen', '127.0.0.1:0'], {}, { script: join(outDir, 'src', 'main.js') });
-    const { address, port } = await cohort.waitForLog('cohort listening');
-    await cohort.waitForLog('cohort ready');
-    const client = groupCoordinatorClient(address as string);
+  /** The server at `address` answers a real GroupCoordinator call: no groups yet. */
+  async function expectServesNoGroups(address: string): Promise<void> {
+    const client = groupCoordinatorClient(address);
     try {
       expect(await client.listGroups({})).toEqual({ errorCode: ErrorCode.NONE, groups: [] });
     } finally {
       client.close();
     }
+  }
+
+  it('serves from dist/ with the contract found there, answers the probe SERVING, and exits 0 on SIGTERM', async () => {
+    cohort = spawnCohort(['--listen', '127.0.0.1:0'], {}, { script: join(outDir, 'src', 'main.js') });
+    const { address, port } = await cohort.waitForLog('cohort listening');
+    await cohort.waitForLog('cohort ready');
+    await expectServesNoGroups(address as string);
 
     expect(await probe(['--address', address as string])).toEqual({
       code: 0,
@@ -100,12 +105,7 @@ describe('the compiled server and health probe (what the Docker image runs)', ()
     );
     const { address } = await cohort.waitForLog('cohort listening');
     await cohort.waitForLog('cohort ready');
-    const client = groupCoordinatorClient(address as string);
-    try {
-      expect(await client.listGroups({})).toEqual({ errorCode: ErrorCode.NONE, groups: [] });
-    } finally {
-      client.close();
-    }
+    await expectServesNoGroups(address as string);
     cohort.child.kill('SIGTERM');
     expect(await cohort.exited).toEqual({ code: 0, signal: null });
     expect(cohort.stderr()).toBe('');

@@ -25,11 +25,11 @@ describe('Partition (leader replication state)', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  function leader(replicas = [0, 1, 2], minInsyncReplicas = 1): Partition {
+  function leader(replicas = [0, 1, 2], minInsyncReplicas = 1, on: PartitionLog = log): Partition {
     return new Partition({
       topic: 't',
       partitionIndex: 0,
-      log,
+      log: on,
       localNodeId: 0,
       leaderId: 0,
       replicas,
@@ -74,17 +74,7 @@ describe('Partition (leader replication state)', () => {
       config: { segmentBytes: 150, retentionBytes: 0, retentionMs: -1, flushMessages: 1_000_000 },
     });
     try {
-      const partition = new Partition({
-        topic: 'r',
-        partitionIndex: 0,
-        log: small,
-        localNodeId: 0,
-        leaderId: 0,
-        replicas: [0, 1, 2],
-        minInsyncReplicas: 1,
-        replicaLagTimeMaxMs: LAG_MS,
-        nowMs: time.monotonicMs(),
-      });
+      const partition = leader([0, 1, 2], 1, small);
       for (let i = 0; i < 10; i++) partition.appendRecordsToLeader([{ value: Buffer.from(`v${i}`) }], 1);
       const bases = small.segmentBaseOffsets();
       expect(bases.length).toBeGreaterThan(3);
@@ -219,17 +209,7 @@ describe('Partition (leader replication state)', () => {
     // The default flush policy (flushMessages 1), unlike the other tests here.
     const durable = PartitionLog.open(path.join(dir, 'd-0'), { time });
     try {
-      const partition = new Partition({
-        topic: 'd',
-        partitionIndex: 0,
-        log: durable,
-        localNodeId: 0,
-        leaderId: 0,
-        replicas: [0],
-        minInsyncReplicas: 1,
-        replicaLagTimeMaxMs: LAG_MS,
-        nowMs: time.monotonicMs(),
-      });
+      const partition = leader([0], 1, durable);
       const flushes = [0, 1, -1, 0].map(
         (acks) => partition.appendRecordsToLeader([{ value: Buffer.from('v') }], acks).flushed,
       );

@@ -139,6 +139,8 @@ export async function cleanGroup(
         }),
       );
     }
+    // The cleaned segment replaces older ones and takes no appends: it keeps no tail batch in memory.
+    cleaned.releaseTail();
     await cleaned.flush();
     if (!(await pause())) return null;
     isDone = true;

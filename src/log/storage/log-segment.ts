@@ -28,8 +28,12 @@ import {
  * apart and the first batch never needs one).
  *
  * Read by offset: the index gives the last indexed batch at or below the offset; batch headers are
- * scanned from there to the first batch whose last offset reaches it; whole batches are read from that
- * position on.
+ * scanned from there (read a chunk at a time, not one read per header) to the first batch whose last
+ * offset reaches it; whole batches are read from that position on. The batch this process appended last
+ * is also kept in memory while it is the segment's tail (up to TAIL_BATCH_MAX_BYTES): readers that
+ * follow the log — a consumer woken by that append, a follower fetching at its LEO — get it without any
+ * file read. Kafka leaves this to the page cache; here each read is a system call, and a woken long poll
+ * would otherwise pay a dozen of them to find a batch it was just handed.
  *
  * Recovery of the tail (on every open, and after a truncation): the index is sanitized and its last
  * entry must point at a batch header carrying exactly its offset, else it is dropped. Batches are then
@@ -41,6 +45,15 @@ import {
  * appended since the index was last written.
  */
 const SCAN_CHUNK_BYTES = 1 << 20;
+/**
+ * Headers are looked for in reads of this size: the batch holding an offset starts less than one index
+ * interval (4 KiB by default) plus one batch after the indexed position, so one read usually covers it.
+ */
+const HEADER_SCAN_CHUNK_BYTES = 8192;
+/** Shared by every segment: reads are synchronous and the scan never yields, so no two scans overlap. */
+const headerScanChunk = Buffer.allocUnsafe(HEADER_SCAN_CHUNK_BYTES);
+/** The last appended batch is kept in memory only up to this size (one per partition's active segment). */
+export const TAIL_BATCH_MAX_BYTES = 64 * 1024;
 /** baseOffset, batchLength, magic, crc, attributes, lastOffsetDelta: enough to find a batch's range. */
 const HEADER_PREFIX_BYTES = 23;
 const TWO_POW_32 = 0x1_0000_0000;
@@ -67,6 +80,9 @@ export class LogSegment {
   private bytesSinceLastIndexEntry = 0;
   private logDirty = false;
   private readonly headerScratch = Buffer.allocUnsafe(HEADER_PREFIX_BYTES);
+  /** The last batch appended by this process, while it is the last in the file; null otherwise. */
+  private tail: RecordBatch | null = null;
+  private tailPosition = -1;
   /** Bytes cut off the tail when the segment was opened (0 after a clean shutdown). */
   readonly truncatedOnOpenBytes: number;
 
@@ -217,6 +233,12 @@ export class LogSegment {
     this.size += batch.sizeInBytes;
     this.logDirty = true;
     this.next = batch.nextOffset;
+    if (batch.sizeInBytes <= TAIL_BATCH_MAX_BYTES) {
+      this.tail = batch;
+      this.tailPosition = position;
+    } else {
+      this.releaseTail();
+    }
     if (batch.maxTimestampMs > this.maxTimestamp) this.maxTimestamp = batch.maxTimestampMs;
     if (this.bytesSinceLastIndexEntry > this.indexIntervalBytes) {
       this.index.append(baseOffset, position, this.maxTimestamp);
@@ -231,16 +253,30 @@ export class LogSegment {
    */
   translateOffset(offset: number): number {
     if (offset >= this.next) return -1;
+    if (this.tail !== null && offset >= this.tail.baseOffset) return this.tailPosition;
     const entry = this.index.lookup(offset);
     let position = entry >= 0 ? this.index.positionAt(entry) : 0;
-    const header = this.headerScratch;
+    const chunk = headerScanChunk;
+    let chunkStart = position;
+    let chunkLength = 0;
     while (position < this.size) {
-      const read = fs.readSync(this.fd, header, 0, HEADER_PREFIX_BYTES, position);
-      if (read < HEADER_PREFIX_BYTES) break;
+      let at = position - chunkStart;
+      if (at + HEADER_PREFIX_BYTES > chunkLength) {
+        chunkLength = fs.readSync(
+          this.fd,
+          chunk,
+          0,
+          Math.min(HEADER_SCAN_CHUNK_BYTES, this.size - position),
+          position,
+        );
+        chunkStart = position;
+        at = 0;
+        if (chunkLength < HEADER_PREFIX_BYTES) break;
+      }
       const lastOffset =
-        header.readUInt32BE(0) * TWO_POW_32 + header.readUInt32BE(4) + header.readInt32BE(19);
+        chunk.readUInt32BE(at) * TWO_POW_32 + chunk.readUInt32BE(at + 4) + chunk.readInt32BE(at + 19);
       if (lastOffset >= offset) return position;
-      position += LOG_OVERHEAD + header.readInt32BE(8);
+      position += LOG_OVERHEAD + chunk.readInt32BE(at + 8);
     }
     return -1;
   }
@@ -254,6 +290,14 @@ export class LogSegment {
   read(startOffset: number, maxBytes: number, maxOffset: number, minOneMessage: boolean): SegmentReadResult {
     const start = this.translateOffset(startOffset);
     if (start < 0) return { batches: [], sizeInBytes: 0, firstPosition: -1 };
+    if (start === this.tailPosition && this.tail !== null) {
+      // What the file read below would return for the last batch, without reading it.
+      const tail = this.tail;
+      const isReturned = tail.baseOffset < maxOffset && (tail.sizeInBytes <= maxBytes || minOneMessage);
+      return isReturned
+        ? { batches: [tail], sizeInBytes: tail.sizeInBytes, firstPosition: start }
+        : { batches: [], sizeInBytes: 0, firstPosition: start };
+    }
     const available = this.size - start;
     let buffer = readAt(this.fd, start, Math.min(available, Math.max(maxBytes, 0)));
     let batches = this.parseBatches(buffer, maxOffset);
@@ -318,6 +362,7 @@ export class LogSegment {
   truncateTo(offset: number): number {
     const position = this.translateOffset(Math.max(offset, this.baseOffset));
     if (position < 0) return 0;
+    this.releaseTail();
     const before = this.size;
     let replacement: RecordBatch | null = null;
     const [straddling] = this.batchesFrom(position);
@@ -346,6 +391,7 @@ export class LogSegment {
    * rebuilds the index past that entry, and restores nextOffset and maxTimestampMs. Returns bytes cut.
    */
   recover(): number {
+    this.releaseTail();
     const before = this.size;
     this.index.sanitize(this.size);
     for (;;) {
@@ -392,7 +438,14 @@ export class LogSegment {
     return this.fd < 0;
   }
 
+  /** Drops the in-memory copy of the last batch (the segment stopped being the active one, or changed). */
+  releaseTail(): void {
+    this.tail = null;
+    this.tailPosition = -1;
+  }
+
   close(): void {
+    this.releaseTail();
     if (this.fd < 0) return;
     fs.closeSync(this.fd);
     this.fd = -1;
@@ -490,6 +543,7 @@ export class LogSegment {
 
   private cutAt(position: number): void {
     if (position >= this.size) return;
+    this.releaseTail();
     this.index.truncateToPosition(position);
     fs.ftruncateSync(this.fd, position);
     this.size = position;

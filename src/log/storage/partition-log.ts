@@ -528,6 +528,7 @@ export class PartitionLog {
       if (active.baseOffset !== fresh.baseOffset) this.retire(active);
       else this.retireWithoutDeleting(active);
     } else {
+      active.releaseTail();
       this.segments.push(fresh);
     }
   }

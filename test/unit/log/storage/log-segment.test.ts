@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import fc from 'fast-check';
 import { CohortError, ErrorCode } from '../../../../src/errors';
 import { LogSegment } from '../../../../src/log/storage/log-segment';
 import { RecordBatch } from '../../../../src/log/storage/record-batch';
@@ -164,9 +165,10 @@ describe('LogSegment', () => {
 
   test('a batch whose bytes changed after it was written is CORRUPT_MESSAGE when read', () => {
     const segment = create();
-    appendBatch(segment, 1);
+    const first = appendBatch(segment, 1);
+    appendBatch(segment, 1); // the tail batch is served from memory; the first one is read from the file
     const fd = fs.openSync(segment.path, 'r+');
-    fs.writeSync(fd, Buffer.from([0xff]), 0, 1, segment.sizeInBytes - 1);
+    fs.writeSync(fd, Buffer.from([0xff]), 0, 1, first.sizeInBytes - 1);
     fs.closeSync(fd);
     try {
       segment.read(0, 1 << 20, Number.MAX_SAFE_INTEGER, true);
@@ -174,5 +176,141 @@ describe('LogSegment', () => {
     } catch (error) {
       expect((error as CohortError).code).toBe(ErrorCode.CORRUPT_MESSAGE);
     }
+  });
+
+  describe('reads of the tail', () => {
+    // The module object itself (an `import *` namespace cannot be spied on); log-segment reads it per call.
+    const nodeFs = jest.requireActual<typeof fs>('node:fs');
+    afterEach(() => jest.restoreAllMocks());
+
+    test('the batch appended last is read without a file read; an earlier one with one read to find it', () => {
+      const segment = create();
+      for (let i = 0; i < 30; i++) appendBatch(segment, 2);
+      const reads = jest.spyOn(nodeFs, 'readSync');
+      const tail = segment.read(59, 1 << 20, Number.MAX_SAFE_INTEGER, true);
+      expect(offsetsOf(tail.batches)).toEqual([58, 59]);
+      expect(reads).not.toHaveBeenCalled();
+      // Thirty headers lie between the start and offset 40: one chunked read finds its batch, one reads it.
+      const earlier = segment.read(40, 1 << 20, Number.MAX_SAFE_INTEGER, true);
+      expect(offsetsOf(earlier.batches)[0]).toBe(40);
+      expect(reads).toHaveBeenCalledTimes(2);
+    });
+
+    test('after a truncation or a reopen the tail comes from the file again', () => {
+      const segment = create();
+      appendBatch(segment, 3);
+      appendBatch(segment, 3);
+      segment.truncateTo(4);
+      const reads = jest.spyOn(nodeFs, 'readSync');
+      expect(offsetsOf(segment.read(3, 1 << 20, Number.MAX_SAFE_INTEGER, true).batches)).toEqual([3]);
+      expect(reads).toHaveBeenCalled();
+      reads.mockClear();
+      appendBatch(segment, 2);
+      expect(offsetsOf(segment.read(5, 1 << 20, Number.MAX_SAFE_INTEGER, true).batches)).toEqual([4, 5]);
+      expect(reads).not.toHaveBeenCalled();
+      const reopened = reopen(segment);
+      expect(offsetsOf(reopened.read(5, 1 << 20, Number.MAX_SAFE_INTEGER, true).batches)).toEqual([4, 5]);
+      expect(reads).toHaveBeenCalled();
+    });
+
+    test('the header scan finds every batch when headers straddle its read chunks', () => {
+      const segment = create(0, 1 << 30); // no index entries: every lookup scans from the start
+      const starts: number[] = [];
+      let position = 0;
+      for (let i = 0; i < 400; i++) {
+        const batch = RecordBatch.encode([{ offset: i, timestampMs: 1, value: Buffer.alloc(i % 61) }], {
+          baseOffset: i,
+        });
+        segment.append(batch);
+        starts.push(position);
+        position += batch.sizeInBytes;
+      }
+      expect(position).toBeGreaterThan(3 * 8192);
+      for (let offset = 0; offset < 400; offset++)
+        expect(segment.translateOffset(offset)).toBe(starts[offset]);
+    });
+
+    test('reads match a model of the file for any appends, truncations and read limits', () => {
+      const step = fc.oneof(
+        fc.record({
+          kind: fc.constant('append' as const),
+          count: fc.integer({ min: 1, max: 4 }),
+          gap: fc.integer({ min: 0, max: 2 }),
+          // Many small batches, so headers straddle the scan's 8 KiB chunks; past 64 KiB no tail is kept.
+          valueBytes: fc.oneof(
+            { weight: 6, arbitrary: fc.integer({ min: 0, max: 200 }) },
+            { weight: 3, arbitrary: fc.integer({ min: 0, max: 3_000 }) },
+            { weight: 1, arbitrary: fc.constant(70_000) },
+          ),
+        }),
+        fc.record({ kind: fc.constant('truncate' as const), back: fc.integer({ min: 0, max: 6 }) }),
+      );
+      const readArgs = fc.record({
+        at: fc.double({ min: 0, max: 1, noNaN: true }),
+        maxBytes: fc.oneof(fc.constant(1 << 20), fc.integer({ min: 0, max: 12_000 })),
+        maxOffsetBack: fc.integer({ min: -1, max: 5 }),
+        minOneMessage: fc.boolean(),
+      });
+      fc.assert(
+        fc.property(
+          fc.array(step, { minLength: 1, maxLength: 60 }),
+          fc.integer({ min: 64, max: 20_000 }),
+          fc.array(readArgs, { minLength: 1, maxLength: 8 }),
+          (steps, indexIntervalBytes, reads) => {
+            const segment = create(100, indexIntervalBytes);
+            for (const s of steps) {
+              if (s.kind === 'append') {
+                const baseOffset = segment.nextOffset + s.gap;
+                const records = Array.from({ length: s.count }, (_, i) => ({
+                  offset: baseOffset + i,
+                  timestampMs: 1,
+                  value: Buffer.alloc(i === 0 ? s.valueBytes : 1, baseOffset % 251),
+                }));
+                segment.append(RecordBatch.encode(records, { baseOffset }));
+              } else {
+                segment.truncateTo(Math.max(100, segment.nextOffset - s.back));
+              }
+            }
+            // The model: every batch in the file, with its position, read from the start.
+            const onFile: { batch: RecordBatch; position: number }[] = [];
+            let position = 0;
+            for (const batch of segment.batchesFrom(0)) {
+              onFile.push({ batch, position });
+              position += batch.sizeInBytes;
+            }
+            for (const r of reads) {
+              const offset = 100 + Math.floor(r.at * (segment.nextOffset - 100));
+              const maxOffset =
+                r.maxOffsetBack < 0 ? Number.MAX_SAFE_INTEGER : segment.nextOffset - r.maxOffsetBack;
+              const first = onFile.findIndex(({ batch }) => batch.lastOffset >= offset);
+              const expected: RecordBatch[] = [];
+              let bytes = 0;
+              for (let i = first; first >= 0 && i < onFile.length; i++) {
+                const batch = onFile[i]!.batch;
+                if (batch.baseOffset >= maxOffset || bytes + batch.sizeInBytes > r.maxBytes) break;
+                expected.push(batch);
+                bytes += batch.sizeInBytes;
+              }
+              if (
+                first >= 0 &&
+                expected.length === 0 &&
+                r.minOneMessage &&
+                onFile[first]!.batch.baseOffset < maxOffset
+              )
+                expected.push(onFile[first]!.batch);
+              const read = segment.read(offset, r.maxBytes, maxOffset, r.minOneMessage);
+              expect(segment.translateOffset(offset)).toBe(first < 0 ? -1 : onFile[first]!.position);
+              expect(read.firstPosition).toBe(first < 0 ? -1 : onFile[first]!.position);
+              expect(read.batches.map((batch) => batch.buffer)).toEqual(
+                expected.map((batch) => batch.buffer),
+              );
+              expect(read.sizeInBytes).toBe(expected.reduce((sum, batch) => sum + batch.sizeInBytes, 0));
+            }
+            segment.close();
+          },
+        ),
+        { numRuns: 60 },
+      );
+    });
   });
 });

@@ -5,10 +5,12 @@
  *    one 100-byte record) moves the HW; each sample is the time from sending the Produce to one parked
  *    Fetch's response. The baseline is a bare grpc-js server (bench/log-bare-server.ts) whose `Park` calls
  *    hold their callbacks until a `Release` call answers them all: the time from sending Release to each
- *    parked call's response. Both servers are child processes on 127.0.0.1; this process is the client
- *    and decodes neither side's responses (raw bytes), so the comparison is of the servers' wake paths.
- *    The sides alternate round by round. Target: cohort ≤ 1.3 × bare at p50 and p99. The children load
- *    TypeScript through bench/group/transpile-hook.js, not ts-node, which would slow both servers.
+ *    parked call's response. Both servers are child processes on 127.0.0.1; this process is the client,
+ *    and it encodes the Produce before the clock starts and decodes neither side's responses (raw bytes),
+ *    so the comparison is of the servers' wake paths. Both servers first answer 1,000 quick rounds
+ *    (warm-up: steady state, not a fresh process's first calls); then the sides alternate round by round.
+ *    Target: cohort ≤ 1.3 × bare at p50 and p99. The children load TypeScript through
+ *    bench/group/transpile-hook.js, not ts-node, which would slow both servers.
  * 2. Produce throughput, acks=1, 1 KB records, fsync before every acknowledgement (the default flush
  *    policy): 32 requests in flight for a few seconds, with 1 and with 100 records per request.
  * 3. acks=-1 latency with two followers (child processes on loopback) against acks=1 on the same
@@ -57,7 +59,14 @@ const WAKE_CASES: readonly { parked: number; rounds: number }[] = QUICK
       { parked: 100, rounds: 40 },
       { parked: 1_000, rounds: 12 },
     ];
-const WAKE_WARMUP_ROUNDS = 3;
+/**
+ * Warm-up: both servers first answer this many one-call rounds, a few milliseconds apart, so that what is
+ * measured is their steady state (code compiled by V8's optimizing tiers), not the first few hundred calls
+ * of a fresh process; then each case starts with WAKE_CASE_WARMUP_ROUNDS rounds of its own.
+ */
+const WAKE_WARMUP_ROUNDS = QUICK ? 200 : 1_000;
+const WAKE_WARMUP_SETTLE_MS = 2;
+const WAKE_CASE_WARMUP_ROUNDS = 3;
 /** How long after the last Fetch is sent before the Produce goes out: every call has parked by then. */
 const PARK_SETTLE_MS = (parked: number): number => 30 + Math.ceil(parked / 10);
 const THROUGHPUT_SECONDS = QUICK ? 1 : 3;
@@ -131,15 +140,21 @@ function unary(client: Client, method: string): (request: unknown) => Promise<un
     });
 }
 
-/** A Broker client; with `rawFetch`, Fetch responses stay undecoded bytes. */
-function brokerClient(port: number, rawFetch: boolean) {
+/**
+ * A Broker client. With `raw` (the wake section's client) no encoding or decoding falls inside a timed
+ * span, as on the bare side: `produceBytes` sends a request encoded beforehand with `encodeProduce`, and
+ * Fetch responses stay undecoded bytes.
+ */
+function brokerClient(port: number, raw: boolean) {
   const broker = loadCohortProtos().broker;
   const definition: Record<string, MethodDefinition<unknown, unknown>> = {};
   for (const [name, method] of Object.entries(broker))
     definition[name] = method as MethodDefinition<unknown, unknown>;
-  if (rawFetch) {
+  const produce = broker.Produce as MethodDefinition<unknown, unknown>;
+  if (raw) {
     const fetch = broker.Fetch as MethodDefinition<unknown, unknown>;
     definition.Fetch = { ...fetch, responseDeserialize: (bytes: Buffer) => bytes };
+    definition.ProduceBytes = { ...produce, requestSerialize: (bytes: unknown) => bytes as Buffer };
   }
   const Ctor = makeGenericClientConstructor(definition as ServiceDefinition, 'cohort.v1.Broker');
   const client = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure(), {
@@ -150,6 +165,10 @@ function brokerClient(port: number, rawFetch: boolean) {
     createTopics: unary(client, 'CreateTopics'),
     metadata: unary(client, 'Metadata'),
     produce: unary(client, 'Produce') as (request: unknown) => Promise<ProduceResponse>,
+    encodeProduce: (request: unknown): Buffer => produce.requestSerialize(request),
+    produceBytes: (raw ? unary(client, 'ProduceBytes') : undefined) as (
+      bytes: Buffer,
+    ) => Promise<ProduceResponse>,
     fetch: unary(client, 'Fetch'),
   };
 }
@@ -197,17 +216,21 @@ function percentiles(samples: number[]): { p50: number; p99: number } {
 // --- 1. long-poll wake ---
 
 interface WakeSide {
-  /** Parks `parked` calls; resolves with the wake latencies (ms) once all have been answered. */
-  round(parked: number): Promise<number[]>;
+  /**
+   * Parks `parked` calls, waits `settleMs`, and wakes them; resolves with the wake latencies (ms) once
+   * all have been answered.
+   */
+  round(parked: number, settleMs?: number): Promise<number[]>;
 }
 
 function cohortWakeSide(port: number): WakeSide {
   const client = brokerClient(port, true);
   let offset = 0;
   return {
-    async round(parked) {
+    async round(parked, settleMs = PARK_SETTLE_MS(parked)) {
       const latencies: number[] = [];
       let sentAt = 0;
+      const produceBytes = client.encodeProduce(produceRequest('wake', 0, 1, RECORD_100B));
       const responses = Array.from({ length: parked }, () =>
         client
           .fetch({
@@ -228,9 +251,9 @@ function cohortWakeSide(port: number): WakeSide {
               throw new Error('a woken fetch carried no record');
           }),
       );
-      await sleep(PARK_SETTLE_MS(parked));
+      await sleep(settleMs);
       sentAt = performance.now();
-      const produced = client.produce(produceRequest('wake', 0, 1, RECORD_100B));
+      const produced = client.produceBytes(produceBytes);
       await Promise.all(responses);
       offset = checkProduced(await produced) + 1;
       return latencies;
@@ -243,14 +266,20 @@ function bareWakeSide(port: number): WakeSide {
   const client = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure());
   const park = unary(client, 'Park');
   const release = unary(client, 'Release');
+  const count = unary(client, 'Count');
   return {
-    async round(parked) {
+    async round(parked, settleMs = PARK_SETTLE_MS(parked)) {
       const latencies: number[] = [];
       let sentAt = 0;
       const responses = Array.from({ length: parked }, () =>
         park(Buffer.alloc(0)).then(() => latencies.push(performance.now() - sentAt)),
       );
-      await sleep(PARK_SETTLE_MS(parked));
+      await sleep(settleMs);
+      // A warm-up round's short settle may end before every Park arrived (Release answers only those that
+      // did). Measured rounds do not ask: a call just before Release would wake the server up for it.
+      if (settleMs < PARK_SETTLE_MS(parked)) {
+        while (Number(String(await count(Buffer.alloc(0)))) < parked) await sleep(1);
+      }
       sentAt = performance.now();
       const released = Number(String(await release(Buffer.alloc(0))));
       await Promise.all(responses);
@@ -267,8 +296,12 @@ async function benchWake(cohort: WakeSide, bare: WakeSide): Promise<Record<strin
   const rows: (string | number)[][] = [
     ['parked', 'cohort p50', 'cohort p99', 'bare p50', 'bare p99', 'p50 ratio', 'p99 ratio', 'target'],
   ];
+  for (let i = 0; i < WAKE_WARMUP_ROUNDS; i++) {
+    await cohort.round(1, WAKE_WARMUP_SETTLE_MS);
+    await bare.round(1, WAKE_WARMUP_SETTLE_MS);
+  }
   for (const { parked, rounds } of WAKE_CASES) {
-    for (let i = 0; i < WAKE_WARMUP_ROUNDS; i++) {
+    for (let i = 0; i < WAKE_CASE_WARMUP_ROUNDS; i++) {
       await cohort.round(parked);
       await bare.round(parked);
     }

@@ -53,7 +53,7 @@ import { Random } from './support/random';
 import { median } from './support/stats';
 
 const REPO_ROOT = path.join(__dirname, '..');
-const TRANSPILE_HOOK = path.join(__dirname, 'group', 'transpile-hook.js');
+const TRANSPILE_HOOK = path.join(__dirname, '..', 'scripts', 'register-typescript.js');
 
 export const RESTART_TOPIC = 'restart-log';
 const LOG_PARTITIONS = 8;
@@ -404,7 +404,7 @@ function readEveryByte(dir: string): number {
 
 /** Spawns src/main.ts on `dataDir` and resolves once it logged `cohort ready`, with both times from spawn. */
 function startServer(dataDir: string, live: Set<ChildProcess>): Promise<RunningServer> {
-  // Through the transpile hook, as the other sections' servers (see bench/group/transpile-hook.js): the
+  // Through the transpile hook, as the other sections' servers (see scripts/register-typescript.js): the
   // start-up cost includes transpiling cohort's sources, the same for the baseline start.
   const spawnedAt = performance.now();
   const child = spawn(

@@ -10,7 +10,7 @@
  *    so the comparison is of the servers' wake paths. Both servers first answer 1,000 quick rounds
  *    (warm-up: steady state, not a fresh process's first calls); then the sides alternate round by round.
  *    Target: cohort ≤ 1.3 × bare at p50 and p99. The children load TypeScript through
- *    bench/group/transpile-hook.js, not ts-node, which would slow both servers.
+ *    scripts/register-typescript.js, not ts-node, which would slow both servers.
  * 2. Produce throughput, acks=1, 1 KB records, fsync before every acknowledgement (the default flush
  *    policy): 32 requests in flight for a few seconds, with 1 and with 100 records per request.
  * 3. acks=-1 latency with two followers (child processes on loopback) against acks=1 on the same
@@ -45,7 +45,7 @@ const SECTIONS = ['wake', 'throughput', 'latency', 'restart'] as const;
 type Section = (typeof SECTIONS)[number];
 const RESTART_ROUNDS = QUICK ? 1 : 3;
 const REPO_ROOT = path.join(__dirname, '..');
-const TRANSPILE_HOOK = path.join(__dirname, 'group', 'transpile-hook.js');
+const TRANSPILE_HOOK = path.join(__dirname, '..', 'scripts', 'register-typescript.js');
 const WAKE_TARGET_RATIO = 1.3;
 /** Parked calls per round, and rounds per side. */
 const WAKE_CASES: readonly { parked: number; rounds: number }[] = QUICK
@@ -91,7 +91,7 @@ interface Child {
 /** Starts a child and resolves once it printed a JSON line with its port (`port` or `"cohort listening"`). */
 function startChild(args: readonly string[], name: string): Promise<Child> {
   // Not ts-node: it loads Node's REPL and with it `domain`, which slows every EventEmitter of the servers
-  // under test (see bench/group/transpile-hook.js); a compiled cohort never loads it.
+  // under test (see scripts/register-typescript.js); a compiled cohort never loads it.
   const child = spawn(process.execPath, ['-r', TRANSPILE_HOOK, ...args], {
     cwd: REPO_ROOT,
     stdio: ['pipe', 'pipe', 'inherit'],

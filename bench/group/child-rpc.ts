@@ -33,8 +33,13 @@ export interface ChildHandle {
 
 export function startChild(entry: string, options: ChildOptions = {}): ChildHandle {
   const child: ChildProcess = fork(entry, [...(options.args ?? [])], {
-    // Not ts-node: see transpile-hook.js (it would load `domain`, slowing every EventEmitter of the server).
-    execArgv: ['-r', join(__dirname, 'transpile-hook.js'), '--expose-gc', ...(options.nodeFlags ?? [])],
+    // Not ts-node: see scripts/register-typescript.js (it would load `domain`, slowing every EventEmitter).
+    execArgv: [
+      '-r',
+      join(__dirname, '..', '..', 'scripts', 'register-typescript.js'),
+      '--expose-gc',
+      ...(options.nodeFlags ?? []),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();

@@ -3,8 +3,11 @@ import { extname, join } from 'node:path';
 import type { CliCommand } from './cli-context';
 import { ExitCode } from './exit-code';
 
+/** A `-r` of scripts/register-typescript.js (as `npm run cli` does) or of ts-node. */
+const TYPESCRIPT_LOADER = /register-typescript|ts-node|transpile/;
+
 /**
- * The server entry point next to this file's directory: `src/main.ts` under ts-node, `dist/src/main.js`
+ * The server entry point next to this file's directory: `src/main.ts` under a TypeScript loader, `dist/src/main.js`
  * once built. `cohort serve` runs it exactly as `npm start` does, so there is one server program.
  */
 function serverMain(): { path: string; execArgv: string[] } {
@@ -12,9 +15,10 @@ function serverMain(): { path: string; execArgv: string[] } {
   const path = join(__dirname, '..', `main${extension}`);
   const execArgv = [...process.execArgv];
   const loadsTypeScript = execArgv.some(
-    (arg, i) => /ts-node|transpile/.test(arg) || /ts-node/.test(execArgv[i + 1] ?? ''),
+    (arg, i) => TYPESCRIPT_LOADER.test(arg) || TYPESCRIPT_LOADER.test(execArgv[i + 1] ?? ''),
   );
-  if (extension === '.ts' && !loadsTypeScript) execArgv.push('-r', 'ts-node/register/transpile-only');
+  if (extension === '.ts' && !loadsTypeScript)
+    execArgv.push('-r', join(__dirname, '..', '..', 'scripts', 'register-typescript.js'));
   return { path, execArgv };
 }
 

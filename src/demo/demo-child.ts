@@ -7,8 +7,10 @@ import type { DemoChildConfig, DemoChildEvent } from './demo-events';
 function nodeArgs(script: string): string[] {
   const extension = extname(__filename);
   const execArgv = [...process.execArgv];
-  const loadsTypeScript = execArgv.some((arg) => /ts-node|transpile/.test(arg));
-  if (extension === '.ts' && !loadsTypeScript) execArgv.push('-r', 'ts-node/register/transpile-only');
+  // `npm run demo` loads scripts/register-typescript.js; ts-node works too.
+  const loadsTypeScript = execArgv.some((arg) => /register-typescript|ts-node|transpile/.test(arg));
+  if (extension === '.ts' && !loadsTypeScript)
+    execArgv.push('-r', join(__dirname, '..', '..', 'scripts', 'register-typescript.js'));
   return [...execArgv, join(__dirname, `${script}${extension}`)];
 }
 

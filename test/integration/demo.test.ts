@@ -24,7 +24,7 @@ it('tells the story of a group losing a member and exits 0, cleaning up after it
     process.execPath,
     [
       '-r',
-      'ts-node/register/transpile-only',
+      './scripts/register-typescript.js',
       'src/demo/main.ts',
       '--session-timeout-ms',
       '2000',

@@ -51,7 +51,7 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Run
   const entry =
     options.script !== undefined
       ? [options.script]
-      : ['-r', 'ts-node/register/transpile-only', 'src/cli/main.ts'];
+      : ['-r', './scripts/register-typescript.js', 'src/cli/main.ts'];
   const child = spawn(process.execPath, [...entry, ...args], {
     cwd: REPO_ROOT,
     env: cleanEnv(options.env ?? {}),

@@ -54,7 +54,7 @@ export function spawnCohort(
   const adminArgs = namesAdmin ? [] : ['--admin-listen', '127.0.0.1:0'];
   const entry =
     options.script === undefined
-      ? ['-r', 'ts-node/register/transpile-only', 'src/main.ts']
+      ? ['-r', './scripts/register-typescript.js', 'src/main.ts']
       : [options.script];
   const child = spawn(process.execPath, [...entry, ...args, ...dataDirArgs, ...adminArgs], {
     cwd: REPO_ROOT,

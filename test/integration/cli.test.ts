@@ -15,8 +15,8 @@ import { startTestServer, type TestServer } from '../support/start-test-server';
 /**
  * The `cohort` CLI as a user runs it: a process per command against a live server on 127.0.0.1, judged by
  * its stdout, stderr and exit status. The commands run from a transpiled copy of src/ (what the package's
- * bin runs once built), which starts in a fraction of ts-node's time; one test runs it through ts-node, as
- * `npm run cli` does. Independent commands run side by side to keep the suite quick.
+ * bin runs once built), which starts in a fraction of the time it takes to transpile src/ on the fly; one
+ * test runs it through scripts/register-typescript.js, as `npm run cli` does. Independent commands run side by side to keep the suite quick.
  */
 
 jest.setTimeout(60_000);
@@ -292,7 +292,7 @@ describe('connecting', () => {
   });
 });
 
-describe('cohort under ts-node, as npm run cli runs it', () => {
+describe('cohort from its TypeScript sources, as npm run cli runs it', () => {
   it('lists the topics of the server', async () => {
     await sdk('setup')
       .admin()

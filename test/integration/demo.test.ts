@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * `npm run demo`, run as a user runs it (ts-node, its own processes) on a short timeline: it must tell the
+ * `npm run demo`, run as a user runs it (from its TypeScript sources, its own processes) on a short timeline: it must tell the
  * story in order — joins, assignment, the stopped consumer, the rebalance after its session timeout, the
  * lag back to zero — exit 0 on its own, and leave no process and no data directory behind.
  */

@@ -40,8 +40,8 @@ export interface CliOptions {
   /** Added to a copy of this environment without any COHORT_* variables. */
   readonly env?: Record<string, string>;
   /**
-   * A compiled entry point (`transpileSources().cliMain`); default: src/cli/main.ts under ts-node, as
-   * `npm run cli` runs it.
+   * A compiled entry point (`transpileSources().cliMain`); default: src/cli/main.ts through
+   * scripts/register-typescript.js, as `npm run cli` runs it.
    */
   readonly script?: string;
 }
@@ -111,7 +111,7 @@ export interface TranspiledSources {
 /**
  * Transpiles every file of src/ (TypeScript's transpileModule: no type check, which tsc and the unit tests
  * do) into a throwaway directory under dist/, where proto/ and node_modules/ resolve as they do from the
- * built package. A command then starts in a fraction of the time ts-node takes to compile it, so the CLI's
+ * built package. A command then starts in a fraction of the time transpiling it on the fly takes, so the CLI's
  * tests can run it dozens of times.
  */
 export function transpileSources(): TranspiledSources {

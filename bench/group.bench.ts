@@ -17,7 +17,6 @@
  *
  * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5), `--only=heartbeat,
  * rebalance,memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
- * `--experiment=no-signal` (rebalance: parked calls get no AbortSignal, to measure what those cost),
  * `--channels=N` (rebalance: client connections, default 4), `--client=http2|grpc-js` (rebalance: raw Node
  * http2 calls, the default, or grpc-js clients, which cost the client more than the server), `--requests-per-run=N` (heartbeat: h2load
  * requests per member visited, default 1,000; fewer spreads the load over more members). Heartbeat load
@@ -81,10 +80,6 @@ async function main(): Promise<void> {
   const rounds = readRounds(5);
   const only = readOnly();
   const cpuProfileDir = argValue('cpu-prof');
-  const experiment = argValue('experiment');
-  if (experiment !== undefined && experiment !== 'no-signal') {
-    throw new RangeError(`--experiment takes no-signal, got ${experiment}`);
-  }
   const figures: Record<string, unknown> = { bench: 'group', rounds };
   const summary: (string | number)[][] = [['target', 'figure', 'goal', 'verdict']];
   const log = (text: string): void => line(text);
@@ -92,12 +87,6 @@ async function main(): Promise<void> {
   line('bench:group — cohort group coordinator over gRPC');
   line(JSON.stringify(describeMachine()));
   line(`rounds: ${rounds}${cpuProfileDir === undefined ? '' : `, server CPU profiles in ${cpuProfileDir}`}`);
-  if (experiment !== undefined) {
-    line(
-      `EXPERIMENT ${experiment}: parked calls get no AbortSignal (rebalance only); not a figure to publish`,
-    );
-    figures.experiment = experiment;
-  }
 
   if (only.has('heartbeat')) {
     line();
@@ -174,7 +163,7 @@ async function main(): Promise<void> {
     }
     figures.rebalanceClient = client;
     const r = await rebalanceLatency(
-      { rounds, sizes: REBALANCE_SIZES, cpuProfileDir, experiment, channels, client },
+      { rounds, sizes: REBALANCE_SIZES, cpuProfileDir, channels, client },
       log,
     );
     const rows: (string | number)[][] = [

@@ -41,15 +41,9 @@ export class CountingCoordinator implements GroupCoordinatorService {
   readonly marks = { lastJoinReceivedMs: 0, lastJoinAnsweredMs: 0, lastSyncAnsweredMs: 0 };
   private readonly other = new Map<string, number>();
 
-  /**
-   * `withoutSignal` is an experiment (bench:group --experiment=no-signal): JoinGroup and SyncGroup reach the
-   * coordinator with a context that has no AbortSignal, so parked calls are not released on cancellation.
-   * It measures what the AbortController behind each parked call costs; never a mode to serve in.
-   */
   constructor(
     private readonly inner: GroupCoordinatorService,
     private readonly okReply: Promise<HeartbeatResponse>,
-    private readonly withoutSignal = false,
   ) {}
 
   heartbeat(request: HeartbeatRequest, context: RequestContext): Promise<HeartbeatResponse> {
@@ -74,18 +68,12 @@ export class CountingCoordinator implements GroupCoordinatorService {
 
   joinGroup(request: JoinGroupRequest, context: RequestContext): Promise<JoinGroupResponse> {
     this.marks.lastJoinReceivedMs = performance.now();
-    const reply = this.inner.joinGroup(
-      request,
-      this.withoutSignal ? { clientHost: context.clientHost } : context,
-    );
+    const reply = this.inner.joinGroup(request, context);
     void reply.then(() => (this.marks.lastJoinAnsweredMs = performance.now()), noop);
     return reply;
   }
   syncGroup(request: SyncGroupRequest, context: RequestContext): Promise<SyncGroupResponse> {
-    const reply = this.inner.syncGroup(
-      request,
-      this.withoutSignal ? { clientHost: context.clientHost } : context,
-    );
+    const reply = this.inner.syncGroup(request, context);
     void reply.then(() => (this.marks.lastSyncAnsweredMs = performance.now()), noop);
     return reply;
   }

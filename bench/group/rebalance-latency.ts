@@ -33,7 +33,6 @@ export interface RebalanceShape {
   readonly rounds: number;
   readonly sizes: readonly number[];
   readonly cpuProfileDir?: string;
-  readonly experiment?: string;
   readonly channels: number;
   readonly client: RebalanceClient;
 }
@@ -69,7 +68,6 @@ export async function rebalanceLatency(
   const server = await startBenchServer({
     initialDelayMs: 500,
     cpuProfileDir: shape.cpuProfileDir,
-    experiment: shape.experiment,
   });
   const channels: UnaryChannels =
     shape.client === 'http2'

@@ -94,11 +94,7 @@ const logger = pino({ level: 'warn' });
 const coordinator = new GroupCoordinator(config, SYSTEM_TIME, {
   onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
 });
-const counting = new CountingCoordinator(
-  coordinator,
-  heartbeatReply(ErrorCode.NONE),
-  process.argv.includes('--experiment=no-signal'),
-);
+const counting = new CountingCoordinator(coordinator, heartbeatReply(ErrorCode.NONE));
 const NOOP_REPLY: Promise<HeartbeatResponse> = Promise.resolve(Object.freeze({ errorCode: ErrorCode.NONE }));
 let noopCalls = 0;
 const noop = (_request: unknown, _context: RequestContext): Promise<HeartbeatResponse> => {

@@ -14,8 +14,6 @@ export interface BenchServerOptions {
   readonly initialDelayMs: number;
   /** Write a V8 CPU profile of the server to this directory when it exits (node --cpu-prof). */
   readonly cpuProfileDir?: string;
-  /** `no-signal`: see CountingCoordinator (an experiment that measures what AbortSignals cost). */
-  readonly experiment?: string;
 }
 
 /** The parent's handle on bench/group/server-child.ts. */
@@ -38,10 +36,7 @@ export async function startBenchServer(options: BenchServerOptions): Promise<Ben
     options.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`];
   const child: ChildHandle = startChild(join(__dirname, 'server-child.ts'), {
     nodeFlags,
-    args: [
-      `--initial-delay-ms=${options.initialDelayMs}`,
-      ...(options.experiment === undefined ? [] : [`--experiment=${options.experiment}`]),
-    ],
+    args: [`--initial-delay-ms=${options.initialDelayMs}`],
   });
   const port = await child.request<number>('port');
   return {

@@ -607,8 +607,8 @@ export class GroupCoordinator
 
   private parkJoin(memberId: string, context: RequestContext): ParkedCall<JoinGroupResponse> {
     const aborted =
-      context.signal === undefined ? undefined : joinError(memberId, ErrorCode.REQUEST_TIMED_OUT);
-    return new ParkedCall<JoinGroupResponse>(this.dispatcher, context.signal, aborted);
+      context.onCancel === undefined ? undefined : joinError(memberId, ErrorCode.REQUEST_TIMED_OUT);
+    return new ParkedCall<JoinGroupResponse>(this.dispatcher, context, aborted);
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -783,8 +783,8 @@ export class GroupCoordinator
       case 'CompletingRebalance': {
         // A second SyncGroup supersedes a parked first one, which is answered rather than dropped.
         group.maybeInvokeSyncCallback(member, syncError(ErrorCode.REBALANCE_IN_PROGRESS));
-        const aborted = context.signal === undefined ? undefined : syncError(ErrorCode.REQUEST_TIMED_OUT);
-        const call = new ParkedCall<SyncGroupResponse>(this.dispatcher, context.signal, aborted);
+        const aborted = context.onCancel === undefined ? undefined : syncError(ErrorCode.REQUEST_TIMED_OUT);
+        const call = new ParkedCall<SyncGroupResponse>(this.dispatcher, context, aborted);
         member.awaitingSync = call;
         this.keepAlive(member);
         this.removePendingSyncMember(group, memberId);
@@ -1106,8 +1106,8 @@ export class GroupCoordinator
     if (accepted.length === 0) return Promise.resolve(codeFor(ErrorCode.NONE));
 
     const aborted =
-      context.signal === undefined ? undefined : commitResponse(request, ErrorCode.REQUEST_TIMED_OUT);
-    const call = new ParkedCall<OffsetCommitResponse>(this.dispatcher, context.signal, aborted);
+      context.onCancel === undefined ? undefined : commitResponse(request, ErrorCode.REQUEST_TIMED_OUT);
+    const call = new ParkedCall<OffsetCommitResponse>(this.dispatcher, context, aborted);
     for (const { topic, partition } of accepted) {
       const key = partitionKey(topic, partition);
       group.pendingOffsetCommits.set(key, (group.pendingOffsetCommits.get(key) ?? 0) + 1);

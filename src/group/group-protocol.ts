@@ -33,10 +33,14 @@ export interface RequestContext {
   /** The peer's host, reported by DescribeGroups as `client_host`. */
   readonly clientHost: string;
   /**
-   * Aborted when the caller goes away (cancel, deadline, disconnect). A parked request drops its reply
-   * when this fires; the member's state stays as Kafka would keep it (its session timer decides).
+   * Runs `listener` once when the caller goes away (cancel, deadline, disconnect) — at once if it
+   * already has — and returns a function that unregisters it. A parked request drops its reply when it
+   * runs; the member's state stays as Kafka would keep it (its session timer decides). Absent when nobody
+   * can cancel (in-process callers). A hook rather than an AbortSignal: a signal per call, listened to
+   * through EventTarget, cost 3–8 µs per parked call, most of the coordinator's own work in a large
+   * rebalance (docs/performance.md, G3).
    */
-  readonly signal?: AbortSignal;
+  onCancel?(listener: () => void): () => void;
 }
 
 /**

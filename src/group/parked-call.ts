@@ -1,5 +1,10 @@
 import type { ReplyDispatcher } from './reply-dispatcher';
 
+/** The caller's cancellation, as RequestContext offers it (absent when nobody can cancel). */
+export interface CallCancellation {
+  onCancel?(listener: () => void): () => void;
+}
+
 /**
  * A request the coordinator cannot answer yet (a JoinGroup waiting for the rebalance, a SyncGroup waiting
  * for the leader, an OffsetCommit waiting for the store). Kafka keeps a callback per member
@@ -7,34 +12,38 @@ import type { ReplyDispatcher } from './reply-dispatcher';
  *
  * - exactly once: `complete` answers the first time and is a no-op afterwards, so every path that might
  *   answer (completion, fencing, removal, shutdown) can simply call it;
- * - cancellation: when the caller's `signal` aborts, the promise settles at once with `abortedResponse` (the
- *   transport never sends it, the call is gone) and the later real answer is dropped. The group keeps the
- *   member as Kafka would: only the member's own timers decide whether it stays.
+ * - cancellation: when the caller goes away (`onCancel`), the promise settles at once with
+ *   `abortedResponse` (the transport never sends it, the call is gone) and the later real answer is
+ *   dropped. The group keeps the member as Kafka would: only the member's own timers decide whether it
+ *   stays.
  */
 export class ParkedCall<T> {
   readonly promise: Promise<T>;
   private resolve: ((value: T) => void) | undefined;
-  private signal: AbortSignal | undefined;
+  private unlisten: (() => void) | undefined;
   private readonly dispatcher: ReplyDispatcher;
   private abortedResponse: T | undefined;
 
-  /** `abortedResponse` is required when `signal` is given (it is what the promise settles with on abort). */
-  constructor(dispatcher: ReplyDispatcher, signal: AbortSignal | undefined, abortedResponse: T | undefined) {
+  /**
+   * `abortedResponse` is required when `caller` can cancel (it is what the promise settles with then).
+   * A caller that has already gone settles it at once.
+   */
+  constructor(
+    dispatcher: ReplyDispatcher,
+    caller: CallCancellation | undefined,
+    abortedResponse: T | undefined,
+  ) {
     this.dispatcher = dispatcher;
     let resolveFn!: (value: T) => void;
     this.promise = new Promise<T>((resolve) => {
       resolveFn = resolve;
     });
     this.resolve = resolveFn;
-    if (signal !== undefined) {
-      if (signal.aborted) {
-        this.resolve = undefined;
-        resolveFn(abortedResponse as T);
-      } else {
-        this.signal = signal;
-        this.abortedResponse = abortedResponse;
-        signal.addEventListener('abort', this.onAbort);
-      }
+    if (caller?.onCancel !== undefined) {
+      this.abortedResponse = abortedResponse;
+      const unlisten = caller.onCancel(this.onAbort);
+      // onCancel runs the listener at once for a caller already gone: nothing is left to unregister.
+      if (this.resolve !== undefined) this.unlisten = unlisten;
     }
   }
 
@@ -63,9 +72,10 @@ export class ParkedCall<T> {
   };
 
   private detach(): void {
-    if (this.signal !== undefined) {
-      this.signal.removeEventListener('abort', this.onAbort);
-      this.signal = undefined;
+    const unlisten = this.unlisten;
+    if (unlisten !== undefined) {
+      this.unlisten = undefined;
+      unlisten();
     }
     this.abortedResponse = undefined;
   }

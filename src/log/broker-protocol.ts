@@ -161,9 +161,13 @@ export interface ListOffsetsResponse {
   readonly topics: ListOffsetsTopicResponse[];
 }
 
-/** What a Produce or Fetch may park on: aborted when the caller goes away, releasing the parked operation. */
+/** What a Produce or Fetch may park on: the caller going away releases the parked operation. */
 export interface BrokerRequestContext {
-  readonly signal?: AbortSignal;
+  /**
+   * Runs `listener` once when the caller goes away — at once if it already has — and returns a function
+   * that unregisters it (as RequestContext.onCancel of the group layer). Absent when nobody can cancel.
+   */
+  onCancel?(listener: () => void): () => void;
 }
 
 /** The Broker service as the server calls it. */

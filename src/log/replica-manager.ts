@@ -444,15 +444,16 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       errorCode: ErrorCode.REQUEST_TIMED_OUT,
     }));
     return new Promise<ProduceResponse>((resolve, reject) => {
-      const signal = context.signal;
+      let isAborted = false;
       const onAbort = (): void => {
+        isAborted = true;
         this.parked.delete(op);
         op.abort();
         reject(abortError());
       };
       const respond = (): void => {
         this.parked.delete(op);
-        signal?.removeEventListener('abort', onAbort);
+        unlisten?.();
         for (let i = 0; i < appended.length; i++) appended[i]!.response.errorCode = statuses[i]!.errorCode;
         resolve(response);
       };
@@ -469,11 +470,9 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
           (error: unknown) => op.onFlushFailed(status, codeOf(error)),
         );
       }
-      if (signal?.aborted) {
-        onAbort();
-        return;
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
+      // Runs onAbort at once if the caller has already gone; respond (which unregisters) runs only later.
+      const unlisten = context.onCancel?.(onAbort);
+      if (isAborted) return;
       this.producePurgatory.tryCompleteElseWatch(
         op,
         statuses.map((status) => status.key),
@@ -500,27 +499,26 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       return Promise.resolve(read.response);
     }
     return new Promise<FetchResponse>((resolve, reject) => {
-      const signal = context.signal;
+      let isAborted = false;
       const onAbort = (): void => {
+        isAborted = true;
         this.parked.delete(op);
         op.abort();
         reject(abortError());
       };
       const respond = (): void => {
         this.parked.delete(op);
-        signal?.removeEventListener('abort', onAbort);
+        unlisten?.();
         resolve(this.readFromLocalLog(params, request.topics, null).response);
       };
       const op: DelayedFetch = new DelayedFetch(maxWaitMs, params, statuses, this, respond, () => {
         if (params.isFromFollower) this.expired.followerFetch++;
         else this.expired.consumerFetch++;
       });
-      if (signal?.aborted) {
-        reject(abortError());
-        return;
-      }
       this.parked.add(op);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      // Runs onAbort at once if the caller has already gone; respond (which unregisters) runs only later.
+      const unlisten = context.onCancel?.(onAbort);
+      if (isAborted) return;
       this.fetchPurgatory.tryCompleteElseWatch(
         op,
         statuses.map((status) => status.key),

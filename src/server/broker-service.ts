@@ -88,7 +88,7 @@ function decodeListOffsets(wire: ListOffsetsWire): ListOffsetsRequest {
 /**
  * cohort.v1.Broker over grpc-js: decode → replica manager → encode. Decoded messages already have the log
  * layer's shapes (broker-protocol.ts mirrors the proto); only int64 fields need converting, exactly or not
- * at all (INVALID_ARGUMENT). Produce and Fetch may park: the unary adapter's signal releases them when the
+ * at all (INVALID_ARGUMENT). Produce and Fetch may park: the unary adapter's cancel hook releases them when the
  * caller goes away.
  */
 export function brokerService(

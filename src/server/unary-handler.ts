@@ -2,6 +2,7 @@ import type { sendUnaryData } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { CohortError, ErrorCode } from '../errors';
 import type { RequestContext } from '../group/group-protocol';
+import type { BrokerRequestContext } from '../log/broker-protocol';
 import { clientHostOf } from './client-host';
 import { statusForError } from './status-for-error';
 import { UndecodableRequest } from './undecodable-request';
@@ -33,13 +34,16 @@ export interface UnaryCallLike<Req> {
   removeListener(event: 'cancelled', listener: () => void): unknown;
 }
 
+const NOTHING_TO_UNREGISTER = (): void => {};
+
 /**
- * The RequestContext of one call. Most calls (heartbeats) never park, so the AbortController is created
- * only when the domain first reads `signal`; a call that already ended hands out an aborted signal.
+ * The RequestContext (and BrokerRequestContext) of one call. Most calls (heartbeats) never park and never
+ * register a cancel listener; a parked one registers one, rarely two (a listener slot, then a list).
  */
-class CallContext implements RequestContext {
-  private controller: AbortController | undefined;
+class CallContext implements RequestContext, BrokerRequestContext {
   private host: string | undefined;
+  private listener: (() => void) | undefined;
+  private moreListeners: (() => void)[] | undefined;
   isAborted = false;
 
   constructor(private readonly call: UnaryCallLike<unknown>) {}
@@ -48,18 +52,35 @@ class CallContext implements RequestContext {
     return (this.host ??= clientHostOf(this.call.getPeer()));
   }
 
-  get signal(): AbortSignal {
-    if (this.controller === undefined) {
-      this.controller = new AbortController();
-      if (this.isAborted) this.controller.abort();
+  onCancel(listener: () => void): () => void {
+    if (this.isAborted) {
+      listener();
+      return NOTHING_TO_UNREGISTER;
     }
-    return this.controller.signal;
+    if (this.listener === undefined) this.listener = listener;
+    else (this.moreListeners ??= []).push(listener);
+    return () => this.removeCancelListener(listener);
   }
 
   abort(): void {
     if (this.isAborted) return;
     this.isAborted = true;
-    this.controller?.abort();
+    const first = this.listener;
+    const more = this.moreListeners;
+    this.listener = undefined;
+    this.moreListeners = undefined;
+    first?.();
+    if (more !== undefined) for (const listener of more) listener();
+  }
+
+  private removeCancelListener(listener: () => void): void {
+    if (this.listener === listener) {
+      this.listener = undefined;
+      return;
+    }
+    const more = this.moreListeners;
+    const at = more === undefined ? -1 : more.indexOf(listener);
+    if (at >= 0) more!.splice(at, 1);
   }
 }
 
@@ -82,7 +103,7 @@ function isAbortError(error: unknown): boolean {
  * - anything else → INTERNAL with a generic message, logged here with its stack;
  * - undecodable request bytes → INVALID_ARGUMENT, without calling the domain.
  * When the call is cancelled or its deadline passes (grpc-js reports both as 'cancelled'), the context's
- * AbortSignal fires so the domain can release parked work, and whatever the domain answers later is
+ * cancel listeners run so the domain can release parked work, and whatever the domain answers later is
  * dropped: nothing is ever sent into a dead call.
  */
 export function unaryHandler<Req, Res>(

@@ -28,11 +28,11 @@ function rejection(promise: Promise<unknown>): Promise<ServiceError> {
   );
 }
 
-/** Resolves when `signal` aborts. */
-function aborted(signal: AbortSignal | undefined): Promise<void> {
-  if (signal === undefined) return Promise.reject(new Error('no signal'));
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+/** Resolves when the caller of the call with this context goes away. */
+function cancelled(context: RequestContext | undefined): Promise<void> {
+  const onCancel = context?.onCancel?.bind(context);
+  if (onCancel === undefined) return Promise.reject(new Error('the call cannot be cancelled'));
+  return new Promise((resolve) => onCancel(resolve));
 }
 
 describe('the cohort server', () => {
@@ -169,7 +169,7 @@ describe('the cohort server', () => {
     await joinArrived;
     controller.abort();
     expect((await join).code).toBe(status.CANCELLED);
-    await aborted(parked?.signal);
+    await cancelled(parked);
     expect(await member.heartbeat({ groupId: 'g' })).toEqual({ errorCode: ErrorCode.NONE });
   });
 
@@ -187,7 +187,7 @@ describe('the cohort server', () => {
     const member = t.groupCoordinator();
     const error = await rejection(member.joinGroup({ groupId: 'g' }, { deadlineMs: 200 }));
     expect(error.code).toBe(status.DEADLINE_EXCEEDED);
-    await aborted(parked?.signal);
+    await cancelled(parked);
     answer?.(JOIN_ANSWER);
     expect(await member.listGroups({})).toEqual({ errorCode: ErrorCode.NONE, groups: [] });
     expect(t.logs.filter((line) => line.level >= 50)).toEqual([]);

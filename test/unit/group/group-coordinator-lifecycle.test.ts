@@ -9,11 +9,12 @@ import {
   settle,
   Tracked,
 } from '../../support/group-harness';
+import { cancelOn } from '../../support/cancel-on';
 
 let h: GroupHarness;
 afterEach(() => h.shutdown());
 
-describe('a caller that goes away (RequestContext.signal)', () => {
+describe('a caller that goes away (RequestContext.onCancel)', () => {
   beforeEach(() => {
     h = new GroupHarness();
   });
@@ -22,7 +23,7 @@ describe('a caller that goes away (RequestContext.signal)', () => {
     const leaderId = await h.stableSingleMemberGroup();
     const { memberId } = await h.join();
     const controller = new AbortController();
-    const abandoned = h.sendJoin({ memberId, context: { clientHost: 'h', signal: controller.signal } });
+    const abandoned = h.sendJoin({ memberId, context: { clientHost: 'h', ...cancelOn(controller.signal) } });
     await settle();
     expect(abandoned.isSettled).toBe(false);
     controller.abort();
@@ -46,7 +47,7 @@ describe('a caller that goes away (RequestContext.signal)', () => {
     const sync = h.sendSync({
       generationId: rejoin.generationId,
       memberId: other.result.memberId,
-      context: { clientHost: 'h', signal: controller.signal },
+      context: { clientHost: 'h', ...cancelOn(controller.signal) },
     });
     controller.abort();
     await settle();
@@ -60,12 +61,12 @@ describe('a caller that goes away (RequestContext.signal)', () => {
     expect(await h.state()).toBe('Stable');
   });
 
-  test('a call whose signal is already aborted is handled but its reply dropped', async () => {
+  test('a call whose caller has already gone is handled but its reply dropped', async () => {
     await h.stableSingleMemberGroup();
     const { memberId } = await h.join();
     const controller = new AbortController();
     controller.abort();
-    const call = h.sendJoin({ memberId, context: { clientHost: 'h', signal: controller.signal } });
+    const call = h.sendJoin({ memberId, context: { clientHost: 'h', ...cancelOn(controller.signal) } });
     await settle();
     expect(call.result.errorCode).toBe(ErrorCode.REQUEST_TIMED_OUT);
     expect(await h.memberIds()).toContain(memberId);
@@ -75,7 +76,7 @@ describe('a caller that goes away (RequestContext.signal)', () => {
     const leaderId = await h.stableSingleMemberGroup();
     const { memberId } = await h.join();
     const controller = new AbortController();
-    h.sendJoin({ memberId, context: { clientHost: 'h', signal: controller.signal } });
+    h.sendJoin({ memberId, context: { clientHost: 'h', ...cancelOn(controller.signal) } });
     controller.abort();
     await h.join({ memberId: leaderId });
     // It never syncs: DelayedSync removes it at the rebalance timeout.

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { ErrorCode } from '../../../src/errors';
 import type { JoinGroupResponse, SyncGroupResponse } from '../../../src/group/group-protocol';
 import { GROUP_ID, GroupHarness, protocol, settle, Tracked } from '../../support/group-harness';
+import { cancelOn } from '../../support/cancel-on';
 
 /**
  * A model test: several members drive one group with random JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
@@ -231,7 +232,7 @@ class ChaosMember {
           sessionTimeoutMs: 200,
           rebalanceTimeoutMs: 100 + 100 * variant,
         }),
-        { clientHost: this.name, signal: controller?.signal },
+        { clientHost: this.name, ...(controller === undefined ? {} : cancelOn(controller.signal)) },
       ),
     );
     void call.promise.then((r: JoinGroupResponse) => {

@@ -1,6 +1,7 @@
 import { ErrorCode } from '../../../src/errors';
 import type { FetchRequest, ReplicaManager } from '../../../src/log';
 import { BrokerHarness, fetched, record, settle, track, values } from './broker-harness';
+import { cancelOn } from '../../support/cancel-on';
 
 describe('DelayedFetch', () => {
   let h: BrokerHarness;
@@ -239,13 +240,27 @@ describe('DelayedFetch', () => {
     expect(fetched(badPartitionSize).errorCode).toBe(ErrorCode.INVALID_FETCH_SIZE);
   });
 
+  it('does not park a fetch whose caller has already gone', async () => {
+    const broker = h.leader({ followers: [] }, unsynced);
+    await createTopic(broker, 't');
+    const controller = new AbortController();
+    controller.abort();
+    const parked = broker.fetch(
+      consumerFetch([{ topic: 't', partitionIndex: 0, fetchOffset: 0 }]),
+      cancelOn(controller.signal),
+    );
+    await expect(parked).rejects.toMatchObject({ name: 'AbortError' });
+    expect(broker.numDelayedFetch).toBe(0);
+  });
+
   it('releases a parked fetch whose caller goes away, without answering it', async () => {
     const broker = h.leader({ followers: [] }, unsynced);
     await createTopic(broker, 't');
     const controller = new AbortController();
-    const parked = broker.fetch(consumerFetch([{ topic: 't', partitionIndex: 0, fetchOffset: 0 }]), {
-      signal: controller.signal,
-    });
+    const parked = broker.fetch(
+      consumerFetch([{ topic: 't', partitionIndex: 0, fetchOffset: 0 }]),
+      cancelOn(controller.signal),
+    );
     expect(broker.numDelayedFetch).toBe(1);
     controller.abort();
     await expect(parked).rejects.toMatchObject({ name: 'AbortError' });

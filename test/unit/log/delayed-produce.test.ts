@@ -1,6 +1,7 @@
 import { ErrorCode } from '../../../src/errors';
 import type { ProduceRequest, ReplicaManager } from '../../../src/log';
 import { BrokerHarness, produced, record, settle, track, until } from './broker-harness';
+import { cancelOn } from '../../support/cancel-on';
 
 const LAG_MS = 10_000;
 
@@ -207,11 +208,22 @@ describe('DelayedProduce and acks', () => {
     expect(broker.getPartition('t-0')!.logEndOffset).toBe(0);
   });
 
+  it('does not park an acks=-1 whose caller has already gone; the records stay', async () => {
+    const broker = h.leader();
+    await createTopic(broker, 't', 3);
+    const controller = new AbortController();
+    controller.abort();
+    const parked = broker.produce(produceRequest(-1, ['a']), cancelOn(controller.signal));
+    await expect(parked).rejects.toMatchObject({ name: 'AbortError' });
+    expect(broker.numDelayedProduce).toBe(0);
+    expect(broker.getPartition('t-0')!.logEndOffset).toBe(1);
+  });
+
   it('releases a parked acks=-1 whose caller goes away; the records stay', async () => {
     const broker = h.leader();
     await createTopic(broker, 't', 3);
     const controller = new AbortController();
-    const parked = broker.produce(produceRequest(-1, ['a']), { signal: controller.signal });
+    const parked = broker.produce(produceRequest(-1, ['a']), cancelOn(controller.signal));
     await until(() => broker.numDelayedProduce === 1, 'the produce to park');
     controller.abort();
     await expect(parked).rejects.toMatchObject({ name: 'AbortError' });

@@ -13,6 +13,7 @@ import {
   until,
   values,
 } from './broker-harness';
+import { cancelOn } from '../../support/cancel-on';
 
 /** A leader reached through direct calls: what the gRPC transport does, minus the network. */
 class InMemoryLeader implements LeaderEndpoint {
@@ -24,7 +25,7 @@ class InMemoryLeader implements LeaderEndpoint {
 
   metadata: LeaderEndpoint['metadata'] = (request) => this.call(() => this.leader.metadata(request));
   fetch: LeaderEndpoint['fetch'] = (request, signal) =>
-    this.call(() => this.leader.fetch(request, { signal }));
+    this.call(() => this.leader.fetch(request, cancelOn(signal)));
 
   close(): void {
     this.isClosed = true;

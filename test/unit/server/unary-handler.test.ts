@@ -117,26 +117,29 @@ describe('unaryHandler', () => {
     expect(lines).toEqual([]);
   });
 
-  it('aborts the signal when the call is cancelled and never replies into the dead call', async () => {
+  it('runs the cancel listeners when the call is cancelled and never replies into the dead call', async () => {
     const { logger } = captureLogger();
     const parked = deferred<Echo>();
-    let context: RequestContext | undefined;
+    const ran: string[] = [];
     const handler = unaryHandler('/t/Echo', logger, (_: Echo, ctx) => {
-      context = ctx;
+      ctx.onCancel?.(() => ran.push('first'));
+      const unregister = ctx.onCancel?.(() => ran.push('unregistered'));
+      ctx.onCancel?.(() => ran.push('third'));
+      unregister?.();
       return parked.promise;
     });
     const call = new FakeUnaryCall<Echo>({ text: '' });
     handler(call, call.callback);
-    const signal = context?.signal;
-    expect(signal?.aborted).toBe(false);
+    expect(ran).toEqual([]);
     call.cancel();
-    expect(signal?.aborted).toBe(true);
+    call.cancel();
+    expect(ran).toEqual(['first', 'third']);
     parked.resolve({ text: 'too late' });
     await settle();
     expect(call.replies).toEqual([]);
   });
 
-  it('hands out an already aborted signal when the domain first reads it after the cancellation', async () => {
+  it('runs a cancel listener at once when it is registered after the cancellation', async () => {
     const { logger } = captureLogger();
     let context: RequestContext | undefined;
     const handler = unaryHandler('/t/Echo', logger, (_: Echo, ctx) => {
@@ -146,23 +149,24 @@ describe('unaryHandler', () => {
     const call = new FakeUnaryCall<Echo>({ text: '' });
     handler(call, call.callback);
     call.cancel();
-    expect(context?.signal?.aborted).toBe(true);
+    let ran = 0;
+    context?.onCancel?.(() => ran++);
+    expect(ran).toBe(1);
   });
 
-  it('does not abort the signal of a call it has already answered', async () => {
+  it('does not cancel a call it has already answered', async () => {
     const { logger } = captureLogger();
-    let context: RequestContext | undefined;
+    let ran = 0;
     const handler = unaryHandler('/t/Echo', logger, async (_: Echo, ctx) => {
-      context = ctx;
+      ctx.onCancel?.(() => ran++);
       return { text: 'done' };
     });
     const call = new FakeUnaryCall<Echo>({ text: '' });
     handler(call, call.callback);
-    const signal = context?.signal;
     await settle();
     // grpc-js emits 'cancelled' after every finished call, as the stream closes.
     call.cancel();
-    expect(signal?.aborted).toBe(false);
+    expect(ran).toBe(0);
     expect(call.replies).toHaveLength(1);
   });
 

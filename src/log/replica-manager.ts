@@ -133,7 +133,7 @@ function abortError(): Error {
  * and consumer DelayedFetches. If fewer than `minBytes` were found, no partition failed and `maxWaitMs`
  * > 0, a DelayedFetch parks on every partition.
  *
- * Every parked call is released when its caller goes away (the context's AbortSignal) and answered at
+ * Every parked call is released when its caller goes away (the context's onCancel) and answered at
  * `shutdown()`. All of this runs on one event loop: an append, a read and the wake-ups it causes happen
  * without interleaving; re-entrancy (a completion that triggers another) is the purgatory's business.
  */

@@ -3,9 +3,6 @@ import { extname, join } from 'node:path';
 import type { CliCommand } from './cli-context';
 import { ExitCode } from './exit-code';
 
-/** A `-r` of scripts/register-typescript.js (as `npm run cli` does) or of ts-node. */
-const TYPESCRIPT_LOADER = /register-typescript|ts-node|transpile/;
-
 /**
  * The server entry point next to this file's directory: `src/main.ts` under a TypeScript loader, `dist/src/main.js`
  * once built. `cohort serve` runs it exactly as `npm start` does, so there is one server program.
@@ -14,10 +11,9 @@ function serverMain(): { path: string; execArgv: string[] } {
   const extension = extname(__filename);
   const path = join(__dirname, '..', `main${extension}`);
   const execArgv = [...process.execArgv];
-  const loadsTypeScript = execArgv.some(
-    (arg, i) => TYPESCRIPT_LOADER.test(arg) || TYPESCRIPT_LOADER.test(execArgv[i + 1] ?? ''),
-  );
-  if (extension === '.ts' && !loadsTypeScript)
+  // From source, the child loads .ts through the hook whatever loader this process has (a second -r of it
+  // is harmless; guessing from execArgv whether a loader is present is not).
+  if (extension === '.ts')
     execArgv.push('-r', join(__dirname, '..', '..', 'scripts', 'register-typescript.js'));
   return { path, execArgv };
 }

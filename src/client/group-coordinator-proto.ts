@@ -20,7 +20,7 @@ const PROTO_FILE = join('cohort', 'v1', 'group_coordinator.proto');
 
 /**
  * The `proto/` directory: the first one found walking up from this file, so it resolves the same from
- * `src/client` (ts-node, tests) and from `dist/src/client` (the built package).
+ * `src/client` (run from source: npm scripts, tests) and from `dist/src/client` (the built package).
  */
 export function findProtoDir(from: string = __dirname): string {
   for (let dir = from; ; dir = dirname(dir)) {

@@ -3,13 +3,13 @@ import { extname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { DemoChildConfig, DemoChildEvent } from './demo-events';
 
-/** How a child runs this directory's `script`: compiled, or under the loader this process runs under. */
+/** How a child runs this directory's `script`: compiled, or from source through the TypeScript hook. */
 function nodeArgs(script: string): string[] {
   const extension = extname(__filename);
   const execArgv = [...process.execArgv];
-  // `npm run demo` loads scripts/register-typescript.js; ts-node works too.
-  const loadsTypeScript = execArgv.some((arg) => /register-typescript|ts-node|transpile/.test(arg));
-  if (extension === '.ts' && !loadsTypeScript)
+  // From source, the child loads .ts through the hook whatever loader this process has (a second -r of it
+  // is harmless; guessing from execArgv whether a loader is present is not).
+  if (extension === '.ts')
     execArgv.push('-r', join(__dirname, '..', '..', 'scripts', 'register-typescript.js'));
   return [...execArgv, join(__dirname, `${script}${extension}`)];
 }

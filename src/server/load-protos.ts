@@ -11,7 +11,7 @@ export const PROTO_FILES = [
 
 /**
  * The `proto/` directory that holds `cohort/v1/`: the first found walking up from `from`. This file runs
- * from `src/server` (ts-node, tests) and from `dist/src/server` (the compiled server, the Docker image),
+ * from `src/server` (npm start through the TypeScript hook, tests) and from `dist/src/server` (the compiled server, the Docker image),
  * which sit at different depths below the package root; a fixed `../..` finds it from only one of them.
  */
 export function findProtoDir(from: string): string {

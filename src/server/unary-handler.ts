@@ -36,6 +36,14 @@ export interface UnaryCallLike<Req> {
 
 const NOTHING_TO_UNREGISTER = (): void => {};
 
+function runListener(listener: () => void, onError: (error: unknown) => void): void {
+  try {
+    listener();
+  } catch (error) {
+    onError(error);
+  }
+}
+
 /**
  * The RequestContext (and BrokerRequestContext) of one call. Most calls (heartbeats) never park and never
  * register a cancel listener; a parked one registers one, rarely two (a listener slot, then a list).
@@ -62,15 +70,16 @@ class CallContext implements RequestContext, BrokerRequestContext {
     return () => this.removeCancelListener(listener);
   }
 
-  abort(): void {
+  /** Runs every cancel listener once; one that throws is reported and does not keep the others from running. */
+  abort(onListenerError: (error: unknown) => void): void {
     if (this.isAborted) return;
     this.isAborted = true;
     const first = this.listener;
     const more = this.moreListeners;
     this.listener = undefined;
     this.moreListeners = undefined;
-    first?.();
-    if (more !== undefined) for (const listener of more) listener();
+    if (first !== undefined) runListener(first, onListenerError);
+    if (more !== undefined) for (const listener of more) runListener(listener, onListenerError);
   }
 
   private removeCancelListener(listener: () => void): void {
@@ -120,7 +129,9 @@ export function unaryHandler<Req, Res>(
     const onCancelled = (): void => {
       if (isAnswered) return;
       isAnswered = true;
-      context.abort();
+      context.abort((error) =>
+        logger.error({ err: error, method, peer: call.getPeer() }, 'a cancel listener failed'),
+      );
       observer?.endCall(startMark, undefined);
     };
     const onResponse = (response: Res): void => {

@@ -22,7 +22,7 @@ export interface CohortProcess {
 }
 
 /**
- * Starts `src/main.ts` exactly as `npm start` does (node + scripts/register-typescript.js), with `args` and the
+ * Starts `src/main.ts` as `npm start` does (node + scripts/register-typescript.js; no source maps), with `args` and the
  * given environment added to a copy of this one without any COHORT_* variables. Unless `args` or `env`
  * name a data directory, the process gets a fresh one, removed when it exits: durable state (group
  * offsets and metadata) must not leak between tests or runs. Unless they name an admin address, the admin

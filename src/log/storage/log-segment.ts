@@ -285,7 +285,8 @@ export class LogSegment {
    * Reads whole batches from the one holding `startOffset` on, at most `maxBytes` of them, stopping before
    * a batch that starts at or after `maxOffset`. With `minOneMessage` the first batch is returned even
    * when it alone exceeds `maxBytes` (Kafka's KIP-74 rule, so a large batch cannot stall a reader). Each
-   * batch's CRC is checked; a bad one throws CORRUPT_MESSAGE.
+   * batch read from the file has its CRC checked (a bad one throws CORRUPT_MESSAGE); the in-memory tail
+   * is the batch as this process wrote it and is returned without one.
    */
   read(startOffset: number, maxBytes: number, maxOffset: number, minOneMessage: boolean): SegmentReadResult {
     const start = this.translateOffset(startOffset);

@@ -139,6 +139,24 @@ describe('unaryHandler', () => {
     expect(call.replies).toEqual([]);
   });
 
+  it('logs a cancel listener that throws and still runs the others', async () => {
+    const { logger, lines } = captureLogger();
+    let ran = 0;
+    const handler = unaryHandler('/t/Echo', logger, (_: Echo, ctx) => {
+      ctx.onCancel?.(() => {
+        throw new Error('listener bug');
+      });
+      ctx.onCancel?.(() => ran++);
+      return new Promise<Echo>(() => undefined);
+    });
+    const call = new FakeUnaryCall<Echo>({ text: '' });
+    handler(call, call.callback);
+    call.cancel();
+    expect(ran).toBe(1);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 50, method: '/t/Echo', msg: 'a cancel listener failed' });
+  });
+
   it('runs a cancel listener at once when it is registered after the cancellation', async () => {
     const { logger } = captureLogger();
     let context: RequestContext | undefined;

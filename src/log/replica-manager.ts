@@ -444,9 +444,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       errorCode: ErrorCode.REQUEST_TIMED_OUT,
     }));
     return new Promise<ProduceResponse>((resolve, reject) => {
-      let isAborted = false;
       const onAbort = (): void => {
-        isAborted = true;
         this.parked.delete(op);
         op.abort();
         reject(abortError());
@@ -472,7 +470,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       }
       // Runs onAbort at once if the caller has already gone; respond (which unregisters) runs only later.
       const unlisten = context.onCancel?.(onAbort);
-      if (isAborted) return;
+      if (op.isCompleted) return; // aborted: the caller was already gone
       this.producePurgatory.tryCompleteElseWatch(
         op,
         statuses.map((status) => status.key),
@@ -499,9 +497,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       return Promise.resolve(read.response);
     }
     return new Promise<FetchResponse>((resolve, reject) => {
-      let isAborted = false;
       const onAbort = (): void => {
-        isAborted = true;
         this.parked.delete(op);
         op.abort();
         reject(abortError());
@@ -518,7 +514,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       this.parked.add(op);
       // Runs onAbort at once if the caller has already gone; respond (which unregisters) runs only later.
       const unlisten = context.onCancel?.(onAbort);
-      if (isAborted) return;
+      if (op.isCompleted) return; // aborted: the caller was already gone
       this.fetchPurgatory.tryCompleteElseWatch(
         op,
         statuses.map((status) => status.key),

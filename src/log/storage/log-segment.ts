@@ -80,9 +80,11 @@ export class LogSegment {
   private bytesSinceLastIndexEntry = 0;
   private logDirty = false;
   private readonly headerScratch = Buffer.allocUnsafe(HEADER_PREFIX_BYTES);
-  /** The last batch appended by this process, while it is the last in the file; null otherwise. */
+  /**
+   * The last batch appended by this process, while it is the last in the file (so it starts at
+   * `size - tail.sizeInBytes`); null otherwise.
+   */
   private tail: RecordBatch | null = null;
-  private tailPosition = -1;
   /** Bytes cut off the tail when the segment was opened (0 after a clean shutdown). */
   readonly truncatedOnOpenBytes: number;
 
@@ -235,7 +237,6 @@ export class LogSegment {
     this.next = batch.nextOffset;
     if (batch.sizeInBytes <= TAIL_BATCH_MAX_BYTES) {
       this.tail = batch;
-      this.tailPosition = position;
     } else {
       this.releaseTail();
     }
@@ -253,7 +254,7 @@ export class LogSegment {
    */
   translateOffset(offset: number): number {
     if (offset >= this.next) return -1;
-    if (this.tail !== null && offset >= this.tail.baseOffset) return this.tailPosition;
+    if (this.tail !== null && offset >= this.tail.baseOffset) return this.size - this.tail.sizeInBytes;
     const entry = this.index.lookup(offset);
     let position = entry >= 0 ? this.index.positionAt(entry) : 0;
     const chunk = headerScanChunk;
@@ -291,9 +292,9 @@ export class LogSegment {
   read(startOffset: number, maxBytes: number, maxOffset: number, minOneMessage: boolean): SegmentReadResult {
     const start = this.translateOffset(startOffset);
     if (start < 0) return { batches: [], sizeInBytes: 0, firstPosition: -1 };
-    if (start === this.tailPosition && this.tail !== null) {
+    const tail = this.tail;
+    if (tail !== null && start === this.size - tail.sizeInBytes) {
       // What the file read below would return for the last batch, without reading it.
-      const tail = this.tail;
       const isReturned = tail.baseOffset < maxOffset && (tail.sizeInBytes <= maxBytes || minOneMessage);
       return isReturned
         ? { batches: [tail], sizeInBytes: tail.sizeInBytes, firstPosition: start }
@@ -442,7 +443,6 @@ export class LogSegment {
   /** Drops the in-memory copy of the last batch (the segment stopped being the active one, or changed). */
   releaseTail(): void {
     this.tail = null;
-    this.tailPosition = -1;
   }
 
   close(): void {

@@ -32,6 +32,8 @@ export interface CohortConfig {
   readonly insecure: boolean;
   /** The largest request message the server decodes; larger ones get RESOURCE_EXHAUSTED. */
   readonly maxMessageBytes: number;
+  /** Calls read per event-loop turn before connections pause reading until the next turn; 0 = no cap. */
+  readonly maxCallsPerLoopTurn: number;
   /** The most groups this server holds; a request that would create one more is refused. */
   readonly maxGroups: number;
   readonly groupMinSessionTimeoutMs: number;

@@ -6,6 +6,7 @@ import {
   DEFAULT_DATA_DIR,
   DEFAULT_INSECURE,
   DEFAULT_MAX_GROUPS,
+  DEFAULT_MAX_CALLS_PER_LOOP_TURN,
   DEFAULT_MAX_MESSAGE_BYTES,
   DEFAULT_MEMBER_METADATA_MAX_BYTES,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
@@ -203,6 +204,16 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     max: INT32_MAX,
     kafkaName: 'socket.request.max.bytes',
     description: 'Largest request message decoded; a larger one ends with RESOURCE_EXHAUSTED.',
+  }),
+  maxCallsPerLoopTurn: setting('maxCallsPerLoopTurn', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_MAX_CALLS_PER_LOOP_TURN,
+    min: 0,
+    max: INT32_MAX,
+    description:
+      'Calls read in one event-loop turn before every connection pauses reading until the next turn, so a ' +
+      'burst of calls cannot hold the loop (the rest waits in TCP and HTTP/2 flow control). 0 = no cap.',
   }),
   maxGroups: setting('maxGroups', {
     kind: 'integer',

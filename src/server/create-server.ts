@@ -21,6 +21,7 @@ import { SystemTimer } from '../timer';
 import { AdminServer } from './admin-server';
 import type { AdminAddress } from './admin-server';
 import { bearerTokenInterceptor } from './bearer-token-interceptor';
+import { budgetedService, CallReadBudget, watchAcceptedSockets } from './call-read-budget';
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
 import { fanOutListener } from './fan-out-listener';
@@ -252,20 +253,23 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     ...(interceptors.length > 0 ? { interceptors } : {}),
   };
   const server = new Server(serverOptions);
+  // Every call of the contract's services counts against the per-turn read budget (docs/configuration.md).
+  const readBudget = new CallReadBudget(config.maxCallsPerLoopTurn, { onPause: () => metrics.onReadPause() });
+  let stopWatchingSockets: (() => void) | undefined;
   const services = [GROUP_COORDINATOR_SERVICE, BROKER_SERVICE];
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
-    groupCoordinatorService(coordinator, logger, metrics.callObservers),
+    budgetedService(groupCoordinatorService(coordinator, logger, metrics.callObservers), readBudget),
   );
   server.addService(
     guardServiceDefinition(protos.broker, onEncodeFailure),
-    brokerService(replicaManager, logger, metrics.callObservers),
+    budgetedService(brokerService(replicaManager, logger, metrics.callObservers), readBudget),
   );
   if (manualTime !== undefined) {
     services.push(TEST_CLOCK_SERVICE);
     server.addService(
       guardServiceDefinition(protos.testClock, onEncodeFailure),
-      testClockService(manualTime, logger, metrics.callObservers),
+      budgetedService(testClockService(manualTime, logger, metrics.callObservers), readBudget),
     );
   }
 
@@ -364,6 +368,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           reject(error);
           return;
         }
+        if (readBudget.isEnabled) {
+          stopWatchingSockets = watchAcceptedSockets(
+            unixSocket !== undefined ? { path: unixSocket } : { port },
+            (socket) => readBudget.addConnection(socket),
+          );
+        }
         resolve(
           unixSocket !== undefined
             ? { host: config.listen, port: 0, address: config.listen }
@@ -437,6 +447,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
         clearTimeout(grace);
         resolve();
       });
+      stopWatchingSockets?.();
       coordinator.shutdown();
       // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
       replicaManager.shutdown();

@@ -203,4 +203,24 @@ describe('the admin listener', () => {
     expect(sample(text, 'nodejs_eventloop_lag_max_seconds')).toBeGreaterThanOrEqual(0);
     expect(sample(text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
   });
+
+  it('reads a burst larger than maxCallsPerLoopTurn over several turns: every call answered, the pauses counted', async () => {
+    t = await startTestServer({ adminListen: '127.0.0.1:0', maxCallsPerLoopTurn: 8 });
+    const coordinator = t.groupCoordinator();
+    // 400 calls of ~1 KiB on one connection: grpc-js writes them together, ~400 KiB, more than one socket
+    // read (64 KiB) carries, so the server must read again after pausing.
+    const padding = 'x'.repeat(1_000);
+    const answers = await Promise.all(
+      Array.from({ length: 400 }, (_, i) =>
+        coordinator.heartbeat({ groupId: `burst-${i}-${padding}`, generationId: 1, memberId: 'nobody' }),
+      ),
+    );
+    expect(answers.every((a) => a.errorCode === ErrorCode.UNKNOWN_MEMBER_ID)).toBe(true);
+    const text = (await get(`${t.adminUrl}/metrics`)).body;
+    expect(sample(text, 'cohort_read_pauses_total')).toBeGreaterThan(0);
+    // The connection reads again once the burst is over.
+    expect((await coordinator.heartbeat({ groupId: 'after', memberId: 'nobody' })).errorCode).toBe(
+      ErrorCode.UNKNOWN_MEMBER_ID,
+    );
+  });
 });

@@ -37,6 +37,7 @@ export class ServerMetrics {
   readonly logListener: Required<Pick<ReplicaManagerListener, 'onIsrChange'>>;
   private readonly runtime: RuntimeMetrics;
   private readonly unauthenticated: Counter;
+  private readonly readPauses: Counter;
   private sources: MetricsSources = {};
 
   constructor(options: ServerMetricsOptions) {
@@ -60,6 +61,18 @@ export class ServerMetrics {
       help: 'Calls ended with UNAUTHENTICATED: no bearer token, or not the right one.',
       registers: [this.registry],
     });
+    this.readPauses = new Counter({
+      name: 'cohort_read_pauses_total',
+      help:
+        'Event-loop turns in which maxCallsPerLoopTurn calls had arrived and every connection paused ' +
+        'reading until the next turn.',
+      registers: [this.registry],
+    });
+  }
+
+  /** The per-turn read budget was spent: connections pause until the next turn. */
+  onReadPause(): void {
+    this.readPauses.inc();
   }
 
   /** A call was refused for want of the right bearer token. */

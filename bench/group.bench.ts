@@ -18,7 +18,9 @@
  * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5), `--only=heartbeat,
  * rebalance,memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
  * `--channels=N` (rebalance: client connections, default 4), `--client=http2|grpc-js` (rebalance: raw Node
- * http2 calls, the default, or grpc-js clients, which cost the client more than the server), `--requests-per-run=N` (heartbeat: h2load
+ * http2 calls, the default, or grpc-js clients, which cost the client more than the server),
+ * `--max-calls-per-loop-turn=N` (rebalance: the server's read budget, 0 = none; default the server's),
+ * `--requests-per-run=N` (heartbeat: h2load
  * requests per member visited, default 1,000; fewer spreads the load over more members). Heartbeat load
  * needs h2load (`apt-get install -y nghttp2-client`); without it a labelled Node http2 fallback runs.
  * The last line of output is a JSON object of the figures.
@@ -32,6 +34,7 @@ import {
   REBALANCE_SIZES,
   type RebalanceClient,
 } from './group/rebalance-latency';
+import { DEFAULT_MAX_CALLS_PER_LOOP_TURN } from '../src/config';
 import { describeMachine } from './support/machine';
 import { line, printFigures, round, table, verdict } from './support/report';
 import type { RoundSet } from './support/round-set';
@@ -162,8 +165,14 @@ async function main(): Promise<void> {
       throw new RangeError(`--client takes ${REBALANCE_CLIENTS.join(' or ')}, got ${client}`);
     }
     figures.rebalanceClient = client;
+    const budgetArg = argValue('max-calls-per-loop-turn');
+    const maxCallsPerLoopTurn = budgetArg === undefined ? DEFAULT_MAX_CALLS_PER_LOOP_TURN : Number(budgetArg);
+    if (!Number.isSafeInteger(maxCallsPerLoopTurn) || maxCallsPerLoopTurn < 0) {
+      throw new RangeError('--max-calls-per-loop-turn must be an integer >= 0');
+    }
+    figures.rebalanceMaxCallsPerLoopTurn = maxCallsPerLoopTurn;
     const r = await rebalanceLatency(
-      { rounds, sizes: REBALANCE_SIZES, cpuProfileDir, channels, client },
+      { rounds, sizes: REBALANCE_SIZES, cpuProfileDir, channels, client, maxCallsPerLoopTurn },
       log,
     );
     const rows: (string | number)[][] = [
@@ -174,6 +183,7 @@ async function main(): Promise<void> {
         'sync ms',
         'server join ms',
         'max task ms CPU',
+        'main thread ms',
         'max loop delay ms',
         'noop rtt ms',
       ],
@@ -187,6 +197,7 @@ async function main(): Promise<void> {
         round(m('SyncMs'), 1),
         round(m('ServerJoinMs'), 1),
         round(m('MaxTaskCpuMs'), 1),
+        round(m('MaxTaskLoopCpuMs'), 1),
         round(m('MaxLoopDelayMs'), 1),
         round(m('NoopRttMs'), 2),
       ]);
@@ -197,6 +208,8 @@ async function main(): Promise<void> {
         [`rebalance${size}ServerJoinMs`]: round(m('ServerJoinMs'), 1),
         [`rebalance${size}MaxTaskCpuMs`]: round(m('MaxTaskCpuMs'), 1),
         [`rebalance${size}MaxTaskCpuMsWorstRound`]: round(r.max(`n${size}MaxTaskCpuMs`), 1),
+        [`rebalance${size}MaxTaskMainThreadCpuMs`]: round(m('MaxTaskLoopCpuMs'), 1),
+        [`rebalance${size}MaxTaskMainThreadCpuMsWorstRound`]: round(r.max(`n${size}MaxTaskLoopCpuMs`), 1),
         [`rebalance${size}MaxLoopDelayMs`]: round(m('MaxLoopDelayMs'), 1),
         [`rebalance${size}NoopRoundTripMs`]: round(m('NoopRttMs'), 3),
       });
@@ -208,7 +221,10 @@ async function main(): Promise<void> {
     );
     const join1000 = r.median('n1000JoinMs');
     const sync1000 = r.median('n1000SyncMs');
-    const task5000 = r.max('n5000MaxTaskCpuMs');
+    // The event loop is the main thread: V8's helper threads (concurrent marking, compilation, parallel
+    // scavenging) run beside it on the other core and do not lengthen a task, though the process's CPU
+    // counts them. The process figure stays in the table and the JSON.
+    const task5000 = r.max('n5000MaxTaskLoopCpuMs');
     summary.push([
       '1,000-member join',
       round(join1000, 1),
@@ -222,7 +238,7 @@ async function main(): Promise<void> {
       verdict(sync1000 <= TARGET_REBALANCE_1000_MS),
     ]);
     summary.push([
-      '5,000: longest task (worst round)',
+      '5,000: longest task, main thread (worst round)',
       round(task5000, 1),
       `<= ${TARGET_MAX_TASK_5000_MS} ms CPU`,
       verdict(task5000 <= TARGET_MAX_TASK_5000_MS),

@@ -35,6 +35,8 @@ export interface RebalanceShape {
   readonly cpuProfileDir?: string;
   readonly channels: number;
   readonly client: RebalanceClient;
+  /** The server's maxCallsPerLoopTurn (0 = no cap); default the server's default. */
+  readonly maxCallsPerLoopTurn?: number;
 }
 
 export const REBALANCE_CLIENTS = ['http2', 'grpc-js'] as const;
@@ -68,6 +70,7 @@ export async function rebalanceLatency(
   const server = await startBenchServer({
     initialDelayMs: 500,
     cpuProfileDir: shape.cpuProfileDir,
+    ...(shape.maxCallsPerLoopTurn === undefined ? {} : { maxCallsPerLoopTurn: shape.maxCallsPerLoopTurn }),
   });
   const channels: UnaryChannels =
     shape.client === 'http2'
@@ -90,6 +93,7 @@ export async function rebalanceLatency(
         // The server's own share: from the last JoinGroup it received to the last JoinGroup it answered.
         rounds.record(`n${size}ServerJoinMs`, probe.lastJoinAnsweredMs - probe.lastJoinReceivedMs);
         rounds.record(`n${size}MaxTaskCpuMs`, probe.maxTaskCpuMs);
+        rounds.record(`n${size}MaxTaskLoopCpuMs`, probe.maxTaskLoopCpuMs);
         rounds.record(`n${size}MaxLoopDelayMs`, probe.maxDelayMs);
         rounds.record(`n${size}NoopRttMs`, rttMs);
         if (shape.cpuProfileDir !== undefined) {
@@ -103,7 +107,8 @@ export async function rebalanceLatency(
       log(
         `  ${size} members: sending ${m('SendMs')} ms, then join ${m('JoinMs')} ms (server ${m('ServerJoinMs')} ms), ` +
           `sync ${m('SyncMs')} ms, ` +
-          `longest task ${m('MaxTaskCpuMs')} ms CPU / ${m('MaxLoopDelayMs')} ms loop delay, ` +
+          `longest task ${m('MaxTaskCpuMs')} ms CPU (${m('MaxTaskLoopCpuMs')} ms main thread) / ` +
+          `${m('MaxLoopDelayMs')} ms loop delay, ` +
           `noop rtt ${rounds.median(`n${size}NoopRttMs`).toFixed(2)} ms`,
       );
     }

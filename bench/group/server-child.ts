@@ -3,13 +3,14 @@
  *
  * One grpc-js Server carries both sides of the heartbeat comparison: cohort.v1.GroupCoordinator, wired
  * exactly as createServer wires it (guardServiceDefinition + groupCoordinatorService over the real
- * GroupCoordinator on the system clock), and the bench's cohort.bench.v1.Noop, through the same guard and
+ * GroupCoordinator on the system clock, and the default per-turn read budget), and the bench's cohort.bench.v1.Noop, through the same guard and
  * the same unaryHandler adapter, decoding the same HeartbeatRequest and answering a constant response.
  * Health and reflection, which createServer also adds, are left out: they cost nothing per call.
  *
  * The parent asks, over IPC, for CPU windows (process.cpuUsage of this process only), event-loop probes and
  * group summaries.
  */
+import { openSync, readSync } from 'node:fs';
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import pino from 'pino';
@@ -17,6 +18,8 @@ import { ErrorCode } from '../../src/errors';
 import { DEFAULT_GROUP_CONFIG, GroupCoordinator, type GroupConfig } from '../../src/group';
 import { heartbeatReply } from '../../src/group/group-responses';
 import type { HeartbeatRequest, HeartbeatResponse, RequestContext } from '../../src/group/group-protocol';
+import { DEFAULT_MAX_CALLS_PER_LOOP_TURN } from '../../src/config';
+import { budgetedService, CallReadBudget, watchAcceptedSockets } from '../../src/server/call-read-budget';
 import { groupCoordinatorService } from '../../src/server/group-coordinator-service';
 import { unaryHandler } from '../../src/server/unary-handler';
 import { guardServiceDefinition } from '../../src/server/undecodable-request';
@@ -54,6 +57,12 @@ export interface LoopProbe {
    * CPU time, which preemption by other processes does not inflate (it does include V8's helper threads).
    */
   readonly maxTaskCpuMs: number;
+  /**
+   * The same, counting only the main thread's CPU (Linux /proc/thread-self/schedstat; NaN elsewhere): the
+   * time the event loop itself ran, without V8's helper threads (concurrent marking, compilation) that run
+   * beside it on the other core.
+   */
+  readonly maxTaskLoopCpuMs: number;
   /** [start, end] of that task in process.hrtime µs, to find it in a --cpu-prof profile. */
   readonly maxTaskAtUs: [number, number];
   readonly eventLoopUtilization: number;
@@ -106,19 +115,24 @@ const protos = benchProtos();
 const onEncodeFailure = (error: unknown, method: string): void =>
   logger.error({ err: error, method }, 'a response could not be encoded');
 const server = new Server();
+const readBudget = new CallReadBudget(argValue('max-calls-per-loop-turn', DEFAULT_MAX_CALLS_PER_LOOP_TURN));
 server.addService(
   guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
-  groupCoordinatorService(counting, logger),
+  budgetedService(groupCoordinatorService(counting, logger), readBudget),
 );
-server.addService(guardServiceDefinition(protos.noop, onEncodeFailure), {
-  Noop: unaryHandler(NOOP_PATH, logger, noop),
-});
+server.addService(
+  guardServiceDefinition(protos.noop, onEncodeFailure),
+  budgetedService({ Noop: unaryHandler(NOOP_PATH, logger, noop) }, readBudget),
+);
 
 const port = new Promise<number>((resolve, reject) =>
   server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
     error === null ? resolve(bound) : reject(error),
   ),
-);
+).then((bound) => {
+  watchAcceptedSockets({ port: bound }, (socket) => readBudget.addConnection(socket));
+  return bound;
+});
 
 let window:
   { t0: number; cpu: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization> } | undefined;
@@ -129,15 +143,19 @@ let probeElu: ReturnType<typeof performance.eventLoopUtilization> | undefined;
 /** A 1 ms timer chain that records the most CPU the process spent between two of its turns. */
 class TaskCpuProbe {
   maxCpuMs = 0;
+  maxLoopCpuMs = 0;
   /** When the longest task ran, in process.hrtime µs (the clock of a --cpu-prof profile's timestamps). */
   maxAtUs: [number, number] = [0, 0];
   private lastCpuUs = 0;
+  private lastLoopCpuUs = 0;
   private lastHrUs = 0;
   private timer: NodeJS.Timeout | undefined;
 
   start(): void {
     this.maxCpuMs = 0;
+    this.maxLoopCpuMs = 0;
     this.lastCpuUs = cpuUs();
+    this.lastLoopCpuUs = mainThreadCpuUs();
     this.lastHrUs = hrUs();
     this.timer = setTimeout(this.tick, 1);
   }
@@ -151,7 +169,11 @@ class TaskCpuProbe {
 
   private readonly tick = (): void => {
     const now = cpuUs();
+    const nowLoop = mainThreadCpuUs();
     const nowHrUs = hrUs();
+    const loopGapMs = (nowLoop - this.lastLoopCpuUs) / 1_000;
+    if (loopGapMs > this.maxLoopCpuMs || Number.isNaN(loopGapMs)) this.maxLoopCpuMs = loopGapMs;
+    this.lastLoopCpuUs = nowLoop;
     const gapMs = (now - this.lastCpuUs) / 1_000;
     if (gapMs > this.maxCpuMs) {
       this.maxCpuMs = gapMs;
@@ -165,6 +187,25 @@ class TaskCpuProbe {
 
 function hrUs(): number {
   return Number(process.hrtime.bigint() / 1_000n);
+}
+
+const schedstat = openSchedstat();
+const schedstatBuffer = Buffer.alloc(128);
+
+function openSchedstat(): number | undefined {
+  try {
+    return openSync('/proc/thread-self/schedstat', 'r');
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU time of the calling (main) thread in µs: the first field of its schedstat, in ns. */
+function mainThreadCpuUs(): number {
+  if (schedstat === undefined) return Number.NaN;
+  const n = readSync(schedstat, schedstatBuffer, 0, schedstatBuffer.length, 0);
+  const text = schedstatBuffer.toString('latin1', 0, n);
+  return Number(text.slice(0, text.indexOf(' '))) / 1_000;
 }
 
 function cpuUs(): number {
@@ -223,6 +264,7 @@ serveParent(
       const result: LoopProbe = {
         maxDelayMs: histogram.max / 1e6,
         maxTaskCpuMs: taskProbe.stop(),
+        maxTaskLoopCpuMs: taskProbe.maxLoopCpuMs,
         maxTaskAtUs: taskProbe.maxAtUs,
         eventLoopUtilization: performance.eventLoopUtilization(probeElu).utilization,
         ...counting.marks,

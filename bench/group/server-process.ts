@@ -14,6 +14,8 @@ export interface BenchServerOptions {
   readonly initialDelayMs: number;
   /** Write a V8 CPU profile of the server to this directory when it exits (node --cpu-prof). */
   readonly cpuProfileDir?: string;
+  /** The server's maxCallsPerLoopTurn; default the server's default. */
+  readonly maxCallsPerLoopTurn?: number;
 }
 
 /** The parent's handle on bench/group/server-child.ts. */
@@ -36,7 +38,12 @@ export async function startBenchServer(options: BenchServerOptions): Promise<Ben
     options.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`];
   const child: ChildHandle = startChild(join(__dirname, 'server-child.ts'), {
     nodeFlags,
-    args: [`--initial-delay-ms=${options.initialDelayMs}`],
+    args: [
+      `--initial-delay-ms=${options.initialDelayMs}`,
+      ...(options.maxCallsPerLoopTurn === undefined
+        ? []
+        : [`--max-calls-per-loop-turn=${options.maxCallsPerLoopTurn}`]),
+    ],
   });
   const port = await child.request<number>('port');
   return {

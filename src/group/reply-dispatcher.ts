@@ -8,8 +8,8 @@
  * `setImmediate` turn then delivers the next `sliceSize`, and so on. Other I/O (heartbeats of other groups)
  * interleaves between turns. Small rebalances never wait: their replies fit in the first slice.
  *
- * Example with sliceSize = 250 and a 600-member rebalance: replies 1–250 resolve in the task that completed
- * the join, 251–500 in the next turn, 501–600 in the one after.
+ * Example with sliceSize = 100 (the default) and a 250-member rebalance: replies 1–100 resolve in the task
+ * that completed the join, 101–200 in the next turn, 201–250 in the one after.
  *
  * Order is preserved: a reply is never delivered before one queued earlier.
  */

@@ -7,21 +7,15 @@ import type {
   ProduceRecord,
   ProduceRequest,
 } from '../log/broker-protocol';
+import type { ProduceRequestWire } from './broker-wire';
 import { decodeInt64 } from './int64';
 import { type CallObservers, unaryHandler, type UnaryMethod } from './unary-handler';
 
 /** A message as decoded: int64 fields arrive as decimal strings (see load-protos.ts). */
 type Int64Wire<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 
-type ProduceWire = Omit<ProduceRequest, 'topics'> & {
-  topics: {
-    name: string;
-    partitions: {
-      partitionIndex: number;
-      records: Int64Wire<ProduceRecord & { offset: number }, 'offset' | 'timestampMs'>[];
-    }[];
-  }[];
-};
+/** As broker-wire.ts decodes it: int64 fields are numbers when exact, decimal strings when not. */
+type ProduceWire = ProduceRequestWire;
 
 type FetchWire = Omit<FetchRequest, 'topics'> & {
   topics: {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Options, PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { loadSync } from '@grpc/proto-loader';
+import { withBrokerWireCodecs } from './broker-wire';
 
 export const PROTO_FILES = [
   'cohort/v1/group_coordinator.proto',
@@ -63,7 +64,8 @@ export function loadCohortProtos(): CohortProtos {
       packageDefinition,
       groupCoordinator: packageDefinition['cohort.v1.GroupCoordinator'] as ServiceDefinition,
       testClock: packageDefinition['cohort.v1.TestClock'] as ServiceDefinition,
-      broker: packageDefinition['cohort.v1.Broker'] as ServiceDefinition,
+      // The server's hot path encodes and decodes these by hand (broker-wire.ts).
+      broker: withBrokerWireCodecs(packageDefinition['cohort.v1.Broker'] as ServiceDefinition),
     });
   }
   return loaded;

@@ -1,0 +1,266 @@
+import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
+import { loadSync } from '@grpc/proto-loader';
+import fc from 'fast-check';
+import type { FetchResponse, ProduceResponse } from '../../../src/log/broker-protocol';
+import {
+  decodeProduceRequest,
+  encodeFetchResponse,
+  encodeProduceResponse,
+  HANDLED_FIELDS,
+  type ProduceRequestWire,
+} from '../../../src/server/broker-wire';
+import { PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../../src/server/load-protos';
+
+// The generic codecs (protobufjs through proto-loader, as clients use them) are the reference.
+const generic = loadSync([...PROTO_FILES], PROTO_LOADER_OPTIONS);
+const broker = generic['cohort.v1.Broker'] as ServiceDefinition;
+const produce = broker.Produce as MethodDefinition<object, object>;
+const fetch = broker.Fetch as MethodDefinition<object, object>;
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const int32 = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
+/** Mostly small values, with the edges of the safe range and of int64 mixed in. */
+const int64Text = fc.oneof(
+  fc.integer({ min: -5, max: 1_000 }).map(String),
+  fc.maxSafeInteger().map(String),
+  fc.constantFrom('9007199254740991', '9007199254740992', '-9007199254740991', '-9007199254740992'),
+  fc.bigInt({ min: INT64_MIN, max: INT64_MAX }).map(String),
+);
+const bytes = fc.oneof(
+  fc.constant(Buffer.alloc(0)),
+  fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)),
+);
+const text = fc.oneof(
+  fc.constant(''),
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: 'grapheme', maxLength: 6 }),
+);
+const header = fc.record({ key: text, value: bytes });
+
+const produceRequest = fc.record({
+  acks: int32,
+  timeoutMs: int32,
+  topics: fc.array(
+    fc.record({
+      name: text,
+      partitions: fc.array(
+        fc.record({
+          partitionIndex: int32,
+          records: fc.array(
+            fc.record({
+              offset: int64Text,
+              timestampMs: int64Text,
+              key: bytes,
+              value: bytes,
+              headers: fc.array(header, { maxLength: 3 }),
+            }),
+            { maxLength: 4 },
+          ),
+        }),
+        { maxLength: 3 },
+      ),
+    }),
+    { maxLength: 3 },
+  ),
+});
+
+/** int64 fields as the generic decoder gives them (strings), for comparison. */
+function int64AsText(request: ProduceRequestWire): unknown {
+  return {
+    ...request,
+    topics: request.topics.map((topic) => ({
+      ...topic,
+      partitions: topic.partitions.map((partition) => ({
+        ...partition,
+        records: partition.records.map((record) => ({
+          ...record,
+          offset: String(record.offset),
+          timestampMs: String(record.timestampMs),
+        })),
+      })),
+    })),
+  };
+}
+
+describe('decodeProduceRequest', () => {
+  test('decodes what the generic encoder writes exactly as the generic decoder does (property)', () => {
+    fc.assert(
+      fc.property(produceRequest, (request) => {
+        const bytes = produce.requestSerialize(request);
+        const ours = decodeProduceRequest(bytes);
+        expect(int64AsText(ours)).toEqual(produce.requestDeserialize(bytes));
+      }),
+    );
+  });
+
+  test('gives int64 as an exact number inside ±(2^53 - 1) and as decimal text outside it', () => {
+    const decoded = (timestampMs: string) =>
+      decodeProduceRequest(
+        produce.requestSerialize({
+          topics: [{ name: 't', partitions: [{ records: [{ timestampMs, value: Buffer.from('v') }] }] }],
+        }),
+      ).topics[0]!.partitions[0]!.records[0]!.timestampMs;
+    expect(decoded('9007199254740991')).toBe(9007199254740991);
+    expect(decoded('-9007199254740991')).toBe(-9007199254740991);
+    expect(decoded('-1')).toBe(-1);
+    expect(decoded('9007199254740992')).toBe('9007199254740992');
+    expect(decoded('-9007199254740992')).toBe('-9007199254740992');
+    expect(decoded('-9223372036854775808')).toBe('-9223372036854775808');
+  });
+
+  test('skips unknown fields of every wire type, at every level', () => {
+    const unknown = Buffer.from([
+      0x78,
+      0x96,
+      0x01, // field 15 varint
+      0x79,
+      1,
+      2,
+      3,
+      4,
+      5,
+      6,
+      7,
+      8, // field 15 fixed64
+      0x7a,
+      0x02,
+      0xaa,
+      0xbb, // field 15 length-delimited
+      0x7d,
+      1,
+      2,
+      3,
+      4, // field 15 fixed32
+    ]);
+    const record = Buffer.concat([Buffer.from([0x22, 0x01, 0x76]), unknown]); // value "v"
+    const partition = Buffer.concat([unknown, Buffer.from([0x12, record.length]), record]);
+    const topic = Buffer.concat([
+      Buffer.from([0x0a, 0x01, 0x74]),
+      Buffer.from([0x12, partition.length]),
+      partition,
+    ]);
+    const request = Buffer.concat([
+      Buffer.from([0x08, 0x01]),
+      unknown,
+      Buffer.from([0x1a, topic.length]),
+      topic,
+    ]);
+    const decoded = decodeProduceRequest(request);
+    expect(decoded.acks).toBe(1);
+    expect(decoded.topics[0]!.name).toBe('t');
+    expect(decoded.topics[0]!.partitions[0]!.records[0]!.value).toEqual(Buffer.from('v'));
+  });
+
+  test('refuses truncated messages, lengths past their message, group wire types and wrong wire types', () => {
+    expect(() => decodeProduceRequest(Buffer.from([0x08]))).toThrow(RangeError); // varint cut short
+    expect(() => decodeProduceRequest(Buffer.from([0x1a, 0x05, 0x0a]))).toThrow(RangeError);
+    expect(() => decodeProduceRequest(Buffer.from([0x7b]))).toThrow(RangeError); // start group
+    expect(() => decodeProduceRequest(Buffer.from([0x0a, 0x00]))).toThrow(RangeError); // acks as bytes
+    expect(() => decodeProduceRequest(Buffer.from(new Array<number>(11).fill(0xff)))).toThrow(RangeError);
+  });
+
+  test('on any bytes, returns a request or throws a RangeError (property)', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (raw) => {
+        try {
+          decodeProduceRequest(Buffer.from(raw));
+        } catch (error) {
+          expect(error).toBeInstanceOf(RangeError);
+        }
+      }),
+    );
+  });
+});
+
+const safeInt64 = fc.oneof(
+  fc.integer({ min: -2, max: 1_000 }),
+  fc.maxSafeInteger(),
+  fc.maxSafeInteger().map((n) => -n),
+);
+const errorCode = fc.integer({ min: -1, max: 120 });
+
+const fetchResponse: fc.Arbitrary<FetchResponse> = fc.record({
+  errorCode,
+  responses: fc.array(
+    fc.record({
+      name: text,
+      partitions: fc.array(
+        fc.record({
+          partitionIndex: int32,
+          errorCode,
+          highWatermark: safeInt64,
+          logStartOffset: safeInt64,
+          records: fc.array(
+            fc.record({
+              offset: safeInt64,
+              timestampMs: safeInt64,
+              key: fc.option(bytes, { nil: null }),
+              value: fc.option(bytes, { nil: null }),
+              headers: fc.array(header, { maxLength: 3 }),
+            }),
+            { maxLength: 4 },
+          ),
+        }),
+        { maxLength: 3 },
+      ),
+    }),
+    { maxLength: 3 },
+  ),
+});
+
+const produceResponse: fc.Arbitrary<ProduceResponse> = fc.record({
+  topics: fc.array(
+    fc.record({
+      name: text,
+      partitions: fc.array(
+        fc.record({
+          partitionIndex: int32,
+          errorCode,
+          baseOffset: safeInt64,
+          logAppendTimeMs: safeInt64,
+          logStartOffset: safeInt64,
+        }),
+        { maxLength: 3 },
+      ),
+    }),
+    { maxLength: 3 },
+  ),
+});
+
+/** What the generic decoder makes of a response the generic encoder wrote (the reference). */
+function viaGeneric(method: MethodDefinition<object, object>, response: object): unknown {
+  return method.responseDeserialize(method.responseSerialize(response));
+}
+
+describe('encodeFetchResponse and encodeProduceResponse', () => {
+  test('a FetchResponse decodes as the generic encoding of it does (property)', () => {
+    fc.assert(
+      fc.property(fetchResponse, (response) => {
+        expect(fetch.responseDeserialize(encodeFetchResponse(response))).toEqual(viaGeneric(fetch, response));
+      }),
+    );
+  });
+
+  test('a ProduceResponse decodes as the generic encoding of it does (property)', () => {
+    fc.assert(
+      fc.property(produceResponse, (response) => {
+        expect(produce.responseDeserialize(encodeProduceResponse(response))).toEqual(
+          viaGeneric(produce, response),
+        );
+      }),
+    );
+  });
+
+  test('writes canonical proto3: an all-default message is empty', () => {
+    expect(encodeFetchResponse({ errorCode: 0, responses: [] })).toHaveLength(0);
+    expect(encodeProduceResponse({ topics: [] })).toHaveLength(0);
+  });
+});
+
+describe('HANDLED_FIELDS', () => {
+  test.each(Object.entries(HANDLED_FIELDS))('covers every field of %s in the .proto', (message, handled) => {
+    const type = (generic[message] as { type: { field: { number: number }[] } }).type;
+    expect(type.field.map((f) => f.number).sort()).toEqual([...handled].sort());
+  });
+});

@@ -80,6 +80,15 @@ function decodeListOffsets(wire: ListOffsetsWire): ListOffsetsRequest {
 }
 
 /**
+ * Resolves with `value` in a later turn of the event loop. An acks=0 producer does not wait for its answer
+ * (Kafka sends it none): answering it after this turn's writes lets the responses of the Fetches its append
+ * woke go out first, without its encoding in their way.
+ */
+function afterThisTurn<T>(value: T): Promise<T> {
+  return new Promise((resolve) => setImmediate(resolve, value));
+}
+
+/**
  * cohort.v1.Broker over grpc-js: decode → replica manager → encode. Decoded messages already have the log
  * layer's shapes (broker-protocol.ts mirrors the proto); only int64 fields need converting, exactly or not
  * at all (INVALID_ARGUMENT). Produce and Fetch may park: the unary adapter's cancel hook releases them when the
@@ -96,12 +105,13 @@ export function brokerService(
   return {
     CreateTopics: handler('CreateTopics', broker.createTopics.bind(broker)),
     Metadata: handler('Metadata', broker.metadata.bind(broker)),
-    Produce: handler('Produce', async (request: ProduceWire, context) =>
-      broker.produce(decodeProduce(request), context),
-    ),
-    Fetch: handler('Fetch', async (request: FetchWire, context) =>
-      broker.fetch(decodeFetch(request), context),
-    ),
+    // Not async functions: the unary adapter already turns a throw into a rejection, and each async
+    // wrapper would add promise hops between a woken Fetch and its answer.
+    Produce: handler('Produce', (request: ProduceWire, context) => {
+      const produced = broker.produce(decodeProduce(request), context);
+      return request.acks === 0 ? produced.then(afterThisTurn) : produced;
+    }),
+    Fetch: handler('Fetch', (request: FetchWire, context) => broker.fetch(decodeFetch(request), context)),
     ListOffsets: handler('ListOffsets', async (request: ListOffsetsWire) =>
       broker.listOffsets(decodeListOffsets(request)),
     ),

@@ -196,6 +196,15 @@ describe('LogSegment', () => {
       expect(reads).toHaveBeenCalledTimes(2);
     });
 
+    test('every reader of the tail shares its decoded records (decoded once)', () => {
+      const segment = create();
+      appendBatch(segment, 3);
+      const first = segment.read(0, 1 << 20, Number.MAX_SAFE_INTEGER, true).batches[0]!;
+      const second = segment.read(1, 1 << 20, Number.MAX_SAFE_INTEGER, true).batches[0]!;
+      expect(second.records()).toBe(first.records());
+      expect(first.records().map((r) => r.offset)).toEqual([0, 1, 2]);
+    });
+
     test('after a truncation or a reopen the tail comes from the file again', () => {
       const segment = create();
       appendBatch(segment, 3);

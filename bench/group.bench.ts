@@ -211,6 +211,7 @@ async function main(): Promise<void> {
         [`rebalance${size}MaxTaskMainThreadCpuMs`]: round(m('MaxTaskLoopCpuMs'), 1),
         [`rebalance${size}MaxTaskMainThreadCpuMsWorstRound`]: round(r.max(`n${size}MaxTaskLoopCpuMs`), 1),
         [`rebalance${size}MaxLoopDelayMs`]: round(m('MaxLoopDelayMs'), 1),
+        [`rebalance${size}MaxLoopDelayMsWorstRound`]: round(r.max(`n${size}MaxLoopDelayMs`), 1),
         [`rebalance${size}NoopRoundTripMs`]: round(m('NoopRttMs'), 3),
       });
     }

@@ -19,7 +19,7 @@ import { DEFAULT_GROUP_CONFIG, GroupCoordinator, type GroupConfig } from '../../
 import { heartbeatReply } from '../../src/group/group-responses';
 import type { HeartbeatRequest, HeartbeatResponse, RequestContext } from '../../src/group/group-protocol';
 import { DEFAULT_MAX_CALLS_PER_LOOP_TURN } from '../../src/config';
-import { budgetedService, CallReadBudget, watchAcceptedSockets } from '../../src/server/call-read-budget';
+import { budgetServerAt, CallReadBudget } from '../../src/server/call-read-budget';
 import { groupCoordinatorService } from '../../src/server/group-coordinator-service';
 import { unaryHandler } from '../../src/server/unary-handler';
 import { guardServiceDefinition } from '../../src/server/undecodable-request';
@@ -118,19 +118,18 @@ const server = new Server();
 const readBudget = new CallReadBudget(argValue('max-calls-per-loop-turn', DEFAULT_MAX_CALLS_PER_LOOP_TURN));
 server.addService(
   guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
-  budgetedService(groupCoordinatorService(counting, logger), readBudget),
+  groupCoordinatorService(counting, logger),
 );
-server.addService(
-  guardServiceDefinition(protos.noop, onEncodeFailure),
-  budgetedService({ Noop: unaryHandler(NOOP_PATH, logger, noop) }, readBudget),
-);
+server.addService(guardServiceDefinition(protos.noop, onEncodeFailure), {
+  Noop: unaryHandler(NOOP_PATH, logger, noop),
+});
 
 const port = new Promise<number>((resolve, reject) =>
   server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
     error === null ? resolve(bound) : reject(error),
   ),
 ).then((bound) => {
-  watchAcceptedSockets({ port: bound }, (socket) => readBudget.addConnection(socket));
+  budgetServerAt(readBudget, { port: bound });
   return bound;
 });
 

@@ -28,7 +28,7 @@ export interface CallReadBudgetOptions {
    * was in progress is checked again. Default: an unref'd setTimeout.
    */
   readonly scheduleRetry?: (retry: () => void, ms: number) => void;
-  /** Called each turn in which the budget stopped reading (for a metric). */
+  /** Called once in each turn in which the budget stopped reading on a connection (for a metric). */
   readonly onPause?: () => void;
 }
 
@@ -50,8 +50,9 @@ function socketHandle(connection: BudgetedConnection): StreamHandle | undefined 
 /**
  * Caps how many calls the server reads in one event-loop turn. One socket read can carry hundreds of calls
  * (a burst of JoinGroups on one connection), and libuv runs every ready read in the same turn: 5,000 calls
- * on 4 connections took ~90 ms of CPU in a single turn, and nothing else — a heartbeat, a timer, a reply —
- * ran meanwhile. Once `maxCallsPerTurn` calls have arrived in a turn, every connection stops reading;
+ * on 4 connections took ~70 ms of the main thread's CPU (~90 ms of the process's) in a single turn, and
+ * nothing else — a heartbeat, a timer, a reply — ran meanwhile. `budgetServerAt` counts every HTTP/2 stream
+ * a server opens. Once `maxCallsPerTurn` calls have arrived in a turn, every connection stops reading;
  * at the end of the turn they read again, so the rest of the burst arrives over the next turns with the
  * loop free in between. Like Kafka's network threads muting a channel, this only delays reading: TCP and
  * HTTP/2 flow control hold the rest on the client's side, and no call is refused.
@@ -113,17 +114,27 @@ export class CallReadBudget {
     if (this.isPaused) this.handleOf(connection)?.readStop();
   }
 
-  /** One call has arrived. Cheap: an increment, and once a turn a scheduled end-of-turn. */
-  admit(): void {
+  /**
+   * One call has arrived (bound: usable as an event listener). Cheap: an increment, and once a turn a
+   * scheduled end-of-turn. Every further `maxCallsPerTurn` calls in the same turn stop reading again: the
+   * HTTP/2 session may have restarted a connection meanwhile, when one of its writes completed.
+   */
+  readonly admit = (): void => {
     if (!this.isEnabled) return;
     if (this.admitted++ === 0) this.scheduleEndOfTurn(this.endOfTurn);
-    if (this.admitted === this.maxCallsPerTurn) this.pause();
-  }
+    if (this.admitted % this.maxCallsPerTurn === 0) this.pause();
+  };
 
   private pause(): void {
+    let stopped = 0;
+    for (const connection of this.connections) {
+      const handle = this.handleOf(connection);
+      if (handle === undefined) continue;
+      handle.readStop();
+      stopped++;
+    }
+    if (!this.isPaused && stopped > 0) this.onPause();
     this.isPaused = true;
-    for (const connection of this.connections) this.handleOf(connection)?.readStop();
-    this.onPause();
   }
 
   private readonly endOfTurn = (): void => {
@@ -158,35 +169,15 @@ export class CallReadBudget {
   };
 }
 
-/** grpc-js's handler of one method, whatever its kind: the call, and for unary calls the callback. */
-type MethodHandler = (call: unknown, callback?: unknown) => unknown;
-
-/**
- * `service` with every method handler counting its call against `budget` before it runs. A budget with no
- * cap leaves the service as it is.
- */
-export function budgetedService<S extends object>(service: S, budget: CallReadBudget): S {
-  if (!budget.isEnabled) return service;
-  const wrapped: Record<string, unknown> = {};
-  for (const [name, handler] of Object.entries(service)) {
-    if (typeof handler !== 'function') {
-      wrapped[name] = handler;
-      continue;
-    }
-    const handle = handler as MethodHandler;
-    // Two parameters, not a rest parameter: no array per call on the heartbeat path.
-    wrapped[name] = (call: unknown, callback?: unknown): unknown => {
-      budget.admit();
-      return handle(call, callback);
-    };
-  }
-  return wrapped as S;
-}
-
-/** A Node server as its accepted sockets know it (`socket.server`). */
+/** A Node server as its accepted sockets know it (`socket.server`): here grpc-js's HTTP/2 server. */
 interface AcceptingServer {
   address(): string | { port: number } | null;
+  on(event: 'stream', listener: () => void): unknown;
+  off(event: 'stream', listener: () => void): unknown;
 }
+
+/** Where a server listens: a TCP port, or a Unix socket's path. */
+export type ListenerAddress = { readonly port: number } | { readonly path: string };
 
 const SERVER_SOCKET_CHANNEL = 'net.server.socket';
 
@@ -197,8 +188,8 @@ const SERVER_SOCKET_CHANNEL = 'net.server.socket';
  * `net.server.socket` diagnostics channel, after the server (here grpc-js's HTTP/2 server) has taken it.
  */
 export function watchAcceptedSockets(
-  listener: { readonly port: number } | { readonly path: string },
-  onConnection: (socket: Socket) => void,
+  listener: ListenerAddress,
+  onConnection: (socket: Socket, server: AcceptingServer) => void,
 ): () => void {
   const isOurs = (server: AcceptingServer | null | undefined): boolean => {
     const address = server?.address();
@@ -209,12 +200,33 @@ export function watchAcceptedSockets(
   };
   const onMessage = (message: unknown): void => {
     const socket = (message as { socket?: Socket }).socket;
-    if (socket !== undefined && isOurs((socket as { server?: AcceptingServer | null }).server)) {
-      onConnection(socket);
-    }
+    const server = (socket as { server?: AcceptingServer | null } | undefined)?.server;
+    if (socket !== undefined && server != null && isOurs(server)) onConnection(socket, server);
   };
   subscribe(SERVER_SOCKET_CHANNEL, onMessage);
   return () => {
     unsubscribe(SERVER_SOCKET_CHANNEL, onMessage);
+  };
+}
+
+/**
+ * Puts the server listening at `listener` under `budget`, from now until the returned function is called:
+ * every connection it accepts is one the budget can stop, and every HTTP/2 stream opened on it (every
+ * call, whatever its service, authenticated or not) counts against the budget as its headers arrive.
+ */
+export function budgetServerAt(budget: CallReadBudget, listener: ListenerAddress): () => void {
+  if (!budget.isEnabled) return () => {};
+  const counted = new Set<AcceptingServer>();
+  const stopWatching = watchAcceptedSockets(listener, (socket, server) => {
+    if (!counted.has(server)) {
+      counted.add(server);
+      server.on('stream', budget.admit);
+    }
+    budget.addConnection(socket);
+  });
+  return () => {
+    stopWatching();
+    for (const server of counted) server.off('stream', budget.admit);
+    counted.clear();
   };
 }

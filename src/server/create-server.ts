@@ -21,7 +21,7 @@ import { SystemTimer } from '../timer';
 import { AdminServer } from './admin-server';
 import type { AdminAddress } from './admin-server';
 import { bearerTokenInterceptor } from './bearer-token-interceptor';
-import { budgetedService, CallReadBudget, watchAcceptedSockets } from './call-read-budget';
+import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
 import { fanOutListener } from './fan-out-listener';
@@ -253,23 +253,23 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     ...(interceptors.length > 0 ? { interceptors } : {}),
   };
   const server = new Server(serverOptions);
-  // Every call of the contract's services counts against the per-turn read budget (docs/configuration.md).
+  // Every call counts against the per-turn read budget (docs/configuration.md), from the bind on.
   const readBudget = new CallReadBudget(config.maxCallsPerLoopTurn, { onPause: () => metrics.onReadPause() });
   let stopWatchingSockets: (() => void) | undefined;
   const services = [GROUP_COORDINATOR_SERVICE, BROKER_SERVICE];
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
-    budgetedService(groupCoordinatorService(coordinator, logger, metrics.callObservers), readBudget),
+    groupCoordinatorService(coordinator, logger, metrics.callObservers),
   );
   server.addService(
     guardServiceDefinition(protos.broker, onEncodeFailure),
-    budgetedService(brokerService(replicaManager, logger, metrics.callObservers), readBudget),
+    brokerService(replicaManager, logger, metrics.callObservers),
   );
   if (manualTime !== undefined) {
     services.push(TEST_CLOCK_SERVICE);
     server.addService(
       guardServiceDefinition(protos.testClock, onEncodeFailure),
-      budgetedService(testClockService(manualTime, logger, metrics.callObservers), readBudget),
+      testClockService(manualTime, logger, metrics.callObservers),
     );
   }
 
@@ -368,12 +368,10 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           reject(error);
           return;
         }
-        if (readBudget.isEnabled) {
-          stopWatchingSockets = watchAcceptedSockets(
-            unixSocket !== undefined ? { path: unixSocket } : { port },
-            (socket) => readBudget.addConnection(socket),
-          );
-        }
+        stopWatchingSockets = budgetServerAt(
+          readBudget,
+          unixSocket !== undefined ? { path: unixSocket } : { port },
+        );
         resolve(
           unixSocket !== undefined
             ? { host: config.listen, port: 0, address: config.listen }

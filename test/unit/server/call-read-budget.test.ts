@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import fc from 'fast-check';
+import { connect as connectHttp2, createServer as createHttp2Server } from 'node:http2';
 import {
-  budgetedService,
+  budgetServerAt,
   CallReadBudget,
   WRITE_WAIT_RECHECK_MS,
   watchAcceptedSockets,
@@ -93,7 +94,7 @@ describe('CallReadBudget', () => {
     h.admit(1);
     expect([a.handle.isReading, b.handle.isReading]).toEqual([false, false]);
     expect(h.pauses).toBe(1);
-    h.admit(5); // calls already in the read in progress: no second stop
+    h.admit(2); // calls already in the read in progress: no second stop before the next budget
     expect(a.handle.stops).toBe(1);
 
     h.endTurn();
@@ -173,44 +174,37 @@ describe('CallReadBudget', () => {
     expect(late.handle.isReading).toBe(true);
   });
 
-  test('0 is no cap: nothing is tracked, counted or scheduled, and services are left as they are', () => {
+  test('0 is no cap: nothing is tracked, counted or scheduled', () => {
     const h = harness(0);
     const a = h.connection();
     h.admit(10_000);
     expect(a.handle.stops).toBe(0);
     expect(h.scheduledTurnEnds).toBe(0);
     expect(h.budget.connectionCount).toBe(0);
-    const service = { Heartbeat: () => undefined };
-    expect(budgetedService(service, h.budget)).toBe(service);
+  });
+
+  test('stops reading again every further budget in the same turn (the session may have restarted it)', () => {
+    const h = harness(2);
+    const a = h.connection();
+    h.admit(2);
+    expect(a.handle.stops).toBe(1);
+    a.handle.readStart(); // the HTTP/2 session restarted it after a write completed
+    h.admit(1);
+    expect(a.handle.isReading).toBe(true);
+    h.admit(1);
+    expect(a.handle.isReading).toBe(false);
+    expect(h.pauses).toBe(1); // still one paused turn
+  });
+
+  test('a turn that had no connection to stop is not counted as paused', () => {
+    const h = harness(1);
+    h.admit(3);
+    expect(h.pauses).toBe(0);
   });
 
   test('rejects a negative or fractional cap', () => {
     expect(() => new CallReadBudget(-1)).toThrow(RangeError);
     expect(() => new CallReadBudget(1.5)).toThrow(RangeError);
-  });
-
-  test('budgetedService counts each call, then runs the handler with its arguments and returns its result', () => {
-    const h = harness(2);
-    const a = h.connection();
-    const seen: unknown[][] = [];
-    const service = budgetedService(
-      {
-        Heartbeat: (call: unknown, callback?: unknown) => {
-          seen.push([call, callback]);
-          return 'answered';
-        },
-      },
-      h.budget,
-    );
-    const callback = (): void => {};
-    expect(service.Heartbeat('call-1', callback)).toBe('answered');
-    expect(a.handle.isReading).toBe(true);
-    expect(service.Heartbeat('call-2')).toBe('answered');
-    expect(a.handle.isReading).toBe(false);
-    expect(seen).toEqual([
-      ['call-1', callback],
-      ['call-2', undefined],
-    ]);
   });
 
   // Whatever happens — calls, turn ends, writes starting and finishing, connections opening and closing —
@@ -290,5 +284,48 @@ describe('watchAcceptedSockets', () => {
     dial(ours.port);
     await new Promise((resolve) => ours.server.once('connection', resolve));
     expect(seen).toHaveLength(1);
+  });
+});
+
+describe('budgetServerAt', () => {
+  test('counts every stream of the server at that port and stops its connections; stopping undoes both', async () => {
+    const server = createHttp2Server();
+    server.on('stream', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('ok');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    const listenersBefore = server.listenerCount('stream');
+    let pauses = 0;
+    const budget = new CallReadBudget(2, { onPause: () => pauses++ });
+    const stop = budgetServerAt(budget, { port });
+    const client = connectHttp2(`http://127.0.0.1:${port}`);
+    try {
+      const answers = await Promise.all(
+        Array.from(
+          { length: 6 },
+          () =>
+            new Promise<string>((resolve, reject) => {
+              const request = client.request({ ':path': '/' });
+              let body = '';
+              request.setEncoding('utf8');
+              request.on('data', (chunk: string) => (body += chunk));
+              request.on('end', () => resolve(body));
+              request.on('error', reject);
+              request.end();
+            }),
+        ),
+      );
+      expect(answers).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'ok']);
+      expect(budget.connectionCount).toBe(1);
+      expect(pauses).toBeGreaterThan(0); // six streams in one read: the connection was stopped
+      expect(server.listenerCount('stream')).toBe(listenersBefore + 1);
+    } finally {
+      stop();
+      client.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
+    expect(server.listenerCount('stream')).toBe(listenersBefore);
   });
 });

@@ -152,11 +152,18 @@ describe('decodeProduceRequest', () => {
     expect(decoded.topics[0]!.partitions[0]!.records[0]!.value).toEqual(Buffer.from('v'));
   });
 
-  test('refuses truncated messages, lengths past their message, group wire types and wrong wire types', () => {
+  test('skips groups, and a known field with another wire type, as unknown fields', () => {
+    const group = [0x7b, 0x08, 0x01, 0x7b, 0x7c, 0x7c]; // field 15: a group holding a varint and a group
+    const acksAsBytes = [0x0a, 0x01, 0x05]; // field 1 (acks, a varint) sent length-delimited
+    const decoded = decodeProduceRequest(Buffer.from([...group, ...acksAsBytes, 0x10, 0x07]));
+    expect(decoded).toEqual({ acks: 0, timeoutMs: 7, topics: [] });
+  });
+
+  test('refuses truncated messages, lengths past their message, stray end-groups and overlong varints', () => {
     expect(() => decodeProduceRequest(Buffer.from([0x08]))).toThrow(RangeError); // varint cut short
     expect(() => decodeProduceRequest(Buffer.from([0x1a, 0x05, 0x0a]))).toThrow(RangeError);
-    expect(() => decodeProduceRequest(Buffer.from([0x7b]))).toThrow(RangeError); // start group
-    expect(() => decodeProduceRequest(Buffer.from([0x0a, 0x00]))).toThrow(RangeError); // acks as bytes
+    expect(() => decodeProduceRequest(Buffer.from([0x7b, 0x08]))).toThrow(RangeError); // unclosed group
+    expect(() => decodeProduceRequest(Buffer.from([0x7c]))).toThrow(RangeError); // end group alone
     expect(() => decodeProduceRequest(Buffer.from(new Array<number>(11).fill(0xff)))).toThrow(RangeError);
   });
 
@@ -255,6 +262,18 @@ describe('encodeFetchResponse and encodeProduceResponse', () => {
   test('writes canonical proto3: an all-default message is empty', () => {
     expect(encodeFetchResponse({ errorCode: 0, responses: [] })).toHaveLength(0);
     expect(encodeProduceResponse({ topics: [] })).toHaveLength(0);
+  });
+
+  test('leaves out a number that is missing, as the generic encoder does', () => {
+    const partition = {
+      partitionIndex: 3,
+      errorCode: 0,
+      baseOffset: 5,
+    } as unknown as ProduceResponse['topics'][number]['partitions'][number];
+    const response: ProduceResponse = { topics: [{ name: 't', partitions: [partition] }] };
+    expect(produce.responseDeserialize(encodeProduceResponse(response))).toEqual(
+      viaGeneric(produce, response),
+    );
   });
 });
 

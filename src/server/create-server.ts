@@ -21,9 +21,9 @@ import { SystemTimer } from '../timer';
 import { AdminServer } from './admin-server';
 import type { AdminAddress } from './admin-server';
 import { bearerTokenInterceptor } from './bearer-token-interceptor';
-import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
+import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { groupEventLog } from './group-event-log';
@@ -255,7 +255,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const server = new Server(serverOptions);
   // Every call counts against the per-turn read budget (docs/configuration.md), from the bind on.
   const readBudget = new CallReadBudget(config.maxCallsPerLoopTurn, { onPause: () => metrics.onReadPause() });
-  let stopWatchingSockets: (() => void) | undefined;
+  let stopBudgeting: (() => void) | undefined;
   const services = [GROUP_COORDINATOR_SERVICE, BROKER_SERVICE];
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
@@ -368,7 +368,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           reject(error);
           return;
         }
-        stopWatchingSockets = budgetServerAt(
+        stopBudgeting = budgetServerAt(
           readBudget,
           unixSocket !== undefined ? { path: unixSocket } : { port },
         );
@@ -445,7 +445,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
         clearTimeout(grace);
         resolve();
       });
-      stopWatchingSockets?.();
+      stopBudgeting?.();
       coordinator.shutdown();
       // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
       replicaManager.shutdown();

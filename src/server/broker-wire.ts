@@ -341,8 +341,8 @@ function bytesFieldSize(bytes: Uint8Array | null): number {
 }
 
 /**
- * Writes a message front to back into one buffer. Nested message lengths are computed in a first pass and
- * queued in `lengths`, in the order the second pass meets them.
+ * Writes a message front to back into one buffer. Nested message lengths and strings' UTF-8 lengths are computed
+ * in a first pass and queued in `lengths`, in the order the second pass meets them.
  */
 class Writer {
   private readonly buf: Buffer;
@@ -392,8 +392,10 @@ class Writer {
     this.pos += bytes.length;
   }
 
-  stringField(tag: number, text: string, byteLength: number): void {
-    if (byteLength === 0) return;
+  /** A string field; its UTF-8 length is the next one queued by the first pass (`stringFieldSize`). */
+  stringField(tag: number, text: string): void {
+    if (text.length === 0) return;
+    const byteLength = this.lengths[this.next++]!;
     this.buf[this.pos++] = tag;
     this.varint(byteLength);
     this.pos += this.buf.write(text, this.pos, byteLength, 'utf8');
@@ -440,15 +442,19 @@ function sizeRecord(record: EncodableRecord, lengths: number[]): number {
     bytesFieldSize(record.value);
   for (const header of record.headers) {
     const at = lengths.push(0) - 1;
-    const length = stringFieldSize(header.key) + bytesFieldSize(header.value);
+    const length = stringFieldSize(header.key, lengths) + bytesFieldSize(header.value);
     lengths[at] = length;
     size += delimitedSize(length);
   }
   return size;
 }
 
-function stringFieldSize(text: string): number {
-  return text.length === 0 ? 0 : delimitedSize(Buffer.byteLength(text, 'utf8'));
+/** Sizes a string field, queuing its UTF-8 length for the second pass (an empty one is left out). */
+function stringFieldSize(text: string, lengths: number[]): number {
+  if (text.length === 0) return 0;
+  const byteLength = Buffer.byteLength(text, 'utf8');
+  lengths.push(byteLength);
+  return delimitedSize(byteLength);
 }
 
 function writeRecord(w: Writer, record: EncodableRecord): void {
@@ -458,7 +464,7 @@ function writeRecord(w: Writer, record: EncodableRecord): void {
   w.bytesField(TAG_4_LEN, record.value);
   for (const header of record.headers) {
     w.beginMessage(TAG_5_LEN);
-    w.stringField(TAG_1_LEN, header.key, Buffer.byteLength(header.key, 'utf8'));
+    w.stringField(TAG_1_LEN, header.key);
     w.bytesField(TAG_2_LEN, header.value);
   }
 }
@@ -469,7 +475,7 @@ export function encodeFetchResponse(response: FetchResponse): Buffer {
   let size = varintFieldSize(response.errorCode);
   for (const topic of response.responses) {
     const topicAt = lengths.push(0) - 1;
-    let topicSize = stringFieldSize(topic.name);
+    let topicSize = stringFieldSize(topic.name, lengths);
     for (const partition of topic.partitions) {
       const partitionAt = lengths.push(0) - 1;
       let partitionSize =
@@ -494,7 +500,7 @@ export function encodeFetchResponse(response: FetchResponse): Buffer {
   w.varintField(TAG_1_VARINT, response.errorCode);
   for (const topic of response.responses) {
     w.beginMessage(TAG_2_LEN);
-    w.stringField(TAG_1_LEN, topic.name, Buffer.byteLength(topic.name, 'utf8'));
+    w.stringField(TAG_1_LEN, topic.name);
     for (const partition of topic.partitions) {
       w.beginMessage(TAG_2_LEN);
       w.varintField(TAG_1_VARINT, partition.partitionIndex);
@@ -516,7 +522,7 @@ export function encodeProduceResponse(response: ProduceResponse): Buffer {
   let size = 0;
   for (const topic of response.topics) {
     const topicAt = lengths.push(0) - 1;
-    let topicSize = stringFieldSize(topic.name);
+    let topicSize = stringFieldSize(topic.name, lengths);
     for (const partition of topic.partitions) {
       const partitionSize =
         varintFieldSize(partition.partitionIndex) +
@@ -534,7 +540,7 @@ export function encodeProduceResponse(response: ProduceResponse): Buffer {
   const w = new Writer(size, lengths);
   for (const topic of response.topics) {
     w.beginMessage(TAG_1_LEN);
-    w.stringField(TAG_1_LEN, topic.name, Buffer.byteLength(topic.name, 'utf8'));
+    w.stringField(TAG_1_LEN, topic.name);
     for (const partition of topic.partitions) {
       w.beginMessage(TAG_2_LEN);
       w.varintField(TAG_1_VARINT, partition.partitionIndex);

@@ -23,6 +23,8 @@
  * `--requests-per-run=N` (heartbeat: h2load
  * requests per member visited, default 1,000; fewer spreads the load over more members). Heartbeat load
  * needs h2load (`apt-get install -y nghttp2-client`); without it a labelled Node http2 fallback runs.
+ * The environment variable BENCH_SERVER_NODE_FLAGS adds Node flags to the server child (for experiments:
+ * `--trace-gc`, `--max-semi-space-size=32`, `-r ./heap-sampler.js`).
  * The last line of output is a JSON object of the figures.
  */
 import { heartbeatThroughput, HEARTBEAT_GROUPS, HEARTBEAT_GROUP_SIZE } from './group/heartbeat-throughput';

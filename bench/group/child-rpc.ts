@@ -39,6 +39,7 @@ export function startChild(entry: string, options: ChildOptions = {}): ChildHand
       join(__dirname, '..', '..', 'scripts', 'register-typescript.js'),
       '--expose-gc',
       ...(options.nodeFlags ?? []),
+      ...(process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
     ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

@@ -7,7 +7,8 @@
  *    hold their callbacks until a `Release` call answers them all: the time from sending Release to each
  *    parked call's response. Both servers are child processes on 127.0.0.1; this process is the client,
  *    and it encodes the Produce before the clock starts and decodes neither side's responses (raw bytes),
- *    so the comparison is of the servers' wake paths. Both servers first answer 1,000 quick rounds
+ *    so the comparison is of the servers' wake paths. On each side the Produce (Release) goes out on a
+ *    connection of its own, as from a producer that is not the consumers' client. Both servers first answer 1,000 quick rounds
  *    (warm-up: steady state, not a fresh process's first calls); then the sides alternate round by round.
  *    Target: cohort ≤ 1.3 × bare at p50 and p99. The children load TypeScript through
  *    scripts/register-typescript.js, not ts-node, which would slow both servers.
@@ -22,7 +23,8 @@
  * Run with `npm run bench:log` (`--quick` for fewer rounds; `--only=wake,throughput,latency,restart` runs
  * the sections named, all four by default, e.g. `npm run bench:log -- --only=restart`). The last line of
  * output is a JSON object of the figures: keys carry their unit, ratios have "ratio" in their key; the
- * restart section's figures sit under `restart`.
+ * restart section's figures sit under `restart`. BENCH_CHILD_NODE_FLAGS adds Node flags to the server
+ * children (experiments: `--cpu-prof`, `-r ./probe.js`).
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
@@ -92,7 +94,8 @@ interface Child {
 function startChild(args: readonly string[], name: string): Promise<Child> {
   // Not ts-node: it loads Node's REPL and with it `domain`, which slows every EventEmitter of the servers
   // under test (see scripts/register-typescript.js); a compiled cohort never loads it.
-  const child = spawn(process.execPath, ['-r', TRANSPILE_HOOK, ...args], {
+  const extraFlags = process.env.BENCH_CHILD_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, ['-r', TRANSPILE_HOOK, ...extraFlags, ...args], {
     cwd: REPO_ROOT,
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -145,7 +148,8 @@ function unary(client: Client, method: string): (request: unknown) => Promise<un
  * span, as on the bare side: `produceBytes` sends a request encoded beforehand with `encodeProduce`, and
  * Fetch responses stay undecoded bytes.
  */
-function brokerClient(port: number, raw: boolean) {
+function brokerClient(port: number, raw: boolean, ownConnection = false) {
+  // grpc-js shares one connection among clients of the same target and options, unless told otherwise.
   const broker = loadCohortProtos().broker;
   const definition: Record<string, MethodDefinition<unknown, unknown>> = {};
   for (const [name, method] of Object.entries(broker))
@@ -159,6 +163,7 @@ function brokerClient(port: number, raw: boolean) {
   const Ctor = makeGenericClientConstructor(definition as ServiceDefinition, 'cohort.v1.Broker');
   const client = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure(), {
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    ...(ownConnection ? { 'grpc.use_local_subchannel_pool': 1 } : {}),
   });
   return {
     client,
@@ -225,12 +230,14 @@ interface WakeSide {
 
 function cohortWakeSide(port: number): WakeSide {
   const client = brokerClient(port, true);
+  // The producer is another client, on its own connection, as a Kafka producer and consumer would be.
+  const producer = brokerClient(port, true, true);
   let offset = 0;
   return {
     async round(parked, settleMs = PARK_SETTLE_MS(parked)) {
       const latencies: number[] = [];
       let sentAt = 0;
-      const produceBytes = client.encodeProduce(produceRequest('wake', 0, 1, RECORD_100B));
+      const produceBytes = producer.encodeProduce(produceRequest('wake', 0, 1, RECORD_100B));
       const responses = Array.from({ length: parked }, () =>
         client
           .fetch({
@@ -253,7 +260,7 @@ function cohortWakeSide(port: number): WakeSide {
       );
       await sleep(settleMs);
       sentAt = performance.now();
-      const produced = client.produceBytes(produceBytes);
+      const produced = producer.produceBytes(produceBytes);
       await Promise.all(responses);
       offset = checkProduced(await produced) + 1;
       return latencies;
@@ -264,8 +271,12 @@ function cohortWakeSide(port: number): WakeSide {
 function bareWakeSide(port: number): WakeSide {
   const Ctor = makeGenericClientConstructor(BARE_SERVICE, 'bench.Bare');
   const client = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure());
+  // Released from another client on its own connection, as cohort's side produces.
+  const releaser = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure(), {
+    'grpc.use_local_subchannel_pool': 1,
+  });
   const park = unary(client, 'Park');
-  const release = unary(client, 'Release');
+  const release = unary(releaser, 'Release');
   const count = unary(client, 'Count');
   return {
     async round(parked, settleMs = PARK_SETTLE_MS(parked)) {

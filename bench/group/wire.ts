@@ -1,5 +1,6 @@
 import type { MethodDefinition, PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { loadSync } from '@grpc/proto-loader';
+import { GROUP_WIRE_CODECS, withGroupWireCodecs } from '../../src/server/group-wire';
 import { PROTO_DIR, PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../src/server/load-protos';
 
 /** The bench's own service (bench/group/noop.proto), loaded beside cohort's protos. */
@@ -16,8 +17,10 @@ export interface BenchProtos {
 let loaded: BenchProtos | undefined;
 
 /**
- * cohort's protos plus the Noop service, decoded with the server's own options, so the bench server's
- * decoders and encoders are exactly the ones `createServer` uses.
+ * cohort's protos plus the Noop service, decoded with the server's own options and codecs (the
+ * hand-written ones of group-wire.ts, as `loadCohortProtos` installs them), so the bench server's decoders
+ * and encoders are exactly the ones `createServer` uses. Noop decodes its HeartbeatRequest and encodes its
+ * HeartbeatResponse with Heartbeat's codecs: the baseline pays for the same wire work.
  */
 export function benchProtos(): BenchProtos {
   if (loaded === undefined) {
@@ -25,10 +28,16 @@ export function benchProtos(): BenchProtos {
       ...PROTO_LOADER_OPTIONS,
       includeDirs: [PROTO_DIR, __dirname],
     });
+    const noop = packageDefinition[NOOP_SERVICE] as ServiceDefinition;
     loaded = {
       packageDefinition,
-      groupCoordinator: packageDefinition['cohort.v1.GroupCoordinator'] as ServiceDefinition,
-      noop: packageDefinition[NOOP_SERVICE] as ServiceDefinition,
+      groupCoordinator: withGroupWireCodecs(
+        packageDefinition['cohort.v1.GroupCoordinator'] as ServiceDefinition,
+      ),
+      noop: {
+        ...noop,
+        Noop: { ...(noop.Noop as MethodDefinition<object, object>), ...GROUP_WIRE_CODECS.Heartbeat },
+      },
     };
   }
   return loaded;

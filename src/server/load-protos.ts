@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import type { Options, PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { loadSync } from '@grpc/proto-loader';
 import { withBrokerWireCodecs } from './broker-wire';
+import { withGroupWireCodecs } from './group-wire';
 
 export const PROTO_FILES = [
   'cohort/v1/group_coordinator.proto',
@@ -62,7 +63,10 @@ export function loadCohortProtos(): CohortProtos {
     const packageDefinition = loadSync([...PROTO_FILES], PROTO_LOADER_OPTIONS);
     loaded = Object.freeze({
       packageDefinition,
-      groupCoordinator: packageDefinition['cohort.v1.GroupCoordinator'] as ServiceDefinition,
+      // JoinGroup, SyncGroup and Heartbeat are decoded and encoded by hand on the server (group-wire.ts).
+      groupCoordinator: withGroupWireCodecs(
+        packageDefinition['cohort.v1.GroupCoordinator'] as ServiceDefinition,
+      ),
       testClock: packageDefinition['cohort.v1.TestClock'] as ServiceDefinition,
       // The server's hot path encodes and decodes these by hand (broker-wire.ts).
       broker: withBrokerWireCodecs(packageDefinition['cohort.v1.Broker'] as ServiceDefinition),

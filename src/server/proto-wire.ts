@@ -177,8 +177,9 @@ export function varintFieldSize(n: number): number {
   return n === 0 || n == null ? 0 : 1 + varintSize(n);
 }
 
+/** Bytes of a bytes field; 0 when empty, or missing (left out, as `varintFieldSize` leaves a number). */
 export function bytesFieldSize(bytes: Uint8Array | null): number {
-  return bytes === null || bytes.length === 0 ? 0 : delimitedSize(bytes.length);
+  return bytes == null || bytes.length === 0 ? 0 : delimitedSize(bytes.length);
 }
 
 /**
@@ -226,7 +227,7 @@ export class Writer {
   }
 
   bytesField(tag: number, bytes: Uint8Array | null): void {
-    if (bytes === null || bytes.length === 0) return;
+    if (bytes == null || bytes.length === 0) return;
     this.buf[this.pos++] = tag;
     this.varint(bytes.length);
     this.buf.set(bytes, this.pos);
@@ -235,7 +236,7 @@ export class Writer {
 
   /** A string field; its UTF-8 length is the next one queued by the first pass (`stringFieldSize`). */
   stringField(tag: number, text: string): void {
-    if (text.length === 0) return;
+    if (text == null || text.length === 0) return;
     const byteLength = this.lengths[this.next++]!;
     this.buf[this.pos++] = tag;
     this.varint(byteLength);
@@ -254,9 +255,9 @@ export class Writer {
   }
 }
 
-/** Sizes a string field, queuing its UTF-8 length for the second pass (an empty one is left out). */
+/** Sizes a string field, queuing its UTF-8 length for the second pass (an empty or missing one is left out). */
 export function stringFieldSize(text: string, lengths: number[]): number {
-  if (text.length === 0) return 0;
+  if (text == null || text.length === 0) return 0;
   const byteLength = Buffer.byteLength(text, 'utf8');
   lengths.push(byteLength);
   return delimitedSize(byteLength);

@@ -22,11 +22,12 @@ describe('guardServiceDefinition', () => {
     const reported: [unknown, string][] = [];
     const guarded = guardServiceDefinition(original, (error, method) => reported.push([error, method]));
     const notAResponse = { members: 'not a list' };
-    expect(() => guarded.JoinGroup.responseSerialize(notAResponse as never)).toThrow(
+    // LeaveGroup keeps the generic encoder, which checks types (group-wire.ts's encoders do not).
+    expect(() => guarded.LeaveGroup.responseSerialize(notAResponse as never)).toThrow(
       new Error('response could not be encoded'),
     );
     expect(reported).toHaveLength(1);
-    expect(reported[0][1]).toBe('/cohort.v1.GroupCoordinator/JoinGroup');
+    expect(reported[0][1]).toBe('/cohort.v1.GroupCoordinator/LeaveGroup');
     expect(String(reported[0][0])).toContain('members');
   });
 });

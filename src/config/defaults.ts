@@ -31,10 +31,10 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 4_194_304;
 /** The smallest message limit accepted: every request of the contract fits in it with room to spare. */
 export const MIN_MAX_MESSAGE_BYTES = 1_024;
 /**
- * Calls read per event-loop turn before every connection stops reading until the next turn. 256 calls are
- * ~5–10 ms of server CPU; see docs/performance.md (G5).
+ * Calls read per event-loop turn before every connection stops reading until the next turn. 128 calls are
+ * ~3–6 ms of server CPU; see docs/performance.md (G5, G8).
  */
-export const DEFAULT_MAX_CALLS_PER_LOOP_TURN = 256;
+export const DEFAULT_MAX_CALLS_PER_LOOP_TURN = 128;
 
 /** group.min.session.timeout.ms */
 export const DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS = 6_000;

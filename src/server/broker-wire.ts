@@ -17,8 +17,6 @@ import {
   TAG_5_LEN,
   TAG_5_VARINT,
   varintFieldSize,
-  WIRE_LEN,
-  WIRE_VARINT,
   Writer,
 } from './proto-wire';
 
@@ -67,12 +65,10 @@ function decodeHeader(r: Reader): RecordHeader {
     const tag = r.int32();
     switch (tag >>> 3) {
       case 1:
-        if ((tag & 7) === WIRE_LEN) key = r.string();
-        else r.skip(tag & 7);
+        key = r.stringField(tag, key);
         break;
       case 2:
-        if ((tag & 7) === WIRE_LEN) value = r.bytes();
-        else r.skip(tag & 7);
+        value = r.bytesField(tag, value);
         break;
       default:
         r.skip(tag & 7);
@@ -91,24 +87,19 @@ function decodeRecord(r: Reader): ProduceRecordWire {
     const tag = r.int32();
     switch (tag >>> 3) {
       case 1:
-        if ((tag & 7) === WIRE_VARINT) offset = r.int64();
-        else r.skip(tag & 7);
+        offset = r.int64Field(tag, offset);
         break;
       case 2:
-        if ((tag & 7) === WIRE_VARINT) timestampMs = r.int64();
-        else r.skip(tag & 7);
+        timestampMs = r.int64Field(tag, timestampMs);
         break;
       case 3:
-        if ((tag & 7) === WIRE_LEN) key = r.bytes();
-        else r.skip(tag & 7);
+        key = r.bytesField(tag, key);
         break;
       case 4:
-        if ((tag & 7) === WIRE_LEN) value = r.bytes();
-        else r.skip(tag & 7);
+        value = r.bytesField(tag, value);
         break;
       case 5:
-        if ((tag & 7) === WIRE_LEN) headers.push(decodeHeader(r.message()));
-        else r.skip(tag & 7);
+        r.repeatedMessage(tag, headers, decodeHeader);
         break;
       default:
         r.skip(tag & 7);
@@ -124,12 +115,10 @@ function decodePartition(r: Reader): { partitionIndex: number; records: ProduceR
     const tag = r.int32();
     switch (tag >>> 3) {
       case 1:
-        if ((tag & 7) === WIRE_VARINT) partitionIndex = r.int32();
-        else r.skip(tag & 7);
+        partitionIndex = r.int32Field(tag, partitionIndex);
         break;
       case 2:
-        if ((tag & 7) === WIRE_LEN) records.push(decodeRecord(r.message()));
-        else r.skip(tag & 7);
+        r.repeatedMessage(tag, records, decodeRecord);
         break;
       default:
         r.skip(tag & 7);
@@ -145,12 +134,10 @@ function decodeTopic(r: Reader): ProduceRequestWire['topics'][number] {
     const tag = r.int32();
     switch (tag >>> 3) {
       case 1:
-        if ((tag & 7) === WIRE_LEN) name = r.string();
-        else r.skip(tag & 7);
+        name = r.stringField(tag, name);
         break;
       case 2:
-        if ((tag & 7) === WIRE_LEN) partitions.push(decodePartition(r.message()));
-        else r.skip(tag & 7);
+        r.repeatedMessage(tag, partitions, decodePartition);
         break;
       default:
         r.skip(tag & 7);
@@ -169,16 +156,13 @@ export function decodeProduceRequest(buf: Buffer): ProduceRequestWire {
     const tag = r.int32();
     switch (tag >>> 3) {
       case 1:
-        if ((tag & 7) === WIRE_VARINT) acks = r.int32();
-        else r.skip(tag & 7);
+        acks = r.int32Field(tag, acks);
         break;
       case 2:
-        if ((tag & 7) === WIRE_VARINT) timeoutMs = r.int32();
-        else r.skip(tag & 7);
+        timeoutMs = r.int32Field(tag, timeoutMs);
         break;
       case 3:
-        if ((tag & 7) === WIRE_LEN) topics.push(decodeTopic(r.message()));
-        else r.skip(tag & 7);
+        r.repeatedMessage(tag, topics, decodeTopic);
         break;
       default:
         r.skip(tag & 7);
@@ -189,7 +173,6 @@ export function decodeProduceRequest(buf: Buffer): ProduceRequestWire {
 
 // --- encoding ---
 
-/** Bytes of a varint holding a non-negative safe integer; negatives (int32 or int64) take 10. */
 interface EncodableRecord {
   readonly offset: number;
   readonly timestampMs: number;

@@ -26,8 +26,6 @@ import {
   TAG_7_LEN,
   TAG_8_VARINT,
   varintFieldSize,
-  WIRE_LEN,
-  WIRE_VARINT,
   Writer,
 } from './proto-wire';
 
@@ -55,12 +53,10 @@ function decodeProtocol(r: Reader): Protocol {
     const tag = r.int32();
     switch (tag >>> 3) {
       case 1:
-        if ((tag & 7) === WIRE_LEN) name = r.string();
-        else r.skip(tag & 7);
+        name = r.stringField(tag, name);
         break;
       case 2:
-        if ((tag & 7) === WIRE_LEN) metadata = r.bytes();
-        else r.skip(tag & 7);
+        metadata = r.bytesField(tag, metadata);
         break;
       default:
         r.skip(tag & 7);
@@ -83,46 +79,36 @@ export function decodeJoinGroupRequest(buf: Buffer): JoinGroupRequest {
   let reason = '';
   while (!r.isDone) {
     const tag = r.int32();
-    const wireType = tag & 7;
     switch (tag >>> 3) {
       case 1:
-        if (wireType === WIRE_LEN) groupId = r.string();
-        else r.skip(wireType);
+        groupId = r.stringField(tag, groupId);
         break;
       case 2:
-        if (wireType === WIRE_LEN) memberId = r.string();
-        else r.skip(wireType);
+        memberId = r.stringField(tag, memberId);
         break;
       case 3:
-        if (wireType === WIRE_LEN) groupInstanceId = r.string();
-        else r.skip(wireType);
+        groupInstanceId = r.stringField(tag, groupInstanceId);
         break;
       case 4:
-        if (wireType === WIRE_VARINT) sessionTimeoutMs = r.int32();
-        else r.skip(wireType);
+        sessionTimeoutMs = r.int32Field(tag, sessionTimeoutMs);
         break;
       case 5:
-        if (wireType === WIRE_VARINT) rebalanceTimeoutMs = r.int32();
-        else r.skip(wireType);
+        rebalanceTimeoutMs = r.int32Field(tag, rebalanceTimeoutMs);
         break;
       case 6:
-        if (wireType === WIRE_LEN) protocolType = r.string();
-        else r.skip(wireType);
+        protocolType = r.stringField(tag, protocolType);
         break;
       case 7:
-        if (wireType === WIRE_LEN) protocols.push(decodeProtocol(r.message()));
-        else r.skip(wireType);
+        r.repeatedMessage(tag, protocols, decodeProtocol);
         break;
       case 8:
-        if (wireType === WIRE_LEN) clientId = r.string();
-        else r.skip(wireType);
+        clientId = r.stringField(tag, clientId);
         break;
       case 9:
-        if (wireType === WIRE_LEN) reason = r.string();
-        else r.skip(wireType);
+        reason = r.stringField(tag, reason);
         break;
       default:
-        r.skip(wireType);
+        r.skip(tag & 7);
     }
   }
   return {
@@ -145,12 +131,10 @@ function decodeAssignment(r: Reader): SyncGroupAssignment {
     const tag = r.int32();
     switch (tag >>> 3) {
       case 1:
-        if ((tag & 7) === WIRE_LEN) memberId = r.string();
-        else r.skip(tag & 7);
+        memberId = r.stringField(tag, memberId);
         break;
       case 2:
-        if ((tag & 7) === WIRE_LEN) assignment = r.bytes();
-        else r.skip(tag & 7);
+        assignment = r.bytesField(tag, assignment);
         break;
       default:
         r.skip(tag & 7);
@@ -171,38 +155,30 @@ export function decodeSyncGroupRequest(buf: Buffer): SyncGroupRequest {
   const assignments: SyncGroupAssignment[] = [];
   while (!r.isDone) {
     const tag = r.int32();
-    const wireType = tag & 7;
     switch (tag >>> 3) {
       case 1:
-        if (wireType === WIRE_LEN) groupId = r.string();
-        else r.skip(wireType);
+        groupId = r.stringField(tag, groupId);
         break;
       case 2:
-        if (wireType === WIRE_VARINT) generationId = r.int32();
-        else r.skip(wireType);
+        generationId = r.int32Field(tag, generationId);
         break;
       case 3:
-        if (wireType === WIRE_LEN) memberId = r.string();
-        else r.skip(wireType);
+        memberId = r.stringField(tag, memberId);
         break;
       case 4:
-        if (wireType === WIRE_LEN) groupInstanceId = r.string();
-        else r.skip(wireType);
+        groupInstanceId = r.stringField(tag, groupInstanceId);
         break;
       case 5:
-        if (wireType === WIRE_LEN) protocolType = r.string();
-        else r.skip(wireType);
+        protocolType = r.stringField(tag, protocolType);
         break;
       case 6:
-        if (wireType === WIRE_LEN) protocolName = r.string();
-        else r.skip(wireType);
+        protocolName = r.stringField(tag, protocolName);
         break;
       case 7:
-        if (wireType === WIRE_LEN) assignments.push(decodeAssignment(r.message()));
-        else r.skip(wireType);
+        r.repeatedMessage(tag, assignments, decodeAssignment);
         break;
       default:
-        r.skip(wireType);
+        r.skip(tag & 7);
     }
   }
   return { groupId, generationId, memberId, groupInstanceId, protocolType, protocolName, assignments };
@@ -217,26 +193,21 @@ export function decodeHeartbeatRequest(buf: Buffer): HeartbeatRequest {
   let groupInstanceId = '';
   while (!r.isDone) {
     const tag = r.int32();
-    const wireType = tag & 7;
     switch (tag >>> 3) {
       case 1:
-        if (wireType === WIRE_LEN) groupId = r.string();
-        else r.skip(wireType);
+        groupId = r.stringField(tag, groupId);
         break;
       case 2:
-        if (wireType === WIRE_VARINT) generationId = r.int32();
-        else r.skip(wireType);
+        generationId = r.int32Field(tag, generationId);
         break;
       case 3:
-        if (wireType === WIRE_LEN) memberId = r.string();
-        else r.skip(wireType);
+        memberId = r.stringField(tag, memberId);
         break;
       case 4:
-        if (wireType === WIRE_LEN) groupInstanceId = r.string();
-        else r.skip(wireType);
+        groupInstanceId = r.stringField(tag, groupInstanceId);
         break;
       default:
-        r.skip(wireType);
+        r.skip(tag & 7);
     }
   }
   return { groupId, generationId, memberId, groupInstanceId };

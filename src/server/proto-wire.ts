@@ -7,14 +7,14 @@
 
 // --- decoding ---
 
-export const WIRE_VARINT = 0;
+const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
-export const WIRE_LEN = 2;
+const WIRE_LEN = 2;
 const WIRE_START_GROUP = 3;
 const WIRE_END_GROUP = 4;
 const WIRE_FIXED32 = 5;
 const MAX_GROUP_DEPTH = 100;
-export const TWO_32 = 4_294_967_296;
+const TWO_32 = 4_294_967_296;
 
 export const EMPTY: Buffer = Buffer.alloc(0);
 
@@ -94,6 +94,39 @@ export class Reader {
     return start === this.pos ? '' : this.buf.toString('utf8', start, this.pos);
   }
 
+  // A field's value by its tag: read when it arrived with the wire type its declared type has, otherwise
+  // skipped like an unknown field (as the C++, Java and Go parsers treat it), keeping `current`.
+
+  int32Field(tag: number, current: number): number {
+    if ((tag & 7) === WIRE_VARINT) return this.int32();
+    this.skip(tag & 7);
+    return current;
+  }
+
+  int64Field(tag: number, current: number | string): number | string {
+    if ((tag & 7) === WIRE_VARINT) return this.int64();
+    this.skip(tag & 7);
+    return current;
+  }
+
+  stringField(tag: number, current: string): string {
+    if ((tag & 7) === WIRE_LEN) return this.string();
+    this.skip(tag & 7);
+    return current;
+  }
+
+  bytesField(tag: number, current: Buffer): Buffer {
+    if ((tag & 7) === WIRE_LEN) return this.bytes();
+    this.skip(tag & 7);
+    return current;
+  }
+
+  /** One element of a repeated message field, decoded by `decode` onto `into`. */
+  repeatedMessage<T>(tag: number, into: T[], decode: (r: Reader) => T): void {
+    if ((tag & 7) === WIRE_LEN) into.push(decode(this.message()));
+    else this.skip(tag & 7);
+  }
+
   /** Moves past a field of `wireType` that this decoder does not know. */
   skip(wireType: number): void {
     switch (wireType) {
@@ -154,6 +187,7 @@ export class Reader {
 
 // --- encoding ---
 
+/** Bytes of a varint holding a non-negative safe integer; negatives (int32 or int64) take 10. */
 export function varintSize(n: number): number {
   if (n < 0) return 10;
   let size = 1;

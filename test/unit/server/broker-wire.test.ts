@@ -10,6 +10,13 @@ import {
   type ProduceRequestWire,
 } from '../../../src/server/broker-wire';
 import { PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../../src/server/load-protos';
+import {
+  bytesValue,
+  expectDecodesOrRangeError,
+  GROUP_FIELD_15,
+  textValue,
+  unknownFields,
+} from '../../support/protobuf-wire';
 
 // The generic codecs (protobufjs through proto-loader, as clients use them) are the reference.
 const generic = loadSync([...PROTO_FILES], PROTO_LOADER_OPTIONS);
@@ -27,15 +34,8 @@ const int64Text = fc.oneof(
   fc.constantFrom('9007199254740991', '9007199254740992', '-9007199254740991', '-9007199254740992'),
   fc.bigInt({ min: INT64_MIN, max: INT64_MAX }).map(String),
 );
-const bytes = fc.oneof(
-  fc.constant(Buffer.alloc(0)),
-  fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)),
-);
-const text = fc.oneof(
-  fc.constant(''),
-  fc.string({ maxLength: 12 }),
-  fc.string({ unit: 'grapheme', maxLength: 6 }),
-);
+const bytes = bytesValue;
+const text = textValue;
 const header = fc.record({ key: text, value: bytes });
 
 const produceRequest = fc.record({
@@ -110,29 +110,7 @@ describe('decodeProduceRequest', () => {
   });
 
   test('skips unknown fields of every wire type, at every level', () => {
-    const unknown = Buffer.from([
-      0x78,
-      0x96,
-      0x01, // field 15 varint
-      0x79,
-      1,
-      2,
-      3,
-      4,
-      5,
-      6,
-      7,
-      8, // field 15 fixed64
-      0x7a,
-      0x02,
-      0xaa,
-      0xbb, // field 15 length-delimited
-      0x7d,
-      1,
-      2,
-      3,
-      4, // field 15 fixed32
-    ]);
+    const unknown = unknownFields();
     const record = Buffer.concat([Buffer.from([0x22, 0x01, 0x76]), unknown]); // value "v"
     const partition = Buffer.concat([unknown, Buffer.from([0x12, record.length]), record]);
     const topic = Buffer.concat([
@@ -153,7 +131,7 @@ describe('decodeProduceRequest', () => {
   });
 
   test('skips groups, and a known field with another wire type, as unknown fields', () => {
-    const group = [0x7b, 0x08, 0x01, 0x7b, 0x7c, 0x7c]; // field 15: a group holding a varint and a group
+    const group = GROUP_FIELD_15;
     const acksAsBytes = [0x0a, 0x01, 0x05]; // field 1 (acks, a varint) sent length-delimited
     const decoded = decodeProduceRequest(Buffer.from([...group, ...acksAsBytes, 0x10, 0x07]));
     expect(decoded).toEqual({ acks: 0, timeoutMs: 7, topics: [] });
@@ -168,15 +146,7 @@ describe('decodeProduceRequest', () => {
   });
 
   test('on any bytes, returns a request or throws a RangeError (property)', () => {
-    fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 64 }), (raw) => {
-        try {
-          decodeProduceRequest(Buffer.from(raw));
-        } catch (error) {
-          expect(error).toBeInstanceOf(RangeError);
-        }
-      }),
-    );
+    expectDecodesOrRangeError(decodeProduceRequest);
   });
 });
 

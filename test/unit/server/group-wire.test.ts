@@ -18,6 +18,13 @@ import {
   withGroupWireCodecs,
 } from '../../../src/server/group-wire';
 import { loadCohortProtos, PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../../src/server/load-protos';
+import {
+  bytesValue,
+  expectDecodesOrRangeError,
+  GROUP_FIELD_15,
+  textValue,
+  unknownFields,
+} from '../../support/protobuf-wire';
 
 // The generic codecs (protobufjs through proto-loader, as clients use them) are the reference.
 const generic = loadSync([...PROTO_FILES], PROTO_LOADER_OPTIONS);
@@ -31,15 +38,8 @@ const int32 = fc.oneof(
   fc.integer({ min: -5, max: 70_000 }),
   fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
 );
-const bytes = fc.oneof(
-  fc.constant(Buffer.alloc(0)),
-  fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)),
-);
-const text = fc.oneof(
-  fc.constant(''),
-  fc.string({ maxLength: 12 }),
-  fc.string({ unit: 'grapheme', maxLength: 6 }),
-);
+const bytes = bytesValue;
+const text = textValue;
 const errorCode = fc.integer({ min: -1, max: 120 });
 
 const joinGroupRequest = fc.record({
@@ -104,53 +104,17 @@ describe.each(DECODERS)('decoding %s', (_name, rpc, arbitrary, decode) => {
   });
 
   test('on any bytes, returns a request or throws a RangeError (property)', () => {
-    fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 64 }), (raw) => {
-        try {
-          decode(Buffer.from(raw));
-        } catch (error) {
-          expect(error).toBeInstanceOf(RangeError);
-        }
-      }),
-    );
+    expectDecodesOrRangeError(decode);
   });
 });
 
 describe('decoding, beyond the generic encoder', () => {
-  const unknownFields = [
-    0x78,
-    0x96,
-    0x01, // field 15 varint
-    0x79,
-    1,
-    2,
-    3,
-    4,
-    5,
-    6,
-    7,
-    8, // field 15 fixed64
-    0x7a,
-    0x02,
-    0xaa,
-    0xbb, // field 15 length-delimited
-    0x7d,
-    1,
-    2,
-    3,
-    4, // field 15 fixed32
-    0x7b,
-    0x08,
-    0x01,
-    0x7b,
-    0x7c,
-    0x7c, // field 15: a group holding a varint and a group
-  ];
+  const unknown = [...unknownFields(), ...GROUP_FIELD_15];
 
   test('skips unknown fields of every wire type, at both levels of a JoinGroupRequest', () => {
-    const protocol = [0x0a, 0x01, 0x72, ...unknownFields, 0x12, 0x01, 0x09]; // name "r", metadata [9]
+    const protocol = [0x0a, 0x01, 0x72, ...unknown, 0x12, 0x01, 0x09]; // name "r", metadata [9]
     const request = Buffer.from([
-      ...unknownFields,
+      ...unknown,
       0x0a,
       0x01,
       0x67, // group_id "g"

@@ -2,19 +2,16 @@
  * The baseline of bench:log's long-poll figure: the least a grpc-js server can do to wake a parked call.
  * `Park` holds its callback; `Release` answers every parked call with a fixed payload (the size of a fetch
  * response carrying one 100-byte record), then itself with the number released. Messages are raw bytes, so
- * no encoding is measured on this side; it prints {"port": N} and runs until its stdin closes. It sets the
- * grpc-js options every cohort server sets (GRPC_SERVER_TUNING), so the ratio compares request paths, not
- * transport settings.
+ * no encoding is measured on this side; it prints {"port": N} and runs until its stdin closes.
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
-import { GRPC_SERVER_TUNING } from '../src/server/grpc-server-tuning';
 import { BARE_SERVICE } from './log-bare-service';
 
 const PAYLOAD = Buffer.alloc(160, 7);
 const parked = new Set<sendUnaryData<Buffer>>();
 
-const server = new Server({ ...GRPC_SERVER_TUNING });
+const server = new Server();
 server.addService(BARE_SERVICE, {
   Park: (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
     parked.add(callback);

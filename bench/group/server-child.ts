@@ -2,7 +2,7 @@
  * The server under test for bench:group, in its own process (started by bench/group/server-process.ts).
  *
  * One grpc-js Server carries both sides of the heartbeat comparison: cohort.v1.GroupCoordinator, wired
- * exactly as createServer wires it (its GRPC_SERVER_TUNING options, guardServiceDefinition + groupCoordinatorService over the real
+ * exactly as createServer wires it (guardServiceDefinition + groupCoordinatorService over the real
  * GroupCoordinator on the system clock, and the default per-turn read budget), and the bench's cohort.bench.v1.Noop, through the same guard and
  * the same unaryHandler adapter, decoding the same HeartbeatRequest and answering a constant response.
  * Health and reflection, which createServer also adds, are left out: they cost nothing per call.
@@ -20,7 +20,6 @@ import { heartbeatReply } from '../../src/group/group-responses';
 import type { HeartbeatRequest, HeartbeatResponse, RequestContext } from '../../src/group/group-protocol';
 import { DEFAULT_MAX_CALLS_PER_LOOP_TURN } from '../../src/config';
 import { budgetServerAt, CallReadBudget } from '../../src/server/call-read-budget';
-import { GRPC_SERVER_TUNING } from '../../src/server/grpc-server-tuning';
 import { groupCoordinatorService } from '../../src/server/group-coordinator-service';
 import { unaryHandler } from '../../src/server/unary-handler';
 import { guardServiceDefinition } from '../../src/server/undecodable-request';
@@ -115,7 +114,7 @@ const noop = (_request: unknown, _context: RequestContext): Promise<HeartbeatRes
 const protos = benchProtos();
 const onEncodeFailure = (error: unknown, method: string): void =>
   logger.error({ err: error, method }, 'a response could not be encoded');
-const server = new Server({ ...GRPC_SERVER_TUNING });
+const server = new Server();
 const readBudget = new CallReadBudget(argValue('max-calls-per-loop-turn', DEFAULT_MAX_CALLS_PER_LOOP_TURN));
 server.addService(
   guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),

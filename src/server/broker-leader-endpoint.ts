@@ -100,8 +100,6 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
       'grpc.max_receive_message_length': MAX_RECEIVE_MESSAGE_BYTES,
       'grpc.initial_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS / 10,
       'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS,
-      // No channelz service reads it (see create-server.ts); a follower's fetch loop need not pay for it.
-      'grpc.enable_channelz': 0,
     });
     const methods = this.client as unknown as Record<string, RawUnary>;
     this.metadataCall = methods.Metadata!.bind(this.client);

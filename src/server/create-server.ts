@@ -27,7 +27,6 @@ import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { groupEventLog } from './group-event-log';
-import { GRPC_SERVER_TUNING } from './grpc-server-tuning';
 import { loadCohortProtos } from './load-protos';
 import type { Stopwatch } from './metrics/call-metrics';
 import { ServerMetrics } from './metrics/server-metrics';
@@ -251,7 +250,6 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const serverOptions: ServerOptions = {
     // A larger request ends with RESOURCE_EXHAUSTED before it is decoded; nothing else is disturbed.
     'grpc.max_receive_message_length': config.maxMessageBytes,
-    ...GRPC_SERVER_TUNING,
     ...(interceptors.length > 0 ? { interceptors } : {}),
   };
   const server = new Server(serverOptions);

@@ -1,5 +1,5 @@
 import { credentials, Client, Metadata, status } from '@grpc/grpc-js';
-import type { ServiceError } from '@grpc/grpc-js';
+import type { ClientReadableStream, ServiceError } from '@grpc/grpc-js';
 import { CohortError, ErrorCode } from '../../src/errors';
 import type { JoinGroupResponse, RequestContext } from '../../src/group/group-protocol';
 import { ERROR_CODE_TRAILER, INTERNAL_ERROR_MESSAGE } from '../../src/server';
@@ -258,6 +258,26 @@ describe('the cohort server', () => {
       expect(await watch.next()).toBe('NOT_SERVING');
       watch.cancel();
       await closed;
+    } finally {
+      health.close();
+    }
+  });
+
+  it('cuts a call still open when the shutdown grace period ends', async () => {
+    t = await startTestServer({}, { shutdownGraceMs: 100 });
+    const health = healthClient(t.target);
+    try {
+      // A Watch stream never ends by itself: only cutting its connection ends it.
+      const raw = health.raw as unknown as {
+        watch(request: { service: string }): ClientReadableStream<unknown>;
+      };
+      const stream = raw.watch({ service: '' });
+      const ended = new Promise<number>((resolve) =>
+        stream.on('error', (error: ServiceError) => resolve(error.code)),
+      );
+      await new Promise((resolve) => stream.once('data', resolve));
+      await t.server.close();
+      expect(await ended).toBe(status.CANCELLED);
     } finally {
       health.close();
     }

@@ -32,7 +32,7 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 4_194_304;
 export const MIN_MAX_MESSAGE_BYTES = 1_024;
 /**
  * Calls read per event-loop turn before every connection stops reading until the next turn. 128 calls are
- * ~3–6 ms of server CPU; see docs/performance.md (G5, G8).
+ * ~2.5–5 ms of server CPU; see docs/performance.md (G5, G8).
  */
 export const DEFAULT_MAX_CALLS_PER_LOOP_TURN = 128;
 

@@ -85,9 +85,11 @@ function decodeListOffsets(wire: ListOffsetsWire): ListOffsetsRequest {
  * - not in this turn, where its encoding would delay the responses of the Fetches its append woke (Node
  *   writes a turn's HTTP/2 frames at the end of the turn);
  * - nor in the next one, where it would reach a client that also consumes (a consume-transform-produce
- *   application, bench:log's client) together with those responses, and be read before them. Measured in
- *   bench:log's wake section (1 parked Fetch, p50 ratio to the bare long poll, 5 interleaved runs each):
- *   1.35 answering one turn later, 1.30 two turns later; 1.41 in the same turn (2 runs).
+ *   application, or a producer sharing the consumers' connection) together with those responses, and be
+ *   read before them. Measured in bench:log's wake section (1 parked Fetch, p50 ratio to the bare long
+ *   poll, interleaved runs): with the producer on its own connection 1.45 / 1.26 / 1.28 one turn later,
+ *   1.17 / 1.25 / 1.17 two turns later; on the consumers' connection 1.35 (median of 5) one turn later,
+ *   1.30 two turns later, 1.41 in the same turn.
  */
 function twoTurnsLater<T>(value: T): Promise<T> {
   return new Promise((resolve) => setImmediate(() => setImmediate(resolve, value)));

@@ -268,7 +268,12 @@ export class Writer {
     this.pos += bytes.length;
   }
 
-  /** A string field; its UTF-8 length is the next one queued by the first pass (`stringFieldSize`). */
+  /**
+   * A string field; its UTF-8 length is the next one queued by the first pass (`stringFieldSize`). A lone
+   * surrogate (a string that is not valid UTF-16) becomes U+FFFD, as Buffer.write makes it, where protobufjs
+   * writes the surrogate's own three bytes; the strings encoded here come from decoded requests (valid UTF-8)
+   * or from the server itself.
+   */
   stringField(tag: number, text: string): void {
     if (text == null || text.length === 0) return;
     const byteLength = this.lengths[this.next++]!;

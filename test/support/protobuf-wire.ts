@@ -19,17 +19,22 @@ export function unknownFields(): Buffer {
 /** A group holding a varint and a nested group (proto2's; a proto3 decoder skips it whole). */
 export const GROUP_FIELD_15: readonly number[] = [0x7b, 0x08, 0x01, 0x7b, 0x7c, 0x7c];
 
-/** `bytes` values: empty (the proto3 default) or up to 40 random bytes. */
+/** `bytes` values: empty (the proto3 default), short, or long enough for a two-byte length varint. */
 export const bytesValue = fc.oneof(
   fc.constant(Buffer.alloc(0)),
   fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)),
+  fc.uint8Array({ minLength: 120, maxLength: 400 }).map((a) => Buffer.from(a)),
 );
 
-/** `string` values: empty, short, and multi-byte graphemes (UTF-8 lengths differ from .length). */
+/**
+ * `string` values: empty, short, multi-byte graphemes (UTF-8 lengths differ from .length), and long
+ * enough for a two-byte length varint.
+ */
 export const textValue = fc.oneof(
   fc.constant(''),
   fc.string({ maxLength: 12 }),
   fc.string({ unit: 'grapheme', maxLength: 6 }),
+  fc.string({ unit: 'grapheme', minLength: 60, maxLength: 200 }),
 );
 
 /** Checks that `decode` returns or throws a RangeError, never anything else, on arbitrary bytes. */

@@ -2,6 +2,7 @@ import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import type { FetchResponse, ProduceResponse, RecordHeader } from '../log/broker-protocol';
 import {
   bytesFieldSize,
+  decodeStringAndBytes,
   delimitedSize,
   EMPTY,
   Reader,
@@ -58,23 +59,12 @@ export interface ProduceRequestWire {
   topics: { name: string; partitions: { partitionIndex: number; records: ProduceRecordWire[] }[] }[];
 }
 
-function decodeHeader(r: Reader): RecordHeader {
-  let key = '';
-  let value: Buffer = EMPTY;
-  while (!r.isDone) {
-    const tag = r.int32();
-    switch (tag >>> 3) {
-      case 1:
-        key = r.stringField(tag, key);
-        break;
-      case 2:
-        value = r.bytesField(tag, value);
-        break;
-      default:
-        r.skip(tag & 7);
-    }
-  }
+function headerOf(key: string, value: Buffer): RecordHeader {
   return { key, value };
+}
+
+function decodeHeader(r: Reader): RecordHeader {
+  return decodeStringAndBytes(r, headerOf);
 }
 
 function decodeRecord(r: Reader): ProduceRecordWire {

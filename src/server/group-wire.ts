@@ -11,8 +11,8 @@ import type {
 } from '../group/group-protocol';
 import {
   bytesFieldSize,
+  decodeStringAndBytes,
   delimitedSize,
-  EMPTY,
   Reader,
   stringFieldSize,
   TAG_1_LEN,
@@ -46,23 +46,12 @@ import {
 
 // --- decoding ---
 
-function decodeProtocol(r: Reader): Protocol {
-  let name = '';
-  let metadata: Buffer = EMPTY;
-  while (!r.isDone) {
-    const tag = r.int32();
-    switch (tag >>> 3) {
-      case 1:
-        name = r.stringField(tag, name);
-        break;
-      case 2:
-        metadata = r.bytesField(tag, metadata);
-        break;
-      default:
-        r.skip(tag & 7);
-    }
-  }
+function protocolOf(name: string, metadata: Buffer): Protocol {
   return { name, metadata };
+}
+
+function decodeProtocol(r: Reader): Protocol {
+  return decodeStringAndBytes(r, protocolOf);
 }
 
 /** cohort.v1.JoinGroupRequest from bytes. */
@@ -124,23 +113,12 @@ export function decodeJoinGroupRequest(buf: Buffer): JoinGroupRequest {
   };
 }
 
-function decodeAssignment(r: Reader): SyncGroupAssignment {
-  let memberId = '';
-  let assignment: Buffer = EMPTY;
-  while (!r.isDone) {
-    const tag = r.int32();
-    switch (tag >>> 3) {
-      case 1:
-        memberId = r.stringField(tag, memberId);
-        break;
-      case 2:
-        assignment = r.bytesField(tag, assignment);
-        break;
-      default:
-        r.skip(tag & 7);
-    }
-  }
+function assignmentOf(memberId: string, assignment: Buffer): SyncGroupAssignment {
   return { memberId, assignment };
+}
+
+function decodeAssignment(r: Reader): SyncGroupAssignment {
+  return decodeStringAndBytes(r, assignmentOf);
 }
 
 /** cohort.v1.SyncGroupRequest from bytes. */

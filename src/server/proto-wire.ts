@@ -185,6 +185,29 @@ export class Reader {
   }
 }
 
+/**
+ * A message of a string (field 1) and bytes (field 2), the shape of RecordHeader, Protocol and
+ * SyncGroupAssignment, handed to `make`: one decoder for the three.
+ */
+export function decodeStringAndBytes<T>(r: Reader, make: (text: string, bytes: Buffer) => T): T {
+  let text = '';
+  let bytes: Buffer = EMPTY;
+  while (!r.isDone) {
+    const tag = r.int32();
+    switch (tag >>> 3) {
+      case 1:
+        text = r.stringField(tag, text);
+        break;
+      case 2:
+        bytes = r.bytesField(tag, bytes);
+        break;
+      default:
+        r.skip(tag & 7);
+    }
+  }
+  return make(text, bytes);
+}
+
 // --- encoding ---
 
 /** Bytes of a varint holding a non-negative safe integer; negatives (int32 or int64) take 10. */

@@ -211,7 +211,7 @@ export function decodeStringAndBytes<T>(r: Reader, make: (text: string, bytes: B
 // --- encoding ---
 
 /** Bytes of a varint holding a non-negative safe integer; negatives (int32 or int64) take 10. */
-export function varintSize(n: number): number {
+function varintSize(n: number): number {
   if (n < 0) return 10;
   let size = 1;
   while (n >= 128) {

@@ -382,9 +382,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     if (this.isShutdown) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     const partition = this.partitions.get(key);
     if (partition === undefined) {
-      return failed(
-        this.topics.has(topic) ? ErrorCode.NOT_LEADER_OR_FOLLOWER : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-      );
+      return failed(this.unhostedPartitionError(topic, partitionIndex));
     }
     let info: LogAppendInfo;
     try {
@@ -554,11 +552,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
         };
         if (this.isShutdown) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
         if (partition === undefined) {
-          return failed(
-            this.topics.has(topic.name)
-              ? ErrorCode.NOT_LEADER_OR_FOLLOWER
-              : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-          );
+          return failed(this.unhostedPartitionError(topic.name, request.partitionIndex));
         }
         if (params.isFromFollower && !partition.isFollowerReplica(params.replicaId)) {
           return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
@@ -673,11 +667,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
           });
           const partition = this.partitions.get(topicPartitionKey(topic.name, partitionIndex));
           if (partition === undefined) {
-            return answer(
-              this.topics.has(topic.name)
-                ? ErrorCode.NOT_LEADER_OR_FOLLOWER
-                : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-            );
+            return answer(this.unhostedPartitionError(topic.name, partitionIndex));
           }
           // Offsets are a leader's answer, as in Kafka: a follower's HW may lag the leader's.
           if (!partition.isLeader || this.isShutdown) return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER);
@@ -893,6 +883,21 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       throw error;
     }
     return opened;
+  }
+
+  /**
+   * The error for a partition this process has no log of, as Kafka tells them apart:
+   * UNKNOWN_TOPIC_OR_PARTITION when the topic or that partition index does not exist,
+   * NOT_LEADER_OR_FOLLOWER when it exists on replicas that do not include this process.
+   */
+  private unhostedPartitionError(topic: string, partitionIndex: number): ErrorCode {
+    const state = this.topics.get(topic);
+    const exists =
+      state !== undefined &&
+      Number.isInteger(partitionIndex) &&
+      partitionIndex >= 0 &&
+      partitionIndex < state.partitions.length;
+    return exists ? ErrorCode.NOT_LEADER_OR_FOLLOWER : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
   }
 
   private addTopic(assignment: TopicAssignment, opened: Map<number, Partition>): void {

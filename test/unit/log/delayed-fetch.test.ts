@@ -202,7 +202,7 @@ describe('DelayedFetch', () => {
       highWatermark: -1,
     });
     const missing = await broker.fetch(consumerFetch([{ topic: 't', partitionIndex: 7, fetchOffset: 0 }]));
-    expect(fetched(missing).errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    expect(fetched(missing).errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
     const outOfRange = await broker.fetch(consumerFetch([{ topic: 't', partitionIndex: 0, fetchOffset: 5 }]));
     expect(fetched(outOfRange)).toMatchObject({
       errorCode: ErrorCode.OFFSET_OUT_OF_RANGE,

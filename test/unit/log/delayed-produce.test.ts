@@ -179,7 +179,7 @@ describe('DelayedProduce and acks', () => {
       [
         [0, ErrorCode.NONE],
         [1, ErrorCode.REQUEST_TIMED_OUT],
-        [9, ErrorCode.NOT_LEADER_OR_FOLLOWER],
+        [9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
       ],
       [[0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]],
     ]);

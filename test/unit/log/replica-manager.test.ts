@@ -130,7 +130,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
           [ErrorCode.NONE, 2, start + 1_000],
           [ErrorCode.NONE, -1, -1],
           [ErrorCode.INVALID_REQUEST, -1, -1],
-          [ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1],
+          [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1],
         ],
         [[ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1]],
       ],
@@ -250,6 +250,67 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
       replicaNodes: [0, 1],
       isrNodes: [0, 1],
     });
+  });
+
+  it('tells a partition that does not exist (UNKNOWN_TOPIC_OR_PARTITION) from one hosted elsewhere', async () => {
+    // Follower 2 of a leader with followers [1, 2] learns topic t: partition 0 on [0, 1], partition 1 on
+    // [0, 2]. It hosts t-1 only; t-0 exists on other replicas; t-2 and t--1 do not exist at all.
+    const follower = h.start(leaderConfig(h.dir('partial'), { nodeId: 2, isFollower: true, followers: [] }));
+    const partition = (partitionIndex: number, replicaNodes: number[]) => ({
+      partitionIndex,
+      leaderId: 0,
+      replicaNodes,
+      isrNodes: replicaNodes,
+      errorCode: ErrorCode.NONE,
+    });
+    follower.applyLeaderMetadata({
+      brokers: [{ nodeId: 0, host: 'leader', port: 1 }],
+      topics: [
+        { name: 't', errorCode: ErrorCode.NONE, partitions: [partition(0, [0, 1]), partition(1, [0, 2])] },
+      ],
+    });
+    expect(follower.getPartition('t-0')).toBeUndefined();
+    expect(follower.getPartition('t-1')).toBeDefined();
+    const indexes = [0, 2, -1];
+    const expected = [
+      ErrorCode.NOT_LEADER_OR_FOLLOWER,
+      ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ];
+    const fetchResponse = await follower.fetch({
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: 1_024,
+      topics: [
+        {
+          name: 't',
+          partitions: indexes.map((partitionIndex) => ({
+            partitionIndex,
+            fetchOffset: 0,
+            partitionMaxBytes: 1_024,
+          })),
+        },
+      ],
+    });
+    expect(fetchResponse.responses[0]!.partitions.map((p) => p.errorCode)).toEqual(expected);
+    const produceResponse = await follower.produce({
+      acks: 1,
+      timeoutMs: 0,
+      topics: [
+        {
+          name: 't',
+          partitions: indexes.map((partitionIndex) => ({ partitionIndex, records: [record('a')] })),
+        },
+      ],
+    });
+    expect(produceResponse.topics[0]!.partitions.map((p) => p.errorCode)).toEqual(expected);
+    const offsets = await follower.listOffsets({
+      topics: [
+        { name: 't', partitions: indexes.map((partitionIndex) => ({ partitionIndex, timestamp: -1 })) },
+      ],
+    });
+    expect(offsets.topics[0]!.partitions.map((p) => p.errorCode)).toEqual(expected);
   });
 
   it('stops copying a partition the leader no longer lists this follower for, and starts one it now does', async () => {

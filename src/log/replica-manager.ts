@@ -688,9 +688,24 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   /**
    * Takes the leader's Metadata: topics it has not seen are registered and their partitions that list
    * this node as a replica are created; the leader, replicas and ISR of known ones are updated.
+   *
+   * Throws INVALID_CONFIG, and takes nothing, when the leader reports this follower's own node id (both
+   * processes left at the default `--node-id` 0, say): the follower would find itself the leader of every
+   * partition, copy nothing and accept writes, and the two logs would part silently.
    */
   applyLeaderMetadata(response: MetadataResponse): void {
     if (this.isShutdown) return;
+    const nodeId = this.config.nodeId;
+    if (
+      response.brokers.some((node) => node.nodeId === nodeId) ||
+      response.topics.some((topic) => topic.partitions.some((p) => p.leaderId === nodeId))
+    ) {
+      throw new CohortError(
+        ErrorCode.INVALID_CONFIG,
+        `The leader reports node id ${nodeId}, which is this follower's --node-id; ` +
+          'give every process its own --node-id. Nothing is replicated until then.',
+      );
+    }
     this.leaderBrokers = response.brokers;
     for (const topic of response.topics) {
       if (topic.errorCode !== ErrorCode.NONE || topicNameProblem(topic.name) !== null) continue;

@@ -252,6 +252,29 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
     });
   });
 
+  it("refuses a leader's Metadata that reports the follower's own node id, and takes nothing from it", async () => {
+    // Both processes at the default --node-id 0: the follower would lead every partition and copy nothing.
+    const follower = h.start(leaderConfig(h.dir('same-id'), { nodeId: 0, isFollower: true, followers: [] }));
+    const partitions = [{ partitionIndex: 0, leaderId: 0, replicaNodes: [0], isrNodes: [0], errorCode: 0 }];
+    const topics = [{ name: 't', errorCode: ErrorCode.NONE, partitions }];
+    for (const metadata of [
+      { brokers: [{ nodeId: 0, host: 'leader', port: 1 }], topics: [] },
+      { brokers: [], topics },
+    ]) {
+      expect(() => follower.applyLeaderMetadata(metadata)).toThrow(
+        expect.objectContaining({ code: ErrorCode.INVALID_CONFIG }),
+      );
+    }
+    expect(follower.getPartition('t-0')).toBeUndefined();
+    expect((await follower.metadata({ topics: [] })).topics).toEqual([]);
+    const response = await follower.produce({
+      acks: 1,
+      timeoutMs: 0,
+      topics: [{ name: 't', partitions: [{ partitionIndex: 0, records: [record('a')] }] }],
+    });
+    expect(produced(response).errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+  });
+
   it('tells a partition that does not exist (UNKNOWN_TOPIC_OR_PARTITION) from one hosted elsewhere', async () => {
     // Follower 2 of a leader with followers [1, 2] learns topic t: partition 0 on [0, 1], partition 1 on
     // [0, 2]. It hosts t-1 only; t-0 exists on other replicas; t-2 and t--1 do not exist at all.

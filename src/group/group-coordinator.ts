@@ -372,6 +372,9 @@ export class GroupCoordinator
       const member = group.get(memberId);
       if (member !== undefined)
         this.removeMember(group, member, joinError('', ErrorCode.GROUP_MAX_SIZE_REACHED));
+      // A refused pending id goes too (Kafka's remove() drops it): left pending, it would hold up the
+      // join until its session expired. The check below then completes a join that waited only for it.
+      else group.removePendingMember(memberId)?.cancel();
       result = Promise.resolve(joinError('', ErrorCode.GROUP_MAX_SIZE_REACHED));
     } else if (isUnknownMember) {
       result = this.doNewMemberJoinGroup(group, request, context);

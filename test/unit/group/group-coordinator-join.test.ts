@@ -238,6 +238,26 @@ describe('group.max.size (KIP-389)', () => {
     expect(rejoins.map((j) => j.result.errorCode)).toEqual(errors);
   });
 
+  test('a pending member id refused for size stops holding up the rebalance', async () => {
+    // A stable group of one; GROUP_MAX_SIZE newcomers get pending ids. The member rejoins (a rebalance
+    // starts), all but one newcomer rejoin with their ids and fill the group, the last is refused: the
+    // join then has every member and no pending id left, and completes at once (Kafka's remove() drops
+    // a pending id too), not when the refused id's session would have expired.
+    const leaderId = await h.stableSingleMemberGroup();
+    const pending: string[] = [];
+    for (let i = 0; i < GROUP_MAX_SIZE; i++) {
+      const first = await h.join();
+      expect(first.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
+      pending.push(first.memberId);
+    }
+    const joins = [leaderId, ...pending.slice(0, -1)].map((memberId) => h.sendJoin({ memberId }));
+    const refused = await h.join({ memberId: pending[GROUP_MAX_SIZE - 1] });
+    expect(refused.errorCode).toBe(ErrorCode.GROUP_MAX_SIZE_REACHED);
+    await settle();
+    expect(joins.map((j) => j.isSettled && j.result.errorCode)).toEqual(joins.map(() => ErrorCode.NONE));
+    expect(new Set(joins.map((j) => j.result.generationId)).size).toBe(1);
+  });
+
   test('members may rejoin while the group rebalances; only the surplus is refused', async () => {
     const ids: string[] = [];
     for (let i = 0; i < GROUP_MAX_SIZE + 1; i++) ids.push((await h.join()).memberId);

@@ -114,7 +114,7 @@ export interface GroupCoordinatorOptions {
    * the same object as `offsetStore`.
    */
   metadataStore?: GroupMetadataStore;
-  /** Parked replies delivered per event-loop turn; default 250. */
+  /** Parked replies delivered per event-loop turn; default DEFAULT_REPLY_SLICE_SIZE (100). */
   replySliceSize?: number;
   /** Makes a member id from the client id or group instance id; default `${prefix}-${randomUUID()}`. */
   generateMemberId?: (prefix: string) => string;

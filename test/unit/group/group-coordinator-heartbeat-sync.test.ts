@@ -67,6 +67,22 @@ describe('Heartbeat', () => {
     expect(await h.heartbeat(join.memberId, join.generationId)).toBe(ErrorCode.NONE);
   });
 
+  test('heartbeats during CompletingRebalance keep the session alive while the leader is slow to sync', async () => {
+    // Session 500 ms, rebalance timeout 5 s: without the re-arm the member would expire at 500 ms.
+    const join = await h.dynamicJoin({ rebalanceTimeoutMs: 10 * DEFAULT_SESSION_TIMEOUT_MS });
+    expect(await h.state()).toBe('CompletingRebalance');
+    for (
+      let elapsed = 0;
+      elapsed < 4 * DEFAULT_SESSION_TIMEOUT_MS;
+      elapsed += DEFAULT_SESSION_TIMEOUT_MS / 2
+    ) {
+      h.advance(DEFAULT_SESSION_TIMEOUT_MS / 2);
+      expect(await h.heartbeat(join.memberId, join.generationId)).toBe(ErrorCode.NONE);
+    }
+    expect(await h.memberIds()).toEqual([join.memberId]);
+    expect(await h.state()).toBe('CompletingRebalance');
+  });
+
   test('a heartbeat with the wrong generation gets ILLEGAL_GENERATION', async () => {
     const memberId = await h.stableSingleMemberGroup();
     expect(await h.heartbeat(memberId, 2)).toBe(ErrorCode.ILLEGAL_GENERATION);

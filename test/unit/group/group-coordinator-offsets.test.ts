@@ -151,6 +151,30 @@ describe('OffsetCommit and OffsetFetch', () => {
     expect(codes.get('topic-0')).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
   });
 
+  test('an outside commit (generation -1) to an Empty group is accepted whatever member and instance id it names', async () => {
+    // Kafka's testManualCommitOffsetShouldNotValidateMemberIdAndInstanceId: outside the group's
+    // management the ids mean nothing and are not checked.
+    const codes = await h.commit(
+      { memberId: 'someone', groupInstanceId: 'some-instance', generationId: -1 },
+      [{ ...TP, offset: 7 }],
+    );
+    expect(codes.get('topic-0')).toBe(ErrorCode.NONE);
+    const fetched = await h.fetch(GROUP_ID, [['topic', [0]]]);
+    expect(fetched.topics[0].partitions[0].committedOffset).toBe(7);
+  });
+
+  test('in a Stable group, a commit with a stale generation gets ILLEGAL_GENERATION, an unknown member UNKNOWN_MEMBER_ID', async () => {
+    const memberId = await h.stableSingleMemberGroup();
+    const stale = await h.commit({ memberId, generationId: 0 }, [{ ...TP, offset: 1 }]);
+    expect(stale.get('topic-0')).toBe(ErrorCode.ILLEGAL_GENERATION);
+    const stranger = await h.commit({ memberId: 'stranger', generationId: 1 }, [{ ...TP, offset: 1 }]);
+    expect(stranger.get('topic-0')).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
+    const fetched = await h.fetch(GROUP_ID, [['topic', [0]]]);
+    expect(fetched.topics[0].partitions[0].committedOffset).toBe(-1);
+    const accepted = await h.commit({ memberId, generationId: 1 }, [{ ...TP, offset: 1 }]);
+    expect(accepted.get('topic-0')).toBe(ErrorCode.NONE);
+  });
+
   test('metadata longer than offset.metadata.max.bytes fails only its own partition', async () => {
     h.shutdown();
     h = new GroupHarness({ offsetMetadataMaxBytes: 4 });

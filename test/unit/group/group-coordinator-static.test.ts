@@ -28,6 +28,40 @@ describe('static members joining (KIP-345)', () => {
     expect(response.members.map((m) => m.groupInstanceId)).toEqual(['instance']);
   });
 
+  test('a static member replaced in Stable takes the session timeout of its new JoinGroup', async () => {
+    // Kafka's testStaticMemberRejoinWithUpdatedSessionAndRebalanceTimeouts, observed through expiry.
+    const result = await h.staticMembersJoinAndRebalance();
+    const longerSessionMs = 4 * DEFAULT_SESSION_TIMEOUT_MS;
+    const rejoin = await h.staticJoin(
+      FOLLOWER_INSTANCE_ID,
+      { protocols: PROTOCOL_SUPERSET, sessionTimeoutMs: longerSessionMs },
+      0,
+    );
+    expect(rejoin.errorCode).toBe(ErrorCode.NONE);
+    expect(rejoin.generationId).toBe(result.generation);
+    // Past the old session timeout, with only the leader heartbeating: the follower is still there.
+    for (
+      let elapsed = 0;
+      elapsed < 2 * DEFAULT_SESSION_TIMEOUT_MS;
+      elapsed += DEFAULT_SESSION_TIMEOUT_MS / 2
+    ) {
+      h.advance(DEFAULT_SESSION_TIMEOUT_MS / 2);
+      expect(await h.heartbeat(result.leaderId, result.generation, LEADER_INSTANCE_ID)).toBe(ErrorCode.NONE);
+    }
+    expect(await h.state()).toBe('Stable');
+    expect((await h.memberIds()).sort()).toEqual([result.leaderId, rejoin.memberId].sort());
+    // And it does end, at the new timeout.
+    for (
+      let elapsed = 0;
+      elapsed < 2 * DEFAULT_SESSION_TIMEOUT_MS + 1;
+      elapsed += DEFAULT_SESSION_TIMEOUT_MS / 2
+    ) {
+      h.advance(DEFAULT_SESSION_TIMEOUT_MS / 2);
+      await h.heartbeat(result.leaderId, result.generation, LEADER_INSTANCE_ID);
+    }
+    expect(await h.memberIds()).toEqual([result.leaderId]);
+  });
+
   test('a known instance rejoining with a member id that is not its own is fenced', async () => {
     await h.staticJoin('instance');
     const response = await h.staticJoin('instance', { memberId: 'unknown_member' });

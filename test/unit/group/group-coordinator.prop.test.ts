@@ -12,7 +12,9 @@ import { cancelOn } from '../../support/cancel-on';
  * revoking partitions does, within its rebalance timeout), and syncs as soon as it has joined. Checked
  * throughout:
  *
- * - every transition is one Kafka allows (the table below is written independently of the code);
+ * - every transition is one Kafka allows (the table below is written independently of the code), and
+ *   the group described after each step fits its state (Empty has no members, CompletingRebalance and
+ *   Stable have some, Stable has a chosen protocol, no member or instance id is listed twice);
  * - no call is left unanswered past a deadline the timeouts imply, and none at all after a long quiet spell;
  * - once joined, `steady` is never told it is unknown or fenced and never leaves the group.
  */
@@ -105,6 +107,29 @@ class Model {
   checkTransitions(): void {
     for (const t of this.h.transitions) {
       if (!LEGAL.has(`${t.from}->${t.to}`)) this.violations.push(`illegal transition ${t.from}->${t.to}`);
+    }
+  }
+
+  /** What a state says about the group (DescribeGroups, as an operator sees it). */
+  async checkShape(): Promise<void> {
+    const group = await this.h.describe();
+    if (group.errorCode !== ErrorCode.NONE) return; // never created, or deleted
+    const { groupState: state, members } = group;
+    if (state === 'Empty' && members.length > 0) {
+      this.violations.push(`Empty group with ${members.length} members at ${this.nowMs}`);
+    }
+    if ((state === 'CompletingRebalance' || state === 'Stable') && members.length === 0) {
+      this.violations.push(`${state} group without members at ${this.nowMs}`);
+    }
+    if (state === 'Stable' && group.protocolData === '') {
+      this.violations.push(`Stable group without a chosen protocol at ${this.nowMs}`);
+    }
+    if (new Set(members.map((m) => m.memberId)).size !== members.length) {
+      this.violations.push(`a member listed twice at ${this.nowMs}`);
+    }
+    const instances = members.map((m) => m.groupInstanceId).filter((id) => id !== '');
+    if (new Set(instances).size !== instances.length) {
+      this.violations.push(`two members with one group instance id at ${this.nowMs}`);
     }
   }
 
@@ -406,6 +431,7 @@ describe('the group coordinator under random traffic', () => {
               await runSteadyUntilIdle(steady);
               model.checkTransitions();
               model.checkDeadlines();
+              await model.checkShape();
               if (steady.hasJoined && !(await model.h.memberIds()).includes(steady.memberId)) {
                 model.violations.push(`steady member ${steady.memberId} not in the group at ${model.nowMs}`);
               }

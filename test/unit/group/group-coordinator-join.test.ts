@@ -15,6 +15,7 @@ import {
   type Tracked,
 } from '../../support/group-harness';
 import type { JoinGroupResponse } from '../../../src/group/group-protocol';
+import { cancelOn } from '../../support/cancel-on';
 
 let h: GroupHarness;
 beforeEach(() => {
@@ -277,6 +278,38 @@ describe('group.max.size (KIP-389)', () => {
 });
 
 describe('new members (KIP-394 expiry)', () => {
+  test("a new member's heartbeats do not extend the new-member timeout (a cohort choice, docs/protocol.md)", async () => {
+    // The leader of a Stable group takes its time to rejoin (its rebalance timeout outlasts the new-member
+    // timeout) but keeps heartbeating. A newcomer joins, its client gives up on the parked call, and it
+    // heartbeats on: it is removed when the new-member timeout ends, not kept alive by its heartbeats.
+    const sessionTimeoutMs = 3_000;
+    const leaderId = await h.stableSingleMemberGroup({
+      sessionTimeoutMs,
+      rebalanceTimeoutMs: 2 * NEW_MEMBER_JOIN_TIMEOUT_MS,
+    });
+    const { memberId } = await h.join();
+    const controller = new AbortController();
+    const parked = h.sendJoin({
+      memberId,
+      sessionTimeoutMs,
+      context: { clientHost: 'h', ...cancelOn(controller.signal) },
+    });
+    await settle();
+    controller.abort();
+    await settle();
+    expect(parked.result.errorCode).toBe(ErrorCode.REQUEST_TIMED_OUT);
+    const stepMs = 1_000;
+    for (let elapsed = stepMs; elapsed < NEW_MEMBER_JOIN_TIMEOUT_MS; elapsed += stepMs) {
+      h.advance(stepMs);
+      expect(await h.heartbeat(leaderId, 1)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+      expect(await h.heartbeat(memberId, 1)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+    }
+    expect((await h.memberIds()).sort()).toEqual([leaderId, memberId].sort());
+    h.advance(stepMs);
+    expect(await h.memberIds()).toEqual([leaderId]);
+    expect(await h.heartbeat(memberId, 1)).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
+  });
+
   test('after its first join completes, a new member lives on its session timeout, not the new-member timeout', async () => {
     const sessionTimeoutMs = NEW_MEMBER_JOIN_TIMEOUT_MS + 5000;
     const memberId = await h.stableSingleMemberGroup({ sessionTimeoutMs });

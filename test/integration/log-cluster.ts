@@ -6,6 +6,7 @@ import type { Client, GrpcObject, ServiceClientConstructor, ServiceError } from 
 import { loadSync } from '@grpc/proto-loader';
 import type { CohortConfig } from '../../src/config';
 import { createConfig } from '../../src/config';
+import { ErrorCode } from '../../src/errors';
 import type * as broker from '../../src/log/broker-protocol';
 import type { CohortServer } from '../../src/server';
 import { createServer } from '../../src/server';
@@ -239,4 +240,23 @@ export function awaitIsr(
     async () => ((await isrOf(client, topic, partitionIndex)).join() === isr.join() ? true : undefined),
     `ISR of ${topic}-${partitionIndex} to become [${isr.join(', ')}]`,
   );
+}
+
+/**
+ * What --min-insync-replicas 3 does once follower 2 of [0, 1, 2] has gone: an acks=-1 Produce in flight
+ * when the ISR shrinks (after about `lagMs`) is appended but confirmed by too few replicas
+ * (NOT_ENOUGH_REPLICAS_AFTER_APPEND); one sent after it is refused before anything is written.
+ */
+export async function expectMinIsrRefusals(
+  leader: BrokerClient,
+  topic: string,
+  lagMs: number,
+): Promise<void> {
+  const pending = await leader.produce(produceRequest(topic, ['b'], -1, { timeoutMs: 4 * lagMs }));
+  expect(pending.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+  const refused = await leader.produce(produceRequest(topic, ['c'], -1));
+  expect(refused.topics[0]!.partitions[0]).toMatchObject({
+    errorCode: ErrorCode.NOT_ENOUGH_REPLICAS,
+    baseOffset: -1,
+  });
 }

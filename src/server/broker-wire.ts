@@ -1,4 +1,4 @@
-import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
+import type { ServiceDefinition } from '@grpc/proto-loader';
 import type { FetchResponse, ProduceResponse, RecordHeader } from '../log/broker-protocol';
 import {
   bytesFieldSize,
@@ -18,8 +18,10 @@ import {
   TAG_5_LEN,
   TAG_5_VARINT,
   varintFieldSize,
+  withServerWireCodecs,
   Writer,
 } from './proto-wire';
+import type { ServerWireCodec } from './proto-wire';
 
 /**
  * Hand-written protobuf codecs for the messages on the log's hot path: the ProduceRequest a broker decodes
@@ -298,21 +300,19 @@ export const HANDLED_FIELDS: Readonly<Record<string, readonly number[]>> = {
   'cohort.v1.FetchPartitionData': [1, 2, 3, 4, 5],
 };
 
+/** The hand-written codecs by method: Produce's request and response, Fetch's response. */
+export const BROKER_WIRE_CODECS: Readonly<Record<'Produce' | 'Fetch', ServerWireCodec>> = {
+  Produce: {
+    requestDeserialize: decodeProduceRequest,
+    responseSerialize: (response) => encodeProduceResponse(response as ProduceResponse),
+  },
+  Fetch: { responseSerialize: (response) => encodeFetchResponse(response as FetchResponse) },
+};
+
 /**
- * `definition` (cohort.v1.Broker as proto-loader built it) with the hand-written codecs above for Produce's
- * request and response and Fetch's response. Only the server's side changes: clients still encode
- * requests and decode responses with the generic codecs.
+ * `definition` (cohort.v1.Broker as proto-loader built it) with the hand-written codecs above. Only the
+ * server's side changes: clients still encode requests and decode responses with the generic codecs.
  */
 export function withBrokerWireCodecs(definition: ServiceDefinition): ServiceDefinition {
-  const produce = definition.Produce as MethodDefinition<object, object>;
-  const fetch = definition.Fetch as MethodDefinition<object, object>;
-  return {
-    ...definition,
-    Produce: {
-      ...produce,
-      requestDeserialize: decodeProduceRequest,
-      responseSerialize: (response) => encodeProduceResponse(response as ProduceResponse),
-    },
-    Fetch: { ...fetch, responseSerialize: (response) => encodeFetchResponse(response as FetchResponse) },
-  };
+  return withServerWireCodecs(definition, BROKER_WIRE_CODECS);
 }

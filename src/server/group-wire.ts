@@ -1,4 +1,4 @@
-import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
+import type { ServiceDefinition } from '@grpc/proto-loader';
 import type {
   HeartbeatRequest,
   HeartbeatResponse,
@@ -26,8 +26,10 @@ import {
   TAG_7_LEN,
   TAG_8_VARINT,
   varintFieldSize,
+  withServerWireCodecs,
   Writer,
 } from './proto-wire';
+import type { ServerWireCodec } from './proto-wire';
 
 /**
  * Hand-written protobuf codecs for the group coordinator's hot messages (proto/cohort/v1/
@@ -269,10 +271,9 @@ export const HANDLED_FIELDS: Readonly<Record<string, readonly number[]>> = {
   'cohort.v1.HeartbeatResponse': [1],
 };
 
-type Codec = Pick<MethodDefinition<object, object>, 'requestDeserialize' | 'responseSerialize'>;
-
-/** The hand-written codecs by method; the server installs them with `withGroupWireCodecs`. */
-export const GROUP_WIRE_CODECS: Readonly<Record<'JoinGroup' | 'SyncGroup' | 'Heartbeat', Codec>> = {
+export const GROUP_WIRE_CODECS: Readonly<
+  Record<'JoinGroup' | 'SyncGroup' | 'Heartbeat', Required<ServerWireCodec>>
+> = {
   JoinGroup: {
     requestDeserialize: decodeJoinGroupRequest,
     responseSerialize: (response) => encodeJoinGroupResponse(response as JoinGroupResponse),
@@ -292,9 +293,5 @@ export const GROUP_WIRE_CODECS: Readonly<Record<'JoinGroup' | 'SyncGroup' | 'Hea
  * the requests the server decodes and the responses it encodes. Clients keep the generic codecs.
  */
 export function withGroupWireCodecs(definition: ServiceDefinition): ServiceDefinition {
-  const result: ServiceDefinition = { ...definition };
-  for (const [method, codec] of Object.entries(GROUP_WIRE_CODECS)) {
-    result[method] = { ...(definition[method] as MethodDefinition<object, object>), ...codec };
-  }
-  return result;
+  return withServerWireCodecs(definition, GROUP_WIRE_CODECS);
 }

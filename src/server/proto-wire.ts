@@ -1,3 +1,5 @@
+import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
+
 /**
  * The protobuf wire format, by hand, for the codecs of the server's hot messages (broker-wire.ts,
  * group-wire.ts): a Reader that decodes field by field and refuses input running past its message, and a
@@ -339,3 +341,27 @@ export const TAG_4_LEN = 0x22;
 export const TAG_5_LEN = 0x2a;
 export const TAG_6_LEN = 0x32;
 export const TAG_7_LEN = 0x3a;
+
+// --- installing ---
+
+/** What a hand-written codec replaces of a method: the server's side only; clients keep the generic one. */
+export type ServerWireCodec = Partial<
+  Pick<MethodDefinition<object, object>, 'requestDeserialize' | 'responseSerialize'>
+>;
+
+/**
+ * `definition` (a service as proto-loader built it) with `codecs` installed on the server's side of the
+ * methods they name. A codec for a method the service does not have is a bug here, not a request to skip.
+ */
+export function withServerWireCodecs(
+  definition: ServiceDefinition,
+  codecs: Readonly<Record<string, ServerWireCodec>>,
+): ServiceDefinition {
+  const result: ServiceDefinition = { ...definition };
+  for (const [method, codec] of Object.entries(codecs)) {
+    const rpc = definition[method];
+    if (rpc === undefined) throw new Error(`no method ${method} to install a wire codec on`);
+    result[method] = { ...(rpc as MethodDefinition<object, object>), ...codec };
+  }
+  return result;
+}

@@ -3,13 +3,16 @@ import { loadSync } from '@grpc/proto-loader';
 import fc from 'fast-check';
 import type { FetchResponse, ProduceResponse } from '../../../src/log/broker-protocol';
 import {
+  BROKER_WIRE_CODECS,
   decodeProduceRequest,
   encodeFetchResponse,
   encodeProduceResponse,
   HANDLED_FIELDS,
   type ProduceRequestWire,
+  withBrokerWireCodecs,
 } from '../../../src/server/broker-wire';
-import { PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../../src/server/load-protos';
+import { loadCohortProtos, PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../../src/server/load-protos';
+import { withServerWireCodecs } from '../../../src/server/proto-wire';
 import {
   bytesValue,
   expectDecodesOrRangeError,
@@ -251,5 +254,30 @@ describe('HANDLED_FIELDS', () => {
   test.each(Object.entries(HANDLED_FIELDS))('covers every field of %s in the .proto', (message, handled) => {
     const type = (generic[message] as { type: { field: { number: number }[] } }).type;
     expect(type.field.map((f) => f.number).sort()).toEqual([...handled].sort());
+  });
+});
+
+describe('withBrokerWireCodecs', () => {
+  test("replaces only the server's side of Produce (request and response) and Fetch (response)", () => {
+    const wired = withBrokerWireCodecs(broker);
+    for (const [name, rpc] of Object.entries(broker)) {
+      const codec: { requestDeserialize?: unknown; responseSerialize?: unknown } | undefined =
+        BROKER_WIRE_CODECS[name as keyof typeof BROKER_WIRE_CODECS];
+      expect(wired[name]!.requestSerialize).toBe(rpc.requestSerialize);
+      expect(wired[name]!.responseDeserialize).toBe(rpc.responseDeserialize);
+      expect(wired[name]!.requestDeserialize).toBe(codec?.requestDeserialize ?? rpc.requestDeserialize);
+      expect(wired[name]!.responseSerialize).toBe(codec?.responseSerialize ?? rpc.responseSerialize);
+    }
+    expect(wired.Fetch!.requestDeserialize).toBe(fetch.requestDeserialize);
+  });
+
+  test('is what the server loads', () => {
+    const loaded = loadCohortProtos().broker;
+    expect(loaded.Produce!.requestDeserialize).toBe(BROKER_WIRE_CODECS.Produce.requestDeserialize);
+    expect(loaded.Fetch!.responseSerialize).toBe(BROKER_WIRE_CODECS.Fetch.responseSerialize);
+  });
+
+  test('refuses a codec for a method the service does not have', () => {
+    expect(() => withServerWireCodecs(broker, { Fetsch: BROKER_WIRE_CODECS.Fetch })).toThrow(/Fetsch/);
   });
 });

@@ -906,13 +906,10 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
    * NOT_LEADER_OR_FOLLOWER when it exists on replicas that do not include this process.
    */
   private unhostedPartitionError(topic: string, partitionIndex: number): ErrorCode {
-    const state = this.topics.get(topic);
-    const exists =
-      state !== undefined &&
-      Number.isInteger(partitionIndex) &&
-      partitionIndex >= 0 &&
-      partitionIndex < state.partitions.length;
-    return exists ? ErrorCode.NOT_LEADER_OR_FOLLOWER : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    // A topic's partitions are indexed by partition index; any other index finds nothing.
+    return this.topics.get(topic)?.partitions[partitionIndex] !== undefined
+      ? ErrorCode.NOT_LEADER_OR_FOLLOWER
+      : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
   }
 
   private addTopic(assignment: TopicAssignment, opened: Map<number, Partition>): void {

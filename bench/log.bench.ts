@@ -8,8 +8,9 @@
  *    parked call's response. Both servers are child processes on 127.0.0.1; this process is the client,
  *    and it encodes the Produce before the clock starts and decodes neither side's responses (raw bytes),
  *    so the comparison is of the servers' wake paths. On each side the Produce (Release) goes out on a
- *    connection of its own, as from a producer that is not the consumers' client. Both servers first answer 1,000 quick rounds
- *    (warm-up: steady state, not a fresh process's first calls); then the sides alternate round by round.
+ *    connection of its own, as from a producer that is not the consumers' client. Both servers first answer
+ *    1,000 quick rounds (warm-up: steady state, not a fresh process's first calls); then the sides
+ *    alternate round by round.
  *    Target: cohort ≤ 1.3 × bare at p50 and p99. The children load TypeScript through
  *    scripts/register-typescript.js, not ts-node, which would slow both servers.
  * 2. Produce throughput, acks=1, 1 KB records, fsync before every acknowledgement (the default flush
@@ -231,6 +232,8 @@ interface WakeSide {
    * all have been answered.
    */
   round(parked: number, settleMs?: number): Promise<number[]>;
+  /** Closes the side's clients: later sections run without their channels. */
+  close(): void;
 }
 
 function cohortWakeSide(port: number): WakeSide {
@@ -270,6 +273,10 @@ function cohortWakeSide(port: number): WakeSide {
       offset = checkProduced(await produced) + 1;
       return latencies;
     },
+    close() {
+      client.client.close();
+      producer.client.close();
+    },
   };
 }
 
@@ -301,6 +308,10 @@ function bareWakeSide(port: number): WakeSide {
       await Promise.all(responses);
       if (released !== parked) throw new Error(`released ${released} parked calls, expected ${parked}`);
       return latencies;
+    },
+    close() {
+      client.close();
+      releaser.close();
     },
   };
 }
@@ -480,7 +491,14 @@ async function main(): Promise<void> {
       if (sections.has('wake')) {
         const bare = await startChild(['bench/log-bare-server.ts'], 'bare');
         children.push(bare);
-        figures = { ...figures, ...(await benchWake(cohortWakeSide(leader.port), bareWakeSide(bare.port))) };
+        const cohortSide = cohortWakeSide(leader.port);
+        const bareSide = bareWakeSide(bare.port);
+        try {
+          figures = { ...figures, ...(await benchWake(cohortSide, bareSide)) };
+        } finally {
+          cohortSide.close();
+          bareSide.close();
+        }
       }
       if (sections.has('throughput')) figures = { ...figures, ...(await benchThroughput(leader.port)) };
       if (sections.has('latency')) {

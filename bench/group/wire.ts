@@ -2,6 +2,7 @@ import type { MethodDefinition, PackageDefinition, ServiceDefinition } from '@gr
 import { loadSync } from '@grpc/proto-loader';
 import { GROUP_WIRE_CODECS, withGroupWireCodecs } from '../../src/server/group-wire';
 import { PROTO_DIR, PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../src/server/load-protos';
+import { withServerWireCodecs } from '../../src/server/proto-wire';
 
 /** The bench's own service (bench/group/noop.proto), loaded beside cohort's protos. */
 export const NOOP_SERVICE = 'cohort.bench.v1.Noop';
@@ -34,10 +35,7 @@ export function benchProtos(): BenchProtos {
       groupCoordinator: withGroupWireCodecs(
         packageDefinition['cohort.v1.GroupCoordinator'] as ServiceDefinition,
       ),
-      noop: {
-        ...noop,
-        Noop: { ...(noop.Noop as MethodDefinition<object, object>), ...GROUP_WIRE_CODECS.Heartbeat },
-      },
+      noop: withServerWireCodecs(noop, { Noop: GROUP_WIRE_CODECS.Heartbeat }),
     };
   }
   return loaded;

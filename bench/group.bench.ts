@@ -215,6 +215,9 @@ async function main(): Promise<void> {
         [`rebalance${size}MaxLoopDelayMs`]: round(m('MaxLoopDelayMs'), 1),
         [`rebalance${size}MaxLoopDelayMsWorstRound`]: round(r.max(`n${size}MaxLoopDelayMs`), 1),
         [`rebalance${size}NoopRoundTripMs`]: round(m('NoopRttMs'), 3),
+        [`rebalance${size}ServerCpuMsPerRound`]: round(m('ServerCpuMs'), 1),
+        [`rebalance${size}ServerMainThreadCpuMsPerRound`]: round(m('ServerMainThreadCpuMs'), 1),
+        [`rebalance${size}ClientCpuMsPerRound`]: round(m('ClientCpuMs'), 1),
       });
     }
     table(rows);

@@ -61,7 +61,10 @@ async function noopRoundTripMs(channels: UnaryChannels, c: Codecs): Promise<numb
 
 /**
  * Figures per size: `n<N>JoinMs`, `n<N>SyncMs` (client), `n<N>ServerJoinMs`, `n<N>MaxTaskCpuMs`,
- * `n<N>MaxLoopDelayMs`, `n<N>NoopRttMs`.
+ * `n<N>MaxLoopDelayMs`, `n<N>NoopRttMs`, and the CPU a round cost each side (`n<N>ServerCpuMs`,
+ * `n<N>ServerMainThreadCpuMs`, `n<N>ClientCpuMs`: from issuing the JoinGroups to the last SyncGroup answer,
+ * the server's window a little wider, as it opens and closes over IPC). Both processes share the machine's
+ * cores, so the client's CPU lengthens a round as much as the server's does.
  */
 export async function rebalanceLatency(
   shape: RebalanceShape,
@@ -85,7 +88,9 @@ export async function rebalanceLatency(
       for (let r = 0; r < shape.rounds; r++) {
         const rttMs = await noopRoundTripMs(channels, c);
         await server.loopStart();
+        const clientCpu = process.cpuUsage();
         const timing = await rebalance(channels, c, group);
+        const clientCpuUsed = process.cpuUsage(clientCpu);
         const probe = await server.loopStop();
         rounds.record(`n${size}JoinMs`, timing.joinMs);
         rounds.record(`n${size}SyncMs`, timing.syncMs);
@@ -96,6 +101,9 @@ export async function rebalanceLatency(
         rounds.record(`n${size}MaxTaskLoopCpuMs`, probe.maxTaskLoopCpuMs);
         rounds.record(`n${size}MaxLoopDelayMs`, probe.maxDelayMs);
         rounds.record(`n${size}NoopRttMs`, rttMs);
+        rounds.record(`n${size}ServerCpuMs`, probe.cpuMs);
+        rounds.record(`n${size}ServerMainThreadCpuMs`, probe.mainThreadCpuMs);
+        rounds.record(`n${size}ClientCpuMs`, (clientCpuUsed.user + clientCpuUsed.system) / 1_000);
         if (shape.cpuProfileDir !== undefined) {
           const [fromUs, toUs] = probe.maxTaskAtUs;
           log(
@@ -109,7 +117,9 @@ export async function rebalanceLatency(
           `sync ${m('SyncMs')} ms, ` +
           `longest task ${m('MaxTaskCpuMs')} ms CPU (${m('MaxTaskLoopCpuMs')} ms main thread) / ` +
           `${m('MaxLoopDelayMs')} ms loop delay, ` +
-          `noop rtt ${rounds.median(`n${size}NoopRttMs`).toFixed(2)} ms`,
+          `noop rtt ${rounds.median(`n${size}NoopRttMs`).toFixed(2)} ms; ` +
+          `CPU per round: server ${m('ServerCpuMs')} ms (${m('ServerMainThreadCpuMs')} ms main thread), ` +
+          `client ${m('ClientCpuMs')} ms`,
       );
     }
     return rounds;

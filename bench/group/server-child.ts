@@ -66,6 +66,10 @@ export interface LoopProbe {
   /** [start, end] of that task in process.hrtime µs, to find it in a --cpu-prof profile. */
   readonly maxTaskAtUs: [number, number];
   readonly eventLoopUtilization: number;
+  /** CPU the process used over the whole window, V8's helper threads included. */
+  readonly cpuMs: number;
+  /** The same, the main thread only (NaN where /proc/thread-self/schedstat is missing). */
+  readonly mainThreadCpuMs: number;
   /** Server-side marks (performance.now() of this process), for the server's share of a rebalance. */
   readonly lastJoinReceivedMs: number;
   readonly lastJoinAnsweredMs: number;
@@ -138,6 +142,8 @@ let window:
 let windowCounts = { ok: 0, other: {} as Record<string, number>, noop: 0 };
 let histogram: IntervalHistogram | undefined;
 let probeElu: ReturnType<typeof performance.eventLoopUtilization> | undefined;
+let probeCpuUs = 0;
+let probeMainThreadCpuUs = 0;
 
 /** A 1 ms timer chain that records the most CPU the process spent between two of its turns. */
 class TaskCpuProbe {
@@ -255,6 +261,8 @@ serveParent(
       histogram = monitorEventLoopDelay({ resolution: 1 });
       histogram.enable();
       probeElu = performance.eventLoopUtilization();
+      probeCpuUs = cpuUs();
+      probeMainThreadCpuUs = mainThreadCpuUs();
       taskProbe.start();
     },
     loopStop: (): LoopProbe => {
@@ -266,6 +274,8 @@ serveParent(
         maxTaskLoopCpuMs: taskProbe.maxLoopCpuMs,
         maxTaskAtUs: taskProbe.maxAtUs,
         eventLoopUtilization: performance.eventLoopUtilization(probeElu).utilization,
+        cpuMs: (cpuUs() - probeCpuUs) / 1_000,
+        mainThreadCpuMs: (mainThreadCpuUs() - probeMainThreadCpuUs) / 1_000,
         ...counting.marks,
       };
       histogram = undefined;

@@ -17,8 +17,9 @@
  *
  * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5), `--only=heartbeat,
  * rebalance,memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
- * `--channels=N` (rebalance: client connections, default 4), `--client=http2|grpc-js` (rebalance: raw Node
- * http2 calls, the default, or grpc-js clients, which cost the client more than the server),
+ * `--channels=N` (rebalance: client connections, default 4), `--client=raw-http2|http2|grpc-js` (rebalance:
+ * HTTP/2 spoken directly on TCP sockets, the default; Node's http2 client; or grpc-js clients, each costing
+ * the client more CPU than the last),
  * `--max-calls-per-loop-turn=N` (rebalance: the server's read budget, 0 = none; default the server's),
  * `--requests-per-run=N` (heartbeat: h2load
  * requests per member visited, default 1,000; fewer spreads the load over more members). Heartbeat load
@@ -31,6 +32,7 @@ import { heartbeatThroughput, HEARTBEAT_GROUPS, HEARTBEAT_GROUP_SIZE } from './g
 import { memberMemory, MEMORY_GROUPS, MEMORY_GROUP_SIZE } from './group/member-memory';
 import {
   DEFAULT_REBALANCE_CHANNELS,
+  REBALANCE_CLIENT_LABELS,
   REBALANCE_CLIENTS,
   rebalanceLatency,
   REBALANCE_SIZES,
@@ -162,7 +164,7 @@ async function main(): Promise<void> {
     const channels = Number(argValue('channels') ?? DEFAULT_REBALANCE_CHANNELS);
     if (!Number.isSafeInteger(channels) || channels < 1) throw new RangeError('--channels must be >= 1');
     figures.rebalanceClientChannels = channels;
-    const client = (argValue('client') ?? 'http2') as RebalanceClient;
+    const client = (argValue('client') ?? 'raw-http2') as RebalanceClient;
     if (!REBALANCE_CLIENTS.includes(client)) {
       throw new RangeError(`--client takes ${REBALANCE_CLIENTS.join(' or ')}, got ${client}`);
     }
@@ -222,7 +224,7 @@ async function main(): Promise<void> {
     }
     table(rows);
     line(
-      `client: ${channels} ${client === 'http2' ? 'raw http2 sessions' : 'grpc-js channels'} in one process; ` +
+      `client: ${channels} ${REBALANCE_CLIENT_LABELS[client]} in one process; ` +
         '"server join ms" is the server\'s own share',
     );
     const join1000 = r.median('n1000JoinMs');

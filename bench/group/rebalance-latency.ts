@@ -5,6 +5,7 @@ import { RoundSet } from '../support/round-set';
 import { BenchChannels } from './bench-channels';
 import { codecs, formGroup, rebalance, type Codecs } from './group-driver';
 import { Http2Channels } from './http2-channels';
+import { RawHttp2Channels } from './raw-http2-channels';
 import { startBenchServer } from './server-process';
 import type { UnaryChannels } from './unary-channels';
 
@@ -15,10 +16,13 @@ import type { UnaryChannels } from './unary-channels';
  * last JoinGroup answer and to the last SyncGroup answer. The server reports the longest event-loop delay
  * during the round (monitorEventLoopDelay, 1 ms resolution): the longest task the rebalance ran.
  *
- * The client must not be the bottleneck: a grpc-js call costs its client several times what the server
- * spends on it, so by default the calls go out on raw Node http2 sessions (`Http2Channels`: gRPC framing
- * by hand, pre-encoded requests, answers decoded and checked); `--client=grpc-js` measures with grpc-js
- * clients instead. Either way there are 4 connections (`--channels=N`). Few channels also shape the server's work: each connection
+ * The client must not be the bottleneck, and on this machine it shares two cores with the server, so its
+ * CPU lengthens a round as much as the server's. A grpc-js call costs its client several times what the
+ * server spends on it, and Node's http2 client about as much as the server (166 ms of CPU per 1,000-member
+ * round against the server's 159). By default the calls go out on HTTP/2 spoken directly on TCP sockets
+ * (`RawHttp2Channels`: about 30 ms of CPU per such round); `--client=http2` uses Node's http2 sessions
+ * (`Http2Channels`) and `--client=grpc-js` grpc-js clients. Every client sends pre-encoded requests and
+ * decodes and checks every answer. There are 4 connections (`--channels=N`). Few channels also shape the server's work: each connection
  * carries N/4 calls, so one socket read brings the server hundreds of JoinGroups at once, where real
  * consumers would each have their own connection. There is no baseline implementation of a rebalance; as the same-run reference,
  * each round first times a sequential Noop round trip on the same channels.
@@ -39,8 +43,13 @@ export interface RebalanceShape {
   readonly maxCallsPerLoopTurn?: number;
 }
 
-export const REBALANCE_CLIENTS = ['http2', 'grpc-js'] as const;
+export const REBALANCE_CLIENTS = ['raw-http2', 'http2', 'grpc-js'] as const;
 export type RebalanceClient = (typeof REBALANCE_CLIENTS)[number];
+export const REBALANCE_CLIENT_LABELS: Record<RebalanceClient, string> = {
+  'raw-http2': 'HTTP/2 connections spoken on raw sockets',
+  http2: 'Node http2 sessions',
+  'grpc-js': 'grpc-js channels',
+};
 
 async function noopRoundTripMs(channels: UnaryChannels, c: Codecs): Promise<number> {
   const request = c.noop.encodeRequest({
@@ -76,9 +85,11 @@ export async function rebalanceLatency(
     ...(shape.maxCallsPerLoopTurn === undefined ? {} : { maxCallsPerLoopTurn: shape.maxCallsPerLoopTurn }),
   });
   const channels: UnaryChannels =
-    shape.client === 'http2'
-      ? new Http2Channels(server.target, shape.channels)
-      : new BenchChannels(server.target, shape.channels);
+    shape.client === 'raw-http2'
+      ? new RawHttp2Channels(server.target, shape.channels)
+      : shape.client === 'http2'
+        ? new Http2Channels(server.target, shape.channels)
+        : new BenchChannels(server.target, shape.channels);
   const c = codecs();
   const rounds = new RoundSet();
   try {

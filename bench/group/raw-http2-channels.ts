@@ -1,0 +1,517 @@
+import { connect, type Socket } from 'node:net';
+import { HpackDecoder, type HeaderField } from '../support/hpack-decoder';
+import type { UnaryChannels } from './unary-channels';
+
+/**
+ * Unary gRPC calls over HTTP/2 spoken directly on TCP sockets: the rebalance bench's default client.
+ *
+ * Why: the bench's client and the server share the machine's two cores, so every millisecond of client CPU
+ * lengthens a round as much as one of the server's. Node's http2 client costs its side about as much CPU as
+ * the server spends answering (per stream it builds a Duplex, an AsyncResource and header objects, and it
+ * makes garbage the client's GC then collects): at 1,000 members the client spent 166 ms of CPU per round
+ * against the server's 159. This client keeps per call only what a call needs: one write of a HEADERS frame
+ * (a block encoded once per path) and the DATA, and a frame parser that collects the answer's DATA and reads
+ * `grpc-status` from the trailers through an HPACK decoder.
+ *
+ * What it implements of HTTP/2 (RFC 9113), as a client that opens streams and never accepts any:
+ * - the connection preface and SETTINGS (push disabled), SETTINGS acknowledgements, PING answers;
+ * - flow control both ways with HTTP/2's default windows (65,535 bytes per stream and per connection, as
+ *   Node's client and grpc-js keep them): DATA waits for the server's WINDOW_UPDATE when a window is spent,
+ *   and the client returns what it has read once half a window is used, as nghttp2 does;
+ * - the server's INITIAL_WINDOW_SIZE and MAX_FRAME_SIZE settings; header blocks split over CONTINUATION;
+ *   padding; RST_STREAM (fails the call), GOAWAY (fails the calls the server will not answer, and any new
+ *   call), and a closed socket (fails every open call).
+ * It does not limit concurrent streams (cohort's server sets no limit), and it never compresses.
+ */
+export class RawHttp2Channels implements UnaryChannels {
+  private readonly connections: RawHttp2Connection[] = [];
+
+  constructor(target: string, count: number) {
+    const at = target.lastIndexOf(':');
+    const host = target.slice(0, at).replace(/^\[|\]$/g, '');
+    const port = Number(target.slice(at + 1));
+    for (let i = 0; i < count; i++) this.connections.push(new RawHttp2Connection(host, port, target));
+  }
+
+  get size(): number {
+    return this.connections.length;
+  }
+
+  call<Res>(
+    channel: number,
+    path: string,
+    request: Buffer,
+    decode: (bytes: Buffer) => Res,
+    onSent?: () => void,
+  ): Promise<Res> {
+    return this.connections[channel % this.connections.length].call(path, request, decode, onSent);
+  }
+
+  close(): void {
+    for (const connection of this.connections.splice(0)) connection.close();
+  }
+}
+
+const FRAME_HEADER_BYTES = 9;
+const GRPC_PREFIX_BYTES = 5;
+const DEFAULT_WINDOW_BYTES = 65_535;
+const DEFAULT_MAX_FRAME_BYTES = 16_384;
+/** Return read bytes to the server once this many are unacknowledged: half the window, as nghttp2 does. */
+const WINDOW_UPDATE_THRESHOLD = DEFAULT_WINDOW_BYTES >>> 1;
+const MAX_STREAM_ID = 2 ** 31 - 1;
+
+const enum FrameType {
+  DATA = 0x0,
+  HEADERS = 0x1,
+  RST_STREAM = 0x3,
+  SETTINGS = 0x4,
+  PING = 0x6,
+  GOAWAY = 0x7,
+  WINDOW_UPDATE = 0x8,
+  CONTINUATION = 0x9,
+}
+
+// Frame flags (RFC 9113 §6): ACK shares END_STREAM's bit, on SETTINGS and PING frames.
+const FLAG_END_STREAM = 0x1;
+const FLAG_ACK = 0x1;
+const FLAG_END_HEADERS = 0x4;
+const FLAG_PADDED = 0x8;
+const FLAG_PRIORITY = 0x20;
+
+const SETTINGS_ENABLE_PUSH = 0x2;
+const SETTINGS_INITIAL_WINDOW_SIZE = 0x4;
+const SETTINGS_MAX_FRAME_SIZE = 0x5;
+
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+/** One call in flight: its request still to send, and its answer as it arrives. */
+interface OpenStream {
+  readonly id: number;
+  readonly path: string;
+  readonly resolve: (value: never) => void;
+  readonly reject: (error: Error) => void;
+  readonly decode: (bytes: Buffer) => unknown;
+  readonly onSent: (() => void) | undefined;
+  /** The gRPC-framed request and how much of it is sent. */
+  readonly body: Buffer;
+  sentBytes: number;
+  sendWindow: number;
+  isQueued: boolean;
+  readonly chunks: Buffer[];
+  receivedUnacked: number;
+  httpStatus: string | undefined;
+  grpcStatus: string | undefined;
+  grpcMessage: string;
+}
+
+class RawHttp2Connection {
+  private readonly socket: Socket;
+  private readonly streams = new Map<number, OpenStream>();
+  private readonly headerBlocks = new Map<string, Buffer>();
+  private readonly decoder = new HpackDecoder();
+  private nextStreamId = 1;
+  private sendWindow = DEFAULT_WINDOW_BYTES;
+  private peerInitialWindow = DEFAULT_WINDOW_BYTES;
+  private peerMaxFrame = DEFAULT_MAX_FRAME_BYTES;
+  private receivedUnacked = 0;
+  /** Streams with DATA waiting for window, in the order they started waiting. */
+  private blocked: OpenStream[] = [];
+  private unread: Buffer | undefined;
+  /** A header block split over CONTINUATION frames, until its END_HEADERS. */
+  private continuing: { streamId: number; endStream: boolean; parts: Buffer[] } | undefined;
+  private isCorked = false;
+  /** Set once the connection can take no new call (GOAWAY, error, close). */
+  private failure: Error | undefined;
+
+  constructor(
+    host: string,
+    port: number,
+    private readonly authority: string,
+  ) {
+    this.socket = connect({ host, port, noDelay: true });
+    this.socket.on('data', this.onData);
+    this.socket.on('error', (error) => this.fail(error));
+    this.socket.on('close', () => this.fail(new Error('connection closed')));
+    const settings = Buffer.alloc(6);
+    settings.writeUInt16BE(SETTINGS_ENABLE_PUSH, 0);
+    settings.writeUInt32BE(0, 2);
+    this.write(Buffer.concat([PREFACE, frame(FrameType.SETTINGS, 0, 0, settings)]));
+  }
+
+  call<Res>(
+    path: string,
+    request: Buffer,
+    decode: (bytes: Buffer) => Res,
+    onSent?: () => void,
+  ): Promise<Res> {
+    return new Promise<Res>((resolve, reject) => {
+      if (this.failure !== undefined) {
+        reject(this.failure);
+        return;
+      }
+      const id = this.nextStreamId;
+      if (id > MAX_STREAM_ID) {
+        reject(new Error('stream ids exhausted on this connection'));
+        return;
+      }
+      this.nextStreamId += 2;
+      const block = this.headerBlockFor(path);
+      const bodyBytes = GRPC_PREFIX_BYTES + request.length;
+      const stream: OpenStream = {
+        id,
+        path,
+        resolve: resolve as (value: never) => void,
+        reject,
+        decode,
+        onSent,
+        body: Buffer.allocUnsafe(bodyBytes),
+        sentBytes: 0,
+        sendWindow: this.peerInitialWindow,
+        isQueued: false,
+        chunks: [],
+        receivedUnacked: 0,
+        httpStatus: undefined,
+        grpcStatus: undefined,
+        grpcMessage: '',
+      };
+      stream.body[0] = 0;
+      stream.body.writeUInt32BE(request.length, 1);
+      request.copy(stream.body, GRPC_PREFIX_BYTES);
+      this.streams.set(id, stream);
+      // HEADERS are not flow-controlled; the DATA follows as far as the windows allow.
+      this.write(frame(FrameType.HEADERS, FLAG_END_HEADERS, id, block));
+      this.sendData(stream);
+    });
+  }
+
+  close(): void {
+    const goaway = Buffer.alloc(8);
+    this.write(frame(FrameType.GOAWAY, 0, 0, goaway));
+    this.socket.end();
+  }
+
+  private headerBlockFor(path: string): Buffer {
+    let block = this.headerBlocks.get(path);
+    if (block === undefined) {
+      // Static-table entries 3 (:method POST) and 6 (:scheme http), then literals that are not indexed, so
+      // the server's decoder table never changes: :path (name 4), :authority (name 1), content-type
+      // (name 31) and te (a literal name).
+      block = Buffer.concat([
+        Buffer.from([0x83, 0x86]),
+        literalWithNameIndex(4, path),
+        literalWithNameIndex(1, this.authority),
+        literalWithNameIndex(31, 'application/grpc'),
+        literalWithName('te', 'trailers'),
+      ]);
+      this.headerBlocks.set(path, block);
+    }
+    return block;
+  }
+
+  private sendData(stream: OpenStream): void {
+    const { body } = stream;
+    while (stream.sentBytes < body.length) {
+      const n = Math.min(
+        body.length - stream.sentBytes,
+        stream.sendWindow,
+        this.sendWindow,
+        this.peerMaxFrame,
+      );
+      if (n <= 0) {
+        if (!stream.isQueued) {
+          stream.isQueued = true;
+          this.blocked.push(stream);
+        }
+        return;
+      }
+      const from = stream.sentBytes;
+      stream.sentBytes += n;
+      stream.sendWindow -= n;
+      this.sendWindow -= n;
+      const isLast = stream.sentBytes === body.length;
+      this.write(frameHeader(FrameType.DATA, isLast ? FLAG_END_STREAM : 0, stream.id, n));
+      this.write(body.subarray(from, from + n), isLast ? stream.onSent : undefined);
+    }
+  }
+
+  /** After a WINDOW_UPDATE or a larger initial window: the waiting streams, oldest first. */
+  private resumeBlocked(): void {
+    const waiting = this.blocked;
+    this.blocked = [];
+    for (const stream of waiting) {
+      stream.isQueued = false;
+      if (this.streams.get(stream.id) === stream) this.sendData(stream);
+    }
+  }
+
+  /** Writes go out together once per turn of the event loop: one system call for a burst of calls. */
+  private write(bytes: Buffer, callback?: () => void): void {
+    if (!this.isCorked) {
+      this.isCorked = true;
+      this.socket.cork();
+      process.nextTick(this.uncork);
+    }
+    if (callback === undefined) this.socket.write(bytes);
+    else this.socket.write(bytes, callback);
+  }
+
+  private readonly uncork = (): void => {
+    this.isCorked = false;
+    this.socket.uncork();
+  };
+
+  private readonly onData = (data: Buffer): void => {
+    let bytes = this.unread === undefined ? data : Buffer.concat([this.unread, data]);
+    this.unread = undefined;
+    let offset = 0;
+    try {
+      while (bytes.length - offset >= FRAME_HEADER_BYTES) {
+        const length = bytes.readUIntBE(offset, 3);
+        if (bytes.length - offset < FRAME_HEADER_BYTES + length) break;
+        const type = bytes[offset + 3];
+        const flags = bytes[offset + 4];
+        const streamId = bytes.readUInt32BE(offset + 5) & MAX_STREAM_ID;
+        const start = offset + FRAME_HEADER_BYTES;
+        offset = start + length;
+        this.onFrame(type, flags, streamId, bytes.subarray(start, offset));
+      }
+    } catch (error) {
+      this.fail(error instanceof Error ? error : new Error(String(error)));
+      this.socket.destroy();
+      return;
+    }
+    if (offset < bytes.length) {
+      bytes = bytes.subarray(offset);
+      this.unread = bytes;
+    }
+  };
+
+  private onFrame(type: number, flags: number, streamId: number, payload: Buffer): void {
+    if (this.continuing !== undefined && type !== FrameType.CONTINUATION) {
+      throw new Error(`HTTP/2: frame type ${type} inside a header block`);
+    }
+    switch (type) {
+      case FrameType.DATA:
+        this.onDataFrame(flags, streamId, payload);
+        return;
+      case FrameType.HEADERS: {
+        let fragment = unpad(flags, payload);
+        if ((flags & FLAG_PRIORITY) !== 0) fragment = fragment.subarray(5);
+        const endStream = (flags & FLAG_END_STREAM) !== 0;
+        if ((flags & FLAG_END_HEADERS) !== 0) this.onHeaderBlock(streamId, endStream, fragment);
+        else this.continuing = { streamId, endStream, parts: [Buffer.from(fragment)] };
+        return;
+      }
+      case FrameType.CONTINUATION: {
+        const open = this.continuing;
+        if (open === undefined || open.streamId !== streamId) throw new Error('HTTP/2: stray CONTINUATION');
+        open.parts.push(Buffer.from(payload));
+        if ((flags & FLAG_END_HEADERS) !== 0) {
+          this.continuing = undefined;
+          this.onHeaderBlock(streamId, open.endStream, Buffer.concat(open.parts));
+        }
+        return;
+      }
+      case FrameType.RST_STREAM: {
+        const stream = this.streams.get(streamId);
+        if (stream === undefined) return;
+        this.streams.delete(streamId);
+        stream.reject(
+          new Error(`${stream.path}: stream reset by the server (code ${payload.readUInt32BE(0)})`),
+        );
+        return;
+      }
+      case FrameType.SETTINGS:
+        if ((flags & FLAG_ACK) === 0) this.onSettings(payload);
+        return;
+      case FrameType.PING:
+        if ((flags & FLAG_ACK) === 0) this.write(frame(FrameType.PING, FLAG_ACK, 0, Buffer.from(payload)));
+        return;
+      case FrameType.GOAWAY: {
+        const lastStreamId = payload.readUInt32BE(0) & MAX_STREAM_ID;
+        const error = new Error(`GOAWAY from the server (code ${payload.readUInt32BE(4)})`);
+        this.failure ??= error;
+        for (const [id, stream] of this.streams) {
+          if (id > lastStreamId) {
+            this.streams.delete(id);
+            stream.reject(error);
+          }
+        }
+        return;
+      }
+      case FrameType.WINDOW_UPDATE: {
+        const increment = payload.readUInt32BE(0) & MAX_STREAM_ID;
+        if (streamId === 0) {
+          this.sendWindow += increment;
+        } else {
+          const stream = this.streams.get(streamId);
+          if (stream === undefined) return;
+          stream.sendWindow += increment;
+        }
+        if (this.blocked.length > 0) this.resumeBlocked();
+        return;
+      }
+      default:
+      // PRIORITY, and frame types this client does not know: ignored, as RFC 9113 §4.1 asks.
+    }
+  }
+
+  private onDataFrame(flags: number, streamId: number, payload: Buffer): void {
+    // Flow control counts the whole frame, padding included.
+    this.receivedUnacked += payload.length;
+    if (this.receivedUnacked >= WINDOW_UPDATE_THRESHOLD) {
+      this.write(windowUpdate(0, this.receivedUnacked));
+      this.receivedUnacked = 0;
+    }
+    const stream = this.streams.get(streamId);
+    if (stream === undefined) return;
+    const data = unpad(flags, payload);
+    if (data.length > 0) stream.chunks.push(data);
+    if ((flags & FLAG_END_STREAM) !== 0) {
+      this.finish(stream);
+      return;
+    }
+    stream.receivedUnacked += payload.length;
+    if (stream.receivedUnacked >= WINDOW_UPDATE_THRESHOLD) {
+      this.write(windowUpdate(streamId, stream.receivedUnacked));
+      stream.receivedUnacked = 0;
+    }
+  }
+
+  private onHeaderBlock(streamId: number, endStream: boolean, block: Buffer): void {
+    // Every block is decoded, whatever its stream: each may change the table the next ones refer to.
+    const fields = this.decoder.decode(block);
+    const stream = this.streams.get(streamId);
+    if (stream === undefined) return;
+    readStatus(stream, fields);
+    if (endStream) this.finish(stream);
+  }
+
+  private onSettings(payload: Buffer): void {
+    for (let at = 0; at + 6 <= payload.length; at += 6) {
+      const id = payload.readUInt16BE(at);
+      const value = payload.readUInt32BE(at + 2);
+      if (id === SETTINGS_INITIAL_WINDOW_SIZE) {
+        // A new initial window moves every open stream's window by the difference (RFC 9113 §6.9.2).
+        const delta = value - this.peerInitialWindow;
+        this.peerInitialWindow = value;
+        for (const stream of this.streams.values()) stream.sendWindow += delta;
+      } else if (id === SETTINGS_MAX_FRAME_SIZE) {
+        this.peerMaxFrame = value;
+      }
+    }
+    this.write(frame(FrameType.SETTINGS, FLAG_ACK, 0, Buffer.alloc(0)));
+    if (this.blocked.length > 0) this.resumeBlocked();
+  }
+
+  private finish(stream: OpenStream): void {
+    this.streams.delete(stream.id);
+    const { path } = stream;
+    if (stream.httpStatus !== '200') {
+      stream.reject(new Error(`${path}: HTTP status ${stream.httpStatus ?? 'missing'}`));
+      return;
+    }
+    if (stream.grpcStatus !== '0') {
+      stream.reject(
+        new Error(`${path}: grpc-status ${stream.grpcStatus ?? 'missing'} ${stream.grpcMessage}`),
+      );
+      return;
+    }
+    const body = stream.chunks.length === 1 ? stream.chunks[0] : Buffer.concat(stream.chunks);
+    if (body.length < GRPC_PREFIX_BYTES || body[0] !== 0) {
+      stream.reject(new Error(`${path}: not one uncompressed gRPC message (${body.length} bytes)`));
+      return;
+    }
+    const length = body.readUInt32BE(1);
+    if (body.length !== GRPC_PREFIX_BYTES + length) {
+      stream.reject(new Error(`${path}: message of ${length} bytes in a body of ${body.length}`));
+      return;
+    }
+    try {
+      stream.resolve(stream.decode(body.subarray(GRPC_PREFIX_BYTES)) as never);
+    } catch (error) {
+      stream.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  private fail(error: Error): void {
+    this.failure ??= error;
+    const open = [...this.streams.values()];
+    this.streams.clear();
+    this.blocked = [];
+    for (const stream of open) stream.reject(error);
+  }
+}
+
+function readStatus(stream: OpenStream, fields: readonly HeaderField[]): void {
+  for (const [name, value] of fields) {
+    if (name === ':status') stream.httpStatus = value;
+    else if (name === 'grpc-status') stream.grpcStatus = value;
+    else if (name === 'grpc-message') stream.grpcMessage = percentDecoded(value);
+  }
+}
+
+/** grpc-message is percent-encoded (gRPC over HTTP/2); a malformed one is shown as it came. */
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+function frameHeader(type: number, flags: number, streamId: number, length: number): Buffer {
+  const header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+  header.writeUIntBE(length, 0, 3);
+  header[3] = type;
+  header[4] = flags;
+  header.writeUInt32BE(streamId, 5);
+  return header;
+}
+
+function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
+  return Buffer.concat([frameHeader(type, flags, streamId, payload.length), payload]);
+}
+
+function windowUpdate(streamId: number, increment: number): Buffer {
+  const payload = Buffer.allocUnsafe(4);
+  payload.writeUInt32BE(increment, 0);
+  return frame(FrameType.WINDOW_UPDATE, 0, streamId, payload);
+}
+
+/** A DATA or HEADERS payload without its padding (RFC 9113 §6.1). */
+function unpad(flags: number, payload: Buffer): Buffer {
+  if ((flags & FLAG_PADDED) === 0) return payload;
+  const padLength = payload[0];
+  if (padLength >= payload.length) throw new Error('HTTP/2: padding longer than the frame');
+  return payload.subarray(1, payload.length - padLength);
+}
+
+/** An HPACK integer with an N-bit prefix (RFC 7541 §5.1), the prefix's other bits set to `high`. */
+function hpackInteger(value: number, prefixBits: number, high: number): number[] {
+  const max = (1 << prefixBits) - 1;
+  if (value < max) return [high | value];
+  const bytes = [high | max];
+  let rest = value - max;
+  while (rest >= 0x80) {
+    bytes.push((rest & 0x7f) | 0x80);
+    rest >>>= 7;
+  }
+  bytes.push(rest);
+  return bytes;
+}
+
+function hpackString(text: string): Buffer {
+  const bytes = Buffer.from(text, 'latin1');
+  return Buffer.concat([Buffer.from(hpackInteger(bytes.length, 7, 0)), bytes]);
+}
+
+/** A literal header field without indexing, its name from the static table (RFC 7541 §6.2.2). */
+function literalWithNameIndex(nameIndex: number, value: string): Buffer {
+  return Buffer.concat([Buffer.from(hpackInteger(nameIndex, 4, 0)), hpackString(value)]);
+}
+
+/** A literal header field without indexing, with a literal name. */
+function literalWithName(name: string, value: string): Buffer {
+  return Buffer.concat([Buffer.from([0]), hpackString(name), hpackString(value)]);
+}

@@ -70,7 +70,8 @@ async function noopRoundTripMs(channels: UnaryChannels, c: Codecs): Promise<numb
 
 /**
  * Figures per size: `n<N>JoinMs`, `n<N>SyncMs` (client), `n<N>ServerJoinMs`, `n<N>MaxTaskCpuMs`,
- * `n<N>MaxLoopDelayMs`, `n<N>NoopRttMs`, and the CPU a round cost each side (`n<N>ServerCpuMs`,
+ * `n<N>MaxTaskLoopGcMs` (the GC pauses inside the longest main-thread task) and
+ * `n<N>MaxTaskLoopWithoutGcMs` (that task without them), `n<N>MaxLoopDelayMs`, `n<N>NoopRttMs`, and the CPU a round cost each side (`n<N>ServerCpuMs`,
  * `n<N>ServerMainThreadCpuMs`, `n<N>ClientCpuMs`: from issuing the JoinGroups to the last SyncGroup answer,
  * the server's window a little wider, as it opens and closes over IPC). Both processes share the machine's
  * cores, so the client's CPU lengthens a round as much as the server's does.
@@ -110,6 +111,11 @@ export async function rebalanceLatency(
         rounds.record(`n${size}ServerJoinMs`, probe.lastJoinAnsweredMs - probe.lastJoinReceivedMs);
         rounds.record(`n${size}MaxTaskCpuMs`, probe.maxTaskCpuMs);
         rounds.record(`n${size}MaxTaskLoopCpuMs`, probe.maxTaskLoopCpuMs);
+        rounds.record(`n${size}MaxTaskLoopGcMs`, probe.maxTaskLoopGcMs);
+        rounds.record(
+          `n${size}MaxTaskLoopWithoutGcMs`,
+          Math.max(0, probe.maxTaskLoopCpuMs - probe.maxTaskLoopGcMs),
+        );
         rounds.record(`n${size}MaxLoopDelayMs`, probe.maxDelayMs);
         rounds.record(`n${size}NoopRttMs`, rttMs);
         rounds.record(`n${size}ServerCpuMs`, probe.cpuMs);
@@ -126,7 +132,8 @@ export async function rebalanceLatency(
       log(
         `  ${size} members: sending ${m('SendMs')} ms, then join ${m('JoinMs')} ms (server ${m('ServerJoinMs')} ms), ` +
           `sync ${m('SyncMs')} ms, ` +
-          `longest task ${m('MaxTaskCpuMs')} ms CPU (${m('MaxTaskLoopCpuMs')} ms main thread) / ` +
+          `longest task ${m('MaxTaskCpuMs')} ms CPU (${m('MaxTaskLoopCpuMs')} ms main thread, ` +
+          `${m('MaxTaskLoopGcMs')} ms of it GC pause) / ` +
           `${m('MaxLoopDelayMs')} ms loop delay, ` +
           `noop rtt ${rounds.median(`n${size}NoopRttMs`).toFixed(2)} ms; ` +
           `CPU per round: server ${m('ServerCpuMs')} ms (${m('ServerMainThreadCpuMs')} ms main thread), ` +

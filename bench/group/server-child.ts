@@ -11,7 +11,13 @@
  * group summaries.
  */
 import { openSync, readSync } from 'node:fs';
-import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import {
+  monitorEventLoopDelay,
+  performance,
+  PerformanceObserver,
+  type IntervalHistogram,
+  type PerformanceEntry,
+} from 'node:perf_hooks';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import pino from 'pino';
 import { ErrorCode } from '../../src/errors';
@@ -63,6 +69,11 @@ export interface LoopProbe {
    * beside it on the other core.
    */
   readonly maxTaskLoopCpuMs: number;
+  /**
+   * The garbage-collection pauses inside that longest main-thread task (`gc` performance entries that
+   * overlap it, in wall-clock ms): how much of it was V8 stopping the thread rather than code running.
+   */
+  readonly maxTaskLoopGcMs: number;
   /** [start, end] of that task in process.hrtime µs, to find it in a --cpu-prof profile. */
   readonly maxTaskAtUs: [number, number];
   readonly eventLoopUtilization: number;
@@ -149,16 +160,21 @@ let probeMainThreadCpuUs = 0;
 class TaskCpuProbe {
   maxCpuMs = 0;
   maxLoopCpuMs = 0;
+  /** The longest main-thread task's [start, end], in performance.now() ms (the clock of `gc` entries). */
+  maxLoopAtMs: [number, number] = [0, 0];
   /** When the longest task ran, in process.hrtime µs (the clock of a --cpu-prof profile's timestamps). */
   maxAtUs: [number, number] = [0, 0];
   private lastCpuUs = 0;
   private lastLoopCpuUs = 0;
   private lastHrUs = 0;
+  private lastNowMs = 0;
   private timer: NodeJS.Timeout | undefined;
 
   start(): void {
     this.maxCpuMs = 0;
     this.maxLoopCpuMs = 0;
+    this.maxLoopAtMs = [0, 0];
+    this.lastNowMs = performance.now();
     this.lastCpuUs = cpuUs();
     this.lastLoopCpuUs = mainThreadCpuUs();
     this.lastHrUs = hrUs();
@@ -176,9 +192,14 @@ class TaskCpuProbe {
     const now = cpuUs();
     const nowLoop = mainThreadCpuUs();
     const nowHrUs = hrUs();
+    const nowMs = performance.now();
     const loopGapMs = (nowLoop - this.lastLoopCpuUs) / 1_000;
-    if (loopGapMs > this.maxLoopCpuMs || Number.isNaN(loopGapMs)) this.maxLoopCpuMs = loopGapMs;
+    if (loopGapMs > this.maxLoopCpuMs || Number.isNaN(loopGapMs)) {
+      this.maxLoopCpuMs = loopGapMs;
+      this.maxLoopAtMs = [this.lastNowMs, nowMs];
+    }
     this.lastLoopCpuUs = nowLoop;
+    this.lastNowMs = nowMs;
     const gapMs = (now - this.lastCpuUs) / 1_000;
     if (gapMs > this.maxCpuMs) {
       this.maxCpuMs = gapMs;
@@ -219,6 +240,22 @@ function cpuUs(): number {
 }
 
 const taskProbe = new TaskCpuProbe();
+
+/** Garbage-collection pauses while the probe runs, to tell V8's share of a long task from the code's. */
+const gcPauses: PerformanceEntry[] = [];
+const gcObserver = new PerformanceObserver((list) => {
+  gcPauses.push(...list.getEntries());
+});
+
+/** Wall-clock ms of GC pause inside [fromMs, toMs]. */
+function gcPauseMsWithin([fromMs, toMs]: [number, number]): number {
+  let total = 0;
+  for (const pause of gcPauses) {
+    const overlap = Math.min(toMs, pause.startTime + pause.duration) - Math.max(fromMs, pause.startTime);
+    if (overlap > 0) total += overlap;
+  }
+  return total;
+}
 
 function diffCounts(now: Record<string, number>, before: Record<string, number>): Record<string, number> {
   const out: Record<string, number> = {};
@@ -261,6 +298,8 @@ serveParent(
       histogram = monitorEventLoopDelay({ resolution: 1 });
       histogram.enable();
       probeElu = performance.eventLoopUtilization();
+      gcPauses.length = 0;
+      gcObserver.observe({ entryTypes: ['gc'] });
       probeCpuUs = cpuUs();
       probeMainThreadCpuUs = mainThreadCpuUs();
       taskProbe.start();
@@ -268,10 +307,14 @@ serveParent(
     loopStop: (): LoopProbe => {
       if (histogram === undefined || probeElu === undefined) throw new Error('loopStop without loopStart');
       histogram.disable();
+      const maxTaskCpuMs = taskProbe.stop();
+      gcPauses.push(...gcObserver.takeRecords());
+      gcObserver.disconnect();
       const result: LoopProbe = {
         maxDelayMs: histogram.max / 1e6,
-        maxTaskCpuMs: taskProbe.stop(),
+        maxTaskCpuMs,
         maxTaskLoopCpuMs: taskProbe.maxLoopCpuMs,
+        maxTaskLoopGcMs: gcPauseMsWithin(taskProbe.maxLoopAtMs),
         maxTaskAtUs: taskProbe.maxAtUs,
         eventLoopUtilization: performance.eventLoopUtilization(probeElu).utilization,
         cpuMs: (cpuUs() - probeCpuUs) / 1_000,

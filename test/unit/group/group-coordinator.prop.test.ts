@@ -14,9 +14,16 @@ import { cancelOn } from '../../support/cancel-on';
  *
  * - every transition is one Kafka allows (the table below is written independently of the code), and
  *   the group described after each step fits its state (Empty has no members, CompletingRebalance and
- *   Stable have some, Stable has a chosen protocol, no member or instance id is listed twice);
+ *   Stable have some, Stable has a chosen protocol, no member or instance id is listed twice), and in
+ *   Stable every member's metadata is that of the chosen protocol (members offer different protocol
+ *   lists, so the vote has a choice);
+ * - `group.max.size` is drawn per run (2, 3, or more than can ever join): once a rebalance completes, no
+ *   more dynamic members than that are left. As in Kafka, PreparingRebalance admits members while fewer
+ *   than the cap have rejoined, so the group may briefly list more, and a member that rejoins after the
+ *   cap is reached is refused with GROUP_MAX_SIZE_REACHED and removed, `steady` included;
  * - no call is left unanswered past a deadline the timeouts imply, and none at all after a long quiet spell;
- * - once joined, `steady` is never told it is unknown or fenced and never leaves the group.
+ * - once joined, `steady` is never told it is unknown or fenced and never leaves the group, unless a cap
+ *   smaller than the four would-be members refused its rejoin (then it starts over, as a client does).
  */
 
 const LEGAL = new Set([
@@ -60,6 +67,26 @@ interface Step {
   advanceMs: number;
 }
 
+/**
+ * What a chaos member offers, by `variant`: every list includes "range", which `steady` offers alone, so
+ * no JoinGroup is refused as inconsistent. Most prefer "roundrobin", but a protocol is chosen only if every
+ * member of the generation offers it: with `steady` in the generation, "range" must win. Each protocol's
+ * metadata names it, so DescribeGroups shows which protocol a member's metadata belongs to.
+ */
+const PROTOCOL_LISTS: readonly (readonly string[])[] = [
+  ['range'],
+  ['roundrobin', 'range'],
+  ['roundrobin', 'sticky', 'range'],
+];
+
+function protocolsOf(names: readonly string[], owner: string): ReturnType<typeof protocol>[] {
+  return names.map((name) => protocol(name, Buffer.from(`${name}:${owner}`)));
+}
+
+/** group.max.size for a run: a small cap that the four would-be members overflow, or one they cannot. */
+const MAX_SIZES = [2, 3, 1000] as const;
+const WOULD_BE_MEMBERS = 4;
+
 const actionArb: fc.Arbitrary<ChaosAction> = fc.oneof(
   fc.record({
     kind: fc.constant('join' as const),
@@ -90,9 +117,13 @@ interface SentCall {
 }
 
 class Model {
-  readonly h = new GroupHarness({ groupInitialRebalanceDelayMs: INITIAL_DELAY_MS, groupMaxSize: 1000 });
+  readonly h: GroupHarness;
   readonly calls: SentCall[] = [];
   readonly violations: string[] = [];
+
+  constructor(readonly maxSize: number) {
+    this.h = new GroupHarness({ groupInitialRebalanceDelayMs: INITIAL_DELAY_MS, groupMaxSize: maxSize });
+  }
 
   get nowMs(): number {
     return this.h.time.monotonicMs();
@@ -130,6 +161,21 @@ class Model {
     const instances = members.map((m) => m.groupInstanceId).filter((id) => id !== '');
     if (new Set(instances).size !== instances.length) {
       this.violations.push(`two members with one group instance id at ${this.nowMs}`);
+    }
+    const dynamic = members.filter((m) => m.groupInstanceId === '').length;
+    if ((state === 'CompletingRebalance' || state === 'Stable') && dynamic > this.maxSize) {
+      this.violations.push(`${dynamic} dynamic members over group.max.size ${this.maxSize} at ${this.nowMs}`);
+    }
+    // DescribeGroups shows member metadata in Stable only (as Kafka): that of the chosen protocol.
+    if (state === 'Stable') {
+      for (const member of members) {
+        const offered = member.memberMetadata.toString().split(':')[0];
+        if (offered !== group.protocolData) {
+          this.violations.push(
+            `${member.memberId} described with ${offered} metadata in a ${group.protocolData} group at ${this.nowMs}`,
+          );
+        }
+      }
     }
   }
 
@@ -253,7 +299,7 @@ class ChaosMember {
         h.joinRequest({
           memberId: fresh ? '' : this.memberId,
           groupInstanceId: this.groupInstanceId,
-          protocols: [protocol('range', Buffer.from([variant]))],
+          protocols: protocolsOf(PROTOCOL_LISTS[variant], this.name),
           sessionTimeoutMs: 200,
           rebalanceTimeoutMs: 100 + 100 * variant,
         }),
@@ -308,6 +354,17 @@ class SteadyMember {
   }
 
   private outcome(label: string, errorCode: ErrorCode): void {
+    if (errorCode === ErrorCode.GROUP_MAX_SIZE_REACHED) {
+      // Only a cap the would-be members can overflow refuses anyone; the refused member was removed.
+      if (this.model.maxSize >= WOULD_BE_MEMBERS)
+        this.model.violations.push(
+          `steady member refused as over group.max.size on ${label} at ${this.model.nowMs}`,
+        );
+      this.memberId = '';
+      this.hasJoined = false;
+      this.needsJoin = true;
+      return;
+    }
     if (errorCode === ErrorCode.UNKNOWN_MEMBER_ID || errorCode === ErrorCode.FENCED_INSTANCE_ID) {
       if (this.hasJoined)
         this.model.violations.push(
@@ -369,6 +426,7 @@ class SteadyMember {
             memberId: this.memberId,
             sessionTimeoutMs: STEADY_SESSION_MS,
             rebalanceTimeoutMs: STEADY_REBALANCE_MS,
+            protocols: protocolsOf(['range'], 'steady'),
           }),
           { clientHost: 'steady' },
         ),
@@ -412,8 +470,9 @@ describe('the group coordinator under random traffic', () => {
       fc.asyncProperty(
         fc.array(stepArb, { minLength: 5, maxLength: 60 }),
         fc.integer({ min: 0, max: MAX_REJOIN_DELAY_MS }),
-        async (steps, rejoinDelayMs) => {
-          const model = new Model();
+        fc.constantFrom(...MAX_SIZES),
+        async (steps, rejoinDelayMs, maxSize) => {
+          const model = new Model(maxSize);
           try {
             const steady = new SteadyMember(model, rejoinDelayMs);
             const chaos = [
@@ -465,7 +524,7 @@ describe('the group coordinator under random traffic', () => {
           expect(model.calls.filter((c) => !c.call.isSettled).map((c) => c.label)).toEqual([]);
         },
       ),
-      { numRuns: 200 },
+      { numRuns: 1000 },
     );
   });
 });

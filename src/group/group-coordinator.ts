@@ -350,6 +350,11 @@ export class GroupCoordinator
     ) {
       return Promise.resolve(joinError(memberId, ErrorCode.INVALID_SESSION_TIMEOUT));
     }
+    // proto3 sends 0 for a field the client never set. A member without a rebalance timeout gets its
+    // session timeout, as JoinGroup v0 (which had none) did; taken as given, 0 would expire every join
+    // and sync at once and the group could never become Stable.
+    if (request.rebalanceTimeoutMs <= 0)
+      request = { ...request, rebalanceTimeoutMs: request.sessionTimeoutMs };
     // Checked before anything changes: a member that is refused here keeps its place and its protocols.
     if (protocolMetadataBytes(request) > this.config.memberMetadataMaxBytes) {
       return Promise.resolve(joinError(memberId, ErrorCode.MESSAGE_TOO_LARGE));

@@ -70,6 +70,42 @@ describe('JoinGroup validation', () => {
   });
 });
 
+describe('a JoinGroup without a rebalance timeout', () => {
+  // proto3 sends 0 when a client never sets rebalance_timeout_ms; JoinGroup v0 had no such field and
+  // used the session timeout. Taken literally, 0 would expire the sync at once: no group could form.
+  const SESSION_MS = 2_000;
+  test.each([0, -1])(
+    'rebalance_timeout_ms %i: the group forms, and rebalances within the session timeout',
+    async (timeoutMs) => {
+      const first = await h.dynamicJoin({ rebalanceTimeoutMs: timeoutMs, sessionTimeoutMs: SESSION_MS });
+      expect(first.errorCode).toBe(ErrorCode.NONE);
+      // The clock has moved past the join's completion: a zero sync timeout would have removed the member.
+      expect((await h.sync({ generationId: first.generationId, memberId: first.memberId })).errorCode).toBe(
+        ErrorCode.NONE,
+      );
+      expect(await h.state()).toBe('Stable');
+
+      // A second member, with a short rebalance timeout of its own, starts a rebalance. The first keeps
+      // heartbeating but does not rejoin: the join waits the group's largest rebalance timeout, which is
+      // the first member's session timeout.
+      const second = await h.sendDynamicJoin({ rebalanceTimeoutMs: 100 });
+      for (let waited = 0; waited < SESSION_MS - 500; waited += 500) {
+        h.advance(500);
+        await settle();
+        expect(await h.heartbeat(first.memberId, first.generationId)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+      }
+      h.advance(499);
+      await settle();
+      expect(second.isSettled).toBe(false);
+      h.advance(1);
+      await settle();
+      expect(second.result.errorCode).toBe(ErrorCode.NONE);
+      expect(second.result.generationId).toBe(first.generationId + 1);
+      expect(await h.memberIds()).toEqual([second.result.memberId]);
+    },
+  );
+});
+
 describe('JoinGroup of dynamic members (KIP-394)', () => {
   test('a new dynamic member first gets MEMBER_ID_REQUIRED with its member id, prefixed by its client id', async () => {
     const response = await h.join({ clientId: 'my-client' });

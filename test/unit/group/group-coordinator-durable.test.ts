@@ -251,6 +251,51 @@ describe('group metadata is stored when a generation completes', () => {
     ).toEqual([leaderId, newMemberId].sort());
   });
 
+  test('a static replacement whose record fails keeps the new id in memory; the instance replaces it again', async () => {
+    // docs/protocol.md, "Where cohort chose": Kafka undoes the replacement; cohort keeps it and lets the
+    // instance, told to retry, replace itself once more.
+    const store = new MemoryGroupStore();
+    const h = coordinatorOn(store);
+    const { leaderId, followerId } = await h.staticMembersJoinAndRebalance();
+    store.isDeferred = true;
+    const rejoin = h.sendJoin({ groupInstanceId: 'follower' });
+    await settle();
+    const firstNewId = store.groupWrites
+      .at(-1)!
+      .members.find((m) => m.groupInstanceId === 'follower')!.memberId;
+    store.fail(new CohortError(ErrorCode.NOT_ENOUGH_REPLICAS, 'the log is short of replicas'));
+    await settle();
+    // Kafka's conversion of a failed group append: retriable, find the coordinator again.
+    expect(rejoin.result).toMatchObject({ errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, memberId: '' });
+    expect(await h.state()).toBe('Stable');
+    expect((await h.memberIds()).sort()).toEqual([leaderId, firstNewId].sort());
+    expect(await h.heartbeat(followerId, 1, 'follower')).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    expect(
+      store
+        .storedGroup(GROUP_ID)
+        ?.members.map((m) => m.memberId)
+        .sort(),
+    ).toEqual([leaderId, followerId].sort());
+
+    // The instance retries: a second replacement, stored this time, without a rebalance.
+    const retry = h.sendJoin({ groupInstanceId: 'follower' });
+    await settle();
+    store.release();
+    await settle();
+    const secondNewId = retry.result.memberId;
+    expect(retry.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 1, leaderId });
+    expect(secondNewId).not.toBe(firstNewId);
+    expect(await h.heartbeat(firstNewId, 1, 'follower')).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    expect(await h.heartbeat(secondNewId, 1, 'follower')).toBe(ErrorCode.NONE);
+    expect(
+      store
+        .storedGroup(GROUP_ID)
+        ?.members.map((m) => m.memberId)
+        .sort(),
+    ).toEqual([leaderId, secondNewId].sort());
+    expect(h.transitions.filter((t) => t.to === 'PreparingRebalance')).toHaveLength(1); // the first rebalance only
+  });
+
   test('DeleteGroups asks a store that holds both offsets and metadata once, and each of two stores once', async () => {
     const both = new MemoryGroupStore();
     const h = coordinatorOn(both);

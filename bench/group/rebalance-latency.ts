@@ -20,7 +20,7 @@ import type { UnaryChannels } from './unary-channels';
  * CPU lengthens a round as much as the server's. A grpc-js call costs its client several times what the
  * server spends on it, and Node's http2 client about as much as the server (166 ms of CPU per 1,000-member
  * round against the server's 159). By default the calls go out on HTTP/2 spoken directly on TCP sockets
- * (`RawHttp2Channels`: about 30 ms of CPU per such round); `--client=http2` uses Node's http2 sessions
+ * (`RawHttp2Channels`: about 26 ms of CPU per such round); `--client=http2` uses Node's http2 sessions
  * (`Http2Channels`) and `--client=grpc-js` grpc-js clients. Every client sends pre-encoded requests and
  * decodes and checks every answer. There are 4 connections (`--channels=N`). Few channels also shape the server's work: each connection
  * carries N/4 calls, so one socket read brings the server hundreds of JoinGroups at once, where real

@@ -202,6 +202,10 @@ export class HpackDecoder {
     const fields: HeaderField[] = [];
     while (this.offset < block.length) {
       const first = block[this.offset];
+      // Checked here rather than below: a table size update must come before the first field (§4.2).
+      if ((first & 0xe0) === 0x20 && fields.length > 0) {
+        throw new Error('HPACK: table size update after a header field');
+      }
       if ((first & 0x80) !== 0) {
         fields.push(this.field(this.integer(7)));
       } else if ((first & 0x40) !== 0) {

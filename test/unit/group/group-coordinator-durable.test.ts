@@ -461,6 +461,29 @@ describe('loading', () => {
     expect(await h.state()).toBe('Stable');
   });
 
+  test('a member stored without a rebalance timeout comes back with its session timeout', async () => {
+    // Stored before a 0 meant "the session timeout" (ab78416): restored as 0, a rebalance would complete
+    // at the next tick and drop the member that is still heartbeating.
+    const store = new MemoryGroupStore();
+    const h = coordinatorOn(store);
+    const sessionMs = 2_000;
+    const member = { ...storedGroup().members[0], rebalanceTimeoutMs: 0, sessionTimeoutMs: sessionMs };
+    store.seed(storedGroup({ members: [member] }));
+    await h.coordinator.load(Promise.resolve());
+    const joining = await h.sendDynamicJoin({ rebalanceTimeoutMs: 100 });
+    for (let waited = 0; waited < sessionMs - 500; waited += 500) {
+      h.advance(500);
+      await settle();
+      expect(await h.heartbeat('member-1', 4)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+    }
+    h.advance(499);
+    await settle();
+    expect(joining.isSettled).toBe(false);
+    h.advance(1);
+    await settle();
+    expect(joining.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 5 });
+  });
+
   test('a load that fails leaves the coordinator unavailable instead of serving partial state', async () => {
     const store = new MemoryGroupStore();
     const h = coordinatorOn(store);

@@ -162,6 +162,8 @@ class Model {
     if (new Set(instances).size !== instances.length) {
       this.violations.push(`two members with one group instance id at ${this.nowMs}`);
     }
+    // Dynamic members only: a static member that did not rejoin stays through the join (its session
+    // decides, as in Kafka), so it can sit beside a full set of rejoined members.
     const dynamic = members.filter((m) => m.groupInstanceId === '').length;
     if ((state === 'CompletingRebalance' || state === 'Stable') && dynamic > this.maxSize) {
       this.violations.push(`${dynamic} dynamic members over group.max.size ${this.maxSize} at ${this.nowMs}`);

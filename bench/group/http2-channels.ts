@@ -1,7 +1,6 @@
 import * as http2 from 'node:http2';
+import { asError, decodeOnlyMessage, framedMessage } from './grpc-framing';
 import type { UnaryChannels } from './unary-channels';
-
-const GRPC_PREFIX_BYTES = 5;
 
 /**
  * Unary gRPC calls over raw Node http2 sessions, without grpc-js on the client: a call is one stream with
@@ -35,10 +34,7 @@ export class Http2Channels implements UnaryChannels {
     onSent?: () => void,
   ): Promise<Res> {
     const session = this.sessions[channel % this.sessions.length];
-    const framed = Buffer.allocUnsafe(GRPC_PREFIX_BYTES + request.length);
-    framed[0] = 0;
-    framed.writeUInt32BE(request.length, 1);
-    request.copy(framed, GRPC_PREFIX_BYTES);
+    const framed = framedMessage(request);
     return new Promise<Res>((resolve, reject) => {
       const stream = session.request(this.headersFor(path));
       const chunks: Buffer[] = [];
@@ -57,20 +53,10 @@ export class Http2Channels implements UnaryChannels {
           reject(new Error(`${path}: grpc-status ${grpcStatus ?? 'missing'} ${grpcMessage}`));
           return;
         }
-        const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-        if (body.length < GRPC_PREFIX_BYTES || body[0] !== 0) {
-          reject(new Error(`${path}: not one uncompressed gRPC message (${body.length} bytes)`));
-          return;
-        }
-        const length = body.readUInt32BE(1);
-        if (body.length !== GRPC_PREFIX_BYTES + length) {
-          reject(new Error(`${path}: message of ${length} bytes in a body of ${body.length}`));
-          return;
-        }
         try {
-          resolve(decode(body.subarray(GRPC_PREFIX_BYTES)));
+          resolve(decodeOnlyMessage(path, chunks, decode));
         } catch (error) {
-          reject(error instanceof Error ? error : new Error(String(error)));
+          reject(asError(error));
         }
       });
       // The callback runs on 'finish': the request's frames have been handed to the session's socket.

@@ -1,6 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { HpackDecoder, type HeaderField } from '../support/hpack-decoder';
+import { asError, decodeOnlyMessage, framedMessage } from './grpc-framing';
 import type { UnaryChannels } from './unary-channels';
 
 /**
@@ -73,7 +74,6 @@ export class RawHttp2Channels implements UnaryChannels {
 const FRAME_HEADER_BYTES = 9;
 /** Long enough for a 5,000-member rebalance on a loaded machine; a hung server fails the run instead. */
 export const DEFAULT_CALL_TIMEOUT_MS = 60_000;
-const GRPC_PREFIX_BYTES = 5;
 const DEFAULT_WINDOW_BYTES = 65_535;
 const DEFAULT_MAX_FRAME_BYTES = 16_384;
 /** Return read bytes to the server once this many are unacknowledged: half the window, as nghttp2 does. */
@@ -188,7 +188,6 @@ class RawHttp2Connection {
       }
       this.nextStreamId += 2;
       const block = this.headerBlockFor(path);
-      const bodyBytes = GRPC_PREFIX_BYTES + request.length;
       const stream: OpenStream = {
         id,
         path,
@@ -197,7 +196,7 @@ class RawHttp2Connection {
         reject,
         decode,
         onSent,
-        body: Buffer.allocUnsafe(bodyBytes),
+        body: framedMessage(request),
         sentBytes: 0,
         sendWindow: this.peerInitialWindow,
         isQueued: false,
@@ -207,9 +206,6 @@ class RawHttp2Connection {
         grpcStatus: undefined,
         grpcMessage: '',
       };
-      stream.body[0] = 0;
-      stream.body.writeUInt32BE(request.length, 1);
-      request.copy(stream.body, GRPC_PREFIX_BYTES);
       this.streams.set(id, stream);
       // HEADERS are not flow-controlled; the DATA follows as far as the windows allow.
       this.write(frame(FrameType.HEADERS, FLAG_END_HEADERS, id, block));
@@ -323,7 +319,7 @@ class RawHttp2Connection {
         this.onFrame(type, flags, streamId, bytes.subarray(start, offset));
       }
     } catch (error) {
-      this.fail(error instanceof Error ? error : new Error(String(error)));
+      this.fail(asError(error));
       this.socket.destroy();
       return;
     }
@@ -479,20 +475,10 @@ class RawHttp2Connection {
       );
       return;
     }
-    const body = stream.chunks.length === 1 ? stream.chunks[0] : Buffer.concat(stream.chunks);
-    if (body.length < GRPC_PREFIX_BYTES || body[0] !== 0) {
-      stream.reject(new Error(`${path}: not one uncompressed gRPC message (${body.length} bytes)`));
-      return;
-    }
-    const length = body.readUInt32BE(1);
-    if (body.length !== GRPC_PREFIX_BYTES + length) {
-      stream.reject(new Error(`${path}: message of ${length} bytes in a body of ${body.length}`));
-      return;
-    }
     try {
-      stream.resolve(stream.decode(body.subarray(GRPC_PREFIX_BYTES)) as never);
+      stream.resolve(decodeOnlyMessage(path, stream.chunks, stream.decode) as never);
     } catch (error) {
-      stream.reject(error instanceof Error ? error : new Error(String(error)));
+      stream.reject(asError(error));
     }
   }
 

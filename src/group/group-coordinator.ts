@@ -138,15 +138,6 @@ interface GroupDeletion {
 const ignoreStored = (): void => undefined;
 
 /**
- * The rebalance timeout a member gets. proto3 sends 0 for a field the client never set: a member without
- * a rebalance timeout (0, or a negative one) gets its session timeout, as JoinGroup v0, which had none.
- * Taken as given, 0 would expire every join and sync at once, and the group could never become Stable.
- */
-function rebalanceTimeoutOf(rebalanceTimeoutMs: number, sessionTimeoutMs: number): number {
-  return rebalanceTimeoutMs > 0 ? rebalanceTimeoutMs : sessionTimeoutMs;
-}
-
-/**
  * Kafka's classic group coordinator (GroupCoordinator.scala at its newest, with the Java coordinator's
  * refinements) on cohort's timer and purgatory, for one event loop.
  *
@@ -328,8 +319,7 @@ export class GroupCoordinator
         each.groupInstanceId,
         each.clientId,
         each.clientHost,
-        // A member stored before 0 meant "the session timeout" must not come back with a 0 ms timeout.
-        rebalanceTimeoutOf(each.rebalanceTimeoutMs, each.sessionTimeoutMs),
+        each.rebalanceTimeoutMs,
         each.sessionTimeoutMs,
         stored.protocolType,
         each.protocols,
@@ -360,8 +350,6 @@ export class GroupCoordinator
     ) {
       return Promise.resolve(joinError(memberId, ErrorCode.INVALID_SESSION_TIMEOUT));
     }
-    const rebalanceTimeoutMs = rebalanceTimeoutOf(request.rebalanceTimeoutMs, request.sessionTimeoutMs);
-    if (rebalanceTimeoutMs !== request.rebalanceTimeoutMs) request = { ...request, rebalanceTimeoutMs };
     // Checked before anything changes: a member that is refused here keeps its place and its protocols.
     if (protocolMetadataBytes(request) > this.config.memberMetadataMaxBytes) {
       return Promise.resolve(joinError(memberId, ErrorCode.MESSAGE_TOO_LARGE));

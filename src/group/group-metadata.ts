@@ -327,8 +327,7 @@ export class GroupMetadata {
     // A rejoin that changes nothing keeps the copy the member already holds.
     if (!member.matches(protocols)) member.supportedProtocols = retainProtocols(protocols);
     this.incrementSupportedProtocols(member.supportedProtocols);
-    member.rebalanceTimeoutMs = rebalanceTimeoutMs;
-    member.sessionTimeoutMs = sessionTimeoutMs;
+    member.setTimeouts(rebalanceTimeoutMs, sessionTimeoutMs);
     if (awaitingJoin !== undefined && !member.isAwaitingJoin) this.numMembersAwaitingJoin++;
     else if (awaitingJoin === undefined && member.isAwaitingJoin) this.numMembersAwaitingJoin--;
     member.awaitingJoin = awaitingJoin;

@@ -18,8 +18,9 @@ export class MemberMetadata {
   readonly clientId: string;
   readonly clientHost: string;
   readonly protocolType: string;
-  rebalanceTimeoutMs: number;
-  sessionTimeoutMs: number;
+  /** Set with `setTimeouts`, which gives a member without a rebalance timeout its session timeout. */
+  rebalanceTimeoutMs = 0;
+  sessionTimeoutMs = 0;
   supportedProtocols: readonly Protocol[];
   assignment: Buffer = EMPTY_BUFFER;
   /** Set while its JoinGroup is parked (Kafka's `awaitingJoinCallback`). */
@@ -49,10 +50,20 @@ export class MemberMetadata {
     this.groupInstanceId = groupInstanceId;
     this.clientId = clientId;
     this.clientHost = clientHost;
-    this.rebalanceTimeoutMs = rebalanceTimeoutMs;
-    this.sessionTimeoutMs = sessionTimeoutMs;
+    this.setTimeouts(rebalanceTimeoutMs, sessionTimeoutMs);
     this.protocolType = protocolType;
     this.supportedProtocols = retainProtocols(supportedProtocols);
+  }
+
+  /**
+   * proto3 sends 0 for a field the client never set: a member without a rebalance timeout (0, or a
+   * negative one) gets its session timeout, as JoinGroup v0, which had none. Taken as given, 0 would
+   * expire every join and sync at once, and the group could never become Stable. Applies to members
+   * restored from the store too (one stored before this rule could hold 0).
+   */
+  setTimeouts(rebalanceTimeoutMs: number, sessionTimeoutMs: number): void {
+    this.rebalanceTimeoutMs = rebalanceTimeoutMs > 0 ? rebalanceTimeoutMs : sessionTimeoutMs;
+    this.sessionTimeoutMs = sessionTimeoutMs;
   }
 
   get isStaticMember(): boolean {

@@ -20,8 +20,8 @@ import {
   varintFieldSize,
   withServerWireCodecs,
   Writer,
+  type ServerWireCodec,
 } from './proto-wire';
-import type { ServerWireCodec } from './proto-wire';
 
 /**
  * Hand-written protobuf codecs for the messages on the log's hot path: the ProduceRequest a broker decodes

@@ -28,8 +28,8 @@ import {
   varintFieldSize,
   withServerWireCodecs,
   Writer,
+  type ServerWireCodec,
 } from './proto-wire';
-import type { ServerWireCodec } from './proto-wire';
 
 /**
  * Hand-written protobuf codecs for the group coordinator's hot messages (proto/cohort/v1/
@@ -271,6 +271,7 @@ export const HANDLED_FIELDS: Readonly<Record<string, readonly number[]>> = {
   'cohort.v1.HeartbeatResponse': [1],
 };
 
+/** The hand-written codecs by method; the server installs them with `withGroupWireCodecs`. */
 export const GROUP_WIRE_CODECS: Readonly<
   Record<'JoinGroup' | 'SyncGroup' | 'Heartbeat', Required<ServerWireCodec>>
 > = {

@@ -177,6 +177,12 @@ export interface ClusterNode {
 }
 
 /**
+ * The followers' replica.lag.time.max.ms in the replication tests: small, so an ISR shrink happens within
+ * a test; the followers wait at most half of it per fetch.
+ */
+export const TEST_REPLICA_LAG_MS = 2_000;
+
+/**
  * In-process cohort servers on 127.0.0.1:0, each with its own data directory under one temp dir; every
  * server and client is closed and the directory removed by `cleanup()` (call it in afterEach).
  */

@@ -11,10 +11,9 @@ import {
   isrOf,
   LogCluster,
   produceRequest,
+  TEST_REPLICA_LAG_MS,
 } from './log-cluster';
 
-/** Small, so an ISR shrink happens within the test; the followers wait at most half of it per fetch. */
-const LAG_MS = 2_000;
 /** Three or four processes start in each test (each transpiles cohort on start) on a 2-core machine. */
 const TEST_TIMEOUT_MS = 90_000;
 
@@ -51,7 +50,7 @@ describe('replication between cohort processes on 127.0.0.1', () => {
       '--data-dir',
       cluster.dataDir(name),
       '--replica-lag-time-max-ms',
-      String(LAG_MS),
+      String(TEST_REPLICA_LAG_MS),
       ...args,
     ]);
     processes.set(name, child);
@@ -108,7 +107,7 @@ describe('replication between cohort processes on 127.0.0.1', () => {
       await killFollower(2);
       // Waits for follower 2 until the leader drops it from the ISR, after about the lag time.
       const during = await leader.client.produce(
-        produceRequest('t', ['during'], -1, { timeoutMs: 4 * LAG_MS }),
+        produceRequest('t', ['during'], -1, { timeoutMs: 4 * TEST_REPLICA_LAG_MS }),
       );
       expect(during.topics[0]!.partitions[0]).toMatchObject({ errorCode: ErrorCode.NONE, baseOffset: 3 });
       expect(await isrOf(leader.client, 't')).toEqual([0, 1]);
@@ -130,7 +129,7 @@ describe('replication between cohort processes on 127.0.0.1', () => {
       const first = await leader.client.produce(produceRequest('t', ['a'], -1));
       expect(first.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
       await killFollower(2);
-      await expectMinIsrRefusals(leader.client, 't', LAG_MS);
+      await expectMinIsrRefusals(leader.client, 't', TEST_REPLICA_LAG_MS);
       const acksOne = await leader.client.produce(produceRequest('t', ['d'], 1));
       expect(acksOne.topics[0]!.partitions[0]).toMatchObject({ errorCode: ErrorCode.NONE, baseOffset: 2 });
     },

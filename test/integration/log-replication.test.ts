@@ -8,10 +8,8 @@ import {
   isrOf,
   LogCluster,
   produceRequest,
+  TEST_REPLICA_LAG_MS,
 } from './log-cluster';
-
-/** Small, so an ISR shrink happens within the test; the followers wait at most half of it per fetch. */
-const LAG_MS = 2_000;
 
 describe('replication between cohort servers on 127.0.0.1', () => {
   let cluster: LogCluster;
@@ -30,7 +28,7 @@ describe('replication between cohort servers on 127.0.0.1', () => {
     const leader = await cluster.start('leader', {
       nodeId: 0,
       followers: [1, 2],
-      replicaLagTimeMaxMs: LAG_MS,
+      replicaLagTimeMaxMs: TEST_REPLICA_LAG_MS,
       minInsyncReplicas,
     });
     const followers = [await startFollower(1, leader), await startFollower(2, leader)];
@@ -53,7 +51,7 @@ describe('replication between cohort servers on 127.0.0.1', () => {
     return cluster.start(`follower-${nodeId}`, {
       nodeId,
       replicaOf: leader.target,
-      replicaLagTimeMaxMs: LAG_MS,
+      replicaLagTimeMaxMs: TEST_REPLICA_LAG_MS,
     });
   }
 
@@ -91,7 +89,7 @@ describe('replication between cohort servers on 127.0.0.1', () => {
 
     // Waits for follower 2 until the leader drops it, after about the lag time.
     const during = await leader.client.produce(
-      produceRequest('t', ['during'], -1, { timeoutMs: 4 * LAG_MS }),
+      produceRequest('t', ['during'], -1, { timeoutMs: 4 * TEST_REPLICA_LAG_MS }),
     );
     expect(during.topics[0]!.partitions[0]).toMatchObject({ errorCode: ErrorCode.NONE, baseOffset: 1 });
     expect(await isrOf(leader.client, 't')).toEqual([0, 1]);
@@ -113,7 +111,7 @@ describe('replication between cohort servers on 127.0.0.1', () => {
       (await leader.client.produce(produceRequest('t', ['a'], -1))).topics[0]!.partitions[0]!.errorCode,
     ).toBe(ErrorCode.NONE);
     await cluster.stop('follower-2');
-    await expectMinIsrRefusals(leader.client, 't', LAG_MS);
+    await expectMinIsrRefusals(leader.client, 't', TEST_REPLICA_LAG_MS);
     expect(leaderPartition(leader).logEndOffset).toBe(2);
     // acks=1 does not depend on the ISR.
     expect(

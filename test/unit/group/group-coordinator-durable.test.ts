@@ -49,6 +49,14 @@ afterEach(() => {
   for (const harness of harnesses.splice(0)) harness.shutdown();
 });
 
+/** The member ids of the group's stored record, sorted. */
+function storedMemberIds(store: MemoryGroupStore): string[] | undefined {
+  return store
+    .storedGroup(GROUP_ID)
+    ?.members.map((m) => m.memberId)
+    .sort();
+}
+
 function coordinatorOn(
   store: MemoryGroupStore,
   config: Partial<GroupConfig> = {},
@@ -243,12 +251,7 @@ describe('group metadata is stored when a generation completes', () => {
       leaderId,
       skipAssignment: false,
     });
-    expect(
-      store
-        .storedGroup(GROUP_ID)
-        ?.members.map((m) => m.memberId)
-        .sort(),
-    ).toEqual([leaderId, newMemberId].sort());
+    expect(storedMemberIds(store)).toEqual([leaderId, newMemberId].sort());
   });
 
   test('a static replacement whose record fails keeps the new id in memory; the instance replaces it again', async () => {
@@ -270,12 +273,7 @@ describe('group metadata is stored when a generation completes', () => {
     expect(await h.state()).toBe('Stable');
     expect((await h.memberIds()).sort()).toEqual([leaderId, firstNewId].sort());
     expect(await h.heartbeat(followerId, 1, 'follower')).toBe(ErrorCode.FENCED_INSTANCE_ID);
-    expect(
-      store
-        .storedGroup(GROUP_ID)
-        ?.members.map((m) => m.memberId)
-        .sort(),
-    ).toEqual([leaderId, followerId].sort());
+    expect(storedMemberIds(store)).toEqual([leaderId, followerId].sort());
 
     // The instance retries: a second replacement, stored this time, without a rebalance.
     const retry = h.sendJoin({ groupInstanceId: 'follower' });
@@ -287,12 +285,7 @@ describe('group metadata is stored when a generation completes', () => {
     expect(secondNewId).not.toBe(firstNewId);
     expect(await h.heartbeat(firstNewId, 1, 'follower')).toBe(ErrorCode.FENCED_INSTANCE_ID);
     expect(await h.heartbeat(secondNewId, 1, 'follower')).toBe(ErrorCode.NONE);
-    expect(
-      store
-        .storedGroup(GROUP_ID)
-        ?.members.map((m) => m.memberId)
-        .sort(),
-    ).toEqual([leaderId, secondNewId].sort());
+    expect(storedMemberIds(store)).toEqual([leaderId, secondNewId].sort());
     expect(h.transitions.filter((t) => t.to === 'PreparingRebalance')).toHaveLength(1); // the first rebalance only
   });
 

@@ -22,10 +22,11 @@ import type { UnaryChannels } from './unary-channels';
  * round against the server's 159). By default the calls go out on HTTP/2 spoken directly on TCP sockets
  * (`RawHttp2Channels`: about 26 ms of CPU per such round); `--client=http2` uses Node's http2 sessions
  * (`Http2Channels`) and `--client=grpc-js` grpc-js clients. Every client sends pre-encoded requests and
- * decodes and checks every answer. There are 4 connections (`--channels=N`). Few channels also shape the server's work: each connection
- * carries N/4 calls, so one socket read brings the server hundreds of JoinGroups at once, where real
- * consumers would each have their own connection. There is no baseline implementation of a rebalance; as the same-run reference,
- * each round first times a sequential Noop round trip on the same channels.
+ * decodes and checks every answer. There are 4 connections (`--channels=N`). Few channels also shape the
+ * server's work: each connection carries N/4 calls, so one socket read brings the server hundreds of
+ * JoinGroups at once, where real consumers would each have their own connection. There is no baseline
+ * implementation of a rebalance; as the same-run reference, each round first times a sequential Noop round
+ * trip on the same channels.
  */
 
 export const REBALANCE_SIZES = [10, 100, 1_000, 5_000] as const;
@@ -70,11 +71,11 @@ async function noopRoundTripMs(channels: UnaryChannels, c: Codecs): Promise<numb
 
 /**
  * Figures per size: `n<N>JoinMs`, `n<N>SyncMs` (client), `n<N>ServerJoinMs`, `n<N>MaxTaskCpuMs`,
- * `n<N>MaxTaskLoopGcMs` (the GC pauses inside the longest main-thread task) and
- * `n<N>MaxTaskLoopWithoutGcMs` (that task without them), `n<N>MaxLoopDelayMs`, `n<N>NoopRttMs`, and the CPU a round cost each side (`n<N>ServerCpuMs`,
- * `n<N>ServerMainThreadCpuMs`, `n<N>ClientCpuMs`: from issuing the JoinGroups to the last SyncGroup answer,
- * the server's window a little wider, as it opens and closes over IPC). Both processes share the machine's
- * cores, so the client's CPU lengthens a round as much as the server's does.
+ * `n<N>MaxTaskLoopGcMs` (the GC pauses inside the longest main-thread task) and `n<N>MaxTaskLoopWithoutGcMs`
+ * (that task without them), `n<N>MaxLoopDelayMs`, `n<N>NoopRttMs`, and the CPU a round cost each side
+ * (`n<N>ServerCpuMs`, `n<N>ServerMainThreadCpuMs`, `n<N>ClientCpuMs`: from issuing the JoinGroups to the
+ * last SyncGroup answer, the server's window a little wider, as it opens and closes over IPC). Both
+ * processes share the machine's cores, so the client's CPU lengthens a round as much as the server's does.
  */
 export async function rebalanceLatency(
   shape: RebalanceShape,

@@ -1,20 +1,42 @@
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import {
+  constants as perfConstants,
+  monitorEventLoopDelay,
+  PerformanceObserver,
+  type IntervalHistogram,
+} from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** How often the event-loop monitor samples, in ms (prom-client's default precision). */
 export const EVENT_LOOP_RESOLUTION_MS = 10;
 
+/** The `kind` label of `nodejs_gc_duration_seconds`, by perf_hooks' GC kind (prom-client's values). */
+const GC_KIND_LABELS: Readonly<Record<number, string>> = {
+  [perfConstants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [perfConstants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [perfConstants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [perfConstants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+};
+
 /**
- * Event-loop delay and the process's CPU, memory and start time, under the names prom-client's default
- * metrics use, so Node dashboards work unchanged. prom-client's `collectDefaultMetrics` is not used: it
- * starts a monitor and a GC observer that nothing can stop, which would outlive every server of a test run;
- * this one is started with the server and stopped by `stop()`.
+ * Bounds of the GC pause histogram, in seconds: scavenges take about a millisecond, and a full collection's
+ * pause is the longest task a large rebalance has (docs/performance.md, G9–G11), so 25, 50 and 100 ms are
+ * there to tell a pause that holds calls for a noticeable time from one that does not.
+ */
+const GC_DURATION_BUCKETS_SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5];
+
+/**
+ * Event-loop delay, garbage-collection pauses and the process's CPU, memory and start time, under the names
+ * prom-client's default metrics use, so Node dashboards work unchanged. prom-client's
+ * `collectDefaultMetrics` is not used: it starts a monitor and a GC observer that nothing can stop, which
+ * would outlive every server of a test run; this one is started with the server and stopped by `stop()`.
  *
  * The event-loop figures (min, max, mean, stddev, p50, p90, p99 of the delay) cover the time since the
  * previous scrape, as prom-client's do: the histogram is reset after each read.
  */
 export class RuntimeMetrics {
   private histogram: IntervalHistogram | undefined;
+  private gcObserver: PerformanceObserver | undefined;
+  private readonly gcDuration: Histogram<'kind'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -82,6 +104,13 @@ export class RuntimeMetrics {
         this.set(process.memoryUsage().heapTotal);
       },
     });
+    this.gcDuration = new Histogram({
+      name: 'nodejs_gc_duration_seconds',
+      help: 'Garbage-collection pauses of the main thread, by kind (major = a full collection).',
+      labelNames: ['kind'],
+      buckets: GC_DURATION_BUCKETS_SECONDS,
+      registers,
+    });
     const startTimeSeconds = Math.round(Date.now() / 1_000 - process.uptime());
     new Gauge({
       name: 'process_start_time_seconds',
@@ -93,16 +122,31 @@ export class RuntimeMetrics {
     });
   }
 
-  /** Starts sampling the event loop. Idempotent. */
+  /** Starts sampling the event loop and observing collections. Idempotent. */
   start(): void {
     if (this.histogram !== undefined) return;
     this.histogram = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
     this.histogram.enable();
+    this.gcObserver = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        // A `gc` entry's detail is { kind, flags } (NodeGCPerformanceDetail), which @types/node leaves untyped.
+        const detail = (entry as { detail?: { kind?: number } }).detail;
+        this.recordGc(detail?.kind ?? -1, entry.duration);
+      }
+    });
+    this.gcObserver.observe({ entryTypes: ['gc'] });
   }
 
-  /** Stops sampling; the gauges then report 0. Idempotent. */
+  /** Stops sampling and observing; the event-loop gauges then report 0. Idempotent. */
   stop(): void {
     this.histogram?.disable();
     this.histogram = undefined;
+    this.gcObserver?.disconnect();
+    this.gcObserver = undefined;
+  }
+
+  /** One collection's pause: its perf_hooks kind and its length in ms. */
+  recordGc(kind: number, durationMs: number): void {
+    this.gcDuration.observe({ kind: GC_KIND_LABELS[kind] ?? 'other' }, durationMs / 1_000);
   }
 }

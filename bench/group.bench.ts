@@ -25,7 +25,8 @@
  * requests per member visited, default 1,000; fewer spreads the load over more members). Heartbeat load
  * needs h2load (`apt-get install -y nghttp2-client`); without it a labelled Node http2 fallback runs.
  * The environment variable BENCH_SERVER_NODE_FLAGS adds Node flags to the server child (for experiments:
- * `--trace-gc`, `--max-semi-space-size=32`, `-r ./heap-sampler.js`).
+ * `--trace-gc`, `--max-semi-space-size=32`, `-r ./heap-sampler.js`). The server children take the server
+ * program's heap policy, COHORT_HEAP_GROWING_PERCENT or its default (0 = V8's own, to compare).
  * The last line of output is a JSON object of the figures.
  */
 import { heartbeatThroughput, HEARTBEAT_GROUPS, HEARTBEAT_GROUP_SIZE } from './group/heartbeat-throughput';
@@ -39,6 +40,7 @@ import {
   type RebalanceClient,
 } from './group/rebalance-latency';
 import { DEFAULT_MAX_CALLS_PER_LOOP_TURN } from '../src/config';
+import { serverHeapGrowingPercent } from './group/server-heap-policy';
 import { describeMachine } from './support/machine';
 import { line, printFigures, round, table, verdict } from './support/report';
 import type { RoundSet } from './support/round-set';
@@ -87,13 +89,19 @@ async function main(): Promise<void> {
   const rounds = readRounds(5);
   const only = readOnly();
   const cpuProfileDir = argValue('cpu-prof');
-  const figures: Record<string, unknown> = { bench: 'group', rounds };
+  const heapGrowingPercent = serverHeapGrowingPercent();
+  const figures: Record<string, unknown> = {
+    bench: 'group',
+    rounds,
+    serverHeapGrowingPercent: heapGrowingPercent,
+  };
   const summary: (string | number)[][] = [['target', 'figure', 'goal', 'verdict']];
   const log = (text: string): void => line(text);
 
   line('bench:group — cohort group coordinator over gRPC');
   line(JSON.stringify(describeMachine()));
   line(`rounds: ${rounds}${cpuProfileDir === undefined ? '' : `, server CPU profiles in ${cpuProfileDir}`}`);
+  line(`server heap growing percent: ${heapGrowingPercent === 0 ? "V8's own choice" : heapGrowingPercent}`);
 
   if (only.has('heartbeat')) {
     line();

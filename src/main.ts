@@ -12,7 +12,7 @@
 import pino from 'pino';
 import type { CohortServer } from './server';
 import { InvalidConfigError, loadConfig } from './config';
-import { createServer } from './server';
+import { applyHeapGrowingPercent, createServer } from './server';
 
 const EXIT_OK = 0;
 const EXIT_FAILURE = 1;
@@ -39,6 +39,8 @@ async function main(): Promise<void> {
   // per heartbeat), and a line written just before process.exit must neither be lost nor overtaken.
   const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
   for (const warning of warnings) logger.warn(warning);
+  // Before the server allocates anything: V8's heap policy for this process (heapGrowingPercent).
+  applyHeapGrowingPercent(config.heapGrowingPercent);
 
   process.on('uncaughtException', (error) => {
     logger.fatal({ err: error }, 'uncaught exception; exiting');
@@ -99,6 +101,7 @@ async function main(): Promise<void> {
       adminAddress: admin === undefined ? null : `${admin.host}:${admin.port}`,
       manualClock: config.manualClock,
       dataDir: config.dataDir,
+      heapGrowingPercent: config.heapGrowingPercent,
     },
     'cohort listening',
   );

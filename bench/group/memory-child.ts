@@ -13,6 +13,7 @@ import { ManualTime } from '../../src/time';
 import { collectGarbage } from '../support/gc-recorder';
 import { serveParent } from './child-rpc';
 import { codecs, joinRequest, syncRequest, type FormedGroup } from './group-driver';
+import { applyServerHeapPolicy } from './server-heap-policy';
 import type { MethodCodec } from './wire';
 
 export interface MemoryFigures {
@@ -27,6 +28,8 @@ export interface MemoryFigures {
   readonly externalAfterBytes: number;
   readonly formMs: number;
 }
+
+applyServerHeapPolicy();
 
 const c = codecs();
 const context: RequestContext = { clientHost: '127.0.0.1' };

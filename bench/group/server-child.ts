@@ -32,6 +32,7 @@ import { guardServiceDefinition } from '../../src/server/undecodable-request';
 import { SYSTEM_TIME } from '../../src/time';
 import { collectGarbage } from '../support/gc-recorder';
 import { serveParent } from './child-rpc';
+import { applyServerHeapPolicy } from './server-heap-policy';
 import { CountingCoordinator } from './counting-coordinator';
 import { benchProtos, NOOP_PATH } from './wire';
 
@@ -109,6 +110,8 @@ function argValue(name: string, fallback: number): number {
   const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
   return arg === undefined ? fallback : Number(arg.slice(name.length + 3));
 }
+
+applyServerHeapPolicy();
 
 const config: GroupConfig = {
   ...DEFAULT_GROUP_CONFIG,

@@ -7,6 +7,8 @@ import {
   DEFAULT_INSECURE,
   DEFAULT_MAX_GROUPS,
   DEFAULT_MAX_CALLS_PER_LOOP_TURN,
+  DEFAULT_HEAP_GROWING_PERCENT,
+  MAX_HEAP_GROWING_PERCENT,
   DEFAULT_MAX_MESSAGE_BYTES,
   DEFAULT_MEMBER_METADATA_MAX_BYTES,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
@@ -214,6 +216,17 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     description:
       'Calls read in one event-loop turn before every connection pauses reading until the next turn, so a ' +
       'burst of calls cannot hold the loop (the rest waits in TCP and HTTP/2 flow control). 0 = no cap.',
+  }),
+  heapGrowingPercent: setting('heapGrowingPercent', {
+    kind: 'integer',
+    valueName: 'PERCENT',
+    defaultValue: DEFAULT_HEAP_GROWING_PERCENT,
+    min: 0,
+    max: MAX_HEAP_GROWING_PERCENT,
+    description:
+      "How far V8's heap may grow past what its last full collection kept before the next one (V8's " +
+      '--heap-growing-percent): smaller means more frequent, shorter collection pauses. 0 = V8 decides ' +
+      '(up to 300).',
   }),
   maxGroups: setting('maxGroups', {
     kind: 'integer',

@@ -20,6 +20,7 @@ describe('the cohort process (src/main.ts)', () => {
     expect(listening.address).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(listening.port).toBeGreaterThan(0);
     expect(listening.address).toBe(`127.0.0.1:${String(listening.port)}`);
+    expect(listening.heapGrowingPercent).toBe(100);
     expect(cohort.lines.filter((l) => typeof l !== 'string' && l.msg === 'cohort listening')).toHaveLength(1);
 
     const client = groupCoordinatorClient(listening.address as string);
@@ -47,9 +48,14 @@ describe('the cohort process (src/main.ts)', () => {
   });
 
   it('reads its settings from COHORT_ environment variables, serving TestClock with COHORT_MANUAL_CLOCK', async () => {
-    cohort = spawnCohort([], { COHORT_LISTEN: '127.0.0.1:0', COHORT_MANUAL_CLOCK: 'true' });
+    cohort = spawnCohort([], {
+      COHORT_LISTEN: '127.0.0.1:0',
+      COHORT_MANUAL_CLOCK: 'true',
+      COHORT_HEAP_GROWING_PERCENT: '50',
+    });
     const listening = await cohort.waitForLog('cohort listening');
     expect(listening.manualClock).toBe(true);
+    expect(listening.heapGrowingPercent).toBe(50);
     const clock = testClockClient(listening.address as string);
     try {
       const { nowMs } = await clock.now({});

@@ -43,6 +43,8 @@ describe('loadConfig', () => {
           '65536',
           '--max-calls-per-loop-turn',
           '0',
+          '--heap-growing-percent',
+          '0',
           '--max-groups',
           '100',
           '--member-metadata-max-bytes',
@@ -92,6 +94,7 @@ describe('loadConfig', () => {
       insecure: true,
       maxMessageBytes: 65536,
       maxCallsPerLoopTurn: 0,
+      heapGrowingPercent: 0,
       maxGroups: 100,
       groupMinSessionTimeoutMs: 100,
       groupMaxSessionTimeoutMs: 200,
@@ -128,6 +131,7 @@ describe('loadConfig', () => {
         COHORT_INSECURE: 'no',
         COHORT_MAX_MESSAGE_BYTES: '1024',
         COHORT_MAX_CALLS_PER_LOOP_TURN: '64',
+        COHORT_HEAP_GROWING_PERCENT: '300',
         COHORT_MAX_GROUPS: '1',
         COHORT_MEMBER_METADATA_MAX_BYTES: '0',
         COHORT_GROUP_MIN_SESSION_TIMEOUT_MS: '1',
@@ -161,6 +165,7 @@ describe('loadConfig', () => {
       insecure: false,
       maxMessageBytes: 1024,
       maxCallsPerLoopTurn: 64,
+      heapGrowingPercent: 300,
       maxGroups: 1,
       groupMinSessionTimeoutMs: 1,
       groupMaxSessionTimeoutMs: 2,
@@ -254,6 +259,13 @@ describe('loadConfig', () => {
     expect(errorsOf(loadConfig(['--group-max-size', '2147483648'], {}))).toEqual([
       '--group-max-size (2147483648) must be <= 2147483647',
     ]);
+  });
+
+  it("bounds the heap growing percent by V8's own largest factor", () => {
+    expect(errorsOf(loadConfig(['--heap-growing-percent', '301'], {}))).toEqual([
+      '--heap-growing-percent (301) must be <= 300',
+    ]);
+    expect(errorsOf(loadConfig([], { COHORT_HEAP_GROWING_PERCENT: '-1' }))).toHaveLength(1);
   });
 
   it('suggests the closest flag for a misspelt one', () => {

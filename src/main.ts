@@ -9,10 +9,12 @@
  * the admin listener's), `cohort ready` once group state is loaded and everything serves, `cohort stopping`
  * and `cohort stopped`.
  */
+import { getHeapStatistics } from 'node:v8';
 import pino from 'pino';
 import type { CohortServer } from './server';
 import { InvalidConfigError, loadConfig } from './config';
-import { applyHeapGrowingPercent, createServer } from './server';
+import { applyHeapGrowingPercent } from './heap-growth';
+import { createServer } from './server';
 
 const EXIT_OK = 0;
 const EXIT_FAILURE = 1;
@@ -40,7 +42,7 @@ async function main(): Promise<void> {
   const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
   for (const warning of warnings) logger.warn(warning);
   // Before the server allocates anything: V8's heap policy for this process (heapGrowingPercent).
-  applyHeapGrowingPercent(config.heapGrowingPercent);
+  const isHeapGrowthCapped = applyHeapGrowingPercent(config.heapGrowingPercent);
 
   process.on('uncaughtException', (error) => {
     logger.fatal({ err: error }, 'uncaught exception; exiting');
@@ -102,6 +104,8 @@ async function main(): Promise<void> {
       manualClock: config.manualClock,
       dataDir: config.dataDir,
       heapGrowingPercent: config.heapGrowingPercent,
+      heapGrowingPercentApplied: isHeapGrowthCapped,
+      heapSizeLimitBytes: getHeapStatistics().heap_size_limit,
     },
     'cohort listening',
   );

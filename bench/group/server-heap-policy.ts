@@ -1,5 +1,5 @@
 import { loadConfig } from '../../src/config';
-import { applyHeapGrowingPercent } from '../../src/server/heap-growth';
+import { applyHeapGrowingPercent } from '../../src/heap-growth';
 
 /**
  * The heap growing percent the server program would run with here (src/main.ts applies the

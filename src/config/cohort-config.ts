@@ -35,9 +35,9 @@ export interface CohortConfig {
   /** Calls read per event-loop turn before connections pause reading until the next turn; 0 = no cap. */
   readonly maxCallsPerLoopTurn: number;
   /**
-   * V8's heap growing factor for the server process, in percent (0 = V8's own heuristic). Process-wide, so
-   * the server program (src/main.ts) applies it; `createServer`, which may run inside someone else's
-   * process, leaves V8 alone.
+   * Caps V8's heap growing factor for the server process, in percent (0 = V8's own heuristic); see
+   * src/heap-growth.ts. Process-wide, so the server program (src/main.ts) applies it; `createServer`, which
+   * may run inside someone else's process, leaves V8 alone.
    */
   readonly heapGrowingPercent: number;
   /** The most groups this server holds; a request that would create one more is refused. */

@@ -225,8 +225,8 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     max: MAX_HEAP_GROWING_PERCENT,
     description:
       "How far V8's heap may grow past what its last full collection kept before the next one (V8's " +
-      '--heap-growing-percent): smaller means more frequent, shorter collection pauses. 0 = V8 decides ' +
-      '(up to 300).',
+      '--heap-growing-percent), on heaps of 2 GiB or more, where V8 would grow it up to 4x: shorter ' +
+      'collection pauses. 0 = V8 decides.',
   }),
   maxGroups: setting('maxGroups', {
     kind: 'integer',

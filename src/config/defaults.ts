@@ -35,11 +35,7 @@ export const MIN_MAX_MESSAGE_BYTES = 1_024;
  * ~2.5–5 ms of server CPU; see docs/performance.md (G5, G8).
  */
 export const DEFAULT_MAX_CALLS_PER_LOOP_TURN = 128;
-/**
- * How far V8's old generation may grow past what the last full collection kept before the next one starts,
- * in percent: 100 = to twice the live heap. V8's own choice goes up to 300 (4×), and one full collection
- * then finalises a whole 5,000-member rebalance's dead calls in a single pause; see docs/performance.md (G11).
- */
+/** V8's heap growth cap for the server process, in percent: 100 = 2× (src/heap-growth.ts; docs/performance.md, G11). */
 export const DEFAULT_HEAP_GROWING_PERCENT = 100;
 /** V8's own largest growing factor is 4×. */
 export const MAX_HEAP_GROWING_PERCENT = 300;

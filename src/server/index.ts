@@ -12,7 +12,6 @@ export {
   GROUP_COORDINATOR_SERVICE,
   TEST_CLOCK_SERVICE,
 } from './create-server';
-export { applyHeapGrowingPercent } from './heap-growth';
 export { ERROR_CODE_TRAILER, INTERNAL_ERROR_MESSAGE, statusForError } from './status-for-error';
 export { loadCohortProtos, PROTO_DIR, PROTO_FILES, PROTO_LOADER_OPTIONS } from './load-protos';
 export type { UnaryCallLike, UnaryMethod } from './unary-handler';

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode } from '../../src/errors';
+import { LARGE_HEAP_MIN_BYTES } from '../../src/heap-growth';
 import { brokerClient, groupCoordinatorClient, healthClient, testClockClient } from '../support/grpc-clients';
 import type { CohortProcess } from '../support/spawn-cohort';
 import { spawnCohort } from '../support/spawn-cohort';
@@ -21,6 +22,9 @@ describe('the cohort process (src/main.ts)', () => {
     expect(listening.port).toBeGreaterThan(0);
     expect(listening.address).toBe(`127.0.0.1:${String(listening.port)}`);
     expect(listening.heapGrowingPercent).toBe(100);
+    expect(listening.heapGrowingPercentApplied).toBe(
+      (listening.heapSizeLimitBytes as number) >= LARGE_HEAP_MIN_BYTES,
+    );
     expect(cohort.lines.filter((l) => typeof l !== 'string' && l.msg === 'cohort listening')).toHaveLength(1);
 
     const client = groupCoordinatorClient(listening.address as string);
@@ -52,10 +56,14 @@ describe('the cohort process (src/main.ts)', () => {
       COHORT_LISTEN: '127.0.0.1:0',
       COHORT_MANUAL_CLOCK: 'true',
       COHORT_HEAP_GROWING_PERCENT: '50',
+      // A heap V8 grows 2x at most by itself: the setting is left alone, and the log says so.
+      NODE_OPTIONS: '--max-old-space-size=512',
     });
     const listening = await cohort.waitForLog('cohort listening');
     expect(listening.manualClock).toBe(true);
     expect(listening.heapGrowingPercent).toBe(50);
+    expect(listening.heapGrowingPercentApplied).toBe(false);
+    expect(listening.heapSizeLimitBytes).toBeLessThan(LARGE_HEAP_MIN_BYTES);
     const clock = testClockClient(listening.address as string);
     try {
       const { nowMs } = await clock.now({});

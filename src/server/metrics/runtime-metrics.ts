@@ -145,7 +145,7 @@ export class RuntimeMetrics {
     this.gcObserver = undefined;
   }
 
-  /** One collection's pause: its perf_hooks kind and its length in ms. */
+  /** @internal One collection's pause: its perf_hooks kind and its length in ms (public for tests). */
   recordGc(kind: number, durationMs: number): void {
     this.gcDuration.observe({ kind: GC_KIND_LABELS[kind] ?? 'other' }, durationMs / 1_000);
   }

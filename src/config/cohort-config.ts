@@ -4,7 +4,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
  * The validated, frozen configuration of one cohort server. The group settings (`group*`, `maxGroups`,
- * `offsetMetadataMaxBytes`, `memberMetadataMaxBytes`) carry the field names of the group layer's
+ * `offsetMetadataMaxBytes`, `memberMetadataMaxBytes`, `offsetsRetention*`) carry the field names of the group layer's
  * `GroupConfig`, so this object satisfies it structurally without importing it.
  */
 export interface CohortConfig {
@@ -49,6 +49,8 @@ export interface CohortConfig {
   readonly offsetMetadataMaxBytes: number;
   /** The most protocol metadata bytes (all protocols together) one JoinGroup may carry. */
   readonly memberMetadataMaxBytes: number;
+  readonly offsetsRetentionMinutes: number;
+  readonly offsetsRetentionCheckIntervalMs: number;
   /** This process's node id: a partition's leader id, a follower's replica id in its Fetch requests. */
   readonly nodeId: number;
   /** HOST:PORT of the leader this process follows; '' = this process is a leader. */

@@ -11,6 +11,8 @@ import {
   MAX_HEAP_GROWING_PERCENT,
   DEFAULT_MAX_MESSAGE_BYTES,
   DEFAULT_MEMBER_METADATA_MAX_BYTES,
+  DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
+  DEFAULT_OFFSETS_RETENTION_MINUTES,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   DEFAULT_TLS_CERT,
   DEFAULT_TLS_CLIENT_CA,
@@ -294,6 +296,26 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     description:
       'Most protocol metadata bytes (all protocols together) one JoinGroup may carry (else ' +
       'MESSAGE_TOO_LARGE).',
+  }),
+  offsetsRetentionMinutes: setting('offsetsRetentionMinutes', {
+    kind: 'integer',
+    valueName: 'MINUTES',
+    defaultValue: DEFAULT_OFFSETS_RETENTION_MINUTES,
+    min: 1,
+    max: INT32_MAX,
+    kafkaName: 'offsets.retention.minutes',
+    description:
+      "How long committed offsets outlive their use: an Empty group's expire this long after it became " +
+      'Empty, offsets committed outside any membership this long after their commit; then the group goes.',
+  }),
+  offsetsRetentionCheckIntervalMs: setting('offsetsRetentionCheckIntervalMs', {
+    kind: 'integer',
+    valueName: 'MS',
+    defaultValue: DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
+    min: 1,
+    max: INT32_MAX,
+    kafkaName: 'offsets.retention.check.interval.ms',
+    description: 'How often expired offsets, and Empty groups left without offsets, are removed.',
   }),
   nodeId: setting('nodeId', {
     kind: 'integer',

@@ -57,6 +57,10 @@ export const DEFAULT_MAX_GROUPS = INT32_MAX;
  * and low enough that a group of members cannot hold the coordinator's memory hostage.
  */
 export const DEFAULT_MEMBER_METADATA_MAX_BYTES = 1_048_576;
+/** offsets.retention.minutes: seven days, Kafka's default since 2.0 (KIP-186). */
+export const DEFAULT_OFFSETS_RETENTION_MINUTES = 10_080;
+/** offsets.retention.check.interval.ms */
+export const DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS = 600_000;
 
 /** The log's defaults are Kafka's broker defaults except where noted; they equal src/log/storage's (a test checks). */
 /** node.id */

@@ -20,6 +20,14 @@ export interface GroupConfig {
    * MESSAGE_TOO_LARGE and changes nothing. Kafka has no such limit.
    */
   readonly memberMetadataMaxBytes: number;
+  /**
+   * offsets.retention.minutes: how long committed offsets outlive their use (KIP-211). An Empty group's
+   * offsets expire this long after it became Empty; offsets committed outside any membership (a group that
+   * never had members), this long after their own commit. A group with members keeps its offsets.
+   */
+  readonly offsetsRetentionMinutes: number;
+  /** offsets.retention.check.interval.ms: how often expired offsets, and Empty groups without offsets, go. */
+  readonly offsetsRetentionCheckIntervalMs: number;
 }
 
 export const DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS = 6_000;
@@ -29,6 +37,9 @@ export const DEFAULT_GROUP_MAX_SIZE = 2_147_483_647;
 export const DEFAULT_OFFSET_METADATA_MAX_BYTES = 4_096;
 export const DEFAULT_MAX_GROUPS = 2_147_483_647;
 export const DEFAULT_MEMBER_METADATA_MAX_BYTES = 1_048_576;
+/** Seven days, Kafka's default since 2.0 (KIP-186). */
+export const DEFAULT_OFFSETS_RETENTION_MINUTES = 10_080;
+export const DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS = 600_000;
 
 export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
   groupMinSessionTimeoutMs: DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
@@ -38,4 +49,6 @@ export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
   offsetMetadataMaxBytes: DEFAULT_OFFSET_METADATA_MAX_BYTES,
   maxGroups: DEFAULT_MAX_GROUPS,
   memberMetadataMaxBytes: DEFAULT_MEMBER_METADATA_MAX_BYTES,
+  offsetsRetentionMinutes: DEFAULT_OFFSETS_RETENTION_MINUTES,
+  offsetsRetentionCheckIntervalMs: DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
 });

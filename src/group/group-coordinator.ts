@@ -57,7 +57,8 @@ import { emptyGroupStats, type GroupStats } from './group-stats';
 import { InMemoryOffsetStore } from './in-memory-offset-store';
 import { InitialDelayedJoin } from './initial-delayed-join';
 import { MemberMetadata } from './member-metadata';
-import type { OffsetStore, TopicPartitionOffset } from './offset-store';
+import { OffsetRetentionCheck, type OffsetRetentionHandler } from './offset-retention-check';
+import type { OffsetStore, TopicPartition, TopicPartitionOffset } from './offset-store';
 import { ParkedCall } from './parked-call';
 import type { RebalanceHandler } from './rebalance-handler';
 import type { RebalanceReason } from './rebalance-reason';
@@ -104,6 +105,13 @@ export interface GroupCoordinatorListener {
   onFenced?(groupId: string, memberId: string, groupInstanceId: string, errorCode: ErrorCode): void;
   /** A group's metadata record could not be stored (its members got `storeGroupErrorCode(error)`, if any). */
   onGroupStoreFailed?(groupId: string, generationId: number, error: unknown): void;
+  /**
+   * Offsets of a group expired (offsets.retention.minutes) and their removal is durable; `isGroupRemoved`
+   * when the group went with them (it was Empty and has nothing left).
+   */
+  onOffsetsExpired?(groupId: string, partitions: number, isGroupRemoved: boolean): void;
+  /** Expired offsets, or an expired group, could not be removed from a store; the next check tries again. */
+  onOffsetExpiryFailed?(groupId: string, error: unknown): void;
 }
 
 export interface GroupCoordinatorOptions {
@@ -160,13 +168,16 @@ const ignoreStored = (): void => undefined;
  * versions.
  */
 export class GroupCoordinator
-  implements GroupCoordinatorService, HeartbeatExpirationHandler, RebalanceHandler
+  implements GroupCoordinatorService, HeartbeatExpirationHandler, RebalanceHandler, OffsetRetentionHandler
 {
   private readonly config: GroupConfig;
   private readonly time: Time;
   private readonly groups = new Map<string, GroupMetadata>();
   private readonly heartbeatTimer: SystemTimer;
   private readonly rebalancePurgatory: DelayedOperationPurgatory<DelayedOperation>;
+  /** Runs the offset retention check; a timer of its own so the Heartbeat purgatory counts sessions only. */
+  private readonly retentionTimer: SystemTimer;
+  private readonly retentionCheck: OffsetRetentionCheck;
   private readonly offsetStore: OffsetStore;
   private readonly metadataStore: GroupMetadataStore | undefined;
   /** The distinct stores a group's deletion goes to (one when one object is both). */
@@ -174,7 +185,7 @@ export class GroupCoordinator
   private readonly dispatcher: ReplyDispatcher;
   private readonly generateMemberIdFn: (prefix: string) => string;
   private readonly listener: GroupCoordinatorListener | undefined;
-  private readonly onTransition: ((group: GroupMetadata) => void) | undefined;
+  private readonly onTransition: (group: GroupMetadata) => void;
   private readonly storeWaits = new Set<StoreWait>();
   /** False after shutdown: timers are stopped and late store callbacks do nothing. */
   private isActive = true;
@@ -210,17 +221,13 @@ export class GroupCoordinator
     this.generateMemberIdFn = options.generateMemberId ?? ((prefix) => `${prefix}-${randomUUID()}`);
     this.listener = options.listener;
     const onStateChange = this.listener?.onStateChange;
-    this.onTransition =
-      onStateChange === undefined
-        ? undefined
-        : (group) =>
-            onStateChange.call(
-              this.listener,
-              group.groupId,
-              group.previousState,
-              group.state,
-              group.generationId,
-            );
+    this.onTransition = (group) => {
+      group.currentStateTimestampMs = time.nowMs();
+      onStateChange?.call(this.listener, group.groupId, group.previousState, group.state, group.generationId);
+    };
+    this.retentionTimer = new SystemTimer({ name: 'group-offset-retention', time, onTaskError });
+    this.retentionCheck = new OffsetRetentionCheck(this, config.offsetsRetentionCheckIntervalMs);
+    this.retentionTimer.add(this.retentionCheck);
     // Whatever the stores hold already comes back now; a store still to be replayed comes back with load().
     this.restoreGroups(this.checkedStoredGroups());
   }
@@ -329,6 +336,8 @@ export class GroupCoordinator
       group.add(member, undefined);
     }
     group.restore(stored.generationId, stored.protocolType, stored.protocolName, stored.leaderId);
+    // The stored time of its last change, not the restart's: an Empty group's offsets expire from it.
+    group.currentStateTimestampMs = stored.currentStateTimestampMs;
     for (const member of group.allMembers()) this.scheduleSessionTimeout(member);
     // A group.max.size lowered since the group was stored: rebalance so the members that rejoin last go
     // (Kafka's onGroupLoaded does the same).
@@ -1325,6 +1334,7 @@ export class GroupCoordinator
 
   private createGroup(groupId: string): GroupMetadata {
     const group = new GroupMetadata(groupId, this.onTransition);
+    group.currentStateTimestampMs = this.time.nowMs();
     this.groups.set(groupId, group);
     return group;
   }
@@ -1403,6 +1413,101 @@ export class GroupCoordinator
   }
 
   // ---------------------------------------------------------------------------------------------------
+  // Offset retention (KIP-211)
+
+  /** The periodic check: Kafka's cleanupGroupMetadata, then the next run one interval later. */
+  onOffsetRetentionCheck(): void {
+    if (!this.isActive) return;
+    // While loading, the groups are not all back yet; a failed load serves nothing. Try again next time.
+    if (this.availability === ErrorCode.NONE) this.removeExpiredOffsets();
+    this.retentionTimer.add(this.retentionCheck);
+  }
+
+  /**
+   * Kafka's `removeExpiredOffsets` for every group, then removes each Empty group that has nothing left.
+   * Only Empty groups lose offsets: one that had members (it has a protocol type) loses all of them
+   * `offsetsRetentionMinutes` after it became Empty; one that never had members (commits outside any
+   * membership, generation -1) loses each offset that long after its own commit. An offset whose commit is
+   * still being stored is kept, and so is a group with pending member ids (a member is about to join).
+   *
+   * Kafka also expires, in a Stable consumer group, the offsets of topics no member subscribes to any more;
+   * that needs the consumer protocol's subscriptions, which cohort does not parse, so such offsets stay
+   * until the group empties.
+   */
+  private removeExpiredOffsets(): void {
+    const nowMs = this.time.nowMs();
+    const retentionMs = this.config.offsetsRetentionMinutes * 60_000;
+    for (const group of this.groups.values()) {
+      if (!group.is('Empty')) continue;
+      const offsets = this.offsetStore.list(group.groupId);
+      const pending = group.pendingOffsetCommits;
+      const expired: TopicPartition[] = [];
+      for (const { topic, partition, offset } of offsets) {
+        if (pending.has(partitionKey(topic, partition))) continue;
+        const sinceMs =
+          group.protocolType === undefined ? offset.commitTimestampMs : group.currentStateTimestampMs;
+        if (nowMs - sinceMs >= retentionMs) expired.push({ topic, partition });
+      }
+      if (expired.length === offsets.length && pending.size === 0 && group.numPending === 0) {
+        this.expireGroup(group, expired.length);
+      } else if (expired.length > 0) {
+        this.expireOffsets(group.groupId, expired);
+      }
+    }
+  }
+
+  /**
+   * An Empty group with no offsets left goes Dead at once, as DeleteGroups makes it, and its records
+   * (metadata and offsets) leave the stores in one batch each. Should a store fail, what it kept still
+   * belongs to a group: the group comes back Empty and the next check tries again.
+   */
+  private expireGroup(group: GroupMetadata, partitions: number): void {
+    const { groupId } = group;
+    this.deleteGroup(group);
+    let remaining = this.groupStores.length;
+    let failed = false;
+    for (const store of this.groupStores) {
+      let removal: Promise<void>;
+      try {
+        removal = store.deleteGroup(groupId);
+      } catch (error) {
+        removal = Promise.reject(error);
+      }
+      removal.then(
+        () => {
+          if (--remaining === 0 && !failed && this.isActive) {
+            this.listener?.onOffsetsExpired?.(groupId, partitions, true);
+          }
+        },
+        (error: unknown) => {
+          remaining--;
+          failed = true;
+          if (!this.isActive) return;
+          if (!this.groups.has(groupId)) this.createGroup(groupId);
+          this.listener?.onOffsetExpiryFailed?.(groupId, error);
+        },
+      );
+    }
+  }
+
+  private expireOffsets(groupId: string, expired: readonly TopicPartition[]): void {
+    let removal: Promise<void>;
+    try {
+      removal = this.offsetStore.deleteOffsets(groupId, expired);
+    } catch (error) {
+      removal = Promise.reject(error);
+    }
+    removal.then(
+      () => {
+        if (this.isActive) this.listener?.onOffsetsExpired?.(groupId, expired.length, false);
+      },
+      (error: unknown) => {
+        if (this.isActive) this.listener?.onOffsetExpiryFailed?.(groupId, error);
+      },
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------------
   // Timers and shutdown
 
   /** Starts the member's session timer over: its session timeout, or the new-member timeout until its first join completes. */
@@ -1445,6 +1550,7 @@ export class GroupCoordinator
     for (const wait of [...this.storeWaits]) wait.abandon();
     this.storeWaits.clear();
     this.heartbeatTimer.shutdown();
+    this.retentionTimer.shutdown();
     this.rebalancePurgatory.shutdown();
     this.dispatcher.flush();
   }

@@ -32,6 +32,11 @@ export class GroupMetadata {
   private previousStateValue: GroupState = 'Dead';
   protocolType: string | undefined = undefined;
   protocolName: string | undefined = undefined;
+  /**
+   * Kafka's currentStateTimestamp: wall-clock ms of the group's creation or last state change, set by the
+   * coordinator (which has the clock). An Empty group's offsets expire from it.
+   */
+  currentStateTimestampMs = 0;
   generationId = 0;
   private leaderIdValue: string | undefined = undefined;
   /** Set when a member is added while a rebalance that started from Empty is running (KIP-134). */

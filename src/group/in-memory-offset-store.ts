@@ -1,4 +1,4 @@
-import type { CommittedOffset, OffsetStore, TopicPartitionOffset } from './offset-store';
+import type { CommittedOffset, OffsetStore, TopicPartition, TopicPartitionOffset } from './offset-store';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
@@ -47,6 +47,19 @@ export class InMemoryOffsetStore implements OffsetStore {
 
   deleteGroup(groupId: string): Promise<void> {
     this.groups.delete(groupId);
+    return RESOLVED;
+  }
+
+  deleteOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<void> {
+    const topics = this.groups.get(groupId);
+    if (topics === undefined) return RESOLVED;
+    for (const { topic, partition } of partitions) {
+      const offsets = topics.get(topic);
+      if (offsets === undefined) continue;
+      offsets.delete(partition);
+      if (offsets.size === 0) topics.delete(topic);
+    }
+    if (topics.size === 0) this.groups.delete(groupId);
     return RESOLVED;
   }
 

@@ -16,6 +16,8 @@ export {
   DEFAULT_OFFSET_METADATA_MAX_BYTES,
   DEFAULT_MAX_GROUPS,
   DEFAULT_MEMBER_METADATA_MAX_BYTES,
+  DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
+  DEFAULT_OFFSETS_RETENTION_MINUTES,
 } from './group-config';
 export type * from './group-protocol';
 export type { GroupState } from './group-state';

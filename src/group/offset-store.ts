@@ -22,6 +22,11 @@ export interface OffsetStore {
   /** Removes every offset of the group (DeleteGroups); resolves once that is durable. */
   deleteGroup(groupId: string): Promise<void>;
   /**
+   * Removes these offsets of the group (they expired); resolves once that is durable. Reads go on seeing
+   * them until then, as they see a commit only once it is durable.
+   */
+  deleteOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<void>;
+  /**
    * Groups that have offsets. The coordinator creates an Empty group for each at start-up, so a durable store
    * that outlives the process brings its groups back (Kafka loads them from __consumer_offsets).
    */
@@ -33,12 +38,15 @@ export interface CommittedOffset {
   /** -1 when the client did not send one. */
   readonly committedLeaderEpoch: number;
   readonly metadata: string;
-  /** Wall-clock time of the commit (Time.nowMs), for a future retention policy. */
+  /** Wall-clock time of the commit (Time.nowMs): offsets committed outside membership expire from it. */
   readonly commitTimestampMs: number;
 }
 
-export interface TopicPartitionOffset {
+export interface TopicPartition {
   readonly topic: string;
   readonly partition: number;
+}
+
+export interface TopicPartitionOffset extends TopicPartition {
   readonly offset: CommittedOffset;
 }

@@ -118,6 +118,8 @@ function groupConfigOf(config: CohortConfig): GroupConfig {
     offsetMetadataMaxBytes: config.offsetMetadataMaxBytes,
     maxGroups: config.maxGroups,
     memberMetadataMaxBytes: config.memberMetadataMaxBytes,
+    offsetsRetentionMinutes: config.offsetsRetentionMinutes,
+    offsetsRetentionCheckIntervalMs: config.offsetsRetentionCheckIntervalMs,
   });
 }
 

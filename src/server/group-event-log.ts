@@ -10,7 +10,8 @@ import type { Time } from '../time';
  * - info: a rebalance starts (reason, the member that caused it, the generation it leaves) and completes
  *   (the new generation and how long it took on the server's clock); a member's session expires;
  * - debug: every state change, and every fenced request (FENCED_INSTANCE_ID, ILLEGAL_GENERATION);
- * - warn: group metadata that could not be stored.
+ * - info: offsets expired (offsets.retention.minutes), and the Empty group removed with them;
+ * - warn: group metadata that could not be stored, expired offsets that could not be removed.
  *
  * Child loggers are kept only while a group is active: one that goes Empty or Dead drops its own.
  */
@@ -65,6 +66,12 @@ export function groupEventLog(logger: Logger, time: Time): GroupCoordinatorListe
     },
     onGroupStoreFailed: (groupId: string, generationId: number, error: unknown) => {
       transient(groupId).warn({ err: error, generationId }, 'group metadata could not be stored');
+    },
+    onOffsetsExpired: (groupId: string, partitions: number, isGroupRemoved: boolean) => {
+      transient(groupId).info({ partitions, groupRemoved: isGroupRemoved }, 'offsets expired');
+    },
+    onOffsetExpiryFailed: (groupId: string, error: unknown) => {
+      transient(groupId).warn({ err: error }, 'expired offsets could not be removed');
     },
   };
 }

@@ -30,6 +30,13 @@ export interface StartServerOptions {
   /** The longest metadata string an offset commit may carry, in bytes. Default 4,096. */
   readonly offsetMetadataMaxBytes?: number;
   /**
+   * How long an Empty group's offsets (and offsets committed outside any membership) are kept
+   * (offsets.retention.minutes). Default 10,080 (seven days).
+   */
+  readonly offsetsRetentionMinutes?: number;
+  /** How often expired offsets and Empty groups without offsets are removed. Default 600,000 (ten minutes). */
+  readonly offsetsRetentionCheckIntervalMs?: number;
+  /**
    * Where the server keeps durable state. Default: a fresh directory under the system's temp directory,
    * removed by `close()`. A directory you give is left in place.
    */

@@ -76,10 +76,14 @@ export interface StoredGroupRecord extends GroupMetadataValue {
   readonly groupId: string;
 }
 
-/** The group layer's TopicPartitionOffset. */
-export interface TopicPartitionOffsetRecord {
+/** The group layer's TopicPartition. */
+export interface TopicPartitionRecord {
   readonly topic: string;
   readonly partition: number;
+}
+
+/** The group layer's TopicPartitionOffset. */
+export interface TopicPartitionOffsetRecord extends TopicPartitionRecord {
   readonly offset: OffsetCommitValue;
 }
 
@@ -254,6 +258,18 @@ export class ConsumerOffsetsStore {
     return this.append(records, () => {
       this.groups.delete(groupId);
       for (const { topic, partition } of deleted) this.removeOffset(groupId, topic, partition);
+    });
+  }
+
+  /** Tombstones for these offsets, in one batch; they leave the view once durable. */
+  deleteOffsets(groupId: string, partitions: readonly TopicPartitionRecord[]): Promise<void> {
+    if (partitions.length === 0) return Promise.resolve();
+    const records: SimpleRecord[] = partitions.map(({ topic, partition }) => ({
+      key: encodeOffsetCommitKey(groupId, topic, partition),
+      value: null,
+    }));
+    return this.append(records, () => {
+      for (const { topic, partition } of partitions) this.removeOffset(groupId, topic, partition);
     });
   }
 

@@ -11,6 +11,7 @@ export type {
   ConsumerOffsetsStoreOptions,
   StoredGroupRecord,
   TopicPartitionOffsetRecord,
+  TopicPartitionRecord,
 } from './consumer-offsets-store';
 export {
   decodeGroupMetadataValue,

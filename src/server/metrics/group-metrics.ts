@@ -51,6 +51,16 @@ export class GroupMetrics {
       help: 'Members removed because their session timed out (or their first join never completed).',
       registers,
     });
+    const expiredOffsets = new Counter({
+      name: 'cohort_offsets_expired_total',
+      help: 'Committed offsets removed by offset retention (offsets.retention.minutes).',
+      registers,
+    });
+    const expiredGroups = new Counter({
+      name: 'cohort_groups_expired_total',
+      help: 'Empty groups removed by offset retention once they had no offsets left.',
+      registers,
+    });
     const fenced = new Counter({
       name: 'cohort_fenced_requests_total',
       help: 'Requests refused as they arrived with FENCED_INSTANCE_ID or ILLEGAL_GENERATION, by code.',
@@ -93,6 +103,10 @@ export class GroupMetrics {
         durations.observe(Math.max(0, time.monotonicMs() - startMs) / 1_000);
       },
       onMemberExpired: () => expirations.inc(),
+      onOffsetsExpired: (_groupId: string, partitions: number, isGroupRemoved: boolean) => {
+        expiredOffsets.inc(partitions);
+        if (isGroupRemoved) expiredGroups.inc();
+      },
       onFenced: (_groupId: string, _memberId: string, _instanceId: string, errorCode: ErrorCode) =>
         fenced.inc({ code: ErrorCode[errorCode] }),
     };

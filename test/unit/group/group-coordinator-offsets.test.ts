@@ -1,6 +1,6 @@
 import { CohortError, ErrorCode } from '../../../src/errors';
 import { InMemoryOffsetStore } from '../../../src/group/in-memory-offset-store';
-import type { OffsetStore, TopicPartitionOffset } from '../../../src/group/offset-store';
+import type { OffsetStore, TopicPartition, TopicPartitionOffset } from '../../../src/group/offset-store';
 import { GROUP_ID, GroupHarness, settle, Tracked } from '../../support/group-harness';
 
 let h: GroupHarness;
@@ -228,6 +228,9 @@ class DeferredOffsetStore implements OffsetStore {
   }
   deleteGroup(groupId: string): Promise<void> {
     return this.memory.deleteGroup(groupId);
+  }
+  deleteOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<void> {
+    return this.memory.deleteOffsets(groupId, partitions);
   }
   groupIds() {
     return this.memory.groupIds();

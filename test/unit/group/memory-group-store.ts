@@ -1,6 +1,11 @@
 import type { GroupMetadataStore, StoredGroup } from '../../../src/group/group-metadata-store';
 import { InMemoryOffsetStore } from '../../../src/group/in-memory-offset-store';
-import type { CommittedOffset, OffsetStore, TopicPartitionOffset } from '../../../src/group/offset-store';
+import type {
+  CommittedOffset,
+  OffsetStore,
+  TopicPartition,
+  TopicPartitionOffset,
+} from '../../../src/group/offset-store';
 
 interface PendingWrite {
   readonly apply: () => void;
@@ -20,6 +25,8 @@ export class MemoryGroupStore implements OffsetStore, GroupMetadataStore {
   /** Every group record ever stored, oldest first. */
   readonly groupWrites: StoredGroup[] = [];
   readonly deletions: string[] = [];
+  /** Every expiry asked of the store, as "group topic-partition ...". */
+  readonly offsetDeletions: string[] = [];
   private readonly offsets = new InMemoryOffsetStore();
   private readonly groups = new Map<string, StoredGroup>();
 
@@ -73,6 +80,11 @@ export class MemoryGroupStore implements OffsetStore, GroupMetadataStore {
       void this.offsets.deleteGroup(groupId);
       this.groups.delete(groupId);
     });
+  }
+
+  deleteOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<void> {
+    this.offsetDeletions.push([groupId, ...partitions.map((p) => `${p.topic}-${p.partition}`)].join(' '));
+    return this.write(() => void this.offsets.deleteOffsets(groupId, partitions));
   }
 
   storeGroup(group: StoredGroup): Promise<void> {

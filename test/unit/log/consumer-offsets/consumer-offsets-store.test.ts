@@ -158,6 +158,39 @@ describe('ConsumerOffsetsStore', () => {
     expect(reopened.get('kept', 't', 0)).toEqual(offset(9));
   });
 
+  test('deleting offsets (their retention ran out) removes exactly those, durably; a later commit is kept', async () => {
+    const store = await openStore();
+    await store.commit('g', [
+      { topic: 't', partition: 0, offset: offset(1) },
+      { topic: 't', partition: 1, offset: offset(2) },
+      { topic: 'u', partition: 2, offset: offset(3) },
+    ]);
+    await store.storeGroup(group('g', 4, []));
+    const deleted = store.deleteOffsets('g', [
+      { topic: 't', partition: 0 },
+      { topic: 'u', partition: 2 },
+    ]);
+    // Appended after the tombstones: the newer record wins, in the view and in a replay.
+    const recommitted = store.commit('g', [{ topic: 'u', partition: 2, offset: offset(30) }]);
+    expect(store.get('g', 't', 0)).toEqual(offset(1));
+    await Promise.all([deleted, recommitted]);
+    expect(store.list('g')).toEqual([
+      { topic: 't', partition: 1, offset: offset(2) },
+      { topic: 'u', partition: 2, offset: offset(30) },
+    ]);
+    const live = viewOf(store);
+    expect(viewOf(await reopen(store))).toEqual(live);
+
+    const reopened = stores[stores.length - 1];
+    await reopened.deleteOffsets('g', [
+      { topic: 't', partition: 1 },
+      { topic: 'u', partition: 2 },
+    ]);
+    expect(reopened.hasOffsets('g')).toBe(false);
+    // The group's metadata record is not an offset: it stays until the group is deleted.
+    expect([...reopened.storedGroups()].map((g) => g.groupId)).toEqual(['g']);
+  });
+
   test('a commit racing a group deletion ends the same in memory and after a replay', async () => {
     const store = await openStore();
     await store.commit('g', [{ topic: 't', partition: 0, offset: offset(1) }]);

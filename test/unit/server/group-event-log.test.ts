@@ -51,6 +51,26 @@ describe('groupEventLog', () => {
     expect(lines[2]).toMatchObject({ from: 'Stable', to: 'PreparingRebalance' });
   });
 
+  it('logs expired offsets at info and a failed removal at warn', () => {
+    const { logger, lines } = captureLogger('info');
+    const log = groupEventLog(logger, new ManualTime());
+    log.onOffsetsExpired?.('old', 3, true);
+    log.onOffsetsExpired?.('standalone', 1, false);
+    log.onOffsetExpiryFailed?.('old', new Error('disk full'));
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: INFO,
+        groupId: 'old',
+        msg: 'offsets expired',
+        partitions: 3,
+        groupRemoved: true,
+      }),
+      expect.objectContaining({ level: INFO, groupId: 'standalone', partitions: 1, groupRemoved: false }),
+      expect.objectContaining({ level: 40, groupId: 'old', msg: 'expired offsets could not be removed' }),
+    ]);
+    expect(lines[2]).toMatchObject({ err: { message: 'disk full' } });
+  });
+
   it('writes nothing for fenced requests at info', () => {
     const { logger, lines } = captureLogger('info');
     groupEventLog(logger, new ManualTime()).onFenced?.('g', 'm', '', ErrorCode.ILLEGAL_GENERATION);

@@ -107,6 +107,18 @@ describe('ServerMetrics', () => {
     expect(await h.state(GROUP_ID)).toBe('Empty');
   });
 
+  it('counts expired offsets, and the groups removed with them', async () => {
+    metrics = new ServerMetrics({ time: new ManualTime() });
+    let samples = await samplesOf(metrics.registry);
+    expect(valueOf(samples, 'cohort_offsets_expired_total')).toBe(0);
+    metrics.groupListener.onOffsetsExpired?.('old', 3, true);
+    metrics.groupListener.onOffsetsExpired?.('standalone', 2, false);
+    metrics.groupListener.onOffsetsExpired?.('never-committed', 0, true);
+    samples = await samplesOf(metrics.registry);
+    expect(valueOf(samples, 'cohort_offsets_expired_total')).toBe(5);
+    expect(valueOf(samples, 'cohort_groups_expired_total')).toBe(2);
+  });
+
   it('times calls by service, method and the ErrorCode they were answered with, on its stopwatch', async () => {
     let nowMs = 1_000;
     metrics = new ServerMetrics({ time: new ManualTime(), stopwatch: () => nowMs });

@@ -49,7 +49,9 @@ export interface CohortConfig {
   readonly offsetMetadataMaxBytes: number;
   /** The most protocol metadata bytes (all protocols together) one JoinGroup may carry. */
   readonly memberMetadataMaxBytes: number;
+  /** How long an Empty group's offsets, and offsets committed outside membership, are kept (KIP-211). */
   readonly offsetsRetentionMinutes: number;
+  /** How often expired offsets and Empty groups without offsets are removed. */
   readonly offsetsRetentionCheckIntervalMs: number;
   /** This process's node id: a partition's leader id, a follower's replica id in its Fetch requests. */
   readonly nodeId: number;

@@ -37,6 +37,12 @@ export class GroupMetadata {
    * coordinator (which has the clock). An Empty group's offsets expire from it.
    */
   currentStateTimestampMs = 0;
+  /**
+   * For a group that never had members: no offset of it can expire before this wall-clock time (the
+   * earliest commit time + retention, from the last retention check; commits only move it later). 0 = not
+   * known yet.
+   */
+  offsetsExpireNotBeforeMs = 0;
   generationId = 0;
   private leaderIdValue: string | undefined = undefined;
   /** Set when a member is added while a rebalance that started from Empty is running (KIP-134). */

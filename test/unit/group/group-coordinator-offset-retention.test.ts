@@ -246,11 +246,95 @@ describe('offset retention (offsets.retention.minutes)', () => {
     expect(store.storedGroup(GROUP_ID)).toBeUndefined();
   });
 
-  test('the check stops with the coordinator', async () => {
+  test('a check spreads its work over event-loop turns, and the next one starts an interval after it ends', async () => {
+    // Two offsets a turn: one group of two offsets, or two groups of one (each group also counts one).
+    h = harness({}, { retentionCheckOffsetsPerTurn: 2 });
+    const start = h.time.monotonicMs();
+    for (const groupId of ['a', 'b', 'c', 'd']) await commitOutsideMembership(0, 1, groupId);
+    h.advance(RETENTION_MS + CHECK_INTERVAL_MS);
+    // The check ran inside the advance: its first turn reached group a only.
+    expect(await describedCode('a')).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+    expect(await describedCode('b')).toBe(ErrorCode.NONE);
+    await settle(6);
+    for (const groupId of ['b', 'c', 'd'])
+      expect(await describedCode(groupId)).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+    expect(expiries.map((e) => e.groupId)).toEqual(['a', 'b', 'c', 'd']);
+    // Passes never overlap, and checks go on: a group committed now expires a retention later.
+    await commitOutsideMembership(0, 2, 'e');
+    await advanceTo(start, 2 * RETENTION_MS + 3 * CHECK_INTERVAL_MS);
+    expect(await describedCode('e')).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+  });
+
+  test('a check that fails for one group goes on with the others, and the next check runs', async () => {
+    const store = new MemoryGroupStore();
+    let isBroken = true;
+    const list = store.list.bind(store);
+    store.list = (groupId) => {
+      if (isBroken && groupId === 'broken') throw new Error('unreadable');
+      return list(groupId);
+    };
+    h = harness({}, { offsetStore: store, metadataStore: store });
+    const start = h.time.monotonicMs();
+    await commitOutsideMembership(0, 1, 'broken');
+    await commitOutsideMembership(0, 2, 'fine');
+    await advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
+    expect(failures).toContain('broken');
+    expect(expiries).toEqual([{ groupId: 'fine', partitions: 1, isGroupRemoved: true }]);
+    isBroken = false;
+    await advanceTo(start, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
+    expect(expiries.map((e) => e.groupId)).toEqual(['fine', 'broken']);
+  });
+
+  test('offsets a store failed to remove stay readable, and the next check removes them', async () => {
+    const store = new MemoryGroupStore();
+    h = harness({}, { offsetStore: store, metadataStore: store });
+    const start = h.time.monotonicMs();
+    await commitOutsideMembership(0, 1);
+    await advanceTo(start, 30_000);
+    await commitOutsideMembership(1, 2);
+    store.isDeferred = true;
+    await advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
+    expect(store.offsetDeletions).toEqual([`${GROUP_ID} t-0`]);
+    store.fail(new Error('disk full'));
+    await settle();
+    expect(failures).toEqual([GROUP_ID]);
+    expect(await committed()).toEqual(['t-0=1', 't-1=2']);
+    store.isDeferred = false;
+    await advanceTo(start, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
+    expect(await committed()).toEqual(['t-1=2']);
+    expect(expiries).toEqual([{ groupId: GROUP_ID, partitions: 1, isGroupRemoved: false }]);
+  });
+
+  test('nothing expires while the coordinator is loading; the first check after the load does it', async () => {
     h = harness();
     const emptiedAt = await emptiedGroupWithOffsets();
-    h.shutdown();
-    await advanceTo(emptiedAt, 2 * RETENTION_MS);
+    let finishLoad: () => void = () => undefined;
+    const loaded = h.coordinator.load(new Promise<void>((resolve) => (finishLoad = resolve)));
+    await advanceTo(emptiedAt, RETENTION_MS + CHECK_INTERVAL_MS);
     expect(expiries).toEqual([]);
+    finishLoad();
+    await loaded;
+    await advanceTo(emptiedAt, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
+    expect(await committed()).toEqual([]);
+    expect(expiries).toEqual([{ groupId: GROUP_ID, partitions: 2, isGroupRemoved: true }]);
+  });
+
+  test('an expired group a store failed to delete comes back as it was, and still counts from when it emptied', async () => {
+    const store = new MemoryGroupStore();
+    h = harness({}, { offsetStore: store, metadataStore: store });
+    const emptiedAt = await emptiedGroupWithOffsets();
+    store.isDeferred = true;
+    await advanceTo(emptiedAt, RETENTION_MS + CHECK_INTERVAL_MS);
+    store.fail(new Error('disk full'));
+    await settle();
+    store.isDeferred = false;
+    const described = await h.describe();
+    expect([described.groupState, described.protocolType]).toEqual(['Empty', 'consumer']);
+    // An admin resets an offset meanwhile (a commit outside membership, which an Empty group takes): it
+    // belongs to a group that has been Empty for longer than the retention, so it goes with the rest.
+    await commitOutsideMembership(2, 20);
+    await advanceTo(emptiedAt, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
+    expect(await committed()).toEqual([]);
+    expect(await describedCode()).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
   });
 });

@@ -11,12 +11,14 @@
  *    server task during the rebalance; the same-run reference is a Noop round trip at that moment.
  * 3. Memory (bench/group/member-memory.ts): RSS and heap bytes per idle member with 100,000 members in
  *    10,000 groups, built in-process through the coordinator API.
+ * 4. Offset retention (bench/group/retention-check.ts): the longest event-loop turn of a retention check
+ *    over 1,000,000 offsets, in-process, against the same check run in one task.
  *
  * The server always runs in a child process, so its CPU and memory figures exclude the load generator.
  * Every figure is a median over rounds; cohort ÷ baseline ratios are taken round by round.
  *
  * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5), `--only=heartbeat,
- * rebalance,memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
+ * rebalance,memory,retention`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
  * `--channels=N` (rebalance: client connections, default 4), `--client=raw-http2|http2|grpc-js` (rebalance:
  * HTTP/2 spoken directly on TCP sockets, the default; Node's http2 client; or grpc-js clients, each costing
  * the client more CPU than the last),
@@ -31,6 +33,7 @@
  */
 import { heartbeatThroughput, HEARTBEAT_GROUPS, HEARTBEAT_GROUP_SIZE } from './group/heartbeat-throughput';
 import { memberMemory, MEMORY_GROUPS, MEMORY_GROUP_SIZE } from './group/member-memory';
+import { retentionCheck, RETENTION_GROUPS, RETENTION_OFFSETS_PER_GROUP } from './group/retention-check';
 import {
   DEFAULT_REBALANCE_CHANNELS,
   REBALANCE_CLIENT_LABELS,
@@ -46,7 +49,7 @@ import { line, printFigures, round, table, verdict } from './support/report';
 import type { RoundSet } from './support/round-set';
 import { median } from './support/stats';
 
-const SECTIONS = ['heartbeat', 'rebalance', 'memory'] as const;
+const SECTIONS = ['heartbeat', 'rebalance', 'memory', 'retention'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const TARGET_HEARTBEAT_RATIO = 0.9;
@@ -310,6 +313,41 @@ async function main(): Promise<void> {
       round(slabRss, 0),
       `<= ${TARGET_BYTES_PER_MEMBER} B`,
       verdict(slabRss <= TARGET_BYTES_PER_MEMBER),
+    ]);
+  }
+
+  if (only.has('retention')) {
+    line();
+    const offsets = RETENTION_GROUPS * RETENTION_OFFSETS_PER_GROUP;
+    line(`Offset retention: one check over ${offsets} offsets in ${RETENTION_GROUPS} offsets-only groups`);
+    const r = await retentionCheck(rounds, log);
+    const ms = (name: string): number => round(r.median(name), 2);
+    table([
+      ['check', 'longest event-loop turn, ms'],
+      ['first (lists every offset)', ms('firstLongestTurnMs')],
+      ['steady (nothing due)', ms('steadyLongestTurnMs')],
+      ['expiry (removes everything)', ms('expiryLongestTurnMs')],
+      ['baseline: first, in one task', ms('unslicedTaskMs')],
+    ]);
+    Object.assign(figures, {
+      retentionOffsets: offsets,
+      retentionFirstLongestTurnMs: ms('firstLongestTurnMs'),
+      retentionFirstTurns: round(r.median('firstTurns'), 0),
+      retentionSteadyLongestTurnMs: ms('steadyLongestTurnMs'),
+      retentionSteadyOffsetsListed: round(r.median('steadyOffsetsListed'), 0),
+      retentionExpiryLongestTurnMs: ms('expiryLongestTurnMs'),
+      retentionUnslicedTaskMs: ms('unslicedTaskMs'),
+      ratioRetentionFirstLongestTurnToUnslicedTask: round(
+        r.medianRatio('firstLongestTurnMs', 'unslicedTaskMs'),
+        3,
+      ),
+    });
+    const longest = Math.max(r.median('firstLongestTurnMs'), r.median('expiryLongestTurnMs'));
+    summary.push([
+      'longest retention-check turn',
+      round(longest, 2),
+      `<= ${TARGET_MAX_TASK_5000_MS} ms`,
+      verdict(longest <= TARGET_MAX_TASK_5000_MS),
     ]);
   }
 

@@ -57,7 +57,11 @@ import { emptyGroupStats, type GroupStats } from './group-stats';
 import { InMemoryOffsetStore } from './in-memory-offset-store';
 import { InitialDelayedJoin } from './initial-delayed-join';
 import { MemberMetadata } from './member-metadata';
-import { OffsetRetentionCheck, type OffsetRetentionHandler } from './offset-retention-check';
+import {
+  OffsetRetentionCheck,
+  type OffsetRetentionCheckSummary,
+  type OffsetRetentionHandler,
+} from './offset-retention-check';
 import type { OffsetStore, TopicPartition, TopicPartitionOffset } from './offset-store';
 import { ParkedCall } from './parked-call';
 import type { RebalanceHandler } from './rebalance-handler';
@@ -117,6 +121,8 @@ export interface GroupCoordinatorListener {
   onOffsetsExpired?(groupId: string, partitions: number, isGroupRemoved: boolean): void;
   /** Expired offsets, or an expired group, could not be removed from a store; the next check tries again. */
   onOffsetExpiryFailed?(groupId: string, error: unknown): void;
+  /** A retention check's pass over the groups ended (Kafka logs the same after each cleanup). */
+  onOffsetRetentionCheckCompleted?(summary: OffsetRetentionCheckSummary): void;
 }
 
 export interface GroupCoordinatorOptions {
@@ -188,6 +194,8 @@ export class GroupCoordinator
   private readonly retentionCheckOffsetsPerTurn: number;
   /** The groups a retention check has still to visit; undefined between checks. */
   private retentionPass: IterableIterator<GroupMetadata> | undefined;
+  /** What the current pass has done so far. */
+  private retentionTally = newRetentionTally(0);
   private readonly offsetStore: OffsetStore;
   private readonly metadataStore: GroupMetadataStore | undefined;
   /** The distinct stores a group's deletion goes to (one when one object is both). */
@@ -1453,13 +1461,15 @@ export class GroupCoordinator
    * the pass ends (passes never overlap).
    */
   onOffsetRetentionCheck(): void {
-    if (!this.isActive) return;
+    // A pass still running re-arms the timer when it ends: one pass at a time.
+    if (!this.isActive || this.retentionPass !== undefined) return;
     // While loading, the groups are not all back yet; a failed load serves nothing. Try again next time.
     if (this.availability !== ErrorCode.NONE) {
       this.retentionTimer.add(this.retentionCheck);
       return;
     }
     this.retentionPass = this.groups.values();
+    this.retentionTally = newRetentionTally(this.time.monotonicMs());
     this.continueRetentionPass();
   }
 
@@ -1474,9 +1484,12 @@ export class GroupCoordinator
     const nowMs = this.time.nowMs();
     const retentionMs = this.config.offsetsRetentionMinutes * 60_000;
     let budget = this.retentionCheckOffsetsPerTurn;
+    const tally = this.retentionTally;
+    tally.turns++;
     for (let next = pass.next(); next.done !== true; next = pass.next()) {
       const group = next.value;
       if (!group.is('Empty')) continue;
+      tally.groupsChecked++;
       try {
         budget -= 1 + this.removeExpiredOffsetsOf(group, nowMs, retentionMs);
       } catch (error) {
@@ -1490,6 +1503,11 @@ export class GroupCoordinator
     }
     this.retentionPass = undefined;
     this.retentionTimer.add(this.retentionCheck);
+    const { startedMs, ...counts } = tally;
+    this.listener?.onOffsetRetentionCheckCompleted?.({
+      ...counts,
+      durationMs: this.time.monotonicMs() - startedMs,
+    });
   };
 
   /**
@@ -1526,7 +1544,11 @@ export class GroupCoordinator
       }
     }
     group.offsetsExpireNotBeforeMs = nextExpiryMs;
+    const tally = this.retentionTally;
+    tally.offsetsListed += offsets.length;
+    tally.offsetsExpired += expired.length;
     if (expired.length === offsets.length && pending.size === 0 && group.numPending === 0) {
+      tally.groupsExpired++;
       this.expireGroup(group, expired.length);
     } else if (expired.length > 0) {
       this.expireOffsets(group, expired);
@@ -1643,6 +1665,19 @@ function protocolMetadataBytes(request: JoinGroupRequest): number {
   let bytes = 0;
   for (const protocol of request.protocols) bytes += protocol.metadata.length;
   return bytes;
+}
+
+interface RetentionTally {
+  startedMs: number;
+  groupsChecked: number;
+  offsetsListed: number;
+  offsetsExpired: number;
+  groupsExpired: number;
+  turns: number;
+}
+
+function newRetentionTally(startedMs: number): RetentionTally {
+  return { startedMs, groupsChecked: 0, offsetsListed: 0, offsetsExpired: 0, groupsExpired: 0, turns: 0 };
 }
 
 /** What an Empty group that a store failed to delete comes back with. */

@@ -6,6 +6,7 @@ export {
   INVALID_OFFSET,
 } from './group-coordinator';
 export type { GroupCoordinatorOptions, GroupCoordinatorListener } from './group-coordinator';
+export type { OffsetRetentionCheckSummary } from './offset-retention-check';
 export type { GroupConfig } from './group-config';
 export {
   DEFAULT_GROUP_CONFIG,

@@ -1,5 +1,21 @@
 import { TimerTask } from '../timer';
 
+/** What one retention check did, when its pass over the groups ends. */
+export interface OffsetRetentionCheckSummary {
+  /** Empty groups it looked at (groups with members are passed over). */
+  readonly groupsChecked: number;
+  /** Offsets it listed: only groups where something could be due are listed. */
+  readonly offsetsListed: number;
+  /** Offsets it found expired and asked the store to remove (groups removed included). */
+  readonly offsetsExpired: number;
+  /** Empty groups it removed, having no offsets left. */
+  readonly groupsExpired: number;
+  /** Event-loop turns the pass took (it yields every RETENTION_CHECK_OFFSETS_PER_TURN offsets). */
+  readonly turns: number;
+  /** From the check's start to the end of its pass, on the coordinator's monotonic clock. */
+  readonly durationMs: number;
+}
+
 /** What an OffsetRetentionCheck calls when it fires; the coordinator implements it. */
 export interface OffsetRetentionHandler {
   onOffsetRetentionCheck(): void;

@@ -1,6 +1,11 @@
 import type { Logger } from 'pino';
 import { ErrorCode } from '../errors';
-import type { GroupCoordinatorListener, GroupState, RebalanceReason } from '../group';
+import type {
+  GroupCoordinatorListener,
+  GroupState,
+  OffsetRetentionCheckSummary,
+  RebalanceReason,
+} from '../group';
 import type { Time } from '../time';
 
 /**
@@ -10,7 +15,8 @@ import type { Time } from '../time';
  * - info: a rebalance starts (reason, the member that caused it, the generation it leaves) and completes
  *   (the new generation and how long it took on the server's clock); a member's session expires;
  * - debug: every state change, and every fenced request (FENCED_INSTANCE_ID, ILLEGAL_GENERATION);
- * - info: offsets expired (offsets.retention.minutes), and the Empty group removed with them;
+ * - info: offsets expired (offsets.retention.minutes), and the Empty group removed with them; a
+ *   retention check's totals when it removed anything (debug when it did not);
  * - warn: group metadata that could not be stored, expired offsets that could not be removed.
  *
  * Child loggers are kept only while a group is active: one that goes Empty or Dead drops its own.
@@ -72,6 +78,11 @@ export function groupEventLog(logger: Logger, time: Time): GroupCoordinatorListe
     },
     onOffsetExpiryFailed: (groupId: string, error: unknown) => {
       transient(groupId).warn({ err: error }, 'expired offsets could not be removed');
+    },
+    onOffsetRetentionCheckCompleted: (summary: OffsetRetentionCheckSummary) => {
+      const removedAny = summary.offsetsExpired > 0 || summary.groupsExpired > 0;
+      if (removedAny) logger.info(summary, 'offset retention check completed');
+      else logger.debug(summary, 'offset retention check completed');
     },
   };
 }

@@ -2,6 +2,7 @@ import { ErrorCode } from '../../../src/errors';
 import type { GroupCoordinatorListener } from '../../../src/group/group-coordinator';
 import type { GroupConfig } from '../../../src/group/group-config';
 import type { GroupCoordinatorOptions } from '../../../src/group/group-coordinator';
+import type { OffsetRetentionCheckSummary } from '../../../src/group/offset-retention-check';
 import { GROUP_ID, GroupHarness, settle } from '../../support/group-harness';
 import { MemoryGroupStore } from './memory-group-store';
 
@@ -25,12 +26,14 @@ interface Expiry {
 let h: GroupHarness;
 let expiries: Expiry[];
 let failures: string[];
+let summaries: OffsetRetentionCheckSummary[];
 
 function harness(config: Partial<GroupConfig> = {}, options: GroupCoordinatorOptions = {}): GroupHarness {
   const listener: GroupCoordinatorListener = {
     onOffsetsExpired: (groupId, partitions, isGroupRemoved) =>
       expiries.push({ groupId, partitions, isGroupRemoved }),
     onOffsetExpiryFailed: (groupId) => failures.push(groupId),
+    onOffsetRetentionCheckCompleted: (summary) => summaries.push(summary),
   };
   return new GroupHarness({ ...RETENTION, ...config }, { ...options, listener });
 }
@@ -38,6 +41,7 @@ function harness(config: Partial<GroupConfig> = {}, options: GroupCoordinatorOpt
 beforeEach(() => {
   expiries = [];
   failures = [];
+  summaries = [];
 });
 
 afterEach(() => h?.shutdown());
@@ -255,10 +259,22 @@ describe('offset retention (offsets.retention.minutes)', () => {
     // The check ran inside the advance: its first turn reached group a only.
     expect(await describedCode('a')).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
     expect(await describedCode('b')).toBe(ErrorCode.NONE);
+    // A second start while the pass runs is ignored: one pass at a time, its tally whole.
+    h.coordinator.onOffsetRetentionCheck();
     await settle(6);
     for (const groupId of ['b', 'c', 'd'])
       expect(await describedCode(groupId)).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
     expect(expiries.map((e) => e.groupId)).toEqual(['a', 'b', 'c', 'd']);
+    // Every earlier check found nothing due and listed nothing after the first; the last one did the work.
+    expect(summaries.at(-1)).toEqual({
+      groupsChecked: 4,
+      offsetsListed: 4,
+      offsetsExpired: 4,
+      groupsExpired: 4,
+      turns: 5, // one group a turn, and a last turn that finds none left
+      durationMs: 0,
+    });
+    expect(summaries.slice(1, -1).every((summary) => summary.offsetsListed === 0)).toBe(true);
     // Passes never overlap, and checks go on: a group committed now expires a retention later.
     await commitOutsideMembership(0, 2, 'e');
     await advanceTo(start, 2 * RETENTION_MS + 3 * CHECK_INTERVAL_MS);

@@ -71,6 +71,29 @@ describe('groupEventLog', () => {
     expect(lines[2]).toMatchObject({ err: { message: 'disk full' } });
   });
 
+  it("logs a retention check's totals at info when it removed something, else only at debug", () => {
+    const { logger, lines } = captureLogger('info');
+    const log = groupEventLog(logger, new ManualTime());
+    const idle = {
+      groupsChecked: 5,
+      offsetsListed: 0,
+      offsetsExpired: 0,
+      groupsExpired: 0,
+      turns: 1,
+      durationMs: 0,
+    };
+    log.onOffsetRetentionCheckCompleted?.(idle);
+    log.onOffsetRetentionCheckCompleted?.({ ...idle, offsetsListed: 9, offsetsExpired: 4, groupsExpired: 1 });
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: INFO,
+        msg: 'offset retention check completed',
+        offsetsExpired: 4,
+        groupsExpired: 1,
+      }),
+    ]);
+  });
+
   it('writes nothing for fenced requests at info', () => {
     const { logger, lines } = captureLogger('info');
     groupEventLog(logger, new ManualTime()).onFenced?.('g', 'm', '', ErrorCode.ILLEGAL_GENERATION);

@@ -1,0 +1,177 @@
+import fc from 'fast-check';
+import { ErrorCode } from '../../../src/errors';
+import { GROUP_ID, GroupHarness, settle } from '../../support/group-harness';
+
+/**
+ * A model test of offset retention (KIP-211): one group, one member that joins and leaves, commits inside
+ * and outside membership to three partitions, and the clock moving by up to 90 s at a time against a
+ * one-minute retention checked every second. A reference model keeps, per partition, the time its
+ * retention counts from (its commit while the group never had members; the moment the group emptied once it
+ * had), and checks after every step:
+ *
+ * - an offset whose retention has not run out is still there, with the value last committed;
+ * - an offset whose retention ran out more than one check interval ago is gone;
+ * - a group with a member keeps every offset; an Empty group with none left is gone by the next check.
+ *
+ * Between the two bounds (the last interval) either answer is right, and the model takes what it reads.
+ */
+
+const RETENTION_MS = 60_000;
+const CHECK_INTERVAL_MS = 1_000;
+const SESSION_MS = 600_000;
+const PARTITIONS = [0, 1, 2] as const;
+
+type Action =
+  | { kind: 'join' }
+  | { kind: 'leave' }
+  | { kind: 'commit'; partition: number }
+  | { kind: 'advance'; ms: number };
+
+const actionArb: fc.Arbitrary<Action> = fc.oneof(
+  fc.constant({ kind: 'join' as const }),
+  fc.constant({ kind: 'leave' as const }),
+  fc.record({ kind: fc.constant('commit' as const), partition: fc.constantFrom(...PARTITIONS) }),
+  fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 90_000 }) }),
+  fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 55_000, max: 65_000 }) }),
+);
+
+interface ReferenceOffset {
+  value: number;
+  /** Wall-clock ms of the commit. */
+  committedAtMs: number;
+}
+
+/** What the coordinator must hold, as far as the rules decide it. */
+class Reference {
+  /** Whether the group exists with a protocol type (it had a member since it was last removed). */
+  hadMembers = false;
+  /** Wall-clock ms the group last became Empty (meaningful when `hadMembers` and no member is in). */
+  emptiedAtMs = 0;
+  memberId: string | undefined;
+  generationId = 0;
+  readonly offsets = new Map<number, ReferenceOffset>();
+
+  /** When an offset's retention started counting, or undefined while a member keeps it alive. */
+  sinceMs(offset: ReferenceOffset): number | undefined {
+    if (this.memberId !== undefined) return undefined;
+    return this.hadMembers ? this.emptiedAtMs : offset.committedAtMs;
+  }
+}
+
+async function fetchAll(h: GroupHarness): Promise<Map<number, number>> {
+  const response = await h.fetch(GROUP_ID, [['t', [...PARTITIONS]]]);
+  const found = new Map<number, number>();
+  for (const p of response.topics[0]?.partitions ?? []) {
+    if (p.committedOffset !== -1) found.set(p.partitionIndex, p.committedOffset);
+  }
+  return found;
+}
+
+describe('offset retention under random traffic', () => {
+  test('offsets live exactly as long as the retention rules say, and groups go when nothing is left', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(actionArb, { minLength: 1, maxLength: 40 }), async (actions) => {
+        const h = new GroupHarness({
+          groupInitialRebalanceDelayMs: 0,
+          offsetsRetentionMinutes: RETENTION_MS / 60_000,
+          offsetsRetentionCheckIntervalMs: CHECK_INTERVAL_MS,
+        });
+        const ref = new Reference();
+        let nextValue = 1;
+        try {
+          for (const action of actions) {
+            switch (action.kind) {
+              case 'join': {
+                if (ref.memberId !== undefined) break;
+                const join = await h.dynamicJoin({
+                  sessionTimeoutMs: SESSION_MS,
+                  rebalanceTimeoutMs: SESSION_MS,
+                });
+                expect(join.errorCode).toBe(ErrorCode.NONE);
+                const sync = await h.sync({
+                  generationId: join.generationId,
+                  memberId: join.memberId,
+                  assignments: [[join.memberId, Buffer.alloc(0)]],
+                });
+                expect(sync.errorCode).toBe(ErrorCode.NONE);
+                ref.memberId = join.memberId;
+                ref.generationId = join.generationId;
+                ref.hadMembers = true;
+                break;
+              }
+              case 'leave':
+                if (ref.memberId === undefined) break;
+                await h.leave([{ memberId: ref.memberId }]);
+                ref.memberId = undefined;
+                ref.emptiedAtMs = h.time.nowMs();
+                break;
+              case 'commit': {
+                const value = nextValue++;
+                const codes = await h.commit(
+                  {
+                    memberId: ref.memberId ?? '',
+                    generationId: ref.memberId === undefined ? -1 : ref.generationId,
+                  },
+                  [{ topic: 't', partition: action.partition, offset: value }],
+                );
+                expect(codes.get(`t-${action.partition}`)).toBe(ErrorCode.NONE);
+                ref.offsets.set(action.partition, { value, committedAtMs: h.time.nowMs() });
+                break;
+              }
+              case 'advance':
+                // One heartbeat per step keeps the member: steps are far shorter than its session.
+                h.advance(action.ms);
+                await settle();
+                if (ref.memberId !== undefined) {
+                  expect(await h.heartbeat(ref.memberId, ref.generationId)).toBe(ErrorCode.NONE);
+                }
+                break;
+            }
+
+            const nowMs = h.time.nowMs();
+            const actual = await fetchAll(h);
+            for (const [partition, offset] of [...ref.offsets]) {
+              const sinceMs = ref.sinceMs(offset);
+              // Due once its retention ran out; gone once a check has run since then, and since its commit
+              // (a check at the very millisecond of the commit ran before it). Checks come every interval.
+              const dueMs =
+                sinceMs === undefined
+                  ? Number.POSITIVE_INFINITY
+                  : Math.max(sinceMs + RETENTION_MS, offset.committedAtMs + 1);
+              if (sinceMs === undefined || nowMs < sinceMs + RETENTION_MS) {
+                expect([partition, actual.get(partition)]).toEqual([partition, offset.value]);
+              } else if (nowMs >= dueMs + CHECK_INTERVAL_MS) {
+                expect([partition, actual.has(partition)]).toEqual([partition, false]);
+                ref.offsets.delete(partition);
+              } else if (!actual.has(partition)) {
+                ref.offsets.delete(partition);
+              }
+            }
+            // Nothing the reference does not know of.
+            for (const partition of actual.keys()) expect(ref.offsets.has(partition)).toBe(true);
+
+            const described = await h.describe();
+            if (ref.memberId !== undefined) {
+              expect(described.groupState).toBe('Stable');
+            } else if (described.errorCode === ErrorCode.GROUP_ID_NOT_FOUND) {
+              // Removed: only an Empty group with nothing left goes, and it forgets it had members.
+              expect(ref.offsets.size).toBe(0);
+              ref.hadMembers = false;
+            } else {
+              expect(described.groupState).toBe('Empty');
+              // An Empty group with nothing left (its member left without a commit that is still there)
+              // is gone at the next check at the latest.
+              if (ref.offsets.size === 0) {
+                expect(ref.hadMembers).toBe(true);
+                expect(nowMs - ref.emptiedAtMs).toBeLessThan(CHECK_INTERVAL_MS);
+              }
+            }
+          }
+        } finally {
+          h.shutdown();
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

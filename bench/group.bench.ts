@@ -1,5 +1,5 @@
 /**
- * bench:group — the group coordinator over gRPC, three measurements (issue 3's benchmark section):
+ * bench:group — the group coordinator, four measurements (the first three are issue 3's benchmark section):
  *
  * 1. Heartbeat throughput (bench/group/heartbeat-throughput.ts): 10,000 members in 1,000 Stable groups,
  *    Heartbeat against a no-op unary method on the same server, both through the same adapter and driven
@@ -57,6 +57,8 @@ const TARGET_ADDED_US_PER_HEARTBEAT = 5;
 const TARGET_REBALANCE_1000_MS = 150;
 const TARGET_MAX_TASK_5000_MS = 50;
 const TARGET_BYTES_PER_MEMBER = 2_048;
+/** The retention check must not hold the loop longer than issue 3 lets any task at 5,000 members. */
+const TARGET_RETENTION_TURN_MS = 50;
 
 function argValue(name: string): string | undefined {
   const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
@@ -346,8 +348,8 @@ async function main(): Promise<void> {
     summary.push([
       'longest retention-check turn',
       round(longest, 2),
-      `<= ${TARGET_MAX_TASK_5000_MS} ms`,
-      verdict(longest <= TARGET_MAX_TASK_5000_MS),
+      `<= ${TARGET_RETENTION_TURN_MS} ms`,
+      verdict(longest <= TARGET_RETENTION_TURN_MS),
     ]);
   }
 

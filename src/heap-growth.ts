@@ -14,8 +14,6 @@ const OWN_FLAG = /^--heap[-_]growing[-_]percent(=|$)/;
 export interface HeapGrowthOptions {
   /** Default: v8.getHeapStatistics().heap_size_limit. */
   readonly heapSizeLimitBytes?: number;
-  /** Default: process.execArgv. */
-  readonly execArgv?: readonly string[];
   /** Default: v8.setFlagsFromString. */
   readonly setFlags?: (flags: string) => void;
 }
@@ -33,11 +31,16 @@ export interface HeapGrowthOptions {
  * docs/performance.md, G11. Process-wide, so only the server program (src/main.ts) calls it, once, before
  * the server starts; an embedded server leaves its host process's V8 alone.
  */
-export function applyHeapGrowingPercent(percent: number, options: HeapGrowthOptions = {}): boolean {
+export function applyHeapGrowingPercent(
+  percent: number,
+  /** The node command line's options (process.execArgv), which the caller reads. */
+  execArgv: readonly string[],
+  options: HeapGrowthOptions = {},
+): boolean {
   if (percent === 0) return false;
   const limitBytes = options.heapSizeLimitBytes ?? getHeapStatistics().heap_size_limit;
   if (limitBytes < LARGE_HEAP_MIN_BYTES) return false;
-  if ((options.execArgv ?? process.execArgv).some((arg) => OWN_FLAG.test(arg))) return false;
+  if (execArgv.some((arg) => OWN_FLAG.test(arg))) return false;
   (options.setFlags ?? setFlagsFromString)(`--heap-growing-percent=${percent}`);
   return true;
 }

@@ -42,7 +42,7 @@ async function main(): Promise<void> {
   const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
   for (const warning of warnings) logger.warn(warning);
   // Before the server allocates anything: V8's heap policy for this process (heapGrowingPercent).
-  const isHeapGrowthCapped = applyHeapGrowingPercent(config.heapGrowingPercent);
+  const isHeapGrowthCapped = applyHeapGrowingPercent(config.heapGrowingPercent, process.execArgv);
 
   process.on('uncaughtException', (error) => {
     logger.fatal({ err: error }, 'uncaught exception; exiting');

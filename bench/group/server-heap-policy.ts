@@ -18,5 +18,5 @@ export function serverHeapGrowingPercent(): number {
 
 /** For the bench's server children: the server program's heap policy, so they measure the process users run. */
 export function applyServerHeapPolicy(): void {
-  applyHeapGrowingPercent(serverHeapGrowingPercent());
+  applyHeapGrowingPercent(serverHeapGrowingPercent(), process.execArgv);
 }

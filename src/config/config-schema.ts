@@ -228,7 +228,7 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     description:
       "How far V8's heap may grow past what its last full collection kept before the next one (V8's " +
       '--heap-growing-percent), on heaps of 2 GiB or more, where V8 would grow it up to 4x: shorter ' +
-      'collection pauses. 0 = V8 decides.',
+      'collection pauses. 0 = V8 decides; the flag on the node command line wins.',
   }),
   maxGroups: setting('maxGroups', {
     kind: 'integer',

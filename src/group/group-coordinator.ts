@@ -85,7 +85,8 @@ export const NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000;
 export const DEFAULT_REPLY_SLICE_SIZE = 100;
 /**
  * Offsets the retention check looks at in one event-loop turn before it yields. A check over 1,000,000
- * offsets of groups that never had members took ~70 ms in one task; 10,000 are well under 1 ms.
+ * offsets of groups that never had members takes ~53 ms in one task, its longest turn ~4 ms in slices of
+ * 10,000 (`npm run bench:group -- --only=retention`; docs/performance.md, G12).
  */
 export const RETENTION_CHECK_OFFSETS_PER_TURN = 10_000;
 /** OffsetFetch's answer for a partition without a committed offset. */
@@ -164,14 +165,17 @@ const ignoreStored = (): void => undefined;
  *
  * Requests are handled synchronously against in-memory groups; a request that must wait is parked as a
  * ParkedCall on its member (JoinGroup until the rebalance completes, SyncGroup until the leader's
- * assignment) or on the offset store (OffsetCommit until durable). Three kinds of timer drive the waits:
+ * assignment) or on the offset store (OffsetCommit until durable). Three kinds of timer drive the waits,
+ * and a fourth tidies up:
  *
  * - DelayedJoin / InitialDelayedJoin (rebalance purgatory, key `join:<group>`): completes the join phase
  *   when every member rejoined, or at the rebalance timeout;
  * - DelayedSync (rebalance purgatory, key `sync:<group>`): removes members that got their join answer but
  *   never synced within the rebalance timeout;
  * - DelayedHeartbeat (heartbeat timer, one task per member, re-armed in place): the session timeout, and the
- *   expiry of pending member ids (KIP-394).
+ *   expiry of pending member ids (KIP-394);
+ * - OffsetRetentionCheck (retention timer, one task): removes expired offsets and the Empty groups they
+ *   leave, every offsetsRetentionCheckIntervalMs (KIP-211).
  *
  * With a metadata store, group state is durable (Kafka's `__consumer_offsets`): a generation is stored
  * before it becomes Stable, an Empty group when it empties, and `load()` takes groups back after a restart,
@@ -193,7 +197,8 @@ export class GroupCoordinator
   private readonly retentionCheck: OffsetRetentionCheck;
   private readonly retentionCheckOffsetsPerTurn: number;
   /** The groups a retention check has still to visit; undefined between checks. */
-  private retentionPass: IterableIterator<GroupMetadata> | undefined;
+  private retentionPass: RetentionPass | undefined;
+  private readonly onTimerError: ((error: unknown) => void) | undefined;
   /** What the current pass has done so far. */
   private retentionTally = newRetentionTally(0);
   private readonly offsetStore: OffsetStore;
@@ -221,6 +226,7 @@ export class GroupCoordinator
     }
     this.config = config;
     this.time = time;
+    this.onTimerError = options.onTimerError;
     const onTaskError =
       options.onTimerError === undefined ? undefined : (error: unknown) => options.onTimerError?.(error);
     this.heartbeatTimer = new SystemTimer({ name: 'group-heartbeat', time, onTaskError });
@@ -1172,12 +1178,7 @@ export class GroupCoordinator
       }
       call.complete(codeFor(code));
     };
-    let stored: Promise<void>;
-    try {
-      stored = this.offsetStore.commit(group.groupId, accepted);
-    } catch (error) {
-      stored = Promise.reject(error);
-    }
+    const stored = callStore(() => this.offsetStore.commit(group.groupId, accepted));
     stored.then(
       () => finish(ErrorCode.NONE),
       (error: unknown) => finish(storeErrorCode(error)),
@@ -1340,12 +1341,7 @@ export class GroupCoordinator
     };
     for (const result of deleted) {
       for (const store of this.groupStores) {
-        let removal: Promise<void>;
-        try {
-          removal = store.deleteGroup(result.groupId);
-        } catch (error) {
-          removal = Promise.reject(error);
-        }
+        const removal = callStore(() => store.deleteGroup(result.groupId));
         removal.then(done, (error: unknown) => {
           if (!call.isDone) {
             result.errorCode = storeErrorCode(error);
@@ -1406,12 +1402,7 @@ export class GroupCoordinator
       return;
     }
     const generationId = group.generationId;
-    let stored: Promise<void>;
-    try {
-      stored = store.storeGroup(this.storedGroupOf(group, assignments));
-    } catch (error) {
-      stored = Promise.reject(error);
-    }
+    const stored = callStore(() => store.storeGroup(this.storedGroupOf(group, assignments)));
     stored.then(
       () => {
         if (this.isActive) onStored(ErrorCode.NONE);
@@ -1456,59 +1447,80 @@ export class GroupCoordinator
   // Offset retention (KIP-211)
 
   /**
-   * The periodic check: Kafka's cleanupGroupMetadata over every group, a slice of
-   * RETENTION_CHECK_OFFSETS_PER_TURN offsets per event-loop turn, then the next check one interval after
-   * the pass ends (passes never overlap).
+   * The periodic check: Kafka's cleanupGroupMetadata over the groups known when it starts, a slice of
+   * RETENTION_CHECK_OFFSETS_PER_TURN offsets per event-loop turn; the next check is armed one interval
+   * after the pass ends (passes never overlap).
    */
   onOffsetRetentionCheck(): void {
-    // A pass still running re-arms the timer when it ends: one pass at a time.
+    // A pass still running arms the next check when it ends: one pass at a time.
     if (!this.isActive || this.retentionPass !== undefined) return;
     // While loading, the groups are not all back yet; a failed load serves nothing. Try again next time.
     if (this.availability !== ErrorCode.NONE) {
       this.retentionTimer.add(this.retentionCheck);
       return;
     }
-    this.retentionPass = this.groups.values();
+    // A snapshot, not a live iterator: a group brought back by a failed deletion, or created meanwhile,
+    // waits for the next check instead of being met again (and failing again) in this one.
+    this.retentionPass = { groups: [...this.groups.values()], next: 0 };
     this.retentionTally = newRetentionTally(this.time.monotonicMs());
     this.continueRetentionPass();
   }
 
   /**
-   * Checks groups until the turn's budget is spent, then yields to other I/O with `setImmediate`. A Map
-   * iterator stays valid while the map changes: groups removed meanwhile are skipped, groups created
-   * meanwhile are visited.
+   * One turn of the pass: checks groups until the turn's budget is spent, then yields to other I/O with
+   * `setImmediate`. Whatever happens, the pass either goes on or ends and arms the next check; an error
+   * escaping a turn goes to `onTimerError` (a later turn runs outside the timer that started the pass).
    */
   private readonly continueRetentionPass = (): void => {
-    const pass = this.retentionPass;
-    if (pass === undefined || !this.isActive) return;
+    if (this.retentionPass === undefined || !this.isActive) return;
+    let isDone = true;
+    try {
+      isDone = this.retentionSlice(this.retentionPass);
+    } catch (error) {
+      if (this.onTimerError === undefined) throw error;
+      this.onTimerError(error);
+    } finally {
+      if (isDone) this.endRetentionPass();
+      else setImmediate(this.continueRetentionPass);
+    }
+  };
+
+  /** Returns whether the pass is over. */
+  private retentionSlice(pass: RetentionPass): boolean {
+    // A load begun mid-pass: the groups are being replaced; the next check starts over.
+    if (this.availability !== ErrorCode.NONE) return true;
     const nowMs = this.time.nowMs();
     const retentionMs = this.config.offsetsRetentionMinutes * 60_000;
-    let budget = this.retentionCheckOffsetsPerTurn;
     const tally = this.retentionTally;
     tally.turns++;
-    for (let next = pass.next(); next.done !== true; next = pass.next()) {
-      const group = next.value;
-      if (!group.is('Empty')) continue;
+    let budget = this.retentionCheckOffsetsPerTurn;
+    while (pass.next < pass.groups.length) {
+      const group = pass.groups[pass.next++];
+      // Removed, or deleted and replaced, since the pass began.
+      if (!group.is('Empty') || this.groups.get(group.groupId) !== group) continue;
       tally.groupsChecked++;
+      budget--;
       try {
-        budget -= 1 + this.removeExpiredOffsetsOf(group, nowMs, retentionMs);
+        budget -= this.removeExpiredOffsetsOf(group, nowMs, retentionMs);
       } catch (error) {
         // One group's failure (a store's read, say) must stop neither the others nor the next check.
         this.listener?.onOffsetExpiryFailed?.(group.groupId, error);
       }
-      if (budget <= 0) {
-        setImmediate(this.continueRetentionPass);
-        return;
-      }
+      if (budget <= 0) return pass.next >= pass.groups.length;
     }
+    return true;
+  }
+
+  private endRetentionPass(): void {
     this.retentionPass = undefined;
+    if (!this.isActive) return;
     this.retentionTimer.add(this.retentionCheck);
-    const { startedMs, ...counts } = tally;
+    const { startedMs, ...counts } = this.retentionTally;
     this.listener?.onOffsetRetentionCheckCompleted?.({
       ...counts,
       durationMs: this.time.monotonicMs() - startedMs,
     });
-  };
+  }
 
   /**
    * Kafka's `removeExpiredOffsets` for one Empty group, and the group's removal when nothing is left. A
@@ -1568,12 +1580,7 @@ export class GroupCoordinator
     let remaining = this.groupStores.length;
     let failed = false;
     for (const store of this.groupStores) {
-      let removal: Promise<void>;
-      try {
-        removal = store.deleteGroup(groupId);
-      } catch (error) {
-        removal = Promise.reject(error);
-      }
+      const removal = callStore(() => store.deleteGroup(groupId));
       removal.then(
         () => {
           if (--remaining === 0 && !failed && this.isActive) {
@@ -1593,12 +1600,7 @@ export class GroupCoordinator
 
   private expireOffsets(group: GroupMetadata, expired: readonly TopicPartition[]): void {
     const { groupId } = group;
-    let removal: Promise<void>;
-    try {
-      removal = this.offsetStore.deleteOffsets(groupId, expired);
-    } catch (error) {
-      removal = Promise.reject(error);
-    }
+    const removal = callStore(() => this.offsetStore.deleteOffsets(groupId, expired));
     removal.then(
       () => {
         if (this.isActive) this.listener?.onOffsetsExpired?.(groupId, expired.length, false);
@@ -1634,7 +1636,7 @@ export class GroupCoordinator
 
   /**
    * Answers every parked call with COORDINATOR_NOT_AVAILABLE (clients look for the coordinator again),
-   * delivers every queued reply, and stops both timers. Later requests get COORDINATOR_NOT_AVAILABLE.
+   * delivers every queued reply, and stops its timers. Later requests get COORDINATOR_NOT_AVAILABLE.
    * Idempotent.
    */
   shutdown(): void {
@@ -1667,6 +1669,12 @@ function protocolMetadataBytes(request: JoinGroupRequest): number {
   return bytes;
 }
 
+/** The groups of one retention check, as they were when it started, and the next one to look at. */
+interface RetentionPass {
+  readonly groups: readonly GroupMetadata[];
+  next: number;
+}
+
 interface RetentionTally {
   startedMs: number;
   groupsChecked: number;
@@ -1678,6 +1686,15 @@ interface RetentionTally {
 
 function newRetentionTally(startedMs: number): RetentionTally {
   return { startedMs, groupsChecked: 0, offsetsListed: 0, offsetsExpired: 0, groupsExpired: 0, turns: 0 };
+}
+
+/** A store call whose synchronous throw becomes a rejection, so that callers handle failure in one place. */
+function callStore(write: () => Promise<void>): Promise<void> {
+  try {
+    return write();
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /** What an Empty group that a store failed to delete comes back with. */

@@ -14,7 +14,8 @@ import type { Protocol } from './group-protocol';
  * `storedGroups` is read once, when the coordinator loads: each group comes back Stable with its members
  * (or Empty without), and every member gets a fresh session timeout from that moment.
  *
- * `deleteGroup` removes the group's record (DeleteGroups). A store that is also the coordinator's
+ * `deleteGroup` removes the group's record (DeleteGroups, and offset retention when an Empty group has no
+ * offsets left). A store that is also the coordinator's
  * OffsetStore is called once and removes the offsets in the same write.
  */
 export interface GroupMetadataStore {
@@ -31,7 +32,10 @@ export interface StoredGroup {
   /** The generation's protocol; "" for an Empty group. */
   readonly protocolName: string;
   readonly leaderId: string;
-  /** Wall-clock time the record was made (Time.nowMs). */
+  /**
+   * Wall-clock time of the group's last state change (Kafka's currentStateTimestamp): for an Empty group,
+   * when it emptied, which its offsets' retention counts from, across restarts.
+   */
   readonly currentStateTimestampMs: number;
   readonly members: readonly StoredMember[];
 }

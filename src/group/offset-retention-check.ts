@@ -22,8 +22,9 @@ export interface OffsetRetentionHandler {
 }
 
 /**
- * Kafka's `delete-expired-group-metadata` task: the coordinator's one periodic task, re-armed after each run
- * (offsets.retention.check.interval.ms), that removes expired offsets and the Empty groups they leave.
+ * Kafka's `delete-expired-group-metadata` task: the coordinator's one periodic task, armed again one interval
+ * (offsets.retention.check.interval.ms) after each pass ends, that removes expired offsets and the Empty
+ * groups they leave.
  */
 export class OffsetRetentionCheck extends TimerTask {
   private readonly handler: OffsetRetentionHandler;

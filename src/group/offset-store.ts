@@ -19,7 +19,7 @@ export interface OffsetStore {
   /** Every committed offset of the group. */
   list(groupId: string): TopicPartitionOffset[];
   hasOffsets(groupId: string): boolean;
-  /** Removes every offset of the group (DeleteGroups); resolves once that is durable. */
+  /** Removes every offset of the group (DeleteGroups, or retention); resolves once that is durable. */
   deleteGroup(groupId: string): Promise<void>;
   /**
    * Removes these offsets of the group (they expired); resolves once that is durable. Reads go on seeing

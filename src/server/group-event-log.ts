@@ -15,7 +15,7 @@ import type { Time } from '../time';
  * - info: a rebalance starts (reason, the member that caused it, the generation it leaves) and completes
  *   (the new generation and how long it took on the server's clock); a member's session expires;
  * - debug: every state change, and every fenced request (FENCED_INSTANCE_ID, ILLEGAL_GENERATION);
- * - info: offsets expired (offsets.retention.minutes), and the Empty group removed with them; a
+ * - info: offsets expired (offsets.retention.minutes), or an Empty group removed with its last ones; a
  *   retention check's totals when it removed anything (debug when it did not);
  * - warn: group metadata that could not be stored, expired offsets that could not be removed.
  *
@@ -74,7 +74,9 @@ export function groupEventLog(logger: Logger, time: Time): GroupCoordinatorListe
       transient(groupId).warn({ err: error, generationId }, 'group metadata could not be stored');
     },
     onOffsetsExpired: (groupId: string, partitions: number, isGroupRemoved: boolean) => {
-      transient(groupId).info({ partitions, groupRemoved: isGroupRemoved }, 'offsets expired');
+      // A group that never committed goes with no offsets: say what happened to it, not "0 expired".
+      const message = isGroupRemoved ? 'group expired' : 'offsets expired';
+      transient(groupId).info({ partitions }, message);
     },
     onOffsetExpiryFailed: (groupId: string, error: unknown) => {
       transient(groupId).warn({ err: error }, 'expired offsets could not be removed');

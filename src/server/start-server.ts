@@ -69,7 +69,8 @@ export interface ManualClockServer extends EmbeddedServer {
   /**
    * Moves the server's clock forward by `ms` (a whole, non-negative number) and runs, before resolving,
    * every timer that became due: session expiries, rebalance and sync timeouts, the initial rebalance
-   * delay. Calls those timers answered are on their way to their clients when it resolves; wait for the
+   * delay, offset retention checks (a check's removals are durable a little later: they are appends, and a
+   * check over many groups runs in slices). Calls those timers answered are on their way to their clients when it resolves; wait for the
    * clients' events rather than assume they have arrived. Resolves with the server's wall clock after the
    * move (epoch milliseconds), as the TestClock service's Advance answers. Rejects with a RangeError for a
    * bad `ms`, and once the server is closed.

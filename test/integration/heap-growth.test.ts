@@ -14,7 +14,7 @@ const ROOT = join(__dirname, '..', '..');
  */
 async function fullCollections(percent: number): Promise<{ isApplied: boolean; count: number }> {
   const script = `
-    const isApplied = require(${JSON.stringify(join(ROOT, 'src', 'heap-growth.ts'))}).applyHeapGrowingPercent(${percent});
+    const isApplied = require(${JSON.stringify(join(ROOT, 'src', 'heap-growth.ts'))}).applyHeapGrowingPercent(${percent}, process.execArgv);
     console.log('applied=' + isApplied);
     const window = new Array(20).fill(null);
     for (let round = 0; round < 400; round++) {

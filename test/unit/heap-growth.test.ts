@@ -5,9 +5,8 @@ describe('applyHeapGrowingPercent', () => {
 
   function flagsSet(percent: number, heapSizeLimitBytes: number, execArgv: string[] = []): string[] {
     const flags: string[] = [];
-    const applied = applyHeapGrowingPercent(percent, {
+    const applied = applyHeapGrowingPercent(percent, execArgv, {
       heapSizeLimitBytes,
-      execArgv,
       setFlags: (f) => flags.push(f),
     });
     expect(applied).toBe(flags.length === 1);

@@ -11,7 +11,6 @@ export type {
   ConsumerOffsetsStoreOptions,
   StoredGroupRecord,
   TopicPartitionOffsetRecord,
-  TopicPartitionRecord,
 } from './consumer-offsets-store';
 export {
   decodeGroupMetadataValue,

@@ -58,14 +58,8 @@ describe('groupEventLog', () => {
     log.onOffsetsExpired?.('standalone', 1, false);
     log.onOffsetExpiryFailed?.('old', new Error('disk full'));
     expect(lines).toEqual([
-      expect.objectContaining({
-        level: INFO,
-        groupId: 'old',
-        msg: 'offsets expired',
-        partitions: 3,
-        groupRemoved: true,
-      }),
-      expect.objectContaining({ level: INFO, groupId: 'standalone', partitions: 1, groupRemoved: false }),
+      expect.objectContaining({ level: INFO, groupId: 'old', msg: 'group expired', partitions: 3 }),
+      expect.objectContaining({ level: INFO, groupId: 'standalone', msg: 'offsets expired', partitions: 1 }),
       expect.objectContaining({ level: 40, groupId: 'old', msg: 'expired offsets could not be removed' }),
     ]);
     expect(lines[2]).toMatchObject({ err: { message: 'disk full' } });

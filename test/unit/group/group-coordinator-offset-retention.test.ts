@@ -46,6 +46,13 @@ beforeEach(() => {
 
 afterEach(() => h?.shutdown());
 
+/** A harness on a MemoryGroupStore (offsets and group records, as the server's store holds both). */
+function harnessWithStore(): MemoryGroupStore {
+  const store = new MemoryGroupStore();
+  h = harness({}, { offsetStore: store, metadataStore: store });
+  return store;
+}
+
 /** Advances the clock to `atMs` after `fromMs` (both on the harness's monotonic clock) and lets stores settle. */
 async function advanceTo(fromMs: number, atMs: number): Promise<void> {
   h.advance(fromMs + atMs - h.time.monotonicMs());
@@ -180,8 +187,7 @@ describe('offset retention (offsets.retention.minutes)', () => {
   });
 
   test('an offset whose commit is still being stored is not expired, nor is its group removed', async () => {
-    const store = new MemoryGroupStore();
-    h = harness({}, { offsetStore: store, metadataStore: store });
+    const store = harnessWithStore();
     const start = h.time.monotonicMs();
     await commitOutsideMembership(0, 1);
     await advanceTo(start, 30_000);
@@ -206,8 +212,7 @@ describe('offset retention (offsets.retention.minutes)', () => {
   });
 
   test('a store that fails to remove an expired group keeps it, and the next check tries again', async () => {
-    const store = new MemoryGroupStore();
-    h = harness({}, { offsetStore: store, metadataStore: store });
+    const store = harnessWithStore();
     const emptiedAt = await emptiedGroupWithOffsets();
     store.isDeferred = true;
     await advanceTo(emptiedAt, RETENTION_MS + CHECK_INTERVAL_MS);
@@ -229,8 +234,7 @@ describe('offset retention (offsets.retention.minutes)', () => {
   });
 
   test('after a restart an Empty group expires from when it emptied, not from the restart', async () => {
-    const store = new MemoryGroupStore();
-    h = harness({}, { offsetStore: store, metadataStore: store });
+    const store = harnessWithStore();
     const emptiedAt = await emptiedGroupWithOffsets();
     const emptiedWallMs = h.time.nowMs();
     expect(store.storedGroup(GROUP_ID)?.currentStateTimestampMs).toBe(emptiedWallMs);
@@ -323,8 +327,7 @@ describe('offset retention (offsets.retention.minutes)', () => {
   });
 
   test('offsets a store failed to remove stay readable, and the next check removes them', async () => {
-    const store = new MemoryGroupStore();
-    h = harness({}, { offsetStore: store, metadataStore: store });
+    const store = harnessWithStore();
     const start = h.time.monotonicMs();
     await commitOutsideMembership(0, 1);
     await advanceTo(start, 30_000);
@@ -357,8 +360,7 @@ describe('offset retention (offsets.retention.minutes)', () => {
   });
 
   test('an expired group a store failed to delete comes back as it was, and still counts from when it emptied', async () => {
-    const store = new MemoryGroupStore();
-    h = harness({}, { offsetStore: store, metadataStore: store });
+    const store = harnessWithStore();
     const emptiedAt = await emptiedGroupWithOffsets();
     store.isDeferred = true;
     await advanceTo(emptiedAt, RETENTION_MS + CHECK_INTERVAL_MS);

@@ -28,8 +28,9 @@ export interface HeapGrowthOptions {
  * with the dead objects it meets (every call's HTTP/2 header values are external strings V8 finalises one
  * by one in the pause, and parked calls die old). Growing up to 4×, one collection meets a whole large
  * rebalance's garbage at once; at 2× collections come sooner and each pause is shorter. Measured in
- * docs/performance.md, G11. Process-wide, so only the server program (src/main.ts) calls it, once, before
- * the server starts; an embedded server leaves its host process's V8 alone.
+ * docs/performance.md, G11. Process-wide, so only the server program (src/main.ts) calls it, once the
+ * server is ready (after the start-up replay, which it would only slow); an embedded server leaves its host
+ * process's V8 alone.
  */
 export function applyHeapGrowingPercent(
   percent: number,

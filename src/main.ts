@@ -41,8 +41,6 @@ async function main(): Promise<void> {
   // per heartbeat), and a line written just before process.exit must neither be lost nor overtaken.
   const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
   for (const warning of warnings) logger.warn(warning);
-  // Before the server allocates anything: V8's heap policy for this process (heapGrowingPercent).
-  const isHeapGrowthCapped = applyHeapGrowingPercent(config.heapGrowingPercent, process.execArgv);
 
   process.on('uncaughtException', (error) => {
     logger.fatal({ err: error }, 'uncaught exception; exiting');
@@ -103,9 +101,6 @@ async function main(): Promise<void> {
       adminAddress: admin === undefined ? null : `${admin.host}:${admin.port}`,
       manualClock: config.manualClock,
       dataDir: config.dataDir,
-      heapGrowingPercent: config.heapGrowingPercent,
-      heapGrowingPercentApplied: isHeapGrowthCapped,
-      heapSizeLimitBytes: getHeapStatistics().heap_size_limit,
     },
     'cohort listening',
   );
@@ -115,7 +110,19 @@ async function main(): Promise<void> {
     // The server logged why (group state could not be loaded) or it is stopping; /readyz says so.
     return;
   }
-  if (!isStopping) logger.info('cohort ready');
+  if (isStopping) return;
+  // V8's heap policy for this process (heapGrowingPercent), from now on: it shortens the collection pauses
+  // of large rebalances, and would only slow the start-up replay of group state, which allocates steadily
+  // and serves no group call (docs/performance.md, G11).
+  const isHeapGrowthCapped = applyHeapGrowingPercent(config.heapGrowingPercent, process.execArgv);
+  logger.info(
+    {
+      heapGrowingPercent: config.heapGrowingPercent,
+      heapGrowingPercentApplied: isHeapGrowthCapped,
+      heapSizeLimitBytes: getHeapStatistics().heap_size_limit,
+    },
+    'cohort ready',
+  );
 }
 
 void main();

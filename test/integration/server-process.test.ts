@@ -21,9 +21,11 @@ describe('the cohort process (src/main.ts)', () => {
     expect(listening.address).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(listening.port).toBeGreaterThan(0);
     expect(listening.address).toBe(`127.0.0.1:${String(listening.port)}`);
-    expect(listening.heapGrowingPercent).toBe(100);
-    expect(listening.heapGrowingPercentApplied).toBe(
-      (listening.heapSizeLimitBytes as number) >= LARGE_HEAP_MIN_BYTES,
+    // The heap policy comes with readiness, after the start-up replay of group state.
+    const ready = await cohort.waitForLog('cohort ready');
+    expect(ready.heapGrowingPercent).toBe(100);
+    expect(ready.heapGrowingPercentApplied).toBe(
+      (ready.heapSizeLimitBytes as number) >= LARGE_HEAP_MIN_BYTES,
     );
     expect(cohort.lines.filter((l) => typeof l !== 'string' && l.msg === 'cohort listening')).toHaveLength(1);
 
@@ -61,9 +63,10 @@ describe('the cohort process (src/main.ts)', () => {
     });
     const listening = await cohort.waitForLog('cohort listening');
     expect(listening.manualClock).toBe(true);
-    expect(listening.heapGrowingPercent).toBe(50);
-    expect(listening.heapGrowingPercentApplied).toBe(false);
-    expect(listening.heapSizeLimitBytes).toBeLessThan(LARGE_HEAP_MIN_BYTES);
+    const ready = await cohort.waitForLog('cohort ready');
+    expect(ready.heapGrowingPercent).toBe(50);
+    expect(ready.heapGrowingPercentApplied).toBe(false);
+    expect(ready.heapSizeLimitBytes).toBeLessThan(LARGE_HEAP_MIN_BYTES);
     const clock = testClockClient(listening.address as string);
     try {
       const { nowMs } = await clock.now({});

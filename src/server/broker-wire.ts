@@ -35,11 +35,11 @@ import {
  * The decoder produces what the generic one does with the server's options (load-protos.ts): every field
  * present with its default, bytes as Buffers (views into the request, as protobufjs gives them), int64 as a
  * number when it is exact and as a decimal string when it is not, which `decodeInt64` then refuses.
- * Unknown fields are skipped, groups included, and so is a known field arriving with another wire type (as
- * the C++, Java and Go parsers treat it; protobufjs would read it as the expected type). Where protobufjs
- * is lenient with broken input this decoder refuses it: a length or a varint running past its message (a
- * truncated string protobufjs would cut short) ends in a RangeError, which the server answers with
- * INVALID_ARGUMENT. The encoders write canonical proto3: fields at their default are left out.
+ * Unknown fields are skipped, groups included. Where protobufjs is lenient with broken input this decoder
+ * refuses it, as proto-wire.ts's strict Reader does for every request: a length or a varint running past
+ * its message (a truncated string protobufjs would cut short), a known field arriving with another wire
+ * type, a string that is not UTF-8 end in a RangeError, which the server answers with INVALID_ARGUMENT.
+ * The encoders write canonical proto3: fields at their default are left out.
  * test/unit/server/broker-wire.test.ts checks both against protobufjs on generated messages, and that every
  * field of these messages in the .proto is handled here.
  */
@@ -76,25 +76,25 @@ function decodeRecord(r: Reader): ProduceRecordWire {
   let value: Buffer = EMPTY;
   const headers: RecordHeader[] = [];
   while (!r.isDone) {
-    const tag = r.int32();
+    const tag = r.tag();
     switch (tag >>> 3) {
       case 1:
-        offset = r.int64Field(tag, offset);
+        offset = r.int64Field(tag);
         break;
       case 2:
-        timestampMs = r.int64Field(tag, timestampMs);
+        timestampMs = r.int64Field(tag);
         break;
       case 3:
-        key = r.bytesField(tag, key);
+        key = r.bytesField(tag);
         break;
       case 4:
-        value = r.bytesField(tag, value);
+        value = r.bytesField(tag);
         break;
       case 5:
         r.repeatedMessage(tag, headers, decodeHeader);
         break;
       default:
-        r.skip(tag & 7);
+        r.skipField(tag);
     }
   }
   return { offset, timestampMs, key, value, headers };
@@ -104,16 +104,16 @@ function decodePartition(r: Reader): { partitionIndex: number; records: ProduceR
   let partitionIndex = 0;
   const records: ProduceRecordWire[] = [];
   while (!r.isDone) {
-    const tag = r.int32();
+    const tag = r.tag();
     switch (tag >>> 3) {
       case 1:
-        partitionIndex = r.int32Field(tag, partitionIndex);
+        partitionIndex = r.int32Field(tag);
         break;
       case 2:
         r.repeatedMessage(tag, records, decodeRecord);
         break;
       default:
-        r.skip(tag & 7);
+        r.skipField(tag);
     }
   }
   return { partitionIndex, records };
@@ -123,16 +123,16 @@ function decodeTopic(r: Reader): ProduceRequestWire['topics'][number] {
   let name = '';
   const partitions: ProduceRequestWire['topics'][number]['partitions'] = [];
   while (!r.isDone) {
-    const tag = r.int32();
+    const tag = r.tag();
     switch (tag >>> 3) {
       case 1:
-        name = r.stringField(tag, name);
+        name = r.stringField(tag);
         break;
       case 2:
         r.repeatedMessage(tag, partitions, decodePartition);
         break;
       default:
-        r.skip(tag & 7);
+        r.skipField(tag);
     }
   }
   return { name, partitions };
@@ -145,19 +145,19 @@ export function decodeProduceRequest(buf: Buffer): ProduceRequestWire {
   let timeoutMs = 0;
   const topics: ProduceRequestWire['topics'] = [];
   while (!r.isDone) {
-    const tag = r.int32();
+    const tag = r.tag();
     switch (tag >>> 3) {
       case 1:
-        acks = r.int32Field(tag, acks);
+        acks = r.int32Field(tag);
         break;
       case 2:
-        timeoutMs = r.int32Field(tag, timeoutMs);
+        timeoutMs = r.int32Field(tag);
         break;
       case 3:
         r.repeatedMessage(tag, topics, decodeTopic);
         break;
       default:
-        r.skip(tag & 7);
+        r.skipField(tag);
     }
   }
   return { acks, timeoutMs, topics };

@@ -40,9 +40,10 @@ import {
  * (docs/performance.md, G6).
  *
  * Same contract as broker-wire.ts: the decoders give what the generic decoder gives with the server's
- * options (every field present with its default, bytes as Buffers viewing the request), skip unknown
- * fields (groups included) and known fields with an unexpected wire type, and throw a RangeError for a
- * length or varint running past its message (answered INVALID_ARGUMENT). The encoders write canonical
+ * options (every field present with its default, bytes as Buffers viewing the request) for every
+ * well-formed message, skip unknown fields (groups included), and throw a RangeError, answered
+ * INVALID_ARGUMENT, for whatever proto-wire.ts's strict Reader refuses: truncation, a length past its
+ * message, a known field with the wrong wire type, a string that is not UTF-8. The encoders write canonical
  * proto3. test/unit/server/group-wire.test.ts holds them against protobufjs and the .proto.
  */
 
@@ -69,37 +70,37 @@ export function decodeJoinGroupRequest(buf: Buffer): JoinGroupRequest {
   let clientId = '';
   let reason = '';
   while (!r.isDone) {
-    const tag = r.int32();
+    const tag = r.tag();
     switch (tag >>> 3) {
       case 1:
-        groupId = r.stringField(tag, groupId);
+        groupId = r.stringField(tag);
         break;
       case 2:
-        memberId = r.stringField(tag, memberId);
+        memberId = r.stringField(tag);
         break;
       case 3:
-        groupInstanceId = r.stringField(tag, groupInstanceId);
+        groupInstanceId = r.stringField(tag);
         break;
       case 4:
-        sessionTimeoutMs = r.int32Field(tag, sessionTimeoutMs);
+        sessionTimeoutMs = r.int32Field(tag);
         break;
       case 5:
-        rebalanceTimeoutMs = r.int32Field(tag, rebalanceTimeoutMs);
+        rebalanceTimeoutMs = r.int32Field(tag);
         break;
       case 6:
-        protocolType = r.stringField(tag, protocolType);
+        protocolType = r.stringField(tag);
         break;
       case 7:
         r.repeatedMessage(tag, protocols, decodeProtocol);
         break;
       case 8:
-        clientId = r.stringField(tag, clientId);
+        clientId = r.stringField(tag);
         break;
       case 9:
-        reason = r.stringField(tag, reason);
+        reason = r.stringField(tag);
         break;
       default:
-        r.skip(tag & 7);
+        r.skipField(tag);
     }
   }
   return {
@@ -134,31 +135,31 @@ export function decodeSyncGroupRequest(buf: Buffer): SyncGroupRequest {
   let protocolName = '';
   const assignments: SyncGroupAssignment[] = [];
   while (!r.isDone) {
-    const tag = r.int32();
+    const tag = r.tag();
     switch (tag >>> 3) {
       case 1:
-        groupId = r.stringField(tag, groupId);
+        groupId = r.stringField(tag);
         break;
       case 2:
-        generationId = r.int32Field(tag, generationId);
+        generationId = r.int32Field(tag);
         break;
       case 3:
-        memberId = r.stringField(tag, memberId);
+        memberId = r.stringField(tag);
         break;
       case 4:
-        groupInstanceId = r.stringField(tag, groupInstanceId);
+        groupInstanceId = r.stringField(tag);
         break;
       case 5:
-        protocolType = r.stringField(tag, protocolType);
+        protocolType = r.stringField(tag);
         break;
       case 6:
-        protocolName = r.stringField(tag, protocolName);
+        protocolName = r.stringField(tag);
         break;
       case 7:
         r.repeatedMessage(tag, assignments, decodeAssignment);
         break;
       default:
-        r.skip(tag & 7);
+        r.skipField(tag);
     }
   }
   return { groupId, generationId, memberId, groupInstanceId, protocolType, protocolName, assignments };
@@ -172,22 +173,22 @@ export function decodeHeartbeatRequest(buf: Buffer): HeartbeatRequest {
   let memberId = '';
   let groupInstanceId = '';
   while (!r.isDone) {
-    const tag = r.int32();
+    const tag = r.tag();
     switch (tag >>> 3) {
       case 1:
-        groupId = r.stringField(tag, groupId);
+        groupId = r.stringField(tag);
         break;
       case 2:
-        generationId = r.int32Field(tag, generationId);
+        generationId = r.int32Field(tag);
         break;
       case 3:
-        memberId = r.stringField(tag, memberId);
+        memberId = r.stringField(tag);
         break;
       case 4:
-        groupInstanceId = r.stringField(tag, groupInstanceId);
+        groupInstanceId = r.stringField(tag);
         break;
       default:
-        r.skip(tag & 7);
+        r.skipField(tag);
     }
   }
   return { groupId, generationId, memberId, groupInstanceId };

@@ -1,26 +1,46 @@
+import { isUtf8 } from 'node:buffer';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
 
 /**
- * The protobuf wire format, by hand, for the codecs of the server's hot messages (broker-wire.ts,
- * group-wire.ts): a Reader that decodes field by field and refuses input running past its message, and a
- * two-pass Writer that sizes a message first and then writes it, front to back, into one buffer. Every
- * field these codecs handle numbers below 16, so every tag is one byte.
+ * The protobuf wire format, by hand: a strict Reader, the one every request the server receives is read with
+ * (by the hand-written decoders of broker-wire.ts and group-wire.ts, and by wire-schema.ts's check in front
+ * of the generic decoder for every other method), and a two-pass Writer that sizes a message first and then
+ * writes it, front to back, into one buffer. Every field the hand-written codecs handle numbers below 16, so
+ * every tag they write is one byte.
+ *
+ * Strict means a RangeError (answered INVALID_ARGUMENT, undecodable-request.ts) for bytes that are not a
+ * well-formed message, where protobufjs would act on a guess:
+ * - input that ends inside a field: mid-tag, mid-varint, mid-fixed32/64, or a length-delimited field (a
+ *   string, bytes, a nested message, a packed run) whose length runs past the end of its message, nested
+ *   messages included (protobufjs cuts such a string short and decodes the rest);
+ * - a known field arriving with a wire type its declared type cannot have (protobufjs reads it as the
+ *   declared type anyway; the C++, Java and Go parsers keep it as an unknown field: either way the value
+ *   the sender meant is not the value the server would act on). Repeated numeric fields take both their
+ *   packed (length-delimited) and unpacked encodings, as every parser must;
+ * - a `string` that is not valid UTF-8 (protobufjs and Buffer.toString turn each bad sequence into U+FFFD,
+ *   so two different group ids would decode to the same one), as protobuf's own proto3 parsers refuse it;
+ * - field number 0, wire types 6 and 7, a varint longer than 10 bytes, an end-group tag where a field should
+ *   start or one that does not close the group open at that point.
+ * Unknown fields of every valid wire type are skipped, as proto3 requires for forward compatibility,
+ * groups (wire types 3 and 4, proto2's) included: a proto3 parser keeps an unknown group as an unknown
+ * field, so its whole extent, to the matching end tag, is skipped.
  */
 
 // --- decoding ---
 
-const WIRE_VARINT = 0;
-const WIRE_FIXED64 = 1;
-const WIRE_LEN = 2;
-const WIRE_START_GROUP = 3;
-const WIRE_END_GROUP = 4;
-const WIRE_FIXED32 = 5;
-const MAX_GROUP_DEPTH = 100;
+export const WIRE_VARINT = 0;
+export const WIRE_FIXED64 = 1;
+export const WIRE_LEN = 2;
+export const WIRE_START_GROUP = 3;
+export const WIRE_END_GROUP = 4;
+export const WIRE_FIXED32 = 5;
+/** protobuf's default recursion limit: nested messages and groups deeper than this are refused. */
+export const MAX_NESTING_DEPTH = 100;
 const TWO_32 = 4_294_967_296;
 
 export const EMPTY: Buffer = Buffer.alloc(0);
 
-/** Reads one message (or a nested one) of a protobuf buffer, field by field. */
+/** Reads one message (or a nested one) of a protobuf buffer, field by field, refusing what is not well-formed. */
 export class Reader {
   pos: number;
 
@@ -30,6 +50,17 @@ export class Reader {
     readonly end: number,
   ) {
     this.pos = start;
+  }
+
+  /**
+   * The next field's tag, (field number << 3) | wire type. Refuses field number 0, which no field has, and a
+   * tag beyond 5 bytes (a field number is at most 2^29 - 1).
+   */
+  tag(): number {
+    const start = this.pos;
+    const tag = this.int32() >>> 0;
+    if (tag < 8 || this.pos - start > 5) throw new RangeError(`no field has the tag ${tag}`);
+    return tag;
   }
 
   /** A varint's low 32 bits as a signed int32 (int32 and enum fields, sign-extended on the wire). */
@@ -91,49 +122,64 @@ export class Reader {
     return start === this.pos ? EMPTY : this.buf.subarray(start, this.pos);
   }
 
+  /**
+   * A `string` field's payload, refused unless it is valid UTF-8. Buffer.toString turns every invalid
+   * sequence into U+FFFD, so a decoded text without one came from valid UTF-8: only a text holding U+FFFD
+   * (sent as its own three bytes, or made of bad ones) is checked byte by byte. The hot path pays one
+   * native search of the decoded text.
+   */
   string(): string {
     const start = this.delimited();
-    return start === this.pos ? '' : this.buf.toString('utf8', start, this.pos);
+    if (start === this.pos) return '';
+    const text = this.buf.toString('utf8', start, this.pos);
+    if (text.indexOf('\uFFFD') !== -1) checkUtf8(this.buf, start, this.pos);
+    return text;
   }
 
-  // A field's value by its tag: read when it arrived with the wire type its declared type has, otherwise
-  // skipped like an unknown field (as the C++, Java and Go parsers treat it), keeping `current`.
-
-  int32Field(tag: number, current: number): number {
-    if ((tag & 7) === WIRE_VARINT) return this.int32();
-    this.skip(tag & 7);
-    return current;
+  /** Moves past a `string` field's payload, refused unless it is valid UTF-8 (the check without the decode). */
+  skipString(): void {
+    const start = this.delimited();
+    checkUtf8(this.buf, start, this.pos);
   }
 
-  int64Field(tag: number, current: number | string): number | string {
-    if ((tag & 7) === WIRE_VARINT) return this.int64();
-    this.skip(tag & 7);
-    return current;
+  // A known field's value by its tag, refused unless it arrived with the wire type of its declared type.
+
+  int32Field(tag: number): number {
+    expectWireType(tag, WIRE_VARINT);
+    return this.int32();
   }
 
-  stringField(tag: number, current: string): string {
-    if ((tag & 7) === WIRE_LEN) return this.string();
-    this.skip(tag & 7);
-    return current;
+  int64Field(tag: number): number | string {
+    expectWireType(tag, WIRE_VARINT);
+    return this.int64();
   }
 
-  bytesField(tag: number, current: Buffer): Buffer {
-    if ((tag & 7) === WIRE_LEN) return this.bytes();
-    this.skip(tag & 7);
-    return current;
+  stringField(tag: number): string {
+    expectWireType(tag, WIRE_LEN);
+    return this.string();
+  }
+
+  bytesField(tag: number): Buffer {
+    expectWireType(tag, WIRE_LEN);
+    return this.bytes();
   }
 
   /** One element of a repeated message field, decoded by `decode` onto `into`. */
   repeatedMessage<T>(tag: number, into: T[], decode: (r: Reader) => T): void {
-    if ((tag & 7) === WIRE_LEN) into.push(decode(this.message()));
-    else this.skip(tag & 7);
+    expectWireType(tag, WIRE_LEN);
+    into.push(decode(this.message()));
   }
 
-  /** Moves past a field of `wireType` that this decoder does not know. */
-  skip(wireType: number): void {
+  /** Moves past a field this decoder does not know, by its tag (a group up to its own end tag). */
+  skipField(tag: number): void {
+    this.skipValue(tag & 7, tag >>> 3, 0);
+  }
+
+  /** Moves past one value of `wireType`; `fieldNumber` is that of a group, whose end tag must repeat it. */
+  skipValue(wireType: number, fieldNumber: number, depth: number): void {
     switch (wireType) {
       case WIRE_VARINT:
-        while ((this.byte() & 0x80) !== 0);
+        this.int32(); // bounds and length checked; the value is not wanted
         return;
       case WIRE_FIXED64:
         this.advance(8);
@@ -145,24 +191,28 @@ export class Reader {
         this.advance(4);
         return;
       case WIRE_START_GROUP:
-        this.skipGroup();
+        this.skipGroup(fieldNumber, depth + 1);
         return;
       default:
         throw new RangeError(`wire type ${wireType} where a field should start`);
     }
   }
 
-  /** Moves past a group's fields up to its end tag (groups are proto2's; protobufjs skips them too). */
-  private skipGroup(): void {
-    for (let depth = 1; ;) {
-      const wireType = this.int32() & 7;
-      if (wireType === WIRE_END_GROUP) {
-        if (--depth === 0) return;
-      } else if (wireType === WIRE_START_GROUP) {
-        if (++depth > MAX_GROUP_DEPTH) throw new RangeError('groups nested too deep');
-      } else {
-        this.skip(wireType);
+  /**
+   * Moves past a group's fields up to the end tag of the same field number (groups are proto2's; a proto3
+   * parser keeps an unknown one as an unknown field, so it is skipped whole, not refused).
+   */
+  private skipGroup(fieldNumber: number, depth: number): void {
+    if (depth > MAX_NESTING_DEPTH) throw new RangeError('groups nested too deep');
+    for (;;) {
+      const tag = this.tag();
+      if ((tag & 7) === WIRE_END_GROUP) {
+        if (tag >>> 3 !== fieldNumber) {
+          throw new RangeError(`group ${fieldNumber} closed by the end tag of field ${tag >>> 3}`);
+        }
+        return;
       }
+      this.skipValue(tag & 7, tag >>> 3, depth);
     }
   }
 
@@ -187,6 +237,27 @@ export class Reader {
   }
 }
 
+function expectWireType(tag: number, wireType: number): void {
+  if ((tag & 7) !== wireType) {
+    throw new RangeError(`field ${tag >>> 3} arrived with wire type ${tag & 7}, not ${wireType}`);
+  }
+}
+
+/**
+ * Refuses `buf[start, end)` unless it is valid UTF-8 (no overlong forms, surrogates or code points past
+ * U+10FFFF, as protobuf's parsers check it). A leading run of ASCII, what group ids, member ids and topic
+ * names nearly always are, is checked here byte by byte, without allocating; the rest by Node's native
+ * validator.
+ */
+export function checkUtf8(buf: Buffer, start: number, end: number): void {
+  for (let i = start; i < end; i++) {
+    if (buf[i]! > 0x7f) {
+      if (!isUtf8(buf.subarray(i, end))) throw new RangeError('string field is not valid UTF-8');
+      return;
+    }
+  }
+}
+
 /**
  * A message of a string (field 1) and bytes (field 2), the shape of RecordHeader, Protocol and
  * SyncGroupAssignment, handed to `make`: one decoder for the three.
@@ -195,16 +266,16 @@ export function decodeStringAndBytes<T>(r: Reader, make: (text: string, bytes: B
   let text = '';
   let bytes: Buffer = EMPTY;
   while (!r.isDone) {
-    const tag = r.int32();
+    const tag = r.tag();
     switch (tag >>> 3) {
       case 1:
-        text = r.stringField(tag, text);
+        text = r.stringField(tag);
         break;
       case 2:
-        bytes = r.bytesField(tag, bytes);
+        bytes = r.bytesField(tag);
         break;
       default:
-        r.skip(tag & 7);
+        r.skipField(tag);
     }
   }
   return make(text, bytes);

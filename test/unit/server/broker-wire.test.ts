@@ -133,11 +133,28 @@ describe('decodeProduceRequest', () => {
     expect(decoded.topics[0]!.partitions[0]!.records[0]!.value).toEqual(Buffer.from('v'));
   });
 
-  test('skips groups, and a known field with another wire type, as unknown fields', () => {
-    const group = GROUP_FIELD_15;
-    const acksAsBytes = [0x0a, 0x01, 0x05]; // field 1 (acks, a varint) sent length-delimited
-    const decoded = decodeProduceRequest(Buffer.from([...group, ...acksAsBytes, 0x10, 0x07]));
+  test('skips groups as unknown fields', () => {
+    const decoded = decodeProduceRequest(Buffer.from([...GROUP_FIELD_15, 0x10, 0x07]));
     expect(decoded).toEqual({ acks: 0, timeoutMs: 7, topics: [] });
+  });
+
+  test('refuses a known field that arrives with another wire type, at every level', () => {
+    const acksAsBytes = [0x0a, 0x01, 0x05]; // field 1 (acks, a varint) sent length-delimited
+    expect(() => decodeProduceRequest(Buffer.from([...acksAsBytes, 0x10, 0x07]))).toThrow(RangeError);
+    // topics[0].partitions[0].records[0].headers[0].key (a string) sent as a varint
+    const header = [0x08, 0x01];
+    const record = [0x2a, header.length, ...header];
+    const partition = [0x12, record.length, ...record];
+    const topic = [0x12, partition.length, ...partition];
+    expect(() => decodeProduceRequest(Buffer.from([0x1a, topic.length, ...topic]))).toThrow(RangeError);
+  });
+
+  test('refuses a record header key that is not UTF-8', () => {
+    const header = [0x0a, 0x02, 0xc3, 0x28]; // 0xc3 needs a continuation byte, 0x28 is not one
+    const record = [0x2a, header.length, ...header];
+    const partition = [0x12, record.length, ...record];
+    const topic = [0x0a, 0x01, 0x74, 0x12, partition.length, ...partition];
+    expect(() => decodeProduceRequest(Buffer.from([0x1a, topic.length, ...topic]))).toThrow(RangeError);
   });
 
   test('refuses truncated messages, lengths past their message, stray end-groups and overlong varints', () => {

@@ -132,15 +132,23 @@ describe('decoding, beyond the generic encoder', () => {
     });
   });
 
-  test('skips a known field that arrives with another wire type', () => {
+  test('refuses a known field that arrives with another wire type', () => {
     // generation_id (a varint) sent length-delimited, then as a varint
     const request = Buffer.from([0x12, 0x01, 0x05, 0x10, 0x07, 0x1a, 0x01, 0x6d]);
-    expect(decodeHeartbeatRequest(request)).toEqual({
-      groupId: '',
-      generationId: 7,
-      memberId: 'm',
-      groupInstanceId: '',
-    });
+    expect(() => decodeHeartbeatRequest(request)).toThrow(RangeError);
+    // group_id (a string) as a varint, and a JoinGroup protocol's name as a fixed32
+    expect(() => decodeJoinGroupRequest(Buffer.from([0x08, 0x01]))).toThrow(RangeError);
+    expect(() => decodeJoinGroupRequest(Buffer.from([0x3a, 0x05, 0x0d, 1, 2, 3, 4]))).toThrow(RangeError);
+  });
+
+  test('refuses a group id that is not UTF-8, which protobufjs would turn into U+FFFD', () => {
+    const invalid = Buffer.from([0x0a, 0x02, 0x67, 0xff]); // "g" then a byte no UTF-8 text holds
+    const replaced = Buffer.concat([Buffer.from([0x0a, 0x04, 0x67]), Buffer.from('\uFFFD')]);
+    expect(joinGroup.requestDeserialize(invalid)).toEqual(joinGroup.requestDeserialize(replaced));
+    for (const decode of [decodeJoinGroupRequest, decodeSyncGroupRequest, decodeHeartbeatRequest]) {
+      expect(() => decode(invalid)).toThrow(RangeError);
+      expect(decode(replaced).groupId).toBe('g\uFFFD');
+    }
   });
 
   test('refuses truncated messages, lengths past their message and overlong varints', () => {

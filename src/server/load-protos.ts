@@ -4,6 +4,7 @@ import type { Options, PackageDefinition, ServiceDefinition } from '@grpc/proto-
 import { loadSync } from '@grpc/proto-loader';
 import { withBrokerWireCodecs } from './broker-wire';
 import { withGroupWireCodecs } from './group-wire';
+import { withStrictRequestDecoding } from './wire-schema';
 
 export const PROTO_FILES = [
   'cohort/v1/group_coordinator.proto',
@@ -61,15 +62,16 @@ let loaded: CohortProtos | undefined;
 export function loadCohortProtos(): CohortProtos {
   if (loaded === undefined) {
     const packageDefinition = loadSync([...PROTO_FILES], PROTO_LOADER_OPTIONS);
+    // Every request is read strictly (wire-schema.ts): checked before protobufjs decodes it, or decoded by
+    // hand with the same strict Reader.
+    const strict = (service: string) => withStrictRequestDecoding(packageDefinition, service);
     loaded = Object.freeze({
       packageDefinition,
       // JoinGroup, SyncGroup and Heartbeat are decoded and encoded by hand on the server (group-wire.ts).
-      groupCoordinator: withGroupWireCodecs(
-        packageDefinition['cohort.v1.GroupCoordinator'] as ServiceDefinition,
-      ),
-      testClock: packageDefinition['cohort.v1.TestClock'] as ServiceDefinition,
+      groupCoordinator: withGroupWireCodecs(strict('cohort.v1.GroupCoordinator')),
+      testClock: strict('cohort.v1.TestClock'),
       // The server's hot path encodes and decodes these by hand (broker-wire.ts).
-      broker: withBrokerWireCodecs(packageDefinition['cohort.v1.Broker'] as ServiceDefinition),
+      broker: withBrokerWireCodecs(strict('cohort.v1.Broker')),
     });
   }
   return loaded;

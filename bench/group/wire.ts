@@ -3,6 +3,7 @@ import { loadSync } from '@grpc/proto-loader';
 import { GROUP_WIRE_CODECS, withGroupWireCodecs } from '../../src/server/group-wire';
 import { PROTO_DIR, PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../src/server/load-protos';
 import { withServerWireCodecs } from '../../src/server/proto-wire';
+import { withStrictRequestDecoding } from '../../src/server/wire-schema';
 
 /** The bench's own service (bench/group/noop.proto), loaded beside cohort's protos. */
 export const NOOP_SERVICE = 'cohort.bench.v1.Noop';
@@ -19,7 +20,8 @@ let loaded: BenchProtos | undefined;
 
 /**
  * cohort's protos plus the Noop service, decoded with the server's own options and codecs (the
- * hand-written ones of group-wire.ts, as `loadCohortProtos` installs them), so the bench server's decoders
+ * hand-written ones of group-wire.ts over wire-schema.ts's strict check, as `loadCohortProtos` installs
+ * them), so the bench server's decoders
  * and encoders are exactly the ones `createServer` uses. Noop decodes its HeartbeatRequest and encodes its
  * HeartbeatResponse with Heartbeat's codecs: the baseline pays for the same wire work.
  */
@@ -33,7 +35,7 @@ export function benchProtos(): BenchProtos {
     loaded = {
       packageDefinition,
       groupCoordinator: withGroupWireCodecs(
-        packageDefinition['cohort.v1.GroupCoordinator'] as ServiceDefinition,
+        withStrictRequestDecoding(packageDefinition, 'cohort.v1.GroupCoordinator'),
       ),
       noop: withServerWireCodecs(noop, { Noop: GROUP_WIRE_CODECS.Heartbeat }),
     };

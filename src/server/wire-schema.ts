@@ -102,19 +102,44 @@ function resolveTypeName(
   typeName: string,
   scope: string,
 ): string {
-  if (typeName.startsWith('.')) {
-    if (descriptors.has(typeName.slice(1))) return typeName.slice(1);
-  } else {
-    // protobuf's scoping: the innermost enclosing scope first, then outwards to the root.
-    for (let outer = scope; ;) {
-      const candidate = outer === '' ? typeName : `${outer}.${typeName}`;
-      if (descriptors.has(candidate)) return candidate;
-      if (outer === '') break;
-      const dot = outer.lastIndexOf('.');
-      outer = dot < 0 ? '' : outer.slice(0, dot);
-    }
+  const resolved = tryResolveTypeName(descriptors, typeName, scope);
+  if (resolved === undefined) throw new Error(`cannot resolve message type ${typeName} from ${scope}`);
+  return resolved;
+}
+
+function tryResolveTypeName(
+  descriptors: ReadonlyMap<string, DescriptorLike>,
+  typeName: string,
+  scope: string,
+): string | undefined {
+  if (typeName.startsWith('.')) return descriptors.has(typeName.slice(1)) ? typeName.slice(1) : undefined;
+  // protobuf's scoping: the innermost enclosing scope first, then outwards to the root.
+  for (let outer = scope; ;) {
+    const candidate = outer === '' ? typeName : `${outer}.${typeName}`;
+    if (descriptors.has(candidate)) return candidate;
+    if (outer === '') return undefined;
+    const dot = outer.lastIndexOf('.');
+    outer = dot < 0 ? '' : outer.slice(0, dot);
   }
-  throw new Error(`cannot resolve message type ${typeName} from ${scope}`);
+}
+
+/**
+ * The full name of a method's request type, which its definition gives only as a descriptor (its name
+ * without the package): the one message with that very descriptor, or, when several share it, the one the
+ * service's scope resolves its name to. Anything else fails loudly, at load.
+ */
+function requestTypeName(
+  descriptors: ReadonlyMap<string, DescriptorLike>,
+  serviceName: string,
+  requestType: DescriptorLike,
+): string {
+  const matching = [...descriptors]
+    .filter(([, descriptor]) => isDeepStrictEqual(descriptor, requestType))
+    .map(([name]) => name);
+  if (matching.length === 1) return matching[0]!;
+  const resolved = tryResolveTypeName(descriptors, requestType.name, serviceName);
+  if (resolved !== undefined && matching.includes(resolved)) return resolved;
+  throw new Error(`${serviceName}: cannot tell which message ${requestType.name} is`);
 }
 
 /** The shapes of the message `name` and of every message it nests, built once each. */
@@ -150,8 +175,7 @@ function shapeOf(
 
 /**
  * The shape of each method's request type of the service `serviceName` in `packageDefinition`, by method
- * name. A request type is named in its method's definition only by its short name, so it is resolved
- * from the service's scope and must be the very descriptor the method names, or loading fails loudly.
+ * name.
  */
 export function requestShapes(
   packageDefinition: PackageDefinition,
@@ -165,11 +189,10 @@ export function requestShapes(
     const requestType = (definition as MethodDefinition<object, object>).requestType as unknown as {
       type: DescriptorLike;
     };
-    const name = resolveTypeName(descriptors, requestType.type.name, serviceName);
-    if (!isDeepStrictEqual(descriptors.get(name), requestType.type)) {
-      throw new Error(`${serviceName}.${method}: its request type is not ${name}`);
-    }
-    byMethod.set(method, shapeOf(descriptors, name, shapes));
+    byMethod.set(
+      method,
+      shapeOf(descriptors, requestTypeName(descriptors, serviceName, requestType.type), shapes),
+    );
   }
   return byMethod;
 }

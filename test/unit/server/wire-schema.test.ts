@@ -90,6 +90,7 @@ describe('message shapes from any .proto', () => {
       join(dir, 'shapes.proto'),
       `syntax = "proto3";
       package shapes.v1;
+      import "google/protobuf/empty.proto";
       message Tree {
         message Leaf { string label = 1; }
         Tree child = 1;
@@ -97,10 +98,26 @@ describe('message shapes from any .proto', () => {
         map<string, int32> counts = 3;
         repeated fixed32 weights = 4;
       }
-      service Trees { rpc Plant(Tree) returns (Tree); }`,
+      message Empty { string note = 1; }
+      service Trees {
+        rpc Plant(Tree) returns (Tree);
+        rpc Prune(google.protobuf.Empty) returns (Tree);
+        rpc Water(Empty) returns (Tree);
+      }`,
     );
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('find request types in other packages, and tell apart messages of the same name', () => {
+    const shapes = requestShapes(
+      loadSync('shapes.proto', { ...PROTO_LOADER_OPTIONS, includeDirs: [dir] }),
+      'shapes.v1.Trees',
+    );
+    expect(shapes.get('Prune')!.name).toBe('google.protobuf.Empty');
+    expect(shapes.get('Water')!.name).toBe('shapes.v1.Empty');
+    expect(() => checkMessage(shapes.get('Water')!, Buffer.from([0x0a, 0x01, 0xff]))).toThrow(RangeError);
+    expect(() => checkMessage(shapes.get('Prune')!, Buffer.from([0x0a, 0x01, 0xff]))).not.toThrow();
+  });
 
   const treeShape = () =>
     requestShapes(

@@ -2,6 +2,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { once } from 'node:events';
+import { CohortClient, RANGE_ASSIGNOR, type AssignedEvent } from '../../src';
 import { ErrorCode } from '../../src/errors';
 import type { TestServer } from '../support/start-test-server';
 import { startTestServer } from '../support/start-test-server';
@@ -22,8 +24,8 @@ class PythonMember {
   private readonly child: ChildProcess;
   private readonly waiters: (() => void)[] = [];
 
-  constructor(name: string, address: string, generated: string) {
-    const args = ['--address', address, '--group', 'jobs', '--topic', 'jobs', '--partitions', '6'];
+  constructor(name: string, address: string, generated: string, group: string) {
+    const args = ['--address', address, '--group', group, '--topic', 'jobs', '--partitions', '6'];
     const timing = ['--session-timeout-ms', '6000', '--heartbeat-interval-ms', '200'];
     this.child = spawn(PYTHON, [MEMBER, ...args, ...timing, '--name', name, '--verbose'], {
       env: { PATH: process.env.PATH ?? '', PYTHONPATH: generated },
@@ -110,8 +112,8 @@ describe('the Python group member (examples/python)', () => {
 
   afterAll(() => rmSync(generated, { recursive: true, force: true }));
 
-  const start = (name: string): PythonMember => {
-    const member = new PythonMember(name, (t as TestServer).target, generated);
+  const start = (name: string, group = 'jobs'): PythonMember => {
+    const member = new PythonMember(name, (t as TestServer).target, generated, group);
     members.push(member);
     return member;
   };
@@ -179,4 +181,33 @@ describe('the Python group member (examples/python)', () => {
     });
     expect(fetched.topics[0].partitions.map((p) => p.committedOffset)).toEqual([3, 3, 3, 3, 3, 3]);
   }, 120_000);
+
+  it('shares a group with an SDK member: each decodes what the other encodes', async () => {
+    t = await startTestServer({ groupInitialRebalanceDelayMs: 0 });
+    const client = new CohortClient({ address: t.target, clientId: 'sdk-member' });
+    try {
+      // The SDK member leads: its range assignor reads the Python member's subscription and encodes the
+      // Python member's assignment.
+      const sdk = client.join({
+        groupId: 'mixed',
+        topics: ['jobs'],
+        partitionsPerTopic: new Map([['jobs', 6]]),
+        protocols: [RANGE_ASSIGNOR],
+        sessionTimeoutMs: 6_000,
+        heartbeatIntervalMs: 200,
+      });
+      await once(sdk, 'assigned');
+      const inGeneration2 = new Promise<AssignedEvent>((resolve) =>
+        sdk.on('assigned', (event: AssignedEvent) => event.generationId === 2 && resolve(event)),
+      );
+      const python = start('p', 'mixed');
+      const [, ofPython] = await python.waitFor(/^p: assigned in generation 2: (.*)$/);
+      const ofSdk = (await inGeneration2).partitions.map((p) => `${p.topic}-${p.partition}`);
+      expect(python.lines).toContain('p: joined generation 2 as follower');
+      expect([...ofPython.split(' '), ...ofSdk].sort()).toEqual(PARTITIONS);
+      expect(ofSdk).toHaveLength(3);
+    } finally {
+      await client.close();
+    }
+  });
 });

@@ -37,6 +37,20 @@ RETRIABLE = {
     errors.REQUEST_TIMED_OUT,
 }
 RETRY_BACKOFF_S = 0.1
+# region call
+# A call that got no answer (server down, deadline passed) is as retriable as COORDINATOR_NOT_AVAILABLE.
+NO_ANSWER = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
+
+
+def call(method, request, timeout):
+    """A unary call; None when it got no answer, for the caller to retry. Other failures raise."""
+    try:
+        return method(request, timeout=timeout)
+    except grpc.RpcError as error:
+        if error.code() in NO_ANSWER:
+            return None
+        raise
+# endregion call
 
 
 def code_name(code):
@@ -151,7 +165,8 @@ class GroupMember:
     def join(self):
         """JoinGroup until the coordinator answers with a generation. Blocks for the whole rebalance."""
         while True:
-            response = self.stub.JoinGroup(
+            response = call(
+                self.stub.JoinGroup,
                 pb.JoinGroupRequest(
                     group_id=self.group_id,
                     member_id=self.member_id,
@@ -162,9 +177,9 @@ class GroupMember:
                     client_id=self.client_id,
                 ),
                 # The server parks the call until every member has rejoined, up to the rebalance timeout.
-                timeout=(self.rebalance_timeout_ms + 5000) / 1000,
+                (self.rebalance_timeout_ms + 5000) / 1000,
             )
-            code = response.error_code
+            code = errors.COORDINATOR_NOT_AVAILABLE if response is None else response.error_code
             if code == errors.MEMBER_ID_REQUIRED:  # KIP-394: the first join only hands out the id
                 self.member_id = response.member_id
             elif code == errors.UNKNOWN_MEMBER_ID:  # the coordinator forgot us: start over
@@ -185,7 +200,8 @@ class GroupMember:
 
     # region sync
     def sync(self, joined):
-        """SyncGroup: the leader sends everyone's assignment, the others none; each gets its own back."""
+        """SyncGroup: the leader sends everyone's assignment, the others none; each gets its own back.
+        None when it got no answer."""
         assignments = []
         if joined.leader_id == self.member_id and not joined.skip_assignment:
             members = {m.member_id: decode_subscription_topics(m.metadata) for m in joined.members}
@@ -193,7 +209,8 @@ class GroupMember:
                 pb.SyncGroupAssignment(member_id=member_id, assignment=encode_assignment(partitions))
                 for member_id, partitions in range_assign(members, self.partitions_per_topic).items()
             ]
-        response = self.stub.SyncGroup(
+        return call(
+            self.stub.SyncGroup,
             pb.SyncGroupRequest(
                 group_id=self.group_id,
                 generation_id=joined.generation_id,
@@ -202,16 +219,15 @@ class GroupMember:
                 protocol_name=joined.protocol_name,
                 assignments=assignments,
             ),
-            timeout=(self.rebalance_timeout_ms + 5000) / 1000,
+            (self.rebalance_timeout_ms + 5000) / 1000,
         )
-        return response
     # endregion sync
 
     def rebalance(self):
         """Join and sync until a generation is complete; then work on what was assigned."""
         while True:
             synced = self.sync(self.join())
-            code = synced.error_code
+            code = errors.COORDINATOR_NOT_AVAILABLE if synced is None else synced.error_code
             if code == errors.NONE:
                 self.assignment = decode_assignment(synced.assignment)
                 names = " ".join(f"{t}-{p}" for t, p in sorted(self.assignment))
@@ -224,7 +240,7 @@ class GroupMember:
                 self.stopping.wait(RETRY_BACKOFF_S)
             elif code not in (errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION):
                 raise CohortError("SyncGroup", code)
-            # REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION: another rebalance began; join it.
+            # REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, no answer: join (again) with the same member id.
 
     # region offsets
     def process(self):
@@ -234,22 +250,26 @@ class GroupMember:
         by_topic = {}
         for topic, partition in self.assignment:
             by_topic.setdefault(topic, []).append(partition)
-        fetched = self.stub.OffsetFetch(
+        fetched = call(
+            self.stub.OffsetFetch,
             pb.OffsetFetchRequest(
                 group_id=self.group_id,
                 topics=[pb.OffsetFetchTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()],
             ),
-            timeout=10,
+            10,
         )
-        if fetched.error_code != errors.NONE:
-            raise CohortError("OffsetFetch", fetched.error_code)
+        if fetched is None or fetched.error_code != errors.NONE:
+            # Without its positions the member processes nothing in this generation.
+            self.say(f"offset fetch failed: {'no answer' if fetched is None else code_name(fetched.error_code)}")
+            return
         # -1: nothing committed yet. An offset is the next record to consume, as in Kafka.
         positions = {
             (t.name, p.partition_index): max(p.committed_offset, 0)
             for t in fetched.topics
             for p in t.partitions
         }
-        committed = self.stub.OffsetCommit(
+        committed = call(
+            self.stub.OffsetCommit,
             pb.OffsetCommitRequest(
                 group_id=self.group_id,
                 generation_id=self.generation_id,  # fenced: a member that lost its partitions is refused
@@ -265,8 +285,11 @@ class GroupMember:
                     for t, ps in by_topic.items()
                 ],
             ),
-            timeout=10,
+            10,
         )
+        if committed is None:
+            self.say("commit got no answer")
+            return
         codes = {p.error_code for t in committed.topics for p in t.partitions}
         if codes != {errors.NONE}:
             # REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID: the partitions may be someone
@@ -281,14 +304,16 @@ class GroupMember:
     def run(self):
         self.rebalance()
         while not self.stopping.wait(self.heartbeat_interval_s):
-            code = self.stub.Heartbeat(
+            response = call(
+                self.stub.Heartbeat,
                 pb.HeartbeatRequest(
                     group_id=self.group_id, generation_id=self.generation_id, member_id=self.member_id
                 ),
-                timeout=self.session_timeout_ms / 1000,
-            ).error_code
+                self.session_timeout_ms / 1000,
+            )
+            code = errors.COORDINATOR_NOT_AVAILABLE if response is None else response.error_code
             if self.verbose:
-                self.say(f"heartbeat: {code_name(code)}")
+                self.say(f"heartbeat: {'no answer' if response is None else code_name(code)}")
             if code == errors.NONE or code in RETRIABLE:
                 continue
             if code == errors.REBALANCE_IN_PROGRESS:
@@ -312,14 +337,16 @@ class GroupMember:
         """LeaveGroup: the others rebalance at once instead of waiting for our session to time out."""
         if not self.member_id:
             return
-        response = self.stub.LeaveGroup(
+        response = call(
+            self.stub.LeaveGroup,
             pb.LeaveGroupRequest(
                 group_id=self.group_id,
                 members=[pb.MemberIdentity(member_id=self.member_id, reason="shutting down")],
             ),
-            timeout=10,
+            10,
         )
-        self.say(f"left the group: {code_name(response.error_code)}")
+        # No answer: the session timeout removes the member instead.
+        self.say(f"left the group: {'no answer' if response is None else code_name(response.error_code)}")
     # endregion leave
 
 

@@ -210,4 +210,17 @@ describe('the Python group member (examples/python)', () => {
       await client.close();
     }
   });
+
+  it('outlives its server: calls without an answer are retried, and SIGTERM still ends it', async () => {
+    t = await startTestServer({ groupInitialRebalanceDelayMs: 0 });
+    const member = start('m');
+    await member.waitFor(/^m: committed in generation 1: /);
+    await t.close();
+    t = undefined;
+    await member.waitFor(/^m: heartbeat: no answer$/, member.lines.length);
+    await member.waitFor(/^m: heartbeat: no answer$/, member.lines.length); // and it carries on
+    member.kill('SIGTERM');
+    expect((await member.exited).code).toBe(0);
+    expect(member.lines.at(-1)).toBe('m: left the group: no answer');
+  });
 });

@@ -52,16 +52,33 @@ function node(args: readonly string[], cwd: string, env: Record<string, string> 
  * What a newcomer does with cohort in a TypeScript project of their own: `npm pack` (which builds the
  * package through its `prepare` script), install the tarball into a fresh project, compile the README's
  * example there under `strict`, and run it against a real server. Two projects: CommonJS with
- * `module: commonjs` (resolution through `main` and `types`), and an ES module with `module: nodenext`
- * (through `exports`, as `node16` resolves too; it imports the CommonJS package's named exports). The first
- * also type-checks cohort's declarations themselves (`skipLibCheck: false`); each compile costs seconds.
+ * `module: commonjs` (resolution through `main` and `types`), which also type-checks cohort's declarations
+ * themselves (`skipLibCheck: false`); and an ES module configured by `tsc --init` (`module: nodenext`,
+ * resolution through `exports` as `node16` resolves too; it imports the CommonJS package's named exports).
+ * Each compile costs seconds.
  */
 describe('the packed package, in a fresh TypeScript project', () => {
   let work: string;
   let t: TestServer | undefined;
+  // `tsconfig: 'tsc --init'`: the configuration `tsc --init` writes, as it is (module nodenext, strict,
+  // verbatimModuleSyntax, exactOptionalPropertyTypes, noUncheckedIndexedAccess, ...).
   const projects = {
-    commonjs: { module: 'commonjs', type: 'commonjs', skipLibCheck: false },
-    nodenext: { module: 'nodenext', type: 'module', skipLibCheck: true },
+    commonjs: {
+      type: 'commonjs',
+      tsconfig: {
+        compilerOptions: {
+          strict: true,
+          module: 'commonjs',
+          target: 'ES2022',
+          types: ['node'],
+          skipLibCheck: false,
+          outDir: 'out',
+        },
+        files: ['main.ts'],
+      },
+      output: 'out/main.js',
+    },
+    nodenext: { type: 'module', tsconfig: 'tsc --init', output: 'main.js' },
   } as const;
 
   beforeAll(async () => {
@@ -90,20 +107,10 @@ describe('the packed package, in a fresh TypeScript project', () => {
         mkdirSync(dir);
         writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: project.type }));
         copyFileSync(join(REPO_ROOT, 'examples', 'sdk-in-ten-lines.ts'), join(dir, 'main.ts'));
-        writeFileSync(
-          join(dir, 'tsconfig.json'),
-          JSON.stringify({
-            compilerOptions: {
-              strict: true,
-              module: project.module,
-              target: 'ES2022',
-              types: ['node'],
-              skipLibCheck: project.skipLibCheck,
-              outDir: 'out',
-            },
-            files: ['main.ts'],
-          }),
-        );
+        if (project.tsconfig === 'tsc --init') {
+          const init = await node([tsc, '--init'], dir);
+          if (init.code !== 0) throw new Error(`tsc --init failed:\n${init.stdout}${init.stderr}`);
+        } else writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(project.tsconfig));
         const compiled = await node([tsc, '-p', 'tsconfig.json'], dir);
         if (compiled.code !== 0)
           throw new Error(`tsc (${name}) failed:\n${compiled.stdout}${compiled.stderr}`);
@@ -125,7 +132,7 @@ describe('the packed package, in a fresh TypeScript project', () => {
       t = await startTestServer();
       const env = { COHORT_ADDRESS: t.target };
       const dir = join(work, name);
-      expect(await node(['out/main.js'], dir, env)).toEqual({
+      expect(await node([projects[name as keyof typeof projects].output], dir, env)).toEqual({
         code: 0,
         stdout: 'partition 1, offset 0: order 1\n',
         stderr: '',

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -93,8 +93,11 @@ describe('the Python group member (examples/python)', () => {
         'proto',
         `--python_out=${generated}`,
         `--grpc_python_out=${generated}`,
-        'proto/cohort/v1/errors.proto',
-        'proto/cohort/v1/group_coordinator.proto',
+        // proto/cohort/v1/*.proto, as the shell expands it
+        ...readdirSync(join(REPO_ROOT, 'proto', 'cohort', 'v1'))
+          .filter((name) => name.endsWith('.proto'))
+          .sort()
+          .map((name) => `proto/cohort/v1/${name}`),
       ],
       { cwd: REPO_ROOT, encoding: 'utf8' },
     );

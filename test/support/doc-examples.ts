@@ -75,3 +75,19 @@ export function exampleText(file: string, region?: string): string {
   const indent = Math.min(...body.filter((l) => l.trim() !== '').map((l) => l.length - l.trimStart().length));
   return body.map((line) => line.slice(indent)).join('\n') + '\n';
 }
+
+/** The text of every ```sh block in `doc`, with where it starts. */
+export function shellBlocks(doc: string): { where: string; code: string }[] {
+  const lines = readFileSync(join(REPO_ROOT, doc), 'utf8').split('\n');
+  const blocks: { where: string; code: string }[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const fence = /^(`{3,})(\S*)/.exec(lines[i]);
+    if (fence === null) continue;
+    let end = i + 1;
+    while (end < lines.length && lines[end] !== fence[1]) end++;
+    if (fence[2] === 'sh')
+      blocks.push({ where: `${doc}:${i + 1}`, code: lines.slice(i + 1, end).join('\n') });
+    i = end;
+  }
+  return blocks;
+}

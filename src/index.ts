@@ -10,7 +10,8 @@
  * - Errors: every failure the SDK reports is a `CohortError` whose `code` is an `ErrorCode` (Kafka's numbers).
  * - `startServer`: a cohort server inside your own test suite, optionally on a manual clock.
  *
- * This list is curated: what is not exported here is internal and may change. docs/sdk.md has examples.
+ * This list is curated: what is not exported here is internal and may change, and package.json's `exports`
+ * lets no other module of the package be imported. docs/sdk.md has examples (`examples/`).
  */
 
 // The client and its members.

@@ -1,6 +1,7 @@
 /**
- * cohort's TypeScript SDK. Start with `CohortClient`: its consumers, producers, admin client and group
- * members; everything else here is what they speak.
+ * The SDK's modules, for code inside this repository (benchmarks, tests). It exports internals too
+ * (`RetryingCaller`, `TimeScheduler`, `murmur2`, ...); the package's public entry point is `src/index.ts`,
+ * the only one its `exports` field lets other projects import (docs/sdk.md, "What is public").
  */
 export { CohortClient } from './cohort-client';
 export type { ClientTransport, CohortClientOptions, JoinOptions } from './cohort-client';

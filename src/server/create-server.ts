@@ -37,6 +37,7 @@ import { guardServiceDefinition } from './undecodable-request';
 export const GROUP_COORDINATOR_SERVICE = 'cohort.v1.GroupCoordinator';
 export const TEST_CLOCK_SERVICE = 'cohort.v1.TestClock';
 export const BROKER_SERVICE = 'cohort.v1.Broker';
+export const HEALTH_SERVICE = 'grpc.health.v1.Health';
 /** Kafka's replica.fetch.wait.max.ms and the follower's metadata refresh, before the lag time caps them. */
 const FOLLOWER_FETCH_WAIT_MAX_MS = 500;
 const FOLLOWER_METADATA_REFRESH_MS = 1_000;
@@ -284,8 +285,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const setHealth = (names: readonly string[], status: 'SERVING' | 'NOT_SERVING'): void => {
     for (const name of names) health.setStatus(name, status);
   };
-  // Reflection describes only what this server serves (no TestClock without --manual-clock).
-  new ReflectionService(protos.packageDefinition, { services }).addToServer(server);
+  // Reflection describes only what this server serves (no TestClock without --manual-clock), health included,
+  // so that grpcurl can call grpc.health.v1.Health/Check by reflection alone.
+  new ReflectionService(
+    { ...protos.packageDefinition, ...protos.healthPackageDefinition },
+    { services: [...services, HEALTH_SERVICE] },
+  ).addToServer(server);
 
   const admin =
     adminListen === undefined

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Options, PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { loadSync } from '@grpc/proto-loader';
+import { protoPath as HEALTH_PROTO_PATH } from 'grpc-health-check';
 import { withBrokerWireCodecs } from './broker-wire';
 import { withGroupWireCodecs } from './group-wire';
 import { withStrictRequestDecoding } from './wire-schema';
@@ -51,6 +52,11 @@ export const PROTO_LOADER_OPTIONS: Options = Object.freeze({
 export interface CohortProtos {
   /** Every cohort.v1 type, for reflection. */
   readonly packageDefinition: PackageDefinition;
+  /**
+   * grpc.health.v1, for reflection only: grpc-health-check serves the Health service from its own copy of
+   * the proto, which reflection cannot see unless it is handed the descriptors too.
+   */
+  readonly healthPackageDefinition: PackageDefinition;
   readonly groupCoordinator: ServiceDefinition;
   readonly testClock: ServiceDefinition;
   readonly broker: ServiceDefinition;
@@ -67,6 +73,7 @@ export function loadCohortProtos(): CohortProtos {
     const strict = (service: string) => withStrictRequestDecoding(packageDefinition, service);
     loaded = Object.freeze({
       packageDefinition,
+      healthPackageDefinition: loadSync(HEALTH_PROTO_PATH, PROTO_LOADER_OPTIONS),
       // JoinGroup, SyncGroup and Heartbeat are decoded and encoded by hand on the server (group-wire.ts).
       groupCoordinator: withGroupWireCodecs(strict('cohort.v1.GroupCoordinator')),
       testClock: strict('cohort.v1.TestClock'),

@@ -93,6 +93,7 @@ describe('bearer-token authentication', () => {
     expect(await listServicesByReflection(t.target)).toEqual([
       'cohort.v1.Broker',
       'cohort.v1.GroupCoordinator',
+      'grpc.health.v1.Health',
     ]);
   });
 

@@ -1,10 +1,14 @@
 import { credentials, Client, Metadata, status } from '@grpc/grpc-js';
-import type { ClientReadableStream, ServiceError } from '@grpc/grpc-js';
+import type { ClientReadableStream, GrpcObject, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
 import { CohortError, ErrorCode } from '../../src/errors';
 import type { JoinGroupResponse, RequestContext } from '../../src/group/group-protocol';
 import { ERROR_CODE_TRAILER, INTERNAL_ERROR_MESSAGE } from '../../src/server';
 import { FakeGroupCoordinator } from '../support/fake-group-coordinator';
-import { healthClient, listServicesByReflection } from '../support/grpc-clients';
+import {
+  healthClient,
+  listServicesByReflection,
+  packageDefinitionByReflection,
+} from '../support/grpc-clients';
 import type { TestServer } from '../support/start-test-server';
 import { startTestServer } from '../support/start-test-server';
 
@@ -288,6 +292,7 @@ describe('the cohort server', () => {
     expect(await listServicesByReflection(t.target)).toEqual([
       'cohort.v1.Broker',
       'cohort.v1.GroupCoordinator',
+      'grpc.health.v1.Health',
     ]);
     await t.close();
     t = await startTestServer({ manualClock: true });
@@ -295,6 +300,30 @@ describe('the cohort server', () => {
       'cohort.v1.Broker',
       'cohort.v1.GroupCoordinator',
       'cohort.v1.TestClock',
+      'grpc.health.v1.Health',
     ]);
+  });
+
+  it('describes the health service through reflection, so a client without its .proto can call Check', async () => {
+    t = await startTestServer();
+    const reflected = await packageDefinitionByReflection(t.target, 'grpc.health.v1.Health');
+    const v1 = ((reflected.grpc as GrpcObject).health as GrpcObject).v1 as GrpcObject;
+    const Health = v1.Health as ServiceClientConstructor;
+    const client = new Health(t.target, credentials.createInsecure()) as unknown as Client & {
+      check(
+        request: { service: string },
+        callback: (error: ServiceError | null, response: { status: string }) => void,
+      ): void;
+    };
+    try {
+      const answer = await new Promise<{ status: string }>((resolve, reject) =>
+        client.check({ service: '' }, (error, response) =>
+          error !== null ? reject(error) : resolve(response),
+        ),
+      );
+      expect(answer.status).toBe('SERVING');
+    } finally {
+      client.close();
+    }
   });
 });

@@ -11,7 +11,7 @@ import type {
   ServiceDefinition,
   ServiceError,
 } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
+import { loadFileDescriptorSetFromBuffer, loadSync } from '@grpc/proto-loader';
 import { service as healthService } from 'grpc-health-check';
 import type * as group from '../../src/group/group-protocol';
 import { PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../src/server/load-protos';
@@ -210,8 +210,18 @@ const REFLECTION_PROTO = join(
   'build/proto/grpc/reflection/v1/reflection.proto',
 );
 
-/** The services a server lists through grpc.reflection.v1 (what grpcurl `list` shows). */
-export function listServicesByReflection(target: string, channel: ChannelSettings = {}): Promise<string[]> {
+interface ReflectionResponse {
+  listServicesResponse?: { service: { name: string }[] };
+  fileDescriptorResponse?: { fileDescriptorProto: Buffer[] };
+  errorResponse?: { errorCode: number; errorMessage: string };
+}
+
+/** Sends one grpc.reflection.v1 request on a fresh stream and resolves with its one response. */
+function askReflection(
+  target: string,
+  request: Record<string, string>,
+  channel: ChannelSettings,
+): Promise<ReflectionResponse> {
   const pkg = loadPackageDefinition(loadSync(REFLECTION_PROTO, { keepCase: false }));
   const v1 = ((pkg.grpc as GrpcObject).reflection as GrpcObject).v1 as GrpcObject;
   const Ctor = v1.ServerReflection as ServiceClientConstructor;
@@ -219,16 +229,11 @@ export function listServicesByReflection(target: string, channel: ChannelSetting
     target,
     channel.credentials ?? credentials.createInsecure(),
     channel.options,
-  ) as unknown as Client & {
-    serverReflectionInfo(): ClientDuplexStream<
-      unknown,
-      { listServicesResponse?: { service: { name: string }[] } }
-    >;
-  };
+  ) as unknown as Client & { serverReflectionInfo(): ClientDuplexStream<unknown, ReflectionResponse> };
   return new Promise((resolve, reject) => {
     const stream = client.serverReflectionInfo();
-    stream.once('data', (response: { listServicesResponse?: { service: { name: string }[] } }) => {
-      resolve((response.listServicesResponse?.service ?? []).map((s) => s.name).sort());
+    stream.once('data', (response: ReflectionResponse) => {
+      resolve(response);
       stream.end();
       client.close();
     });
@@ -236,6 +241,43 @@ export function listServicesByReflection(target: string, channel: ChannelSetting
       client.close();
       reject(error);
     });
-    stream.write({ listServices: '*' });
+    stream.write(request);
   });
+}
+
+/** The services a server lists through grpc.reflection.v1 (what grpcurl `list` shows). */
+export async function listServicesByReflection(
+  target: string,
+  channel: ChannelSettings = {},
+): Promise<string[]> {
+  const response = await askReflection(target, { listServices: '*' }, channel);
+  return (response.listServicesResponse?.service ?? []).map((s) => s.name).sort();
+}
+
+/**
+ * What grpcurl does before it calls a method it has no .proto for: asks reflection for the files that
+ * define `symbol` (and those they import), and builds a package definition from them alone.
+ */
+export async function packageDefinitionByReflection(
+  target: string,
+  symbol: string,
+  channel: ChannelSettings = {},
+): Promise<GrpcObject> {
+  const response = await askReflection(target, { fileContainingSymbol: symbol }, channel);
+  if (response.fileDescriptorResponse === undefined)
+    throw new Error(`reflection does not know ${symbol}: ${response.errorResponse?.errorMessage}`);
+  // A FileDescriptorSet is `repeated FileDescriptorProto file = 1`: each file, length-delimited.
+  const set = Buffer.concat(
+    response.fileDescriptorResponse.fileDescriptorProto.map((file) =>
+      Buffer.concat([Buffer.from([0x0a]), varint(file.length), file]),
+    ),
+  );
+  return loadPackageDefinition(loadFileDescriptorSetFromBuffer(set, { enums: String }));
+}
+
+function varint(value: number): Buffer {
+  const bytes: number[] = [];
+  for (; value > 0x7f; value >>>= 7) bytes.push((value & 0x7f) | 0x80);
+  bytes.push(value);
+  return Buffer.from(bytes);
 }

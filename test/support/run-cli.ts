@@ -104,6 +104,8 @@ export function runCli(args: readonly string[], options: CliOptions = {}): Promi
 export interface TranspiledSources {
   /** The `cohort` CLI's entry point in it: what the package's bin runs once built. */
   readonly cliMain: string;
+  /** The package's entry point in it (src/index.ts). */
+  readonly entryPoint: string;
   /** Removes the copy. */
   remove(): void;
 }
@@ -141,6 +143,7 @@ export function transpileSources(): TranspiledSources {
   visit(join(REPO_ROOT, 'src'));
   return {
     cliMain: join(outDir, 'src', 'cli', 'main.js'),
+    entryPoint: join(outDir, 'src', 'index.js'),
     remove: () => rmSync(outDir, { recursive: true, force: true }),
   };
 }

@@ -30,7 +30,7 @@ VOLUME ["/var/lib/cohort"]
 # gRPC and the admin listener (/healthz, /readyz, /metrics). Both listen on loopback unless COHORT_LISTEN
 # and COHORT_ADMIN_LISTEN say otherwise: a sidecar is reached from its own pod. A reachable COHORT_LISTEN
 # needs COHORT_TOKEN (or --token-file) or TLS, or COHORT_INSECURE=true.
-EXPOSE 7070 9090
+EXPOSE 7070 7071
 # The bundled probe asks the gRPC health service where COHORT_LISTEN says the server listens; it exits 0
 # only for SERVING (not while group state loads, nor while draining).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \

@@ -4,7 +4,7 @@ import type { ConsumerRecord } from '../client/consumer-handlers';
 import { ErrorCode } from '../errors';
 import type { CliCommand, CliContext } from './cli-context';
 import { integerOption, stringOption, type CommandLine, type CommandSpec } from './command-line';
-import { clientFor, connectionOf, CONNECTION_OPTIONS } from './connection-options';
+import { connectClient, connectionOf, CONNECTION_OPTIONS } from './connection-options';
 import { ExitCode, exitCodeFor } from './exit-code';
 import { toJson } from './output';
 import { reportError, runCommand } from './run-command';
@@ -86,7 +86,7 @@ async function consume(line: CommandLine, context: CliContext): Promise<number> 
   const named = stringOption(line, 'group');
   // Like kafka-console-consumer: without a group, a group of its own (and here, gone afterwards).
   const groupId = named ?? `cohort-console-${randomBytes(4).toString('hex')}`;
-  const client = clientFor(connection, 'cohort-cli');
+  const client = await connectClient(connection, 'cohort-cli');
   const admin = client.admin({ requestTimeoutMs: connection.requestTimeoutMs });
   let count = 0;
   try {

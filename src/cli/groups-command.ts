@@ -2,11 +2,15 @@ import type { ConsumerGroupDescription } from '../client/cohort-admin';
 import type { TopicPartition } from '../client/topic-partition';
 import { ErrorCode } from '../errors';
 import type { CliCommand, CliContext } from './cli-context';
-import type { CommandLine, CommandSpec } from './command-line';
-import { clientFor, connectionOf, CONNECTION_OPTIONS } from './connection-options';
+import { usageOf, type CommandLine, type CommandSpec } from './command-line';
+import { connectClient, connectionOf, CONNECTION_OPTIONS } from './connection-options';
 import { ExitCode, exitCodeFor } from './exit-code';
 import { renderTable, toJson } from './output';
 import { runSubcommand, type Subcommand } from './run-command';
+import { UsageError } from './usage-error';
+
+/** Kafka's classic group states, as ListGroups filters by them. */
+const GROUP_STATES = ['Empty', 'PreparingRebalance', 'CompletingRebalance', 'Stable', 'Dead'] as const;
 
 const listSpec: CommandSpec = {
   usage: 'cohort groups list [--state STATE]... [options]',
@@ -17,17 +21,35 @@ const listSpec: CommandSpec = {
       type: 'string',
       multiple: true,
       valueName: 'STATE',
-      description: 'only groups in this state: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead',
+      description: `only groups in this state: ${GROUP_STATES.join(', ')} (any case)`,
     },
   },
   positionals: { min: 0, max: 0 },
 };
 
+/**
+ * The `--state` values in the names the coordinator knows, whatever their case (as kafka-consumer-groups
+ * takes them). An unknown state is a usage error: the server would match no group and the listing would
+ * look empty rather than wrong.
+ */
+function statesOf(line: CommandLine): string[] {
+  return ((line.values.state as string[] | undefined) ?? []).map((raw) => {
+    const state = GROUP_STATES.find((s) => s.toLowerCase() === raw.toLowerCase());
+    if (state === undefined) {
+      throw new UsageError(
+        `--state must be one of ${GROUP_STATES.join(', ')}, got '${raw}'`,
+        usageOf(listSpec),
+      );
+    }
+    return state;
+  });
+}
+
 async function listGroups(line: CommandLine, context: CliContext): Promise<number> {
   const connection = connectionOf(line, listSpec, context.env);
-  const client = clientFor(connection, 'cohort-cli');
+  const states = statesOf(line);
+  const client = await connectClient(connection, 'cohort-cli');
   try {
-    const states = (line.values.state as string[] | undefined) ?? [];
     const groups = await client
       .admin({ requestTimeoutMs: connection.requestTimeoutMs })
       .listGroups({ states });
@@ -152,7 +174,7 @@ function describeJson(group: ConsumerGroupDescription): object {
 
 async function describeGroups(line: CommandLine, context: CliContext): Promise<number> {
   const connection = connectionOf(line, describeSpec, context.env);
-  const client = clientFor(connection, 'cohort-cli');
+  const client = await connectClient(connection, 'cohort-cli');
   try {
     const admin = client.admin({ requestTimeoutMs: connection.requestTimeoutMs });
     let status: number = ExitCode.OK;
@@ -193,7 +215,7 @@ const deleteSpec: CommandSpec = {
 
 async function deleteGroups(line: CommandLine, context: CliContext): Promise<number> {
   const connection = connectionOf(line, deleteSpec, context.env);
-  const client = clientFor(connection, 'cohort-cli');
+  const client = await connectClient(connection, 'cohort-cli');
   try {
     const results = await client
       .admin({ requestTimeoutMs: connection.requestTimeoutMs })

@@ -2,7 +2,7 @@ import type { ConsumerGroupDescription } from '../client/cohort-admin';
 import type { TopicPartition } from '../client/topic-partition';
 import { ErrorCode } from '../errors';
 import type { CliCommand, CliContext } from './cli-context';
-import { usageOf, type CommandLine, type CommandSpec } from './command-line';
+import { stringOption, usageOf, type CommandLine, type CommandSpec } from './command-line';
 import { connectClient, connectionOf, CONNECTION_OPTIONS } from './connection-options';
 import { ExitCode, exitCodeFor } from './exit-code';
 import { renderTable, toJson } from './output';
@@ -73,9 +73,28 @@ const describeSpec: CommandSpec = {
     'Describes consumer groups, as kafka-consumer-groups --describe does: state, generation and\n' +
     'assignment strategy; members with client id, host and partitions; and per partition the\n' +
     'committed offset (CURRENT-OFFSET), the high watermark (LOG-END-OFFSET) and the LAG between them.',
-  options: CONNECTION_OPTIONS,
+  options: {
+    ...CONNECTION_OPTIONS,
+    'client-id': {
+      type: 'string',
+      valueName: 'ID',
+      description:
+        'only the members with this client id, and exit 3 when a group has none (a health check of one consumer)',
+    },
+  },
   positionals: { min: 1, max: Infinity },
 };
+
+/** The group with only the members of `clientId`, and only the partitions they own or nobody does. */
+function membersOf(group: ConsumerGroupDescription, clientId: string): ConsumerGroupDescription {
+  const members = group.members.filter((m) => m.clientId === clientId);
+  const ids = new Set(members.map((m) => m.memberId));
+  return {
+    ...group,
+    members,
+    partitions: group.partitions.filter((p) => p.memberId === null || ids.has(p.memberId)),
+  };
+}
 
 /** `orders(0,1,2) payments(3)`: partitions grouped by topic. */
 function assignmentText(partitions: readonly TopicPartition[] | null): string | null {
@@ -178,8 +197,12 @@ async function describeGroups(line: CommandLine, context: CliContext): Promise<n
   try {
     const admin = client.admin({ requestTimeoutMs: connection.requestTimeoutMs });
     let status: number = ExitCode.OK;
+    const clientId = stringOption(line, 'client-id');
     const described: ConsumerGroupDescription[] = [];
-    for (const groupId of line.positionals) described.push(await admin.describeConsumerGroup(groupId));
+    for (const groupId of line.positionals) {
+      const group = await admin.describeConsumerGroup(groupId);
+      described.push(clientId === undefined || group.error !== null ? group : membersOf(group, clientId));
+    }
     if (connection.isJson) {
       context.stdout.write(toJson(described.map(describeJson)));
     }
@@ -198,6 +221,10 @@ async function describeGroups(line: CommandLine, context: CliContext): Promise<n
       if (!connection.isJson) {
         context.stdout.write(`${first ? '' : '\n'}${describeText(group)}`);
         first = false;
+      }
+      if (clientId !== undefined && group.members.length === 0) {
+        context.stderr.write(`cohort: group '${group.groupId}' has no member with client id '${clientId}'\n`);
+        if (status === ExitCode.OK) status = ExitCode.NOT_FOUND;
       }
     }
     return status;

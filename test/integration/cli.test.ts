@@ -176,7 +176,55 @@ describe('cohort produce and consume', () => {
   });
 });
 
+/** Resolves once `check` holds, polling; the test's timeout bounds it. */
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
 describe('cohort groups', () => {
+  it('consume --print-group-events shows joins and rebalances; describe --client-id finds one member', async () => {
+    await sdk('setup')
+      .admin()
+      .createTopics([{ name: 'watched', numPartitions: 2 }]);
+    const consume = (clientId: string) => [
+      'consume',
+      'watched',
+      '--group',
+      'pair',
+      '--client-id',
+      clientId,
+      '--print-group-events',
+      ...address,
+    ];
+    const alpha = startCli(consume('alpha'));
+    running.push(alpha);
+    await until(() => alpha.stderr().includes('cohort: alpha in pair: joined generation'));
+    expect(alpha.stderr()).toMatch(/joined generation \d+ as leader: owns watched \[0, 1\]\n/);
+
+    const [found, missing] = await Promise.all([
+      runCli(['groups', 'describe', 'pair', '--client-id', 'alpha', ...address]),
+      runCli(['groups', 'describe', 'pair', '--client-id', 'beta', ...address]),
+    ]);
+    expect(found.code).toBe(0);
+    expect(found.stdout).toMatch(/\balpha\b/);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain("group 'pair' has no member with client id 'beta'");
+
+    const beta = startCli(consume('beta'));
+    running.push(beta);
+    await until(() => beta.stderr().includes('cohort: beta in pair: joined generation'));
+    // Cooperatively (the default assignor), beta first joins owning nothing, then gets what alpha gave up.
+    await until(() => /beta in pair: .*owns watched \[\d\]\n/.test(beta.stderr()));
+    await until(() =>
+      /alpha in pair: assigned in generation \d+.*owns watched \[\d\]\n/.test(alpha.stderr()),
+    );
+    // alpha gave a partition up for beta; each now owns one.
+    expect(alpha.stderr()).toMatch(/alpha in pair: gives up watched \[[^\]]+\] \((rebalance|reassigned)\)/);
+    expect(alpha.stderr()).toMatch(/assigned in generation \d+( as leader)?: owns watched \[\d\]\n/);
+    const both = await runCli(['groups', 'describe', 'pair', '--client-id', 'beta', ...address]);
+    expect(both.code).toBe(0);
+  });
+
   it('describe shows the committed offset, the high watermark and the lag of each partition, and the live members', async () => {
     const admin = sdk('setup').admin();
     await admin.createTopics([{ name: 'ledger', numPartitions: 2 }]);

@@ -30,11 +30,14 @@ VOLUME ["/var/lib/cohort"]
 # gRPC and the admin listener (/healthz, /readyz, /metrics). Both listen on loopback unless COHORT_LISTEN
 # and COHORT_ADMIN_LISTEN say otherwise: a sidecar is reached from its own pod. A reachable COHORT_LISTEN
 # needs COHORT_TOKEN (or --token-file) or TLS, or COHORT_INSECURE=true.
-EXPOSE 7070 9090
-# The bundled probe asks the gRPC health service where COHORT_LISTEN says the server listens; it exits 0
-# only for SERVING (not while group state loads, nor while draining).
+EXPOSE 7070 7071
+# The bundled probe asks the admin listener's /readyz where COHORT_ADMIN_LISTEN says it listens (loopback
+# inside the container by default): plain HTTP, so it works whatever TLS, mutual TLS, certificate names
+# and tokens the gRPC listener has. It exits 0 only when ready (not while group state loads, nor while
+# draining, nor while a follower cannot reach its leader). With COHORT_ADMIN_LISTEN=off it asks the gRPC
+# health service where COHORT_LISTEN says instead (mutual TLS then needs a HEALTHCHECK with --tls-cert).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["node", "dist/src/health-probe.js", "--timeout-ms", "4000"]
+  CMD ["node", "dist/src/health-probe.js", "--readyz", "--timeout-ms", "4000"]
 # Exec form: node is PID 1 and receives docker stop's SIGTERM itself, so it drains and exits 0.
 STOPSIGNAL SIGTERM
 CMD ["node", "dist/src/main.js"]

@@ -135,7 +135,7 @@ function startChild(args: readonly string[], name: string): Promise<Child> {
 }
 
 function cohortArgs(dataDir: string, extra: readonly string[]): string[] {
-  // The admin listener is off: three servers on one machine would otherwise all want port 9090.
+  // The admin listener is off: three servers on one machine would otherwise all want port 7071.
   return ['src/main.ts', '--listen', '127.0.0.1:0', '--admin-listen', 'off', '--data-dir', dataDir, ...extra];
 }
 

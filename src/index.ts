@@ -125,6 +125,8 @@ export type * from './client/broker-messages';
 
 // Errors.
 export { CohortError, ErrorCode } from './errors';
+export { ServerUnreachableError } from './client/server-unreachable-error';
+export type { UnreachableReason } from './client/server-unreachable-error';
 
 // Clocks: a ManualTime lets unit tests drive a GroupMember's heartbeats and deadlines by hand.
 export { ManualTime } from './time';

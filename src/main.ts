@@ -11,6 +11,7 @@
  */
 import { getHeapStatistics } from 'node:v8';
 import pino from 'pino';
+import { ignoreIpServerNameWarning } from './client/ip-server-name-warning';
 import type { CohortServer } from './server';
 import { InvalidConfigError, loadConfig } from './config';
 import { applyHeapGrowingPercent } from './heap-growth';
@@ -21,6 +22,8 @@ const EXIT_FAILURE = 1;
 const EXIT_BAD_CONFIG = 2;
 
 async function main(): Promise<void> {
+  // A follower dials its leader's --replica-of address, often an IP address, over TLS.
+  ignoreIpServerNameWarning();
   const loaded = loadConfig(process.argv.slice(2), process.env);
   if ('help' in loaded) {
     process.stdout.write(loaded.help);

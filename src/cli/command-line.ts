@@ -43,7 +43,7 @@ export function parseCommandLine(spec: CommandSpec, args: readonly string[]): Co
   let parsed;
   try {
     parsed = parseArgs({
-      args: [...args],
+      args: attachNegativeValues(options, args),
       options: Object.fromEntries(
         Object.entries(options).map(([name, o]) => [
           name,
@@ -67,6 +67,47 @@ export function parseCommandLine(spec: CommandSpec, args: readonly string[]): Co
     throw new UsageError(`unexpected argument '${parsed.positionals[max]}'`, usageOf(spec));
   }
   return { values: parsed.values, positionals: parsed.positionals };
+}
+
+const NEGATIVE_NUMBER = /^-\d+(\.\d+)?$/;
+
+/**
+ * `--acks -1` as `--acks=-1`. node:util's parseArgs refuses a value that starts with a dash after a flag
+ * that takes one ("argument is ambiguous"), to catch a forgotten value; a negative number is never a flag
+ * here (no flag is a digit), so it is the flag's value.
+ */
+function attachNegativeValues(
+  options: Readonly<Record<string, OptionSpec>>,
+  args: readonly string[],
+): string[] {
+  const takesValue = (arg: string): string | undefined => {
+    if (arg.startsWith('--')) {
+      const name = arg.slice(2);
+      return options[name]?.type === 'string' ? arg : undefined;
+    }
+    if (/^-[A-Za-z]$/.test(arg)) {
+      const entry = Object.entries(options).find(([, o]) => o.short === arg.slice(1));
+      return entry !== undefined && entry[1].type === 'string' ? `--${entry[0]}` : undefined;
+    }
+    return undefined;
+  };
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--') {
+      out.push(...args.slice(i));
+      break;
+    }
+    const flag = takesValue(arg);
+    const next = args[i + 1];
+    if (flag !== undefined && next !== undefined && NEGATIVE_NUMBER.test(next)) {
+      out.push(`${flag}=${next}`);
+      i++;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
 }
 
 /** The short usage printed after a usage error. */

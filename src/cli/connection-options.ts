@@ -8,6 +8,26 @@ import { UsageError } from './usage-error';
 export const DEFAULT_ADDRESS = '127.0.0.1:7070';
 /** How long an operation may take, retries included, unless `--request-timeout-ms` says otherwise. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * How long a command waits for the server to answer at all before it gives up (exit 4), unless
+ * `--timeout-ms` says otherwise: long enough for a server that is just starting, short enough that a
+ * server that is down, or a wrong address, is reported at once rather than after the request timeout.
+ */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
+
+const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$/;
+const BRACKETED_IPV6 = /^\[[0-9A-Fa-f:.]+\]$/;
+
+/** Whether `address` is `HOST:PORT` (`[IPV6]:PORT`), port 1–65535, or `unix:PATH`: what the server listens on. */
+export function isServerAddress(address: string): boolean {
+  if (address.startsWith('unix:')) return address.length > 'unix:'.length;
+  const colon = address.lastIndexOf(':');
+  if (colon <= 0) return false;
+  const host = address.slice(0, colon);
+  const port = address.slice(colon + 1);
+  if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65_535) return false;
+  return HOST_NAME.test(host) || BRACKETED_IPV6.test(host);
+}
 
 /** The flags of every command that talks to a server. */
 export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
@@ -38,6 +58,11 @@ export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     valueName: 'FILE',
     description: 'PEM client key, for mutual TLS (with --tls-cert)',
   },
+  'timeout-ms': {
+    type: 'string',
+    valueName: 'MS',
+    description: `how long to wait for the server to answer at all before exit 4 (default ${DEFAULT_CONNECT_TIMEOUT_MS})`,
+  },
   'request-timeout-ms': {
     type: 'string',
     valueName: 'MS',
@@ -50,6 +75,8 @@ export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
 export interface Connection {
   readonly options: Omit<CohortClientOptions, 'clientId'>;
   readonly requestTimeoutMs: number;
+  /** How long `connectClient` waits for the server to answer at all. */
+  readonly connectTimeoutMs: number;
   readonly isJson: boolean;
 }
 
@@ -62,6 +89,12 @@ export function connectionOf(
   const v = line.values;
   const address = typeof v.address === 'string' ? v.address : DEFAULT_ADDRESS;
   if (address === '') throw new UsageError('--address must not be empty', usageOf(spec));
+  if (!isServerAddress(address)) {
+    throw new UsageError(
+      `--address must be HOST:PORT (e.g. ${DEFAULT_ADDRESS}, [::1]:7070) or unix:/path, got '${address}'`,
+      usageOf(spec),
+    );
+  }
   const file = (flag: string): Buffer | undefined => {
     const path = v[flag];
     if (typeof path !== 'string') return undefined;
@@ -92,17 +125,22 @@ export function connectionOf(
   }
   const files: TlsOptions = { ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}) };
   const tls = Object.keys(files).length > 0 ? files : v.tls === true ? true : undefined;
-  const rawTimeout = v['request-timeout-ms'];
-  const requestTimeoutMs = rawTimeout === undefined ? DEFAULT_REQUEST_TIMEOUT_MS : Number(rawTimeout);
-  if (typeof rawTimeout === 'string' && (!/^\d+$/.test(rawTimeout) || requestTimeoutMs < 1)) {
-    throw new UsageError(
-      `--request-timeout-ms must be a whole number of milliseconds, got '${rawTimeout}'`,
-      usageOf(spec),
-    );
-  }
+  const milliseconds = (flag: string, fallback: number): number => {
+    const raw = v[flag];
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (typeof raw !== 'string' || !/^\d+$/.test(raw) || value < 1 || value > 2_147_483_647) {
+      throw new UsageError(
+        `--${flag} must be a whole number of milliseconds above 0, got '${String(raw)}'`,
+        usageOf(spec),
+      );
+    }
+    return value;
+  };
   return {
     options: { address, ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) },
-    requestTimeoutMs,
+    requestTimeoutMs: milliseconds('request-timeout-ms', DEFAULT_REQUEST_TIMEOUT_MS),
+    connectTimeoutMs: milliseconds('timeout-ms', DEFAULT_CONNECT_TIMEOUT_MS),
     isJson: v.json === true,
   };
 }
@@ -110,4 +148,20 @@ export function connectionOf(
 /** A client for one command run. */
 export function clientFor(connection: Connection, clientId: string): CohortClient {
   return new CohortClient({ ...connection.options, clientId });
+}
+
+/**
+ * A client for one command run, once the server has answered: a server that is down, an address that
+ * leads nowhere or a TLS handshake that fails is reported within `--timeout-ms` (a
+ * `ServerUnreachableError`, exit 4) instead of after the retries of the first operation.
+ */
+export async function connectClient(connection: Connection, clientId: string): Promise<CohortClient> {
+  const client = clientFor(connection, clientId);
+  try {
+    await client.waitForServer(connection.connectTimeoutMs);
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+  return client;
 }

@@ -3,13 +3,17 @@ import type { CohortAdmin } from '../client/cohort-admin';
 import type { ConsumerRecord } from '../client/consumer-handlers';
 import { ErrorCode } from '../errors';
 import type { CliCommand, CliContext } from './cli-context';
-import { integerOption, stringOption, type CommandLine, type CommandSpec } from './command-line';
-import { clientFor, connectionOf, CONNECTION_OPTIONS } from './connection-options';
+import { integerOption, stringOption, usageOf, type CommandLine, type CommandSpec } from './command-line';
+import { connectClient, connectionOf, CONNECTION_OPTIONS } from './connection-options';
 import { ExitCode, exitCodeFor } from './exit-code';
+import { writeGroupEvents } from './group-event-lines';
 import { toJson } from './output';
 import { reportError, runCommand } from './run-command';
+import { UsageError } from './usage-error';
 
 const DELETE_ATTEMPTS = 5;
+/** The client id of every command; `consume --client-id` names one consumer among several. */
+const DEFAULT_CLIENT_ID = 'cohort-cli';
 const DELETE_RETRY_MS = 100;
 
 const spec: CommandSpec = {
@@ -33,6 +37,15 @@ const spec: CommandSpec = {
       type: 'string',
       valueName: 'SEP',
       description: 'between key and value (default: a tab)',
+    },
+    'client-id': {
+      type: 'string',
+      valueName: 'ID',
+      description: `how the group lists this consumer (default ${DEFAULT_CLIENT_ID})`,
+    },
+    'print-group-events': {
+      type: 'boolean',
+      description: 'print joins, assignments, revocations and losses to standard error, to watch rebalances',
     },
   },
   positionals: { min: 1, max: 1 },
@@ -86,7 +99,9 @@ async function consume(line: CommandLine, context: CliContext): Promise<number> 
   const named = stringOption(line, 'group');
   // Like kafka-console-consumer: without a group, a group of its own (and here, gone afterwards).
   const groupId = named ?? `cohort-console-${randomBytes(4).toString('hex')}`;
-  const client = clientFor(connection, 'cohort-cli');
+  const clientId = stringOption(line, 'client-id') ?? DEFAULT_CLIENT_ID;
+  if (clientId === '') throw new UsageError('--client-id must not be empty', usageOf(spec));
+  const client = await connectClient(connection, clientId);
   const admin = client.admin({ requestTimeoutMs: connection.requestTimeoutMs });
   let count = 0;
   try {
@@ -102,6 +117,9 @@ async function consume(line: CommandLine, context: CliContext): Promise<number> 
       autoCommit: named !== undefined,
       requestTimeoutMs: connection.requestTimeoutMs,
     });
+    if (line.values['print-group-events'] === true) {
+      writeGroupEvents(consumer, `cohort: ${clientId} in ${groupId}: `, (text) => context.stderr.write(text));
+    }
     let idle: NodeJS.Timeout | undefined;
     const stop = (): void => {
       clearTimeout(idle);

@@ -2,11 +2,15 @@ import type { ConsumerGroupDescription } from '../client/cohort-admin';
 import type { TopicPartition } from '../client/topic-partition';
 import { ErrorCode } from '../errors';
 import type { CliCommand, CliContext } from './cli-context';
-import type { CommandLine, CommandSpec } from './command-line';
-import { clientFor, connectionOf, CONNECTION_OPTIONS } from './connection-options';
+import { stringOption, usageOf, type CommandLine, type CommandSpec } from './command-line';
+import { connectClient, connectionOf, CONNECTION_OPTIONS } from './connection-options';
 import { ExitCode, exitCodeFor } from './exit-code';
 import { renderTable, toJson } from './output';
 import { runSubcommand, type Subcommand } from './run-command';
+import { UsageError } from './usage-error';
+
+/** Kafka's classic group states, as ListGroups filters by them. */
+const GROUP_STATES = ['Empty', 'PreparingRebalance', 'CompletingRebalance', 'Stable', 'Dead'] as const;
 
 const listSpec: CommandSpec = {
   usage: 'cohort groups list [--state STATE]... [options]',
@@ -17,17 +21,35 @@ const listSpec: CommandSpec = {
       type: 'string',
       multiple: true,
       valueName: 'STATE',
-      description: 'only groups in this state: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead',
+      description: `only groups in this state: ${GROUP_STATES.join(', ')} (any case)`,
     },
   },
   positionals: { min: 0, max: 0 },
 };
 
+/**
+ * The `--state` values in the names the coordinator knows, whatever their case (as kafka-consumer-groups
+ * takes them). An unknown state is a usage error: the server would match no group and the listing would
+ * look empty rather than wrong.
+ */
+function statesOf(line: CommandLine): string[] {
+  return ((line.values.state as string[] | undefined) ?? []).map((raw) => {
+    const state = GROUP_STATES.find((s) => s.toLowerCase() === raw.toLowerCase());
+    if (state === undefined) {
+      throw new UsageError(
+        `--state must be one of ${GROUP_STATES.join(', ')}, got '${raw}'`,
+        usageOf(listSpec),
+      );
+    }
+    return state;
+  });
+}
+
 async function listGroups(line: CommandLine, context: CliContext): Promise<number> {
   const connection = connectionOf(line, listSpec, context.env);
-  const client = clientFor(connection, 'cohort-cli');
+  const states = statesOf(line);
+  const client = await connectClient(connection, 'cohort-cli');
   try {
-    const states = (line.values.state as string[] | undefined) ?? [];
     const groups = await client
       .admin({ requestTimeoutMs: connection.requestTimeoutMs })
       .listGroups({ states });
@@ -51,9 +73,28 @@ const describeSpec: CommandSpec = {
     'Describes consumer groups, as kafka-consumer-groups --describe does: state, generation and\n' +
     'assignment strategy; members with client id, host and partitions; and per partition the\n' +
     'committed offset (CURRENT-OFFSET), the high watermark (LOG-END-OFFSET) and the LAG between them.',
-  options: CONNECTION_OPTIONS,
+  options: {
+    ...CONNECTION_OPTIONS,
+    'client-id': {
+      type: 'string',
+      valueName: 'ID',
+      description:
+        'only the members with this client id, and exit 3 when a group has none (a health check of one consumer)',
+    },
+  },
   positionals: { min: 1, max: Infinity },
 };
+
+/** The group with only the members of `clientId`, and only the partitions they own or nobody does. */
+function membersOf(group: ConsumerGroupDescription, clientId: string): ConsumerGroupDescription {
+  const members = group.members.filter((m) => m.clientId === clientId);
+  const ids = new Set(members.map((m) => m.memberId));
+  return {
+    ...group,
+    members,
+    partitions: group.partitions.filter((p) => p.memberId === null || ids.has(p.memberId)),
+  };
+}
 
 /** `orders(0,1,2) payments(3)`: partitions grouped by topic. */
 function assignmentText(partitions: readonly TopicPartition[] | null): string | null {
@@ -152,12 +193,16 @@ function describeJson(group: ConsumerGroupDescription): object {
 
 async function describeGroups(line: CommandLine, context: CliContext): Promise<number> {
   const connection = connectionOf(line, describeSpec, context.env);
-  const client = clientFor(connection, 'cohort-cli');
+  const client = await connectClient(connection, 'cohort-cli');
   try {
     const admin = client.admin({ requestTimeoutMs: connection.requestTimeoutMs });
     let status: number = ExitCode.OK;
+    const clientId = stringOption(line, 'client-id');
     const described: ConsumerGroupDescription[] = [];
-    for (const groupId of line.positionals) described.push(await admin.describeConsumerGroup(groupId));
+    for (const groupId of line.positionals) {
+      const group = await admin.describeConsumerGroup(groupId);
+      described.push(clientId === undefined || group.error !== null ? group : membersOf(group, clientId));
+    }
     if (connection.isJson) {
       context.stdout.write(toJson(described.map(describeJson)));
     }
@@ -177,6 +222,10 @@ async function describeGroups(line: CommandLine, context: CliContext): Promise<n
         context.stdout.write(`${first ? '' : '\n'}${describeText(group)}`);
         first = false;
       }
+      if (clientId !== undefined && group.members.length === 0) {
+        context.stderr.write(`cohort: group '${group.groupId}' has no member with client id '${clientId}'\n`);
+        if (status === ExitCode.OK) status = ExitCode.NOT_FOUND;
+      }
     }
     return status;
   } finally {
@@ -193,7 +242,7 @@ const deleteSpec: CommandSpec = {
 
 async function deleteGroups(line: CommandLine, context: CliContext): Promise<number> {
   const connection = connectionOf(line, deleteSpec, context.env);
-  const client = clientFor(connection, 'cohort-cli');
+  const client = await connectClient(connection, 'cohort-cli');
   try {
     const results = await client
       .admin({ requestTimeoutMs: connection.requestTimeoutMs })

@@ -3,7 +3,11 @@
  * The `cohort` command line: the only code of the CLI that reads argv, the environment and signals.
  * Exit statuses: see `ExitCode` (0 done, 1 failed, 2 usage, 3 not found, 4 unavailable).
  */
+import { ignoreIpServerNameWarning } from '../client/ip-server-name-warning';
 import { runCli } from './run-cli';
+
+// `--address 127.0.0.1:7070 --tls-ca ...` is how cohort is reached on loopback: no DEP0123 on every call.
+ignoreIpServerNameWarning();
 
 const controller = new AbortController();
 let signals = 0;

@@ -4,7 +4,7 @@ import type { Acks } from '../client/producer-options';
 import { CohortError, ErrorCode } from '../errors';
 import type { CliCommand, CliContext } from './cli-context';
 import { integerOption, stringOption, usageOf, type CommandLine, type CommandSpec } from './command-line';
-import { clientFor, connectionOf, CONNECTION_OPTIONS } from './connection-options';
+import { connectClient, connectionOf, CONNECTION_OPTIONS } from './connection-options';
 import { ExitCode, exitCodeFor } from './exit-code';
 import { toJson } from './output';
 import { runCommand } from './run-command';
@@ -46,7 +46,7 @@ async function produce(line: CommandLine, context: CliContext): Promise<number> 
   const partition = integerOption(line, spec, 'partition', undefined, { min: 0, max: 9_999 });
   const acks = integerOption(line, spec, 'acks', -1, { min: -1, max: 1 }) as Acks;
   const lingerMs = integerOption(line, spec, 'linger-ms', 5, { min: 0, max: 60_000 }) as number;
-  const client = clientFor(connection, 'cohort-cli');
+  const client = await connectClient(connection, 'cohort-cli');
   try {
     // Refuse an unknown topic at once rather than after the producer's delivery timeout.
     const [described] = await client

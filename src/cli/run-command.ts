@@ -1,3 +1,4 @@
+import { ServerUnreachableError, type UnreachableReason } from '../client/server-unreachable-error';
 import { CohortError, ErrorCode } from '../errors';
 import type { CliContext } from './cli-context';
 import { helpText, parseCommandLine, type CommandLine, type CommandSpec } from './command-line';
@@ -32,6 +33,18 @@ export async function runCommand(
   }
 }
 
+/** What to check, by what stood between the command and its server. */
+const UNREACHABLE_HINTS: Readonly<Record<UnreachableReason, string>> = {
+  refused: 'is the server running, and is --address right?',
+  unresolved: 'is the host name in --address right?',
+  'tls-handshake':
+    'does the server serve TLS? --tls-ca must name the CA that signed its certificate (or leave the system ' +
+    'roots to it), the certificate must be for the host in --address, and a server that wants mutual TLS ' +
+    'needs --tls-cert and --tls-key',
+  'no-answer': 'the server did not answer within --timeout-ms; is it overloaded, or is --address right?',
+  'connection-failed': 'is the server running, is --address right, and does it want TLS (--tls, --tls-ca)?',
+};
+
 /** Prints `error` for a person and returns the exit status it stands for. */
 export function reportError(error: unknown, context: CliContext): number {
   if (error instanceof UsageError) {
@@ -40,7 +53,9 @@ export function reportError(error: unknown, context: CliContext): number {
   }
   const code = exitCodeFor(error);
   let message = error instanceof Error ? error.message : String(error);
-  if (
+  if (error instanceof ServerUnreachableError) {
+    message += `\n  (${UNREACHABLE_HINTS[error.reason]})`;
+  } else if (
     code === ExitCode.UNAVAILABLE &&
     error instanceof CohortError &&
     error.code !== ErrorCode.COORDINATOR_LOAD_IN_PROGRESS

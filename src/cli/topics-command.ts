@@ -1,7 +1,7 @@
 import { ErrorCode } from '../errors';
 import type { CliCommand, CliContext } from './cli-context';
 import { integerOption, type CommandLine, type CommandSpec } from './command-line';
-import { clientFor, connectionOf, CONNECTION_OPTIONS } from './connection-options';
+import { connectClient, connectionOf, CONNECTION_OPTIONS } from './connection-options';
 import { ExitCode } from './exit-code';
 import { renderTable, toJson } from './output';
 import { runSubcommand, type Subcommand } from './run-command';
@@ -37,7 +37,7 @@ async function createTopic(line: CommandLine, context: CliContext): Promise<numb
     max: MAX_REPLICATION_FACTOR,
   });
   const name = line.positionals[0];
-  const client = clientFor(connection, 'cohort-cli');
+  const client = await connectClient(connection, 'cohort-cli');
   try {
     const [result] = await client.admin({ requestTimeoutMs: connection.requestTimeoutMs }).createTopics([
       {
@@ -82,7 +82,7 @@ const listSpec: CommandSpec = {
 
 async function listTopics(line: CommandLine, context: CliContext): Promise<number> {
   const connection = connectionOf(line, listSpec, context.env);
-  const client = clientFor(connection, 'cohort-cli');
+  const client = await connectClient(connection, 'cohort-cli');
   try {
     const topics = await client.admin({ requestTimeoutMs: connection.requestTimeoutMs }).listTopics();
     context.stdout.write(connection.isJson ? toJson(topics) : topics.map((t) => `${t}\n`).join(''));
@@ -103,7 +103,7 @@ const describeSpec: CommandSpec = {
 
 async function describeTopics(line: CommandLine, context: CliContext): Promise<number> {
   const connection = connectionOf(line, describeSpec, context.env);
-  const client = clientFor(connection, 'cohort-cli');
+  const client = await connectClient(connection, 'cohort-cli');
   try {
     const admin = client.admin({ requestTimeoutMs: connection.requestTimeoutMs });
     const topics = await admin.describeTopics(line.positionals);

@@ -17,7 +17,7 @@ import type { ProducerOptions } from './producer-options';
  */
 export type ClientTransport = GroupTransport &
   Partial<BrokerTransport> &
-  Partial<GroupAdminTransport> & { close?(): void };
+  Partial<GroupAdminTransport> & { close?(): void; waitForServer?(timeoutMs: number): Promise<void> };
 
 /** How to reach cohort. */
 export interface CohortClientOptions {
@@ -153,6 +153,21 @@ export class CohortClient {
       ...(this.time !== undefined ? { time: this.time } : {}),
     });
     return this._admin;
+  }
+
+  /**
+   * Resolves once the server answers on this client's channel, or rejects after `timeoutMs` with a
+   * `ServerUnreachableError` saying what failed: the connection refused, the name not resolved, the TLS
+   * handshake, or no answer. Nothing needs it: every call waits and retries within its own timeout. A
+   * tool that should fail fast when the server is away (the `cohort` CLI) asks first. A transport without
+   * the method (a test's) is taken as reachable.
+   */
+  waitForServer(timeoutMs: number): Promise<void> {
+    this.checkOpen();
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
+      return Promise.reject(new RangeError('timeoutMs must be a whole number of milliseconds above 0'));
+    }
+    return this.transport.waitForServer?.(timeoutMs) ?? Promise.resolve();
   }
 
   /**

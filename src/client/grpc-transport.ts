@@ -1,6 +1,7 @@
 import {
   credentials as grpcCredentials,
   Metadata,
+  status as Status,
   type ChannelCredentials,
   type ChannelOptions,
   type Client,
@@ -25,6 +26,30 @@ import { errorFromStatus } from './error-from-status';
 import type { GroupAdminTransport } from './group-admin-transport';
 import { groupCoordinatorClient } from './group-coordinator-proto';
 import type { CallOptions, GroupTransport } from './group-transport';
+import {
+  ServerUnreachableError,
+  unreachableReasonOf,
+  type UnreachableReason,
+} from './server-unreachable-error';
+
+/** How soon `waitForServer` tries again after a refused connection or a name that did not resolve. */
+const WAIT_FOR_SERVER_RETRY_MS = 250;
+
+/**
+ * grpc-js's description of a failed connection without its wrapping: "No connection established. Last
+ * error: Error: connect ECONNREFUSED 127.0.0.1:1. Resolution note: " becomes "connect ECONNREFUSED 127.0.0.1:1".
+ */
+function connectionDetailOf(details: string): string {
+  return (
+    details
+      .replace(/^No connection established\. Last error: /, '')
+      .replace(/(\.)?\s*Resolution note:[\s\S]*$/, '')
+      .replace(/^Error(?: \[[A-Z_]+\])?: /, '')
+      .replace(/\s*\(\d{4}-\d\d-\d\dT[\d:.]+Z\)/, '')
+      .replace(/:\.\.\/deps\/openssl\/\S*/g, '')
+      .trim() || details
+  );
+}
 
 /** TLS settings: PEM buffers. Omit `ca` to trust the system's roots; give `cert` and `key` for mutual TLS. */
 export interface TlsOptions {
@@ -65,6 +90,8 @@ export class GrpcTransport implements GroupTransport, GroupAdminTransport, Broke
   private readonly broker: Client;
   private readonly token: string | undefined;
   private readonly time: Time;
+  private readonly address: string;
+  private readonly isTls: boolean;
 
   constructor(options: GrpcTransportOptions) {
     if (typeof options.address !== 'string' || options.address === '') {
@@ -78,6 +105,43 @@ export class GrpcTransport implements GroupTransport, GroupAdminTransport, Broke
     this.broker = new BrokerCtor(options.address, credentials, { channelOverride: this.client.getChannel() });
     this.token = options.token;
     this.time = options.time ?? SYSTEM_TIME;
+    this.address = options.address;
+    this.isTls = options.tls !== undefined && options.tls !== false;
+  }
+
+  /**
+   * Resolves once the server answers a call, whatever the answer (a refused token still means the server is
+   * there), or rejects with a `ServerUnreachableError` saying what failed once `timeoutMs` has passed
+   * without one. A refused connection or a name that does not resolve is tried again meanwhile (the server
+   * may be starting); a failed TLS handshake is not, since it fails the same way every time. Calls made
+   * without it retry for their own timeouts instead; a tool that should fail fast asks first.
+   */
+  async waitForServer(timeoutMs: number): Promise<void> {
+    const deadlineMs = this.time.nowMs() + timeoutMs;
+    let last: { reason: UnreachableReason; detail: string; cause: ServiceError } | undefined;
+    for (;;) {
+      const remainingMs = deadlineMs - this.time.nowMs();
+      if (remainingMs <= 0) break;
+      const error = await this.describeNoGroups(remainingMs);
+      if (error === null || (error.code !== Status.UNAVAILABLE && error.code !== Status.DEADLINE_EXCEEDED)) {
+        return;
+      }
+      if (error.code === Status.DEADLINE_EXCEEDED) {
+        last ??= { reason: 'no-answer', detail: `nothing within ${timeoutMs} ms`, cause: error };
+        break;
+      }
+      const reason = unreachableReasonOf(error.details, this.isTls);
+      last = { reason, detail: connectionDetailOf(error.details), cause: error };
+      if (reason === 'tls-handshake') break;
+      const pauseMs = Math.min(WAIT_FOR_SERVER_RETRY_MS, deadlineMs - this.time.nowMs());
+      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+    throw new ServerUnreachableError(
+      this.address,
+      last?.reason ?? 'no-answer',
+      last?.detail ?? `nothing within ${timeoutMs} ms`,
+      last === undefined ? undefined : { cause: last.cause },
+    );
   }
 
   joinGroup(request: m.JoinGroupRequest, options: CallOptions): Promise<m.JoinGroupResponse> {
@@ -155,6 +219,23 @@ export class GrpcTransport implements GroupTransport, GroupAdminTransport, Broke
       this.broker,
     );
     return listOffsetsFromWire(wire);
+  }
+
+  /** DescribeGroups of no group: the cheapest call there is; resolves with how it failed, or null. */
+  private describeNoGroups(timeoutMs: number): Promise<ServiceError | null> {
+    return new Promise((resolve) => {
+      const metadata = new Metadata();
+      if (this.token !== undefined) metadata.set('authorization', `Bearer ${this.token}`);
+      const send = (this.client as unknown as Record<string, Unary<m.DescribeGroupsRequest, unknown>>)
+        .describeGroups;
+      send.call(
+        this.client,
+        { groups: [] },
+        metadata,
+        { deadline: new Date(this.time.nowMs() + timeoutMs) },
+        (error) => resolve(error),
+      );
+    });
   }
 
   /** Closes the channel; calls still in flight end with CANCELLED. */

@@ -64,6 +64,8 @@ export type * from './broker-messages';
 export { RetryingCaller } from './retrying-caller';
 export type { CallOutcome } from './retrying-caller';
 export { GrpcTransport } from './grpc-transport';
+export { ServerUnreachableError } from './server-unreachable-error';
+export type { UnreachableReason } from './server-unreachable-error';
 export type { GrpcTransportOptions, TlsOptions } from './grpc-transport';
 export { codeForStatus } from './error-from-status';
 export { ExponentialBackoff } from './exponential-backoff';

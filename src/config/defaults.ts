@@ -11,8 +11,11 @@ export const DEFAULT_LISTEN = '127.0.0.1:7070';
 export const DEFAULT_DATA_DIR = './data';
 export const DEFAULT_MANUAL_CLOCK = false;
 export const DEFAULT_LOG_LEVEL = 'info';
-/** The admin HTTP listener: loopback only, like the gRPC listener. */
-export const DEFAULT_ADMIN_LISTEN = '127.0.0.1:9090';
+/**
+ * The admin HTTP listener: loopback only, like the gRPC listener, on the port beside it. Not 9090, which is
+ * Prometheus's own: a cohort on the same host as its scraper would fail to start.
+ */
+export const DEFAULT_ADMIN_LISTEN = '127.0.0.1:7071';
 /** The value of `adminListen` that turns the admin listener off ('' does too). */
 export const ADMIN_LISTEN_OFF = 'off';
 /** Kubernetes gives a pod 30 s between SIGTERM and SIGKILL; 10 s leaves room for the flush after the drain. */

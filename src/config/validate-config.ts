@@ -78,7 +78,7 @@ function checkOne(spec: SettingSpec, value: unknown, source: ConfigSource): stri
       }
       return (
         `${describeSetting(spec, value, source)} must be HOST:PORT with a port from 0 to 65535, or ` +
-        `${ADMIN_LISTEN_OFF}, e.g. ${spec.flag} 127.0.0.1:9090`
+        `${ADMIN_LISTEN_OFF}, e.g. ${spec.flag} 127.0.0.1:7071`
       );
     case 'peer': {
       if (value === '') return undefined;

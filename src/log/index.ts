@@ -23,9 +23,10 @@ export {
   DEFAULT_REPLICA_FETCH_MAX_BYTES,
   DEFAULT_REPLICA_FETCH_RESPONSE_MAX_BYTES,
   DEFAULT_REPLICA_FETCH_WAIT_MAX_MS,
+  LEADER_FAILURE_REPORT_MAX_INTERVAL_MS,
   ReplicaFetcher,
 } from './replica-fetcher';
-export type { ReplicaFetcherOptions } from './replica-fetcher';
+export type { LeaderFailure, LeaderLinkStatus, ReplicaFetcherOptions } from './replica-fetcher';
 export { ReplicaManager } from './replica-manager';
 export type {
   FetchedPartitionOutcome,

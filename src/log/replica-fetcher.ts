@@ -16,6 +16,33 @@ export const DEFAULT_REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
 export const DEFAULT_REPLICA_FETCH_BACKOFF_MS = 1_000;
 /** How often the follower asks the leader for its topics (new topics, replicas, ISR). */
 export const DEFAULT_METADATA_REFRESH_INTERVAL_MS = 1_000;
+/**
+ * While rounds keep failing, `onLeaderFailure` is told again after twice the backoff, then after each
+ * doubling of that interval, up to this: an unreachable leader is one log line a minute, not one a second.
+ */
+export const LEADER_FAILURE_REPORT_MAX_INTERVAL_MS = 60_000;
+
+/** A run of failed rounds: the leader could not be reached, or refused the fetch. */
+export interface LeaderFailure {
+  /** Why the latest round failed. */
+  readonly error: unknown;
+  /** `unreachable`: a call to the leader failed; `refused`: the leader answered the fetch with an error. */
+  readonly kind: 'unreachable' | 'refused';
+  /** Rounds failed in a row, this one included. */
+  readonly failedRounds: number;
+  /** Since the first failed round of the run, on the fetcher's monotonic clock. */
+  readonly failingForMs: number;
+}
+
+/** How replication from the leader stands (for readiness and metrics). */
+export interface LeaderLinkStatus {
+  /** False from a failed round until the next call the leader answers. */
+  readonly isReplicating: boolean;
+  /** The current run of failures; undefined while replicating. */
+  readonly failure: LeaderFailure | undefined;
+  /** Failed rounds since the fetcher started, for a counter. */
+  readonly failedRoundsTotal: number;
+}
 
 export interface ReplicaFetcherOptions {
   readonly time: Time;
@@ -24,8 +51,17 @@ export interface ReplicaFetcherOptions {
   readonly fetchMaxWaitMs?: number;
   readonly backoffMs?: number;
   readonly metadataRefreshIntervalMs?: number;
-  /** A failed round (leader unreachable, a partition that cannot be applied); the fetcher backs off. */
+  /** A partition's fetched records could not be applied; that partition backs off. */
   readonly onError?: (error: unknown, what: string) => void;
+  /**
+   * A round failed (the leader is unreachable, or refused the fetch) and the fetcher backs off: called for
+   * the first failure of a run, then again at a growing interval while the failures go on (twice the
+   * backoff, doubling, up to LEADER_FAILURE_REPORT_MAX_INTERVAL_MS), so a log line per call neither floods
+   * the log nor goes silent. `leaderStatus` has every round.
+   */
+  readonly onLeaderFailure?: (failure: LeaderFailure) => void;
+  /** The leader answered again after a run of failures (the run that ended is given). */
+  readonly onLeaderRecovered?: (failure: LeaderFailure) => void;
 }
 
 /** Resolves a promise when the timer runs it, or when cancelled (stop). */
@@ -65,7 +101,9 @@ class Wakeup extends TimerTask {
  *
  * A partition whose response carries an error (other than OFFSET_OUT_OF_RANGE, which truncates) sits out
  * for `backoffMs`, so one bad partition never turns the long poll into a busy loop; a failed round (the
- * leader is down) waits `backoffMs` before the next. `stop()` aborts the call in flight.
+ * leader is down) waits `backoffMs` before the next, as Kafka's replica.fetch.backoff.ms does: a leader
+ * that comes back is found within a second. What is reported of a run of failures backs off instead
+ * (`onLeaderFailure`), and `leaderStatus` shows it meanwhile. `stop()` aborts the call in flight.
  */
 export class ReplicaFetcher {
   private readonly time: Time;
@@ -74,6 +112,14 @@ export class ReplicaFetcher {
   private readonly backoffMs: number;
   private readonly metadataRefreshIntervalMs: number;
   private readonly onError: (error: unknown, what: string) => void;
+  private readonly onLeaderFailure: (failure: LeaderFailure) => void;
+  private readonly onLeaderRecovered: (failure: LeaderFailure) => void;
+  /** The current run of failed rounds, if any. */
+  private failure: LeaderFailure | undefined;
+  private failingSinceMs = 0;
+  private nextReportAtMs = 0;
+  private reportIntervalMs = 0;
+  private failedRoundsTotal = 0;
   private readonly controller = new AbortController();
   private readonly wakeup = new Wakeup(0);
   /** Partitions sitting out after an error, until this time. */
@@ -97,6 +143,16 @@ export class ReplicaFetcher {
     this.metadataRefreshIntervalMs =
       options.metadataRefreshIntervalMs ?? DEFAULT_METADATA_REFRESH_INTERVAL_MS;
     this.onError = options.onError ?? (() => undefined);
+    this.onLeaderFailure = options.onLeaderFailure ?? (() => undefined);
+    this.onLeaderRecovered = options.onLeaderRecovered ?? (() => undefined);
+  }
+
+  get leaderStatus(): LeaderLinkStatus {
+    return {
+      isReplicating: this.failure === undefined,
+      failure: this.failure,
+      failedRoundsTotal: this.failedRoundsTotal,
+    };
   }
 
   start(): void {
@@ -121,7 +177,7 @@ export class ReplicaFetcher {
         isBackoff = await this.round();
       } catch (error) {
         if (this.isStopped) break;
-        this.onError(error, 'replication from the leader failed');
+        this.roundFailed(error, 'unreachable');
         isBackoff = true;
       }
       this.rounds++;
@@ -135,12 +191,15 @@ export class ReplicaFetcher {
     if (this.time.monotonicMs() - this.lastMetadataMs >= this.metadataRefreshIntervalMs) {
       const metadata = await this.leader.metadata({ topics: [] }, signal);
       if (this.isStopped) return false;
+      // The leader is reachable again; a leader refusing the fetch is so only once a fetch succeeds.
+      if (this.failure?.kind === 'unreachable') this.leaderAnswered();
       this.lastMetadataMs = this.time.monotonicMs();
       this.replicaManager.applyLeaderMetadata(metadata);
     }
     const targets = this.fetchableTargets();
     if (targets.length === 0) {
       // Nothing to copy yet: wait for the next metadata refresh (or the end of a partition's backoff).
+      this.leaderAnswered();
       await this.sleep(this.metadataRefreshIntervalMs);
       return false;
     }
@@ -148,12 +207,15 @@ export class ReplicaFetcher {
     const response = await this.leader.fetch(request, signal);
     if (this.isStopped) return false;
     if (response.errorCode !== ErrorCode.NONE) {
-      this.onError(
-        new Error(`the leader refused the fetch with error ${response.errorCode}`),
-        'fetch refused',
+      this.roundFailed(
+        new Error(
+          `the leader refused the fetch with error ${ErrorCode[response.errorCode] ?? response.errorCode}`,
+        ),
+        'refused',
       );
       return true;
     }
+    this.leaderAnswered();
     const nowMs = this.time.monotonicMs();
     for (const topic of response.responses) {
       for (const data of topic.partitions) {
@@ -173,6 +235,36 @@ export class ReplicaFetcher {
       }
     }
     return false;
+  }
+
+  /** Counts a failed round and reports it when the run is new or the report interval has passed. */
+  private roundFailed(error: unknown, kind: LeaderFailure['kind']): void {
+    const nowMs = this.time.monotonicMs();
+    this.failedRoundsTotal++;
+    const previous = this.failure;
+    if (previous === undefined) {
+      this.failingSinceMs = nowMs;
+      this.reportIntervalMs = 2 * this.backoffMs;
+      this.nextReportAtMs = nowMs;
+    }
+    const failure: LeaderFailure = {
+      error,
+      kind,
+      failedRounds: (previous?.failedRounds ?? 0) + 1,
+      failingForMs: nowMs - this.failingSinceMs,
+    };
+    this.failure = failure;
+    if (nowMs < this.nextReportAtMs) return;
+    this.nextReportAtMs = nowMs + this.reportIntervalMs;
+    this.reportIntervalMs = Math.min(2 * this.reportIntervalMs, LEADER_FAILURE_REPORT_MAX_INTERVAL_MS);
+    this.onLeaderFailure(failure);
+  }
+
+  private leaderAnswered(): void {
+    const ended = this.failure;
+    if (ended === undefined) return;
+    this.failure = undefined;
+    this.onLeaderRecovered({ ...ended, failingForMs: this.time.monotonicMs() - this.failingSinceMs });
   }
 
   private fetchableTargets(): FollowerFetchTarget[] {

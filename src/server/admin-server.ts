@@ -56,7 +56,17 @@ export class AdminServer {
     // Node takes IPv6 hosts without their brackets.
     const host = address.host.replace(/^\[(.*)\]$/, '$1');
     return new Promise((resolve, reject) => {
-      const onError = (error: Error): void => reject(error);
+      // The port is most often taken by another program (a second cohort, a Prometheus): say which setting
+      // moves it, since the address alone does not tell an operator where it came from.
+      const onError = (error: NodeJS.ErrnoException): void =>
+        reject(
+          new Error(
+            `the admin listener cannot listen on ${this.options.listen}` +
+              `${error.code === undefined ? '' : ` (${error.code})`}: set --admin-listen (COHORT_ADMIN_LISTEN) ` +
+              'to a free HOST:PORT, or to off',
+            { cause: error },
+          ),
+        );
       this.http.once('error', onError);
       this.http.listen(address.port, host, () => {
         this.http.removeListener('error', onError);

@@ -143,6 +143,11 @@ function brokerConfigOf(config: CohortConfig): BrokerConfig {
   });
 }
 
+/** An error's message, for a log field or /readyz, without its stack. */
+function reasonOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** Whether the admin listener is wanted, and where. */
 function adminListenOf(config: CohortConfig): string | undefined {
   return config.adminListen === '' || config.adminListen === ADMIN_LISTEN_OFF
@@ -185,6 +190,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
 
   const metrics = new ServerMetrics({
     time,
+    nodeId: config.nodeId,
     ...(options.metricsStopwatch ? { stopwatch: options.metricsStopwatch } : {}),
   });
   const groupListener = fanOutListener([groupEventLog(logger, time), metrics.groupListener]);
@@ -229,6 +235,18 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           consumerLag: {
             offsets: groupState.store,
             partition: (key: string) => replicaManager.getPartition(key),
+          },
+        }),
+    ...(config.replicaOf === ''
+      ? {}
+      : {
+          follower: {
+            leader: config.replicaOf,
+            get leaderStatus() {
+              return (
+                fetcher?.leaderStatus ?? { isReplicating: true, failure: undefined, failedRoundsTotal: 0 }
+              );
+            },
           },
         }),
   });
@@ -317,10 +335,20 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   // Nobody has to ask: a rejection nobody awaits must not be reported as unhandled.
   readyPromise.catch(() => undefined);
 
+  /** On a follower, why it cannot replicate from its leader right now; undefined when it can (or leads). */
+  const leaderProblem = (): string | undefined => {
+    const failure = fetcher?.leaderStatus.failure;
+    if (failure === undefined) return undefined;
+    return (
+      `${failure.kind === 'unreachable' ? 'the leader cannot be reached' : 'the leader refuses the fetch'} ` +
+      `(--replica-of ${config.replicaOf}, ${failure.failedRounds} failed rounds): ${reasonOf(failure.error)}`
+    );
+  };
+
   const readinessProblem = (): string | undefined => {
     switch (phase) {
       case 'serving':
-        return undefined;
+        return leaderProblem();
       case 'new':
       case 'starting':
         return 'starting';
@@ -339,8 +367,19 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     if (!isBound || !isGroupStateLoaded || (phase !== 'starting' && phase !== 'loading')) return;
     phase = 'serving';
     setHealth(Object.keys(statusMap), 'SERVING');
+    refreshWholeServerHealth();
     resolveReady();
   };
+
+  /**
+   * The whole server ('') follows /readyz once serving: NOT_SERVING while a follower cannot replicate from
+   * its leader, so a health probe does not call a follower with a stale log healthy. Its services keep
+   * their own status (a follower's Broker still answers reads of what it has).
+   */
+  function refreshWholeServerHealth(): void {
+    if (phase !== 'serving') return;
+    health.setStatus('', leaderProblem() === undefined ? 'SERVING' : 'NOT_SERVING');
+  }
 
   /**
    * Opens __consumer_offsets-0 (a data directory that cannot be used fails start()) and replays it in the
@@ -400,6 +439,23 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       fetchMaxWaitMs: Math.min(FOLLOWER_FETCH_WAIT_MAX_MS, followerWaitCapMs),
       metadataRefreshIntervalMs: Math.min(FOLLOWER_METADATA_REFRESH_MS, followerWaitCapMs),
       onError: (err, what) => logger.warn({ err, leader: config.replicaOf }, what),
+      // Once as a run of failures begins, then at a backoff: a stack trace a second says nothing new.
+      onLeaderFailure: ({ error, kind, failedRounds, failingForMs }) => {
+        logger.warn(
+          { leader: config.replicaOf, reason: reasonOf(error), failedRounds, failingForMs },
+          kind === 'unreachable'
+            ? 'the leader cannot be reached; replication is paused and retried every second'
+            : 'the leader refuses to be fetched from; replication is paused and retried every second',
+        );
+        refreshWholeServerHealth();
+      },
+      onLeaderRecovered: ({ failedRounds, failingForMs }) => {
+        logger.info(
+          { leader: config.replicaOf, failedRounds, failingForMs },
+          'the leader answers again; replication resumes',
+        );
+        refreshWholeServerHealth();
+      },
     });
     fetcher.start();
   };

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { credentials as grpcCredentials, makeClientConstructor, Metadata } from '@grpc/grpc-js';
 import type { ChannelCredentials, ChannelOptions, ServiceError } from '@grpc/grpc-js';
 import type { ServiceDefinition } from '@grpc/proto-loader';
@@ -74,4 +75,24 @@ export function checkHealth(options: HealthCheckOptions): Promise<HealthCheckRes
       },
     );
   });
+}
+
+/**
+ * A name the certificate is for, to check it by when the probe dials loopback: its own address when the
+ * certificate names it (nothing to override), else its first DNS name, else its common name.
+ */
+export function serverNameOf(certificatePem: Buffer, dialedHost: string): string | undefined {
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(certificatePem);
+  } catch {
+    return undefined; // not PEM: the TLS handshake will say so
+  }
+  // Node refuses an unbracketed IPv6 literal as a host name; compare without brackets.
+  const host = dialedHost.replace(/^\[(.*)\]$/, '$1');
+  if (certificate.checkHost(host) !== undefined || certificate.checkIP(host) !== undefined) return undefined;
+  const names = (certificate.subjectAltName ?? '').split(', ');
+  const dns = names.find((name) => name.startsWith('DNS:'));
+  if (dns !== undefined) return dns.slice('DNS:'.length).replace(/^\*\./, 'probe.');
+  return /(?:^|\n)CN=([^\n]+)/.exec(certificate.subject)?.[1];
 }

@@ -11,6 +11,7 @@ import {
   type TranspiledSources,
 } from '../support/run-cli';
 import { startTestServer, type TestServer } from '../support/start-test-server';
+import { makeTlsFixtures } from '../support/tls-fixtures';
 
 /**
  * The `cohort` CLI as a user runs it: a process per command against a live server on 127.0.0.1, judged by
@@ -175,7 +176,55 @@ describe('cohort produce and consume', () => {
   });
 });
 
+/** Resolves once `check` holds, polling; the test's timeout bounds it. */
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
 describe('cohort groups', () => {
+  it('consume --print-group-events shows joins and rebalances; describe --client-id finds one member', async () => {
+    await sdk('setup')
+      .admin()
+      .createTopics([{ name: 'watched', numPartitions: 2 }]);
+    const consume = (clientId: string) => [
+      'consume',
+      'watched',
+      '--group',
+      'pair',
+      '--client-id',
+      clientId,
+      '--print-group-events',
+      ...address,
+    ];
+    const alpha = startCli(consume('alpha'));
+    running.push(alpha);
+    await until(() => alpha.stderr().includes('cohort: alpha in pair: joined generation'));
+    expect(alpha.stderr()).toMatch(/joined generation \d+ as leader: owns watched \[0, 1\]\n/);
+
+    const [found, missing] = await Promise.all([
+      runCli(['groups', 'describe', 'pair', '--client-id', 'alpha', ...address]),
+      runCli(['groups', 'describe', 'pair', '--client-id', 'beta', ...address]),
+    ]);
+    expect(found.code).toBe(0);
+    expect(found.stdout).toMatch(/\balpha\b/);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain("group 'pair' has no member with client id 'beta'");
+
+    const beta = startCli(consume('beta'));
+    running.push(beta);
+    await until(() => beta.stderr().includes('cohort: beta in pair: joined generation'));
+    // Cooperatively (the default assignor), beta first joins owning nothing, then gets what alpha gave up.
+    await until(() => /beta in pair: .*owns watched \[\d\]\n/.test(beta.stderr()));
+    await until(() =>
+      /alpha in pair: assigned in generation \d+.*owns watched \[\d\]\n/.test(alpha.stderr()),
+    );
+    // alpha gave a partition up for beta; each now owns one.
+    expect(alpha.stderr()).toMatch(/alpha in pair: gives up watched \[[^\]]+\] \((rebalance|reassigned)\)/);
+    expect(alpha.stderr()).toMatch(/assigned in generation \d+( as leader)?: owns watched \[\d\]\n/);
+    const both = await runCli(['groups', 'describe', 'pair', '--client-id', 'beta', ...address]);
+    expect(both.code).toBe(0);
+  });
+
   it('describe shows the committed offset, the high watermark and the lag of each partition, and the live members', async () => {
     const admin = sdk('setup').admin();
     await admin.createTopics([{ name: 'ledger', numPartitions: 2 }]);
@@ -273,18 +322,27 @@ describe('cohort groups', () => {
 });
 
 describe('connecting', () => {
-  it('exits 4 when no server answers within --request-timeout-ms', async () => {
+  it('exits 4 within --timeout-ms when nothing listens, long before --request-timeout-ms, saying so', async () => {
+    // Were the first operation's retries what ended it, the test would time out long before this returns.
     const result = await runCli([
       'groups',
       'list',
       '--address',
       '127.0.0.1:1',
       '--request-timeout-ms',
+      '600000',
+      '--timeout-ms',
       '300',
     ]);
     expect(result.code).toBe(4);
-    expect(result.stderr).toMatch(/COORDINATOR_NOT_AVAILABLE|REQUEST_TIMED_OUT/);
-    expect(result.stderr).toContain('is the server running');
+    expect(result.stderr).toContain('cannot reach 127.0.0.1:1: connection refused (connect ECONNREFUSED');
+    expect(result.stderr).toContain('is the server running, and is --address right?');
+  });
+
+  it('exits 2 for an address that is not HOST:PORT, without dialing it', async () => {
+    const result = await runCli(['groups', 'list', '--address', 'notanaddress']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--address must be HOST:PORT');
   });
 
   it('sends the token of --token or $COHORT_TOKEN to a server that requires one, and exits 1 without it', async () => {
@@ -302,6 +360,57 @@ describe('connecting', () => {
       expect(without.stderr).toContain('check --token');
     } finally {
       await secured.close();
+    }
+  });
+});
+
+describe('cohort over TLS', () => {
+  const tls = makeTlsFixtures();
+  afterAll(() => tls.cleanup());
+
+  it('talks to a TLS server on 127.0.0.1 without a DEP0123 warning, and names a failed handshake', async () => {
+    const secure = await startTestServer({ tlsCert: tls.serverCertPath, tlsKey: tls.serverKeyPath });
+    try {
+      const at = ['topics', 'list', '--address', secure.target, '--request-timeout-ms', '600000'];
+      const [trusted, systemRoots, plaintext] = await Promise.all([
+        runCli([...at, '--tls-ca', tls.caCertPath]),
+        runCli([...at, '--tls']),
+        runCli(at),
+      ]);
+      expect(trusted).toEqual({ code: 0, stdout: '', stderr: '' });
+      expect(systemRoots.code).toBe(4);
+      expect(systemRoots.stderr).toContain(
+        `cannot reach ${secure.target}: the TLS handshake failed (unable to verify the first certificate)`,
+      );
+      expect(systemRoots.stderr).toContain('--tls-ca must name the CA that signed its certificate');
+      expect(systemRoots.stderr).not.toContain('is the server running');
+      expect(plaintext.code).toBe(4);
+      expect(plaintext.stderr).toContain('does it want TLS (--tls, --tls-ca)?');
+      for (const r of [trusted, systemRoots, plaintext]) expect(r.stderr).not.toContain('DEP0123');
+    } finally {
+      await secure.close();
+    }
+  });
+
+  it('names the missing client certificate of mutual TLS', async () => {
+    const mutual = await startTestServer({
+      tlsCert: tls.serverCertPath,
+      tlsKey: tls.serverKeyPath,
+      tlsClientCa: tls.caCertPath,
+    });
+    try {
+      const at = ['topics', 'list', '--address', mutual.target, '--tls-ca', tls.caCertPath];
+      const [without, withCert] = await Promise.all([
+        runCli(at),
+        runCli([...at, '--tls-cert', tls.clientCertPath, '--tls-key', tls.clientKeyPath]),
+      ]);
+      expect(without.code).toBe(4);
+      expect(without.stderr).toContain('the TLS handshake failed (');
+      expect(without.stderr).toContain('certificate required');
+      expect(without.stderr).toContain('needs --tls-cert and --tls-key');
+      expect(withCert).toEqual({ code: 0, stdout: '', stderr: '' });
+    } finally {
+      await mutual.close();
     }
   });
 });

@@ -200,10 +200,15 @@ export class LogCluster {
     return node;
   }
 
-  async start(name: string, overrides: Partial<CohortConfig> = {}): Promise<ClusterNode> {
+  /** Starts a node on a free port, or on `listen` (a restart where the followers look for it). */
+  async start(
+    name: string,
+    overrides: Partial<CohortConfig> = {},
+    listen = '127.0.0.1:0',
+  ): Promise<ClusterNode> {
     if (this.nodes.has(name)) throw new Error(`${name} is already running`);
     const dataDir = this.dataDir(name);
-    const config = createConfig({ logLevel: 'info', dataDir, ...overrides, listen: '127.0.0.1:0' });
+    const config = createConfig({ logLevel: 'info', dataDir, ...overrides, listen });
     const { logger, lines } = captureLogger(config.logLevel);
     const server = createServer(config, { logger, shutdownGraceMs: 2_000 });
     const { port } = await server.start();

@@ -1,4 +1,5 @@
 import { ErrorCode } from '../../src/errors';
+import { healthClient } from '../support/grpc-clients';
 import type { ClusterNode } from './log-cluster';
 import {
   awaitIsr,
@@ -128,5 +129,83 @@ describe('replication between cohort servers on 127.0.0.1', () => {
       topics: [{ name: 'u', numPartitions: 1, replicationFactor: 1 }],
     });
     expect(created.topics[0]!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+  });
+});
+
+describe('a follower whose leader is unreachable', () => {
+  let cluster: LogCluster;
+  const closers: { close(): void }[] = [];
+
+  beforeEach(() => {
+    cluster = new LogCluster();
+  });
+
+  afterEach(async () => {
+    for (const client of closers.splice(0)) client.close();
+    await cluster.cleanup();
+  });
+
+  /** /readyz and the two follower series of /metrics, read in that order. */
+  async function observe(
+    adminUrl: string,
+  ): Promise<{ ready: string; reachable?: number; failures?: number }> {
+    const ready = await fetch(`${adminUrl}/readyz`);
+    const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
+    const value = (name: string): number | undefined => {
+      const line = metrics.split('\n').find((l) => l.startsWith(`${name}{`));
+      return line === undefined ? undefined : Number(line.split(' ').pop());
+    };
+    return {
+      ready: `${ready.status} ${await ready.text()}`,
+      reachable: value('cohort_follower_leader_reachable'),
+      failures: value('cohort_follower_fetch_failures_total'),
+    };
+  }
+
+  it('logs once without a stack, turns /readyz 503 and health NOT_SERVING, and recovers when the leader is back', async () => {
+    const leaderSettings = { nodeId: 0, followers: [1], replicaLagTimeMaxMs: TEST_REPLICA_LAG_MS };
+    const leader = await cluster.start('leader', leaderSettings);
+    const leaderAt = leader.target;
+    await cluster.stop('leader');
+    const follower = await cluster.start('follower-1', {
+      nodeId: 1,
+      replicaOf: leaderAt,
+      replicaLagTimeMaxMs: TEST_REPLICA_LAG_MS,
+      adminListen: '127.0.0.1:0',
+    });
+    const adminUrl = follower.server.adminAddress!.url;
+    const health = healthClient(follower.target);
+    closers.push(health);
+
+    // Two failed rounds: the second is counted, not logged (the next line comes after twice the backoff).
+    const down = await eventually(async () => {
+      const warnings = follower.logs.filter((l) => l.msg.startsWith('the leader cannot be reached'));
+      const seen = await observe(adminUrl);
+      return seen.failures !== undefined && seen.failures >= 2 ? { seen, warnings } : undefined;
+    }, 'two failed rounds');
+    expect(down.seen.reachable).toBe(0);
+    // The warnings were read first: a round may have failed since. Reports follow rounds 1, 3, 7, ...
+    expect(down.warnings.length).toBeGreaterThanOrEqual(1);
+    expect(down.warnings.length).toBeLessThanOrEqual(down.seen.failures! >= 3 ? 2 : 1);
+    expect(down.seen.ready).toMatch(
+      new RegExp(
+        `^503 not ready: the leader cannot be reached \\(--replica-of ${leaderAt}, \\d+ failed rounds\\): .*UNAVAILABLE`,
+      ),
+    );
+    expect(down.warnings).toHaveLength(1);
+    expect(down.warnings[0]).toMatchObject({ level: 40, leader: leaderAt, failedRounds: 1 });
+    expect(down.warnings[0]).not.toHaveProperty('err');
+    expect(await health.check('')).toBe('NOT_SERVING');
+
+    await cluster.start('leader', leaderSettings, leaderAt);
+    await eventually(
+      async () => ((await observe(adminUrl)).ready === '200 ready\n' ? true : undefined),
+      'the follower to be ready again',
+    );
+    expect((await observe(adminUrl)).reachable).toBe(1);
+    expect(await health.check('')).toBe('SERVING');
+    expect(follower.logs).toContainEqual(
+      expect.objectContaining({ msg: 'the leader answers again; replication resumes', leader: leaderAt }),
+    );
   });
 });

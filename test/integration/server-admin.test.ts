@@ -1,3 +1,4 @@
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { ErrorCode } from '../../src/errors';
 import { brokerClient, healthClient } from '../support/grpc-clients';
 import type { TestServer } from '../support/start-test-server';
@@ -46,6 +47,19 @@ describe('the admin listener', () => {
     expect((await get(`${t.adminUrl}/readyz`, { method: 'HEAD' })).status).toBe(200);
     expect((await get(`${t.adminUrl}/nothing`)).status).toBe(404);
     expect((await get(`${t.adminUrl}/metrics`, { method: 'POST' })).status).toBe(405);
+  });
+
+  it('fails to start on a taken port, naming the setting that moves it', async () => {
+    const squatter = createNetServer();
+    await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
+    try {
+      const taken = `127.0.0.1:${(squatter.address() as AddressInfo).port}`;
+      await expect(startTestServer({ adminListen: taken })).rejects.toThrow(
+        `the admin listener cannot listen on ${taken} (EADDRINUSE): set --admin-listen (COHORT_ADMIN_LISTEN) to a free HOST:PORT, or to off`,
+      );
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
   });
 
   it('is absent when adminListen is off', async () => {

@@ -47,7 +47,7 @@ export function spawnCohort(
     args.some((arg) => arg === '--data-dir' || arg.startsWith('--data-dir='));
   const ownDataDir = namesDataDir ? undefined : mkdtempSync(join(tmpdir(), 'cohort-process-'));
   const dataDirArgs = ownDataDir === undefined ? [] : ['--data-dir', ownDataDir];
-  // Test processes run side by side: the default admin port (9090) would let only one of them start.
+  // Test processes run side by side: the default admin port (7071) would let only one of them start.
   const namesAdmin =
     env.COHORT_ADMIN_LISTEN !== undefined ||
     args.some((arg) => arg === '--admin-listen' || arg.startsWith('--admin-listen='));

@@ -16,6 +16,12 @@ export interface TlsFixtures {
   /** A client certificate signed by another CA (mutual TLS refuses it). */
   readonly strangerCertPath: string;
   readonly strangerKeyPath: string;
+  /** A server certificate the CA signed for `cohort-node.internal` only: no loopback name or address. */
+  readonly namedServerCertPath: string;
+  readonly namedServerKeyPath: string;
+  /** A self-signed server certificate for `cohort-node.internal` only. */
+  readonly selfSignedNamedCertPath: string;
+  readonly selfSignedNamedKeyPath: string;
   read(path: string): Buffer;
   /** Removes every file. Call it in afterAll. */
   cleanup(): void;
@@ -29,7 +35,19 @@ function openssl(dir: string, args: readonly string[]): void {
 function issue(dir: string, name: string, subject: string, extensions: string, ca?: string): void {
   const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`];
   if (ca === undefined) {
-    openssl(dir, ['req', '-x509', ...newKey, '-out', `${name}.pem`, '-subj', subject, '-days', '1']);
+    const addExt = extensions === '' ? [] : ['-addext', extensions.trim()];
+    openssl(dir, [
+      'req',
+      '-x509',
+      ...newKey,
+      '-out',
+      `${name}.pem`,
+      '-subj',
+      subject,
+      '-days',
+      '1',
+      ...addExt,
+    ]);
     return;
   }
   writeFileSync(join(dir, `${name}.ext`), extensions);
@@ -51,6 +69,8 @@ export function makeTlsFixtures(): TlsFixtures {
     issue(dir, 'client', '/CN=cohort-test-client', 'extendedKeyUsage=clientAuth\n', 'ca');
     issue(dir, 'stranger-ca', '/CN=stranger-ca', '');
     issue(dir, 'stranger', '/CN=stranger', 'extendedKeyUsage=clientAuth\n', 'stranger-ca');
+    issue(dir, 'named', '/CN=cohort-node.internal', 'subjectAltName=DNS:cohort-node.internal\n', 'ca');
+    issue(dir, 'self-named', '/CN=cohort-node.internal', 'subjectAltName=DNS:cohort-node.internal\n');
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`could not generate test certificates with openssl: ${(error as Error).message}`);
@@ -65,6 +85,10 @@ export function makeTlsFixtures(): TlsFixtures {
     clientKeyPath: at('client.key'),
     strangerCertPath: at('stranger.pem'),
     strangerKeyPath: at('stranger.key'),
+    namedServerCertPath: at('named.pem'),
+    namedServerKeyPath: at('named.key'),
+    selfSignedNamedCertPath: at('self-named.pem'),
+    selfSignedNamedKeyPath: at('self-named.key'),
     read: (path) => readFileSync(path),
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };

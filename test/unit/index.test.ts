@@ -53,6 +53,7 @@ describe('the package entry point', () => {
         'Producer',
         'RANGE_ASSIGNOR',
         'ROUND_ROBIN_ASSIGNOR',
+        'ServerUnreachableError',
         'compareTopicPartitions',
         'cooperativeStickyAssign',
         'createDefaultPartitioner',

@@ -7,6 +7,7 @@ import { REAL_STOPWATCH, registerCallMetrics, type Stopwatch } from './call-metr
 import { type ConsumerLagSources, registerConsumerLagMetrics } from './consumer-lag-metrics';
 import { GroupMetrics, type GroupStatsSource } from './group-metrics';
 import { LogMetrics, type PartitionSource } from './log-metrics';
+import { type FollowerSource, registerNodeMetrics } from './node-metrics';
 import { type PurgatoryOwner, registerPurgatoryMetrics } from './purgatory-metrics';
 import { RuntimeMetrics } from './runtime-metrics';
 
@@ -15,6 +16,8 @@ export interface MetricsSources {
   readonly coordinator?: PurgatoryOwner & GroupStatsSource;
   readonly log?: PurgatoryOwner & PartitionSource;
   readonly consumerLag?: ConsumerLagSources;
+  /** Present on a follower (`--replica-of`). */
+  readonly follower?: FollowerSource;
 }
 
 export interface ServerMetricsOptions {
@@ -22,6 +25,8 @@ export interface ServerMetricsOptions {
   readonly time: Time;
   /** The clock of call latency; default the real one (see Stopwatch). */
   readonly stopwatch?: Stopwatch;
+  /** This node's id (`--node-id`), a label of `cohort_build_info`. Default 0, the default node id. */
+  readonly nodeId?: number;
 }
 
 /**
@@ -56,6 +61,7 @@ export class ServerMetrics {
     this.logListener = new LogMetrics(this.registry, () => this.sources.log).listener;
     registerConsumerLagMetrics(this.registry, () => this.sources.consumerLag);
     this.runtime = new RuntimeMetrics(this.registry);
+    registerNodeMetrics(this.registry, options.nodeId ?? 0, () => this.sources.follower);
     this.unauthenticated = new Counter({
       name: 'cohort_unauthenticated_calls_total',
       help: 'Calls ended with UNAUTHENTICATED: no bearer token, or not the right one.',

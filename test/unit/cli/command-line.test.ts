@@ -42,6 +42,22 @@ describe('the command-line parser', () => {
     expect(usageError(['x', 'y']).usage).toMatch(/^usage: cohort things make NAME/);
   });
 
+  it('takes a negative number as the value of the flag before it, long or short', () => {
+    const wide: CommandSpec = {
+      ...spec,
+      options: { ...spec.options, offset: { type: 'string', short: 'o', description: 'an offset' } },
+    };
+    expect(parseCommandLine(wide, ['x', '--count', '-1', '-o', '-25', '--tag', '-3'])).toEqual({
+      values: { count: '-1', offset: '-25', tag: ['-3'] },
+      positionals: ['x'],
+    });
+    const line = parseCommandLine(wide, ['x', '--count', '-1'])!;
+    expect(integerOption(line, wide, 'count', undefined, { min: -1, max: 1 })).toBe(-1);
+    // After --, a negative number is a positional; a flag after a flag that wants a value is still refused.
+    expect(parseCommandLine(wide, ['--count', '2', '--', '-5'])?.positionals).toEqual(['-5']);
+    expect(usageError(['x', '--count', '--loud']).message).toMatch(/--count/);
+  });
+
   it('checks whole-number flags against their range', () => {
     for (const bad of ['0', '6', '1.5', 'three', '-']) {
       const line = parseCommandLine(spec, ['x', '--count', bad])!;

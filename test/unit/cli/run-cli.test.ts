@@ -59,6 +59,22 @@ describe('cohort (the command line)', () => {
     [['topics', 'list', '--tls-cert', __filename], '--tls-cert and --tls-key go together'],
     [['topics', 'list', '--request-timeout-ms', 'soon'], '--request-timeout-ms must be a whole number'],
     [['produce', 'orders', '--acks', '2'], '--acks must be a whole number between -1 and 1'],
+    [['produce', 'orders', '--acks', '-2'], '--acks must be a whole number between -1 and 1'],
+    [
+      ['topics', 'list', '--address', 'notanaddress'],
+      "--address must be HOST:PORT (e.g. 127.0.0.1:7070, [::1]:7070) or unix:/path, got 'notanaddress'",
+    ],
+    [['topics', 'list', '--address', 'host:port'], "got 'host:port'"],
+    [['topics', 'list', '--address', '127.0.0.1:70000'], "got '127.0.0.1:70000'"],
+    [['topics', 'list', '--address', 'unix:'], "got 'unix:'"],
+    [
+      ['topics', 'list', '--timeout-ms', '0'],
+      "--timeout-ms must be a whole number of milliseconds above 0, got '0'",
+    ],
+    [
+      ['groups', 'list', '--state', 'Bogus'],
+      "--state must be one of Empty, PreparingRebalance, CompletingRebalance, Stable, Dead, got 'Bogus'",
+    ],
   ])('exits 2 for %j, naming the problem, before contacting any server', async (args, message) => {
     const { context, err } = captureContext();
     expect(await runCli(args, context)).toBe(2);
@@ -81,8 +97,16 @@ describe('cohort (the command line)', () => {
       expect(connection([])).toEqual({
         options: { address: '127.0.0.1:7070' },
         requestTimeoutMs: 10_000,
+        connectTimeoutMs: 2_000,
         isJson: false,
       });
+    });
+
+    it('takes HOST:PORT, [IPV6]:PORT and unix:PATH addresses, and --timeout-ms', () => {
+      for (const address of ['leader:7070', '10.0.0.7:1', '[::1]:7070', 'unix:/run/cohort.sock']) {
+        expect(connection(['--address', address]).options.address).toBe(address);
+      }
+      expect(connection(['--timeout-ms', '500']).connectTimeoutMs).toBe(500);
     });
 
     it('takes the token from --token, else --token-file, else $COHORT_TOKEN', () => {

@@ -36,6 +36,24 @@ describe('CohortClient', () => {
     expect(closedTransport()).toBe(1);
   });
 
+  it('waits for the server through its transport, and takes one without the method as reachable', async () => {
+    const asked: number[] = [];
+    const waiting = Object.assign(new ScriptedTransport(), {
+      waitForServer: (timeoutMs: number) => {
+        asked.push(timeoutMs);
+        return Promise.reject(new Error('unreachable'));
+      },
+    });
+    const { c } = client(waiting);
+    await expect(c.waitForServer(1_500)).rejects.toThrow('unreachable');
+    expect(asked).toEqual([1_500]);
+    await expect(c.waitForServer(0)).rejects.toThrow(RangeError);
+    await c.close();
+    const plain = client();
+    await expect(plain.c.waitForServer(1_000)).resolves.toBeUndefined();
+    await plain.c.close();
+  });
+
   it('refuses to join once closed', async () => {
     const { c } = client();
     await c.close();

@@ -99,7 +99,7 @@ describe('security settings', () => {
     expect(isValid(loadConfig(['--admin-listen='], {}))).toBe(true);
     expect(isValid(loadConfig(['--admin-listen', '[::1]:0'], {}))).toBe(true);
     expect(errorsOf(loadConfig(['--admin-listen', 'no'], {}))).toEqual([
-      "--admin-listen ('no') must be HOST:PORT with a port from 0 to 65535, or off, e.g. --admin-listen 127.0.0.1:9090",
+      "--admin-listen ('no') must be HOST:PORT with a port from 0 to 65535, or off, e.g. --admin-listen 127.0.0.1:7071",
     ]);
   });
 
@@ -116,7 +116,7 @@ describe('security settings', () => {
     expect(
       isValid(loadConfig([], {})) &&
         (loadConfig([], {}) as { config: { adminListen: string } }).config.adminListen,
-    ).toBe('127.0.0.1:9090');
+    ).toBe('127.0.0.1:7071');
   });
 
   it('bounds the message size limit below by 1 KiB', () => {

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DEMO_DEFAULTS, demoHelp, demoSettingsOf } from '../../../src/demo/demo-settings';
 
 describe('the demo’s settings', () => {
@@ -32,5 +34,18 @@ describe('the demo’s settings', () => {
       expect(demoHelp()).toContain(flag);
     }
     expect(demoHelp()).toContain(`(default ${DEMO_DEFAULTS.sessionTimeoutMs})`);
+  });
+
+  it('is the timeline the README’s demo sample shows: its session timeout, and a rebalance no sooner', () => {
+    const readme = readFileSync(join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
+    const sample = readme.slice(readme.indexOf('npm run demo'));
+    const sessionSeconds = DEMO_DEFAULTS.sessionTimeoutMs / 1_000;
+    const stop = /\[\s*([\d.]+)s\] demo\s+stopping consumer-\d .* its (\d+)s session times out/.exec(sample);
+    const rebalance = /\[\s*([\d.]+)s\] group\s+PreparingRebalance, 2 members/.exec(sample);
+    expect(stop?.[2]).toBe(String(sessionSeconds));
+    // Tenths of seconds, compared as whole numbers: 16.4 - 11.4 is not 5 in floating point.
+    expect(
+      Math.round(Number(rebalance?.[1]) * 10) - Math.round(Number(stop?.[1]) * 10),
+    ).toBeGreaterThanOrEqual(sessionSeconds * 10);
   });
 });

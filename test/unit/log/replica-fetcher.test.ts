@@ -1,5 +1,5 @@
 import { ErrorCode } from '../../../src/errors';
-import type { LeaderEndpoint, ReplicaManager } from '../../../src/log';
+import type { LeaderEndpoint, LeaderFailure, ReplicaManager } from '../../../src/log';
 import { ReplicaFetcher } from '../../../src/log';
 import { SystemTimer } from '../../../src/timer';
 import {
@@ -45,6 +45,8 @@ describe('ReplicaFetcher', () => {
   let h: BrokerHarness;
   const fetchers: ReplicaFetcher[] = [];
   const errors: string[] = [];
+  /** What onLeaderFailure and onLeaderRecovered were told, in order. */
+  const reports: { event: 'failure' | 'recovered'; failure: LeaderFailure }[] = [];
 
   beforeEach(() => {
     h = new BrokerHarness();
@@ -53,6 +55,7 @@ describe('ReplicaFetcher', () => {
   afterEach(async () => {
     for (const fetcher of fetchers.splice(0)) await fetcher.stop();
     errors.length = 0;
+    reports.length = 0;
     await h.cleanup();
   });
 
@@ -67,6 +70,8 @@ describe('ReplicaFetcher', () => {
       backoffMs: 1_000,
       metadataRefreshIntervalMs: 1_000,
       onError: (_error, what) => errors.push(what),
+      onLeaderFailure: (failure) => reports.push({ event: 'failure', failure }),
+      onLeaderRecovered: (failure) => reports.push({ event: 'recovered', failure }),
     });
     fetchers.push(fetcher);
     fetcher.start();
@@ -187,16 +192,80 @@ describe('ReplicaFetcher', () => {
     const endpoint = new InMemoryLeader(leader);
     endpoint.failuresLeft = 2;
     const one = follower(1, leader, endpoint);
-    await until(() => errors.length === 1, 'the first failure');
+    await until(() => reports.length === 1, 'the first failure');
     await settle();
     expect(endpoint.calls).toBe(1);
+    expect(one.fetcher.leaderStatus).toMatchObject({
+      isReplicating: false,
+      failure: { kind: 'unreachable', failedRounds: 1, failingForMs: 0 },
+      failedRoundsTotal: 1,
+    });
     h.time.advance(999);
     await settle();
     expect(endpoint.calls).toBe(1);
     h.time.advance(1);
-    await until(() => errors.length === 2, 'the second failure');
+    await until(() => endpoint.calls === 2, 'the second attempt');
+    await settle();
+    expect(one.fetcher.leaderStatus.failure?.failedRounds).toBe(2);
     h.time.advance(1_000);
     await until(() => one.manager.getPartition('t-0') !== undefined, 'the topic to arrive');
+    expect(one.fetcher.leaderStatus).toMatchObject({ isReplicating: true, failedRoundsTotal: 2 });
+    // Told once of the run as it began, once as it ended; the second failure was only counted.
+    expect(reports.map((r) => [r.event, r.failure.failedRounds, r.failure.failingForMs])).toEqual([
+      ['failure', 1, 0],
+      ['recovered', 2, 2_000],
+    ]);
+    expect(errors).toEqual([]);
+  });
+
+  it('reports a run of failures at a doubling interval, capped at a minute, while retrying every backoff', async () => {
+    const leader = h.leader({ followers: [1] });
+    const endpoint = new InMemoryLeader(leader);
+    endpoint.failuresLeft = Infinity;
+    const one = follower(1, leader, endpoint);
+    await until(() => endpoint.calls === 1, 'the first attempt');
+    for (let round = 2; round <= 130; round++) {
+      await settle();
+      h.time.advance(1_000);
+      await until(() => endpoint.calls === round, `attempt ${round}`);
+    }
+    await settle();
+    expect(one.fetcher.leaderStatus.failure).toMatchObject({ failedRounds: 130, failingForMs: 129_000 });
+    // After 0, 2, 6, 14, 30 and 62 s (twice the backoff, doubling), then every 60 s.
+    expect(reports.map((r) => r.failure.failedRounds)).toEqual([1, 3, 7, 15, 31, 63, 123]);
+    expect(reports.every((r) => r.event === 'failure')).toBe(true);
+  });
+
+  it('counts a refused fetch as a failure until a fetch succeeds, though Metadata is answered', async () => {
+    const leader = h.leader({ followers: [1] });
+    await leader.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 2 }] });
+    const endpoint = new InMemoryLeader(leader);
+    let refusalsLeft = 3;
+    const fetch = endpoint.fetch;
+    endpoint.fetch = async (request, signal) => {
+      if (refusalsLeft === 0) return fetch(request, signal);
+      refusalsLeft--;
+      return { errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER, responses: [] };
+    };
+    const one = follower(1, leader, endpoint);
+    await until(() => reports.length === 1, 'the first refusal');
+    expect(reports[0].failure).toMatchObject({ kind: 'refused', failedRounds: 1 });
+    expect(String(reports[0].failure.error)).toContain('NOT_LEADER_OR_FOLLOWER');
+    for (let i = 0; i < 3; i++) {
+      await settle();
+      h.time.advance(1_000);
+      await settle();
+    }
+    // The fetch that succeeds parks on the leader (nothing to read) until its wait is over.
+    await until(() => leader.numDelayedFetch === 1, 'the fetch to park');
+    h.time.advance(500);
+    await until(() => reports.length === 3, 'the recovery');
+    expect(reports.map((r) => [r.event, r.failure.failedRounds])).toEqual([
+      ['failure', 1],
+      ['failure', 3],
+      ['recovered', 3],
+    ]);
+    expect(one.fetcher.leaderStatus.isReplicating).toBe(true);
   });
 
   it('stops promptly, releasing the fetch parked on the leader', async () => {

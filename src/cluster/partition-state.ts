@@ -1,3 +1,4 @@
+import { topicNameProblem } from '../log/topic-partition';
 import { controllerKey } from './controller-election';
 import {
   MetadataStoreError,
@@ -58,11 +59,22 @@ export class InvalidPartitionStateError extends Error {
   }
 }
 
+function checkTopic(topic: string): void {
+  // Kafka's topic rules keep '/' out of a name, so a key names one topic only.
+  const problem = topicNameProblem(topic);
+  if (problem !== null) throw new RangeError(problem);
+}
+
 export function topicKey(clusterId: string, topic: string): string {
+  checkTopic(topic);
   return `/${clusterId}/topics/${topic}`;
 }
 
 export function partitionKey(clusterId: string, topic: string, partition: number): string {
+  checkTopic(topic);
+  if (!Number.isSafeInteger(partition) || partition < 0) {
+    throw new RangeError(`partition must be a non-negative integer, got ${partition}`);
+  }
   return `/${clusterId}/partitions/${topic}/${partition}`;
 }
 

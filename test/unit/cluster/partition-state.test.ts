@@ -52,6 +52,14 @@ describe('partition state codec', () => {
   });
 });
 
+describe('partition keys', () => {
+  it('name one topic and partition under the cluster id, and refuse names that could not be topics', () => {
+    expect(partitionKey('c1', 'orders.v2', 3)).toBe('/c1/partitions/orders.v2/3');
+    expect(() => partitionKey('c1', 'a/b', 0)).toThrow(/may contain only/);
+    expect(() => partitionKey('c1', 't', -1)).toThrow(/non-negative/);
+  });
+});
+
 describe('leader election and ISR changes', () => {
   it('follows the worked example: clean elections in replica order, no leader when nobody in sync lives', () => {
     const replicas = [1, 2, 3];

@@ -7,7 +7,7 @@ import { startEtcd, type EtcdProcess } from '../support/etcd';
 
 /** The test support's own etcd: it starts, answers, survives a kill and restart, freezes and thaws. */
 
-function health(endpoint: string, timeoutMs = 2_000): Promise<string> {
+function health(endpoint: string, timeoutMs = 10_000): Promise<string> {
   return new Promise((resolve, reject) => {
     const request = get(`${endpoint}/health`, { timeout: timeoutMs }, (response) => {
       let body = '';

@@ -206,6 +206,7 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
     // from now. If etcd cannot be reached this fails, and registering will fail too and be retried.
     await Promise.all([...this.ownLeases].map((id) => this.revokeQuietly(id)));
     if (this.isStale(incarnation)) return;
+    let activated: SessionActiveEvent | undefined;
     try {
       const sentAtMs = this.time.monotonicMs();
       const ttlSeconds = Math.ceil(this.sessionTimeoutMs / 1000);
@@ -222,20 +223,16 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
       await this.putNodeKey(grant.id, incarnation);
       if (this.isStale(incarnation)) return;
       if (this.time.monotonicMs() >= this.deadline) {
-        // Registering took the whole TTL (etcd answered that slowly): start over on a new lease.
-        this.expire('deadline');
+        // Registering took the whole TTL (etcd answered that slowly): the lease was never usable, so
+        // nothing expires; start over on a new one (which revokes this one first).
+        void this.register();
         return;
       }
       this.sessionState = 'active';
       this.deadlineTask.delayMs = this.deadline - this.time.monotonicMs();
       this.timer.add(this.deadlineTask);
       this.scheduleRenewal();
-      this.emit('active', {
-        leaseId: grant.id,
-        incarnation,
-        ttlSeconds: grant.ttlSeconds,
-        deadlineMs: this.deadline,
-      });
+      activated = { leaseId: grant.id, incarnation, ttlSeconds: grant.ttlSeconds, deadlineMs: this.deadline };
     } catch (error) {
       if (this.isStale(incarnation)) return;
       this.sessionState = 'expired';
@@ -243,6 +240,8 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
       this.retryTask.delayMs = this.retryBackoffMs;
       this.timer.add(this.retryTask);
     }
+    // Outside the try: a listener that throws is the listener's bug, not a failed registration.
+    if (activated !== undefined) this.emit('active', activated);
   }
 
   /**

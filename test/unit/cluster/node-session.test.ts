@@ -199,6 +199,30 @@ describe('NodeSession', () => {
     },
   );
 
+  it('starts over on a new lease, reporting neither active nor expired, when registering outlasts the deadline', async () => {
+    const session = newSession();
+    const events: string[] = [];
+    session.on('active', ({ incarnation }) => events.push(`active ${incarnation}`));
+    session.on('expired', ({ incarnation }) => events.push(`expired ${incarnation}`));
+    // The network stops right after the grant: the put of nodes/1 waits until after the deadline (9 s).
+    const originalGrant = store.grantLease.bind(store);
+    jest.spyOn(store, 'grantLease').mockImplementationOnce(async (ttl) => {
+      const grant = await originalGrant(ttl);
+      store.partition();
+      return grant;
+    });
+    session.start();
+    await settle();
+    const [firstLease] = etcd.leaseIds();
+    time.advance(9_500);
+    store.heal();
+    await settle();
+    expect(events).toEqual(['active 2']);
+    expect(session.leaseId).not.toBe(firstLease);
+    expect(etcd.leaseIds()).toEqual([session.leaseId]);
+    expect((await store.get('/c1/nodes/1')).kv?.lease).toBe(session.leaseId);
+  });
+
   it('does not take nodes/<id> from another lease; it retries and registers once that lease is gone', async () => {
     const other = etcd.connect();
     const foreign = await other.grantLease(30);

@@ -16,7 +16,10 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   purgatory: ['timer', 'time'],
   log: ['purgatory', 'timer', 'time', 'errors'],
   group: ['purgatory', 'timer', 'time', 'errors', 'protocol'],
-  server: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group', 'protocol'],
+  // Node session, controller, partition state: the only code that talks to etcd. It tells the log and
+  // group layers who leads at which epoch, through their interfaces; they never import it.
+  cluster: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group'],
+  server: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group', 'protocol', 'cluster'],
   // The SDK runs in users' processes: it may share the clock, timer and error codes, nothing server-side.
   client: ['time', 'timer', 'errors', 'protocol'],
   // The `cohort` CLI is an SDK user; `cohort serve` runs the server as a separate program (main.ts).
@@ -25,8 +28,13 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   demo: ['client', 'server', 'errors', 'time'],
 };
 
-/** Only the transport layers may know gRPC; the domain below them must not. */
-const GRPC_LAYERS = new Set(['server', 'client']);
+/**
+ * Only the transport layers may know gRPC; the domain below them must not. The cluster layer is etcd's
+ * gRPC client (src/cluster/etcd-metadata-store.ts), as the SDK is cohort's.
+ */
+const GRPC_LAYERS = new Set(['server', 'client', 'cluster']);
+/** Only the cluster layer talks to etcd, whatever client it uses. */
+const ETCD_CLIENT = /^etcd3$|proto\/etcd\//;
 
 const SRC = resolve(__dirname, '../../../src');
 
@@ -88,7 +96,12 @@ function violations(sites: readonly ImportSite[]): string[] {
       from !== undefined &&
       !GRPC_LAYERS.has(from)
     ) {
-      problems.push(`${file}: src/${from} must not know gRPC ('${specifier}'); only server and client do`);
+      problems.push(
+        `${file}: src/${from} must not know gRPC ('${specifier}'); only server, client and cluster do`,
+      );
+    }
+    if (ETCD_CLIENT.test(specifier) && from !== 'cluster') {
+      problems.push(`${file}: only src/cluster talks to etcd ('${specifier}')`);
     }
   }
   return problems;
@@ -153,6 +166,11 @@ describe('import direction', () => {
     ['group/x.ts', '@grpc/grpc-js', 'src/group must not know gRPC'],
     ['timer/x.ts', '../../test/support/x', 'outside src/'],
     ['metrics/x.ts', '../time', 'src/metrics is not in the dependency matrix'],
+    ['log/x.ts', '../cluster/node-session', 'src/log must not import src/cluster'],
+    ['group/x.ts', '../cluster', 'src/group must not import src/cluster'],
+    ['server/x.ts', 'etcd3', 'only src/cluster talks to etcd'],
+    ['cluster/x.ts', '../server/create-server', 'src/cluster must not import src/server'],
+    ['cluster/x.ts', '../client/producer', 'src/cluster must not import src/client'],
   ])('reports %s importing %s', (file, specifier, message) => {
     const found = violations([{ file, specifier }]);
     expect(found).toHaveLength(1);
@@ -168,6 +186,9 @@ describe('import direction', () => {
     ['client/x.ts', '@grpc/grpc-js'],
     ['main.ts', './server'],
     ['group/a/b.ts', '../c'],
+    ['cluster/x.ts', '@grpc/grpc-js'],
+    ['cluster/x.ts', '../log/partition'],
+    ['server/x.ts', '../cluster/node-session'],
   ])('allows %s to import %s', (file, specifier) => {
     expect(violations([{ file, specifier }])).toEqual([]);
   });

@@ -1,0 +1,77 @@
+import { InMemoryEtcd } from '../../../src/cluster/in-memory-metadata-store';
+import { ManualTime } from '../../../src/time';
+import { settle, WatchRecorder } from '../../support/metadata-store-harness';
+
+/** The fake's faults (the shared contract suite checks its etcd semantics against a real etcd). */
+describe('InMemoryEtcd faults', () => {
+  let time: ManualTime;
+  let etcd: InMemoryEtcd;
+  beforeEach(() => {
+    time = new ManualTime();
+    etcd = new InMemoryEtcd({ time });
+  });
+  afterEach(() => etcd.shutdown());
+
+  it('holds a partitioned client’s requests unapplied and delivers them in order on heal', async () => {
+    const a = etcd.connect();
+    const b = etcd.connect();
+    a.partition();
+    const answers: string[] = [];
+    void a.put('/k', '1').then(() => answers.push('put 1'));
+    void a.put('/k', '2').then(() => answers.push('put 2'));
+    await settle();
+    expect(answers).toEqual([]);
+    expect((await b.get('/k')).kv).toBeUndefined();
+    a.heal();
+    await settle();
+    expect(answers).toEqual(['put 1', 'put 2']);
+    expect((await b.get('/k')).kv).toMatchObject({ value: '2', version: 2 });
+  });
+
+  it('expires the lease of a partitioned client on the server’s clock, counted from the last renewal received', async () => {
+    const a = etcd.connect();
+    const lease = await a.grantLease(3);
+    time.advance(2_000);
+    await a.keepAliveOnce(lease.id);
+    a.partition();
+    void a.keepAliveOnce(lease.id);
+    time.advance(2_999);
+    expect(etcd.leaseIds()).toEqual([lease.id]);
+    time.advance(1);
+    expect(etcd.leaseIds()).toEqual([]);
+    a.heal();
+    await expect(a.keepAliveOnce(lease.id)).resolves.toEqual({ ttlSeconds: 0 });
+  });
+
+  it('withholds watch events from a partitioned client until heal', async () => {
+    const a = etcd.connect();
+    const b = etcd.connect();
+    const watch = new WatchRecorder();
+    await a.watch('/w/', { prefix: true }, watch).created;
+    a.partition();
+    await b.put('/w/1', 'x');
+    await settle();
+    expect(watch.events).toEqual([]);
+    a.heal();
+    await settle();
+    expect(watch.events.map((e) => e.kv.key)).toEqual(['/w/1']);
+  });
+
+  it('loses the response of the next write, applied or not, as an outcome-unknown failure', async () => {
+    const a = etcd.connect();
+    a.loseNextResponse({ applied: true });
+    await expect(a.put('/x', 'applied')).rejects.toMatchObject({
+      kind: 'unavailable',
+      isOutcomeUnknown: true,
+    });
+    expect((await a.get('/x')).kv?.value).toBe('applied');
+    a.loseNextResponse({ applied: false });
+    await expect(a.put('/x', 'lost')).rejects.toMatchObject({ isOutcomeUnknown: true });
+    expect((await a.get('/x')).kv?.value).toBe('applied');
+  });
+
+  it('raises a TTL below the minimum to it, as etcd does', async () => {
+    const a = etcd.connect();
+    expect((await a.grantLease(1)).ttlSeconds).toBe(2);
+  });
+});

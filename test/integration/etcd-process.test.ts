@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureCommand, findOnPath } from '../support/ensure-system-package';
+import { ensureCommand, findOnPath } from '../support/system-packages';
 import { startEtcd, type EtcdProcess } from '../support/etcd';
 
 /** The test support's own etcd: it starts, answers, survives a kill and restart, freezes and thaws. */
@@ -67,14 +67,16 @@ describe('ensureCommand', () => {
     writeFileSync(join(dir, 'plain'), '');
     expect(findOnPath('runnable', dir)).toBe(join(dir, 'runnable'));
     expect(findOnPath('plain', dir)).toBeUndefined();
-    await expect(
-      ensureCommand('runnable', { debianPackage: 'x' }, { path: dir, isRoot: false }),
-    ).resolves.toBe(join(dir, 'runnable'));
+    await expect(ensureCommand('runnable', { debianPackage: 'x' }, dir)).resolves.toBe(join(dir, 'runnable'));
   });
 
   it('names the Debian package to install when it may not install it itself', async () => {
     await expect(
-      ensureCommand('cohort-missing', { debianPackage: 'etcd-server' }, { path: dir, isRoot: false }),
+      ensureCommand('cohort-missing', { debianPackage: 'etcd-server' }, dir, {
+        succeeds: () => false,
+        canInstall: () => false,
+        aptGet: () => ({ ok: false, output: 'apt-get must not run' }),
+      }),
     ).rejects.toThrow(
       /'cohort-missing' is not on PATH.*apt-get install -y --no-install-recommends etcd-server/,
     );

@@ -5,7 +5,7 @@ import { get } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureCommand } from './ensure-system-package';
+import { ensureCommand } from './system-packages';
 
 /**
  * A real etcd for tests: one member on 127.0.0.1, client and peer ports picked free, a fresh data

@@ -137,7 +137,8 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     defaultValue: DEFAULT_MANUAL_CLOCK,
     description:
       'Time moves only through the TestClock service (registered only in this mode), so tests drive ' +
-      'rebalances and expiries without sleeping. Never use it in production.',
+      'rebalances and expiries without sleeping. Never use it in production. Only on a loopback or ' +
+      'unix:PATH --listen address, unless --insecure.',
   }),
   logLevel: setting('logLevel', {
     kind: 'logLevel',
@@ -197,8 +198,8 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     valueName: 'BOOL',
     defaultValue: DEFAULT_INSECURE,
     description:
-      'Serve a non-loopback --listen address without TLS and without a token. Without it cohort refuses ' +
-      'to start that way.',
+      'Serve a non-loopback --listen address without TLS and without a token, or with --manual-clock. ' +
+      'Without it cohort refuses to start that way.',
   }),
   maxMessageBytes: setting('maxMessageBytes', {
     kind: 'integer',

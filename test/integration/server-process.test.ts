@@ -165,6 +165,19 @@ describe('the cohort process (src/main.ts)', () => {
     expect(cohort.lines).toEqual([]);
   });
 
+  it('refuses, with exit status 2, --manual-clock on a reachable address even with a token, and starts with --insecure', async () => {
+    const token = { COHORT_TOKEN: 'Zq3v9Xw0bT7nKd2LpR8sYf4HcJ6mAe1U' };
+    cohort = spawnCohort(['--listen', '0.0.0.0:0', '--manual-clock'], token);
+    expect(await cohort.exited).toEqual({ code: 2, signal: null });
+    expect(cohort.stderr()).toContain(
+      '--manual-clock (true) lets any client that reaches the server advance',
+    );
+    expect(cohort.stderr()).toContain('or accept the risk with --insecure');
+    expect(cohort.lines).toEqual([]);
+    cohort = spawnCohort(['--listen', '0.0.0.0:0', '--manual-clock', '--insecure'], token);
+    expect((await cohort.waitForLog('cohort listening')).manualClock).toBe(true);
+  });
+
   it('starts on a reachable address with --insecure', async () => {
     cohort = spawnCohort(['--listen', '0.0.0.0:0', '--insecure']);
     const listening = await cohort.waitForLog('cohort listening');

@@ -174,6 +174,13 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       'the bearer token travels in clear text on a reachable address: give --tls-cert and --tls-key too',
     );
   }
+  if (security.isTokenWeak) {
+    logger.warn(
+      { tokenFrom: config.tokenFile === '' ? 'COHORT_TOKEN' : '--token-file' },
+      'the bearer token looks easy to guess (docs/operations.md, "Bearer token"): make one with ' +
+        '`openssl rand -base64 32`',
+    );
+  }
   const adminListen = adminListenOf(config);
   if (adminListen !== undefined && !isLoopbackListen(adminListen)) {
     logger.warn(

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,6 +109,42 @@ describe('bearer-token authentication', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('token strength', () => {
+  const WEAK_TOKEN_WARNING = expect.stringContaining('the bearer token looks easy to guess');
+
+  it('warns at start-up about a token that only meets the length rule, never showing it, and still serves it', async () => {
+    const weak = 'xxxxxxxxxxxxxxxx';
+    t = await startTestServer({ token: weak });
+    const warnings = t.logs.filter((line) => line.level === 40 && line.msg.includes('easy to guess'));
+    expect(warnings).toEqual([
+      expect.objectContaining({ msg: WEAK_TOKEN_WARNING, tokenFrom: 'COHORT_TOKEN' }),
+    ]);
+    expect(warnings[0].msg).toContain('openssl rand -base64 32');
+    expect(JSON.stringify(t.logs)).not.toContain(weak);
+    const client = track(groupCoordinatorClient(t.target));
+    expect((await client.listGroups({}, { metadata: bearer(weak) })).errorCode).toBe(ErrorCode.NONE);
+  });
+
+  it('warns about a weak token read from --token-file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-token-'));
+    try {
+      const tokenFile = join(dir, 'token');
+      writeFileSync(tokenFile, '0123456789abcdef\n');
+      t = await startTestServer({ tokenFile });
+      expect(t.logs).toContainEqual(
+        expect.objectContaining({ level: 40, msg: WEAK_TOKEN_WARNING, tokenFrom: '--token-file' }),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('says nothing about a random token', async () => {
+    t = await startTestServer({ token: randomBytes(32).toString('base64url') });
+    expect(t.logs.map((line) => line.msg)).not.toContainEqual(WEAK_TOKEN_WARNING);
   });
 });
 

@@ -2,8 +2,6 @@ import * as path from 'node:path';
 import { Server } from '@grpc/grpc-js';
 import type { ServerInterceptor, ServerOptions } from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation } from 'grpc-health-check';
-import type { ServingStatusMap } from 'grpc-health-check';
 import pino from 'pino';
 import type { Logger } from 'pino';
 import type { CohortConfig } from '../config';
@@ -27,6 +25,7 @@ import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { groupEventLog } from './group-event-log';
+import { HealthService } from './health-service';
 import { loadCohortProtos } from './load-protos';
 import type { Stopwatch } from './metrics/call-metrics';
 import { ServerMetrics } from './metrics/server-metrics';
@@ -284,10 +283,10 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
 
   // '' is the whole server, as grpc-health-probe and Kubernetes ask by default. It and GroupCoordinator turn
   // SERVING only once group state is loaded; the Broker and TestClock serve as soon as the port is bound.
-  const statusMap: ServingStatusMap = { '': 'NOT_SERVING' };
+  const statusMap: Record<string, 'SERVING' | 'NOT_SERVING'> = { '': 'NOT_SERVING' };
   for (const name of services) statusMap[name] = 'NOT_SERVING';
-  const health = new HealthImplementation(statusMap);
-  health.addToServer(server);
+  const health = new HealthService(statusMap);
+  health.addToServer(server, onEncodeFailure);
   const setHealth = (names: readonly string[], status: 'SERVING' | 'NOT_SERVING'): void => {
     for (const name of names) health.setStatus(name, status);
   };

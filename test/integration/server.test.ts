@@ -133,6 +133,57 @@ describe('the cohort server', () => {
     }
   });
 
+  it.each([
+    // List's request has no fields: what breaks a `service` is an unknown field it skips.
+    ['a length past the end', [0x0a, 0xff], ['Check', 'List']],
+    ['a service that is not UTF-8', [0x0a, 0x02, 0xc3, 0x28], ['Check']],
+    ['a service sent as a varint', [0x08, 0x01], ['Check']],
+  ])(
+    'answers a health request with %s INVALID_ARGUMENT (Watch too), and keeps serving',
+    async (_what, bytes, methods) => {
+      t = await startTestServer();
+      const client = new Client(t.target, credentials.createInsecure());
+      const health = healthClient(t.target);
+      const identity = (b: Buffer): Buffer => b;
+      const unary = (method: string): Promise<ServiceError> =>
+        new Promise((resolve, reject) =>
+          client.makeUnaryRequest(
+            `/grpc.health.v1.Health/${method}`,
+            identity,
+            identity,
+            Buffer.from(bytes),
+            new Metadata(),
+            {},
+            (err) => (err !== null ? resolve(err) : reject(new Error('expected a failure'))),
+          ),
+        );
+      try {
+        for (const method of methods) {
+          const error = await unary(method);
+          expect(error.code).toBe(status.INVALID_ARGUMENT);
+          expect(error.details).toMatch(
+            /^the request is not a valid grpc\.health\.v1\.Health(Check|List)Request$/,
+          );
+        }
+        const watch = client.makeServerStreamRequest(
+          '/grpc.health.v1.Health/Watch',
+          identity,
+          identity,
+          Buffer.from(bytes),
+          new Metadata(),
+        );
+        watch.on('data', () => undefined);
+        const watchError = await new Promise<ServiceError>((resolve) => watch.on('error', resolve));
+        expect(watchError.code).toBe(status.INVALID_ARGUMENT);
+        expect(await health.check('')).toBe('SERVING');
+        expect(t.logs.filter((line) => line.level >= 50)).toEqual([]);
+      } finally {
+        client.close();
+        health.close();
+      }
+    },
+  );
+
   it('refuses an offset beyond 2^53 - 1 instead of committing a rounded one', async () => {
     const coordinator = new FakeGroupCoordinator({ offsetCommit: async () => ({ topics: [] }) });
     t = await startTestServer({}, { coordinatorFactory: () => coordinator });

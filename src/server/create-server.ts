@@ -29,7 +29,9 @@ import { HealthService } from './health-service';
 import { loadCohortProtos } from './load-protos';
 import type { Stopwatch } from './metrics/call-metrics';
 import { ServerMetrics } from './metrics/server-metrics';
+import { ServerConnections } from './server-connections';
 import { loadServerSecurity } from './server-security';
+import { StreamingCalls } from './streaming-calls';
 import { testClockService } from './test-clock-service';
 import { guardServiceDefinition } from './undecodable-request';
 
@@ -88,8 +90,9 @@ export interface CohortServer {
   ready(): Promise<void>;
   /**
    * Drains and stops: health turns NOT_SERVING and /readyz 503, new calls are refused, every parked call is
-   * answered (`coordinator.shutdown()`, `replicaManager.shutdown()`), in-flight calls get `shutdownGraceMs`
-   * to finish before connections are cut, then every log is fsynced and closed and the admin listener
+   * answered (`coordinator.shutdown()`, `replicaManager.shutdown()`), every streaming call (health Watch,
+   * reflection) ends with UNAVAILABLE, each connection closes once its last call is done, in-flight calls
+   * get `shutdownGraceMs` to finish before connections are cut, then every log is fsynced and closed and the admin listener
    * stops. Idempotent: every call returns the same promise.
    */
   close(): Promise<void>;
@@ -246,7 +249,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     logger.error({ err: error, method }, 'a response could not be encoded');
   };
 
-  const interceptors: ServerInterceptor[] = [];
+  // First: it tells connections apart through the call grpc-js hands the first interceptor.
+  const streamingCalls = new StreamingCalls(
+    { maxPerConnection: config.maxStreamingCallsPerConnection, maxTotal: config.maxStreamingCalls },
+    (method, reason, peer) => logger.debug({ method, peer, reason }, 'streaming call refused'),
+  );
+  const interceptors: ServerInterceptor[] = [streamingCalls.interceptor];
   if (security.tokenCheck !== undefined) {
     interceptors.push(
       bearerTokenInterceptor(security.tokenCheck, (method, reason, peer) => {
@@ -264,6 +272,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   // Every call counts against the per-turn read budget (docs/configuration.md), from the bind on.
   const readBudget = new CallReadBudget(config.maxCallsPerLoopTurn, { onPause: () => metrics.onReadPause() });
   let stopBudgeting: (() => void) | undefined;
+  let connections: ServerConnections | undefined;
   const services = [GROUP_COORDINATOR_SERVICE, BROKER_SERVICE];
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
@@ -376,10 +385,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           reject(error);
           return;
         }
-        stopBudgeting = budgetServerAt(
-          readBudget,
-          unixSocket !== undefined ? { path: unixSocket } : { port },
-        );
+        const listener = unixSocket !== undefined ? { path: unixSocket } : { port };
+        stopBudgeting = budgetServerAt(readBudget, listener);
+        connections = new ServerConnections(listener);
         resolve(
           unixSocket !== undefined
             ? { host: config.listen, port: 0, address: config.listen }
@@ -453,12 +461,19 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
         clearTimeout(grace);
         resolve();
       });
+      // Streams stay open as long as their clients like: end them (Watch streams have just been told
+      // NOT_SERVING), and close each connection once its last call is done, without waiting for the
+      // client to close its side.
+      health.endWatches();
+      streamingCalls.endAll();
+      connections?.closeWhenDone();
       stopBudgeting?.();
       coordinator.shutdown();
       // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
       replicaManager.shutdown();
       void fetcher?.stop();
     }).then(async () => {
+      connections?.stop();
       await fetcher?.stop();
       fetcherTimer?.shutdown();
       // Every log is fsynced and closed: a clean stop loses nothing, even with a relaxed flush policy.

@@ -18,7 +18,7 @@ import { ManualTime, SYSTEM_TIME } from '../time';
 import { SystemTimer } from '../timer';
 import { AdminServer } from './admin-server';
 import type { AdminAddress } from './admin-server';
-import { bearerTokenInterceptor } from './bearer-token-interceptor';
+import { bearerTokenInterceptor, keepEveryAuthorizationHeader } from './bearer-token-interceptor';
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
@@ -387,7 +387,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
         }
         const listener = unixSocket !== undefined ? { path: unixSocket } : { port };
         stopBudgeting = budgetServerAt(readBudget, listener);
-        connections = new ServerConnections(listener);
+        connections = new ServerConnections(listener, {
+          ...(security.tokenCheck === undefined ? {} : { onServer: keepEveryAuthorizationHeader }),
+        });
         resolve(
           unixSocket !== undefined
             ? { host: config.listen, port: 0, address: config.listen }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { credentials, Metadata, status } from '@grpc/grpc-js';
 import type { ClientReadableStream, ServiceError } from '@grpc/grpc-js';
 import { ErrorCode } from '../../src/errors';
+import { REPEATED_TOKEN_MESSAGE } from '../../src/server/bearer-token-interceptor';
 import { FakeGroupCoordinator } from '../support/fake-group-coordinator';
 import type { ChannelSettings } from '../support/grpc-clients';
 import {
@@ -14,6 +15,7 @@ import {
   healthClient,
   listServicesByReflection,
 } from '../support/grpc-clients';
+import { FRAME, rawHttp2Call } from '../support/raw-http2';
 import type { TestServer } from '../support/start-test-server';
 import { startTestServer } from '../support/start-test-server';
 import type { TlsFixtures } from '../support/tls-fixtures';
@@ -77,6 +79,50 @@ describe('bearer-token authentication', () => {
     const metrics = await (await fetch(`${t.adminUrl}/metrics`)).text();
     expect(metrics).toMatch(/^cohort_unauthenticated_calls_total 3$/m);
     expect(await client.listGroups({}, { metadata: bearer(TOKEN) })).toEqual({ errorCode: 0, groups: [] });
+  });
+
+  it('refuses with UNAUTHENTICATED a request that carries two authorization headers, whichever comes first', async () => {
+    const coordinator = new FakeGroupCoordinator({ listGroups: async () => ({ errorCode: 0, groups: [] }) });
+    t = await startTestServer(
+      { token: TOKEN, adminListen: '127.0.0.1:0', logLevel: 'debug' },
+      { coordinatorFactory: () => coordinator },
+    );
+    const listGroups = '/cohort.v1.GroupCoordinator/ListGroups';
+    const right = ['authorization', `Bearer ${TOKEN}`] as const;
+    const wrong = ['authorization', 'Bearer not-the-token-at-all'] as const;
+    // A hand-written HTTP/2 client puts both headers on the wire, as any client or proxy could.
+    const served = await rawHttp2Call(t.port, listGroups, [right], Buffer.alloc(0));
+    expect(served.map((f) => f.type)).toEqual([FRAME.HEADERS, FRAME.DATA, FRAME.HEADERS]);
+    expect(coordinator.calls).toHaveLength(1);
+    for (const headers of [
+      [right, wrong],
+      [wrong, right],
+      [right, right],
+    ]) {
+      // Refused: one trailers-only HEADERS frame that ends the stream, no response message.
+      const refused = await rawHttp2Call(t.port, listGroups, headers, Buffer.alloc(0));
+      expect(refused.map((f) => f.type)).toEqual([FRAME.HEADERS]);
+    }
+    expect(coordinator.calls).toHaveLength(1);
+    expect(
+      t.logs.filter((line) => line.msg === 'call refused: no valid bearer token').map((line) => line.reason),
+    ).toEqual([REPEATED_TOKEN_MESSAGE, REPEATED_TOKEN_MESSAGE, REPEATED_TOKEN_MESSAGE]);
+    const metrics = await (await fetch(`${t.adminUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^cohort_unauthenticated_calls_total 3$/m);
+  });
+
+  it('never serves a grpc-js call whose metadata has the token twice: Node will not send it', async () => {
+    const coordinator = new FakeGroupCoordinator({ listGroups: async () => ({ errorCode: 0, groups: [] }) });
+    t = await startTestServer({ token: TOKEN }, { coordinatorFactory: () => coordinator });
+    const client = track(groupCoordinatorClient(t.target));
+    const twice = bearer(TOKEN);
+    twice.add('authorization', `Bearer ${TOKEN}`);
+    const error = await rejection(client.listGroups({}, { metadata: twice }));
+    // The client fails the call itself: Node's HTTP/2 refuses two values of a single-value header.
+    expect(error.code).toBe(status.INTERNAL);
+    expect(error.details).toContain('"authorization" metadata cannot have multiple values');
+    expect(coordinator.calls).toEqual([]);
+    expect((await client.listGroups({}, { metadata: bearer(TOKEN) })).errorCode).toBe(ErrorCode.NONE);
   });
 
   it('guards the Broker service too', async () => {

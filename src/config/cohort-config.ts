@@ -34,6 +34,10 @@ export interface CohortConfig {
   readonly maxMessageBytes: number;
   /** Calls read per event-loop turn before connections pause reading until the next turn; 0 = no cap. */
   readonly maxCallsPerLoopTurn: number;
+  /** Streaming calls (health Watch, reflection) open at once on one connection; more get RESOURCE_EXHAUSTED. */
+  readonly maxStreamingCallsPerConnection: number;
+  /** Streaming calls open at once on the whole server; more get RESOURCE_EXHAUSTED. */
+  readonly maxStreamingCalls: number;
   /**
    * Caps V8's heap growing factor for the server process, in percent (0 = V8's own heuristic); see
    * src/heap-growth.ts. Process-wide, so the server program (src/main.ts) applies it; `createServer`, which

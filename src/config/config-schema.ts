@@ -7,6 +7,8 @@ import {
   DEFAULT_INSECURE,
   DEFAULT_MAX_GROUPS,
   DEFAULT_MAX_CALLS_PER_LOOP_TURN,
+  DEFAULT_MAX_STREAMING_CALLS,
+  DEFAULT_MAX_STREAMING_CALLS_PER_CONNECTION,
   DEFAULT_HEAP_GROWING_PERCENT,
   MAX_HEAP_GROWING_PERCENT,
   DEFAULT_MAX_MESSAGE_BYTES,
@@ -137,7 +139,8 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     defaultValue: DEFAULT_MANUAL_CLOCK,
     description:
       'Time moves only through the TestClock service (registered only in this mode), so tests drive ' +
-      'rebalances and expiries without sleeping. Never use it in production.',
+      'rebalances and expiries without sleeping. Never use it in production. Only on a loopback or ' +
+      'unix:PATH --listen address, unless --insecure.',
   }),
   logLevel: setting('logLevel', {
     kind: 'logLevel',
@@ -197,8 +200,8 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     valueName: 'BOOL',
     defaultValue: DEFAULT_INSECURE,
     description:
-      'Serve a non-loopback --listen address without TLS and without a token. Without it cohort refuses ' +
-      'to start that way.',
+      'Serve a non-loopback --listen address without TLS and without a token, or with --manual-clock. ' +
+      'Without it cohort refuses to start that way.',
   }),
   maxMessageBytes: setting('maxMessageBytes', {
     kind: 'integer',
@@ -218,6 +221,26 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     description:
       'Calls read in one event-loop turn before every connection pauses reading until the next turn, so a ' +
       'burst of calls cannot hold the loop (the rest waits in TCP and HTTP/2 flow control). 0 = no cap.',
+  }),
+  maxStreamingCallsPerConnection: setting('maxStreamingCallsPerConnection', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_MAX_STREAMING_CALLS_PER_CONNECTION,
+    min: 1,
+    max: INT32_MAX,
+    description:
+      'Streaming calls (health Watch, reflection: no token needed) one client connection may hold open; ' +
+      'one more ends with RESOURCE_EXHAUSTED. A drain ends them all with UNAVAILABLE.',
+  }),
+  maxStreamingCalls: setting('maxStreamingCalls', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_MAX_STREAMING_CALLS,
+    min: 1,
+    max: INT32_MAX,
+    description:
+      'Streaming calls the whole server holds open, over every connection; one more ends with ' +
+      'RESOURCE_EXHAUSTED.',
   }),
   heapGrowingPercent: setting('heapGrowingPercent', {
     kind: 'integer',

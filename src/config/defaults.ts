@@ -38,6 +38,13 @@ export const MIN_MAX_MESSAGE_BYTES = 1_024;
  * ~2.5–5 ms of server CPU; see docs/performance.md (G5, G8).
  */
 export const DEFAULT_MAX_CALLS_PER_LOOP_TURN = 128;
+/**
+ * Streaming calls (health Watch, reflection) one client connection may hold open: enough for a client that
+ * watches the whole server and each of its services, and reflection besides.
+ */
+export const DEFAULT_MAX_STREAMING_CALLS_PER_CONNECTION = 8;
+/** Streaming calls the whole server holds open: far above what probes and load balancers need. */
+export const DEFAULT_MAX_STREAMING_CALLS = 1_000;
 /** V8's heap growth cap for the server process, in percent: 100 = 2× (src/heap-growth.ts; docs/performance.md, G11). */
 export const DEFAULT_HEAP_GROWING_PERCENT = 100;
 /** V8's own largest growing factor is 4×. */

@@ -192,6 +192,16 @@ function securityProblems(candidate: Readonly<Record<ConfigKey, unknown>>, sourc
         `or accept the risk with ${CONFIG_SCHEMA.insecure.flag}`,
     );
   }
+  // Whoever can call TestClock.Advance can move the server's time by any amount: every session and every
+  // offset past its retention expires at once. A token does not make that safe on a shared network.
+  if (isReachable && candidate.manualClock === true && insecure !== true) {
+    problems.push(
+      `${describe('manualClock')} lets any client that reaches the server advance its clock and expire ` +
+        `every session and offset, and ${describe('listen')} can be reached from other machines: listen ` +
+        `on loopback (127.0.0.1, [::1], localhost) or unix:PATH, drop ${CONFIG_SCHEMA.manualClock.flag}, ` +
+        `or accept the risk with ${CONFIG_SCHEMA.insecure.flag}`,
+    );
+  }
   const { adminListen } = candidate;
   if (
     typeof listen === 'string' &&

@@ -18,6 +18,7 @@ export const TOKEN_EXEMPT_SERVICES: readonly string[] = Object.freeze([
 export const MISSING_TOKEN_MESSAGE =
   "this server needs a bearer token: send metadata 'authorization: Bearer <token>'";
 export const WRONG_TOKEN_MESSAGE = 'the bearer token was not accepted';
+export const REPEATED_TOKEN_MESSAGE = "send one 'authorization' header, not several";
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
@@ -42,12 +43,41 @@ export class BearerTokenCheck {
   refusal(metadata: Metadata): string | undefined {
     const values = metadata.get(AUTHORIZATION_METADATA_KEY);
     if (values.length === 0) return MISSING_TOKEN_MESSAGE;
-    // One header only: with several, which one a proxy or the server would read is anyone's guess.
-    if (values.length > 1 || typeof values[0] !== 'string') return WRONG_TOKEN_MESSAGE;
+    // One header only: with several, which one a proxy or the server would read is anyone's guess. Node
+    // keeps only the first, so this needs keepEveryAuthorizationHeader on the listening server.
+    if (values.length > 1) return REPEATED_TOKEN_MESSAGE;
+    if (typeof values[0] !== 'string') return WRONG_TOKEN_MESSAGE;
     const match = BEARER.exec(values[0]);
     if (match === null) return MISSING_TOKEN_MESSAGE;
     return timingSafeEqual(sha256(match[1]), this.expected) ? undefined : WRONG_TOKEN_MESSAGE;
   }
+}
+
+/** What keepEveryAuthorizationHeader needs of grpc-js's HTTP/2 server. */
+export interface StreamEmitter {
+  prependListener(event: 'stream', listener: (...args: unknown[]) => void): unknown;
+}
+
+/**
+ * Makes every `authorization` header of a request reach the call's metadata. Node's HTTP/2 server treats
+ * `authorization` as a single-value header and silently drops every copy after the first, so without this
+ * a request with two (a valid token first, anything second) would pass as though it had one, and
+ * BearerTokenCheck could not refuse it. Runs before grpc-js's own `stream` listener, which builds the
+ * metadata from the same headers object, and puts back the full list of values from the raw headers.
+ */
+export function keepEveryAuthorizationHeader(server: StreamEmitter): void {
+  server.prependListener('stream', (_stream, headers, _flags, rawHeaders) => {
+    if (!Array.isArray(rawHeaders) || typeof headers !== 'object' || headers === null) return;
+    let values: string[] | undefined;
+    let count = 0;
+    // Names and values alternate; HTTP/2 names are lower case on the wire.
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+      if (rawHeaders[i] !== AUTHORIZATION_METADATA_KEY) continue;
+      count++;
+      (values ??= []).push(String(rawHeaders[i + 1]));
+    }
+    if (count > 1) (headers as Record<string, unknown>)[AUTHORIZATION_METADATA_KEY] = values;
+  });
 }
 
 function isExempt(path: string): boolean {

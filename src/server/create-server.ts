@@ -2,8 +2,6 @@ import * as path from 'node:path';
 import { Server } from '@grpc/grpc-js';
 import type { ServerInterceptor, ServerOptions } from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation } from 'grpc-health-check';
-import type { ServingStatusMap } from 'grpc-health-check';
 import pino from 'pino';
 import type { Logger } from 'pino';
 import type { CohortConfig } from '../config';
@@ -20,17 +18,20 @@ import { ManualTime, SYSTEM_TIME } from '../time';
 import { SystemTimer } from '../timer';
 import { AdminServer } from './admin-server';
 import type { AdminAddress } from './admin-server';
-import { bearerTokenInterceptor } from './bearer-token-interceptor';
+import { bearerTokenInterceptor, keepEveryAuthorizationHeader } from './bearer-token-interceptor';
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { groupEventLog } from './group-event-log';
+import { HealthService } from './health-service';
 import { loadCohortProtos } from './load-protos';
 import type { Stopwatch } from './metrics/call-metrics';
 import { ServerMetrics } from './metrics/server-metrics';
+import { ServerConnections } from './server-connections';
 import { loadServerSecurity } from './server-security';
+import { StreamingCalls } from './streaming-calls';
 import { testClockService } from './test-clock-service';
 import { guardServiceDefinition } from './undecodable-request';
 
@@ -90,8 +91,9 @@ export interface CohortServer {
   ready(): Promise<void>;
   /**
    * Drains and stops: health turns NOT_SERVING and /readyz 503, new calls are refused, every parked call is
-   * answered (`coordinator.shutdown()`, `replicaManager.shutdown()`), in-flight calls get `shutdownGraceMs`
-   * to finish before connections are cut, then every log is fsynced and closed and the admin listener
+   * answered (`coordinator.shutdown()`, `replicaManager.shutdown()`), every streaming call (health Watch,
+   * reflection) ends with UNAVAILABLE, each connection closes once its last call is done, in-flight calls
+   * get `shutdownGraceMs` to finish before connections are cut, then every log is fsynced and closed and the admin listener
    * stops. Idempotent: every call returns the same promise.
    */
   close(): Promise<void>;
@@ -180,6 +182,13 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       'the bearer token travels in clear text on a reachable address: give --tls-cert and --tls-key too',
     );
   }
+  if (security.isTokenWeak) {
+    logger.warn(
+      { tokenFrom: config.tokenFile === '' ? 'COHORT_TOKEN' : '--token-file' },
+      'the bearer token looks easy to guess (docs/operations.md, "Bearer token"): make one with ' +
+        '`openssl rand -base64 32`',
+    );
+  }
   const adminListen = adminListenOf(config);
   if (adminListen !== undefined && !isLoopbackListen(adminListen)) {
     logger.warn(
@@ -259,7 +268,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     logger.error({ err: error, method }, 'a response could not be encoded');
   };
 
-  const interceptors: ServerInterceptor[] = [];
+  // First: it tells connections apart through the call grpc-js hands the first interceptor.
+  const streamingCalls = new StreamingCalls(
+    { maxPerConnection: config.maxStreamingCallsPerConnection, maxTotal: config.maxStreamingCalls },
+    (method, reason, peer) => logger.debug({ method, peer, reason }, 'streaming call refused'),
+  );
+  const interceptors: ServerInterceptor[] = [streamingCalls.interceptor];
   if (security.tokenCheck !== undefined) {
     interceptors.push(
       bearerTokenInterceptor(security.tokenCheck, (method, reason, peer) => {
@@ -277,6 +291,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   // Every call counts against the per-turn read budget (docs/configuration.md), from the bind on.
   const readBudget = new CallReadBudget(config.maxCallsPerLoopTurn, { onPause: () => metrics.onReadPause() });
   let stopBudgeting: (() => void) | undefined;
+  let connections: ServerConnections | undefined;
   const services = [GROUP_COORDINATOR_SERVICE, BROKER_SERVICE];
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
@@ -296,10 +311,10 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
 
   // '' is the whole server, as grpc-health-probe and Kubernetes ask by default. It and GroupCoordinator turn
   // SERVING only once group state is loaded; the Broker and TestClock serve as soon as the port is bound.
-  const statusMap: ServingStatusMap = { '': 'NOT_SERVING' };
+  const statusMap: Record<string, 'SERVING' | 'NOT_SERVING'> = { '': 'NOT_SERVING' };
   for (const name of services) statusMap[name] = 'NOT_SERVING';
-  const health = new HealthImplementation(statusMap);
-  health.addToServer(server);
+  const health = new HealthService(statusMap);
+  health.addToServer(server, onEncodeFailure);
   const setHealth = (names: readonly string[], status: 'SERVING' | 'NOT_SERVING'): void => {
     for (const name of names) health.setStatus(name, status);
   };
@@ -414,10 +429,11 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           reject(error);
           return;
         }
-        stopBudgeting = budgetServerAt(
-          readBudget,
-          unixSocket !== undefined ? { path: unixSocket } : { port },
-        );
+        const listener = unixSocket !== undefined ? { path: unixSocket } : { port };
+        stopBudgeting = budgetServerAt(readBudget, listener);
+        connections = new ServerConnections(listener, {
+          ...(security.tokenCheck === undefined ? {} : { onServer: keepEveryAuthorizationHeader }),
+        });
         resolve(
           unixSocket !== undefined
             ? { host: config.listen, port: 0, address: config.listen }
@@ -508,12 +524,19 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
         clearTimeout(grace);
         resolve();
       });
+      // Streams stay open as long as their clients like: end them (Watch streams have just been told
+      // NOT_SERVING), and close each connection once its last call is done, without waiting for the
+      // client to close its side.
+      health.endWatches();
+      streamingCalls.endAll();
+      connections?.closeWhenDone();
       stopBudgeting?.();
       coordinator.shutdown();
       // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
       replicaManager.shutdown();
       void fetcher?.stop();
     }).then(async () => {
+      connections?.stop();
       await fetcher?.stop();
       fetcherTimer?.shutdown();
       // Every log is fsynced and closed: a clean stop loses nothing, even with a relaxed flush policy.

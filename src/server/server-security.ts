@@ -5,6 +5,7 @@ import type { ChannelCredentials } from '@grpc/grpc-js';
 import type { CohortConfig } from '../config';
 import { CONFIG_SCHEMA, InvalidConfigError, MIN_TOKEN_LENGTH } from '../config';
 import { BearerTokenCheck } from './bearer-token-interceptor';
+import { isWeakToken } from './token-strength';
 
 /** How the gRPC listener protects itself, built from the configuration's files. */
 export interface ServerSecurity {
@@ -22,6 +23,11 @@ export interface ServerSecurity {
   readonly leaderCredentials: ChannelCredentials;
   /** The token a follower sends its leader, when the cluster has one. */
   readonly token: string | undefined;
+  /**
+   * The token looks easy to guess (token-strength.ts): the server warns at start-up but serves, as
+   * deployments that chose it before this check did expect.
+   */
+  readonly isTokenWeak: boolean;
 }
 
 /** The rules COHORT_TOKEN follows, for a token read from a file. */
@@ -98,5 +104,6 @@ export function loadServerSecurity(config: CohortConfig): ServerSecurity {
     isMutualTls,
     leaderCredentials,
     token,
+    isTokenWeak: token !== undefined && isWeakToken(token),
   };
 }

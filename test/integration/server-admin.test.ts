@@ -1,6 +1,7 @@
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { ErrorCode } from '../../src/errors';
 import { brokerClient, healthClient } from '../support/grpc-clients';
+import { openUnfinishedCall } from '../support/raw-http2';
 import type { TestServer } from '../support/start-test-server';
 import { startTestServer } from '../support/start-test-server';
 
@@ -70,7 +71,10 @@ describe('the admin listener', () => {
   it('answers /readyz 503 while the server drains, with health NOT_SERVING, and closes after the drain', async () => {
     t = await startTestServer({ adminListen: '127.0.0.1:0' });
     const url = t.adminUrl!;
-    // A Watch stream stays open until its client leaves, so the drain waits on it.
+    // A call whose request never finishes arriving stays in flight, so the drain waits on it.
+    const call = openUnfinishedCall(t.target, '/cohort.v1.GroupCoordinator/ListGroups');
+    closers.push(call);
+    await call.ready;
     const health = healthClient(t.target);
     closers.push(health);
     const watch = health.watch('');
@@ -83,7 +87,7 @@ describe('the admin listener', () => {
       type: 'text/plain; charset=utf-8',
     });
     expect((await get(`${url}/healthz`)).status).toBe(200);
-    watch.cancel();
+    call.close();
     await closed;
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
   });

@@ -1,10 +1,12 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode } from '../../src/errors';
 import { LARGE_HEAP_MIN_BYTES } from '../../src/heap-growth';
 import { brokerClient, groupCoordinatorClient, healthClient, testClockClient } from '../support/grpc-clients';
 import type { CohortProcess } from '../support/spawn-cohort';
+import { openUnfinishedCall } from '../support/raw-http2';
 import { spawnCohort } from '../support/spawn-cohort';
 
 describe('the cohort process (src/main.ts)', () => {
@@ -117,9 +119,12 @@ describe('the cohort process (src/main.ts)', () => {
   it('exits at once on a second signal while the first is still waiting for open calls', async () => {
     cohort = spawnCohort(['--listen', '127.0.0.1:0']);
     const { address } = await cohort.waitForLog('cohort listening');
-    // A Watch stream stays open until its client leaves, so the graceful close waits on it.
+    await cohort.waitForLog('cohort ready');
+    // A call whose request never finishes arriving stays in flight, so the graceful close waits on it.
+    const call = openUnfinishedCall(address as string, '/cohort.v1.GroupCoordinator/ListGroups');
     const health = healthClient(address as string);
     try {
+      await call.ready;
       const watch = health.watch('');
       expect(await watch.next()).toBe('SERVING');
       cohort.child.kill('SIGTERM');
@@ -132,6 +137,7 @@ describe('the cohort process (src/main.ts)', () => {
       );
     } finally {
       health.close();
+      call.close();
     }
   });
 
@@ -139,11 +145,12 @@ describe('the cohort process (src/main.ts)', () => {
     cohort = spawnCohort(['--listen', '127.0.0.1:0', '--shutdown-timeout-ms', '300']);
     const { address } = await cohort.waitForLog('cohort listening');
     await cohort.waitForLog('cohort ready');
-    // A Watch stream stays open until its client leaves: only the timeout ends it.
-    const health = healthClient(address as string);
+    // A call whose request never finishes arriving: only the timeout ends it.
+    const call = openUnfinishedCall(address as string, '/cohort.v1.GroupCoordinator/ListGroups');
+    const client = groupCoordinatorClient(address as string);
     try {
-      const watch = health.watch('');
-      expect(await watch.next()).toBe('SERVING');
+      await call.ready;
+      expect((await client.listGroups({})).errorCode).toBe(ErrorCode.NONE);
       cohort.child.kill('SIGTERM');
       expect(await cohort.exited).toEqual({ code: 0, signal: null });
       expect(cohort.lines).toContainEqual(
@@ -153,7 +160,37 @@ describe('the cohort process (src/main.ts)', () => {
         }),
       );
     } finally {
+      client.close();
+      call.close();
+    }
+  });
+
+  it('on SIGTERM ends a health Watch stream and closes an idle connection and one that never spoke HTTP/2, well before --shutdown-timeout-ms', async () => {
+    cohort = spawnCohort(['--listen', '127.0.0.1:0', '--shutdown-timeout-ms', '600000']);
+    const { address, port } = await cohort.waitForLog('cohort listening');
+    await cohort.waitForLog('cohort ready');
+    const health = healthClient(address as string);
+    const idle = groupCoordinatorClient(address as string);
+    // Connected, then silent: it neither reads nor closes its side, as a stalled or hostile client.
+    const silent = connect(port as number, '127.0.0.1');
+    silent.on('error', () => undefined);
+    try {
+      await new Promise((resolve) => silent.once('connect', resolve));
+      silent.pause();
+      expect((await idle.listGroups({})).errorCode).toBe(ErrorCode.NONE);
+      const watch = health.watch('');
+      expect(await watch.next()).toBe('SERVING');
+      cohort.child.kill('SIGTERM');
+      // The timeout is ten minutes, far beyond this test's own: the exit can only come from the drain.
+      expect(await cohort.exited).toEqual({ code: 0, signal: null });
+      expect(watch.statuses).toEqual(['SERVING', 'NOT_SERVING']);
+      expect(cohort.lines.map((l) => (typeof l === 'string' ? l : l.msg))).not.toContain(
+        'calls still open after the grace period; closing their connections',
+      );
+    } finally {
       health.close();
+      idle.close();
+      silent.destroy();
     }
   });
 
@@ -163,6 +200,19 @@ describe('the cohort process (src/main.ts)', () => {
     expect(cohort.stderr()).toContain("--listen ('0.0.0.0:0') can be reached from other machines");
     expect(cohort.stderr()).toContain('--insecure');
     expect(cohort.lines).toEqual([]);
+  });
+
+  it('refuses, with exit status 2, --manual-clock on a reachable address even with a token, and starts with --insecure', async () => {
+    const token = { COHORT_TOKEN: 'Zq3v9Xw0bT7nKd2LpR8sYf4HcJ6mAe1U' };
+    cohort = spawnCohort(['--listen', '0.0.0.0:0', '--manual-clock'], token);
+    expect(await cohort.exited).toEqual({ code: 2, signal: null });
+    expect(cohort.stderr()).toContain(
+      '--manual-clock (true) lets any client that reaches the server advance',
+    );
+    expect(cohort.stderr()).toContain('or accept the risk with --insecure');
+    expect(cohort.lines).toEqual([]);
+    cohort = spawnCohort(['--listen', '0.0.0.0:0', '--manual-clock', '--insecure'], token);
+    expect((await cohort.waitForLog('cohort listening')).manualClock).toBe(true);
   });
 
   it('starts on a reachable address with --insecure', async () => {

@@ -9,6 +9,7 @@ import {
   listServicesByReflection,
   packageDefinitionByReflection,
 } from '../support/grpc-clients';
+import { openUnfinishedCall } from '../support/raw-http2';
 import type { TestServer } from '../support/start-test-server';
 import { startTestServer } from '../support/start-test-server';
 
@@ -137,6 +138,57 @@ describe('the cohort server', () => {
     }
   });
 
+  it.each([
+    // List's request has no fields: what breaks a `service` is an unknown field it skips.
+    ['a length past the end', [0x0a, 0xff], ['Check', 'List']],
+    ['a service that is not UTF-8', [0x0a, 0x02, 0xc3, 0x28], ['Check']],
+    ['a service sent as a varint', [0x08, 0x01], ['Check']],
+  ])(
+    'answers a health request with %s INVALID_ARGUMENT (Watch too), and keeps serving',
+    async (_what, bytes, methods) => {
+      t = await startTestServer();
+      const client = new Client(t.target, credentials.createInsecure());
+      const health = healthClient(t.target);
+      const identity = (b: Buffer): Buffer => b;
+      const unary = (method: string): Promise<ServiceError> =>
+        new Promise((resolve, reject) =>
+          client.makeUnaryRequest(
+            `/grpc.health.v1.Health/${method}`,
+            identity,
+            identity,
+            Buffer.from(bytes),
+            new Metadata(),
+            {},
+            (err) => (err !== null ? resolve(err) : reject(new Error('expected a failure'))),
+          ),
+        );
+      try {
+        for (const method of methods) {
+          const error = await unary(method);
+          expect(error.code).toBe(status.INVALID_ARGUMENT);
+          expect(error.details).toMatch(
+            /^the request is not a valid grpc\.health\.v1\.Health(Check|List)Request$/,
+          );
+        }
+        const watch = client.makeServerStreamRequest(
+          '/grpc.health.v1.Health/Watch',
+          identity,
+          identity,
+          Buffer.from(bytes),
+          new Metadata(),
+        );
+        watch.on('data', () => undefined);
+        const watchError = await new Promise<ServiceError>((resolve) => watch.on('error', resolve));
+        expect(watchError.code).toBe(status.INVALID_ARGUMENT);
+        expect(await health.check('')).toBe('SERVING');
+        expect(t.logs.filter((line) => line.level >= 50)).toEqual([]);
+      } finally {
+        client.close();
+        health.close();
+      }
+    },
+  );
+
   it('refuses an offset beyond 2^53 - 1 instead of committing a rounded one', async () => {
     const coordinator = new FakeGroupCoordinator({ offsetCommit: async () => ({ topics: [] }) });
     t = await startTestServer({}, { coordinatorFactory: () => coordinator });
@@ -219,6 +271,25 @@ describe('the cohort server', () => {
     expect(coordinator.shutdownCount).toBe(1);
   });
 
+  it('lets a call in flight finish after close() has begun, while it closes the idle connections', async () => {
+    let answer!: (response: JoinGroupResponse) => void;
+    const coordinator = new FakeGroupCoordinator({
+      joinGroup: () => new Promise<JoinGroupResponse>((resolve) => (answer = resolve)),
+      listGroups: async () => ({ errorCode: ErrorCode.NONE, groups: [] }),
+    });
+    t = await startTestServer({}, { coordinatorFactory: () => coordinator, shutdownGraceMs: 600_000 });
+    const idle = t.groupCoordinator();
+    await idle.listGroups({});
+    const join = t.groupCoordinator().joinGroup({ groupId: 'late' });
+    while (coordinator.calls.length < 2) await new Promise((resolve) => setImmediate(resolve));
+    const closing = t.server.close();
+    // Several turns later, well after the drain has closed what it could.
+    for (let i = 0; i < 10; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    answer(JOIN_ANSWER);
+    expect(await join).toEqual(JOIN_ANSWER);
+    await closing;
+  });
+
   it('answers a JoinGroup parked in the real coordinator with COORDINATOR_NOT_AVAILABLE when it closes', async () => {
     t = await startTestServer({ manualClock: true });
     const member = t.groupCoordinator();
@@ -269,19 +340,49 @@ describe('the cohort server', () => {
 
   it('cuts a call still open when the shutdown grace period ends', async () => {
     t = await startTestServer({}, { shutdownGraceMs: 100 });
+    // A call whose request never finishes arriving: nothing on the server can answer it.
+    const call = openUnfinishedCall(t.target, '/cohort.v1.GroupCoordinator/ListGroups');
+    try {
+      await call.ready;
+      await t.server.close();
+      await call.ended;
+      expect(t.logs).toContainEqual(
+        expect.objectContaining({
+          msg: 'calls still open after the grace period; closing their connections',
+        }),
+      );
+    } finally {
+      call.close();
+    }
+  });
+
+  it('on close ends every Watch stream with UNAVAILABLE after NOT_SERVING, without waiting for the grace period', async () => {
+    // A grace period longer than the test's timeout: only a drain that ends the streams lets close() resolve.
+    t = await startTestServer({}, { shutdownGraceMs: 600_000 });
     const health = healthClient(t.target);
     try {
-      // A Watch stream never ends by itself: only cutting its connection ends it.
       const raw = health.raw as unknown as {
-        watch(request: { service: string }): ClientReadableStream<unknown>;
+        watch(request: { service: string }): ClientReadableStream<{ status: string }>;
       };
-      const stream = raw.watch({ service: '' });
-      const ended = new Promise<number>((resolve) =>
-        stream.on('error', (error: ServiceError) => resolve(error.code)),
-      );
-      await new Promise((resolve) => stream.once('data', resolve));
+      const streams = ['', 'cohort.v1.GroupCoordinator'].map((service) => {
+        const stream = raw.watch({ service });
+        const statuses: string[] = [];
+        stream.on('data', (message: { status: string }) => statuses.push(message.status));
+        const ended = new Promise<ServiceError>((resolve) => stream.on('error', resolve));
+        const first = new Promise((resolve) => stream.once('data', resolve));
+        return { statuses, ended, first };
+      });
+      await Promise.all(streams.map((s) => s.first));
       await t.server.close();
-      expect(await ended).toBe(status.CANCELLED);
+      for (const stream of streams) {
+        const error = await stream.ended;
+        expect(error.code).toBe(status.UNAVAILABLE);
+        expect(error.details).toBe('the server is shutting down');
+        expect(stream.statuses).toEqual(['SERVING', 'NOT_SERVING']);
+      }
+      expect(t.logs.map((line) => line.msg)).not.toContain(
+        'calls still open after the grace period; closing their connections',
+      );
     } finally {
       health.close();
     }

@@ -44,6 +44,50 @@ describe('security settings', () => {
     },
   );
 
+  it.each([
+    ['a token', [], { COHORT_TOKEN: TOKEN }],
+    ['TLS', ['--tls-cert', 'c.pem', '--tls-key', 'k.pem'], {}],
+  ])(
+    'refuses --manual-clock on a reachable listen address, even with %s, saying how to fix it',
+    (_name, flags, env) => {
+      const errors = errorsOf(loadConfig(['--listen', '0.0.0.0:7070', '--manual-clock', ...flags], env));
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toContain(
+        '--manual-clock (true) lets any client that reaches the server advance its clock',
+      );
+      expect(errors[0]).toContain("--listen ('0.0.0.0:7070') can be reached from other machines");
+      for (const remedy of [
+        '127.0.0.1',
+        '[::1]',
+        'localhost',
+        'unix:PATH',
+        'drop --manual-clock',
+        '--insecure',
+      ]) {
+        expect(errors[0]).toContain(remedy);
+      }
+      expect(() => createConfig({ listen: '[::]:0', manualClock: true, token: TOKEN })).toThrow(
+        InvalidConfigError,
+      );
+    },
+  );
+
+  it.each(['127.0.0.1:0', '127.1.2.3:7070', 'localhost:0', '[::1]:0', 'unix:/run/c.sock'])(
+    'accepts --manual-clock on the loopback or Unix socket address %s',
+    (listen) => {
+      expect(isValid(loadConfig(['--listen', listen, '--manual-clock'], {}))).toBe(true);
+    },
+  );
+
+  it('accepts --manual-clock on a reachable address with --insecure, which accepts the risk', () => {
+    expect(isValid(loadConfig(['--listen', '0.0.0.0:7070', '--manual-clock', '--insecure'], {}))).toBe(true);
+    expect(
+      isValid(
+        loadConfig(['--listen', '0.0.0.0:7070'], { COHORT_MANUAL_CLOCK: 'true', COHORT_INSECURE: 'true' }),
+      ),
+    ).toBe(true);
+  });
+
   it('refuses a certificate without its key and a key without its certificate', () => {
     expect(errorsOf(loadConfig(['--tls-cert', 'c.pem'], {}))).toEqual([
       "--tls-cert ('c.pem') needs its twin: give --tls-cert and --tls-key together",

@@ -2,6 +2,7 @@ import { Metadata } from '@grpc/grpc-js';
 import {
   BearerTokenCheck,
   MISSING_TOKEN_MESSAGE,
+  REPEATED_TOKEN_MESSAGE,
   WRONG_TOKEN_MESSAGE,
 } from '../../../src/server/bearer-token-interceptor';
 
@@ -31,7 +32,10 @@ describe('BearerTokenCheck', () => {
     for (const other of [TOKEN.slice(0, -1), `${TOKEN}x`, TOKEN.toUpperCase(), 'x'.repeat(TOKEN.length)]) {
       expect(check.refusal(withAuthorization(`Bearer ${other}`))).toBe(WRONG_TOKEN_MESSAGE);
     }
-    expect(check.refusal(withAuthorization(`Bearer ${TOKEN}`, `Bearer ${TOKEN}`))).toBe(WRONG_TOKEN_MESSAGE);
+    expect(check.refusal(withAuthorization(`Bearer ${TOKEN}`, `Bearer ${TOKEN}`))).toBe(
+      REPEATED_TOKEN_MESSAGE,
+    );
+    expect(check.refusal(withAuthorization(`Bearer ${TOKEN}`, 'Bearer x'))).toBe(REPEATED_TOKEN_MESSAGE);
   });
 
   it('never says anything about the expected token', () => {

@@ -8,6 +8,7 @@ import type {
 } from '@grpc/grpc-js';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { service as healthServiceDefinition } from 'grpc-health-check';
+import { Reader } from './proto-wire';
 import type { EncodeFailureReporter } from './undecodable-request';
 import { guardServiceDefinition, UndecodableRequest } from './undecodable-request';
 
@@ -22,117 +23,28 @@ const LIST_MAX_SERVICES = 100;
 const HEALTH_CHECK_REQUEST = 'grpc.health.v1.HealthCheckRequest';
 const HEALTH_LIST_REQUEST = 'grpc.health.v1.HealthListRequest';
 
-const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
 /**
- * A strict reader of the two health requests' wire format: `HealthCheckRequest { string service = 1; }`
- * and the empty `HealthListRequest`. Unknown fields are skipped, as proto3 wants; anything else that a
- * protobuf parser would have to guess at is refused with a RangeError: a truncated tag, length or field, a
- * length past the end, field number 0, wire types 6 and 7, an end-group without its start, `service` with
- * a wire type other than length-delimited, and a `service` that is not valid UTF-8 (proto3 requires it).
+ * Decodes a HealthCheckRequest with the strict reader every request goes through (proto-wire.ts): a
+ * truncated tag, length or field, a length past the end, field number 0, wire types 6 and 7, an unclosed
+ * group, `service` with another wire type than length-delimited, and a `service` that is not valid UTF-8
+ * (proto3 requires it) throw a RangeError. Unknown fields are skipped; the last `service` wins, as proto3
+ * merges a repeated scalar.
  */
-class HealthRequestReader {
-  private offset = 0;
-
-  constructor(private readonly bytes: Buffer) {}
-
-  /** The last `service` field's value ('' without one), as proto3 merges a repeated scalar. */
-  readService(serviceField: boolean): string {
-    let service = '';
-    while (this.offset < this.bytes.length) {
-      const tag = this.readVarint('tag');
-      const fieldNumber = Math.floor(tag / 8);
-      const wireType = tag % 8;
-      if (fieldNumber === 0 || fieldNumber > 0x1fffffff) throw new RangeError(`field number ${fieldNumber}`);
-      if (serviceField && fieldNumber === 1) {
-        if (wireType !== 2) throw new RangeError(`service has wire type ${wireType}, not 2`);
-        const text = this.readLengthDelimited('service');
-        try {
-          service = UTF8.decode(text);
-        } catch {
-          throw new RangeError('service is not valid UTF-8');
-        }
-        continue;
-      }
-      this.skip(fieldNumber, wireType);
-    }
-    return service;
-  }
-
-  private skip(fieldNumber: number, wireType: number): void {
-    switch (wireType) {
-      case 0:
-        this.readVarint(`field ${fieldNumber}`);
-        return;
-      case 1:
-        this.advance(8, `field ${fieldNumber}`);
-        return;
-      case 2:
-        this.readLengthDelimited(`field ${fieldNumber}`);
-        return;
-      case 3:
-        this.skipGroup(fieldNumber);
-        return;
-      case 5:
-        this.advance(4, `field ${fieldNumber}`);
-        return;
-      default:
-        // 4 (an end-group here has no start) and 6, 7 (no such wire type).
-        throw new RangeError(`field ${fieldNumber} has wire type ${wireType}`);
-    }
-  }
-
-  /** A proto2 group: every field up to the end-group of the same number. */
-  private skipGroup(groupNumber: number): void {
-    for (;;) {
-      if (this.offset >= this.bytes.length) throw new RangeError(`group ${groupNumber} is not closed`);
-      const tag = this.readVarint('tag');
-      const fieldNumber = Math.floor(tag / 8);
-      const wireType = tag % 8;
-      if (wireType === 4) {
-        if (fieldNumber !== groupNumber) throw new RangeError(`group ${groupNumber} ends as ${fieldNumber}`);
-        return;
-      }
-      if (fieldNumber === 0) throw new RangeError('field number 0');
-      this.skip(fieldNumber, wireType);
-    }
-  }
-
-  private readLengthDelimited(what: string): Buffer {
-    const length = this.readVarint(`the length of ${what}`);
-    const start = this.offset;
-    this.advance(length, what);
-    return this.bytes.subarray(start, start + length);
-  }
-
-  private advance(count: number, what: string): void {
-    if (count > this.bytes.length - this.offset) throw new RangeError(`${what} is truncated`);
-    this.offset += count;
-  }
-
-  /** A varint of at most 10 bytes, as a number (exact up to 2^53, which every length and tag here is). */
-  private readVarint(what: string): number {
-    let value = 0;
-    let scale = 1;
-    for (let i = 0; i < 10; i++) {
-      if (this.offset >= this.bytes.length) throw new RangeError(`${what} is truncated`);
-      const byte = this.bytes[this.offset++];
-      value += (byte & 0x7f) * scale;
-      if (byte < 0x80) return value;
-      scale *= 128;
-    }
-    throw new RangeError(`${what} is a varint longer than 10 bytes`);
-  }
-}
-
-/** Decodes a HealthCheckRequest, or throws a RangeError saying why the bytes are not one. */
 export function decodeHealthCheckRequest(bytes: Buffer): { service: string } {
-  return { service: new HealthRequestReader(bytes).readService(true) };
+  const r = new Reader(bytes, 0, bytes.length);
+  let service = '';
+  while (!r.isDone) {
+    const tag = r.tag();
+    if (tag >>> 3 === 1) service = r.stringField(tag);
+    else r.skipField(tag);
+  }
+  return { service };
 }
 
-/** Decodes a HealthListRequest (no fields of its own), or throws a RangeError. */
+/** Decodes a HealthListRequest (no fields of its own; unknown ones are skipped), or throws a RangeError. */
 export function decodeHealthListRequest(bytes: Buffer): Record<string, never> {
-  new HealthRequestReader(bytes).readService(false);
+  const r = new Reader(bytes, 0, bytes.length);
+  while (!r.isDone) r.skipField(r.tag());
   return {};
 }
 

@@ -1,4 +1,13 @@
-export { PartitionLog } from './partition-log';
+export { PartitionLog, RECOVERY_POINT_CHECKPOINT_INTERVAL_MS } from './partition-log';
+export { CorruptLogError } from './log-recovery';
+export type {
+  LogIndexRebuildEvent,
+  LogRecoveryListener,
+  LogRecoveryOptions,
+  LogTruncationEvent,
+  LogTruncationKind,
+} from './log-recovery';
+export { RECOVERY_CHECKPOINT_FILE } from './recovery-checkpoint';
 export type {
   CompactionResult,
   LogAppendInfo,

@@ -43,7 +43,15 @@ import {
  * restarts from the one before. Everything before the last good entry was fsynced before the entry was
  * (the log flushes before its index), so the scan is bounded by one index interval plus what was
  * appended since the index was last written.
+ *
+ * How much of that an open does is the caller's choice (`SegmentOpenMode`): `recover` validates and
+ * cuts; `validate` validates and leaves the cut to the caller (the partition log decides whether the bad
+ * bytes are a torn tail to cut or damage to refuse); `load`, for a segment wholly below the recovery point
+ * (its data was fsynced), walks the same batches checking only their headers, and falls back to
+ * `validate` when a header is wrong. Records of a loaded segment are CRC-checked when they are read.
  */
+export type SegmentOpenMode = 'recover' | 'validate' | 'load';
+
 const SCAN_CHUNK_BYTES = 1 << 20;
 /**
  * Headers are looked for in reads of this size: the batch holding an offset starts less than one index
@@ -85,8 +93,18 @@ export class LogSegment {
    * `size - tail.sizeInBytes`); null otherwise.
    */
   private tail: RecordBatch | null = null;
-  /** Bytes cut off the tail when the segment was opened (0 after a clean shutdown). */
+  /** Bytes cut off the tail when the segment was opened in `recover` mode (0 after a clean shutdown). */
   readonly truncatedOnOpenBytes: number;
+  /** End of the last valid batch found by the open; bytes past it are the invalid tail until cut. */
+  private validEnd: number;
+  /** Whether the index file did not exist when the segment was opened (it was rebuilt from the log). */
+  readonly wasIndexMissing: boolean;
+  private readonly indexEntriesAtOpen: number;
+  /** Index entries the open found wrong and dropped, and entries it added from the log. */
+  indexEntriesDropped = 0;
+  indexEntriesAdded = 0;
+  /** A `load` found a header that cannot be right and validated the tail instead. */
+  readonly isHeaderDamaged: boolean;
 
   private constructor(
     readonly dir: string,
@@ -97,16 +115,30 @@ export class LogSegment {
     fd: number,
     logPath: string,
     index: OffsetIndex,
-    recover: boolean,
+    mode: SegmentOpenMode | null,
+    wasIndexMissing = false,
   ) {
     this.fd = fd;
     this.logPath = logPath;
     this.index = index;
     this.size = fs.fstatSync(fd).size;
     this.next = baseOffset;
-    this.truncatedOnOpenBytes = recover ? this.recover() : 0;
+    this.wasIndexMissing = wasIndexMissing;
+    this.indexEntriesAtOpen = index.entries;
+    this.validEnd = this.size;
+    let isHeaderDamaged = false;
+    if (mode !== null) {
+      this.validEnd = this.scanTail(mode !== 'load');
+      if (mode === 'load' && this.validEnd < this.size) {
+        isHeaderDamaged = true;
+        this.validEnd = this.scanTail(true);
+      }
+    }
+    this.isHeaderDamaged = isHeaderDamaged;
+    this.truncatedOnOpenBytes = mode === 'recover' ? this.cutInvalidTail() : 0;
     // What an earlier process wrote may still be only in the page cache: the next flush must fsync it.
-    this.logDirty = recover;
+    // A loaded segment lies below the recovery point: it was fsynced.
+    this.logDirty = mode !== null && mode !== 'load';
   }
 
   /** Creates an empty segment, replacing any files with its names. */
@@ -132,7 +164,7 @@ export class LogSegment {
         fd,
         logPath,
         index,
-        false,
+        null,
       );
     } catch (error) {
       fs.closeSync(fd);
@@ -140,19 +172,22 @@ export class LogSegment {
     }
   }
 
-  /** Opens an existing segment (a missing index is rebuilt) and recovers its tail. */
+  /** Opens an existing segment (a missing index is rebuilt) and checks its tail as `mode` says. */
   static open(
     dir: string,
     baseOffset: number,
     indexIntervalBytes: number,
     createdMonotonicMs: number,
     state: SegmentFileState = '',
+    mode: SegmentOpenMode = 'recover',
   ): LogSegment {
     const logPath = segmentFilePath(dir, baseOffset, LOG_FILE_SUFFIX, state);
     const fd = fs.openSync(logPath, fs.constants.O_RDWR);
     let index: OffsetIndex | undefined;
     try {
-      index = OffsetIndex.open(segmentFilePath(dir, baseOffset, INDEX_FILE_SUFFIX, state), baseOffset);
+      const indexPath = segmentFilePath(dir, baseOffset, INDEX_FILE_SUFFIX, state);
+      const wasIndexMissing = !fs.existsSync(indexPath);
+      index = OffsetIndex.open(indexPath, baseOffset);
       return new LogSegment(
         dir,
         baseOffset,
@@ -161,7 +196,8 @@ export class LogSegment {
         fd,
         logPath,
         index,
-        true,
+        mode,
+        wasIndexMissing,
       );
     } catch (error) {
       index?.close();
@@ -393,21 +429,47 @@ export class LogSegment {
    * rebuilds the index past that entry, and restores nextOffset and maxTimestampMs. Returns bytes cut.
    */
   recover(): number {
+    this.validEnd = this.scanTail(true);
+    return this.cutInvalidTail();
+  }
+
+  /** Bytes after the last valid batch the open found (the caller cuts them or refuses the log). */
+  get invalidTailBytes(): number {
+    return this.size - this.validEnd;
+  }
+
+  /** Where the invalid tail starts in the file; the first offset it would lose is `nextOffset`. */
+  get invalidTailPosition(): number {
+    return this.validEnd;
+  }
+
+  /** Cuts the invalid tail the open found. Returns the bytes cut. */
+  cutInvalidTail(): number {
+    const cut = this.size - this.validEnd;
+    this.cutAt(this.validEnd);
+    return cut;
+  }
+
+  /**
+   * Finds the end of the valid batches from the last good index entry on (CRCs checked or headers only),
+   * rebuilding the index past that entry and restoring nextOffset and maxTimestampMs; cuts nothing.
+   */
+  private scanTail(isCrcChecked: boolean): number {
     this.releaseTail();
-    const before = this.size;
     this.index.sanitize(this.size);
     for (;;) {
       const entry = this.lastEntryMatchingLog();
       const start = entry >= 0 ? this.index.positionAt(entry) : 0;
-      const validEnd = this.scanFrom(entry, start);
+      const validEnd = this.scanFrom(entry, start, isCrcChecked);
       if (validEnd === start && entry >= 0) {
         // The indexed batch itself is bad: forget the entry and find the end of the batch before it.
         this.index.truncateToEntries(entry);
-        this.cutAt(start);
         continue;
       }
-      this.cutAt(validEnd);
-      return before - this.size;
+      // Entries up to `entry` are the file's own; those after it were dropped, and the scan added these.
+      this.indexEntriesDropped = Math.max(this.indexEntriesDropped, this.indexEntriesAtOpen - (entry + 1));
+      this.indexEntriesAdded = this.index.entries - (entry + 1);
+      return validEnd;
     }
   }
 
@@ -503,7 +565,7 @@ export class LogSegment {
    * re-adding index entries after it and setting nextOffset / maxTimestampMs. Returns the end of the
    * last valid batch.
    */
-  private scanFrom(entry: number, start: number): number {
+  private scanFrom(entry: number, start: number, isCrcChecked: boolean): number {
     this.index.truncateToEntries(entry + 1);
     this.next = entry >= 0 ? this.index.offsetAt(entry) : this.baseOffset;
     this.maxTimestamp = entry > 0 ? this.index.maxTimestampAt(entry - 1) : -1;
@@ -513,7 +575,7 @@ export class LogSegment {
     let chunkStart = start;
     while (position < this.size) {
       const relative = position - chunkStart;
-      const size = checkBatchAt(chunk, relative, chunk.length);
+      const size = checkBatchAt(chunk, relative, chunk.length, isCrcChecked);
       if (size === INCOMPLETE_BATCH) {
         const available = this.size - position;
         if (chunk.length - relative >= available) break; // the rest of the file is a torn batch

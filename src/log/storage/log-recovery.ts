@@ -80,7 +80,7 @@ export class CorruptLogError extends CohortError {
   ) {
     super(
       ErrorCode.KAFKA_STORAGE_ERROR,
-      `corrupt data in ${file} at offset ${offset} (byte ${position}): recovery would cut the ` +
+      `corrupt data in ${file} at offset ${offset} (byte ${position}): recovery would cut up to the ` +
         `${corruptBytes} bytes from there to the end of the segment, data that ` +
         (recoveryPoint === null
           ? 'lies in a sealed segment'

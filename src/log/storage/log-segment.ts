@@ -7,6 +7,7 @@ import {
   INCOMPLETE_BATCH,
   LOG_OVERHEAD,
   MAX_OFFSET_DELTA,
+  RECORD_BATCH_HEADER_BYTES,
   RecordBatch,
   checkBatchAt,
 } from './record-batch';
@@ -71,6 +72,15 @@ export interface SegmentReadResult {
   readonly sizeInBytes: number;
   /** Where the first returned batch starts in this segment's file (for LogOffsetMetadata). */
   readonly firstPosition: number;
+}
+
+/** Bytes of a segment that hold no valid batch, found by `scanBatches` and skipped. */
+export interface CorruptRegion {
+  readonly file: string;
+  readonly position: number;
+  readonly sizeInBytes: number;
+  /** The first offset no valid batch before the region covers; the region held offsets from there. */
+  readonly offset: number;
 }
 
 export interface TimestampAndOffset {
@@ -379,6 +389,58 @@ export class LogSegment {
     }
   }
 
+  /**
+   * Every valid batch from the start of the file, CRC-checked, for a reader that must get past damage (the
+   * replay of `__consumer_offsets`): bytes where no valid batch starts are yielded as one CorruptRegion
+   * and skipped to the next position where a valid batch with a later offset starts. While looking for it,
+   * a candidate larger than `chunkBytes` is not read (so garbage lengths cost no large reads): such a batch
+   * right after damage is counted in the region.
+   */
+  *scanBatches(
+    from = 0,
+    fromOffset = this.baseOffset,
+    chunkBytes = SCAN_CHUNK_BYTES,
+  ): Generator<RecordBatch | CorruptRegion> {
+    let chunk: Buffer = Buffer.alloc(0);
+    let chunkStart = 0;
+    let next = fromOffset;
+    const batchAt = (at: number, isResync: boolean): RecordBatch | null => {
+      if (this.size - at < RECORD_BATCH_HEADER_BYTES) return null;
+      let relative = at - chunkStart;
+      if (relative < 0 || relative + LOG_OVERHEAD > chunk.length) {
+        chunk = readAt(this.fd, at, Math.min(chunkBytes, this.size - at));
+        chunkStart = at;
+        relative = 0;
+      }
+      const declared = LOG_OVERHEAD + chunk.readInt32BE(relative + 8);
+      if (declared < RECORD_BATCH_HEADER_BYTES || declared > this.size - at) return null;
+      if (relative + declared > chunk.length) {
+        if (isResync && declared > chunkBytes) return null;
+        chunk = readAt(this.fd, at, Math.max(chunkBytes, declared));
+        chunkStart = at;
+        relative = 0;
+      }
+      const size = checkBatchAt(chunk, relative, chunk.length);
+      if (size < 0) return null;
+      const batch = RecordBatch.wrap(chunk.subarray(relative, relative + size));
+      return batch.baseOffset >= next && this.canHoldOffset(batch.lastOffset) ? batch : null;
+    };
+    let position = from;
+    while (position < this.size) {
+      const batch = batchAt(position, false);
+      if (batch !== null) {
+        yield batch;
+        next = batch.nextOffset;
+        position += batch.sizeInBytes;
+        continue;
+      }
+      let resync = position + 1;
+      while (resync < this.size && batchAt(resync, true) === null) resync++;
+      yield { file: this.logPath, position, sizeInBytes: resync - position, offset: next };
+      position = resync;
+    }
+  }
+
   /** The first record (lowest offset) whose timestamp is at or after `timestampMs`, or null. */
   findOffsetByTimestamp(timestampMs: number): TimestampAndOffset | null {
     if (this.maxTimestamp < timestampMs) return null;
@@ -441,6 +503,26 @@ export class LogSegment {
   /** Where the invalid tail starts in the file; the first offset it would lose is `nextOffset`. */
   get invalidTailPosition(): number {
     return this.validEnd;
+  }
+
+  /**
+   * Removes the invalid tail the open found but keeps every valid batch after the damage: they are read
+   * (the tail after the last index entry is about one index interval), the file is cut where the damage
+   * starts and they are written back there with their offsets, so only the damaged bytes and the offsets
+   * they held are lost. Returns the bytes removed.
+   */
+  removeInvalidRegions(): number {
+    if (this.validEnd >= this.size) return 0;
+    const kept: RecordBatch[] = [];
+    for (const item of this.scanBatches(this.validEnd, this.next)) {
+      if (item instanceof RecordBatch) kept.push(RecordBatch.wrap(Buffer.from(item.buffer)));
+    }
+    const before = this.size;
+    this.cutInvalidTail();
+    // append() indexes as it goes; the count restarts from the last entry, as after a scan.
+    for (const batch of kept) this.append(batch);
+    this.releaseTail();
+    return before - this.size;
   }
 
   /** Cuts the invalid tail the open found. Returns the bytes cut. */

@@ -14,7 +14,7 @@ import {
   type LogRecoveryOptions,
   type LogTruncationKind,
 } from './log-recovery';
-import { LogSegment, type SegmentOpenMode, type TimestampAndOffset } from './log-segment';
+import { type CorruptRegion, LogSegment, type SegmentOpenMode, type TimestampAndOffset } from './log-segment';
 import { RecordBatch } from './record-batch';
 import {
   readRecoveryCheckpoint,
@@ -64,9 +64,10 @@ import {
  *   a torn tail: they are cut, and every later segment is deleted, as Kafka does (what follows a torn
  *   write was never fsynced, so never acknowledged). Bad bytes below it, or in a segment that is not the
  *   last when there is no checkpoint, are damage: the open throws CorruptLogError, changing no `.log`
- *   file, unless `truncateCorruptLogs` is set; then that segment alone is cut at the bad batch, later
- *   segments are kept (their data is whole), and if the log would end below the recovery point an empty
- *   segment starts at it, so no offset that was handed out is ever reused. Every cut, deleted segment
+ *   file, unless `truncateCorruptLogs` is set; then only the damaged bytes are removed (the valid
+ *   batches after them in that segment are kept, later segments too: their data is whole), and if the log
+ *   would end below the recovery point an empty segment starts at it, so no offset that was handed out is
+ *   ever reused. Every cut, deleted segment
  *   and rebuilt index is reported to the recovery listener.
  *
  * Bad input (unknown offsets, oversized batches, keyless records in a compacted log) throws a
@@ -379,6 +380,23 @@ export class PartitionLog {
       nextFetchOffset: batches.length === 0 ? fetchOffset : Math.min(offset, maxOffset),
       fetchOffsetMetadata: fetchOffsetMetadata ?? this.convertToOffsetMetadata(fetchOffset),
     };
+  }
+
+  /**
+   * Every batch below `endOffset`, oldest first, CRC-checked, for a replay of the whole log (the
+   * `__consumer_offsets` load). Unlike `read`, which throws CORRUPT_MESSAGE at a bad batch, damage is
+   * yielded as a CorruptRegion and the replay goes on with the next valid batch, so one bad batch cannot
+   * hide every later one. The segments are the ones of the moment the replay starts.
+   */
+  *replayBatches(endOffset = this.logEndOffset): Generator<RecordBatch | CorruptRegion> {
+    this.ensureOpen();
+    for (const segment of [...this.segments]) {
+      if (segment.baseOffset >= endOffset) return;
+      for (const item of segment.scanBatches()) {
+        if (item instanceof RecordBatch && item.baseOffset >= endOffset) return;
+        yield item;
+      }
+    }
   }
 
   /** Where `offset` sits on disk (for DelayedFetch's byte accounting). OFFSET_OUT_OF_RANGE outside the log. */
@@ -1005,9 +1023,18 @@ function loadSegments(
           if (recovery.truncateCorruptLogs !== true) {
             throw new CorruptLogError(segment.path, lostOffset, position, invalidBytes, recoveryPoint);
           }
-          segment.cutInvalidTail();
+          const removedBytes = segment.removeInvalidRegions();
           isCutBelowRecoveryPoint = true;
-          report('corrupt', segment, position, invalidBytes);
+          listener?.onTruncation?.({
+            kind: 'corrupt',
+            dir,
+            file: segment.path,
+            offset: lostOffset,
+            position,
+            truncatedBytes: removedBytes,
+            deletedFiles: [],
+            recoveryPoint,
+          });
         } else {
           segment.cutInvalidTail();
           const deletedFiles: string[] = [];

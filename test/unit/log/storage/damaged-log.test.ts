@@ -211,34 +211,55 @@ describe('PartitionLog with damaged files', () => {
     expect(() => open()).toThrow(`below the recovery point ${end}`);
   });
 
-  test('damage in the active segment below the recovery point is refused; with the flag the log still ends at the recovery point', async () => {
-    const log = open();
-    for (let i = 0; i < 30; i++) await log.append([{ key: text(`k${i}`), value: text(`v${i}`) }]).flushed;
-    const bases = log.segmentBaseOffsets();
-    const active = bases.at(-1)!;
-    const read = log.read(active, Number.MAX_SAFE_INTEGER);
-    const end = log.logEndOffset;
-    await log.close();
-    expect(read.batches.length).toBeGreaterThanOrEqual(2);
-    // Unclean stop right after everything was fsynced; then the first batch of the active segment rots.
-    writeRecoveryCheckpointSync(dir, { recoveryPoint: end, isCleanShutdown: false });
-    flipByte(logFile(active), 20);
-    expect(() => open()).toThrow(CorruptLogError);
-    const repaired = open(recovery(true));
-    try {
-      expect(truncations.map((event) => [event.kind, event.offset, event.truncatedBytes])).toEqual([
-        ['corrupt', active, read.sizeInBytes],
-      ]);
-      expect(repaired.logEndOffset).toBe(end);
-      expect(repaired.segmentBaseOffsets().at(-1)).toBe(end);
-      expect(repaired.append([{ key: text('k'), value: text('after') }]).firstOffset).toBe(end);
-      expect(values(readAll(repaired)).map(([offset]) => offset)).toEqual([
-        ...Array.from({ length: active }, (_, i) => i),
-        end,
-      ]);
-    } finally {
-      await repaired.close();
+  describe('damage in the active segment below the recovery point', () => {
+    async function writeActive(): Promise<{ active: number; end: number; sizes: number[] }> {
+      const log = open();
+      for (let i = 0; i < 30; i++) await log.append([{ key: text(`k${i}`), value: text(`v${i}`) }]).flushed;
+      const active = log.segmentBaseOffsets().at(-1)!;
+      const read = log.read(active, Number.MAX_SAFE_INTEGER);
+      const end = log.logEndOffset;
+      await log.close();
+      expect(read.batches.length).toBeGreaterThanOrEqual(2);
+      // An unclean stop right after everything was fsynced.
+      writeRecoveryCheckpointSync(dir, { recoveryPoint: end, isCleanShutdown: false });
+      return { active, end, sizes: read.batches.map((batch) => batch.sizeInBytes) };
     }
+
+    test('is refused; with the flag only the bad batch goes and the batches after it stay', async () => {
+      const { active, end, sizes } = await writeActive();
+      flipByte(logFile(active), 20);
+      expect(() => open()).toThrow(CorruptLogError);
+      const repaired = open(recovery(true));
+      try {
+        expect(
+          truncations.map((event) => [event.kind, event.offset, event.position, event.truncatedBytes]),
+        ).toEqual([['corrupt', active, 0, sizes[0]]]);
+        expect(repaired.logEndOffset).toBe(end);
+        expect(values(readAll(repaired)).map(([offset]) => offset)).toEqual(
+          Array.from({ length: end }, (_, i) => i).filter((offset) => offset !== active),
+        );
+        expect(repaired.append([{ key: text('k'), value: text('after') }]).firstOffset).toBe(end);
+      } finally {
+        await repaired.close();
+      }
+    });
+
+    test('with the flag a log whose last batch went still ends at the recovery point: no offset is reused', async () => {
+      const { active, end, sizes } = await writeActive();
+      const lastPosition = sizes.slice(0, -1).reduce((sum, size) => sum + size, 0);
+      flipByte(logFile(active), lastPosition + 20);
+      const repaired = open(recovery(true));
+      try {
+        expect(truncations.map((event) => [event.kind, event.offset, event.truncatedBytes])).toEqual([
+          ['corrupt', end - 1, sizes.at(-1)],
+        ]);
+        expect(repaired.logEndOffset).toBe(end);
+        expect(repaired.segmentBaseOffsets().at(-1)).toBe(end);
+        expect(repaired.append([{ key: text('k'), value: text('after') }]).firstOffset).toBe(end);
+      } finally {
+        await repaired.close();
+      }
+    });
   });
 
   test('a torn tail past the recovery point is cut as a crash leaves it, and reported with what it deleted', async () => {

@@ -78,6 +78,7 @@ describe('loadConfig', () => {
           '1048576',
           '--log-segment-bytes',
           '4096',
+          '--truncate-corrupt-logs',
         ],
         {},
       ),
@@ -117,6 +118,7 @@ describe('loadConfig', () => {
       logRetentionMs: -1,
       logRetentionBytes: 1048576,
       logSegmentBytes: 4096,
+      truncateCorruptLogs: true,
     });
   });
 
@@ -153,6 +155,7 @@ describe('loadConfig', () => {
         COHORT_LOG_RETENTION_MS: '60000',
         COHORT_LOG_RETENTION_BYTES: '-1',
         COHORT_LOG_SEGMENT_BYTES: '1024',
+        COHORT_TRUNCATE_CORRUPT_LOGS: 'true',
       }),
     );
     expect(config).toEqual({
@@ -190,6 +193,7 @@ describe('loadConfig', () => {
       logRetentionMs: 60000,
       logRetentionBytes: -1,
       logSegmentBytes: 1024,
+      truncateCorruptLogs: true,
     });
   });
 

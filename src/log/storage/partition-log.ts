@@ -783,12 +783,25 @@ export class PartitionLog {
         pause,
       );
       if (cleaned === null) return result(true);
-      if (cleaned.recordsRemoved === 0 && group.length === 1) {
+      if (cleaned.recordsRemoved === 0 && group.length === 1 && cleaned.corruptRegions.length === 0) {
         cleaned.cleaned.close();
         cleaned.cleaned.deleteFiles();
         continue;
       }
       this.swapIn(group, cleaned.cleaned);
+      for (const region of cleaned.corruptRegions) {
+        // Damage read past by the cleaner is gone from the log now: reported as a recovery cut is.
+        this.recoveryListener?.onTruncation?.({
+          kind: 'corrupt',
+          dir: this.dir,
+          file: region.file,
+          offset: region.offset,
+          position: region.position,
+          truncatedBytes: region.sizeInBytes,
+          deletedFiles: [],
+          recoveryPoint: this.checkpointedRecoveryPoint,
+        });
+      }
       for (const old of group) tracked.delete(old);
       tracked.set(cleaned.cleaned, cleaned.cleaned.sizeInBytes);
       recordsRemoved += cleaned.recordsRemoved;

@@ -306,6 +306,40 @@ describe('PartitionLog with damaged files', () => {
     }
   });
 
+  test('compaction reads past a damaged batch of a sealed segment, leaves it out, and reports it', async () => {
+    const compact = { cleanupPolicy: 'compact', segmentBytes: 200 } as const;
+    const writer = PartitionLog.open(dir, { time, config: compact });
+    for (const key of ['a', 'b', 'c'])
+      await writer.append([{ key: text(key), value: text(`${key}1`) }]).flushed;
+    while (writer.numberOfSegments < 3)
+      await writer.append([{ key: text('filler'), value: text('x') }]).flushed;
+    const second = writer.read(1, 1).batches[0]!;
+    const position = writer.read(0, 1).batches[0]!.sizeInBytes;
+    await writer.close();
+    flipByte(logFile(0), position + second.sizeInBytes - 2);
+    const log = PartitionLog.open(dir, { time, config: compact, recovery: recovery() });
+    try {
+      const result = await log.compact();
+      expect(result.isAborted).toBe(false);
+      expect(truncations).toEqual([
+        expect.objectContaining({
+          kind: 'corrupt',
+          file: logFile(0),
+          offset: 1,
+          position,
+          truncatedBytes: second.sizeInBytes,
+        }),
+      ]);
+      const keys = readAll(log).map((record) => record.key!.toString());
+      expect(keys.slice(0, 2)).toEqual(['a', 'c']);
+      truncations = [];
+      await log.compact();
+      expect(truncations).toEqual([]);
+    } finally {
+      await log.close();
+    }
+  });
+
   describe('the recovery-point checkpoint', () => {
     test('a clean close marks it clean at the log end; an open marks it unclean before any append', async () => {
       const log = open();

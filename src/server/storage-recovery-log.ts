@@ -10,7 +10,9 @@ import type { RecoveryMetrics } from './metrics/recovery-metrics';
  *   `__consumer_offsets`), and every batch or record the `__consumer_offsets` load skipped;
  * - warn: a torn tail cut after a crash (with the segments deleted after it), an overlap cut, a
  *   recovery-point checkpoint that could not be read or written;
- * - info: an offset index rebuilt (normal after a crash: the index is written after its log).
+ * - info: an offset index rebuilt (normal after a crash: the index is written after its log), and a file
+ *   holding no data removed (an interrupted compaction's leftovers, an index without its log, an empty
+ *   segment).
  *
  * Each line names the file, the offset and the bytes, so an operator can tell what was lost.
  */
@@ -32,6 +34,9 @@ export function storageRecoveryLog(
       } else {
         logger.warn(fields, 'a segment overlapping the next was cut where the next one starts');
       }
+    },
+    onFileRemoved: (dir, file, reason) => {
+      logger.info({ dir, file, reason }, 'a file holding no data of a log was removed');
     },
     onIndexRebuild: (event) => {
       metrics.onIndexRebuild();

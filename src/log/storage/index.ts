@@ -1,6 +1,7 @@
 export { PartitionLog, RECOVERY_POINT_CHECKPOINT_INTERVAL_MS } from './partition-log';
 export { CorruptLogError } from './log-recovery';
 export type {
+  LogFileRemovalReason,
   LogIndexRebuildEvent,
   LogRecoveryListener,
   LogRecoveryOptions,

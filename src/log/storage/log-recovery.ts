@@ -45,8 +45,19 @@ export interface LogIndexRebuildEvent {
   readonly addedEntries: number;
 }
 
+/**
+ * Why an open removed a file that held no data of the log: `unfinished_compaction` (a `.cleaned` file
+ * whose swap never started), `replaced_by_swap` (a segment a completed `.swap` replaces), `orphan_index`
+ * (an index without its log), `leftover` (another state suffix), `empty_segment` (an empty segment that
+ * was not the last).
+ */
+export type LogFileRemovalReason =
+  'unfinished_compaction' | 'replaced_by_swap' | 'orphan_index' | 'leftover' | 'empty_segment';
+
 export interface LogRecoveryListener {
   onTruncation?(event: LogTruncationEvent): void;
+  /** A file that held no data of the log (see LogFileRemovalReason) was removed at open. */
+  onFileRemoved?(dir: string, file: string, reason: LogFileRemovalReason): void;
   onIndexRebuild?(event: LogIndexRebuildEvent): void;
   /** The recovery-point checkpoint could not be read: the whole log was recovered as if it had none. */
   onCheckpointUnreadable?(dir: string, file: string): void;

@@ -10,6 +10,7 @@ import type { LogOffsetMetadata } from './log-offset-metadata';
 import type { LogRecord, SimpleRecord } from './log-record';
 import {
   CorruptLogError,
+  type LogFileRemovalReason,
   type LogRecoveryListener,
   type LogRecoveryOptions,
   type LogTruncationKind,
@@ -934,12 +935,14 @@ function loadSegments(
   const checkpoint = found === 'unreadable' ? null : found;
   let names = fs.readdirSync(dir);
   let isChanged = false;
-  const remove = (name: string): void => {
-    fs.rmSync(path.join(dir, name), { force: true });
+  const remove = (name: string, reason?: LogFileRemovalReason): void => {
+    const file = path.join(dir, name);
+    if (reason !== undefined && fs.existsSync(file)) listener?.onFileRemoved?.(dir, file, reason);
+    fs.rmSync(file, { force: true });
     isChanged = true;
   };
   for (const name of names) {
-    if (parseSegmentFileName(name)?.state === CLEANED_FILE_SUFFIX) remove(name);
+    if (parseSegmentFileName(name)?.state === CLEANED_FILE_SUFFIX) remove(name, 'unfinished_compaction');
   }
   const swaps = names
     .map(parseSegmentFileName)
@@ -953,7 +956,7 @@ function loadSegments(
     for (const name of fs.readdirSync(dir)) {
       const file = parseSegmentFileName(name);
       if (file !== null && file.state === '' && file.baseOffset >= baseOffset && file.baseOffset < end)
-        remove(name);
+        remove(name, 'replaced_by_swap');
     }
     fsyncDirectorySync(dir);
     swap.renameTo('');
@@ -965,13 +968,13 @@ function loadSegments(
   for (const name of names) {
     const file = parseSegmentFileName(name);
     if (file === null) continue;
-    if (file.state !== '') remove(name);
+    if (file.state !== '') remove(name, 'leftover');
     else if (file.kind === LOG_FILE_SUFFIX) logs.add(file.baseOffset);
   }
   for (const name of names) {
     const file = parseSegmentFileName(name);
     if (file !== null && file.state === '' && file.kind === INDEX_FILE_SUFFIX && !logs.has(file.baseOffset)) {
-      remove(name);
+      remove(name, 'orphan_index');
     }
   }
   const recoveryPoint = checkpoint?.recoveryPoint ?? null;
@@ -1070,6 +1073,7 @@ function loadSegments(
         // An empty segment that is not the last holds no offsets: drop it rather than keep a hole.
         segments.pop();
         segment.close();
+        listener?.onFileRemoved?.(dir, segment.path, 'empty_segment');
         segment.deleteFiles();
         isChanged = true;
       }

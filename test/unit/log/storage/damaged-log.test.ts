@@ -340,6 +340,27 @@ describe('PartitionLog with damaged files', () => {
     }
   });
 
+  test('files holding no data that an open removes are reported with the reason', async () => {
+    const log = open();
+    await log.append([{ key: text('k'), value: text('v') }]).flushed;
+    await log.close();
+    fs.writeFileSync(path.join(dir, '00000000000000000099.index'), Buffer.alloc(16));
+    fs.writeFileSync(path.join(dir, '00000000000000000000.log.cleaned'), Buffer.alloc(10));
+    const removed: [string, string][] = [];
+    const reopened = PartitionLog.open(dir, {
+      time,
+      config,
+      recovery: {
+        listener: { onFileRemoved: (_dir, file, reason) => removed.push([path.basename(file), reason]) },
+      },
+    });
+    await reopened.close();
+    expect(removed.sort()).toEqual([
+      ['00000000000000000000.log.cleaned', 'unfinished_compaction'],
+      ['00000000000000000099.index', 'orphan_index'],
+    ]);
+  });
+
   describe('the recovery-point checkpoint', () => {
     test('a clean close marks it clean at the log end; an open marks it unclean before any append', async () => {
       const log = open();

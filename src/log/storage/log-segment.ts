@@ -110,11 +110,8 @@ export class LogSegment {
   /** Whether the index file did not exist when the segment was opened (it was rebuilt from the log). */
   readonly wasIndexMissing: boolean;
   private readonly indexEntriesAtOpen: number;
-  /** Index entries the open found wrong and dropped, and entries it added from the log. */
-  indexEntriesDropped = 0;
-  indexEntriesAdded = 0;
-  /** A `load` found a header that cannot be right and validated the tail instead. */
-  readonly isHeaderDamaged: boolean;
+  private droppedIndexEntries = 0;
+  private addedIndexEntries = 0;
 
   private constructor(
     readonly dir: string,
@@ -136,15 +133,11 @@ export class LogSegment {
     this.wasIndexMissing = wasIndexMissing;
     this.indexEntriesAtOpen = index.entries;
     this.validEnd = this.size;
-    let isHeaderDamaged = false;
     if (mode !== null) {
       this.validEnd = this.scanTail(mode !== 'load');
-      if (mode === 'load' && this.validEnd < this.size) {
-        isHeaderDamaged = true;
-        this.validEnd = this.scanTail(true);
-      }
+      // A header that cannot be right: find exactly where the valid batches end, CRCs included.
+      if (mode === 'load' && this.validEnd < this.size) this.validEnd = this.scanTail(true);
     }
-    this.isHeaderDamaged = isHeaderDamaged;
     this.truncatedOnOpenBytes = mode === 'recover' ? this.cutInvalidTail() : 0;
     // What an earlier process wrote may still be only in the page cache: the next flush must fsync it.
     // A loaded segment lies below the recovery point: it was fsynced.
@@ -248,6 +241,16 @@ export class LogSegment {
 
   get indexEntries(): number {
     return this.index.entries;
+  }
+
+  /** Index entries the open found wrong and dropped (past the log, out of order, at a bad batch). */
+  get indexEntriesDropped(): number {
+    return this.droppedIndexEntries;
+  }
+
+  /** Index entries the open added by scanning the log (a missing index, or one behind its log). */
+  get indexEntriesAdded(): number {
+    return this.addedIndexEntries;
   }
 
   /** Whether a batch ending at `lastOffset` still fits the 32-bit relative offsets of this segment. */
@@ -549,8 +552,8 @@ export class LogSegment {
         continue;
       }
       // Entries up to `entry` are the file's own; those after it were dropped, and the scan added these.
-      this.indexEntriesDropped = Math.max(this.indexEntriesDropped, this.indexEntriesAtOpen - (entry + 1));
-      this.indexEntriesAdded = this.index.entries - (entry + 1);
+      this.droppedIndexEntries = Math.max(this.droppedIndexEntries, this.indexEntriesAtOpen - (entry + 1));
+      this.addedIndexEntries = this.index.entries - (entry + 1);
       return validEnd;
     }
   }

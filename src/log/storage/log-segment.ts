@@ -243,9 +243,12 @@ export class LogSegment {
     return this.index.entries;
   }
 
-  /** Index entries the open found wrong and dropped (past the log, out of order, at a bad batch). */
+  /**
+   * Index entries the open found wrong and dropped (past the log, out of order, at a bad batch); a torn
+   * trailing entry counts as one.
+   */
   get indexEntriesDropped(): number {
-    return this.droppedIndexEntries;
+    return this.droppedIndexEntries + (this.index.tornBytesAtOpen > 0 ? 1 : 0);
   }
 
   /** Index entries the open added by scanning the log (a missing index, or one behind its log). */

@@ -340,6 +340,21 @@ describe('PartitionLog with damaged files', () => {
     }
   });
 
+  test('a torn trailing index entry is cut and reported as a dropped entry', async () => {
+    const { bases } = await writeSegments();
+    const index = path.join(dir, `${String(bases[1]).padStart(20, '0')}.index`);
+    fs.appendFileSync(index, Buffer.alloc(7));
+    const log = open();
+    try {
+      expect(rebuilds).toEqual([
+        expect.objectContaining({ file: index, wasMissing: false, droppedEntries: 1 }),
+      ]);
+      expect(fs.statSync(index).size % 16).toBe(0);
+    } finally {
+      await log.close();
+    }
+  });
+
   test('files holding no data that an open removes are reported with the reason', async () => {
     const log = open();
     await log.append([{ key: text('k'), value: text('v') }]).flushed;

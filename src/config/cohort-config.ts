@@ -71,6 +71,8 @@ export interface CohortConfig {
   readonly logRetentionMs: number;
   readonly logRetentionBytes: number;
   readonly logSegmentBytes: number;
+  /** Start even if a log holds damaged data below its recovery point, cutting that data. */
+  readonly truncateCorruptLogs: boolean;
 }
 
 export type ConfigKey = keyof CohortConfig;

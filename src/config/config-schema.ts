@@ -37,6 +37,7 @@ import {
   DEFAULT_LOG_RETENTION_BYTES,
   DEFAULT_LOG_RETENTION_MS,
   DEFAULT_LOG_SEGMENT_BYTES,
+  DEFAULT_TRUNCATE_CORRUPT_LOGS,
   DEFAULT_MIN_INSYNC_REPLICAS,
   DEFAULT_NODE_ID,
   DEFAULT_REPLICA_LAG_TIME_MAX_MS,
@@ -432,6 +433,14 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     max: INT32_MAX,
     kafkaName: 'log.segment.bytes',
     description: 'Roll to a new segment before one would grow past this size.',
+  }),
+  truncateCorruptLogs: setting('truncateCorruptLogs', {
+    kind: 'boolean',
+    valueName: 'BOOL',
+    defaultValue: DEFAULT_TRUNCATE_CORRUPT_LOGS,
+    description:
+      'Start even when a partition holds damaged data below its recovery point (fsynced data that fails ' +
+      'its checks), removing the damaged bytes (logged at error). Without it such a log stops the start.',
   }),
 });
 

@@ -93,5 +93,7 @@ export const DEFAULT_LOG_RETENTION_MS = 604_800_000;
 export const DEFAULT_LOG_RETENTION_BYTES = -1;
 /** log.segment.bytes: 1 GiB. */
 export const DEFAULT_LOG_SEGMENT_BYTES = 1_073_741_824;
+/** A damaged log stops the start-up unless the operator says to cut the damage (docs/operations.md). */
+export const DEFAULT_TRUNCATE_CORRUPT_LOGS = false;
 /** The smallest segment cohort accepts: small enough for tests that roll segments, large enough for a batch. */
 export const MIN_LOG_SEGMENT_BYTES = 1_024;

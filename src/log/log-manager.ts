@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CohortError, ErrorCode } from '../errors';
 import type { Time } from '../time';
-import type { LogConfig } from './storage';
+import type { LogConfig, LogRecoveryOptions } from './storage';
 import { createLogConfig, PartitionLog } from './storage';
 import { ensureDirectory, fsyncDirectorySync } from './storage/file-io';
 import { topicNameProblem, topicPartitionKey } from './topic-partition';
@@ -39,6 +39,8 @@ export class LogManager {
     readonly dataDir: string,
     logConfig: Partial<LogConfig>,
     private readonly time: Time,
+    /** What recovery may cut when a log opens, and whom it tells. */
+    private readonly recovery: LogRecoveryOptions = {},
   ) {
     this.logConfig = createLogConfig(logConfig);
   }
@@ -64,11 +66,12 @@ export class LogManager {
     return topics;
   }
 
-  /** Opens (creating or recovering) the log of one partition. */
+  /** Opens (creating or recovering) the log of one partition; CorruptLogError if it is damaged. */
   openLog(topic: string, partitionIndex: number): PartitionLog {
     return PartitionLog.open(path.join(this.dataDir, topicPartitionKey(topic, partitionIndex)), {
       time: this.time,
       config: this.logConfig,
+      recovery: this.recovery,
     });
   }
 

@@ -45,7 +45,7 @@ import type { TopicAssignment } from './log-manager';
 import { Partition } from './partition';
 import type { PartitionLookup } from './partition-lookup';
 import { PeriodicTask } from './periodic-task';
-import type { LogAppendInfo, LogReadInfo, LogRecord, SimpleRecord } from './storage';
+import type { LogAppendInfo, LogReadInfo, LogRecord, LogRecoveryOptions, SimpleRecord } from './storage';
 import { RESERVED_TOPIC_NAMES, topicNameProblem, topicPartitionKey } from './topic-partition';
 
 /** Notable events, for the server's log and for tests. */
@@ -66,6 +66,8 @@ export interface ReplicaManagerOptions {
   readonly listener?: ReplicaManagerListener;
   /** How often retention runs; Kafka's log.retention.check.interval.ms (5 minutes). */
   readonly retentionCheckIntervalMs?: number;
+  /** What recovery may cut when a partition's log opens, and whom it tells (see PartitionLog). */
+  readonly recovery?: LogRecoveryOptions;
 }
 
 /** What the follower fetcher asks for, per partition. */
@@ -167,7 +169,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     this.time = options.time;
     this.listener = options.listener ?? {};
     this.retentionCheckIntervalMs = options.retentionCheckIntervalMs ?? DEFAULT_RETENTION_CHECK_INTERVAL_MS;
-    this.logManager = new LogManager(config.dataDir, config.logConfig, this.time);
+    this.logManager = new LogManager(config.dataDir, config.logConfig, this.time, options.recovery);
     // One timer per purgatory, as in Kafka: numDelayed is its timer's size.
     const onTaskError = (error: unknown): void => this.reportError(error, 'a delayed operation failed');
     this.producePurgatory = new DelayedOperationPurgatory(

@@ -33,6 +33,7 @@ import { ServerConnections } from './server-connections';
 import { loadServerSecurity } from './server-security';
 import { StreamingCalls } from './streaming-calls';
 import { testClockService } from './test-clock-service';
+import { storageRecoveryLog } from './storage-recovery-log';
 import { guardServiceDefinition } from './undecodable-request';
 
 export const GROUP_COORDINATOR_SERVICE = 'cohort.v1.GroupCoordinator';
@@ -203,6 +204,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     ...(options.metricsStopwatch ? { stopwatch: options.metricsStopwatch } : {}),
   });
   const groupListener = fanOutListener([groupEventLog(logger, time), metrics.groupListener]);
+  // Every cut, rebuilt index and skipped record of a log's recovery is logged and counted.
+  const recoveryLog = storageRecoveryLog(logger, metrics.recovery);
+  const recovery = { truncateCorruptLogs: config.truncateCorruptLogs, listener: recoveryLog.listener };
 
   // Group state is durable, as Kafka keeps it: offsets and group metadata are records of the compacted
   // __consumer_offsets-0 under dataDir (docs/storage.md, "Durable group state"), which start() replays.
@@ -214,6 +218,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     const store = new ConsumerOffsetsStore(path.join(config.dataDir, CONSUMER_OFFSETS_PARTITION_DIR), {
       time: clock,
       onCompactionError: (error) => logger.warn({ err: error }, '__consumer_offsets compaction failed'),
+      recovery,
+      onCorruptData: recoveryLog.onCorruptData,
     });
     const groupCoordinator = new GroupCoordinator(groupConfig, clock, {
       offsetStore: store,
@@ -227,6 +233,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const coordinator = (options.coordinatorFactory ?? defaultFactory)(groupConfigOf(config), time);
   const replicaManager = new ReplicaManager(brokerConfigOf(config), {
     time,
+    recovery,
     listener: {
       onIsrChange: (topic, partition, isr, previousIsr) => {
         logger.info({ topic, partition, isr, previousIsr }, 'ISR changed');

@@ -3,9 +3,11 @@ import { CohortError, ErrorCode } from '../../errors';
 import type { Time } from '../../time';
 import {
   type CompactionResult,
+  type CorruptRegion,
   isTombstone,
   type LogConfig,
   type LogRecord,
+  type LogRecoveryOptions,
   PartitionLog,
   type SimpleRecord,
 } from '../storage';
@@ -96,11 +98,25 @@ export interface ConsumerOffsetsStoreOptions {
   readonly replay?: ReplayOptions;
   /** A background compaction failed (the log stays as it was; the next append may try again). */
   readonly onCompactionError?: (error: unknown) => void;
+  /**
+   * Whom opening the log tells what it repaired (see PartitionLog). Damage below the recovery point is
+   * always removed here (`truncateCorruptLogs` is forced on): only the damaged bytes go.
+   */
+  readonly recovery?: LogRecoveryOptions;
+  /**
+   * The load skipped damage: bytes holding no valid batch (`region`), or one record whose key or value
+   * could not be decoded (`record`, with the decoding error). The rest of the log still loads.
+   */
+  readonly onCorruptData?: (
+    damage: { readonly region: CorruptRegion } | { readonly offset: number; readonly error: unknown },
+  ) => void;
 }
 
 export interface ConsumerOffsetsLoadResult extends ReplayResult {
   readonly groups: number;
   readonly offsets: number;
+  /** Records skipped because their key or value could not be decoded. */
+  readonly corruptRecords: number;
 }
 
 type Phase = 'new' | 'opened' | 'loading' | 'ready' | 'closed';
@@ -123,6 +139,9 @@ export class ConsumerOffsetsStore {
   private readonly minCleanableDirtyRatio: number;
   private readonly replayOptions: ReplayOptions | undefined;
   private readonly onCompactionError: ((error: unknown) => void) | undefined;
+  private readonly recovery: LogRecoveryOptions | undefined;
+  private readonly onCorruptData: ConsumerOffsetsStoreOptions['onCorruptData'];
+  private corruptRecords = 0;
   private logValue: PartitionLog | null = null;
   private phase: Phase = 'new';
   // groupId → topic → partition → offset
@@ -147,6 +166,8 @@ export class ConsumerOffsetsStore {
     this.minCleanableDirtyRatio = ratio;
     this.replayOptions = options.replay;
     this.onCompactionError = options.onCompactionError;
+    this.recovery = options.recovery;
+    this.onCorruptData = options.onCorruptData;
   }
 
   /** The partition's log; throws until it exists (after `open()` of an existing directory, or a first write). */
@@ -190,17 +211,21 @@ export class ConsumerOffsetsStore {
       throw new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `${this.dir} is ${this.phase}, not opened`);
     }
     this.phase = 'loading';
+    const onCorruptBatch = (region: CorruptRegion): void => this.onCorruptData?.({ region });
     const replayed =
       this.logValue === null
-        ? { records: 0, bytes: 0, startOffset: 0, endOffset: 0 }
-        : await replayLog(this.logValue, (record) => this.replay(record), this.replayOptions);
+        ? { records: 0, bytes: 0, startOffset: 0, endOffset: 0, corruptBatches: 0, corruptBytes: 0 }
+        : await replayLog(this.logValue, (record) => this.replay(record), {
+            onCorruptBatch,
+            ...this.replayOptions,
+          });
     if (this.phase !== 'loading') throw closedError(this.dir);
     this.phase = 'ready';
     let offsets = 0;
     for (const topics of this.offsets.values()) {
       for (const partitions of topics.values()) offsets += partitions.size;
     }
-    return { ...replayed, groups: this.groups.size, offsets };
+    return { ...replayed, groups: this.groups.size, offsets, corruptRecords: this.corruptRecords };
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -349,7 +374,13 @@ export class ConsumerOffsetsStore {
   }
 
   private openLog(): PartitionLog {
-    return PartitionLog.open(this.dir, { time: this.time, config: this.logConfig });
+    return PartitionLog.open(this.dir, {
+      time: this.time,
+      config: this.logConfig,
+      // Group state has no replica to restore from, and one damaged batch costs one write: removing only
+      // the damaged bytes (reported at error) beats refusing every group (docs/operations.md).
+      recovery: { ...this.recovery, truncateCorruptLogs: true },
+    });
   }
 
   private maybeCompact(): void {
@@ -363,20 +394,30 @@ export class ConsumerOffsetsStore {
     });
   }
 
-  /** Applies one replayed record to the view: the latest record per key wins, a tombstone deletes. */
+  /**
+   * Applies one replayed record to the view: the latest record per key wins, a tombstone deletes. A record
+   * that cannot be decoded (no key, an unknown key type or value version, bytes that do not parse) is
+   * skipped and reported: its key keeps the value an earlier record gave it, and the load goes on. It
+   * stays in the log, so a version of cohort that can read it still finds it.
+   */
   private replay(record: LogRecord): void {
-    if (record.key === null) {
-      throw new CohortError(ErrorCode.CORRUPT_MESSAGE, `a record without a key at offset ${record.offset}`);
-    }
-    const key = decodeKey(record.key);
-    const value = isTombstone(record) ? null : record.value!;
-    if (key.type === GROUP_METADATA_KEY_TYPE) {
-      if (value === null) this.groups.delete(key.groupId);
-      else this.groups.set(key.groupId, { groupId: key.groupId, ...decodeGroupMetadataValue(value) });
-    } else if (value === null) {
-      this.removeOffset(key.groupId, key.topic, key.partition);
-    } else {
-      this.putOffset(key.groupId, key.topic, key.partition, decodeOffsetCommitValue(value));
+    try {
+      if (record.key === null) {
+        throw new CohortError(ErrorCode.CORRUPT_MESSAGE, `a record without a key at offset ${record.offset}`);
+      }
+      const key = decodeKey(record.key);
+      const value = isTombstone(record) ? null : record.value!;
+      if (key.type === GROUP_METADATA_KEY_TYPE) {
+        if (value === null) this.groups.delete(key.groupId);
+        else this.groups.set(key.groupId, { groupId: key.groupId, ...decodeGroupMetadataValue(value) });
+      } else if (value === null) {
+        this.removeOffset(key.groupId, key.topic, key.partition);
+      } else {
+        this.putOffset(key.groupId, key.topic, key.partition, decodeOffsetCommitValue(value));
+      }
+    } catch (error) {
+      this.corruptRecords++;
+      this.onCorruptData?.({ offset: record.offset, error });
     }
   }
 

@@ -1,18 +1,23 @@
-import { CohortError, ErrorCode } from '../../errors';
-import type { LogRecord, PartitionLog } from '../storage';
+import { type CorruptRegion, type LogRecord, type PartitionLog, RecordBatch } from '../storage';
 
 /**
  * Replays a log from its start to the log end offset it had when the replay began, handing each record to
- * `apply` in offset order (Kafka's `GroupMetadataManager.loadGroupsAndOffsets`). It reads at most
- * `maxBytesPerRead` per step and yields to the event loop between steps, so a large log is loaded while
- * the server keeps answering (COORDINATOR_LOAD_IN_PROGRESS, health checks) instead of blocking for the
- * whole load. Compaction gaps and empty batches are skipped by the reads themselves.
+ * `apply` in offset order (Kafka's `GroupMetadataManager.loadGroupsAndOffsets`). It yields to the event
+ * loop after every `maxBytesPerRead` bytes, so a large log is loaded while the server keeps answering
+ * (COORDINATOR_LOAD_IN_PROGRESS, health checks) instead of blocking for the whole load. Compaction gaps
+ * and empty batches need no handling: offsets simply skip.
+ *
+ * A batch that fails its CRC or header checks is skipped, reported to `onCorruptBatch`, and the replay
+ * goes on with the next valid batch (`PartitionLog.replayBatches`): the records it held are lost to the
+ * view (the keys they wrote keep their earlier values), every later record still loads.
  */
 export interface ReplayOptions {
-  /** Bytes read per step; default 5 MiB (Kafka's offsets.load.buffer.size). */
+  /** Bytes replayed between two pauses; default 5 MiB (Kafka's offsets.load.buffer.size). */
   readonly maxBytesPerRead?: number;
   /** Awaited between steps; default one `setImmediate` turn. */
   readonly pause?: () => Promise<void>;
+  /** Damage skipped by the replay (the store logs and counts it). */
+  readonly onCorruptBatch?: (region: CorruptRegion) => void;
 }
 
 export interface ReplayResult {
@@ -21,6 +26,9 @@ export interface ReplayResult {
   /** Offsets [startOffset, endOffset) were replayed. */
   readonly startOffset: number;
   readonly endOffset: number;
+  /** Regions of the log skipped because they held no valid batch, and their bytes. */
+  readonly corruptBatches: number;
+  readonly corruptBytes: number;
 }
 
 export const DEFAULT_LOAD_BUFFER_BYTES = 5 * 1024 * 1024;
@@ -36,19 +44,29 @@ export async function replayLog(
   const pause = options.pause ?? nextTurn;
   const startOffset = log.logStartOffset;
   const endOffset = log.logEndOffset;
-  let offset = startOffset;
   let records = 0;
   let bytes = 0;
-  while (offset < endOffset) {
-    const read = log.read(offset, maxBytes, { maxOffset: endOffset });
-    if (read.nextFetchOffset <= offset) {
-      throw new CohortError(ErrorCode.CORRUPT_MESSAGE, `replay of ${log.dir} made no progress at ${offset}`);
+  let corruptBatches = 0;
+  let corruptBytes = 0;
+  let stepBytes = 0;
+  for (const item of log.replayBatches(endOffset)) {
+    if (!(item instanceof RecordBatch)) {
+      corruptBatches++;
+      corruptBytes += item.sizeInBytes;
+      options.onCorruptBatch?.(item);
+      continue;
     }
-    for (const record of read.records) apply(record);
-    records += read.records.length;
-    bytes += read.sizeInBytes;
-    offset = read.nextFetchOffset;
-    if (offset < endOffset) await pause();
+    for (const record of item.records()) {
+      if (record.offset >= endOffset) break;
+      apply(record);
+      records++;
+    }
+    bytes += item.sizeInBytes;
+    stepBytes += item.sizeInBytes;
+    if (stepBytes >= maxBytes) {
+      stepBytes = 0;
+      await pause();
+    }
   }
-  return { records, bytes, startOffset, endOffset };
+  return { records, bytes, startOffset, endOffset, corruptBatches, corruptBytes };
 }

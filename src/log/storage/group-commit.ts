@@ -40,6 +40,8 @@ export class GroupCommit {
   constructor(
     private readonly sync: () => Promise<number>,
     durableOffset: number,
+    /** Called after each completed sync, once `flushedOffset` includes it and its waiters are released. */
+    private readonly onSynced?: () => void,
   ) {
     this.durableOffset = durableOffset;
   }
@@ -115,6 +117,7 @@ export class GroupCommit {
     this.waiters = remaining;
     for (const waiter of released) waiter.resolve();
     if (remaining.length > 0) this.schedule();
+    this.onSynced?.();
   }
 
   private fail(error: unknown): void {

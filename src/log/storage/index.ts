@@ -1,4 +1,14 @@
-export { PartitionLog } from './partition-log';
+export { PartitionLog, RECOVERY_POINT_CHECKPOINT_INTERVAL_MS } from './partition-log';
+export { CorruptLogError } from './log-recovery';
+export type {
+  LogFileRemovalReason,
+  LogIndexRebuildEvent,
+  LogRecoveryListener,
+  LogRecoveryOptions,
+  LogTruncationEvent,
+  LogTruncationKind,
+} from './log-recovery';
+export { RECOVERY_CHECKPOINT_FILE } from './recovery-checkpoint';
 export type {
   CompactionResult,
   LogAppendInfo,
@@ -24,6 +34,6 @@ export { isTombstone, NO_HEADERS } from './log-record';
 export type { LogRecord, RecordHeader, SimpleRecord } from './log-record';
 export { positionDiff } from './log-offset-metadata';
 export type { LogOffsetMetadata } from './log-offset-metadata';
-export type { TimestampAndOffset } from './log-segment';
+export type { CorruptRegion, TimestampAndOffset } from './log-segment';
 export { RecordBatch, RECORD_BATCH_MAGIC, LOG_OVERHEAD, RECORD_BATCH_HEADER_BYTES } from './record-batch';
 export { DataDirInUseError, DataDirLock, DATA_DIR_LOCK_FILE } from './data-dir-lock';

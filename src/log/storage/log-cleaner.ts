@@ -1,5 +1,5 @@
 import { isTombstone, type LogRecord } from './log-record';
-import { LogSegment } from './log-segment';
+import { type CorruptRegion, LogSegment } from './log-segment';
 import { MAX_OFFSET_DELTA, RecordBatch } from './record-batch';
 import { CLEANED_FILE_SUFFIX } from './segment-file-names';
 
@@ -16,6 +16,9 @@ import { CLEANED_FILE_SUFFIX } from './segment-file-names';
  *    how recovery knows which segments an interrupted swap replaces (see `partition-log.ts`).
  *
  * Keyless records are dropped, as Kafka's cleaner does (a compacted log rejects them on append anyway).
+ * Bytes that hold no valid batch (damage in a sealed segment, found by `LogSegment.scanBatches`) are
+ * skipped by both passes and left out of the cleaned segment; the cleaner returns them so the log can
+ * report what it removed. Kafka's cleaner stops at such a batch and never cleans the log again.
  * A tombstone is removed in the same pass that removes the records it deletes: every older record of its
  * key is in the cleaned range, and newer ones (in the active segment) are never touched.
  *
@@ -30,6 +33,8 @@ export const PAUSE_EVERY_BYTES = 1 << 20;
 export interface CleanedGroup {
   readonly cleaned: LogSegment;
   readonly recordsRemoved: number;
+  /** Damaged bytes of the group that the cleaned segment leaves out (the caller reports them). */
+  readonly corruptRegions: readonly CorruptRegion[];
 }
 
 function keyOf(record: LogRecord): string | null {
@@ -45,7 +50,8 @@ export async function buildOffsetMap(
   const offsetMap = new Map<string, number>();
   let bytesSincePause = 0;
   for (const segment of segments) {
-    for (const batch of segment.batchesFrom(0)) {
+    for (const batch of segment.scanBatches()) {
+      if (!(batch instanceof RecordBatch)) continue;
       for (const record of batch.records()) {
         const key = keyOf(record);
         if (key !== null) offsetMap.set(key, record.offset);
@@ -109,8 +115,13 @@ export async function cleanGroup(
     let recordsRemoved = 0;
     let bytesSincePause = 0;
     let lastBatch: { baseOffset: number; maxTimestampMs: number } | null = null;
+    const corruptRegions: CorruptRegion[] = [];
     for (const segment of group) {
-      for (const batch of segment.batchesFrom(0)) {
+      for (const batch of segment.scanBatches()) {
+        if (!(batch instanceof RecordBatch)) {
+          corruptRegions.push(batch);
+          continue;
+        }
         const records = batch.records();
         const kept = records.filter((record) => {
           const key = keyOf(record);
@@ -144,7 +155,7 @@ export async function cleanGroup(
     await cleaned.flush();
     if (!(await pause())) return null;
     isDone = true;
-    return { cleaned, recordsRemoved };
+    return { cleaned, recordsRemoved, corruptRegions };
   } finally {
     if (!isDone) {
       cleaned.close();

@@ -7,6 +7,7 @@ import {
   INCOMPLETE_BATCH,
   LOG_OVERHEAD,
   MAX_OFFSET_DELTA,
+  RECORD_BATCH_HEADER_BYTES,
   RecordBatch,
   checkBatchAt,
 } from './record-batch';
@@ -43,7 +44,15 @@ import {
  * restarts from the one before. Everything before the last good entry was fsynced before the entry was
  * (the log flushes before its index), so the scan is bounded by one index interval plus what was
  * appended since the index was last written.
+ *
+ * How much of that an open does is the caller's choice (`SegmentOpenMode`): `recover` validates and
+ * cuts; `validate` validates and leaves the cut to the caller (the partition log decides whether the bad
+ * bytes are a torn tail to cut or damage to refuse); `load`, for a segment wholly below the recovery point
+ * (its data was fsynced), walks the same batches checking only their headers, and falls back to
+ * `validate` when a header is wrong. Records of a loaded segment are CRC-checked when they are read.
  */
+export type SegmentOpenMode = 'recover' | 'validate' | 'load';
+
 const SCAN_CHUNK_BYTES = 1 << 20;
 /**
  * Headers are looked for in reads of this size: the batch holding an offset starts less than one index
@@ -63,6 +72,15 @@ export interface SegmentReadResult {
   readonly sizeInBytes: number;
   /** Where the first returned batch starts in this segment's file (for LogOffsetMetadata). */
   readonly firstPosition: number;
+}
+
+/** Bytes of a segment that hold no valid batch, found by `scanBatches` and skipped. */
+export interface CorruptRegion {
+  readonly file: string;
+  readonly position: number;
+  readonly sizeInBytes: number;
+  /** The first offset no valid batch before the region covers; the region held offsets from there. */
+  readonly offset: number;
 }
 
 export interface TimestampAndOffset {
@@ -85,8 +103,15 @@ export class LogSegment {
    * `size - tail.sizeInBytes`); null otherwise.
    */
   private tail: RecordBatch | null = null;
-  /** Bytes cut off the tail when the segment was opened (0 after a clean shutdown). */
+  /** Bytes cut off the tail when the segment was opened in `recover` mode (0 after a clean shutdown). */
   readonly truncatedOnOpenBytes: number;
+  /** End of the last valid batch found by the open; bytes past it are the invalid tail until cut. */
+  private validEnd: number;
+  /** Whether the index file did not exist when the segment was opened (it was rebuilt from the log). */
+  readonly wasIndexMissing: boolean;
+  private readonly indexEntriesAtOpen: number;
+  private droppedIndexEntries = 0;
+  private addedIndexEntries = 0;
 
   private constructor(
     readonly dir: string,
@@ -97,16 +122,26 @@ export class LogSegment {
     fd: number,
     logPath: string,
     index: OffsetIndex,
-    recover: boolean,
+    mode: SegmentOpenMode | null,
+    wasIndexMissing = false,
   ) {
     this.fd = fd;
     this.logPath = logPath;
     this.index = index;
     this.size = fs.fstatSync(fd).size;
     this.next = baseOffset;
-    this.truncatedOnOpenBytes = recover ? this.recover() : 0;
+    this.wasIndexMissing = wasIndexMissing;
+    this.indexEntriesAtOpen = index.entries;
+    this.validEnd = this.size;
+    if (mode !== null) {
+      this.validEnd = this.scanTail(mode !== 'load');
+      // A header that cannot be right: find exactly where the valid batches end, CRCs included.
+      if (mode === 'load' && this.validEnd < this.size) this.validEnd = this.scanTail(true);
+    }
+    this.truncatedOnOpenBytes = mode === 'recover' ? this.cutInvalidTail() : 0;
     // What an earlier process wrote may still be only in the page cache: the next flush must fsync it.
-    this.logDirty = recover;
+    // A loaded segment lies below the recovery point: it was fsynced.
+    this.logDirty = mode !== null && mode !== 'load';
   }
 
   /** Creates an empty segment, replacing any files with its names. */
@@ -132,7 +167,7 @@ export class LogSegment {
         fd,
         logPath,
         index,
-        false,
+        null,
       );
     } catch (error) {
       fs.closeSync(fd);
@@ -140,19 +175,22 @@ export class LogSegment {
     }
   }
 
-  /** Opens an existing segment (a missing index is rebuilt) and recovers its tail. */
+  /** Opens an existing segment (a missing index is rebuilt) and checks its tail as `mode` says. */
   static open(
     dir: string,
     baseOffset: number,
     indexIntervalBytes: number,
     createdMonotonicMs: number,
     state: SegmentFileState = '',
+    mode: SegmentOpenMode = 'recover',
   ): LogSegment {
     const logPath = segmentFilePath(dir, baseOffset, LOG_FILE_SUFFIX, state);
     const fd = fs.openSync(logPath, fs.constants.O_RDWR);
     let index: OffsetIndex | undefined;
     try {
-      index = OffsetIndex.open(segmentFilePath(dir, baseOffset, INDEX_FILE_SUFFIX, state), baseOffset);
+      const indexPath = segmentFilePath(dir, baseOffset, INDEX_FILE_SUFFIX, state);
+      const wasIndexMissing = !fs.existsSync(indexPath);
+      index = OffsetIndex.open(indexPath, baseOffset);
       return new LogSegment(
         dir,
         baseOffset,
@@ -161,7 +199,8 @@ export class LogSegment {
         fd,
         logPath,
         index,
-        true,
+        mode,
+        wasIndexMissing,
       );
     } catch (error) {
       index?.close();
@@ -202,6 +241,19 @@ export class LogSegment {
 
   get indexEntries(): number {
     return this.index.entries;
+  }
+
+  /**
+   * Index entries the open found wrong and dropped (past the log, out of order, at a bad batch); a torn
+   * trailing entry counts as one.
+   */
+  get indexEntriesDropped(): number {
+    return this.droppedIndexEntries + (this.index.tornBytesAtOpen > 0 ? 1 : 0);
+  }
+
+  /** Index entries the open added by scanning the log (a missing index, or one behind its log). */
+  get indexEntriesAdded(): number {
+    return this.addedIndexEntries;
   }
 
   /** Whether a batch ending at `lastOffset` still fits the 32-bit relative offsets of this segment. */
@@ -343,6 +395,58 @@ export class LogSegment {
     }
   }
 
+  /**
+   * Every valid batch from the start of the file, CRC-checked, for a reader that must get past damage (the
+   * replay of `__consumer_offsets`): bytes where no valid batch starts are yielded as one CorruptRegion
+   * and skipped to the next position where a valid batch with a later offset starts. While looking for it,
+   * a candidate larger than `chunkBytes` is not read (so garbage lengths cost no large reads): such a batch
+   * right after damage is counted in the region.
+   */
+  *scanBatches(
+    from = 0,
+    fromOffset = this.baseOffset,
+    chunkBytes = SCAN_CHUNK_BYTES,
+  ): Generator<RecordBatch | CorruptRegion> {
+    let chunk: Buffer = Buffer.alloc(0);
+    let chunkStart = 0;
+    let next = fromOffset;
+    const batchAt = (at: number, isResync: boolean): RecordBatch | null => {
+      if (this.size - at < RECORD_BATCH_HEADER_BYTES) return null;
+      let relative = at - chunkStart;
+      if (relative < 0 || relative + LOG_OVERHEAD > chunk.length) {
+        chunk = readAt(this.fd, at, Math.min(chunkBytes, this.size - at));
+        chunkStart = at;
+        relative = 0;
+      }
+      const declared = LOG_OVERHEAD + chunk.readInt32BE(relative + 8);
+      if (declared < RECORD_BATCH_HEADER_BYTES || declared > this.size - at) return null;
+      if (relative + declared > chunk.length) {
+        if (isResync && declared > chunkBytes) return null;
+        chunk = readAt(this.fd, at, Math.max(chunkBytes, declared));
+        chunkStart = at;
+        relative = 0;
+      }
+      const size = checkBatchAt(chunk, relative, chunk.length);
+      if (size < 0) return null;
+      const batch = RecordBatch.wrap(chunk.subarray(relative, relative + size));
+      return batch.baseOffset >= next && this.canHoldOffset(batch.lastOffset) ? batch : null;
+    };
+    let position = from;
+    while (position < this.size) {
+      const batch = batchAt(position, false);
+      if (batch !== null) {
+        yield batch;
+        next = batch.nextOffset;
+        position += batch.sizeInBytes;
+        continue;
+      }
+      let resync = position + 1;
+      while (resync < this.size && batchAt(resync, true) === null) resync++;
+      yield { file: this.logPath, position, sizeInBytes: resync - position, offset: next };
+      position = resync;
+    }
+  }
+
   /** The first record (lowest offset) whose timestamp is at or after `timestampMs`, or null. */
   findOffsetByTimestamp(timestampMs: number): TimestampAndOffset | null {
     if (this.maxTimestamp < timestampMs) return null;
@@ -393,21 +497,67 @@ export class LogSegment {
    * rebuilds the index past that entry, and restores nextOffset and maxTimestampMs. Returns bytes cut.
    */
   recover(): number {
-    this.releaseTail();
+    this.validEnd = this.scanTail(true);
+    return this.cutInvalidTail();
+  }
+
+  /** Bytes after the last valid batch the open found (the caller cuts them or refuses the log). */
+  get invalidTailBytes(): number {
+    return this.size - this.validEnd;
+  }
+
+  /** Where the invalid tail starts in the file; the first offset it would lose is `nextOffset`. */
+  get invalidTailPosition(): number {
+    return this.validEnd;
+  }
+
+  /**
+   * Removes the invalid tail the open found but keeps every valid batch after the damage: they are read
+   * (the tail after the last index entry is about one index interval), the file is cut where the damage
+   * starts and they are written back there with their offsets, so only the damaged bytes and the offsets
+   * they held are lost. Returns the bytes removed.
+   */
+  removeInvalidRegions(): number {
+    if (this.validEnd >= this.size) return 0;
+    const kept: RecordBatch[] = [];
+    for (const item of this.scanBatches(this.validEnd, this.next)) {
+      if (item instanceof RecordBatch) kept.push(RecordBatch.wrap(Buffer.from(item.buffer)));
+    }
     const before = this.size;
+    this.cutInvalidTail();
+    // append() indexes as it goes; the count restarts from the last entry, as after a scan.
+    for (const batch of kept) this.append(batch);
+    this.releaseTail();
+    return before - this.size;
+  }
+
+  /** Cuts the invalid tail the open found. Returns the bytes cut. */
+  cutInvalidTail(): number {
+    const cut = this.size - this.validEnd;
+    this.cutAt(this.validEnd);
+    return cut;
+  }
+
+  /**
+   * Finds the end of the valid batches from the last good index entry on (CRCs checked or headers only),
+   * rebuilding the index past that entry and restoring nextOffset and maxTimestampMs; cuts nothing.
+   */
+  private scanTail(isCrcChecked: boolean): number {
+    this.releaseTail();
     this.index.sanitize(this.size);
     for (;;) {
       const entry = this.lastEntryMatchingLog();
       const start = entry >= 0 ? this.index.positionAt(entry) : 0;
-      const validEnd = this.scanFrom(entry, start);
+      const validEnd = this.scanFrom(entry, start, isCrcChecked);
       if (validEnd === start && entry >= 0) {
         // The indexed batch itself is bad: forget the entry and find the end of the batch before it.
         this.index.truncateToEntries(entry);
-        this.cutAt(start);
         continue;
       }
-      this.cutAt(validEnd);
-      return before - this.size;
+      // Entries up to `entry` are the file's own; those after it were dropped, and the scan added these.
+      this.droppedIndexEntries = Math.max(this.droppedIndexEntries, this.indexEntriesAtOpen - (entry + 1));
+      this.addedIndexEntries = this.index.entries - (entry + 1);
+      return validEnd;
     }
   }
 
@@ -503,7 +653,7 @@ export class LogSegment {
    * re-adding index entries after it and setting nextOffset / maxTimestampMs. Returns the end of the
    * last valid batch.
    */
-  private scanFrom(entry: number, start: number): number {
+  private scanFrom(entry: number, start: number, isCrcChecked: boolean): number {
     this.index.truncateToEntries(entry + 1);
     this.next = entry >= 0 ? this.index.offsetAt(entry) : this.baseOffset;
     this.maxTimestamp = entry > 0 ? this.index.maxTimestampAt(entry - 1) : -1;
@@ -513,7 +663,7 @@ export class LogSegment {
     let chunkStart = start;
     while (position < this.size) {
       const relative = position - chunkStart;
-      const size = checkBatchAt(chunk, relative, chunk.length);
+      const size = checkBatchAt(chunk, relative, chunk.length, isCrcChecked);
       if (size === INCOMPLETE_BATCH) {
         const available = this.size - position;
         if (chunk.length - relative >= available) break; // the rest of the file is a torn batch

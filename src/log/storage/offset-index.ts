@@ -33,6 +33,7 @@ export class OffsetIndex {
   private maxTimestamps: Float64Array;
   private readonly scratch = Buffer.alloc(INDEX_ENTRY_BYTES);
   private dirty = false;
+  private tornBytes = 0;
 
   private constructor(
     private filePath: string,
@@ -61,7 +62,8 @@ export class OffsetIndex {
         index.maxTimestamps[i] = high * 0x1_0000_0000 + bytes.readUInt32BE(at + 12);
       }
       index.count = count;
-      if (bytes.length !== count * INDEX_ENTRY_BYTES) fs.ftruncateSync(fd, count * INDEX_ENTRY_BYTES);
+      index.tornBytes = bytes.length - count * INDEX_ENTRY_BYTES;
+      if (index.tornBytes > 0) fs.ftruncateSync(fd, count * INDEX_ENTRY_BYTES);
       return index;
     } catch (error) {
       fs.closeSync(fd);
@@ -77,6 +79,11 @@ export class OffsetIndex {
       0o644,
     );
     return new OffsetIndex(filePath, baseOffset, fd, 16);
+  }
+
+  /** Bytes of a torn trailing entry that `open` cut off (a crash in the middle of an index write). */
+  get tornBytesAtOpen(): number {
+    return this.tornBytes;
   }
 
   get path(): string {

@@ -8,8 +8,22 @@ import { createLogConfig, type LogConfig } from './log-config';
 import { buildOffsetMap, cleanGroup, groupSegmentsBySize } from './log-cleaner';
 import type { LogOffsetMetadata } from './log-offset-metadata';
 import type { LogRecord, SimpleRecord } from './log-record';
-import { LogSegment, type TimestampAndOffset } from './log-segment';
+import {
+  CorruptLogError,
+  type LogFileRemovalReason,
+  type LogRecoveryListener,
+  type LogRecoveryOptions,
+  type LogTruncationKind,
+} from './log-recovery';
+import { type CorruptRegion, LogSegment, type SegmentOpenMode, type TimestampAndOffset } from './log-segment';
 import { RecordBatch } from './record-batch';
+import {
+  readRecoveryCheckpoint,
+  recoveryCheckpointPath,
+  type RecoveryCheckpoint,
+  writeRecoveryCheckpoint,
+  writeRecoveryCheckpointSync,
+} from './recovery-checkpoint';
 import {
   CLEANED_FILE_SUFFIX,
   INDEX_FILE_SUFFIX,
@@ -39,11 +53,23 @@ import {
  *   `retentionBytes`. The active segment is never deleted.
  * - Compaction (`compact`) rewrites the non-active segments of a compacted log (see `log-cleaner.ts`) and
  *   swaps the result in with `.cleaned` → `.swap` → final renames.
+ * - Recovery point (Kafka's recovery-point-offset-checkpoint): offsets below it are fsynced. It is kept
+ *   in `recovery-checkpoint.ts`'s file, written crash-safely after a sync that covers a newly sealed
+ *   segment, at most once a minute otherwise, below a truncation before it cuts, and at close with a
+ *   clean-shutdown mark.
  * - Open: leftover `.cleaned` files are deleted; `.swap` files complete their swap (the segments whose
- *   base offsets lie in the swap segment's range go, the suffix is dropped); each segment recovers its
- *   tail (see `log-segment.ts`). If a segment that is not the last lost bytes, every later segment is
- *   deleted too, as Kafka does: what follows a torn write was never acknowledged (it would have needed
- *   the same fsync) and keeping it would punch a hole in the log.
+ *   base offsets lie in the swap segment's range go, the suffix is dropped). After a clean shutdown no
+ *   segment is validated; after an unclean stop only the segments holding offsets at or after the
+ *   recovery point are (from their last index entry, see `log-segment.ts`); segments wholly below it
+ *   have their batch headers walked, not their CRCs checked. Bad bytes at or after the recovery point are
+ *   a torn tail: they are cut, and every later segment is deleted, as Kafka does (what follows a torn
+ *   write was never fsynced, so never acknowledged). Bad bytes below it, or in a segment that is not the
+ *   last when there is no checkpoint, are damage: the open throws CorruptLogError, changing no `.log`
+ *   file, unless `truncateCorruptLogs` is set; then only the damaged bytes are removed (the valid
+ *   batches after them in that segment are kept, later segments too: their data is whole), and if the log
+ *   would end below the recovery point an empty segment starts at it, so no offset that was handed out is
+ *   ever reused. Every cut, deleted segment
+ *   and rebuilt index is reported to the recovery listener.
  *
  * Bad input (unknown offsets, oversized batches, keyless records in a compacted log) throws a
  * CohortError carrying the Kafka error code the caller puts in its response.
@@ -96,7 +122,15 @@ export interface CompactionResult {
 export interface PartitionLogOptions {
   readonly time: Time;
   readonly config?: Partial<LogConfig>;
+  /** What recovery may cut and whom it tells (default: refuse damaged logs, tell nobody). */
+  readonly recovery?: LogRecoveryOptions;
 }
+
+/**
+ * The recovery point is checkpointed at most this often by time (Kafka's
+ * log.flush.offset.checkpoint.interval.ms), and in any case after a sync that covers a sealed segment.
+ */
+export const RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000;
 
 const RESOLVED: Promise<void> = Promise.resolve();
 const ignore = (): void => undefined;
@@ -118,36 +152,81 @@ export class PartitionLog {
   private closing: Promise<void> | null = null;
   private isClosing = false;
   private isClosed = false;
+  private readonly recoveryListener: LogRecoveryListener | undefined;
+  /** The recovery point the checkpoint file holds (or an async write is about to make it hold). */
+  private checkpointedRecoveryPoint: number;
+  private lastCheckpointMonotonicMs: number;
+  /** Bumped by every synchronous checkpoint write: an asynchronous one started before it is dropped. */
+  private checkpointGeneration = 0;
+  private checkpointing: Promise<void> | null = null;
+  private isCheckpointPending = false;
 
   private constructor(
     readonly dir: string,
     config: LogConfig,
     time: Time,
     segments: LogSegment[],
+    recoveryPoint: number,
+    recoveryListener: LogRecoveryListener | undefined,
   ) {
     this.config = config;
     this.time = time;
     this.segments = segments;
+    this.recoveryListener = recoveryListener;
     // Recovered data may sit only in the page cache (the process, not the machine, crashed): the first
     // flush fsyncs every segment and the directory before anything new is reported durable.
     this.isDirectoryDirty = true;
     this.flushRequestedOffset = this.logEndOffset;
     this.lastFlushMonotonicMs = time.monotonicMs();
-    this.groupCommit = new GroupCommit(() => this.syncSegments(), this.logEndOffset);
+    this.checkpointedRecoveryPoint = recoveryPoint;
+    this.lastCheckpointMonotonicMs = this.lastFlushMonotonicMs;
+    this.groupCommit = new GroupCommit(
+      () => this.syncSegments(),
+      recoveryPoint,
+      () => this.maybeCheckpoint(),
+    );
   }
 
-  /** Opens (creating if needed) the log in `dir` and recovers it. */
+  /**
+   * Opens (creating if needed) the log in `dir` and recovers it. Throws CorruptLogError when data below
+   * the recovery point is damaged and `recovery.truncateCorruptLogs` is not set.
+   */
   static open(dir: string, options: PartitionLogOptions): PartitionLog {
     const config = createLogConfig(options.config);
     const time = options.time;
     ensureDirectory(dir);
     const nowMs = time.monotonicMs();
-    const segments = loadSegments(dir, config, nowMs);
+    const loaded = loadSegments(dir, config, nowMs, options.recovery ?? {});
+    const segments = loaded.segments;
     if (segments.length === 0) {
       segments.push(LogSegment.create(dir, 0, config.indexIntervalBytes, nowMs));
       fsyncDirectorySync(dir);
     }
-    return new PartitionLog(dir, config, time, segments);
+    const logStartOffset = segments[0]!.baseOffset;
+    const logEndOffset = segments[segments.length - 1]!.nextOffset;
+    // What was fsynced before the stop still is; without a checkpoint nothing is known to be.
+    const recoveryPoint = Math.max(
+      logStartOffset,
+      Math.min(loaded.checkpoint?.recoveryPoint ?? 0, logEndOffset),
+    );
+    const checkpoint: RecoveryCheckpoint = { recoveryPoint, isCleanShutdown: false };
+    if (
+      loaded.checkpoint === null ||
+      loaded.checkpoint.isCleanShutdown ||
+      loaded.checkpoint.recoveryPoint !== recoveryPoint
+    ) {
+      // Before the first append: a clean-shutdown mark left in place would skip the recovery of what
+      // this process appends and never fsyncs.
+      try {
+        writeRecoveryCheckpointSync(dir, checkpoint);
+      } catch (error) {
+        for (const segment of segments) segment.close();
+        throw new CohortError(ErrorCode.KAFKA_STORAGE_ERROR, `cannot write ${recoveryCheckpointPath(dir)}`, {
+          cause: error,
+        });
+      }
+    }
+    return new PartitionLog(dir, config, time, segments, recoveryPoint, options.recovery?.listener);
   }
 
   get logStartOffset(): number {
@@ -304,6 +383,23 @@ export class PartitionLog {
     };
   }
 
+  /**
+   * Every batch below `endOffset`, oldest first, CRC-checked, for a replay of the whole log (the
+   * `__consumer_offsets` load). Unlike `read`, which throws CORRUPT_MESSAGE at a bad batch, damage is
+   * yielded as a CorruptRegion and the replay goes on with the next valid batch, so one bad batch cannot
+   * hide every later one. The segments are the ones of the moment the replay starts.
+   */
+  *replayBatches(endOffset = this.logEndOffset): Generator<RecordBatch | CorruptRegion> {
+    this.ensureOpen();
+    for (const segment of [...this.segments]) {
+      if (segment.baseOffset >= endOffset) return;
+      for (const item of segment.scanBatches()) {
+        if (item instanceof RecordBatch && item.baseOffset >= endOffset) return;
+        yield item;
+      }
+    }
+  }
+
   /** Where `offset` sits on disk (for DelayedFetch's byte accounting). OFFSET_OUT_OF_RANGE outside the log. */
   convertToOffsetMetadata(offset: number): LogOffsetMetadata {
     this.ensureOpen();
@@ -428,6 +524,7 @@ export class PartitionLog {
       this.truncateFullyAndStartAt(offset);
       return;
     }
+    this.lowerCheckpoint(offset);
     // Newest first, so that a crash part-way leaves a prefix of the log.
     while (this.activeSegment.baseOffset >= offset) {
       this.retire(this.segments.pop()!);
@@ -444,6 +541,7 @@ export class PartitionLog {
       throw new CohortError(ErrorCode.OFFSET_OUT_OF_RANGE, `cannot restart the log at ${offset}`);
     }
     const old = this.segments;
+    this.lowerCheckpoint(Math.min(offset, old[0]!.baseOffset));
     // The new segment exists before the old ones go: a crash in between leaves either the old log or a
     // log that restarts at `offset`, never an empty directory that would restart at 0.
     const fresh = LogSegment.create(
@@ -474,6 +572,19 @@ export class PartitionLog {
     if (this.cleaning !== null) await this.cleaning.catch(ignore);
     if (!this.isOffline) await this.flush().catch(ignore);
     await this.groupCommit.idle();
+    await this.checkpointing;
+    if (!this.isOffline && this.recoveryPoint >= this.logEndOffset) {
+      // Everything is fsynced: the next open validates nothing (Kafka's clean-shutdown marker).
+      const checkpoint = { recoveryPoint: this.logEndOffset, isCleanShutdown: true };
+      const generation = this.checkpointGeneration;
+      await writeRecoveryCheckpoint(this.dir, checkpoint, () => generation === this.checkpointGeneration)
+        .then((isWritten) => {
+          if (!isWritten) return;
+          this.checkpointedRecoveryPoint = checkpoint.recoveryPoint;
+          this.recoveryListener?.onCheckpoint?.(this.dir, checkpoint.recoveryPoint, true);
+        })
+        .catch((error: unknown) => this.recoveryListener?.onCheckpointError?.(this.dir, error));
+    }
     this.isClosed = true;
     for (const segment of this.segments) segment.close();
     for (const segment of this.retired) segment.close();
@@ -559,6 +670,65 @@ export class PartitionLog {
     return target;
   }
 
+  /**
+   * After a sync: checkpoints the recovery point when the sync covered a segment sealed since the last
+   * checkpoint, or when the last one is a minute old. Off the event loop, one write at a time.
+   */
+  private maybeCheckpoint(): void {
+    if (this.isClosing || this.isClosed || this.isOffline) return;
+    const recoveryPoint = this.recoveryPoint;
+    if (recoveryPoint <= this.checkpointedRecoveryPoint) return;
+    const sealedEnd = this.activeSegment.baseOffset;
+    const isSealedCovered = this.checkpointedRecoveryPoint < sealedEnd && recoveryPoint >= sealedEnd;
+    const nowMs = this.time.monotonicMs();
+    const isDue = nowMs - this.lastCheckpointMonotonicMs >= RECOVERY_POINT_CHECKPOINT_INTERVAL_MS;
+    if (!isSealedCovered && !isDue) return;
+    if (this.checkpointing !== null) {
+      this.isCheckpointPending = true;
+      return;
+    }
+    const generation = this.checkpointGeneration;
+    this.lastCheckpointMonotonicMs = nowMs;
+    this.checkpointing = writeRecoveryCheckpoint(
+      this.dir,
+      { recoveryPoint, isCleanShutdown: false },
+      () => generation === this.checkpointGeneration && !this.isClosed,
+    )
+      .then((isWritten) => {
+        if (!isWritten) return;
+        this.checkpointedRecoveryPoint = recoveryPoint;
+        this.recoveryListener?.onCheckpoint?.(this.dir, recoveryPoint, false);
+      })
+      .catch((error: unknown) => this.recoveryListener?.onCheckpointError?.(this.dir, error))
+      .finally(() => {
+        this.checkpointing = null;
+        if (this.isCheckpointPending) {
+          this.isCheckpointPending = false;
+          this.maybeCheckpoint();
+        }
+      });
+  }
+
+  /**
+   * Before a truncation to `offset`: the checkpoint must not claim offsets that are about to be removed
+   * and then written again, unflushed, by later appends (a crash would make those look damaged).
+   * Synchronous, and it drops any asynchronous write in flight.
+   */
+  private lowerCheckpoint(offset: number): void {
+    this.checkpointGeneration++;
+    if (this.checkpointedRecoveryPoint <= offset) return;
+    try {
+      writeRecoveryCheckpointSync(this.dir, { recoveryPoint: offset, isCleanShutdown: false });
+    } catch (error) {
+      throw new CohortError(
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        `cannot write ${recoveryCheckpointPath(this.dir)}`,
+        { cause: error },
+      );
+    }
+    this.checkpointedRecoveryPoint = offset;
+  }
+
   /** Deletes the oldest segments while `isDeletable` holds and the next segment starts at or below maxOffset. */
   private deletePrefix(maxOffset: number, isDeletable: (segment: LogSegment) => boolean): number {
     let deleted = 0;
@@ -614,12 +784,25 @@ export class PartitionLog {
         pause,
       );
       if (cleaned === null) return result(true);
-      if (cleaned.recordsRemoved === 0 && group.length === 1) {
+      if (cleaned.recordsRemoved === 0 && group.length === 1 && cleaned.corruptRegions.length === 0) {
         cleaned.cleaned.close();
         cleaned.cleaned.deleteFiles();
         continue;
       }
       this.swapIn(group, cleaned.cleaned);
+      for (const region of cleaned.corruptRegions) {
+        // Damage read past by the cleaner is gone from the log now: reported as a recovery cut is.
+        this.recoveryListener?.onTruncation?.({
+          kind: 'corrupt',
+          dir: this.dir,
+          file: region.file,
+          offset: region.offset,
+          position: region.position,
+          truncatedBytes: region.sizeInBytes,
+          deletedFiles: [],
+          recoveryPoint: this.checkpointedRecoveryPoint,
+        });
+      }
       for (const old of group) tracked.delete(old);
       tracked.set(cleaned.cleaned, cleaned.cleaned.sizeInBytes);
       recordsRemoved += cleaned.recordsRemoved;
@@ -727,20 +910,39 @@ function truncatedError(offset: number): CohortError {
   );
 }
 
+interface LoadedSegments {
+  readonly segments: LogSegment[];
+  /** The checkpoint found on open; null when there was none or it could not be read. */
+  readonly checkpoint: RecoveryCheckpoint | null;
+}
+
 /**
  * Reads a partition directory: deletes `.cleaned` leftovers, completes `.swap`s, deletes index files
- * without a log, opens and recovers every segment, and drops what follows a segment that lost its tail.
+ * without a log, opens every segment (validating those the recovery point does not cover), cuts a torn
+ * tail with every later segment, and refuses or cuts damage below the recovery point (see the class
+ * comment). Nothing in a `.log` file is changed before the decision to refuse is taken.
  */
-function loadSegments(dir: string, config: LogConfig, nowMs: number): LogSegment[] {
+function loadSegments(
+  dir: string,
+  config: LogConfig,
+  nowMs: number,
+  recovery: LogRecoveryOptions,
+): LoadedSegments {
   const interval = config.indexIntervalBytes;
+  const listener = recovery.listener;
+  const found = readRecoveryCheckpoint(dir);
+  if (found === 'unreadable') listener?.onCheckpointUnreadable?.(dir, recoveryCheckpointPath(dir));
+  const checkpoint = found === 'unreadable' ? null : found;
   let names = fs.readdirSync(dir);
   let isChanged = false;
-  const remove = (name: string): void => {
-    fs.rmSync(path.join(dir, name), { force: true });
+  const remove = (name: string, reason?: LogFileRemovalReason): void => {
+    const file = path.join(dir, name);
+    if (reason !== undefined && fs.existsSync(file)) listener?.onFileRemoved?.(dir, file, reason);
+    fs.rmSync(file, { force: true });
     isChanged = true;
   };
   for (const name of names) {
-    if (parseSegmentFileName(name)?.state === CLEANED_FILE_SUFFIX) remove(name);
+    if (parseSegmentFileName(name)?.state === CLEANED_FILE_SUFFIX) remove(name, 'unfinished_compaction');
   }
   const swaps = names
     .map(parseSegmentFileName)
@@ -754,7 +956,7 @@ function loadSegments(dir: string, config: LogConfig, nowMs: number): LogSegment
     for (const name of fs.readdirSync(dir)) {
       const file = parseSegmentFileName(name);
       if (file !== null && file.state === '' && file.baseOffset >= baseOffset && file.baseOffset < end)
-        remove(name);
+        remove(name, 'replaced_by_swap');
     }
     fsyncDirectorySync(dir);
     swap.renameTo('');
@@ -766,40 +968,136 @@ function loadSegments(dir: string, config: LogConfig, nowMs: number): LogSegment
   for (const name of names) {
     const file = parseSegmentFileName(name);
     if (file === null) continue;
-    if (file.state !== '') remove(name);
+    if (file.state !== '') remove(name, 'leftover');
     else if (file.kind === LOG_FILE_SUFFIX) logs.add(file.baseOffset);
   }
   for (const name of names) {
     const file = parseSegmentFileName(name);
     if (file !== null && file.state === '' && file.kind === INDEX_FILE_SUFFIX && !logs.has(file.baseOffset)) {
-      remove(name);
+      remove(name, 'orphan_index');
     }
   }
+  const recoveryPoint = checkpoint?.recoveryPoint ?? null;
+  const report = (
+    kind: LogTruncationKind,
+    segment: LogSegment,
+    position: number,
+    truncatedBytes: number,
+    deletedFiles: readonly string[] = [],
+  ): void => {
+    listener?.onTruncation?.({
+      kind,
+      dir,
+      file: segment.path,
+      offset: segment.nextOffset,
+      position,
+      truncatedBytes,
+      deletedFiles,
+      recoveryPoint,
+    });
+  };
   const segments: LogSegment[] = [];
   const baseOffsets = [...logs].sort((a, b) => a - b);
-  for (let i = 0; i < baseOffsets.length; i++) {
-    const segment = LogSegment.open(dir, baseOffsets[i]!, interval, nowMs);
-    const previous = segments[segments.length - 1];
-    if (previous !== undefined && previous.nextOffset > segment.baseOffset) {
-      // Overlap cannot come from cohort's own writes; trust the older segment up to the newer one's start.
-      previous.truncateTo(segment.baseOffset);
-    }
-    if (segment.isEmpty && i < baseOffsets.length - 1 && segment.truncatedOnOpenBytes === 0) {
-      // An empty segment that is not the last holds no offsets: drop it rather than keep a hole.
-      segment.close();
-      segment.deleteFiles();
-      isChanged = true;
-      continue;
-    }
-    segments.push(segment);
-    if (segment.truncatedOnOpenBytes > 0 && i < baseOffsets.length - 1) {
-      for (const later of baseOffsets.slice(i + 1)) {
-        remove(path.basename(segmentFilePath(dir, later, LOG_FILE_SUFFIX)));
-        remove(path.basename(segmentFilePath(dir, later, INDEX_FILE_SUFFIX)));
+  let isCutBelowRecoveryPoint = false;
+  try {
+    for (let i = 0; i < baseOffsets.length; i++) {
+      const isLast = i === baseOffsets.length - 1;
+      // After a clean shutdown nothing needs validating; after an unclean stop, what the recovery point
+      // does not cover; without a checkpoint, everything.
+      let mode: SegmentOpenMode = 'validate';
+      if (checkpoint !== null) {
+        const isCovered =
+          checkpoint.isCleanShutdown || (!isLast && baseOffsets[i + 1]! <= checkpoint.recoveryPoint);
+        if (isCovered) mode = 'load';
       }
-      break;
+      const segment = LogSegment.open(dir, baseOffsets[i]!, interval, nowMs, '', mode);
+      segments.push(segment);
+      if (segment.wasIndexMissing || segment.indexEntriesDropped > 0 || segment.indexEntriesAdded > 0) {
+        listener?.onIndexRebuild?.({
+          dir,
+          file: segment.indexPath,
+          wasMissing: segment.wasIndexMissing,
+          droppedEntries: segment.indexEntriesDropped,
+          addedEntries: segment.indexEntriesAdded,
+        });
+      }
+      const previous = segments[segments.length - 2];
+      if (previous !== undefined && previous.nextOffset > segment.baseOffset) {
+        // Overlap cannot come from cohort's own writes; trust the older segment up to the newer one's start.
+        const position = previous.translateOffset(segment.baseOffset);
+        const bytes = previous.truncateTo(segment.baseOffset);
+        report('overlap', previous, position, bytes);
+      }
+      const invalidBytes = segment.invalidTailBytes;
+      if (invalidBytes > 0) {
+        const lostOffset = segment.nextOffset;
+        const position = segment.invalidTailPosition;
+        // Fsynced data cannot be torn by a crash. Without a checkpoint, a sealed segment's data counts as
+        // fsynced: every sync after its roll covered it.
+        const isDamage = recoveryPoint === null ? !isLast : lostOffset < recoveryPoint;
+        if (isDamage) {
+          if (recovery.truncateCorruptLogs !== true) {
+            throw new CorruptLogError(segment.path, lostOffset, position, invalidBytes, recoveryPoint);
+          }
+          const removedBytes = segment.removeInvalidRegions();
+          isCutBelowRecoveryPoint = true;
+          listener?.onTruncation?.({
+            kind: 'corrupt',
+            dir,
+            file: segment.path,
+            offset: lostOffset,
+            position,
+            truncatedBytes: removedBytes,
+            deletedFiles: [],
+            recoveryPoint,
+          });
+        } else {
+          segment.cutInvalidTail();
+          const deletedFiles: string[] = [];
+          let deletedBytes = 0;
+          for (const later of baseOffsets.slice(i + 1)) {
+            for (const kind of [LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX] as const) {
+              const file = segmentFilePath(dir, later, kind);
+              if (kind === LOG_FILE_SUFFIX && fs.existsSync(file)) {
+                deletedBytes += fs.statSync(file).size;
+                deletedFiles.push(file);
+              }
+              remove(path.basename(file));
+            }
+          }
+          report('torn_tail', segment, position, invalidBytes + deletedBytes, deletedFiles);
+          break;
+        }
+      }
+      if (segment.isEmpty && !isLast && invalidBytes === 0) {
+        // An empty segment that is not the last holds no offsets: drop it rather than keep a hole.
+        segments.pop();
+        segment.close();
+        listener?.onFileRemoved?.(dir, segment.path, 'empty_segment');
+        segment.deleteFiles();
+        isChanged = true;
+      }
     }
+    const last = segments[segments.length - 1];
+    if (
+      isCutBelowRecoveryPoint &&
+      last !== undefined &&
+      recoveryPoint !== null &&
+      last.nextOffset < recoveryPoint
+    ) {
+      // Offsets up to the recovery point were handed out (and perhaps read): the log goes on after them.
+      if (last.isEmpty) {
+        segments.pop();
+        last.close();
+        last.deleteFiles();
+      }
+      segments.push(LogSegment.create(dir, recoveryPoint, interval, nowMs));
+      isChanged = true;
+    }
+  } catch (error) {
+    for (const segment of segments) segment.close();
+    throw error;
   }
   if (isChanged) fsyncDirectorySync(dir);
-  return segments;
+  return { segments, checkpoint };
 }

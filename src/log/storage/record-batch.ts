@@ -94,8 +94,10 @@ function batchCrc(buffer: Buffer): number {
  * Looks at the bytes from `position` to `end` and returns the size of the complete, valid batch that
  * starts there, INCOMPLETE_BATCH when they stop before its end (a torn write), or CORRUPT_BATCH when its
  * header is impossible or its CRC does not match. Does not decode records: the CRC vouches for them.
+ * `isCrcChecked` false checks the header alone (loading a segment whose data was fsynced: its records
+ * are checked when they are read).
  */
-export function checkBatchAt(buffer: Buffer, position: number, end: number): number {
+export function checkBatchAt(buffer: Buffer, position: number, end: number, isCrcChecked = true): number {
   if (end - position < LOG_OVERHEAD) return INCOMPLETE_BATCH;
   const batchLength = buffer.readInt32BE(position + 8);
   if (batchLength < RECORD_BATCH_HEADER_BYTES - LOG_OVERHEAD) return CORRUPT_BATCH;
@@ -103,7 +105,7 @@ export function checkBatchAt(buffer: Buffer, position: number, end: number): num
   if (end - position < size) return INCOMPLETE_BATCH;
   const batch = buffer.subarray(position, position + size);
   if (batch[MAGIC_AT] !== RECORD_BATCH_MAGIC) return CORRUPT_BATCH;
-  if (batch.readUInt32BE(CRC_AT) !== batchCrc(batch)) return CORRUPT_BATCH;
+  if (isCrcChecked && batch.readUInt32BE(CRC_AT) !== batchCrc(batch)) return CORRUPT_BATCH;
   // A matching CRC over impossible fields means a writer bug, not a torn write; still not a batch.
   if (batch.readUInt16BE(ATTRIBUTES_AT) !== 0) return CORRUPT_BATCH;
   const baseOffset = readSafeInt64(batch, 0);

@@ -9,6 +9,7 @@ import { GroupMetrics, type GroupStatsSource } from './group-metrics';
 import { LogMetrics, type PartitionSource } from './log-metrics';
 import { type FollowerSource, registerNodeMetrics } from './node-metrics';
 import { type PurgatoryOwner, registerPurgatoryMetrics } from './purgatory-metrics';
+import { RecoveryMetrics } from './recovery-metrics';
 import { RuntimeMetrics } from './runtime-metrics';
 
 /** What the metrics read when scraped; each part is optional (a test's fake coordinator has none). */
@@ -40,6 +41,8 @@ export class ServerMetrics {
   readonly callObservers: CallObservers;
   readonly groupListener: GroupCoordinatorListener;
   readonly logListener: Required<Pick<ReplicaManagerListener, 'onIsrChange'>>;
+  /** What storage recovery repaired (fed by storageRecoveryLog). */
+  readonly recovery: RecoveryMetrics;
   private readonly runtime: RuntimeMetrics;
   private readonly unauthenticated: Counter;
   private readonly readPauses: Counter;
@@ -60,6 +63,7 @@ export class ServerMetrics {
     ).listener;
     this.logListener = new LogMetrics(this.registry, () => this.sources.log).listener;
     registerConsumerLagMetrics(this.registry, () => this.sources.consumerLag);
+    this.recovery = new RecoveryMetrics(this.registry);
     this.runtime = new RuntimeMetrics(this.registry);
     registerNodeMetrics(this.registry, options.nodeId ?? 0, () => this.sources.follower);
     this.unauthenticated = new Counter({

@@ -81,6 +81,7 @@ describe('loadConfig', () => {
           '1048576',
           '--log-segment-bytes',
           '4096',
+          '--truncate-corrupt-logs',
         ],
         {},
       ),
@@ -122,6 +123,7 @@ describe('loadConfig', () => {
       logRetentionMs: -1,
       logRetentionBytes: 1048576,
       logSegmentBytes: 4096,
+      truncateCorruptLogs: true,
     });
   });
 
@@ -160,6 +162,7 @@ describe('loadConfig', () => {
         COHORT_LOG_RETENTION_MS: '60000',
         COHORT_LOG_RETENTION_BYTES: '-1',
         COHORT_LOG_SEGMENT_BYTES: '1024',
+        COHORT_TRUNCATE_CORRUPT_LOGS: 'true',
       }),
     );
     expect(config).toEqual({
@@ -199,6 +202,7 @@ describe('loadConfig', () => {
       logRetentionMs: 60000,
       logRetentionBytes: -1,
       logSegmentBytes: 1024,
+      truncateCorruptLogs: true,
     });
   });
 

@@ -248,18 +248,6 @@ describe('ConsumerOffsetsStore', () => {
     expect(pauses).toBeGreaterThanOrEqual(Math.floor(reopened.log.sizeInBytes / 256) - 1);
   });
 
-  test('a record of a kind the store does not know makes the load fail instead of skipping it', async () => {
-    const log = PartitionLog.open(dir, { time, config: { cleanupPolicy: 'compact' } });
-    log.append([{ key: Buffer.from([9, 0, 0, 0, 0]), value: Buffer.from('x') }]);
-    await log.close();
-    const store = new ConsumerOffsetsStore(dir, { time });
-    stores.push(store);
-    const error = await store.load().catch((e) => e);
-    expect(error).toBeInstanceOf(CohortError);
-    expect((error as CohortError).code).toBe(ErrorCode.CORRUPT_MESSAGE);
-    expect(store.isLoaded).toBe(false);
-  });
-
   describe('compaction', () => {
     const SMALL = { segmentBytes: 400 };
 

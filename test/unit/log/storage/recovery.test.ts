@@ -2,14 +2,20 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { PartitionLog, type LogConfig, type LogRecord } from '../../../../src/log/storage';
+import {
+  RECOVERY_CHECKPOINT_FILE,
+  writeRecoveryCheckpointSync,
+} from '../../../../src/log/storage/recovery-checkpoint';
 import { ManualTime } from '../../../../src/time';
 import { readAll, segmentFiles, text, values } from './log-fixture';
 import { makeTempDir, removeTempDir } from './temp-dir';
 
 /**
  * Crash recovery. A crash can only tear what was not yet fsynced, i.e. the tail of the log, so these tests
- * write and acknowledge records, close the log, then damage the files the way a crash or a bad disk
- * would, reopen, and check what recovery kept.
+ * write and acknowledge records, close the log, then damage the files the way a crash would, set the
+ * recovery-point checkpoint to what a crash would have left (`crashedAt`: nothing from that offset on was
+ * fsynced), reopen, and check what recovery kept. Damage below the recovery point is in
+ * damaged-log.test.ts.
  */
 describe('PartitionLog recovery', () => {
   let root: string;
@@ -47,6 +53,11 @@ describe('PartitionLog recovery', () => {
   function activeLogFile(): string {
     const logs = segmentFiles(dir).filter((name) => name.endsWith('.log'));
     return path.join(dir, logs[logs.length - 1]!);
+  }
+
+  /** Makes the last close look like a crash after which only offsets below `recoveryPoint` were fsynced. */
+  function crashedAt(recoveryPoint: number): void {
+    writeRecoveryCheckpointSync(dir, { recoveryPoint, isCleanShutdown: false });
   }
 
   function restore(): void {
@@ -89,6 +100,7 @@ describe('PartitionLog recovery', () => {
       const size = fs.statSync(activeLogFile()).size;
       for (let cut = size - last.sizeInBytes; cut < size; cut++) {
         restore();
+        crashedAt(last.firstOffset);
         fs.truncateSync(activeLogFile(), cut);
         await expectRecovered(config, before, last.firstOffset);
       }
@@ -122,6 +134,7 @@ describe('PartitionLog recovery', () => {
             endOffset = batch.nextOffset;
           }
           fs.truncateSync(activeLogFile(), cut);
+          crashedAt(active);
           await expectRecovered(
             config,
             all.filter((r) => r.offset < endOffset),
@@ -145,6 +158,7 @@ describe('PartitionLog recovery', () => {
     const size = fs.statSync(activeLogFile()).size;
     for (let at = size - last.sizeInBytes; at < size; at++) {
       restore();
+      crashedAt(last.firstOffset);
       const fd = fs.openSync(activeLogFile(), 'r+');
       const byte = Buffer.alloc(1);
       fs.readSync(fd, byte, 0, 1, at);
@@ -167,6 +181,7 @@ describe('PartitionLog recovery', () => {
     const fd = fs.openSync(activeLogFile(), 'r+');
     fs.writeSync(fd, Buffer.from([0xee]), 0, 1, at);
     fs.closeSync(fd);
+    crashedAt(victim.baseOffset);
     await expectRecovered(
       config,
       all.filter((r) => r.offset < victim.baseOffset),
@@ -185,7 +200,7 @@ describe('PartitionLog recovery', () => {
     await expectRecovered(config, all, end);
   });
 
-  test('a torn tail in a segment that is not the last drops every later segment', async () => {
+  test('a torn tail in a segment that is not the last (past a stale recovery point) drops every later segment', async () => {
     const config = { segmentBytes: 300 };
     const log = open(config);
     await writeAcknowledged(log, 20);
@@ -197,6 +212,7 @@ describe('PartitionLog recovery', () => {
     const lastBatch = firstSegment.batches.at(-1)!;
     const file = path.join(dir, `${'0'.padStart(20, '0')}.log`);
     fs.truncateSync(file, fs.statSync(file).size - 3);
+    crashedAt(lastBatch.baseOffset);
     await expectRecovered(
       config,
       all.filter((r) => r.offset < lastBatch.baseOffset),
@@ -245,6 +261,7 @@ describe('PartitionLog recovery', () => {
       '00000000000000000000.index',
       '00000000000000000000.log',
       'notes.txt',
+      RECOVERY_CHECKPOINT_FILE,
     ]);
   });
 });

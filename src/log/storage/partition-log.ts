@@ -198,6 +198,7 @@ export class PartitionLog {
     const nowMs = time.monotonicMs();
     const loaded = loadSegments(dir, config, nowMs, options.recovery ?? {});
     const segments = loaded.segments;
+    const isNew = segments.length === 0 && loaded.checkpoint === null;
     if (segments.length === 0) {
       segments.push(LogSegment.create(dir, 0, config.indexIntervalBytes, nowMs));
       fsyncDirectorySync(dir);
@@ -210,10 +211,14 @@ export class PartitionLog {
       Math.min(loaded.checkpoint?.recoveryPoint ?? 0, logEndOffset),
     );
     const checkpoint: RecoveryCheckpoint = { recoveryPoint, isCleanShutdown: false };
+    // A new log needs no checkpoint yet: it has nothing to protect, and its first one is written after the
+    // sync that covers its first sealed segment. Skipping it saves a created partition two fsyncs and a
+    // rename (a CreateTopics of 10,000 partitions would otherwise pay 20,000 fsyncs).
     if (
-      loaded.checkpoint === null ||
-      loaded.checkpoint.isCleanShutdown ||
-      loaded.checkpoint.recoveryPoint !== recoveryPoint
+      !isNew &&
+      (loaded.checkpoint === null ||
+        loaded.checkpoint.isCleanShutdown ||
+        loaded.checkpoint.recoveryPoint !== recoveryPoint)
     ) {
       // Before the first append: a clean-shutdown mark left in place would skip the recovery of what
       // this process appends and never fsyncs.

@@ -11,7 +11,8 @@ import { fsyncDirectory, fsyncDirectorySync } from './file-io';
  *
  * `recoveryPoint`: every offset below it was fsynced before the file was written, so a crash cannot have
  * torn it. `isCleanShutdown`: the log was closed cleanly with everything fsynced (then `recoveryPoint` is
- * the log end offset). The log rewrites the file as unclean when it opens, after a sync that covers a
+ * the log end offset). The log rewrites the file as unclean when it opens (not a new, empty log: it has
+ * nothing to protect yet), after a sync that covers a
  * newly sealed segment, at most once a minute otherwise, after a truncation below it, and at close.
  *
  * A stale value is safe: it only makes the next recovery look at more of the log. A write goes to a

@@ -379,8 +379,10 @@ describe('PartitionLog with damaged files', () => {
   describe('the recovery-point checkpoint', () => {
     test('a clean close marks it clean at the log end; an open marks it unclean before any append', async () => {
       const log = open();
+      // A new log writes none at open: it has nothing to protect yet, and a created partition saves the fsyncs.
+      expect(readRecoveryCheckpoint(dir)).toBeNull();
       for (let i = 0; i < 5; i++) await log.append([{ key: text('k'), value: text(`${i}`) }]).flushed;
-      expect(readRecoveryCheckpoint(dir)).toEqual({ recoveryPoint: 0, isCleanShutdown: false });
+      expect(readRecoveryCheckpoint(dir)).toBeNull();
       await log.close();
       expect(readRecoveryCheckpoint(dir)).toEqual({ recoveryPoint: 5, isCleanShutdown: true });
       const reopened = open();

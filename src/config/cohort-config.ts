@@ -67,6 +67,8 @@ export interface CohortConfig {
   readonly logRetentionMs: number;
   readonly logRetentionBytes: number;
   readonly logSegmentBytes: number;
+  /** The open-file limit CreateTopics budgets partitions against; 0 = the process's own (read at start). */
+  readonly maxOpenFiles: number;
 }
 
 export type ConfigKey = keyof CohortConfig;

@@ -11,6 +11,7 @@ import {
   MAX_HEAP_GROWING_PERCENT,
   DEFAULT_MAX_MESSAGE_BYTES,
   DEFAULT_MEMBER_METADATA_MAX_BYTES,
+  DEFAULT_MAX_OPEN_FILES,
   DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
   DEFAULT_OFFSETS_RETENTION_MINUTES,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
@@ -409,6 +410,17 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     max: INT32_MAX,
     kafkaName: 'log.segment.bytes',
     description: 'Roll to a new segment before one would grow past this size.',
+  }),
+  maxOpenFiles: setting('maxOpenFiles', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_MAX_OPEN_FILES,
+    min: 0,
+    max: INT32_MAX,
+    description:
+      'The open-file limit CreateTopics checks new partitions against before it creates any (else ' +
+      "POLICY_VIOLATION): a tenth of it is kept for connections and segments. 0 = the process's own " +
+      'limit (ulimit -n), read at start-up.',
   }),
 });
 

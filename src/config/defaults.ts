@@ -83,5 +83,7 @@ export const DEFAULT_LOG_RETENTION_MS = 604_800_000;
 export const DEFAULT_LOG_RETENTION_BYTES = -1;
 /** log.segment.bytes: 1 GiB. */
 export const DEFAULT_LOG_SEGMENT_BYTES = 1_073_741_824;
+/** Read the process's open-file limit from the system (/proc/self/limits; 1024 where it cannot be read). */
+export const DEFAULT_MAX_OPEN_FILES = 0;
 /** The smallest segment cohort accepts: small enough for tests that roll segments, large enough for a batch. */
 export const MIN_LOG_SEGMENT_BYTES = 1_024;

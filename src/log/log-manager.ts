@@ -72,6 +72,26 @@ export class LogManager {
     });
   }
 
+  /** Whether the partition's directory exists (a log, or what a create that crashed left of one). */
+  hasLog(topic: string, partitionIndex: number): boolean {
+    return fs.existsSync(path.join(this.dataDir, topicPartitionKey(topic, partitionIndex)));
+  }
+
+  /**
+   * Deletes a partition's directory and everything in it, for a create that failed before its registry
+   * file was written (the log must be closed first). `syncDataDir` makes a batch of deletions durable.
+   */
+  deleteLog(topic: string, partitionIndex: number): void {
+    fs.rmSync(path.join(this.dataDir, topicPartitionKey(topic, partitionIndex)), {
+      recursive: true,
+      force: true,
+    });
+  }
+
+  syncDataDir(): void {
+    fsyncDirectorySync(this.dataDir);
+  }
+
   /** Writes (or replaces) a topic's registry file durably. */
   writeTopic(assignment: TopicAssignment): void {
     const dir = path.join(this.dataDir, TOPICS_DIR);

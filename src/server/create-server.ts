@@ -139,6 +139,8 @@ function brokerConfigOf(config: CohortConfig): BrokerConfig {
       flushIntervalMs:
         config.logFlushIntervalMs === -1 ? DEFAULT_FLUSH_INTERVAL_MS : config.logFlushIntervalMs,
     }),
+    // 0: the log layer reads the process's own limit.
+    ...(config.maxOpenFiles > 0 ? { maxOpenFiles: config.maxOpenFiles } : {}),
   });
 }
 

@@ -78,6 +78,8 @@ describe('loadConfig', () => {
           '1048576',
           '--log-segment-bytes',
           '4096',
+          '--max-open-files',
+          '4096',
         ],
         {},
       ),
@@ -117,6 +119,7 @@ describe('loadConfig', () => {
       logRetentionMs: -1,
       logRetentionBytes: 1048576,
       logSegmentBytes: 4096,
+      maxOpenFiles: 4096,
     });
   });
 
@@ -153,6 +156,7 @@ describe('loadConfig', () => {
         COHORT_LOG_RETENTION_MS: '60000',
         COHORT_LOG_RETENTION_BYTES: '-1',
         COHORT_LOG_SEGMENT_BYTES: '1024',
+        COHORT_MAX_OPEN_FILES: '0',
       }),
     );
     expect(config).toEqual({
@@ -190,6 +194,7 @@ describe('loadConfig', () => {
       logRetentionMs: 60000,
       logRetentionBytes: -1,
       logSegmentBytes: 1024,
+      maxOpenFiles: 0,
     });
   });
 

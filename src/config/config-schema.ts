@@ -11,7 +11,9 @@ import {
   MAX_HEAP_GROWING_PERCENT,
   DEFAULT_MAX_MESSAGE_BYTES,
   DEFAULT_MEMBER_METADATA_MAX_BYTES,
+  DEFAULT_GROUP_MAX_METADATA_BYTES,
   DEFAULT_MAX_OPEN_FILES,
+  MAX_GROUP_MAX_METADATA_BYTES,
   DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
   DEFAULT_OFFSETS_RETENTION_MINUTES,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
@@ -297,6 +299,17 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     description:
       'Most protocol metadata bytes (all protocols together) one JoinGroup may carry (else ' +
       'MESSAGE_TOO_LARGE).',
+  }),
+  groupMaxMetadataBytes: setting('groupMaxMetadataBytes', {
+    kind: 'integer',
+    valueName: 'BYTES',
+    defaultValue: DEFAULT_GROUP_MAX_METADATA_BYTES,
+    min: 0,
+    max: MAX_GROUP_MAX_METADATA_BYTES,
+    description:
+      'Most protocol metadata bytes all members of one group may hold together; a JoinGroup that would ' +
+      "take the group past it gets GROUP_MAX_SIZE_REACHED, before the rebalance starts. Keeps a group's " +
+      "metadata record, and the leader's JoinGroup answer, within what can be stored and sent.",
   }),
   offsetsRetentionMinutes: setting('offsetsRetentionMinutes', {
     kind: 'integer',

@@ -57,6 +57,15 @@ export const DEFAULT_MAX_GROUPS = INT32_MAX;
  * and low enough that a group of members cannot hold the coordinator's memory hostage.
  */
 export const DEFAULT_MEMBER_METADATA_MAX_BYTES = 1_048_576;
+/**
+ * The protocol metadata of every member of one group together: 32 MiB. A group's metadata record holds
+ * each member's protocols and assignment, and must fit one record of `__consumer_offsets` (100 MiB): 32 MiB
+ * of subscriptions, the assignments (one SyncGroup, at most maxMessageBytes) and the member ids leave a
+ * margin of more than half. Kafka has no such limit (its record limit is 1 MiB, and such groups fail there).
+ */
+export const DEFAULT_GROUP_MAX_METADATA_BYTES = 33_554_432;
+/** The largest groupMaxMetadataBytes accepted: with 4 MiB of assignments the record stays under 100 MiB. */
+export const MAX_GROUP_MAX_METADATA_BYTES = 67_108_864;
 /** offsets.retention.minutes: seven days, Kafka's default since 2.0 (KIP-186). */
 export const DEFAULT_OFFSETS_RETENTION_MINUTES = 10_080;
 /** offsets.retention.check.interval.ms */

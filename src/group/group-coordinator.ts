@@ -391,7 +391,8 @@ export class GroupCoordinator
       return Promise.resolve(joinError(memberId, ErrorCode.INVALID_SESSION_TIMEOUT));
     }
     // Checked before anything changes: a member that is refused here keeps its place and its protocols.
-    if (protocolMetadataBytes(request) > this.config.memberMetadataMaxBytes) {
+    const metadataBytes = protocolMetadataBytes(request);
+    if (metadataBytes > this.config.memberMetadataMaxBytes) {
       return Promise.resolve(joinError(memberId, ErrorCode.MESSAGE_TOO_LARGE));
     }
     const isUnknownMember = memberId === '';
@@ -408,7 +409,11 @@ export class GroupCoordinator
     }
 
     let result: Promise<JoinGroupResponse>;
-    if (!this.acceptJoiningMember(group, memberId)) {
+    if (this.wouldOverfillMetadata(group, request, metadataBytes)) {
+      // Before the round starts, changing nothing: a group record the store cannot take would keep the
+      // group from ever becoming Stable.
+      result = Promise.resolve(joinError(memberId, ErrorCode.GROUP_MAX_SIZE_REACHED));
+    } else if (!this.acceptJoiningMember(group, memberId)) {
       const member = group.get(memberId);
       if (member !== undefined)
         this.removeMember(group, member, joinError('', ErrorCode.GROUP_MAX_SIZE_REACHED));
@@ -444,6 +449,34 @@ export class GroupCoordinator
       case 'Stable':
         return group.has(memberId) || group.size < this.config.groupMaxSize;
     }
+  }
+
+  /**
+   * groupMaxMetadataBytes: whether this join would take the group's protocol metadata past the bound. The
+   * member it replaces (itself, or the static member whose instance id it takes) no longer counts. A join
+   * that does not grow the total passes, so a group stored before the bound was lowered keeps working. A
+   * new group (created by this join) has nothing yet, so only a member over the bound alone is refused.
+   */
+  private wouldOverfillMetadata(
+    group: GroupMetadata,
+    request: JoinGroupRequest,
+    metadataBytes: number,
+  ): boolean {
+    const total = group.protocolMetadataBytes;
+    const { memberId, groupInstanceId } = request;
+    let replaced: MemberMetadata | undefined;
+    if (memberId !== '') {
+      // A member id the group does not know gets UNKNOWN_MEMBER_ID below, whatever its size.
+      replaced = group.get(memberId);
+      if (replaced === undefined && !group.isPendingMember(memberId)) return false;
+    } else if (groupInstanceId !== '') {
+      const current = group.currentStaticMemberId(groupInstanceId);
+      if (current !== undefined) replaced = group.get(current);
+    }
+    let replacedBytes = 0;
+    for (const protocol of replaced?.supportedProtocols ?? []) replacedBytes += protocol.metadata.length;
+    const after = total - replacedBytes + metadataBytes;
+    return after > this.config.groupMaxMetadataBytes && after > total;
   }
 
   private doNewMemberJoinGroup(

@@ -118,6 +118,7 @@ function groupConfigOf(config: CohortConfig): GroupConfig {
     offsetMetadataMaxBytes: config.offsetMetadataMaxBytes,
     maxGroups: config.maxGroups,
     memberMetadataMaxBytes: config.memberMetadataMaxBytes,
+    groupMaxMetadataBytes: config.groupMaxMetadataBytes,
     offsetsRetentionMinutes: config.offsetsRetentionMinutes,
     offsetsRetentionCheckIntervalMs: config.offsetsRetentionCheckIntervalMs,
   });

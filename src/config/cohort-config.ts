@@ -51,6 +51,8 @@ export interface CohortConfig {
   readonly memberMetadataMaxBytes: number;
   /** The most protocol metadata bytes all members of one group may hold together. */
   readonly groupMaxMetadataBytes: number;
+  /** The most partitions one group may hold committed offsets for. */
+  readonly groupMaxCommittedPartitions: number;
   /** How long an Empty group's offsets, and offsets committed outside membership, are kept (KIP-211). */
   readonly offsetsRetentionMinutes: number;
   /** How often expired offsets and Empty groups without offsets are removed. */

@@ -12,6 +12,7 @@ import {
   DEFAULT_MAX_MESSAGE_BYTES,
   DEFAULT_MEMBER_METADATA_MAX_BYTES,
   DEFAULT_GROUP_MAX_METADATA_BYTES,
+  DEFAULT_GROUP_MAX_COMMITTED_PARTITIONS,
   DEFAULT_MAX_OPEN_FILES,
   MAX_GROUP_MAX_METADATA_BYTES,
   DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
@@ -310,6 +311,16 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
       'Most protocol metadata bytes all members of one group may hold together; a JoinGroup that would ' +
       "take the group past it gets GROUP_MAX_SIZE_REACHED, before the rebalance starts. Keeps a group's " +
       "metadata record, and the leader's JoinGroup answer, within what can be stored and sent.",
+  }),
+  groupMaxCommittedPartitions: setting('groupMaxCommittedPartitions', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_GROUP_MAX_COMMITTED_PARTITIONS,
+    min: 1,
+    max: INT32_MAX,
+    description:
+      'Most partitions one group may hold committed offsets for; an OffsetCommit partition past it gets ' +
+      'INVALID_COMMIT_OFFSET_SIZE (partitions already committed can always be committed again).',
   }),
   offsetsRetentionMinutes: setting('offsetsRetentionMinutes', {
     kind: 'integer',

@@ -66,6 +66,11 @@ export const DEFAULT_MEMBER_METADATA_MAX_BYTES = 1_048_576;
 export const DEFAULT_GROUP_MAX_METADATA_BYTES = 33_554_432;
 /** The largest groupMaxMetadataBytes accepted: with 4 MiB of assignments the record stays under 100 MiB. */
 export const MAX_GROUP_MAX_METADATA_BYTES = 67_108_864;
+/**
+ * Partitions one group may hold committed offsets for: 100,000 (a consumer of 1,000 topics of 100
+ * partitions). Every committed partition is kept in memory and replayed at start-up. Kafka has no limit.
+ */
+export const DEFAULT_GROUP_MAX_COMMITTED_PARTITIONS = 100_000;
 /** offsets.retention.minutes: seven days, Kafka's default since 2.0 (KIP-186). */
 export const DEFAULT_OFFSETS_RETENTION_MINUTES = 10_080;
 /** offsets.retention.check.interval.ms */

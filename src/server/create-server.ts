@@ -119,6 +119,7 @@ function groupConfigOf(config: CohortConfig): GroupConfig {
     maxGroups: config.maxGroups,
     memberMetadataMaxBytes: config.memberMetadataMaxBytes,
     groupMaxMetadataBytes: config.groupMaxMetadataBytes,
+    groupMaxCommittedPartitions: config.groupMaxCommittedPartitions,
     offsetsRetentionMinutes: config.offsetsRetentionMinutes,
     offsetsRetentionCheckIntervalMs: config.offsetsRetentionCheckIntervalMs,
   });

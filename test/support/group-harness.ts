@@ -35,6 +35,7 @@ export const TEST_GROUP_CONFIG: GroupConfig = Object.freeze({
   maxGroups: DEFAULT_GROUP_CONFIG.maxGroups,
   memberMetadataMaxBytes: DEFAULT_GROUP_CONFIG.memberMetadataMaxBytes,
   groupMaxMetadataBytes: DEFAULT_GROUP_CONFIG.groupMaxMetadataBytes,
+  groupMaxCommittedPartitions: DEFAULT_GROUP_CONFIG.groupMaxCommittedPartitions,
   offsetsRetentionMinutes: DEFAULT_GROUP_CONFIG.offsetsRetentionMinutes,
   offsetsRetentionCheckIntervalMs: DEFAULT_GROUP_CONFIG.offsetsRetentionCheckIntervalMs,
 });

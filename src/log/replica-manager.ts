@@ -5,6 +5,7 @@ import { SystemTimer } from '../timer';
 import type { Timer } from '../timer';
 import {
   CREATE_PARTITIONS_PER_TURN,
+  CREATE_SLICE_MAX_MS,
   DEFAULT_RETENTION_CHECK_INTERVAL_MS,
   DEFAULT_NUM_PARTITIONS,
   DEFAULT_REPLICATION_FACTOR,
@@ -281,16 +282,23 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   createTopics(request: CreateTopicsRequest): Promise<CreateTopicsResponse> {
     const counts = new Map<string, number>();
     for (const topic of request.topics) counts.set(topic.name, (counts.get(topic.name) ?? 0) + 1);
+    // The topics of one request are created one after the other, in its order (Metadata lists them so).
+    let previous: Promise<unknown> = Promise.resolve();
     const results = request.topics.map((topic): CreatableTopicResult | Promise<CreatableTopicResult> => {
       if ((counts.get(topic.name) ?? 0) > 1) {
         return result(topic.name, ErrorCode.INVALID_REQUEST, `topic ${topic.name} appears more than once`);
       }
-      return this.createTopic(topic);
+      const created = this.createTopic(topic, previous);
+      if (created instanceof Promise) previous = created;
+      return created;
     });
     return Promise.all(results).then((topics) => ({ topics }));
   }
 
-  private createTopic(topic: CreatableTopic): CreatableTopicResult | Promise<CreatableTopicResult> {
+  private createTopic(
+    topic: CreatableTopic,
+    after: Promise<unknown>,
+  ): CreatableTopicResult | Promise<CreatableTopicResult> {
     const { name } = topic;
     if (this.isShutdown) return result(name, ErrorCode.NOT_LEADER_OR_FOLLOWER, 'the server is shutting down');
     if (this.config.isFollower) {
@@ -349,10 +357,13 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       })),
     };
     this.reservedFileDescriptors += descriptors;
-    const creation = this.createPartitionsInSlices(assignment).finally(() => {
-      this.creations.delete(name);
-      this.reservedFileDescriptors -= descriptors;
-    });
+    const creation = after
+      .catch(ignore)
+      .then(() => this.createPartitionsInSlices(assignment))
+      .finally(() => {
+        this.creations.delete(name);
+        this.reservedFileDescriptors -= descriptors;
+      });
     this.creations.set(name, creation);
     return creation;
   }
@@ -399,17 +410,24 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       let next = 0;
       while (!this.isShutdown) {
         const end = Math.min(next + this.createPartitionsPerTurn, assignment.partitions.length);
-        for (; next < end; next++) {
-          const { partitionIndex, replicas } = assignment.partitions[next]!;
+        const sliceStartMs = this.time.monotonicMs();
+        while (next < end) {
+          const { partitionIndex, replicas } = assignment.partitions[next++]!;
           // Counted before the open: a failure halfway through it may have made the directory already.
           if (!this.logManager.hasLog(name, partitionIndex)) made.push(partitionIndex);
-          opened.set(partitionIndex, this.newPartition(name, partitionIndex, replicas, nowMs));
+          opened.set(partitionIndex, this.newPartition(name, partitionIndex, replicas, nowMs, true));
+          // A slow disk makes a partition slower: the slice also ends when its time is up.
+          if (this.time.monotonicMs() - sliceStartMs >= CREATE_SLICE_MAX_MS) break;
         }
         if (next === assignment.partitions.length) break;
         await nextTurn();
       }
       if (!this.isShutdown) {
-        this.logManager.writeTopic(assignment);
+        // The new directories durable in the data directory, then the registry that names them, both
+        // off the loop. Once the registry is written the topic exists, shutdown or not: close() closes
+        // its logs with the others.
+        await this.logManager.syncNewLogs();
+        await this.logManager.writeTopicAsync(assignment);
         this.addTopic(assignment, opened);
         return result(name, ErrorCode.NONE, '');
       }
@@ -1007,17 +1025,23 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     return opened;
   }
 
-  /** Opens (creating or recovering) one partition's log. */
+  /**
+   * Opens (creating or recovering) one partition's log; `isCreating` for CreateTopics, which makes the new
+   * directories durable itself (LogManager.createLog).
+   */
   private newPartition(
     topic: string,
     partitionIndex: number,
     replicas: readonly number[],
     nowMs: number,
+    isCreating = false,
   ): Partition {
     return new Partition({
       topic,
       partitionIndex,
-      log: this.logManager.openLog(topic, partitionIndex),
+      log: isCreating
+        ? this.logManager.createLog(topic, partitionIndex)
+        : this.logManager.openLog(topic, partitionIndex),
       localNodeId: this.config.nodeId,
       // The process's role decides: a leader leads every partition it hosts; a follower follows the
       // first replica, the leader, until Metadata says otherwise.

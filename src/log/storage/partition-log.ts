@@ -96,6 +96,13 @@ export interface CompactionResult {
 export interface PartitionLogOptions {
   readonly time: Time;
   readonly config?: Partial<LogConfig>;
+  /**
+   * False: `open` makes no directory durable itself (no fsync on the event loop). The caller then fsyncs
+   * the parent of a directory `open` created before the log takes an acknowledged append (CreateTopics
+   * does it once for all its partitions); the log's own first flush fsyncs its directory, as always.
+   * Default true.
+   */
+  readonly syncDirectories?: boolean;
 }
 
 const RESOLVED: Promise<void> = Promise.resolve();
@@ -140,12 +147,14 @@ export class PartitionLog {
   static open(dir: string, options: PartitionLogOptions): PartitionLog {
     const config = createLogConfig(options.config);
     const time = options.time;
-    ensureDirectory(dir);
+    const syncDirectories = options.syncDirectories ?? true;
+    if (syncDirectories) ensureDirectory(dir);
+    else fs.mkdirSync(dir, { recursive: true });
     const nowMs = time.monotonicMs();
     const segments = loadSegments(dir, config, nowMs);
     if (segments.length === 0) {
       segments.push(LogSegment.create(dir, 0, config.indexIntervalBytes, nowMs));
-      fsyncDirectorySync(dir);
+      if (syncDirectories) fsyncDirectorySync(dir);
     }
     return new PartitionLog(dir, config, time, segments);
   }

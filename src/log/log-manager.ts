@@ -110,6 +110,20 @@ export class LogManager {
     });
   }
 
+  /**
+   * Removes a topic's registry file (and a temporary one), for a create that failed while writing it. Best
+   * effort: the failure being handled is the one to report, and a temporary file left is removed at start.
+   */
+  deleteTopicFile(name: string): void {
+    const file = path.join(this.dataDir, TOPICS_DIR, `${name}${TOPIC_FILE_SUFFIX}`);
+    try {
+      fs.rmSync(file, { force: true });
+      fs.rmSync(`${file}${TEMP_SUFFIX}`, { force: true });
+    } catch {
+      // ignored: see above
+    }
+  }
+
   syncDataDir(): void {
     fsyncDirectorySync(this.dataDir);
   }

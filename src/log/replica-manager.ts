@@ -175,7 +175,10 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   private readonly parked = new Set<DelayedFetch | DelayedProduce>();
   /** Topics whose partitions CreateTopics is creating, slice by slice: their names are taken. */
   private readonly creations = new Map<string, Promise<CreatableTopicResult>>();
-  /** Descriptors the creations in flight will have opened when done, not yet counted as open. */
+  /**
+   * Descriptors the creations in flight will have opened when done. Held in full until a creation ends, so
+   * what it has opened so far counts twice (also in the open count): the budget errs on the safe side.
+   */
   private reservedFileDescriptors = 0;
   private readonly createPartitionsPerTurn: number;
   private readonly maxOpenFiles: number;
@@ -434,8 +437,10 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     } catch (error) {
       failure = error;
     }
-    // Undo, also in slices: closing and deleting thousands of logs is no shorter than making them.
+    // Undo: close the logs, forget a registry file the failure may have left, then delete the directories
+    // in slices (deleting thousands is no shorter than making them).
     await Promise.all([...opened.values()].map((partition) => partition.log.close().catch(ignore)));
+    if (failure !== undefined) this.logManager.deleteTopicFile(name);
     for (let i = 0; i < made.length; i++) {
       if (i > 0 && i % this.createPartitionsPerTurn === 0) await nextTurn();
       this.logManager.deleteLog(name, made[i]!);

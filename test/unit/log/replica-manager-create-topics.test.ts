@@ -160,6 +160,18 @@ describe('ReplicaManager: CreateTopics in slices, within the file-descriptor bud
     expect(retried.topics[0]!.errorCode).toBe(ErrorCode.NONE);
   });
 
+  it('removes the partitions it made when the registry file cannot be written', async () => {
+    const { broker, dataDir } = leader(4);
+    fs.mkdirSync(dataDir, { recursive: true });
+    fs.writeFileSync(path.join(dataDir, 'topics'), 'not a directory');
+    const response = await broker.createTopics({
+      topics: [{ name: 't', numPartitions: 6, replicationFactor: 1 }],
+    });
+    expect(response.topics[0]!.errorCode).toBe(ErrorCode.KAFKA_STORAGE_ERROR);
+    expect(partitionDirs(dataDir)).toEqual([]);
+    expect(broker.topicNames()).toEqual([]);
+  });
+
   it('leaves nothing half-made when the server closes during a create', async () => {
     const { broker, dataDir } = leader(4);
     const creating = broker.createTopics({

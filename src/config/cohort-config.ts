@@ -4,7 +4,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
  * The validated, frozen configuration of one cohort server. The group settings (`group*`, `maxGroups`,
- * `offsetMetadataMaxBytes`, `memberMetadataMaxBytes`, `offsetsRetention*`) carry the field names of the group layer's
+ * `offsetMetadataMaxBytes`, `memberMetadataMaxBytes`, `groupMax*`, `offsetsRetention*`) carry the field names of the group layer's
  * `GroupConfig`, so this object satisfies it structurally without importing it.
  */
 export interface CohortConfig {
@@ -53,6 +53,10 @@ export interface CohortConfig {
   readonly offsetMetadataMaxBytes: number;
   /** The most protocol metadata bytes (all protocols together) one JoinGroup may carry. */
   readonly memberMetadataMaxBytes: number;
+  /** The most protocol metadata bytes all members of one group may hold together. */
+  readonly groupMaxMetadataBytes: number;
+  /** The most partitions one group may hold committed offsets for. */
+  readonly groupMaxCommittedPartitions: number;
   /** How long an Empty group's offsets, and offsets committed outside membership, are kept (KIP-211). */
   readonly offsetsRetentionMinutes: number;
   /** How often expired offsets and Empty groups without offsets are removed. */
@@ -73,6 +77,8 @@ export interface CohortConfig {
   readonly logSegmentBytes: number;
   /** Start even if a log holds damaged data below its recovery point, cutting that data. */
   readonly truncateCorruptLogs: boolean;
+  /** The open-file limit CreateTopics budgets partitions against; 0 = the process's own (read at start). */
+  readonly maxOpenFiles: number;
 }
 
 export type ConfigKey = keyof CohortConfig;

@@ -13,6 +13,10 @@ import {
   MAX_HEAP_GROWING_PERCENT,
   DEFAULT_MAX_MESSAGE_BYTES,
   DEFAULT_MEMBER_METADATA_MAX_BYTES,
+  DEFAULT_GROUP_MAX_METADATA_BYTES,
+  DEFAULT_GROUP_MAX_COMMITTED_PARTITIONS,
+  DEFAULT_MAX_OPEN_FILES,
+  MAX_GROUP_MAX_METADATA_BYTES,
   DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
   DEFAULT_OFFSETS_RETENTION_MINUTES,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
@@ -321,6 +325,27 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
       'Most protocol metadata bytes (all protocols together) one JoinGroup may carry (else ' +
       'MESSAGE_TOO_LARGE).',
   }),
+  groupMaxMetadataBytes: setting('groupMaxMetadataBytes', {
+    kind: 'integer',
+    valueName: 'BYTES',
+    defaultValue: DEFAULT_GROUP_MAX_METADATA_BYTES,
+    min: 0,
+    max: MAX_GROUP_MAX_METADATA_BYTES,
+    description:
+      'Most protocol metadata bytes all members of one group may hold together; a JoinGroup that would ' +
+      "take the group past it gets GROUP_MAX_SIZE_REACHED, before the rebalance starts. Keeps a group's " +
+      "metadata record, and the leader's JoinGroup answer, within what can be stored and sent.",
+  }),
+  groupMaxCommittedPartitions: setting('groupMaxCommittedPartitions', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_GROUP_MAX_COMMITTED_PARTITIONS,
+    min: 1,
+    max: INT32_MAX,
+    description:
+      'Most partitions one group may hold committed offsets for; an OffsetCommit partition past it gets ' +
+      'INVALID_COMMIT_OFFSET_SIZE (partitions already committed can always be committed again).',
+  }),
   offsetsRetentionMinutes: setting('offsetsRetentionMinutes', {
     kind: 'integer',
     valueName: 'MINUTES',
@@ -441,6 +466,17 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     description:
       'Start even when a partition holds damaged data below its recovery point (fsynced data that fails ' +
       'its checks), removing the damaged bytes (logged at error). Without it such a log stops the start.',
+  }),
+  maxOpenFiles: setting('maxOpenFiles', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_MAX_OPEN_FILES,
+    min: 0,
+    max: INT32_MAX,
+    description:
+      'The open-file limit CreateTopics checks new partitions against before it creates any (else ' +
+      "POLICY_VIOLATION): a tenth of it is kept for connections and segments. 0 = the process's own " +
+      'limit (ulimit -n), read at start-up.',
   }),
 });
 

@@ -67,6 +67,20 @@ export const DEFAULT_MAX_GROUPS = INT32_MAX;
  * and low enough that a group of members cannot hold the coordinator's memory hostage.
  */
 export const DEFAULT_MEMBER_METADATA_MAX_BYTES = 1_048_576;
+/**
+ * The protocol metadata of every member of one group together: 32 MiB. A group's metadata record holds
+ * each member's protocols and assignment, and must fit one record of `__consumer_offsets` (100 MiB): 32 MiB
+ * of subscriptions, the assignments (one SyncGroup, at most maxMessageBytes) and the member ids leave a
+ * margin of more than half. Kafka has no such limit (its record limit is 1 MiB, and such groups fail there).
+ */
+export const DEFAULT_GROUP_MAX_METADATA_BYTES = 33_554_432;
+/** The largest groupMaxMetadataBytes accepted: with 4 MiB of assignments the record stays under 100 MiB. */
+export const MAX_GROUP_MAX_METADATA_BYTES = 67_108_864;
+/**
+ * Partitions one group may hold committed offsets for: 100,000 (a consumer of 1,000 topics of 100
+ * partitions). Every committed partition is kept in memory and replayed at start-up. Kafka has no limit.
+ */
+export const DEFAULT_GROUP_MAX_COMMITTED_PARTITIONS = 100_000;
 /** offsets.retention.minutes: seven days, Kafka's default since 2.0 (KIP-186). */
 export const DEFAULT_OFFSETS_RETENTION_MINUTES = 10_080;
 /** offsets.retention.check.interval.ms */
@@ -95,5 +109,7 @@ export const DEFAULT_LOG_RETENTION_BYTES = -1;
 export const DEFAULT_LOG_SEGMENT_BYTES = 1_073_741_824;
 /** A damaged log stops the start-up unless the operator says to cut the damage (docs/operations.md). */
 export const DEFAULT_TRUNCATE_CORRUPT_LOGS = false;
+/** Read the process's open-file limit from the system (/proc/self/limits; 1024 where it cannot be read). */
+export const DEFAULT_MAX_OPEN_FILES = 0;
 /** The smallest segment cohort accepts: small enough for tests that roll segments, large enough for a batch. */
 export const MIN_LOG_SEGMENT_BYTES = 1_024;

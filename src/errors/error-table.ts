@@ -234,6 +234,12 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorInfo>> = Object.freeze
     S.INVALID_ARGUMENT,
     'This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker.',
   ),
+  [ErrorCode.POLICY_VIOLATION]: row(
+    'POLICY_VIOLATION',
+    false,
+    S.FAILED_PRECONDITION,
+    'Request parameters do not satisfy the configured policy.',
+  ),
   [ErrorCode.KAFKA_STORAGE_ERROR]: row(
     'KAFKA_STORAGE_ERROR',
     true,

@@ -24,6 +24,18 @@ const isInt32 = (value: unknown): value is number =>
 const isOffset = (value: unknown): value is number =>
   typeof value === 'number' && Number.isSafeInteger(value);
 
+/** Kafka's topic name rule (the log layer's topic-partition.ts has the same; a test holds them together). */
+const MAX_TOPIC_NAME_LENGTH = 249;
+const LEGAL_TOPIC_NAME = /^[a-zA-Z0-9._-]+$/;
+
+/**
+ * Whether `name` could ever be a topic: 1 to 249 ASCII letters, digits, '.', '_' and '-', not '.' or '..'.
+ * An offset committed for any other name can never be consumed (OffsetCommit answers INVALID_TOPIC_EXCEPTION).
+ */
+export function isLegalTopicName(name: string): boolean {
+  return name.length <= MAX_TOPIC_NAME_LENGTH && name !== '.' && name !== '..' && LEGAL_TOPIC_NAME.test(name);
+}
+
 function invalid(what: string): CohortError {
   return new CohortError(ErrorCode.INVALID_REQUEST, `Malformed request: ${what}`);
 }

@@ -21,6 +21,18 @@ export interface GroupConfig {
    */
   readonly memberMetadataMaxBytes: number;
   /**
+   * The most protocol metadata bytes all members of one group may hold together: a JoinGroup that would
+   * take the group past it gets GROUP_MAX_SIZE_REACHED and changes nothing, so no rebalance starts whose
+   * group record could not be stored (`__consumer_offsets` takes records up to 100 MiB). Kafka has no such
+   * limit.
+   */
+  readonly groupMaxMetadataBytes: number;
+  /**
+   * The most partitions one group may hold committed offsets for; an OffsetCommit partition that would be
+   * one more gets INVALID_COMMIT_OFFSET_SIZE. Kafka has no such limit.
+   */
+  readonly groupMaxCommittedPartitions: number;
+  /**
    * offsets.retention.minutes: how long committed offsets outlive their use (KIP-211). An Empty group's
    * offsets expire this long after it became Empty; offsets committed outside any membership (a group that
    * never had members), this long after their own commit. A group with members keeps its offsets.
@@ -37,6 +49,8 @@ export const DEFAULT_GROUP_MAX_SIZE = 2_147_483_647;
 export const DEFAULT_OFFSET_METADATA_MAX_BYTES = 4_096;
 export const DEFAULT_MAX_GROUPS = 2_147_483_647;
 export const DEFAULT_MEMBER_METADATA_MAX_BYTES = 1_048_576;
+export const DEFAULT_GROUP_MAX_METADATA_BYTES = 33_554_432;
+export const DEFAULT_GROUP_MAX_COMMITTED_PARTITIONS = 100_000;
 /** Seven days, Kafka's default since 2.0 (KIP-186). */
 export const DEFAULT_OFFSETS_RETENTION_MINUTES = 10_080;
 export const DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS = 600_000;
@@ -49,6 +63,8 @@ export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
   offsetMetadataMaxBytes: DEFAULT_OFFSET_METADATA_MAX_BYTES,
   maxGroups: DEFAULT_MAX_GROUPS,
   memberMetadataMaxBytes: DEFAULT_MEMBER_METADATA_MAX_BYTES,
+  groupMaxMetadataBytes: DEFAULT_GROUP_MAX_METADATA_BYTES,
+  groupMaxCommittedPartitions: DEFAULT_GROUP_MAX_COMMITTED_PARTITIONS,
   offsetsRetentionMinutes: DEFAULT_OFFSETS_RETENTION_MINUTES,
   offsetsRetentionCheckIntervalMs: DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
 });

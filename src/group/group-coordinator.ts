@@ -15,6 +15,7 @@ import {
   checkOffsetCommitRequest,
   checkOffsetFetchRequest,
   checkSyncGroupRequest,
+  isLegalTopicName,
 } from './check-request';
 import { DelayedHeartbeat, type HeartbeatExpirationHandler } from './delayed-heartbeat';
 import { DelayedJoin } from './delayed-join';
@@ -122,6 +123,12 @@ export interface GroupCoordinatorListener {
   onOffsetsExpired?(groupId: string, partitions: number, isGroupRemoved: boolean): void;
   /** Expired offsets, or an expired group, could not be removed from a store; the next check tries again. */
   onOffsetExpiryFailed?(groupId: string, error: unknown): void;
+  /**
+   * `partitions` partitions of an OffsetCommit were refused one by one with `errorCode`:
+   * INVALID_TOPIC_EXCEPTION (a name no topic can have), UNKNOWN_TOPIC_OR_PARTITION (a negative partition),
+   * OFFSET_METADATA_TOO_LARGE, or INVALID_COMMIT_OFFSET_SIZE (past groupMaxCommittedPartitions).
+   */
+  onOffsetCommitRefused?(groupId: string, errorCode: ErrorCode, partitions: number): void;
   /** A retention check's pass over the groups ended (Kafka logs the same after each cleanup). */
   onOffsetRetentionCheckCompleted?(summary: OffsetRetentionCheckSummary): void;
 }
@@ -391,7 +398,8 @@ export class GroupCoordinator
       return Promise.resolve(joinError(memberId, ErrorCode.INVALID_SESSION_TIMEOUT));
     }
     // Checked before anything changes: a member that is refused here keeps its place and its protocols.
-    if (protocolMetadataBytes(request) > this.config.memberMetadataMaxBytes) {
+    const metadataBytes = protocolMetadataBytes(request);
+    if (metadataBytes > this.config.memberMetadataMaxBytes) {
       return Promise.resolve(joinError(memberId, ErrorCode.MESSAGE_TOO_LARGE));
     }
     const isUnknownMember = memberId === '';
@@ -408,7 +416,11 @@ export class GroupCoordinator
     }
 
     let result: Promise<JoinGroupResponse>;
-    if (!this.acceptJoiningMember(group, memberId)) {
+    if (this.wouldOverfillMetadata(group, request, metadataBytes)) {
+      // Before the round starts, changing nothing: a group record the store cannot take would keep the
+      // group from ever becoming Stable.
+      result = Promise.resolve(joinError(memberId, ErrorCode.GROUP_MAX_SIZE_REACHED));
+    } else if (!this.acceptJoiningMember(group, memberId)) {
       const member = group.get(memberId);
       if (member !== undefined)
         this.removeMember(group, member, joinError('', ErrorCode.GROUP_MAX_SIZE_REACHED));
@@ -444,6 +456,34 @@ export class GroupCoordinator
       case 'Stable':
         return group.has(memberId) || group.size < this.config.groupMaxSize;
     }
+  }
+
+  /**
+   * groupMaxMetadataBytes: whether this join would take the group's protocol metadata past the bound. The
+   * member it replaces (itself, or the static member whose instance id it takes) no longer counts. A join
+   * that does not grow the total passes, so a group stored before the bound was lowered keeps working. A
+   * new group (created by this join) has nothing yet, so only a member over the bound alone is refused.
+   */
+  private wouldOverfillMetadata(
+    group: GroupMetadata,
+    request: JoinGroupRequest,
+    metadataBytes: number,
+  ): boolean {
+    const total = group.protocolMetadataBytes;
+    const { memberId, groupInstanceId } = request;
+    let replaced: MemberMetadata | undefined;
+    if (memberId !== '') {
+      // A member id the group does not know gets UNKNOWN_MEMBER_ID below, whatever its size.
+      replaced = group.get(memberId);
+      if (replaced === undefined && !group.isPendingMember(memberId)) return false;
+    } else if (groupInstanceId !== '') {
+      const current = group.currentStaticMemberId(groupInstanceId);
+      if (current !== undefined) replaced = group.get(current);
+    }
+    let replacedBytes = 0;
+    for (const protocol of replaced?.supportedProtocols ?? []) replacedBytes += protocol.metadata.length;
+    const after = total - replacedBytes + metadataBytes;
+    return after > this.config.groupMaxMetadataBytes && after > total;
   }
 
   private doNewMemberJoinGroup(
@@ -1130,13 +1170,29 @@ export class GroupCoordinator
     const maxBytes = this.config.offsetMetadataMaxBytes;
     const commitTimestampMs = this.time.nowMs();
     const accepted: TopicPartitionOffset[] = [];
-    let hasTooLarge = false;
+    // Partitions refused one by one, in request order; undefined when none is (the common case).
+    let refused: (ErrorCode | undefined)[] | undefined;
+    const newPartitions = this.newPartitionAllowance(group, request);
+    let index = 0;
     for (const topic of request.topics) {
+      const isLegalTopic = isLegalTopicName(topic.name);
       for (const partition of topic.partitions) {
-        if (Buffer.byteLength(partition.committedMetadata, 'utf8') > maxBytes) {
-          hasTooLarge = true;
+        const code = !isLegalTopic
+          ? ErrorCode.INVALID_TOPIC_EXCEPTION
+          : partition.partitionIndex < 0
+            ? // Kafka's answer for a partition that does not exist, and a negative one never does.
+              ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            : Buffer.byteLength(partition.committedMetadata, 'utf8') > maxBytes
+              ? ErrorCode.OFFSET_METADATA_TOO_LARGE
+              : newPartitions !== undefined && !newPartitions.admit(topic.name, partition.partitionIndex)
+                ? ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+                : ErrorCode.NONE;
+        if (code !== ErrorCode.NONE) {
+          refused ??= [];
+          refused[index++] = code;
           continue;
         }
+        index++;
         accepted.push({
           topic: topic.name,
           partition: partition.partitionIndex,
@@ -1149,8 +1205,16 @@ export class GroupCoordinator
         });
       }
     }
+    if (refused !== undefined && this.listener?.onOffsetCommitRefused !== undefined) {
+      const counts = new Map<ErrorCode, number>();
+      for (const code of refused) if (code !== undefined) counts.set(code, (counts.get(code) ?? 0) + 1);
+      for (const [code, partitions] of counts)
+        this.listener.onOffsetCommitRefused(group.groupId, code, partitions);
+    }
     const codeFor = (code: ErrorCode): OffsetCommitResponse =>
-      hasTooLarge ? commitResponseWithTooLarge(request, code, maxBytes) : commitResponse(request, code);
+      refused === undefined
+        ? commitResponse(request, code)
+        : commitResponseWithRefused(request, code, refused);
     if (accepted.length === 0) return Promise.resolve(codeFor(ErrorCode.NONE));
 
     const aborted =
@@ -1184,6 +1248,42 @@ export class GroupCoordinator
       (error: unknown) => finish(storeErrorCode(error)),
     );
     return call.promise;
+  }
+
+  /**
+   * groupMaxCommittedPartitions: undefined when the request cannot take the group past the limit even if
+   * every partition in it were new (the common case, decided in O(1)); else what admits the partitions that
+   * already have an offset (or one being stored) and new ones only while they fit.
+   */
+  private newPartitionAllowance(
+    group: GroupMetadata,
+    request: OffsetCommitRequest,
+  ): { admit(topic: string, partition: number): boolean } | undefined {
+    const limit = this.config.groupMaxCommittedPartitions;
+    const committed = this.offsetStore.committedPartitions(group.groupId);
+    let requested = 0;
+    for (const topic of request.topics) requested += topic.partitions.length;
+    if (committed + group.pendingOffsetCommits.size + requested <= limit) return undefined;
+    const groupId = group.groupId;
+    const isKnown = (topic: string, partition: number, key: string): boolean =>
+      this.offsetStore.get(groupId, topic, partition) !== undefined || group.pendingOffsetCommits.has(key);
+    // Partitions being stored that the store does not have yet will count once they are.
+    let counted = committed;
+    for (const key of group.pendingOffsetCommits.keys()) {
+      const at = key.lastIndexOf('\u0000');
+      if (this.offsetStore.get(groupId, key.slice(0, at), Number(key.slice(at + 1))) === undefined) counted++;
+    }
+    const admitted = new Set<string>();
+    return {
+      admit: (topic, partition) => {
+        const key = partitionKey(topic, partition);
+        if (isKnown(topic, partition, key) || admitted.has(key)) return true;
+        if (counted >= limit) return false;
+        counted++;
+        admitted.add(key);
+        return true;
+      },
+    };
   }
 
   offsetFetch(request: OffsetFetchRequest, _context: RequestContext): Promise<OffsetFetchResponse> {
@@ -1737,21 +1837,19 @@ function commitResponse(request: OffsetCommitRequest, errorCode: ErrorCode): Off
   };
 }
 
-/** Like commitResponse, but partitions whose metadata is too long get OFFSET_METADATA_TOO_LARGE. */
-function commitResponseWithTooLarge(
+/** Like commitResponse, but the partitions `refused` has a code for (by position in the request) get it. */
+function commitResponseWithRefused(
   request: OffsetCommitRequest,
   errorCode: ErrorCode,
-  maxBytes: number,
+  refused: readonly (ErrorCode | undefined)[],
 ): OffsetCommitResponse {
+  let index = 0;
   return {
     topics: request.topics.map((topic) => ({
       name: topic.name,
       partitions: topic.partitions.map((partition) => ({
         partitionIndex: partition.partitionIndex,
-        errorCode:
-          Buffer.byteLength(partition.committedMetadata, 'utf8') > maxBytes
-            ? ErrorCode.OFFSET_METADATA_TOO_LARGE
-            : errorCode,
+        errorCode: refused[index++] ?? errorCode,
       })),
     })),
   };

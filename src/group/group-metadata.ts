@@ -57,6 +57,8 @@ export class GroupMetadata {
   private numMembersAwaitingJoin = 0;
   /** protocol name → number of members supporting it */
   private readonly supportedProtocols = new Map<string, number>();
+  /** The members' protocol metadata bytes, all protocols together (groupMaxMetadataBytes bounds it). */
+  private protocolMetadataBytesValue = 0;
   /** "topic\0partition" → offset commits of this group still being stored. */
   readonly pendingOffsetCommits = new Map<string, number>();
 
@@ -111,6 +113,11 @@ export class GroupMetadata {
 
   get numPending(): number {
     return this.pendingMembers.size;
+  }
+
+  /** Every member's protocol metadata bytes (all its protocols) together; O(1). */
+  get protocolMetadataBytes(): number {
+    return this.protocolMetadataBytesValue;
   }
 
   allMembers(): IterableIterator<MemberMetadata> {
@@ -421,11 +428,13 @@ export class GroupMetadata {
   private incrementSupportedProtocols(protocols: readonly Protocol[]): void {
     for (const protocol of protocols) {
       this.supportedProtocols.set(protocol.name, (this.supportedProtocols.get(protocol.name) ?? 0) + 1);
+      this.protocolMetadataBytesValue += protocol.metadata.length;
     }
   }
 
   private decrementSupportedProtocols(protocols: readonly Protocol[]): void {
     for (const protocol of protocols) {
+      this.protocolMetadataBytesValue -= protocol.metadata.length;
       const count = (this.supportedProtocols.get(protocol.name) ?? 0) - 1;
       if (count <= 0) this.supportedProtocols.delete(protocol.name);
       else this.supportedProtocols.set(protocol.name, count);

@@ -9,6 +9,8 @@ const RESOLVED: Promise<void> = Promise.resolve();
 export class InMemoryOffsetStore implements OffsetStore {
   // groupId → topic → partition → offset
   private readonly groups = new Map<string, Map<string, Map<number, CommittedOffset>>>();
+  /** groupId → partitions with an offset */
+  private readonly counts = new Map<string, number>();
 
   commit(groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<void> {
     let topics = this.groups.get(groupId);
@@ -22,9 +24,14 @@ export class InMemoryOffsetStore implements OffsetStore {
         partitions = new Map();
         topics.set(topic, partitions);
       }
+      if (!partitions.has(partition)) this.counts.set(groupId, (this.counts.get(groupId) ?? 0) + 1);
       partitions.set(partition, offset);
     }
     return RESOLVED;
+  }
+
+  committedPartitions(groupId: string): number {
+    return this.counts.get(groupId) ?? 0;
   }
 
   get(groupId: string, topic: string, partition: number): CommittedOffset | undefined {
@@ -47,6 +54,7 @@ export class InMemoryOffsetStore implements OffsetStore {
 
   deleteGroup(groupId: string): Promise<void> {
     this.groups.delete(groupId);
+    this.counts.delete(groupId);
     return RESOLVED;
   }
 
@@ -55,11 +63,14 @@ export class InMemoryOffsetStore implements OffsetStore {
     if (topics === undefined) return RESOLVED;
     for (const { topic, partition } of partitions) {
       const offsets = topics.get(topic);
-      if (offsets === undefined) continue;
-      offsets.delete(partition);
+      if (offsets === undefined || !offsets.delete(partition)) continue;
+      this.counts.set(groupId, (this.counts.get(groupId) ?? 1) - 1);
       if (offsets.size === 0) topics.delete(topic);
     }
-    if (topics.size === 0) this.groups.delete(groupId);
+    if (topics.size === 0) {
+      this.groups.delete(groupId);
+      this.counts.delete(groupId);
+    }
     return RESOLVED;
   }
 

@@ -19,6 +19,8 @@ export interface OffsetStore {
   /** Every committed offset of the group. */
   list(groupId: string): TopicPartitionOffset[];
   hasOffsets(groupId: string): boolean;
+  /** How many partitions the group has a durable offset for; O(1) (groupMaxCommittedPartitions reads it). */
+  committedPartitions(groupId: string): number;
   /** Removes every offset of the group (DeleteGroups, or retention); resolves once that is durable. */
   deleteGroup(groupId: string): Promise<void>;
   /**

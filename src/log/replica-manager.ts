@@ -4,6 +4,8 @@ import type { Time } from '../time';
 import { SystemTimer } from '../timer';
 import type { Timer } from '../timer';
 import {
+  CREATE_PARTITIONS_PER_TURN,
+  CREATE_SLICE_MAX_MS,
   DEFAULT_RETENTION_CHECK_INTERVAL_MS,
   DEFAULT_NUM_PARTITIONS,
   DEFAULT_REPLICATION_FACTOR,
@@ -42,6 +44,13 @@ import { DelayedProduce } from './delayed-produce';
 import type { ProducePartitionStatus } from './delayed-produce';
 import { LogManager } from './log-manager';
 import type { TopicAssignment } from './log-manager';
+import {
+  countOpenFileDescriptors,
+  FALLBACK_OPEN_FILE_LIMIT,
+  FILE_DESCRIPTORS_PER_NEW_PARTITION,
+  openFilesHeadroom,
+  readOpenFileLimit,
+} from './open-files';
 import { Partition } from './partition';
 import type { PartitionLookup } from './partition-lookup';
 import { PeriodicTask } from './periodic-task';
@@ -68,6 +77,13 @@ export interface ReplicaManagerOptions {
   readonly retentionCheckIntervalMs?: number;
   /** What recovery may cut when a partition's log opens, and whom it tells (see PartitionLog). */
   readonly recovery?: LogRecoveryOptions;
+  /** Partitions CreateTopics creates per event-loop turn; default CREATE_PARTITIONS_PER_TURN. */
+  readonly createPartitionsPerTurn?: number;
+  /**
+   * Descriptors the process has open, for the CreateTopics budget; default /proc/self/fd, or where that
+   * cannot be read, two per segment of the hosted partitions.
+   */
+  readonly countOpenFiles?: () => number | undefined;
 }
 
 /** What the follower fetcher asks for, per partition. */
@@ -110,6 +126,9 @@ const NO_NODES: readonly number[] = Object.freeze([]);
 function codeOf(error: unknown): ErrorCode {
   return error instanceof CohortError ? error.code : ErrorCode.UNKNOWN_SERVER_ERROR;
 }
+
+const ignore = (): void => undefined;
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 function abortError(): Error {
   const error = new Error('the call was cancelled');
@@ -156,6 +175,16 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   private readonly clearCompletionReads = (): void => this.completionReads.clear();
   /** Parked operations, answered at shutdown. */
   private readonly parked = new Set<DelayedFetch | DelayedProduce>();
+  /** Topics whose partitions CreateTopics is creating, slice by slice: their names are taken. */
+  private readonly creations = new Map<string, Promise<CreatableTopicResult>>();
+  /**
+   * Descriptors the creations in flight will have opened when done. Held in full until a creation ends, so
+   * what it has opened so far counts twice (also in the open count): the budget errs on the safe side.
+   */
+  private reservedFileDescriptors = 0;
+  private readonly createPartitionsPerTurn: number;
+  private readonly maxOpenFiles: number;
+  private readonly countOpenFiles: () => number | undefined;
   private localBroker: BrokerNode | null = null;
   private leaderBrokers: readonly BrokerNode[] = [];
   private isStarted = false;
@@ -169,6 +198,9 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     this.time = options.time;
     this.listener = options.listener ?? {};
     this.retentionCheckIntervalMs = options.retentionCheckIntervalMs ?? DEFAULT_RETENTION_CHECK_INTERVAL_MS;
+    this.createPartitionsPerTurn = Math.max(1, options.createPartitionsPerTurn ?? CREATE_PARTITIONS_PER_TURN);
+    this.maxOpenFiles = config.maxOpenFiles ?? readOpenFileLimit() ?? FALLBACK_OPEN_FILE_LIMIT;
+    this.countOpenFiles = options.countOpenFiles ?? countOpenFileDescriptors;
     this.logManager = new LogManager(config.dataDir, config.logConfig, this.time, options.recovery);
     // One timer per purgatory, as in Kafka: numDelayed is its timer's size.
     const onTaskError = (error: unknown): void => this.reportError(error, 'a delayed operation failed');
@@ -241,19 +273,37 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
 
   // --- CreateTopics ---
 
+  /**
+   * Creates each topic of the request (Kafka's CreateTopics): every check runs first, in the request's
+   * order, without touching the disk — the name, that no topic of that name exists or is being created,
+   * the partition count and replication factor, and that the process has the file descriptors the new
+   * partitions need (POLICY_VIOLATION otherwise, as Kafka refuses a create over its partition limits).
+   * The partitions are then created CREATE_PARTITIONS_PER_TURN per event-loop turn, so heartbeats and
+   * every other call keep being answered during a large create; the call is answered once every topic is
+   * done. A topic becomes visible (Metadata, Produce, Fetch) only once all its partitions exist and its
+   * registry file is written. If anything fails on the way, or the server shuts down, the logs that
+   * create opened are closed and the directories it made are deleted: nothing half-made is left.
+   */
   createTopics(request: CreateTopicsRequest): Promise<CreateTopicsResponse> {
     const counts = new Map<string, number>();
     for (const topic of request.topics) counts.set(topic.name, (counts.get(topic.name) ?? 0) + 1);
-    const results = request.topics.map((topic): CreatableTopicResult => {
+    // The topics of one request are created one after the other, in its order (Metadata lists them so).
+    let previous: Promise<unknown> = Promise.resolve();
+    const results = request.topics.map((topic): CreatableTopicResult | Promise<CreatableTopicResult> => {
       if ((counts.get(topic.name) ?? 0) > 1) {
         return result(topic.name, ErrorCode.INVALID_REQUEST, `topic ${topic.name} appears more than once`);
       }
-      return this.createTopic(topic);
+      const created = this.createTopic(topic, previous);
+      if (created instanceof Promise) previous = created;
+      return created;
     });
-    return Promise.resolve({ topics: results });
+    return Promise.all(results).then((topics) => ({ topics }));
   }
 
-  private createTopic(topic: CreatableTopic): CreatableTopicResult {
+  private createTopic(
+    topic: CreatableTopic,
+    after: Promise<unknown>,
+  ): CreatableTopicResult | Promise<CreatableTopicResult> {
     const { name } = topic;
     if (this.isShutdown) return result(name, ErrorCode.NOT_LEADER_OR_FOLLOWER, 'the server is shutting down');
     if (this.config.isFollower) {
@@ -268,8 +318,12 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     if (RESERVED_TOPIC_NAMES.has(name)) {
       return result(name, ErrorCode.INVALID_TOPIC_EXCEPTION, `${name} is reserved for the server's own use`);
     }
-    if (this.topics.has(name))
+    if (this.topics.has(name)) {
       return result(name, ErrorCode.TOPIC_ALREADY_EXISTS, `topic ${name} already exists`);
+    }
+    if (this.creations.has(name)) {
+      return result(name, ErrorCode.TOPIC_ALREADY_EXISTS, `topic ${name} is being created`);
+    }
     const numPartitions =
       topic.numPartitions === DEFAULT_TOPIC_SETTING ? DEFAULT_NUM_PARTITIONS : topic.numPartitions;
     if (
@@ -295,6 +349,10 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
         `replication_factor must be from 1 to ${available} (the leader and its ${available - 1} followers), got ${replicationFactor}`,
       );
     }
+    // The leader hosts every partition it creates.
+    const descriptors = numPartitions * FILE_DESCRIPTORS_PER_NEW_PARTITION;
+    const budgetProblem = this.fileDescriptorProblem(numPartitions, descriptors);
+    if (budgetProblem !== null) return result(name, ErrorCode.POLICY_VIOLATION, budgetProblem);
     const replicas = [this.config.nodeId, ...this.config.followers.slice(0, replicationFactor - 1)];
     const assignment: TopicAssignment = {
       name,
@@ -303,16 +361,102 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
         replicas,
       })),
     };
-    // Logs first, registry last (see LogManager): a failure in between leaves no half-registered topic.
-    const opened = this.openPartitions(assignment);
+    this.reservedFileDescriptors += descriptors;
+    const creation = after
+      .catch(ignore)
+      .then(() => this.createPartitionsInSlices(assignment))
+      .finally(() => {
+        this.creations.delete(name);
+        this.reservedFileDescriptors -= descriptors;
+      });
+    this.creations.set(name, creation);
+    return creation;
+  }
+
+  /**
+   * Why the process cannot open `descriptors` more files for `partitions` new partitions, or null if it
+   * can: the limit, less the descriptors open now, less those that creates in flight will open, less the
+   * headroom kept for connections and segment rolls (open-files.ts).
+   */
+  private fileDescriptorProblem(partitions: number, descriptors: number): string | null {
+    const limit = this.maxOpenFiles;
+    const open = this.countOpenFiles() ?? this.estimatedOpenFiles();
+    const headroom = openFilesHeadroom(limit);
+    const free = limit - headroom - open - this.reservedFileDescriptors;
+    if (descriptors <= free) return null;
+    return (
+      `${partitions} partitions need ${descriptors} file descriptors and ${Math.max(0, free)} are free: ` +
+      `the process may open ${limit}, has ${open} open, ${this.reservedFileDescriptors} are reserved by ` +
+      `creates in flight and ${headroom} kept for connections and segments. Raise the limit (ulimit -n, ` +
+      '--max-open-files) or create fewer partitions'
+    );
+  }
+
+  /** Where /proc/self/fd cannot be read: two descriptors per segment of every hosted partition. */
+  private estimatedOpenFiles(): number {
+    let open = 0;
+    for (const partition of this.partitions.values()) open += 2 * partition.log.numberOfSegments;
+    return open;
+  }
+
+  /**
+   * Opens the topic's partition logs a slice per event-loop turn, then writes its registry file and
+   * registers it (logs first, registry last: see LogManager). Resolves with the topic's result; never
+   * rejects. On a failure or a shutdown, the logs opened so far are closed and the directories this
+   * creation made are deleted (directories an earlier crashed create left are reused, and left).
+   */
+  private async createPartitionsInSlices(assignment: TopicAssignment): Promise<CreatableTopicResult> {
+    const { name } = assignment;
+    const opened = new Map<number, Partition>();
+    const made: number[] = [];
+    const nowMs = this.time.monotonicMs();
+    let failure: unknown;
     try {
-      this.logManager.writeTopic(assignment);
+      let next = 0;
+      while (!this.isShutdown) {
+        const end = Math.min(next + this.createPartitionsPerTurn, assignment.partitions.length);
+        const sliceStartMs = this.time.monotonicMs();
+        while (next < end) {
+          const { partitionIndex, replicas } = assignment.partitions[next++]!;
+          // Counted before the open: a failure halfway through it may have made the directory already.
+          if (!this.logManager.hasLog(name, partitionIndex)) made.push(partitionIndex);
+          opened.set(partitionIndex, this.newPartition(name, partitionIndex, replicas, nowMs, true));
+          // A slow disk makes a partition slower: the slice also ends when its time is up.
+          if (this.time.monotonicMs() - sliceStartMs >= CREATE_SLICE_MAX_MS) break;
+        }
+        if (next === assignment.partitions.length) break;
+        await nextTurn();
+      }
+      if (!this.isShutdown) {
+        // The new directories durable in the data directory, then the registry that names them, both
+        // off the loop. Once the registry is written the topic exists, shutdown or not: close() closes
+        // its logs with the others.
+        await this.logManager.syncNewLogs();
+        await this.logManager.writeTopicAsync(assignment);
+        this.addTopic(assignment, opened);
+        return result(name, ErrorCode.NONE, '');
+      }
     } catch (error) {
-      for (const partition of opened.values()) void partition.log.close();
-      throw error;
+      failure = error;
     }
-    this.addTopic(assignment, opened);
-    return result(name, ErrorCode.NONE, '');
+    // Undo: close the logs, forget a registry file the failure may have left, then delete the directories
+    // in slices (deleting thousands is no shorter than making them).
+    await Promise.all([...opened.values()].map((partition) => partition.log.close().catch(ignore)));
+    if (failure !== undefined) this.logManager.deleteTopicFile(name);
+    for (let i = 0; i < made.length; i++) {
+      if (i > 0 && i % this.createPartitionsPerTurn === 0) await nextTurn();
+      this.logManager.deleteLog(name, made[i]!);
+    }
+    if (made.length > 0) this.logManager.syncDataDir();
+    if (failure === undefined) {
+      return result(name, ErrorCode.NOT_LEADER_OR_FOLLOWER, 'the server is shutting down');
+    }
+    this.reportError(failure, `creating topic ${name} failed; the partitions it made were removed`);
+    return result(
+      name,
+      failure instanceof CohortError ? failure.code : ErrorCode.KAFKA_STORAGE_ERROR,
+      'the partitions could not be created; the server log has why',
+    );
   }
 
   // --- Metadata ---
@@ -810,6 +954,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.shutdown();
+      // A create in flight sees the shutdown at its next slice and removes what it made.
+      await Promise.all(this.creations.values());
       await Promise.all([...this.partitions.values()].map((partition) => partition.log.close()));
     })();
     return this.closing;
@@ -875,23 +1021,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
           opened.set(partitionIndex, existing);
           continue;
         }
-        const log = this.logManager.openLog(assignment.name, partitionIndex);
-        opened.set(
-          partitionIndex,
-          new Partition({
-            topic: assignment.name,
-            partitionIndex,
-            log,
-            localNodeId: this.config.nodeId,
-            // The process's role decides: a leader leads every partition it hosts; a follower follows
-            // the first replica, the leader, until Metadata says otherwise.
-            leaderId: this.config.isFollower ? replicas[0]! : this.config.nodeId,
-            replicas,
-            minInsyncReplicas: this.config.minInsyncReplicas,
-            replicaLagTimeMaxMs: this.config.replicaLagTimeMaxMs,
-            nowMs,
-          }),
-        );
+        opened.set(partitionIndex, this.newPartition(assignment.name, partitionIndex, replicas, nowMs));
       }
     } catch (error) {
       for (const [index, partition] of opened) {
@@ -900,6 +1030,34 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       throw error;
     }
     return opened;
+  }
+
+  /**
+   * Opens (creating or recovering) one partition's log; `isCreating` for CreateTopics, which makes the new
+   * directories durable itself (LogManager.createLog).
+   */
+  private newPartition(
+    topic: string,
+    partitionIndex: number,
+    replicas: readonly number[],
+    nowMs: number,
+    isCreating = false,
+  ): Partition {
+    return new Partition({
+      topic,
+      partitionIndex,
+      log: isCreating
+        ? this.logManager.createLog(topic, partitionIndex)
+        : this.logManager.openLog(topic, partitionIndex),
+      localNodeId: this.config.nodeId,
+      // The process's role decides: a leader leads every partition it hosts; a follower follows the
+      // first replica, the leader, until Metadata says otherwise.
+      leaderId: this.config.isFollower ? replicas[0]! : this.config.nodeId,
+      replicas,
+      minInsyncReplicas: this.config.minInsyncReplicas,
+      replicaLagTimeMaxMs: this.config.replicaLagTimeMaxMs,
+      nowMs,
+    });
   }
 
   /**

@@ -122,6 +122,8 @@ function groupConfigOf(config: CohortConfig): GroupConfig {
     offsetMetadataMaxBytes: config.offsetMetadataMaxBytes,
     maxGroups: config.maxGroups,
     memberMetadataMaxBytes: config.memberMetadataMaxBytes,
+    groupMaxMetadataBytes: config.groupMaxMetadataBytes,
+    groupMaxCommittedPartitions: config.groupMaxCommittedPartitions,
     offsetsRetentionMinutes: config.offsetsRetentionMinutes,
     offsetsRetentionCheckIntervalMs: config.offsetsRetentionCheckIntervalMs,
   });
@@ -143,6 +145,8 @@ function brokerConfigOf(config: CohortConfig): BrokerConfig {
       flushIntervalMs:
         config.logFlushIntervalMs === -1 ? DEFAULT_FLUSH_INTERVAL_MS : config.logFlushIntervalMs,
     }),
+    // 0: the log layer reads the process's own limit.
+    ...(config.maxOpenFiles > 0 ? { maxOpenFiles: config.maxOpenFiles } : {}),
   });
 }
 

@@ -34,6 +34,8 @@ export const TEST_GROUP_CONFIG: GroupConfig = Object.freeze({
   offsetMetadataMaxBytes: 4096,
   maxGroups: DEFAULT_GROUP_CONFIG.maxGroups,
   memberMetadataMaxBytes: DEFAULT_GROUP_CONFIG.memberMetadataMaxBytes,
+  groupMaxMetadataBytes: DEFAULT_GROUP_CONFIG.groupMaxMetadataBytes,
+  groupMaxCommittedPartitions: DEFAULT_GROUP_CONFIG.groupMaxCommittedPartitions,
   offsetsRetentionMinutes: DEFAULT_GROUP_CONFIG.offsetsRetentionMinutes,
   offsetsRetentionCheckIntervalMs: DEFAULT_GROUP_CONFIG.offsetsRetentionCheckIntervalMs,
 });

@@ -31,6 +31,8 @@ export interface CohortProcess {
 export interface SpawnOptions {
   /** A compiled entry point (e.g. `dist/src/main.js`) to run with plain node instead of `src/main.ts`. */
   readonly script?: string;
+  /** Lowers the process's open-file limit (`ulimit -n`, through /bin/sh) before node starts. */
+  readonly openFileLimit?: number;
 }
 
 export function spawnCohort(
@@ -56,7 +58,15 @@ export function spawnCohort(
     options.script === undefined
       ? ['-r', './scripts/register-typescript.js', 'src/main.ts']
       : [options.script];
-  const child = spawn(process.execPath, [...entry, ...args, ...dataDirArgs, ...adminArgs], {
+  const argv = [...entry, ...args, ...dataDirArgs, ...adminArgs];
+  const [command, commandArgs] =
+    options.openFileLimit === undefined
+      ? [process.execPath, argv]
+      : [
+          '/bin/sh',
+          ['-c', `ulimit -n ${options.openFileLimit} && exec "$0" "$@"`, process.execPath, ...argv],
+        ];
+  const child = spawn(command, commandArgs, {
     cwd: REPO_ROOT,
     env: { ...cleanEnv, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

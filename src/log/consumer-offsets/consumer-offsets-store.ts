@@ -146,6 +146,8 @@ export class ConsumerOffsetsStore {
   private phase: Phase = 'new';
   // groupId → topic → partition → offset
   private readonly offsets = new Map<string, Map<string, Map<number, OffsetCommitValue>>>();
+  /** groupId → partitions with an offset in the view */
+  private readonly offsetCounts = new Map<string, number>();
   private readonly groups = new Map<string, StoredGroupRecord>();
   /** Settles (never rejects) once the last write has been applied or has failed. */
   private tail: Promise<void> = RESOLVED;
@@ -262,6 +264,11 @@ export class ConsumerOffsetsStore {
 
   hasOffsets(groupId: string): boolean {
     return this.offsets.has(groupId);
+  }
+
+  /** Partitions the group has an offset for in the view; O(1). */
+  committedPartitions(groupId: string): number {
+    return this.offsetCounts.get(groupId) ?? 0;
   }
 
   /** Groups that have offsets. */
@@ -432,17 +439,20 @@ export class ConsumerOffsetsStore {
       partitions = new Map();
       topics.set(topic, partitions);
     }
+    if (!partitions.has(partition)) this.offsetCounts.set(groupId, (this.offsetCounts.get(groupId) ?? 0) + 1);
     partitions.set(partition, offset);
   }
 
   private removeOffset(groupId: string, topic: string, partition: number): void {
     const topics = this.offsets.get(groupId);
     const partitions = topics?.get(topic);
-    if (topics === undefined || partitions === undefined) return;
-    partitions.delete(partition);
+    if (topics === undefined || partitions === undefined || !partitions.delete(partition)) return;
+    this.offsetCounts.set(groupId, (this.offsetCounts.get(groupId) ?? 1) - 1);
     if (partitions.size > 0) return;
     topics.delete(topic);
-    if (topics.size === 0) this.offsets.delete(groupId);
+    if (topics.size > 0) return;
+    this.offsets.delete(groupId);
+    this.offsetCounts.delete(groupId);
   }
 }
 

@@ -21,12 +21,21 @@ import { fsyncAsync, writeFully } from './file-io';
  * The index is a cache of the log, never the authority: a crash can leave it ahead of, behind, or torn
  * against the .log. `sanitize` drops entries that cannot be right and the segment rebuilds the rest by
  * scanning. All entries are kept in memory (typed arrays, 16 bytes each); the file is appended in step.
+ *
+ * An index without entries holds no file descriptor: the file exists (created empty, or found empty on
+ * open) and is opened by the first `append`. A segment's first batch never gets an entry, so a partition
+ * that has taken less than `indexIntervalBytes` — every partition of a topic just created — costs the
+ * process one descriptor (its `.log`), not two: a 10,000-partition topic fits a limit of 20,000 open
+ * files with room for connections (docs/operations.md, "Bounds"). If that first open fails (EMFILE), the
+ * entry is skipped: the index is a cache, and a missing entry only makes reads scan one interval more.
  */
 export const INDEX_ENTRY_BYTES = 16;
 const MAX_UINT32 = 0xffff_ffff;
 
 export class OffsetIndex {
+  /** -1 while the index has no entries and has not opened its file yet, and once closed. */
   private fd: number;
+  private isClosed = false;
   private count = 0;
   private relativeOffsets: Uint32Array;
   private positions: Uint32Array;
@@ -64,6 +73,11 @@ export class OffsetIndex {
       index.count = count;
       index.tornBytes = bytes.length - count * INDEX_ENTRY_BYTES;
       if (index.tornBytes > 0) fs.ftruncateSync(fd, count * INDEX_ENTRY_BYTES);
+      if (count === 0) {
+        // Nothing to keep a descriptor for until the first entry (see the class comment).
+        fs.closeSync(fd);
+        index.fd = -1;
+      }
       return index;
     } catch (error) {
       fs.closeSync(fd);
@@ -71,14 +85,17 @@ export class OffsetIndex {
     }
   }
 
-  /** Creates an empty index, replacing any file at that path. */
+  /** Creates an empty index, replacing any file at that path; its descriptor is opened by the first append. */
   static create(filePath: string, baseOffset: number): OffsetIndex {
-    const fd = fs.openSync(
-      filePath,
-      fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_TRUNC,
-      0o644,
+    fs.closeSync(
+      fs.openSync(filePath, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o644),
     );
-    return new OffsetIndex(filePath, baseOffset, fd, 16);
+    return new OffsetIndex(filePath, baseOffset, -1, 16);
+  }
+
+  /** Whether the index holds an open file descriptor (it has entries, or had and was not closed). */
+  get isOpen(): boolean {
+    return this.fd >= 0;
   }
 
   /** Bytes of a torn trailing entry that `open` cut off (a crash in the middle of an index write). */
@@ -124,6 +141,16 @@ export class OffsetIndex {
         ErrorCode.UNKNOWN_SERVER_ERROR,
         `index entry (${offset}, ${position}) does not follow the last one in ${this.filePath}`,
       );
+    }
+    if (this.fd < 0) {
+      if (this.isClosed) throw new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `${this.filePath} is closed`);
+      try {
+        this.fd = fs.openSync(this.filePath, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
+      } catch {
+        // Out of descriptors (or the file went): skip the entry, as the class comment says; the next one
+        // tries again.
+        return;
+      }
     }
     if (this.count === this.positions.length) this.grow();
     this.relativeOffsets[this.count] = relativeOffset;
@@ -235,6 +262,7 @@ export class OffsetIndex {
   }
 
   close(): void {
+    this.isClosed = true;
     if (this.fd < 0) return;
     fs.closeSync(this.fd);
     this.fd = -1;

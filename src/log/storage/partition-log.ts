@@ -124,6 +124,13 @@ export interface PartitionLogOptions {
   readonly config?: Partial<LogConfig>;
   /** What recovery may cut and whom it tells (default: refuse damaged logs, tell nobody). */
   readonly recovery?: LogRecoveryOptions;
+  /**
+   * False: `open` makes no directory durable itself (no fsync on the event loop). The caller then fsyncs
+   * the parent of a directory `open` created before the log takes an acknowledged append (CreateTopics
+   * does it once for all its partitions); the log's own first flush fsyncs its directory, as always.
+   * Default true.
+   */
+  readonly syncDirectories?: boolean;
 }
 
 /**
@@ -194,14 +201,16 @@ export class PartitionLog {
   static open(dir: string, options: PartitionLogOptions): PartitionLog {
     const config = createLogConfig(options.config);
     const time = options.time;
-    ensureDirectory(dir);
+    const syncDirectories = options.syncDirectories ?? true;
+    if (syncDirectories) ensureDirectory(dir);
+    else fs.mkdirSync(dir, { recursive: true });
     const nowMs = time.monotonicMs();
     const loaded = loadSegments(dir, config, nowMs, options.recovery ?? {});
     const segments = loaded.segments;
     const isNew = segments.length === 0 && loaded.checkpoint === null;
     if (segments.length === 0) {
       segments.push(LogSegment.create(dir, 0, config.indexIntervalBytes, nowMs));
-      fsyncDirectorySync(dir);
+      if (syncDirectories) fsyncDirectorySync(dir);
     }
     const logStartOffset = segments[0]!.baseOffset;
     const logEndOffset = segments[segments.length - 1]!.nextOffset;

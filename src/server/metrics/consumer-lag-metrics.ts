@@ -5,7 +5,7 @@ import type { PartitionView } from './log-metrics';
 
 /** Committed offsets (the group layer's store) and the partitions they point into (the log). */
 export interface ConsumerLagSources {
-  readonly offsets: Pick<OffsetStore, 'groupIds' | 'list'>;
+  readonly offsets: Pick<OffsetStore, 'groupIds' | 'list' | 'committedPartitions'>;
   readonly partition: (key: string) => PartitionView | undefined;
 }
 
@@ -67,6 +67,19 @@ export function registerConsumerLagMetrics(
     collect() {
       this.reset();
       for (const s of samples()) this.set({ group: s.group, topic: s.topic, partition: s.partition }, s.lag);
+    },
+  });
+  new Gauge({
+    name: 'cohort_group_committed_partitions',
+    help: 'Partitions a group has committed offsets for (groupMaxCommittedPartitions bounds it).',
+    labelNames: ['group'],
+    registers,
+    collect() {
+      this.reset();
+      const found = sources();
+      if (found === undefined) return;
+      for (const group of found.offsets.groupIds())
+        this.set({ group }, found.offsets.committedPartitions(group));
     },
   });
   new Gauge({

@@ -68,6 +68,23 @@ export class GroupMetrics {
       registers,
     });
     for (const code of ['FENCED_INSTANCE_ID', 'ILLEGAL_GENERATION']) fenced.inc({ code }, 0);
+    const refusedCommits = new Counter({
+      name: 'cohort_offset_commits_refused_total',
+      help:
+        'OffsetCommit partitions refused one by one, by code: INVALID_COMMIT_OFFSET_SIZE past ' +
+        'groupMaxCommittedPartitions, UNKNOWN_TOPIC_OR_PARTITION (a negative partition), ' +
+        'INVALID_TOPIC_EXCEPTION, OFFSET_METADATA_TOO_LARGE.',
+      labelNames: ['code'],
+      registers,
+    });
+    for (const code of [
+      'INVALID_COMMIT_OFFSET_SIZE',
+      'UNKNOWN_TOPIC_OR_PARTITION',
+      'INVALID_TOPIC_EXCEPTION',
+      'OFFSET_METADATA_TOO_LARGE',
+    ]) {
+      refusedCommits.inc({ code }, 0);
+    }
     const byState = (name: string, help: string, pick: 'groups' | 'members'): void => {
       new Gauge({
         name,
@@ -109,6 +126,8 @@ export class GroupMetrics {
       },
       onFenced: (_groupId: string, _memberId: string, _instanceId: string, errorCode: ErrorCode) =>
         fenced.inc({ code: ErrorCode[errorCode] }),
+      onOffsetCommitRefused: (_groupId: string, errorCode: ErrorCode, partitions: number) =>
+        refusedCommits.inc({ code: ErrorCode[errorCode] }, partitions),
     };
   }
 

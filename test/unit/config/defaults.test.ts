@@ -12,6 +12,8 @@ describe('configuration defaults', () => {
     'DEFAULT_OFFSET_METADATA_MAX_BYTES',
     'DEFAULT_MAX_GROUPS',
     'DEFAULT_MEMBER_METADATA_MAX_BYTES',
+    'DEFAULT_GROUP_MAX_METADATA_BYTES',
+    'DEFAULT_GROUP_MAX_COMMITTED_PARTITIONS',
     'DEFAULT_OFFSETS_RETENTION_MINUTES',
     'DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS',
   ] as const)('%s equals the group layer default of the same name', (name) => {

@@ -82,6 +82,12 @@ describe('loadConfig', () => {
           '--log-segment-bytes',
           '4096',
           '--truncate-corrupt-logs',
+          '--group-max-metadata-bytes',
+          '65536',
+          '--group-max-committed-partitions',
+          '500',
+          '--max-open-files',
+          '4096',
         ],
         {},
       ),
@@ -111,6 +117,8 @@ describe('loadConfig', () => {
       groupMaxSize: 3,
       offsetMetadataMaxBytes: 10,
       memberMetadataMaxBytes: 2048,
+      groupMaxMetadataBytes: 65536,
+      groupMaxCommittedPartitions: 500,
       offsetsRetentionMinutes: 1440,
       offsetsRetentionCheckIntervalMs: 1000,
       nodeId: 3,
@@ -124,6 +132,7 @@ describe('loadConfig', () => {
       logRetentionBytes: 1048576,
       logSegmentBytes: 4096,
       truncateCorruptLogs: true,
+      maxOpenFiles: 4096,
     });
   });
 
@@ -163,6 +172,9 @@ describe('loadConfig', () => {
         COHORT_LOG_RETENTION_BYTES: '-1',
         COHORT_LOG_SEGMENT_BYTES: '1024',
         COHORT_TRUNCATE_CORRUPT_LOGS: 'true',
+        COHORT_GROUP_MAX_METADATA_BYTES: '0',
+        COHORT_GROUP_MAX_COMMITTED_PARTITIONS: '1',
+        COHORT_MAX_OPEN_FILES: '0',
       }),
     );
     expect(config).toEqual({
@@ -190,6 +202,8 @@ describe('loadConfig', () => {
       groupMaxSize: 7,
       offsetMetadataMaxBytes: 0,
       memberMetadataMaxBytes: 0,
+      groupMaxMetadataBytes: 0,
+      groupMaxCommittedPartitions: 1,
       offsetsRetentionMinutes: 10080,
       offsetsRetentionCheckIntervalMs: 600000,
       nodeId: 0,
@@ -203,6 +217,7 @@ describe('loadConfig', () => {
       logRetentionBytes: -1,
       logSegmentBytes: 1024,
       truncateCorruptLogs: true,
+      maxOpenFiles: 0,
     });
   });
 

@@ -226,6 +226,9 @@ class DeferredOffsetStore implements OffsetStore {
   hasOffsets(groupId: string) {
     return this.memory.hasOffsets(groupId);
   }
+  committedPartitions(groupId: string) {
+    return this.memory.committedPartitions(groupId);
+  }
   deleteGroup(groupId: string): Promise<void> {
     return this.memory.deleteGroup(groupId);
   }

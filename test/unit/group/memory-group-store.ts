@@ -70,6 +70,10 @@ export class MemoryGroupStore implements OffsetStore, GroupMetadataStore {
     return this.offsets.hasOffsets(groupId);
   }
 
+  committedPartitions(groupId: string): number {
+    return this.offsets.committedPartitions(groupId);
+  }
+
   groupIds(): Iterable<string> {
     return this.offsets.groupIds();
   }

@@ -114,6 +114,27 @@ describe('ConsumerOffsetsStore', () => {
     expect(reopened.hasOffsets('g3')).toBe(false);
   });
 
+  test('counts the partitions each group has an offset for, through deletes and a replay', async () => {
+    const store = await openStore();
+    await store.commit('g', [
+      { topic: 'a', partition: 0, offset: offset(1) },
+      { topic: 'a', partition: 1, offset: offset(1) },
+      { topic: 'b', partition: 0, offset: offset(1) },
+    ]);
+    await store.commit('g', [{ topic: 'a', partition: 0, offset: offset(2) }]);
+    await store.commit('h', [{ topic: 'a', partition: 0, offset: offset(1) }]);
+    expect([store.committedPartitions('g'), store.committedPartitions('h')]).toEqual([3, 1]);
+    await store.deleteOffsets('g', [
+      { topic: 'a', partition: 1 },
+      { topic: 'a', partition: 9 },
+    ]);
+    expect(store.committedPartitions('g')).toBe(2);
+    await store.deleteGroup('h');
+    expect(store.committedPartitions('h')).toBe(0);
+    const reopened = await reopen(store);
+    expect([reopened.committedPartitions('g'), reopened.committedPartitions('h')]).toEqual([2, 0]);
+  });
+
   test('a commit reaches the view only when its append is durable, and resolves then', async () => {
     const store = await openStore();
     const committed = store.commit('g', [{ topic: 't', partition: 0, offset: offset(5) }]);

@@ -50,6 +50,33 @@ describe('OffsetIndex', () => {
     expect(index.lookupByTimestamp(100)).toBe(3);
   });
 
+  test('an index without entries holds no file descriptor until its first append', () => {
+    const created = open(true);
+    expect(fs.existsSync(file)).toBe(true);
+    expect(created.isOpen).toBe(false);
+    created.append(105, 4100, 10);
+    expect(created.isOpen).toBe(true);
+    created.close();
+    expect(created.isOpen).toBe(false);
+
+    // Found empty on open: no descriptor either; entries written after that reopen the file.
+    fs.writeFileSync(file, Buffer.alloc(5, 1)); // a torn first entry: nothing whole
+    const empty = open();
+    expect(empty.entries).toBe(0);
+    expect(empty.isOpen).toBe(false);
+    expect(fs.statSync(file).size).toBe(0);
+    empty.append(105, 4100, 10);
+    empty.close();
+    expect(open().entries).toBe(1);
+  });
+
+  test('a closed index does not reopen its file', () => {
+    const index = open(true);
+    index.close();
+    expect(() => index.append(105, 4100, 10)).toThrow(CohortError);
+    expect(index.isOpen).toBe(false);
+  });
+
   test('entries survive a reopen and a torn trailing entry is dropped', () => {
     const index = open(true);
     index.append(105, 4100, 1_700_000_000_123);

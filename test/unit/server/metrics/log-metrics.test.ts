@@ -52,7 +52,11 @@ describe('log and consumer lag metrics', () => {
       expired,
     },
     consumerLag: {
-      offsets: { groupIds: () => offsets.keys(), list: (groupId) => offsets.get(groupId) ?? [] },
+      offsets: {
+        groupIds: () => offsets.keys(),
+        list: (groupId) => offsets.get(groupId) ?? [],
+        committedPartitions: (groupId) => offsets.get(groupId)?.length ?? 0,
+      },
       partition: (key) => partitions.get(key),
     },
   });
@@ -96,6 +100,8 @@ describe('log and consumer lag metrics', () => {
       }),
     ).toBe(105);
     expect(samples.filter((s) => s.labels.topic === 'elsewhere')).toEqual([]);
+    // Every committed partition counts toward groupMaxCommittedPartitions, hosted here or not.
+    expect(valueOf(samples, 'cohort_group_committed_partitions', { group: 'audit' })).toBe(2);
 
     // The consumer catches up and the log moves on: the next scrape sees both.
     offsets.set('billing', [committed('orders', 0, 100), committed('orders', 1, 40)]);

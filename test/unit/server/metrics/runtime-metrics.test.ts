@@ -66,3 +66,48 @@ describe('RuntimeMetrics: garbage-collection pauses', () => {
     expect(majorCount(await samplesOf(registry))).toBe(before);
   });
 });
+
+describe('RuntimeMetrics: event-loop delay', () => {
+  /** Holds the event loop for `ms` of wall time, as a long synchronous task would. */
+  function blockLoop(ms: number): void {
+    const until = performance.now() + ms;
+    while (performance.now() < until) {
+      // busy
+    }
+  }
+
+  /** Lets the monitor's timers run after the block (they fire on the first turn after it). */
+  async function afterTicks(registry: Registry, seen: (samples: Sample[]) => boolean): Promise<Sample[]> {
+    for (let i = 0; i < 100; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const samples = await samplesOf(registry);
+      if (seen(samples)) return samples;
+    }
+    return samplesOf(registry);
+  }
+
+  const slowTicks = (samples: Sample[]): number =>
+    valueOf(samples, 'cohort_event_loop_delay_seconds_count') -
+    valueOf(samples, 'cohort_event_loop_delay_seconds_bucket', { le: 0.25 });
+
+  it('shows a blocked loop in every scrape after it, however many scrapers read it', async () => {
+    const registry = new Registry();
+    const runtime = new RuntimeMetrics(registry);
+    runtime.start();
+    try {
+      await afterTicks(registry, (s) => valueOf(s, 'cohort_event_loop_delay_seconds_count') > 0);
+      blockLoop(300);
+      const first = await afterTicks(registry, (s) => slowTicks(s) > 0);
+      // A second scraper, then the first one again: the same freeze, in the gauge and in the histogram.
+      const second = await samplesOf(registry);
+      const third = await samplesOf(registry);
+      for (const samples of [first, second, third]) {
+        expect(valueOf(samples, 'nodejs_eventloop_lag_max_seconds')).toBeGreaterThanOrEqual(0.29);
+        expect(slowTicks(samples)).toBeGreaterThanOrEqual(1);
+      }
+      expect(slowTicks(third)).toBe(slowTicks(first));
+    } finally {
+      runtime.stop();
+    }
+  });
+});

@@ -119,6 +119,19 @@ describe('ServerMetrics', () => {
     expect(valueOf(samples, 'cohort_groups_expired_total')).toBe(2);
   });
 
+  it('counts OffsetCommit partitions refused one by one, by code', async () => {
+    metrics = new ServerMetrics({ time: new ManualTime() });
+    const name = 'cohort_offset_commits_refused_total';
+    let samples = await samplesOf(metrics.registry);
+    expect(valueOf(samples, name, { code: 'INVALID_COMMIT_OFFSET_SIZE' })).toBe(0);
+    metrics.groupListener.onOffsetCommitRefused?.('g', ErrorCode.INVALID_COMMIT_OFFSET_SIZE, 40);
+    metrics.groupListener.onOffsetCommitRefused?.('g', ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 1);
+    samples = await samplesOf(metrics.registry);
+    expect(valueOf(samples, name, { code: 'INVALID_COMMIT_OFFSET_SIZE' })).toBe(40);
+    expect(valueOf(samples, name, { code: 'UNKNOWN_TOPIC_OR_PARTITION' })).toBe(1);
+    expect(valueOf(samples, name, { code: 'INVALID_TOPIC_EXCEPTION' })).toBe(0);
+  });
+
   it('times calls by service, method and the ErrorCode they were answered with, on its stopwatch', async () => {
     let nowMs = 1_000;
     metrics = new ServerMetrics({ time: new ManualTime(), stopwatch: () => nowMs });

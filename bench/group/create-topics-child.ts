@@ -1,0 +1,143 @@
+/**
+ * The server under test for bench:group's create-topics section, in its own process (started by
+ * bench/group/create-topics.ts): a whole cohort server built by createServer, as main.ts builds it (group
+ * coordinator on the durable store, broker, default per-turn read budget), on 127.0.0.1:0 with a data
+ * directory of its own, removed when it exits.
+ *
+ * The parent asks, over IPC, for its port, for a probe of the event loop over a window, and for the
+ * session expirations the coordinator has counted (cohort_session_expirations_total).
+ */
+import { mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import pino from 'pino';
+import { createConfig } from '../../src/config';
+import { createServer } from '../../src/server';
+import { serveParent } from './child-rpc';
+
+export interface CreateTopicsLoopProbe {
+  /** The longest gap between two turns of a 1 ms timer chain, in wall-clock ms: the longest loop turn. */
+  readonly longestTurnMs: number;
+  /** The largest event-loop delay monitorEventLoopDelay saw (1 ms resolution), in ms. */
+  readonly maxDelayMs: number;
+  /** Gaps of the timer chain longer than 100 ms. */
+  readonly turnsOver100Ms: number;
+  /**
+   * The most CPU the main thread used between two turns of that chain (Linux /proc/thread-self/schedstat;
+   * NaN elsewhere): the longest task, which waiting for a CPU on a shared machine does not lengthen.
+   */
+  readonly longestTaskCpuMs: number;
+}
+
+const schedstat = openSchedstat();
+const schedstatBuffer = Buffer.alloc(128);
+
+function openSchedstat(): number | undefined {
+  try {
+    return openSync('/proc/thread-self/schedstat', 'r');
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU time of the main thread in ms: the first field of its schedstat, in ns. */
+function mainThreadCpuMs(): number {
+  if (schedstat === undefined) return Number.NaN;
+  const n = readSync(schedstat, schedstatBuffer, 0, schedstatBuffer.length, 0);
+  const text = schedstatBuffer.toString('latin1', 0, n);
+  return Number(text.slice(0, text.indexOf(' '))) / 1e6;
+}
+
+function argValue(name: string, fallback: number): number {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return arg === undefined ? fallback : Number(arg.slice(name.length + 3));
+}
+
+const dataDir = mkdtempSync(join(tmpdir(), 'cohort-bench-create-'));
+const config = createConfig({
+  listen: '127.0.0.1:0',
+  dataDir,
+  logLevel: 'warn',
+  groupInitialRebalanceDelayMs: argValue('initial-delay-ms', 1_000),
+});
+const server = createServer(config, { logger: pino({ level: 'warn' }) });
+const bound = server.start().then(async (address) => {
+  await server.ready();
+  return address.port;
+});
+
+/** A 1 ms timer chain: the gap between two of its turns holds whatever ran in between. */
+class TurnProbe {
+  longestMs = 0;
+  longestCpuMs = 0;
+  over100 = 0;
+  private lastMs = 0;
+  private lastCpuMs = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  start(): void {
+    this.longestMs = 0;
+    this.longestCpuMs = 0;
+    this.over100 = 0;
+    this.lastMs = performance.now();
+    this.lastCpuMs = mainThreadCpuMs();
+    this.timer = setTimeout(this.tick, 1);
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.tick();
+    clearTimeout(this.timer);
+  }
+
+  private readonly tick = (): void => {
+    const nowMs = performance.now();
+    const cpuMs = mainThreadCpuMs();
+    const cpuGapMs = cpuMs - this.lastCpuMs;
+    if (cpuGapMs > this.longestCpuMs || Number.isNaN(cpuGapMs)) this.longestCpuMs = cpuGapMs;
+    this.lastCpuMs = cpuMs;
+    const gapMs = nowMs - this.lastMs;
+    if (gapMs > this.longestMs) this.longestMs = gapMs;
+    if (gapMs > 100) this.over100++;
+    this.lastMs = nowMs;
+    this.timer = setTimeout(this.tick, 1);
+  };
+}
+
+const probe = new TurnProbe();
+let histogram: IntervalHistogram | undefined;
+
+async function expirations(): Promise<number> {
+  const metric = server.metrics.registry.getSingleMetric('cohort_session_expirations_total');
+  const value = await metric?.get();
+  return value?.values[0]?.value ?? 0;
+}
+
+serveParent(
+  {
+    port: () => bound,
+    expirations,
+    loopStart: () => {
+      histogram = monitorEventLoopDelay({ resolution: 1 });
+      histogram.enable();
+      probe.start();
+    },
+    loopStop: (): CreateTopicsLoopProbe => {
+      probe.stop();
+      histogram?.disable();
+      const result = {
+        longestTurnMs: probe.longestMs,
+        maxDelayMs: (histogram?.max ?? 0) / 1e6,
+        turnsOver100Ms: probe.over100,
+        longestTaskCpuMs: probe.longestCpuMs,
+      };
+      histogram = undefined;
+      return result;
+    },
+  },
+  async () => {
+    await server.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  },
+);

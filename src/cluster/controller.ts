@@ -1,3 +1,4 @@
+import { topicNameProblem } from '../log/topic-partition';
 import type { Timer } from '../timer';
 import type { ControllerElection } from './controller-election';
 import {
@@ -62,8 +63,11 @@ export interface ControllerOptions {
 export type CreateTopicOutcome =
   | { readonly outcome: 'created'; readonly assignment: ReplicaAssignment }
   | { readonly outcome: 'exists' }
-  /** Kafka's INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR (a factor above the live nodes). */
-  | { readonly outcome: 'invalidPartitions' | 'invalidReplicationFactor'; readonly reason: string }
+  /** Kafka's INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (above the live nodes). */
+  | {
+      readonly outcome: 'invalidTopic' | 'invalidPartitions' | 'invalidReplicationFactor';
+      readonly reason: string;
+    }
   /** Kafka's NOT_CONTROLLER: this node is not (or no longer) the controller. */
   | { readonly outcome: 'notController' };
 
@@ -245,6 +249,7 @@ export class Controller {
     if (!this.isCurrent(generation, epoch)) return;
     const view: ClusterView = { epoch, liveNodes: new Set(), topics: new Map(), partitions: new Map() };
     this.view = view;
+    this.watch?.cancel();
     for (const result of response.results) {
       if (result.type !== 'get') continue;
       for (const kv of result.kvs) this.applyPut(view, kv);
@@ -462,6 +467,8 @@ export class Controller {
   ): Promise<CreateTopicOutcome> {
     const view = this.view;
     if (!this.isCurrent(generation, view?.epoch) || view === undefined) return { outcome: 'notController' };
+    const topicProblem = topicNameProblem(topic);
+    if (topicProblem !== null) return { outcome: 'invalidTopic', reason: topicProblem };
     if (!Number.isSafeInteger(partitionCount) || partitionCount <= 0) {
       return {
         outcome: 'invalidPartitions',
@@ -484,7 +491,12 @@ export class Controller {
     } catch (error) {
       if (!(error instanceof MetadataStoreError) || !error.isOutcomeUnknown) throw error;
       // Created or not? Read the topic key: ours if it holds our assignment at our epoch's states.
-      const { kv } = await this.store.get(`${this.prefix}topics/${topic}`);
+      let kv: KeyValue | undefined;
+      try {
+        ({ kv } = await this.store.get(`${this.prefix}topics/${topic}`));
+      } catch {
+        throw error;
+      }
       if (kv === undefined) throw error;
       if (kv.value !== encodeReplicaAssignment(assignment)) return { outcome: 'exists' };
       return { outcome: 'created', assignment };

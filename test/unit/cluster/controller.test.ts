@@ -425,7 +425,7 @@ describe('Controller', () => {
       expect(await stateOf('orders', 2)).toEqual(state(1, 1, [1], epoch));
     });
 
-    it('answers exists, invalidReplicationFactor, invalidPartitions and, off the controller, notController', async () => {
+    it('answers exists, invalidReplicationFactor, invalidPartitions, invalidTopic and, off the controller, notController', async () => {
       await join(2);
       const node = startControllerNode(1);
       const other = startControllerNode(9);
@@ -436,6 +436,7 @@ describe('Controller', () => {
         outcome: 'invalidReplicationFactor',
       });
       expect(await node.controller.createTopic('u', 0, 1)).toMatchObject({ outcome: 'invalidPartitions' });
+      expect(await node.controller.createTopic('a/b', 1, 1)).toMatchObject({ outcome: 'invalidTopic' });
       expect(await other.controller.createTopic('u', 1, 1)).toEqual({ outcome: 'notController' });
     });
 

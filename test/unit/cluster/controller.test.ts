@@ -178,6 +178,54 @@ describe('Controller', () => {
     expect(node.controller.partitionState('orphan', 0)?.state).toEqual(state(3, 8, [2, 3], epoch));
   });
 
+  it('watches from the revision after its read: a node leaving between the read and the watch is not missed', async () => {
+    await join(2, 3);
+    await seedTopic('t', [[2, 3]], [state(2, 4, [2, 3])]);
+    const store = etcd.connect();
+    const watch = store.watch.bind(store);
+    let leftBeforeWatch = false;
+    jest.spyOn(store, 'watch').mockImplementation((key, options, handlers) => {
+      if (key === `/${clusterId}/` && !leftBeforeWatch) {
+        leftBeforeWatch = true;
+        etcd.applyTxn({ compare: [], success: [{ type: 'delete', key: nodeKey(clusterId, 2) }] });
+      }
+      return watch(key, options, handlers);
+    });
+    const session = new NodeSession({
+      store,
+      time,
+      timer,
+      clusterId,
+      nodeId: 1,
+      advertisedAddress: '127.0.0.1:7071',
+      sessionTimeoutMs: 10_000,
+    });
+    const election = new ControllerElection({ store, session, timer, clusterId, nodeId: 1 });
+    const controller = new Controller({ store, election, timer, clusterId });
+    controllerNodes.push({ id: 1, store, session, election, controller });
+    controller.start();
+    session.start();
+    election.start();
+    await flush();
+    expect(leftBeforeWatch).toBe(true);
+    expect(await stateOf('t')).toEqual(state(3, 5, [3], election.controllerEpoch!));
+  });
+
+  it('reads everything again when its watch is cancelled by a compaction, and decides from that', async () => {
+    await join(2, 3);
+    await seedTopic('t', [[2, 3]], [state(2, 4, [2, 3])]);
+    const node = startControllerNode(1);
+    await flush();
+    // Cut off briefly (well within its session): node 2 leaves and the history is compacted meanwhile.
+    node.store.partition();
+    await leave(2);
+    const { revision } = await admin.put('/other', 'x');
+    await admin.compact(revision);
+    node.store.heal();
+    await flush();
+    expect(await stateOf('t')).toEqual(state(3, 5, [3], node.election.controllerEpoch!));
+  });
+
   it("when a leader's node leaves, elects the first live ISR member in assignment order at leaderEpoch + 1", async () => {
     await join(2, 3, 4);
     await seedTopic('t', [[2, 4, 3]], [state(2, 5, [2, 3, 4])]);

@@ -24,11 +24,6 @@ export class ControllerEventQueue {
     queueMicrotask(() => void this.drain());
   }
 
-  /** Drops the events not yet started (the one running finishes). */
-  clear(): void {
-    this.events.length = 0;
-  }
-
   get size(): number {
     return this.events.length + (this.isRunning ? 1 : 0);
   }

@@ -105,7 +105,8 @@ const MAX_STALE_RETRIES = 3;
  *   initial state in one fenced transaction.
  * - Events (election, watch batches, the rebalance check, topic creation) run one at a time through one
  *   queue (Kafka's ControllerEventManager). On `resigned` the controller stops at once: the view, the
- *   watch and the timer go, queued events are dropped, and an event in flight issues no further write
+ *   watch and the timer go, queued events of that generation do nothing (a topic creation answers
+ *   `notController`), and an event in flight issues no further write
  *   (each write also checks the election's epoch locally first; etcd's fence refuses it anyway).
  */
 export class Controller {
@@ -218,7 +219,8 @@ export class Controller {
     this.watch = undefined;
     this.rebalanceTask.cancel();
     this.resyncTask.cancel();
-    this.queue.clear();
+    // Events already queued stay queued but find their generation gone: they do nothing, and a
+    // pending createTopic answers notController rather than never.
   }
 
   private isCurrent(generation: number, epoch?: number): boolean {

@@ -45,18 +45,4 @@ describe('ControllerEventQueue', () => {
     expect(errors).toEqual([new Error('boom')]);
     expect(log).toEqual(['after']);
   });
-
-  it('clear drops the events not yet started', async () => {
-    const queue = new ControllerEventQueue(() => undefined);
-    const log: string[] = [];
-    queue.put(async () => {
-      log.push('running');
-      queue.clear();
-    });
-    queue.put(async () => {
-      log.push('dropped');
-    });
-    await queue.idle();
-    expect(log).toEqual(['running']);
-  });
 });

@@ -488,6 +488,16 @@ describe('Controller', () => {
       expect(await other.controller.createTopic('u', 1, 1)).toEqual({ outcome: 'notController' });
     });
 
+    it('a creation queued when the controller steps down answers notController', async () => {
+      await join(2);
+      const node = startControllerNode(1);
+      await flush();
+      const result = node.controller.createTopic('t', 1, 1);
+      node.controller.close();
+      await expect(result).resolves.toEqual({ outcome: 'notController' });
+      expect((await admin.get(topicKey(clusterId, 't'))).kv).toBeUndefined();
+    });
+
     it.each([true, false])(
       'after a lost answer (applied: %s), tells by a read whether it created the topic',
       async (applied) => {

@@ -108,6 +108,13 @@ const MAX_STALE_RETRIES = 3;
  *   watch and the timer go, queued events of that generation do nothing (a topic creation answers
  *   `notController`), and an event in flight issues no further write
  *   (each write also checks the election's epoch locally first; etcd's fence refuses it anyway).
+ *
+ * Example: nodes 1–3 live, `t-0` assigned [1, 2, 3] with {leader 1, leaderEpoch 4, isr [1, 2, 3]}.
+ * Node 1's key expires: {leader 2, epoch 5, isr [2, 3]}. Node 3 leaves: {leader 2, epoch 6, isr [2]}.
+ * Node 2 leaves: offline, {leader -1, epoch 7, isr [2]}; node 1 returning changes nothing (not in the
+ * ISR). Node 2 returns: {leader 2, epoch 8, isr [2]}. Once 2 has re-added 1 to its ISR, the next
+ * imbalance check finds node 1 leading none of the partitions it is preferred for and moves `t-0` back:
+ * {leader 1, epoch 9, isr [1, 2]}.
  */
 export class Controller {
   private readonly store: MetadataStore;

@@ -471,6 +471,47 @@ describe('Controller', () => {
     expect(writes.filter((write) => write.state.controllerEpoch === epochA)).toEqual([]);
   });
 
+  it("runs the worked example of controller.ts's opening comment", async () => {
+    await join(1, 2, 3);
+    await seedTopic('t', [[1, 2, 3]], [state(1, 4, [1, 2, 3])]);
+    const node = startControllerNode(9, { leaderImbalanceCheckIntervalMs: 1_000 });
+    await flush();
+    const epoch = node.election.controllerEpoch!;
+    await leave(1);
+    await flush();
+    expect(await stateOf('t')).toEqual(state(2, 5, [2, 3], epoch));
+    await leave(3);
+    await flush();
+    expect(await stateOf('t')).toEqual(state(2, 6, [2], epoch));
+    await leave(2);
+    await join(1);
+    await flush();
+    expect(await stateOf('t')).toEqual(state(-1, 7, [2], epoch));
+    await join(2);
+    await flush();
+    expect(await stateOf('t')).toEqual(state(2, 8, [2], epoch));
+    const stored = (await readPartitionState(admin, clusterId, 't', 0))!;
+    await admin.txn({
+      compare: [
+        {
+          key: partitionKey(clusterId, 't', 0),
+          target: 'modRevision',
+          result: 'equal',
+          operand: stored.modRevision,
+        },
+      ],
+      success: [
+        {
+          type: 'put',
+          key: partitionKey(clusterId, 't', 0),
+          value: encodePartitionState(state(2, 8, [1, 2], epoch)),
+        },
+      ],
+    });
+    await advance(1_000);
+    expect(await stateOf('t')).toEqual(state(1, 9, [1, 2], epoch));
+  });
+
   describe('createTopic', () => {
     it('assigns replicas round-robin over the live nodes and writes every initial state at epoch 0', async () => {
       await join(2, 3);

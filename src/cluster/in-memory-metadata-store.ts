@@ -342,6 +342,13 @@ export class InMemoryEtcd {
     queueMicrotask(() => {
       watcher.isScheduled = false;
       if (watcher.isCancelled || watcher.client.isPartitioned) return;
+      if (watcher.nextRevision < this.compactRevision) {
+        // It fell behind the compaction (a partitioned client): the history it has not seen is gone.
+        // etcd cancels such a watcher with the compaction revision rather than skip the events.
+        this.removeWatcher(watcher);
+        watcher.handlers.onCancelled({ compactRevision: this.compactRevision });
+        return;
+      }
       const events: WatchEvent[] = [];
       for (const change of this.history) {
         if (change.revision < watcher.nextRevision) continue;

@@ -111,3 +111,63 @@ export async function createTopic(
       return result;
   }
 }
+
+export interface AssignReplicasOptions {
+  /**
+   * Where the round-robin starts in the sorted node list, and the initial shift of the followers. Kafka
+   * picks both at random, so that topics created one after another do not all lead on the same node;
+   * a test fixes them.
+   */
+  readonly startIndex?: number;
+  readonly replicaShift?: number;
+  /** The source of the random start when none is given; `Math.random` by default. */
+  readonly random?: () => number;
+}
+
+/**
+ * Kafka's `AdminUtils.assignReplicasToBrokers` without racks: partition p's first replica (its
+ * preferred leader) is node `(p + startIndex) mod n` of the sorted live nodes, so leadership spreads
+ * round-robin; its followers follow at an offset `1 + (shift + j) mod (n − 1)` from it, and the shift
+ * moves on by one after every `n` partitions, so the followers of one node's partitions spread over
+ * the others instead of always being its neighbours. Node ids 0..4, 10 partitions, factor 3, start 0:
+ * [0,1,2] [1,2,3] [2,3,4] [3,4,0] [4,0,1] [0,2,3] [1,3,4] [2,4,0] [3,0,1] [4,1,2].
+ */
+export function assignReplicas(
+  nodeIds: readonly number[],
+  partitionCount: number,
+  replicationFactor: number,
+  options: AssignReplicasOptions = {},
+): ReplicaAssignment {
+  if (!Number.isSafeInteger(partitionCount) || partitionCount <= 0) {
+    throw new InvalidReplicaAssignmentError(
+      'assignReplicas',
+      `partition count must be positive, got ${partitionCount}`,
+    );
+  }
+  const nodes = [...new Set(nodeIds)].sort((a, b) => a - b);
+  if (
+    !Number.isSafeInteger(replicationFactor) ||
+    replicationFactor <= 0 ||
+    replicationFactor > nodes.length
+  ) {
+    throw new InvalidReplicaAssignmentError(
+      'assignReplicas',
+      `replication factor ${replicationFactor} must be between 1 and the ${nodes.length} live nodes`,
+    );
+  }
+  const n = nodes.length;
+  const random = options.random ?? Math.random;
+  const startIndex = options.startIndex ?? Math.floor(random() * n);
+  let shift = options.replicaShift ?? Math.floor(random() * n);
+  const partitions: number[][] = [];
+  for (let p = 0; p < partitionCount; p++) {
+    if (p > 0 && p % n === 0) shift++;
+    const first = (p + startIndex) % n;
+    const replicas = [nodes[first]];
+    for (let j = 0; j < replicationFactor - 1; j++) {
+      replicas.push(nodes[(first + 1 + ((shift + j) % (n - 1))) % n]);
+    }
+    partitions.push(replicas);
+  }
+  return { partitions };
+}

@@ -57,6 +57,22 @@ describe('InMemoryEtcd faults', () => {
     expect(watch.events.map((e) => e.kv.key)).toEqual(['/w/1']);
   });
 
+  it('cancels, with the compaction revision, the watch of a partitioned client whose missed events were compacted away', async () => {
+    // etcd cancels a watcher that fell behind the compaction revision; it never skips the events silently.
+    const a = etcd.connect();
+    const b = etcd.connect();
+    const watch = new WatchRecorder();
+    await a.watch('/w/', { prefix: true }, watch).created;
+    a.partition();
+    await b.put('/w/1', 'x');
+    const { revision } = await b.put('/w/2', 'y');
+    await b.compact(revision);
+    a.heal();
+    await settle();
+    expect(watch.events).toEqual([]);
+    expect(watch.cancelled).toEqual({ compactRevision: revision });
+  });
+
   it('loses the response of the next write, applied or not, as an outcome-unknown failure', async () => {
     const a = etcd.connect();
     a.loseNextResponse({ applied: true });

@@ -2,6 +2,7 @@ import { controllerKey } from '../../../src/cluster/controller-election';
 import { InMemoryEtcd, type InMemoryMetadataStore } from '../../../src/cluster/in-memory-metadata-store';
 import { readPartitionState, topicKey } from '../../../src/cluster/partition-state';
 import {
+  assignReplicas,
   createTopic,
   decodeReplicaAssignment,
   encodeReplicaAssignment,
@@ -93,5 +94,43 @@ describe('createTopic (in-memory etcd)', () => {
     });
     expect((await store.range('/c1/topics/')).kvs).toEqual([]);
     expect((await store.range('/c1/partitions/')).kvs).toEqual([]);
+  });
+});
+
+describe("assignReplicas (Kafka's round-robin, no racks)", () => {
+  it("matches Kafka's assignment for 5 nodes, 10 partitions, factor 3, start 0", () => {
+    // AdminZkClientTest.testReplicaAssignment's expected table.
+    const { partitions } = assignReplicas([4, 2, 0, 3, 1], 10, 3, { startIndex: 0, replicaShift: 0 });
+    expect(partitions).toEqual([
+      [0, 1, 2],
+      [1, 2, 3],
+      [2, 3, 4],
+      [3, 4, 0],
+      [4, 0, 1],
+      [0, 2, 3],
+      [1, 3, 4],
+      [2, 4, 0],
+      [3, 0, 1],
+      [4, 1, 2],
+    ]);
+  });
+
+  it('spreads preferred leaders evenly from a random start, over the sorted node ids', () => {
+    const { partitions } = assignReplicas([30, 10, 20], 6, 2, { random: () => 0.5 });
+    // start = floor(0.5 × 3) = 1: node 20 first; shift 1.
+    expect(partitions.map((replicas) => replicas[0])).toEqual([20, 30, 10, 20, 30, 10]);
+    for (const replicas of partitions) expect(new Set(replicas).size).toBe(2);
+  });
+
+  it('refuses a replication factor above the live nodes, and a non-positive partition count', () => {
+    expect(() => assignReplicas([1, 2], 3, 3)).toThrow(
+      'replication factor 3 must be between 1 and the 2 live nodes',
+    );
+    expect(() => assignReplicas([1, 2], 3, 0)).toThrow('replication factor 0');
+    expect(() => assignReplicas([1, 2], 0, 1)).toThrow('partition count must be positive');
+  });
+
+  it('with a factor of 1 on one node, puts every partition there', () => {
+    expect(assignReplicas([7], 3, 1).partitions).toEqual([[7], [7], [7]]);
   });
 });

@@ -1,0 +1,545 @@
+import { topicNameProblem } from '../log/topic-partition';
+import type { Timer } from '../timer';
+import type { ControllerElection } from './controller-election';
+import {
+  decidePartition,
+  electPreferredLeader,
+  imbalancedNodes,
+  type PartitionView,
+} from './controller-decisions';
+import { ControllerEventQueue } from './controller-event-queue';
+import {
+  MetadataStoreError,
+  type KeyValue,
+  type MetadataStore,
+  type MetadataWatch,
+  type WatchEvent,
+} from './metadata-store';
+import {
+  decodePartitionState,
+  initialPartitionState,
+  InvalidPartitionStateError,
+  writePartitionState,
+  type PartitionState,
+  type StoredPartitionState,
+} from './partition-state';
+import {
+  assignReplicas,
+  createTopic,
+  decodeReplicaAssignment,
+  encodeReplicaAssignment,
+  InvalidReplicaAssignmentError,
+  type ReplicaAssignment,
+} from './replica-assignment';
+import { TimerAction } from './timer-action';
+
+/** Kafka's `leader.imbalance.check.interval.seconds` (300 s). */
+export const DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS = 300_000;
+/** Kafka's `leader.imbalance.per.broker.percentage`. */
+export const DEFAULT_LEADER_IMBALANCE_PER_NODE_PERCENTAGE = 10;
+
+/** What the controller needs of the election: its events, and the epoch it holds right now. */
+export type ControllerRole = Pick<ControllerElection, 'on' | 'off' | 'controllerEpoch'>;
+
+export interface ControllerOptions {
+  readonly store: MetadataStore;
+  readonly election: ControllerRole;
+  readonly timer: Timer;
+  readonly clusterId: string;
+  /** `--unclean-leader-election`: elect a live replica outside the ISR rather than stay offline. Off by default. */
+  readonly uncleanLeaderElection?: boolean;
+  /** Kafka's `auto.leader.rebalance.enable`; on by default. */
+  readonly autoLeaderRebalance?: boolean;
+  readonly leaderImbalanceCheckIntervalMs?: number;
+  readonly leaderImbalancePerNodePercentage?: number;
+  /** Wait before reading everything again after a read or write that failed; 500 ms by default. */
+  readonly retryBackoffMs?: number;
+  /** The random start of a new topic's round-robin assignment; `Math.random` by default. */
+  readonly random?: () => number;
+  /** Told of failures the controller recovers from by reading again (the server logs them). */
+  readonly onError?: (error: unknown) => void;
+}
+
+export type CreateTopicOutcome =
+  | { readonly outcome: 'created'; readonly assignment: ReplicaAssignment }
+  | { readonly outcome: 'exists' }
+  /** Kafka's INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (above the live nodes). */
+  | {
+      readonly outcome: 'invalidTopic' | 'invalidPartitions' | 'invalidReplicationFactor';
+      readonly reason: string;
+    }
+  /** Kafka's NOT_CONTROLLER: this node is not (or no longer) the controller. */
+  | { readonly outcome: 'notController' };
+
+/** The controller's view of the cluster, rebuilt from etcd on every election (Kafka's ControllerContext). */
+interface ClusterView {
+  readonly epoch: number;
+  readonly liveNodes: Set<number>;
+  readonly topics: Map<string, ReplicaAssignment>;
+  /** `topic/partition` → its state and mod revision. */
+  readonly partitions: Map<string, StoredPartitionState>;
+}
+
+/** How many times one partition is decided again after a stale write, before waiting for the next event. */
+const MAX_STALE_RETRIES = 3;
+
+/**
+ * The controller's decisions, after Kafka's ZooKeeper-era `KafkaController`: while `ControllerElection`
+ * says this node is the controller at epoch e, it keeps every partition led by a live in-sync replica.
+ *
+ * - On election it reads `nodes/`, `topics/` and `partitions/` in one transaction (one revision), then
+ *   watches the cluster's prefix from the next revision, so no change between the read and the watch is
+ *   missed. Then it decides every partition (below) and creates the states missing for any topic.
+ * - Level-triggered decisions (`decidePartition`): after every batch of watch events, each partition
+ *   whose leader is not alive gets a new one from its live ISR, in assignment order (or goes offline,
+ *   leader -1, unless unclean election is on); a dead follower leaves the ISR; a node that returns and
+ *   is in an offline partition's ISR leads it. Every election bumps the leader epoch.
+ * - Every write is `writePartitionState` fenced by the controller epoch (the controller key's create
+ *   revision) and the partition key's mod revision as read. `stale` brings the current state back and the
+ *   partition is decided again from it; an ambiguous answer is resolved by a read (never assumed); a
+ *   failure it cannot resolve drops the view and reads everything again after a backoff.
+ * - Auto leader rebalance: every `leaderImbalanceCheckIntervalMs` on the timer, for each node whose
+ *   share of partitions it is preferred for but does not lead exceeds the percentage, leadership moves
+ *   back to it where it is alive and in the ISR.
+ * - `createTopic`: Kafka's round-robin assignment over the live nodes, written with every partition's
+ *   initial state in one fenced transaction.
+ * - Events (election, watch batches, the rebalance check, topic creation) run one at a time through one
+ *   queue (Kafka's ControllerEventManager). On `resigned` the controller stops at once: the view, the
+ *   watch and the timer go, queued events of that generation do nothing (a topic creation answers
+ *   `notController`), and an event in flight issues no further write
+ *   (each write also checks the election's epoch locally first; etcd's fence refuses it anyway).
+ *
+ * Example: nodes 1–3 live, `t-0` assigned [1, 2, 3] with {leader 1, leaderEpoch 4, isr [1, 2, 3]}.
+ * Node 1's key expires: {leader 2, epoch 5, isr [2, 3]}. Node 3 leaves: {leader 2, epoch 6, isr [2]}.
+ * Node 2 leaves: offline, {leader -1, epoch 7, isr [2]}; node 1 returning changes nothing (not in the
+ * ISR). Node 2 returns: {leader 2, epoch 8, isr [2]}. Once 2 has re-added 1 to its ISR, the next
+ * imbalance check finds node 1 leading none of the partitions it is preferred for and moves `t-0` back:
+ * {leader 1, epoch 9, isr [1, 2]}.
+ */
+export class Controller {
+  private readonly store: MetadataStore;
+  private readonly election: ControllerRole;
+  private readonly timer: Timer;
+  private readonly clusterId: string;
+  private readonly uncleanLeaderElection: boolean;
+  private readonly autoLeaderRebalance: boolean;
+  private readonly leaderImbalanceCheckIntervalMs: number;
+  private readonly maxImbalanceRatio: number;
+  private readonly retryBackoffMs: number;
+  private readonly random: () => number;
+  private readonly onError: (error: unknown) => void;
+  private readonly queue: ControllerEventQueue;
+  private readonly prefix: string;
+  private view: ClusterView | undefined;
+  private watch: MetadataWatch | undefined;
+  /** Bumped on every election and every step-down: work of an older generation stops. */
+  private generation = 0;
+  private isClosed = false;
+  private readonly rebalanceTask = new TimerAction(() => this.onRebalanceTimer());
+  private readonly resyncTask = new TimerAction(() => this.onResyncTimer());
+  private resyncGeneration = 0;
+  private readonly onElected = ({ controllerEpoch }: { controllerEpoch: number }): void =>
+    this.becomeController(controllerEpoch);
+  private readonly onResigned = (): void => this.stepDown();
+
+  constructor(options: ControllerOptions) {
+    this.store = options.store;
+    this.election = options.election;
+    this.timer = options.timer;
+    this.clusterId = options.clusterId;
+    this.uncleanLeaderElection = options.uncleanLeaderElection ?? false;
+    this.autoLeaderRebalance = options.autoLeaderRebalance ?? true;
+    this.leaderImbalanceCheckIntervalMs =
+      options.leaderImbalanceCheckIntervalMs ?? DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS;
+    this.maxImbalanceRatio =
+      (options.leaderImbalancePerNodePercentage ?? DEFAULT_LEADER_IMBALANCE_PER_NODE_PERCENTAGE) / 100;
+    this.retryBackoffMs = options.retryBackoffMs ?? 500;
+    this.random = options.random ?? Math.random;
+    this.onError = options.onError ?? (() => undefined);
+    this.queue = new ControllerEventQueue((error) => this.onError(error));
+    this.prefix = `/${this.clusterId}/`;
+  }
+
+  /** Acts whenever the election makes this node the controller, now included. */
+  start(): void {
+    this.election.on('elected', this.onElected);
+    this.election.on('resigned', this.onResigned);
+    const epoch = this.election.controllerEpoch;
+    if (epoch !== undefined) this.becomeController(epoch);
+  }
+
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.election.off('elected', this.onElected);
+    this.election.off('resigned', this.onResigned);
+    this.stepDown();
+  }
+
+  /** The epoch this controller acts at, while it has a view of the cluster; else undefined. */
+  get activeEpoch(): number | undefined {
+    return this.view?.epoch;
+  }
+
+  /** Resolves once every queued event has been handled (for tests and orderly shutdown). */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  /** The controller's view of a partition (undefined when it is not acting, or does not know it). */
+  partitionState(topic: string, partition: number): StoredPartitionState | undefined {
+    return this.view?.partitions.get(`${topic}/${partition}`);
+  }
+
+  /**
+   * Creates a topic: `partitionCount` partitions of `replicationFactor` replicas, assigned round-robin
+   * over the live nodes (`assignReplicas`), each partition's first live replica leading at epoch 0.
+   * Fails with the store's error when the write's outcome could not be resolved by a read.
+   */
+  createTopic(topic: string, partitionCount: number, replicationFactor: number): Promise<CreateTopicOutcome> {
+    return new Promise((resolve, reject) => {
+      const generation = this.generation;
+      this.queue.put(async () => {
+        try {
+          resolve(await this.handleCreateTopic(generation, topic, partitionCount, replicationFactor));
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+  }
+
+  // ---- election ----
+
+  private becomeController(epoch: number): void {
+    if (this.isClosed) return;
+    this.stepDown();
+    const generation = this.generation;
+    this.queue.put(() => this.startup(generation, epoch));
+  }
+
+  /** Stops acting at once: nothing of this generation writes again. */
+  private stepDown(): void {
+    this.generation++;
+    this.view = undefined;
+    this.watch?.cancel();
+    this.watch = undefined;
+    this.rebalanceTask.cancel();
+    this.resyncTask.cancel();
+    // Events already queued stay queued but find their generation gone: they do nothing, and a
+    // pending createTopic answers notController rather than never.
+  }
+
+  private isCurrent(generation: number, epoch?: number): boolean {
+    if (generation !== this.generation) return false;
+    return epoch === undefined || this.election.controllerEpoch === epoch;
+  }
+
+  // ---- reading the cluster ----
+
+  /** Reads nodes/, topics/ and partitions/ at one revision, watches from the next, and decides. */
+  private async startup(generation: number, epoch: number): Promise<void> {
+    if (!this.isCurrent(generation, epoch)) return;
+    let response;
+    try {
+      response = await this.store.txn({
+        compare: [],
+        success: [
+          { type: 'get', key: `${this.prefix}nodes/`, prefix: true },
+          { type: 'get', key: `${this.prefix}topics/`, prefix: true },
+          { type: 'get', key: `${this.prefix}partitions/`, prefix: true },
+        ],
+      });
+    } catch (error) {
+      this.onError(error);
+      this.resyncLater(generation);
+      return;
+    }
+    if (!this.isCurrent(generation, epoch)) return;
+    const view: ClusterView = { epoch, liveNodes: new Set(), topics: new Map(), partitions: new Map() };
+    this.view = view;
+    this.watch?.cancel();
+    for (const result of response.results) {
+      if (result.type !== 'get') continue;
+      for (const kv of result.kvs) this.applyPut(view, kv);
+    }
+    this.watch = this.store.watch(
+      this.prefix,
+      { prefix: true, startRevision: response.revision + 1 },
+      {
+        onEvents: (events) => {
+          if (generation === this.generation)
+            this.queue.put(() => this.onWatchEvents(generation, epoch, events));
+        },
+        onCancelled: (reason) => {
+          if (generation !== this.generation) return;
+          // Compacted or failed: the view may have missed changes; read everything again.
+          if (reason.error !== undefined) this.onError(reason.error);
+          this.watch = undefined;
+          this.queue.put(() => this.startup(generation, epoch));
+        },
+      },
+    );
+    if (this.autoLeaderRebalance) {
+      this.rebalanceTask.delayMs = this.leaderImbalanceCheckIntervalMs;
+      this.timer.add(this.rebalanceTask);
+    }
+    await this.decideAll(generation, view);
+  }
+
+  private resyncLater(generation: number): void {
+    if (!this.isCurrent(generation)) return;
+    this.view = undefined;
+    this.watch?.cancel();
+    this.watch = undefined;
+    this.rebalanceTask.cancel();
+    this.resyncGeneration = generation;
+    this.resyncTask.delayMs = this.retryBackoffMs;
+    this.timer.add(this.resyncTask);
+  }
+
+  private onResyncTimer(): void {
+    const generation = this.resyncGeneration;
+    const epoch = this.election.controllerEpoch;
+    if (generation !== this.generation || epoch === undefined) return;
+    this.queue.put(() => this.startup(generation, epoch));
+  }
+
+  private async onWatchEvents(
+    generation: number,
+    epoch: number,
+    events: readonly WatchEvent[],
+  ): Promise<void> {
+    const view = this.view;
+    if (!this.isCurrent(generation, epoch) || view === undefined) return;
+    for (const event of events) {
+      if (event.type === 'put') this.applyPut(view, event.kv);
+      else this.applyDelete(view, event.kv);
+    }
+    await this.decideAll(generation, view);
+  }
+
+  /** A key that does not decode is reported and left out of the view: nothing is decided from it. */
+  private applyPut(view: ClusterView, kv: KeyValue): void {
+    try {
+      this.applyValidPut(view, kv);
+    } catch (error) {
+      if (!(error instanceof InvalidPartitionStateError || error instanceof InvalidReplicaAssignmentError)) {
+        throw error;
+      }
+      this.onError(error);
+    }
+  }
+
+  private applyValidPut(view: ClusterView, kv: KeyValue): void {
+    const rest = kv.key.slice(this.prefix.length);
+    if (rest.startsWith('nodes/')) {
+      const id = Number(rest.slice('nodes/'.length));
+      if (Number.isSafeInteger(id) && id >= 0) view.liveNodes.add(id);
+    } else if (rest.startsWith('topics/')) {
+      view.topics.set(rest.slice('topics/'.length), decodeReplicaAssignment(kv.key, kv.value));
+    } else if (rest.startsWith('partitions/')) {
+      const name = rest.slice('partitions/'.length);
+      const known = view.partitions.get(name);
+      // Our own write may have reached the view before its watch event; an older event changes nothing.
+      if (known !== undefined && known.modRevision > kv.modRevision) return;
+      view.partitions.set(name, {
+        state: decodePartitionState(kv.key, kv.value),
+        modRevision: kv.modRevision,
+      });
+    }
+  }
+
+  private applyDelete(view: ClusterView, kv: KeyValue): void {
+    const rest = kv.key.slice(this.prefix.length);
+    if (rest.startsWith('nodes/')) view.liveNodes.delete(Number(rest.slice('nodes/'.length)));
+    else if (rest.startsWith('topics/')) view.topics.delete(rest.slice('topics/'.length));
+    else if (rest.startsWith('partitions/')) view.partitions.delete(rest.slice('partitions/'.length));
+  }
+
+  // ---- deciding ----
+
+  /** Decides every partition of every known topic, creating the states that are missing. */
+  private async decideAll(generation: number, view: ClusterView): Promise<void> {
+    const isAlive = (nodeId: number): boolean => view.liveNodes.has(nodeId);
+    const options = { controllerEpoch: view.epoch, uncleanLeaderElection: this.uncleanLeaderElection };
+    for (const [topic, assignment] of [...view.topics]) {
+      for (let partition = 0; partition < assignment.partitions.length; partition++) {
+        const replicas = assignment.partitions[partition];
+        const ok = await this.settlePartition(generation, view, topic, partition, (current) =>
+          current === undefined
+            ? missingState(replicas, isAlive, view.epoch)
+            : decidePartition(replicas, current, isAlive, options),
+        );
+        if (!ok) return;
+      }
+    }
+  }
+
+  /**
+   * Writes what `decide` answers for one partition, from the state in the view, until it answers nothing
+   * or the write applies; a stale write is decided again from the state etcd returned. False when the
+   * controller must stop (deposed, stepped down, or a failure that needs everything read again).
+   */
+  private async settlePartition(
+    generation: number,
+    view: ClusterView,
+    topic: string,
+    partition: number,
+    decide: (current: PartitionState | undefined) => PartitionState | undefined,
+  ): Promise<boolean> {
+    const name = `${topic}/${partition}`;
+    for (let attempt = 0; attempt <= MAX_STALE_RETRIES; attempt++) {
+      if (!this.isCurrent(generation, view.epoch)) return false;
+      const known = view.partitions.get(name);
+      const next = decide(known?.state);
+      if (next === undefined) return true;
+      let result;
+      try {
+        result = await writePartitionState(this.store, {
+          clusterId: this.clusterId,
+          topic,
+          partition,
+          expectedModRevision: known?.modRevision ?? 0,
+          state: next,
+          controllerEpoch: view.epoch,
+        });
+      } catch (error) {
+        // The write's outcome could not be told even by a read: read everything again, then decide.
+        this.onError(error);
+        this.resyncLater(generation);
+        return false;
+      }
+      if (!this.isCurrent(generation, view.epoch)) return false;
+      switch (result.outcome) {
+        case 'updated':
+          view.partitions.set(name, result.stored);
+          return true;
+        case 'stale':
+          if (result.current === undefined) view.partitions.delete(name);
+          else view.partitions.set(name, result.current);
+          break;
+        case 'notController':
+          // Deposed: etcd refused the write. The election learns it from its own watch; act no more.
+          this.stepDown();
+          return false;
+      }
+    }
+    return true;
+  }
+
+  // ---- auto leader rebalance ----
+
+  private onRebalanceTimer(): void {
+    const generation = this.generation;
+    this.queue.put(async () => {
+      const view = this.view;
+      if (!this.isCurrent(generation, view?.epoch) || view === undefined) return;
+      await this.rebalance(generation, view);
+      if (this.isCurrent(generation, view.epoch) && this.view === view) {
+        this.rebalanceTask.delayMs = this.leaderImbalanceCheckIntervalMs;
+        this.timer.add(this.rebalanceTask);
+      }
+    });
+  }
+
+  private async rebalance(generation: number, view: ClusterView): Promise<void> {
+    const isAlive = (nodeId: number): boolean => view.liveNodes.has(nodeId);
+    const views: PartitionView[] = [];
+    for (const [topic, assignment] of view.topics) {
+      assignment.partitions.forEach((replicas, partition) => {
+        const stored = view.partitions.get(`${topic}/${partition}`);
+        if (stored !== undefined) views.push({ replicas, state: stored.state });
+      });
+    }
+    const imbalanced = imbalancedNodes(views, this.maxImbalanceRatio);
+    if (imbalanced.size === 0) return;
+    for (const [topic, assignment] of [...view.topics]) {
+      for (let partition = 0; partition < assignment.partitions.length; partition++) {
+        const replicas = assignment.partitions[partition];
+        if (!imbalanced.has(replicas[0])) continue;
+        const ok = await this.settlePartition(generation, view, topic, partition, (current) =>
+          current === undefined ? undefined : electPreferredLeader(replicas, current, isAlive, view.epoch),
+        );
+        if (!ok) return;
+      }
+    }
+  }
+
+  // ---- topics ----
+
+  private async handleCreateTopic(
+    generation: number,
+    topic: string,
+    partitionCount: number,
+    replicationFactor: number,
+  ): Promise<CreateTopicOutcome> {
+    const view = this.view;
+    if (!this.isCurrent(generation, view?.epoch) || view === undefined) return { outcome: 'notController' };
+    const topicProblem = topicNameProblem(topic);
+    if (topicProblem !== null) return { outcome: 'invalidTopic', reason: topicProblem };
+    if (!Number.isSafeInteger(partitionCount) || partitionCount <= 0) {
+      return {
+        outcome: 'invalidPartitions',
+        reason: `partition count must be positive, got ${partitionCount}`,
+      };
+    }
+    let assignment: ReplicaAssignment;
+    try {
+      assignment = assignReplicas([...view.liveNodes], partitionCount, replicationFactor, {
+        random: this.random,
+      });
+    } catch (error) {
+      if (!(error instanceof InvalidReplicaAssignmentError)) throw error;
+      return { outcome: 'invalidReplicationFactor', reason: error.message };
+    }
+    const isAlive = (nodeId: number): boolean => view.liveNodes.has(nodeId);
+    let result;
+    try {
+      result = await createTopic(this.store, this.clusterId, view.epoch, topic, assignment, isAlive);
+    } catch (error) {
+      if (!(error instanceof MetadataStoreError) || !error.isOutcomeUnknown) throw error;
+      // Created or not? Read the topic key: ours if it holds our assignment at our epoch's states.
+      let kv: KeyValue | undefined;
+      try {
+        ({ kv } = await this.store.get(`${this.prefix}topics/${topic}`));
+      } catch {
+        throw error;
+      }
+      if (kv === undefined) throw error;
+      if (kv.value !== encodeReplicaAssignment(assignment)) return { outcome: 'exists' };
+      return { outcome: 'created', assignment };
+    }
+    switch (result.outcome) {
+      case 'created':
+        if (this.isCurrent(generation, view.epoch)) {
+          view.topics.set(topic, assignment);
+          result.states.forEach((state, partition) => {
+            const name = `${topic}/${partition}`;
+            const known = view.partitions.get(name);
+            if (known === undefined || known.modRevision < result.revision) {
+              view.partitions.set(name, { state, modRevision: result.revision });
+            }
+          });
+        }
+        return { outcome: 'created', assignment };
+      case 'exists':
+        return { outcome: 'exists' };
+      case 'notController':
+        if (generation === this.generation) this.stepDown();
+        return { outcome: 'notController' };
+    }
+  }
+}
+
+/**
+ * The state of a partition whose topic exists without it (a creation cut short): its initial state, as
+ * Kafka's `initializeLeaderAndIsrForPartitions`, once one of its replicas is alive to lead it.
+ */
+function missingState(
+  replicas: readonly number[],
+  isAlive: (nodeId: number) => boolean,
+  controllerEpoch: number,
+): PartitionState | undefined {
+  return replicas.some(isAlive) ? initialPartitionState(replicas, isAlive, controllerEpoch) : undefined;
+}

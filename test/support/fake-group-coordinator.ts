@@ -1,6 +1,6 @@
 import type { GroupCoordinatorService, RequestContext } from '../../src/group/group-protocol';
 
-type Method = Exclude<keyof GroupCoordinatorService, 'shutdown'>;
+type Method = Exclude<keyof GroupCoordinatorService, 'shutdown' | 'unwatchMember'>;
 type Handlers = {
   [M in Method]?: (
     request: Parameters<GroupCoordinatorService[M]>[0],

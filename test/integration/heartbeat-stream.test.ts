@@ -1,12 +1,13 @@
 import { Metadata, status } from '@grpc/grpc-js';
 import type { ClientDuplexStream, StatusObject } from '@grpc/grpc-js';
-import { ErrorCode } from '../../src/errors';
+import { CohortError, ErrorCode } from '../../src/errors';
 import type {
   HeartbeatRequest,
   HeartbeatStreamResponse,
   JoinGroupRequest,
   JoinGroupResponse,
 } from '../../src/group/group-protocol';
+import { FakeGroupCoordinator } from '../support/fake-group-coordinator';
 import type { GroupCoordinatorClient, TestClockClient } from '../support/grpc-clients';
 import type { TestServer } from '../support/start-test-server';
 import { startTestServer } from '../support/start-test-server';
@@ -27,17 +28,6 @@ let clock: TestClockClient;
 let groupCounter = 0;
 let groupId: string;
 const streams: ClientDuplexStream<unknown, unknown>[] = [];
-
-beforeEach(async () => {
-  t = await startTestServer({ manualClock: true, groupInitialRebalanceDelayMs: INITIAL_DELAY_MS });
-  clock = t.testClock();
-  groupId = `stream-group-${++groupCounter}`;
-});
-
-afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.cancel();
-  await t.close();
-});
 
 type Stream = ClientDuplexStream<Partial<HeartbeatRequest>, HeartbeatStreamResponse>;
 
@@ -185,6 +175,17 @@ function openStream(member: Member): Probe {
 const PUSH = (errorCode: ErrorCode): HeartbeatStreamResponse => ({ errorCode, sequence: 0 });
 
 describe('HeartbeatStream', () => {
+  beforeEach(async () => {
+    t = await startTestServer({ manualClock: true, groupInitialRebalanceDelayMs: INITIAL_DELAY_MS });
+    clock = t.testClock();
+    groupId = `stream-group-${++groupCounter}`;
+  });
+
+  afterEach(async () => {
+    for (const stream of streams.splice(0)) stream.cancel();
+    await t.close();
+  });
+
   it('answers each heartbeat in order, numbered from 1, with the unary Heartbeat code', async () => {
     const a = await newMember();
     await joinAndSync([a]);
@@ -415,4 +416,50 @@ describe('HeartbeatStream', () => {
     expect((await stranger.ended).code).toBe(status.OK);
     expect(t.logs.filter((line) => line.level >= 40)).toEqual([]);
   }, 20_000);
+});
+
+describe('HeartbeatStream over a coordinator that refuses or fails', () => {
+  let server: TestServer;
+  let coordinator: FakeGroupCoordinator;
+
+  beforeEach(async () => {
+    coordinator = new FakeGroupCoordinator({
+      heartbeat: (request) => {
+        if (request.generationId === 2) return Promise.resolve({ errorCode: ErrorCode.ILLEGAL_GENERATION });
+        if (request.generationId === 3) {
+          return Promise.reject(new CohortError(ErrorCode.INVALID_REQUEST, 'group_id is too long'));
+        }
+        return Promise.reject(new Error('a bug in the coordinator'));
+      },
+    });
+    server = await startTestServer({}, { coordinatorFactory: () => coordinator });
+  });
+
+  afterEach(async () => {
+    for (const stream of streams.splice(0)) stream.cancel();
+    await server.close();
+  });
+
+  function open(): Probe {
+    return new Probe(server.groupCoordinator().heartbeatStream());
+  }
+
+  it('ends the stream with the status of a refused heartbeat, and INTERNAL (logged) for a bug', async () => {
+    const refused = open();
+    refused.stream.write({ groupId: 'g', memberId: 'm', generationId: 2 });
+    refused.stream.write({ groupId: 'g', memberId: 'm', generationId: 3 });
+    expect(await refused.next()).toEqual({ errorCode: ErrorCode.ILLEGAL_GENERATION, sequence: 1 });
+    const ended = await refused.ended;
+    expect(ended.code).toBe(status.INVALID_ARGUMENT);
+    expect(ended.details).toBe('group_id is too long');
+
+    const failed = open();
+    failed.stream.write({ groupId: 'g', memberId: 'm', generationId: 4 });
+    const failure = await failed.ended;
+    expect(failure.code).toBe(status.INTERNAL);
+    expect(failure.details).not.toContain('bug');
+    expect(server.logs.some((line) => line.level === 50 && JSON.stringify(line).includes('a bug'))).toBe(
+      true,
+    );
+  });
 });

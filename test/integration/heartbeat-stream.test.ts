@@ -395,6 +395,32 @@ describe('HeartbeatStream', () => {
     expect((await unary.client.heartbeat(heartbeatOf(unary))).errorCode).toBe(ErrorCode.NONE);
   });
 
+  it('counts each heartbeat on a stream in cohort_rpc_duration_seconds, by its code', async () => {
+    await t.close();
+    t = await startTestServer({
+      manualClock: true,
+      groupInitialRebalanceDelayMs: INITIAL_DELAY_MS,
+      adminListen: '127.0.0.1:0',
+    });
+    clock = t.testClock();
+    const a = await newMember();
+    await joinAndSync([a]);
+    const probe = openStream(a);
+    expect((await probe.heartbeat(heartbeatOf(a))).errorCode).toBe(ErrorCode.NONE);
+    expect((await probe.heartbeat(heartbeatOf(a))).errorCode).toBe(ErrorCode.NONE);
+    expect((await probe.heartbeat({ ...heartbeatOf(a), generationId: 99 })).errorCode).toBe(
+      ErrorCode.ILLEGAL_GENERATION,
+    );
+    const metrics = await (await fetch(`${t.adminUrl}/metrics`)).text();
+    const count = (code: string) =>
+      new RegExp(
+        `^cohort_rpc_duration_seconds_count\\{[^}]*method="HeartbeatStream"[^}]*code="${code}"[^}]*\\} (\\d+)$`,
+        'm',
+      ).exec(metrics)?.[1];
+    expect(count('NONE')).toBe('2');
+    expect(count('ILLEGAL_GENERATION')).toBe('1');
+  });
+
   it('ends every stream with OK when the server closes, without waiting out the grace period', async () => {
     await t.close();
     t = await startTestServer(

@@ -307,6 +307,22 @@ describe('HeartbeatStream', () => {
     expect(first.unread).toEqual([]);
   });
 
+  it('pushes to the stream that heartbeated last when a member has two open', async () => {
+    const a = await newMember();
+    await joinAndSync([a]);
+    const older = openStream(a);
+    const newer = openStream(a);
+    expect((await older.heartbeat(heartbeatOf(a))).errorCode).toBe(ErrorCode.NONE);
+    expect((await newer.heartbeat(heartbeatOf(a))).errorCode).toBe(ErrorCode.NONE);
+    // The older one closing does not take the newer one's slot.
+    older.stream.cancel();
+    expect((await older.ended).code).toBe(status.CANCELLED);
+    const b = await newMember();
+    void b.client.joinGroup(joinRequest(b)).catch(() => {});
+    expect(await newer.next()).toEqual(PUSH(ErrorCode.REBALANCE_IN_PROGRESS));
+    expect(older.unread).toEqual([]);
+  });
+
   it('ends the stream with INVALID_ARGUMENT when the ids change, after answering what came before', async () => {
     const a = await newMember();
     await joinAndSync([a]);

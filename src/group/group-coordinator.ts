@@ -32,6 +32,7 @@ import type {
   DescribeGroupsRequest,
   DescribeGroupsResponse,
   GroupCoordinatorService,
+  GenerationWatcher,
   HeartbeatRequest,
   HeartbeatResponse,
   JoinGroupMember,
@@ -628,6 +629,9 @@ export class GroupCoordinator
     context: RequestContext,
   ): Promise<JoinGroupResponse> {
     const member = group.replaceStaticMember(request.groupInstanceId, oldMemberId, newMemberId);
+    // The old member id is fenced: its stream hears so now, not at its next heartbeat. The new id's stream
+    // takes the slot with its first heartbeat.
+    member.notifyGone(ErrorCode.FENCED_INSTANCE_ID);
     const call = this.parkJoin(newMemberId, context);
     group.updateMember(member, request.protocols, request.rebalanceTimeoutMs, request.sessionTimeoutMs, call);
     this.scheduleSessionTimeout(member);
@@ -721,6 +725,8 @@ export class GroupCoordinator
       : new DelayedJoin(this, group, group.rebalanceTimeoutMs);
     group.transitionTo('PreparingRebalance');
     this.listener?.onPrepareRebalance?.(group.groupId, group.generationId, reason, memberId);
+    // Every member's generation is over; a watched one hears it now rather than at its next heartbeat.
+    for (const member of group.allMembers()) member.notifyRebalance(ErrorCode.REBALANCE_IN_PROGRESS);
     this.rebalancePurgatory.tryCompleteElseWatch(delayedJoin, group.joinKeys);
   }
 
@@ -757,6 +763,7 @@ export class GroupCoordinator
       for (const member of notRejoined) {
         group.remove(member.memberId);
         member.heartbeat.cancel();
+        member.notifyGone(ErrorCode.UNKNOWN_MEMBER_ID);
       }
     }
     if (group.is('Dead')) return;
@@ -817,6 +824,7 @@ export class GroupCoordinator
         // A member that never synced has nothing parked, but answer defensively: no call may hang.
         member.awaitingJoin?.complete(joinError('', ErrorCode.UNKNOWN_MEMBER_ID));
         member.heartbeat.cancel();
+        member.notifyGone(ErrorCode.UNKNOWN_MEMBER_ID);
       }
     }
     this.prepareRebalance(group, 'sync-expired', '');
@@ -946,7 +954,7 @@ export class GroupCoordinator
   // ---------------------------------------------------------------------------------------------------
   // Heartbeat: the hot path. No allocation on any outcome: lookups, a timer re-arm, a shared reply.
 
-  heartbeat(request: HeartbeatRequest, _context: RequestContext): Promise<HeartbeatResponse> {
+  heartbeat(request: HeartbeatRequest, context: RequestContext): Promise<HeartbeatResponse> {
     const invalid = checkHeartbeatRequest(request);
     if (invalid !== undefined) return Promise.reject(invalid);
     if (request.groupId === '') return heartbeatReply(ErrorCode.INVALID_GROUP_ID);
@@ -956,6 +964,9 @@ export class GroupCoordinator
     if (group.is('Dead')) return heartbeatReply(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     const error = this.validateCurrentMember(group, request.memberId, request.groupInstanceId);
     if (error !== ErrorCode.NONE) return heartbeatReply(error);
+    // A heartbeat stream's watcher takes the member's slot (a reconnected stream replaces the old one).
+    const watcher = context.generationWatcher;
+    if (watcher !== undefined) (group.get(request.memberId) as MemberMetadata).generationWatcher = watcher;
     if (request.generationId !== group.generationId) {
       this.fenced(group.groupId, request.memberId, request.groupInstanceId, ErrorCode.ILLEGAL_GENERATION);
       return heartbeatReply(ErrorCode.ILLEGAL_GENERATION);
@@ -975,6 +986,11 @@ export class GroupCoordinator
       case 'Dead':
         return heartbeatReply(ErrorCode.UNKNOWN_MEMBER_ID);
     }
+  }
+
+  unwatchMember(groupId: string, memberId: string, watcher: GenerationWatcher): void {
+    const member = this.groups.get(groupId)?.get(memberId);
+    if (member !== undefined && member.generationWatcher === watcher) member.generationWatcher = undefined;
   }
 
   /**
@@ -1101,6 +1117,7 @@ export class GroupCoordinator
     group.maybeInvokeSyncCallback(member, syncError(ErrorCode.UNKNOWN_MEMBER_ID));
     group.remove(member.memberId);
     member.heartbeat.cancel();
+    member.notifyGone(ErrorCode.UNKNOWN_MEMBER_ID);
   }
 
   // ---------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
  * with `keepCase: false, longs: Number, enums: Number, bytes: Buffer, defaults: true, arrays: true`), so the
  * server layer passes decoded messages straight through. An empty string means "not sent".
  */
+import type { ErrorCode } from '../errors';
 import type {
   DeleteGroupsRequest,
   DeleteGroupsResponse,
@@ -41,6 +42,23 @@ export interface RequestContext {
    * rebalance (docs/performance.md, G3).
    */
   onCancel?(listener: () => void): () => void;
+  /**
+   * Set by a caller that holds a heartbeat stream (the server's HeartbeatStream): a Heartbeat from a member
+   * of the group puts it in that member's one watcher slot (replacing any other), so that it hears of the
+   * end of the member's generation. Absent for unary calls.
+   */
+  readonly generationWatcher?: GenerationWatcher;
+}
+
+/**
+ * Hears that a member's generation is over, once per change: REBALANCE_IN_PROGRESS when the group starts
+ * preparing a rebalance with the member in it; UNKNOWN_MEMBER_ID when the member is removed (left, expired,
+ * not rejoined, not synced); FENCED_INSTANCE_ID when a restarted instance takes over its group instance id.
+ * The last two also empty the slot: that member id is gone. Called synchronously from inside the
+ * coordinator, so it must not throw and must not call back into it.
+ */
+export interface GenerationWatcher {
+  onGenerationOver(errorCode: ErrorCode): void;
 }
 
 /**
@@ -57,6 +75,12 @@ export interface GroupCoordinatorService {
   describeGroups(request: DescribeGroupsRequest, context: RequestContext): Promise<DescribeGroupsResponse>;
   listGroups(request: ListGroupsRequest, context: RequestContext): Promise<ListGroupsResponse>;
   deleteGroups(request: DeleteGroupsRequest, context: RequestContext): Promise<DeleteGroupsResponse>;
+  /**
+   * Empties the member's watcher slot if `watcher` is in it (a heartbeat stream closed). The member itself
+   * is untouched: its session timeout still decides. Optional: without it a closed stream's watcher stays
+   * until the member's next change.
+   */
+  unwatchMember?(groupId: string, memberId: string, watcher: GenerationWatcher): void;
   /** Answers every parked call with COORDINATOR_NOT_AVAILABLE and stops all timers. Idempotent. */
   shutdown(): void;
 }

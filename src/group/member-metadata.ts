@@ -1,8 +1,9 @@
+import type { ErrorCode } from '../errors';
 import { brokenInvariant } from './broken-invariant';
 import type { DelayedHeartbeat } from './delayed-heartbeat';
 import type { ParkedCall } from './parked-call';
 import { retainProtocols } from './retained-bytes';
-import type { JoinGroupResponse, Protocol, SyncGroupResponse } from './group-protocol';
+import type { GenerationWatcher, JoinGroupResponse, Protocol, SyncGroupResponse } from './group-protocol';
 
 const EMPTY_BUFFER = Buffer.alloc(0);
 
@@ -35,6 +36,8 @@ export class MemberMetadata {
   isNew = false;
   /** The member's one session timer; assigned right after construction. */
   heartbeat!: DelayedHeartbeat;
+  /** Who hears that this member's generation is over (its heartbeat stream), if anyone; one slot, no list. */
+  generationWatcher: GenerationWatcher | undefined = undefined;
 
   constructor(
     memberId: string,
@@ -64,6 +67,19 @@ export class MemberMetadata {
   setTimeouts(rebalanceTimeoutMs: number, sessionTimeoutMs: number): void {
     this.rebalanceTimeoutMs = rebalanceTimeoutMs > 0 ? rebalanceTimeoutMs : sessionTimeoutMs;
     this.sessionTimeoutMs = sessionTimeoutMs;
+  }
+
+  /** A rebalance started with the member in the group: tell its watcher, which stays for the next one. */
+  notifyRebalance(errorCode: ErrorCode): void {
+    this.generationWatcher?.onGenerationOver(errorCode);
+  }
+
+  /** The member id is over (removed, or fenced by its instance's new id): tell its watcher, once, and forget it. */
+  notifyGone(errorCode: ErrorCode): void {
+    const watcher = this.generationWatcher;
+    if (watcher === undefined) return;
+    this.generationWatcher = undefined;
+    watcher.onGenerationOver(errorCode);
   }
 
   get isStaticMember(): boolean {

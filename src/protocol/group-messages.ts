@@ -82,6 +82,14 @@ export interface HeartbeatRequest {
 export interface HeartbeatResponse {
   errorCode: ErrorCode;
 }
+/**
+ * One message of a HeartbeatStream: the answer to the stream's `sequence`-th HeartbeatRequest (1, 2, ...),
+ * or, with sequence 0, a push telling the member its generation is over.
+ */
+export interface HeartbeatStreamResponse {
+  errorCode: ErrorCode;
+  sequence: number;
+}
 
 /** A member leaving the group. */
 export interface MemberIdentity {

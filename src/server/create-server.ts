@@ -24,6 +24,7 @@ import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
+import { HeartbeatStreams } from './heartbeat-stream';
 import { groupEventLog } from './group-event-log';
 import { HealthService } from './health-service';
 import { loadCohortProtos } from './load-protos';
@@ -304,9 +305,11 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   let stopBudgeting: (() => void) | undefined;
   let connections: ServerConnections | undefined;
   const services = [GROUP_COORDINATOR_SERVICE, BROKER_SERVICE];
+  // Open HeartbeatStreams never end by themselves: close() ends them, or tryShutdown would wait out the grace.
+  const heartbeatStreams = new HeartbeatStreams();
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
-    groupCoordinatorService(coordinator, logger, metrics.callObservers),
+    groupCoordinatorService(coordinator, logger, metrics.callObservers, heartbeatStreams),
   );
   server.addService(
     guardServiceDefinition(protos.broker, onEncodeFailure),
@@ -543,6 +546,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       connections?.closeWhenDone();
       stopBudgeting?.();
       coordinator.shutdown();
+      heartbeatStreams.endAll();
       // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
       replicaManager.shutdown();
       void fetcher?.stop();

@@ -1,6 +1,7 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { GroupCoordinatorService, OffsetCommitRequest } from '../group/group-protocol';
+import { type HeartbeatStreams, heartbeatStreamHandler } from './heartbeat-stream';
 import { decodeInt64 } from './int64';
 import { type CallObservers, unaryHandler, type UnaryMethod } from './unary-handler';
 
@@ -33,12 +34,14 @@ function decodeOffsetCommit(wire: OffsetCommitWire): OffsetCommitRequest {
 /**
  * cohort.v1.GroupCoordinator over grpc-js: decode → coordinator → encode. Decoded messages already have
  * the domain's shapes (group-protocol.ts mirrors the proto), so only OffsetCommit's int64 offsets need
- * converting; responses are encoded as they are.
+ * converting; responses are encoded as they are. HeartbeatStream is served when the server hands over the
+ * registry that ends its streams on close (create-server.ts); without it the method is UNIMPLEMENTED.
  */
 export function groupCoordinatorService(
   coordinator: GroupCoordinatorService,
   logger: Logger,
   observers?: CallObservers,
+  heartbeatStreams?: HeartbeatStreams,
 ): UntypedServiceImplementation {
   const service = 'cohort.v1.GroupCoordinator';
   const handler = <Req, Res>(method: string, handle: UnaryMethod<Req, Res>) =>
@@ -55,5 +58,16 @@ export function groupCoordinatorService(
     DescribeGroups: handler('DescribeGroups', coordinator.describeGroups.bind(coordinator)),
     ListGroups: handler('ListGroups', coordinator.listGroups.bind(coordinator)),
     DeleteGroups: handler('DeleteGroups', coordinator.deleteGroups.bind(coordinator)),
+    ...(heartbeatStreams === undefined
+      ? {}
+      : {
+          HeartbeatStream: heartbeatStreamHandler(
+            `/${service}/HeartbeatStream`,
+            coordinator,
+            heartbeatStreams,
+            logger,
+            observers?.(service, 'HeartbeatStream'),
+          ),
+        }),
   };
 }

@@ -2,6 +2,7 @@ import type { ServiceDefinition } from '@grpc/proto-loader';
 import type {
   HeartbeatRequest,
   HeartbeatResponse,
+  HeartbeatStreamResponse,
   JoinGroupRequest,
   JoinGroupResponse,
   Protocol,
@@ -257,6 +258,17 @@ export function encodeHeartbeatResponse(response: HeartbeatResponse): Buffer {
   return w.finish();
 }
 
+/**
+ * cohort.v1.HeartbeatStreamResponse as bytes: two varints. `sequence` is int64 on the wire, and a stream
+ * would need 2^53 requests to leave the safe integers.
+ */
+export function encodeHeartbeatStreamResponse(response: HeartbeatStreamResponse): Buffer {
+  const w = new Writer(varintFieldSize(response.errorCode) + varintFieldSize(response.sequence), NO_LENGTHS);
+  w.varintField(TAG_1_VARINT, response.errorCode);
+  w.varintField(TAG_2_VARINT, response.sequence);
+  return w.finish();
+}
+
 const NO_LENGTHS: number[] = [];
 
 /** Field numbers each codec here handles, by message: the test holds them against the .proto. */
@@ -270,11 +282,12 @@ export const HANDLED_FIELDS: Readonly<Record<string, readonly number[]>> = {
   'cohort.v1.SyncGroupResponse': [1, 2, 3, 4],
   'cohort.v1.HeartbeatRequest': [1, 2, 3, 4],
   'cohort.v1.HeartbeatResponse': [1],
+  'cohort.v1.HeartbeatStreamResponse': [1, 2],
 };
 
 /** The hand-written codecs by method; the server installs them with `withGroupWireCodecs`. */
 export const GROUP_WIRE_CODECS: Readonly<
-  Record<'JoinGroup' | 'SyncGroup' | 'Heartbeat', Required<ServerWireCodec>>
+  Record<'JoinGroup' | 'SyncGroup' | 'Heartbeat' | 'HeartbeatStream', Required<ServerWireCodec>>
 > = {
   JoinGroup: {
     requestDeserialize: decodeJoinGroupRequest,
@@ -287,6 +300,11 @@ export const GROUP_WIRE_CODECS: Readonly<
   Heartbeat: {
     requestDeserialize: decodeHeartbeatRequest,
     responseSerialize: (response) => encodeHeartbeatResponse(response as HeartbeatResponse),
+  },
+  // Each message of the stream goes through the same strict decoder as a unary Heartbeat.
+  HeartbeatStream: {
+    requestDeserialize: decodeHeartbeatRequest,
+    responseSerialize: (response) => encodeHeartbeatStreamResponse(response as HeartbeatStreamResponse),
   },
 };
 

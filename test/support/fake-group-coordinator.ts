@@ -1,6 +1,10 @@
-import type { GroupCoordinatorService, RequestContext } from '../../src/group/group-protocol';
+import type {
+  GenerationWatcher,
+  GroupCoordinatorService,
+  RequestContext,
+} from '../../src/group/group-protocol';
 
-type Method = Exclude<keyof GroupCoordinatorService, 'shutdown'>;
+type Method = Exclude<keyof GroupCoordinatorService, 'shutdown' | 'unwatchMember'>;
 type Handlers = {
   [M in Method]?: (
     request: Parameters<GroupCoordinatorService[M]>[0],
@@ -56,6 +60,13 @@ export class FakeGroupCoordinator implements GroupCoordinatorService {
     this.invoke('describeGroups', rq, ctx);
   listGroups: GroupCoordinatorService['listGroups'] = (rq, ctx) => this.invoke('listGroups', rq, ctx);
   deleteGroups: GroupCoordinatorService['deleteGroups'] = (rq, ctx) => this.invoke('deleteGroups', rq, ctx);
+
+  /** Every unwatchMember call: a heartbeat stream that closed. */
+  readonly unwatched: [groupId: string, memberId: string, watcher: GenerationWatcher][] = [];
+
+  unwatchMember(groupId: string, memberId: string, watcher: GenerationWatcher): void {
+    this.unwatched.push([groupId, memberId, watcher]);
+  }
 
   shutdown(): void {
     this.shutdownCount++;

@@ -37,6 +37,10 @@ export interface GroupCoordinatorClient {
   readonly describeGroups: UnaryCall<group.DescribeGroupsRequest, group.DescribeGroupsResponse>;
   readonly listGroups: UnaryCall<group.ListGroupsRequest, group.ListGroupsResponse>;
   readonly deleteGroups: UnaryCall<group.DeleteGroupsRequest, group.DeleteGroupsResponse>;
+  /** Opens a HeartbeatStream (a bidi call); aborting `options.signal` cancels it. */
+  heartbeatStream(
+    options?: CallOptions,
+  ): ClientDuplexStream<Partial<group.HeartbeatRequest>, group.HeartbeatStreamResponse>;
   /** The underlying grpc-js client, for anything the wrappers do not cover. */
   readonly raw: Client;
   close(): void;
@@ -116,6 +120,17 @@ export function groupCoordinatorClient(target: string, channel?: ChannelSettings
     describeGroups: unary(raw, 'DescribeGroups'),
     listGroups: unary(raw, 'ListGroups'),
     deleteGroups: unary(raw, 'DeleteGroups'),
+    heartbeatStream: (options = {}) => {
+      const open = (raw as unknown as Record<string, (metadata: Metadata, callOptions: object) => unknown>)
+        .HeartbeatStream;
+      const stream = open.call(
+        raw,
+        options.metadata ?? new Metadata(),
+        options.deadlineMs === undefined ? {} : { deadline: Date.now() + options.deadlineMs },
+      ) as ClientDuplexStream<Partial<group.HeartbeatRequest>, group.HeartbeatStreamResponse>;
+      options.signal?.addEventListener('abort', () => stream.cancel(), { once: true });
+      return stream;
+    },
     raw,
     close: () => raw.close(),
   };

@@ -3,6 +3,7 @@ import { loadSync } from '@grpc/proto-loader';
 import fc from 'fast-check';
 import type {
   HeartbeatResponse,
+  HeartbeatStreamResponse,
   JoinGroupResponse,
   SyncGroupResponse,
 } from '../../../src/group/group-protocol';
@@ -11,6 +12,7 @@ import {
   decodeJoinGroupRequest,
   decodeSyncGroupRequest,
   encodeHeartbeatResponse,
+  encodeHeartbeatStreamResponse,
   encodeJoinGroupResponse,
   encodeSyncGroupResponse,
   GROUP_WIRE_CODECS,
@@ -33,6 +35,7 @@ const method = (name: string) => service[name] as MethodDefinition<object, objec
 const joinGroup = method('JoinGroup');
 const syncGroup = method('SyncGroup');
 const heartbeat = method('Heartbeat');
+const heartbeatStream = method('HeartbeatStream');
 
 const int32 = fc.oneof(
   fc.integer({ min: -5, max: 70_000 }),
@@ -86,6 +89,10 @@ const syncGroupResponse: fc.Arbitrary<SyncGroupResponse> = fc.record({
   assignment: bytes,
 });
 const heartbeatResponse: fc.Arbitrary<HeartbeatResponse> = fc.record({ errorCode });
+const heartbeatStreamResponse: fc.Arbitrary<HeartbeatStreamResponse> = fc.record({
+  errorCode,
+  sequence: fc.oneof(fc.nat(300), fc.maxSafeNat()),
+});
 
 const DECODERS = [
   ['JoinGroupRequest', joinGroup, joinGroupRequest, decodeJoinGroupRequest],
@@ -172,6 +179,7 @@ const ENCODERS = [
   ['JoinGroupResponse', joinGroup, joinGroupResponse, encodeJoinGroupResponse],
   ['SyncGroupResponse', syncGroup, syncGroupResponse, encodeSyncGroupResponse],
   ['HeartbeatResponse', heartbeat, heartbeatResponse, encodeHeartbeatResponse],
+  ['HeartbeatStreamResponse', heartbeatStream, heartbeatStreamResponse, encodeHeartbeatStreamResponse],
 ] as const;
 
 describe.each(ENCODERS)('encoding %s', (_name, rpc, arbitrary, encode) => {

@@ -34,6 +34,7 @@ const METHODS = [
   ['GroupCoordinator', 'JoinGroup', 'by hand'],
   ['GroupCoordinator', 'SyncGroup', 'by hand'],
   ['GroupCoordinator', 'Heartbeat', 'by hand'],
+  ['GroupCoordinator', 'HeartbeatStream', 'by hand'],
   ['GroupCoordinator', 'LeaveGroup', 'checked, then by protobufjs'],
   ['GroupCoordinator', 'OffsetCommit', 'checked, then by protobufjs'],
   ['GroupCoordinator', 'OffsetFetch', 'checked, then by protobufjs'],

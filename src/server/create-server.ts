@@ -38,6 +38,8 @@ import { storageRecoveryLog } from './storage-recovery-log';
 import { guardServiceDefinition } from './undecodable-request';
 
 export const GROUP_COORDINATOR_SERVICE = 'cohort.v1.GroupCoordinator';
+/** Member streams: bounded by the groups' members and ended by HeartbeatStreams, not StreamingCalls. */
+const HEARTBEAT_STREAM_PATH = `/${GROUP_COORDINATOR_SERVICE}/HeartbeatStream`;
 export const TEST_CLOCK_SERVICE = 'cohort.v1.TestClock';
 export const BROKER_SERVICE = 'cohort.v1.Broker';
 export const HEALTH_SERVICE = 'grpc.health.v1.Health';
@@ -284,6 +286,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const streamingCalls = new StreamingCalls(
     { maxPerConnection: config.maxStreamingCallsPerConnection, maxTotal: config.maxStreamingCalls },
     (method, reason, peer) => logger.debug({ method, peer, reason }, 'streaming call refused'),
+    new Set([HEARTBEAT_STREAM_PATH]),
   );
   const interceptors: ServerInterceptor[] = [streamingCalls.interceptor];
   if (security.tokenCheck !== undefined) {

@@ -50,9 +50,16 @@ export class StreamingCalls {
   private readonly perConnection = new Map<object | string, number>();
   private isDraining = false;
 
+  /**
+   * `exemptMethods`: paths of streaming methods this leaves alone, because something else bounds and ends
+   * them. Member streams (`HeartbeatStream`) are: one per group member, a member needs the token, and
+   * `HeartbeatStreams.endAll()` ends each with OK after the answers it owes. A cap of a few per connection
+   * would refuse a process that runs many members over one channel.
+   */
   constructor(
     private readonly limits: StreamingCallLimits,
     private readonly onRefused?: (path: string, reason: string, peer: string) => void,
+    private readonly exemptMethods: ReadonlySet<string> = new Set(),
   ) {
     for (const [name, value] of Object.entries(limits)) {
       if (!Number.isSafeInteger(value) || value < 1) {
@@ -76,7 +83,10 @@ export class StreamingCalls {
 
   readonly interceptor: ServerInterceptor = (methodDescriptor, call) => {
     // Unary: nothing to bound; grpc-js takes any ServerInterceptingCallInterface here.
-    if (!methodDescriptor.requestStream && !methodDescriptor.responseStream) {
+    if (
+      (!methodDescriptor.requestStream && !methodDescriptor.responseStream) ||
+      this.exemptMethods.has(methodDescriptor.path)
+    ) {
       return call as ServerInterceptingCall;
     }
     const connection = connectionOf(call);

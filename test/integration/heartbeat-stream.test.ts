@@ -458,6 +458,25 @@ describe('HeartbeatStream', () => {
     expect((await stranger.ended).code).toBe(status.OK);
     expect(t.logs.filter((line) => line.level >= 40)).toEqual([]);
   }, 20_000);
+
+  it('is not held to the streaming-call bounds: a process may run more members than they allow on one channel', async () => {
+    await t.close();
+    t = await startTestServer({
+      manualClock: true,
+      groupInitialRebalanceDelayMs: INITIAL_DELAY_MS,
+      maxStreamingCallsPerConnection: 2,
+      maxStreamingCalls: 2,
+    });
+    const probes = [1, 2, 3, 4].map(() => new Probe(t.groupCoordinator().heartbeatStream()));
+    for (const [i, probe] of probes.entries()) {
+      expect(await probe.heartbeat({ groupId, memberId: `nobody-${i}` })).toEqual({
+        errorCode: ErrorCode.UNKNOWN_MEMBER_ID,
+        sequence: 1,
+      });
+    }
+    await t.server.close();
+    for (const probe of probes) expect((await probe.ended).code).toBe(status.OK);
+  }, 20_000);
 });
 
 describe('HeartbeatStream over a coordinator that refuses or fails', () => {

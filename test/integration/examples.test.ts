@@ -1,19 +1,13 @@
-import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TranspiledSources } from '../support/run-cli';
 import { transpileSources } from '../support/run-cli';
 import type { TestServer } from '../support/start-test-server';
 import { startTestServer } from '../support/start-test-server';
+import { runNode, type NodeRun } from '../support/run-node';
 
 const REPO_ROOT = join(__dirname, '..', '..');
 const EXAMPLES_DIR = join(REPO_ROOT, 'examples');
-
-interface ExampleRun {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 let sources: TranspiledSources | undefined;
 
@@ -21,24 +15,18 @@ let sources: TranspiledSources | undefined;
  * Runs examples/<name> as `npm run example -- examples/<name>` does, against the server at `address`, with
  * 'cohort' resolved to a transpiled copy of src/ (made once: transpiling src/ in every run is slow).
  */
-function runExample(name: string, address: string): Promise<ExampleRun> {
+function runExample(name: string, address: string): Promise<NodeRun> {
   sources ??= transpileSources();
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env))
     if (value !== undefined && !key.startsWith('COHORT_')) env[key] = value;
-  const child = spawn(process.execPath, ['scripts/run-example.js', join('examples', name)], {
+  return runNode(['scripts/run-example.js', join('examples', name)], {
     cwd: REPO_ROOT,
     env: { ...env, COHORT_ADDRESS: address, EXAMPLE_COHORT_ENTRY_POINT: sources.entryPoint },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
 }
 
-async function expectSuccess(run: Promise<ExampleRun>): Promise<string[]> {
+async function expectSuccess(run: Promise<NodeRun>): Promise<string[]> {
   const { code, stdout, stderr } = await run;
   expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
   return stdout.trimEnd().split('\n');

@@ -1,20 +1,14 @@
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CohortConfig } from '../../src/config';
 import { eventually } from './log-cluster';
 import { startTestServer, type TestServer } from '../support/start-test-server';
 import { makeTlsFixtures } from '../support/tls-fixtures';
+import { runNode, type NodeRun } from '../support/run-node';
 
 const REPO_ROOT = join(__dirname, '..', '..');
 
 jest.setTimeout(60_000);
-
-interface ProbeResult {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 /** The Dockerfile's HEALTHCHECK command, as the exec-form array it gives. */
 function dockerfileHealthcheck(): string[] {
@@ -28,19 +22,13 @@ function dockerfileHealthcheck(): string[] {
  * Runs the probe from its source (src/health-probe.ts through the TypeScript hook) with only `env` and
  * PATH: `args` as the image gives them, `node dist/src/health-probe.js` first.
  */
-function probe(args: readonly string[], env: Record<string, string>): Promise<ProbeResult> {
+function probe(args: readonly string[], env: Record<string, string>): Promise<NodeRun> {
   const [node, script, ...rest] = args;
   expect([node, script]).toEqual(['node', 'dist/src/health-probe.js']);
-  const child = spawn(
-    process.execPath,
-    ['-r', './scripts/register-typescript.js', 'src/health-probe.ts', ...rest],
-    { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+  return runNode(['-r', './scripts/register-typescript.js', 'src/health-probe.ts', ...rest], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+  });
 }
 
 /** The COHORT_* variables a container running `t` would have. */

@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import {
   copyFileSync,
   mkdirSync,
@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { TestServer } from '../support/start-test-server';
 import { startTestServer } from '../support/start-test-server';
+import { runNode, type NodeRun } from '../support/run-node';
 
 const REPO_ROOT = join(__dirname, '..', '..');
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -29,23 +30,8 @@ function versionOf(name: string): string {
   ).version;
 }
 
-interface Outcome {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function node(args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<Outcome> {
-  const child = spawn(process.execPath, args, {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+function node(args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<NodeRun> {
+  return runNode(args, { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
 }
 
 /**

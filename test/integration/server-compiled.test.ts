@@ -1,19 +1,14 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ErrorCode } from '../../src/errors';
 import { groupCoordinatorClient } from '../support/grpc-clients';
 import type { CohortProcess } from '../support/spawn-cohort';
 import { spawnCohort } from '../support/spawn-cohort';
+import { runNode, type NodeRun } from '../support/run-node';
 
 const REPO_ROOT = join(__dirname, '..', '..');
 const COMPILE_TIMEOUT_MS = 180_000;
-
-interface ProbeResult {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 /**
  * What the Docker image runs, run here: `tsc` compiles src/ as `npm run build` does (into a throwaway
@@ -51,17 +46,11 @@ describe('the compiled server and health probe (what the Docker image runs)', ()
     cohort = undefined;
   });
 
-  function probe(args: readonly string[], env: Record<string, string> = {}): Promise<ProbeResult> {
-    const child = spawn(process.execPath, [join(outDir, 'src', 'health-probe.js'), ...args], {
+  function probe(args: readonly string[], env: Record<string, string> = {}): Promise<NodeRun> {
+    return runNode([join(outDir, 'src', 'health-probe.js'), ...args], {
       cwd: REPO_ROOT,
       env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
   }
 
   /** The server at `address` answers a real GroupCoordinator call: no groups yet. */

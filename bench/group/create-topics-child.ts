@@ -7,7 +7,7 @@
  * The parent asks, over IPC, for its port, for a probe of the event loop over a window, and for the
  * session expirations the coordinator has counted (cohort_session_expirations_total).
  */
-import { mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
@@ -15,6 +15,7 @@ import pino from 'pino';
 import { createConfig } from '../../src/config';
 import { createServer } from '../../src/server';
 import { serveParent } from './child-rpc';
+import { mainThreadCpuUs } from '../support/main-thread-cpu';
 
 export interface CreateTopicsLoopProbe {
   /** The longest gap between two turns of a 1 ms timer chain, in wall-clock ms: the longest loop turn. */
@@ -28,25 +29,6 @@ export interface CreateTopicsLoopProbe {
    * NaN elsewhere): the longest task, which waiting for a CPU on a shared machine does not lengthen.
    */
   readonly longestTaskCpuMs: number;
-}
-
-const schedstat = openSchedstat();
-const schedstatBuffer = Buffer.alloc(128);
-
-function openSchedstat(): number | undefined {
-  try {
-    return openSync('/proc/thread-self/schedstat', 'r');
-  } catch {
-    return undefined;
-  }
-}
-
-/** CPU time of the main thread in ms: the first field of its schedstat, in ns. */
-function mainThreadCpuMs(): number {
-  if (schedstat === undefined) return Number.NaN;
-  const n = readSync(schedstat, schedstatBuffer, 0, schedstatBuffer.length, 0);
-  const text = schedstatBuffer.toString('latin1', 0, n);
-  return Number(text.slice(0, text.indexOf(' '))) / 1e6;
 }
 
 function argValue(name: string, fallback: number): number {
@@ -81,7 +63,7 @@ class TurnProbe {
     this.longestCpuMs = 0;
     this.over100 = 0;
     this.lastMs = performance.now();
-    this.lastCpuMs = mainThreadCpuMs();
+    this.lastCpuMs = mainThreadCpuUs() / 1_000;
     this.timer = setTimeout(this.tick, 1);
   }
 
@@ -93,7 +75,7 @@ class TurnProbe {
 
   private readonly tick = (): void => {
     const nowMs = performance.now();
-    const cpuMs = mainThreadCpuMs();
+    const cpuMs = mainThreadCpuUs() / 1_000;
     const cpuGapMs = cpuMs - this.lastCpuMs;
     if (cpuGapMs > this.longestCpuMs || Number.isNaN(cpuGapMs)) this.longestCpuMs = cpuGapMs;
     this.lastCpuMs = cpuMs;

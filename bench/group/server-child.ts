@@ -10,7 +10,6 @@
  * The parent asks, over IPC, for CPU windows (process.cpuUsage of this process only), event-loop probes and
  * group summaries.
  */
-import { openSync, readSync } from 'node:fs';
 import {
   monitorEventLoopDelay,
   performance,
@@ -35,6 +34,7 @@ import { serveParent } from './child-rpc';
 import { applyServerHeapPolicy } from './server-heap-policy';
 import { CountingCoordinator } from './counting-coordinator';
 import { benchProtos, NOOP_PATH } from './wire';
+import { mainThreadCpuUs } from '../support/main-thread-cpu';
 
 export interface CpuWindow {
   readonly wallUs: number;
@@ -216,25 +216,6 @@ class TaskCpuProbe {
 
 function hrUs(): number {
   return Number(process.hrtime.bigint() / 1_000n);
-}
-
-const schedstat = openSchedstat();
-const schedstatBuffer = Buffer.alloc(128);
-
-function openSchedstat(): number | undefined {
-  try {
-    return openSync('/proc/thread-self/schedstat', 'r');
-  } catch {
-    return undefined;
-  }
-}
-
-/** CPU time of the calling (main) thread in µs: the first field of its schedstat, in ns. */
-function mainThreadCpuUs(): number {
-  if (schedstat === undefined) return Number.NaN;
-  const n = readSync(schedstat, schedstatBuffer, 0, schedstatBuffer.length, 0);
-  const text = schedstatBuffer.toString('latin1', 0, n);
-  return Number(text.slice(0, text.indexOf(' '))) / 1_000;
 }
 
 function cpuUs(): number {

@@ -24,7 +24,7 @@ import { groupCoordinatorClient } from '../support/grpc-clients';
  * answer. Tests await events and outcomes, never durations.
  */
 
-type Method = keyof GroupTransport;
+type Method = Exclude<keyof GroupTransport, 'openHeartbeatStream'>;
 
 /** One call's end: the coordinator's error code, or the CohortError the transport rejected with. */
 export interface Outcome {

@@ -117,7 +117,7 @@ export { ConsumerProtocolError } from './client/consumer-protocol-error';
 // Transports: gRPC by default; implement them to drive the SDK another way (tests).
 export { GrpcTransport } from './client/grpc-transport';
 export type { GrpcTransportOptions, TlsOptions } from './client/grpc-transport';
-export type { CallOptions, GroupTransport } from './client/group-transport';
+export type { CallOptions, GroupTransport, HeartbeatStream } from './client/group-transport';
 export type { GroupAdminTransport } from './client/group-admin-transport';
 export type { BrokerTransport } from './client/broker-transport';
 export type * from './protocol/group-messages';

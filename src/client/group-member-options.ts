@@ -45,6 +45,15 @@ export interface GroupMemberOptions {
    * the group (its partitions move to healthy members) and rejoins once the work ends. Off when unset.
    */
   readonly maxProcessingIntervalMs?: number;
+  /**
+   * Heartbeat over one `HeartbeatStream` call per member instead of one unary Heartbeat each (default
+   * `true`). The heartbeats, their interval and their answers are the same; the stream also brings the
+   * coordinator's pushes, so a member learns at once, not at its next heartbeat, that the group is
+   * rebalancing (it rejoins), that it was removed (it rejoins with a new id) or that it was fenced (it
+   * fails). Against a server that does not serve the method (UNIMPLEMENTED) the member falls back to unary
+   * heartbeats for good; when a stream breaks, that heartbeat goes unary and the next one reopens it.
+   */
+  readonly heartbeatOverStream?: boolean;
   /** Deadline of each call other than JoinGroup and SyncGroup (which may park for a rebalance). Default 30,000. */
   readonly requestTimeoutMs?: number;
   /** First wait before retrying a retriable failure; it doubles per attempt. Default 100. */
@@ -72,6 +81,7 @@ export interface ResolvedGroupMemberOptions {
   readonly rebalanceTimeoutMs: number;
   readonly heartbeatIntervalMs: number;
   readonly maxProcessingIntervalMs: number | undefined;
+  readonly heartbeatOverStream: boolean;
   readonly requestTimeoutMs: number;
   readonly retryBackoffMs: number;
   readonly retryBackoffMaxMs: number;
@@ -177,6 +187,9 @@ export function resolveGroupMemberOptions(options: GroupMemberOptions): Resolved
     );
   }
   const closeTimeoutMs = duration('closeTimeoutMs', options.closeTimeoutMs, d.closeTimeoutMs, 0);
+  if (options.heartbeatOverStream !== undefined && typeof options.heartbeatOverStream !== 'boolean') {
+    problems.push(`heartbeatOverStream must be true or false, got ${String(options.heartbeatOverStream)}`);
+  }
 
   if (problems.length > 0) {
     throw new RangeError(`invalid group member options:\n  - ${problems.join('\n  - ')}`);
@@ -193,6 +206,7 @@ export function resolveGroupMemberOptions(options: GroupMemberOptions): Resolved
     rebalanceTimeoutMs,
     heartbeatIntervalMs,
     maxProcessingIntervalMs,
+    heartbeatOverStream: options.heartbeatOverStream ?? true,
     requestTimeoutMs,
     retryBackoffMs,
     retryBackoffMaxMs,

@@ -19,6 +19,12 @@
  * is fatal. If no heartbeat succeeds for `sessionTimeoutMs` the coordinator has certainly expired the member
  * (its timer started before our last success arrived), so the assignment is `lost` and the member rejoins.
  *
+ * Heartbeats go over a HeartbeatStream when the transport has one (`heartbeatOverStream`): one stream per
+ * heartbeat run (opened at its first heartbeat, closed when heartbeats stop, so a new member id always gets
+ * a new stream), the same requests and answers, plus pushes handled as the same code from a heartbeat
+ * answer would be, at once. UNIMPLEMENTED means unary heartbeats from then on; a stream that breaks
+ * otherwise costs that one heartbeat its stream (it goes unary) and the next one opens a new stream.
+ *
  * Nothing here waits on user code except `waitUntil` promises, and those only with a bound; user code can
  * never delay a heartbeat short of blocking the event loop itself.
  *
@@ -50,7 +56,7 @@ import {
   type GroupMemberOptions,
   type ResolvedGroupMemberOptions,
 } from './group-member-options';
-import type { CallOptions, GroupTransport } from './group-transport';
+import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
 import type { ScheduledTask } from './scheduler';
 import { TimeScheduler } from './time-scheduler';
 import { RetryingCaller, type CallOutcome } from './retrying-caller';
@@ -152,6 +158,10 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   private sessionTask: ScheduledTask | null = null;
   private heartbeatFailures = 0;
   private lastHeartbeatSentMs = 0;
+  /** The stream of the current heartbeat run, opened at its first heartbeat; null when none is open. */
+  private heartbeatStream: HeartbeatStream | null = null;
+  /** Set when the server answered HeartbeatStream with UNIMPLEMENTED: unary heartbeats from then on. */
+  private streamUnsupported = false;
 
   private readonly processing = new Set<Work>();
   private stallTask: ScheduledTask | null = null;
@@ -670,6 +680,8 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.heartbeatScope?.abort();
     this.heartbeatScope = null;
     this.heartbeatFailures = 0;
+    this.heartbeatStream?.close();
+    this.heartbeatStream = null;
   }
 
   private resetSessionTimer(): void {
@@ -684,6 +696,85 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     const sent = { generationId: this._generationId, memberId: this._memberId };
     const request = { groupId: o.groupId, ...sent, groupInstanceId: o.groupInstanceId ?? '' };
     this.lastHeartbeatSentMs = this.time.monotonicMs();
+    const stream = this.openStream();
+    if (stream !== null) return this.sendOnStream(stream, scope, request, sent);
+    this.sendUnary(scope, request, sent);
+  }
+
+  /** The current run's stream, opened if need be; null when heartbeats go unary. */
+  private openStream(): HeartbeatStream | null {
+    if (!this.options.heartbeatOverStream || this.streamUnsupported) return null;
+    const open = this.transport.openHeartbeatStream;
+    if (open === undefined) return null;
+    if (this.heartbeatStream === null) {
+      const stream: HeartbeatStream = open.call(this.transport, (code) => this.onPush(stream, code));
+      this.heartbeatStream = stream;
+    }
+    return this.heartbeatStream;
+  }
+
+  private sendOnStream(
+    stream: HeartbeatStream,
+    scope: AbortController,
+    request: { groupId: string; generationId: number; memberId: string; groupInstanceId: string },
+    sent: { generationId: number; memberId: string },
+  ): void {
+    const o = this.options;
+    const what = `Heartbeat of group "${o.groupId}"`;
+    let settled = false;
+    // The same bound as a unary heartbeat's deadline: an answer that never comes is a timed-out heartbeat.
+    const timeout = this.scheduler.schedule(Math.min(o.requestTimeoutMs, o.sessionTimeoutMs), () => {
+      if (settled) return;
+      settled = true;
+      if (this.heartbeatStream === stream) this.heartbeatStream = null;
+      stream.close();
+      if (scope !== this.heartbeatScope) return;
+      const error = errorFromCode(ErrorCode.REQUEST_TIMED_OUT, `${what}: no answer on the stream`);
+      this.onHeartbeat(error.code, error, sent);
+    });
+    stream.send(request).then(
+      (code) => {
+        if (settled) return;
+        settled = true;
+        timeout.cancel();
+        if (scope !== this.heartbeatScope) return;
+        this.onHeartbeat(code, errorFromCode(code, what), sent);
+      },
+      () => {
+        if (settled) return;
+        settled = true;
+        timeout.cancel();
+        if (this.heartbeatStream === stream) this.heartbeatStream = null;
+        if (scope !== this.heartbeatScope) return;
+        // Not served: unary for good. Broken otherwise: this heartbeat goes unary, the next reopens a stream.
+        if (stream.unsupported) this.streamUnsupported = true;
+        this.sendUnary(scope, request, sent);
+      },
+    );
+  }
+
+  /** A push on `stream`: handled as the same code in a heartbeat answer, but now rather than at the next one. */
+  private onPush(stream: HeartbeatStream, code: ErrorCode): void {
+    // Pushes of a stream whose heartbeat run is over (closed with it) are about a generation we left.
+    if (stream !== this.heartbeatStream || this.heartbeatScope === null || this.isShut()) return;
+    const error = errorFromCode(code, `HeartbeatStream of group "${this.options.groupId}" pushed`);
+    if (code === ErrorCode.REBALANCE_IN_PROGRESS) {
+      if (this._state === 'stable' && !this.rebalancing) this.rejoin('the group is rebalancing (pushed)');
+    } else if (code === ErrorCode.UNKNOWN_MEMBER_ID) {
+      this.resetGeneration(true);
+      this.loseAssignment('unknown-member', error);
+      this.rejoin('HeartbeatStream pushed UNKNOWN_MEMBER_ID');
+    } else if (code === ErrorCode.FENCED_INSTANCE_ID) {
+      this.fail(error, false);
+    }
+  }
+
+  private sendUnary(
+    scope: AbortController,
+    request: { groupId: string; generationId: number; memberId: string; groupInstanceId: string },
+    sent: { generationId: number; memberId: string },
+  ): void {
+    const o = this.options;
     void this.call(
       `Heartbeat of group "${o.groupId}"`,
       (options) => this.transport.heartbeat(request, options),

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../errors';
 import type {
   HeartbeatRequest,
   HeartbeatResponse,
@@ -22,6 +23,20 @@ export interface CallOptions {
 }
 
 /**
+ * One member's `HeartbeatStream` call (docs/protocol.md, "Heartbeat streams"). Each `send` resolves with the
+ * error code of its answer (answers come in order); pushes (sequence 0) go to the `onPush` given when it was
+ * opened. Once the stream has ended every `send`, pending or new, rejects with a `CohortError`.
+ */
+export interface HeartbeatStream {
+  /** Sends one heartbeat; resolves with its answer's `errorCode`, rejects when the stream ends first. */
+  send(request: HeartbeatRequest): Promise<ErrorCode>;
+  /** Cancels the stream; sends not yet answered reject. Idempotent. */
+  close(): void;
+  /** True once the stream ended because the server does not serve HeartbeatStream (gRPC UNIMPLEMENTED). */
+  readonly unsupported: boolean;
+}
+
+/**
  * How a `GroupMember` reaches the group coordinator. Each method resolves with the coordinator's response,
  * whose `errorCode` carries the protocol outcome; it rejects only when no response arrived (connection
  * refused, deadline, cancelled, an undecodable request), with a `CohortError` whose `code` says what
@@ -33,6 +48,11 @@ export interface GroupTransport {
   joinGroup(request: JoinGroupRequest, options: CallOptions): Promise<JoinGroupResponse>;
   syncGroup(request: SyncGroupRequest, options: CallOptions): Promise<SyncGroupResponse>;
   heartbeat(request: HeartbeatRequest, options: CallOptions): Promise<HeartbeatResponse>;
+  /**
+   * Opens a heartbeat stream; `onPush` gets the code of every push. Optional: a transport without it (or a
+   * server answering UNIMPLEMENTED) makes the member send unary heartbeats.
+   */
+  openHeartbeatStream?(onPush: (code: ErrorCode) => void): HeartbeatStream;
   leaveGroup(request: LeaveGroupRequest, options: CallOptions): Promise<LeaveGroupResponse>;
   offsetCommit(request: OffsetCommitRequest, options: CallOptions): Promise<OffsetCommitResponse>;
   offsetFetch(request: OffsetFetchRequest, options: CallOptions): Promise<OffsetFetchResponse>;

@@ -5,9 +5,10 @@ import {
   type ChannelCredentials,
   type ChannelOptions,
   type Client,
+  type ClientDuplexStream,
   type ServiceError,
 } from '@grpc/grpc-js';
-import { ErrorCode } from '../errors';
+import { CohortError, ErrorCode } from '../errors';
 import { SYSTEM_TIME, type Time } from '../time';
 import type * as b from './broker-messages';
 import { brokerClient } from './broker-proto';
@@ -22,10 +23,10 @@ import {
 } from './broker-wire';
 import type * as m from '../protocol/group-messages';
 import { errorFromCode } from './error-from-code';
-import { errorFromStatus } from './error-from-status';
+import { codeForStatus, errorFromStatus } from './error-from-status';
 import type { GroupAdminTransport } from './group-admin-transport';
 import { groupCoordinatorClient } from './group-coordinator-proto';
-import type { CallOptions, GroupTransport } from './group-transport';
+import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
 import {
   ServerUnreachableError,
   unreachableReasonOf,
@@ -156,6 +157,15 @@ export class GrpcTransport implements GroupTransport, GroupAdminTransport, Broke
     return this.unary('heartbeat', 'Heartbeat', request, options);
   }
 
+  openHeartbeatStream(onPush: (code: ErrorCode) => void): HeartbeatStream {
+    const metadata = new Metadata();
+    if (this.token !== undefined) metadata.set('authorization', `Bearer ${this.token}`);
+    // No deadline: the stream lives as long as the member's generation; each send has its own bound.
+    const open = (this.client as unknown as Record<string, (metadata: Metadata) => HeartbeatCall>)
+      .heartbeatStream;
+    return new GrpcHeartbeatStream(open.call(this.client, metadata), onPush);
+  }
+
   leaveGroup(request: m.LeaveGroupRequest, options: CallOptions): Promise<m.LeaveGroupResponse> {
     return this.unary('leaveGroup', 'LeaveGroup', request, options);
   }
@@ -267,6 +277,67 @@ export class GrpcTransport implements GroupTransport, GroupAdminTransport, Broke
       });
       signal?.addEventListener('abort', onAbort, { once: true });
     });
+  }
+}
+
+type HeartbeatCall = ClientDuplexStream<m.HeartbeatRequest, { errorCode: ErrorCode; sequence: number }>;
+
+const HEARTBEAT_STREAM = 'HeartbeatStream to the group coordinator';
+
+/** One HeartbeatStream call: answers settle sends in order (sequence 1, 2, ...), sequence 0 is a push. */
+class GrpcHeartbeatStream implements HeartbeatStream {
+  private readonly pending: { resolve: (code: ErrorCode) => void; reject: (error: CohortError) => void }[] =
+    [];
+  private ended: CohortError | null = null;
+  private _unsupported = false;
+
+  constructor(
+    private readonly call: HeartbeatCall,
+    onPush: (code: ErrorCode) => void,
+  ) {
+    call.on('data', (response: { errorCode: ErrorCode; sequence: number }) => {
+      if (this.ended !== null) return;
+      if (response.sequence === 0) onPush(response.errorCode);
+      else this.pending.shift()?.resolve(response.errorCode);
+    });
+    // grpc-js emits 'error' for every status but OK, and 'status' for all of them.
+    call.on('error', (error: ServiceError) => this.end(error.code, errorFromStatus(error, HEARTBEAT_STREAM)));
+    call.on('status', ({ code }: { code: Status }) =>
+      this.end(
+        code,
+        code === Status.OK
+          ? errorFromCode(ErrorCode.COORDINATOR_NOT_AVAILABLE, `${HEARTBEAT_STREAM} was ended by the server`)
+          : errorFromCode(codeForStatus(code), `${HEARTBEAT_STREAM} ended with gRPC status ${Status[code]}`),
+      ),
+    );
+  }
+
+  get unsupported(): boolean {
+    return this._unsupported;
+  }
+
+  send(request: m.HeartbeatRequest): Promise<ErrorCode> {
+    if (this.ended !== null) return Promise.reject(this.ended);
+    return new Promise<ErrorCode>((resolve, reject) => {
+      this.pending.push({ resolve, reject });
+      this.call.write(request);
+    });
+  }
+
+  close(): void {
+    if (this.ended !== null) return;
+    this.end(
+      Status.CANCELLED,
+      errorFromCode(ErrorCode.REQUEST_TIMED_OUT, `${HEARTBEAT_STREAM} was cancelled`),
+    );
+    this.call.cancel();
+  }
+
+  private end(code: Status, error: CohortError): void {
+    if (this.ended !== null) return;
+    this.ended = error;
+    this._unsupported = code === Status.UNIMPLEMENTED;
+    for (const waiter of this.pending.splice(0)) waiter.reject(error);
   }
 }
 

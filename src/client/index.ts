@@ -56,7 +56,7 @@ export type { ConsumerAssignment, DecodedAssignment, DecodedSubscription } from 
 export { ConsumerProtocolError } from './consumer-protocol-error';
 export { compareTopicPartitions, topicPartitionKey } from './topic-partition';
 export type { TopicPartition } from './topic-partition';
-export type { CallOptions, GroupTransport } from './group-transport';
+export type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
 export type { GroupAdminTransport } from './group-admin-transport';
 export type { BrokerTransport } from './broker-transport';
 export type * from '../protocol/group-messages';

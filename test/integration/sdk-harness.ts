@@ -9,6 +9,7 @@ import {
   type GroupMember,
   type GroupMemberEvents,
   type GroupTransport,
+  type HeartbeatStream,
   type JoinOptions,
   type ManualClockServer,
   type StartServerOptions,
@@ -24,7 +25,7 @@ import { groupCoordinatorClient } from '../support/grpc-clients';
  * answer. Tests await events and outcomes, never durations.
  */
 
-type Method = keyof GroupTransport;
+type Method = Exclude<keyof GroupTransport, 'openHeartbeatStream'>;
 
 /** One call's end: the coordinator's error code, or the CohortError the transport rejected with. */
 export interface Outcome {
@@ -33,11 +34,15 @@ export interface Outcome {
   /** The response's `errorCode` (for OffsetCommit, the first partition's); absent when it rejected. */
   readonly code?: ErrorCode;
   readonly error?: CohortError;
+  /** A heartbeat sent on a HeartbeatStream rather than as a unary call. */
+  readonly overStream?: true;
 }
 
 /**
  * A GrpcTransport that reports every outcome and can hold calls. A held call is not sent until `release`;
- * if the member aborts it meanwhile it rejects, as a cancelled gRPC call does.
+ * if the member aborts it meanwhile it rejects, as a cancelled gRPC call does. With `heartbeatStreams` it
+ * also opens HeartbeatStreams (otherwise its members heartbeat unary): their heartbeats are outcomes of
+ * `heartbeat` and held with them, and every push is recorded in `pushes`.
  */
 export class ObservedTransport
   extends EventEmitter<{ outcome: [Outcome]; held: [Method] }>
@@ -47,10 +52,47 @@ export class ObservedTransport
   private readonly grpc: GrpcTransport;
   private readonly holding = new Map<Method, (() => void)[]>();
   private readonly inFlight = new Map<Method, Set<AbortController>>();
+  /** The codes pushed on this transport's heartbeat streams, in order. */
+  readonly pushes: ErrorCode[] = [];
+  readonly openHeartbeatStream?: GroupTransport['openHeartbeatStream'];
 
-  constructor(address: string) {
+  constructor(address: string, options: { heartbeatStreams?: boolean } = {}) {
     super();
     this.grpc = new GrpcTransport({ address });
+    if (options.heartbeatStreams === true) this.openHeartbeatStream = (onPush) => this.observeStream(onPush);
+  }
+
+  private observeStream(onPush: (code: ErrorCode) => void): HeartbeatStream {
+    const stream = this.grpc.openHeartbeatStream((code) => {
+      this.pushes.push(code);
+      onPush(code);
+    });
+    const send = (request: Parameters<HeartbeatStream['send']>[0]): Promise<ErrorCode> => {
+      const forward = (): Promise<ErrorCode> =>
+        stream.send(request).then(
+          (code) => {
+            this.record({ method: 'heartbeat', request, code, overStream: true });
+            return code;
+          },
+          (error: CohortError) => {
+            this.record({ method: 'heartbeat', request, error, overStream: true });
+            throw error;
+          },
+        );
+      const held = this.holding.get('heartbeat');
+      if (held === undefined) return forward();
+      return new Promise<ErrorCode>((resolve, reject) => {
+        held.push(() => void forward().then(resolve, reject));
+        this.emit('held', 'heartbeat');
+      });
+    };
+    return {
+      send,
+      close: () => stream.close(),
+      get unsupported() {
+        return stream.unsupported;
+      },
+    };
   }
 
   joinGroup: GroupTransport['joinGroup'] = (request, options) => this.send('joinGroup', request, options);
@@ -222,8 +264,9 @@ export class SdkHarness {
     return `sdk-${name}-${process.pid}-${++this.groupCounter}`;
   }
 
-  newClient(clientId = 'sdk-test'): TestClient {
-    const transport = new ObservedTransport(this.address);
+  /** A client whose members heartbeat unary, or over HeartbeatStreams with `heartbeatStreams`. */
+  newClient(clientId = 'sdk-test', options: { heartbeatStreams?: boolean } = {}): TestClient {
+    const transport = new ObservedTransport(this.address, options);
     const client = new CohortClient({ address: this.address, clientId, transport });
     const testClient: TestClient = {
       client,

@@ -36,6 +36,19 @@ describe('resolveGroupMemberOptions', () => {
     expect(message).toContain('partitionsPerTopic is required');
   });
 
+  it('heartbeats over a stream unless heartbeatOverStream is false, and rejects a non-boolean', () => {
+    expect(resolveGroupMemberOptions({ groupId: 'g', topics: [] }).heartbeatOverStream).toBe(true);
+    const off = resolveGroupMemberOptions({ groupId: 'g', topics: [], heartbeatOverStream: false });
+    expect(off.heartbeatOverStream).toBe(false);
+    expect(() =>
+      resolveGroupMemberOptions({
+        groupId: 'g',
+        topics: [],
+        heartbeatOverStream: 'no' as unknown as boolean,
+      }),
+    ).toThrow('heartbeatOverStream must be true or false, got no');
+  });
+
   it('accepts a member without topics and without partition counts', () => {
     expect(() => resolveGroupMemberOptions({ groupId: 'g', topics: [] })).not.toThrow();
   });

@@ -68,15 +68,16 @@ export interface StreamEmitter {
 export function keepEveryAuthorizationHeader(server: StreamEmitter): void {
   server.prependListener('stream', (_stream, headers, _flags, rawHeaders) => {
     if (!Array.isArray(rawHeaders) || typeof headers !== 'object' || headers === null) return;
+    // Names and values alternate; HTTP/2 names are lower case on the wire. Every call with a token passes
+    // here, so the one-header case allocates nothing: values are collected only once a second one shows.
+    let first = -1;
     let values: string[] | undefined;
-    let count = 0;
-    // Names and values alternate; HTTP/2 names are lower case on the wire.
     for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
       if (rawHeaders[i] !== AUTHORIZATION_METADATA_KEY) continue;
-      count++;
-      (values ??= []).push(String(rawHeaders[i + 1]));
+      if (first < 0) first = i;
+      else (values ??= [String(rawHeaders[first + 1])]).push(String(rawHeaders[i + 1]));
     }
-    if (count > 1) (headers as Record<string, unknown>)[AUTHORIZATION_METADATA_KEY] = values;
+    if (values !== undefined) (headers as Record<string, unknown>)[AUTHORIZATION_METADATA_KEY] = values;
   });
 }
 

@@ -6,9 +6,11 @@ import { NodeSession, nodeKey } from '../../../src/cluster/node-session';
 import {
   decodePartitionState,
   encodePartitionState,
+  expandIsr,
   partitionKey,
   readPartitionState,
   topicKey,
+  writePartitionState,
   type PartitionState,
 } from '../../../src/cluster/partition-state';
 import { decodeReplicaAssignment, encodeReplicaAssignment } from '../../../src/cluster/replica-assignment';
@@ -143,6 +145,22 @@ describe('Controller', () => {
 
   async function stateOf(topic: string, partition = 0): Promise<PartitionState | undefined> {
     return (await readPartitionState(admin, clusterId, topic, partition))?.state;
+  }
+
+  /** The partition's leader adds a replica that caught up, as a leader does: expandIsr, a compared write. */
+  async function leaderAddsToIsr(topic: string, replicas: number[], caughtUp: number): Promise<void> {
+    const stored = (await readPartitionState(admin, clusterId, topic, 0))!;
+    const { leader, leaderEpoch } = stored.state;
+    const change = expandIsr(stored.state, replicas, leader, leaderEpoch, caughtUp);
+    if (change.outcome !== 'changed') throw new Error(`the ISR did not change: ${change.outcome}`);
+    const written = await writePartitionState(admin, {
+      clusterId,
+      topic,
+      partition: 0,
+      expectedModRevision: stored.modRevision,
+      state: change.state,
+    });
+    expect(written.outcome).toBe('updated');
   }
 
   const state = (
@@ -308,24 +326,7 @@ describe('Controller', () => {
     // Back, but not in sync: the check leaves the leadership where it is.
     expect(await stateOf('t')).toEqual(state(3, 1, [3], epoch));
     // The leader (3) adds 2 to its ISR once it has caught up.
-    const stored = (await readPartitionState(admin, clusterId, 't', 0))!;
-    await admin.txn({
-      compare: [
-        {
-          key: partitionKey(clusterId, 't', 0),
-          target: 'modRevision',
-          result: 'equal',
-          operand: stored.modRevision,
-        },
-      ],
-      success: [
-        {
-          type: 'put',
-          key: partitionKey(clusterId, 't', 0),
-          value: encodePartitionState(state(3, 1, [2, 3], epoch)),
-        },
-      ],
-    });
+    await leaderAddsToIsr('t', [2, 3], 2);
     await advance(59_000);
     expect(await stateOf('t')).toEqual(state(3, 1, [2, 3], epoch));
     await advance(1_000);
@@ -490,24 +491,7 @@ describe('Controller', () => {
     await join(2);
     await flush();
     expect(await stateOf('t')).toEqual(state(2, 8, [2], epoch));
-    const stored = (await readPartitionState(admin, clusterId, 't', 0))!;
-    await admin.txn({
-      compare: [
-        {
-          key: partitionKey(clusterId, 't', 0),
-          target: 'modRevision',
-          result: 'equal',
-          operand: stored.modRevision,
-        },
-      ],
-      success: [
-        {
-          type: 'put',
-          key: partitionKey(clusterId, 't', 0),
-          value: encodePartitionState(state(2, 8, [1, 2], epoch)),
-        },
-      ],
-    });
+    await leaderAddsToIsr('t', [1, 2, 3], 1);
     await advance(1_000);
     expect(await stateOf('t')).toEqual(state(1, 9, [1, 2], epoch));
   });

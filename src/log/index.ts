@@ -40,3 +40,13 @@ export {
   topicNameProblem,
   topicPartitionKey,
 } from './topic-partition';
+export { NO_LEADER_ID } from './partition-roles';
+export type {
+  ClusterMetadataUpdate,
+  ClusterNodeAddress,
+  IsrChangeProposer,
+  IsrChangeResult,
+  LeadershipGuard,
+  PartitionLeadership,
+  PartitionRoleTarget,
+} from './partition-roles';

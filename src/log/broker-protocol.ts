@@ -168,6 +168,12 @@ export interface BrokerRequestContext {
    * that unregisters it (as RequestContext.onCancel of the group layer). Absent when nobody can cancel.
    */
   onCancel?(listener: () => void): () => void;
+  /**
+   * The cohort node the caller proved to be (node-to-node authentication, distinct from client tokens),
+   * or undefined for a client. Replication (Fetch with `replica_id` >= 0, OffsetForLeaderEpoch) is
+   * accepted only when this equals the `replica_id` the request names.
+   */
+  readonly authenticatedNodeId?: number;
 }
 
 /** The Broker service as the server calls it. */

@@ -40,4 +40,5 @@ export const GROUP_EVENT_REASONS = Object.freeze([
   'group-expired',
 ] as const);
 
+/** Why a WatchGroups event was sent: one of GROUP_EVENT_REASONS. */
 export type GroupEventReason = (typeof GROUP_EVENT_REASONS)[number];

@@ -1,6 +1,6 @@
 import { connect as connectHttp2, constants } from 'node:http2';
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
-import { status } from '@grpc/grpc-js';
+import { Client, credentials, Metadata, status } from '@grpc/grpc-js';
 import type { ClientReadableStream, StatusObject } from '@grpc/grpc-js';
 import { ErrorCode } from '../../src/errors';
 import type { GroupEvent, JoinGroupRequest, JoinGroupResponse } from '../../src/group/group-protocol';
@@ -259,6 +259,38 @@ describe('WatchGroups', () => {
     expect(t.logs.filter((line) => line.level >= 40)).toEqual([]);
   }, 20_000);
 
+  it('ends a request that does not decode with INVALID_ARGUMENT, before any snapshot', async () => {
+    const raw = new Client(t.target, credentials.createInsecure());
+    // group_ids = ["alpha"] cut inside the string (protobufjs would read ["al"]).
+    const call = raw.makeServerStreamRequest(
+      '/cohort.v1.GroupCoordinator/WatchGroups',
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      Buffer.from([0x0a, 0x05, 0x61, 0x6c]),
+      new Metadata(),
+      {},
+    );
+    let messages = 0;
+    call.on('data', () => messages++);
+    call.on('error', () => undefined);
+    const ended = await new Promise<StatusObject>((resolve) => call.on('status', resolve));
+    raw.close();
+    expect(ended.code).toBe(status.INVALID_ARGUMENT);
+    expect(messages).toBe(0);
+  });
+
+  it('needs the bearer token, as every GroupCoordinator method does', async () => {
+    await t.close();
+    const token = 'watch-token-of-32-characters-xyz';
+    t = await startTestServer({ token });
+    const refused = watch([groupId]);
+    expect((await refused.ended).code).toBe(status.UNAUTHENTICATED);
+    const metadata = new Metadata();
+    metadata.set('authorization', `Bearer ${token}`);
+    const allowed = new Watch(t.groupCoordinator().watchGroups({ groupIds: [groupId] }, { metadata }));
+    expect((await allowed.next()).isSnapshot).toBe(true);
+  });
+
   it('is held to the streaming-call bounds', async () => {
     await t.close();
     t = await startTestServer({ maxStreamingCallsPerConnection: 1 });
@@ -352,6 +384,40 @@ describe('WatchGroups with a watcher that does not read', () => {
     const trailers = await stalled.trailers;
     expect(trailers['grpc-status']).toBe(String(status.RESOURCE_EXHAUSTED));
     expect(decodeURIComponent(String(trailers['grpc-message']))).toContain('watchMaxPendingGroups');
+  });
+
+  it('ends a watcher whose events waited longer than watchMaxLagMs at the next change', async () => {
+    const maxLagMs = 5_000;
+    t = await startTestServer({ manualClock: true, watchMaxLagMs: maxLagMs });
+    const prefix = `lagging-${++groupCounter}`;
+    stalled = new StalledWatch(t.target, []);
+    const admin = t.groupCoordinator();
+    while (t.server.groupWatches.size === 0) await new Promise((resolve) => setImmediate(resolve));
+    const commit = (groupId: string) =>
+      admin.offsetCommit({
+        groupId,
+        generationId: -1,
+        topics: [
+          {
+            name: 'orders',
+            partitions: [
+              { partitionIndex: 0, committedOffset: 1, committedLeaderEpoch: -1, committedMetadata: '' },
+            ],
+          },
+        ],
+      });
+    // Changes until events wait (the write buffer is full), on a clock that does not move.
+    for (let i = 0; t.server.groupWatches.pendingEvents === 0; i++) await commit(`${prefix}-${i}`);
+    await t.testClock().advance({ ms: maxLagMs });
+    await commit(`${prefix}-at-the-bound`);
+    expect(t.server.groupWatches.size).toBe(1); // not past it yet
+    await t.testClock().advance({ ms: 1 });
+    await commit(`${prefix}-past-the-bound`);
+    expect(t.server.groupWatches.size).toBe(0);
+    stalled.read();
+    const trailers = await stalled.trailers;
+    expect(trailers['grpc-status']).toBe(String(status.RESOURCE_EXHAUSTED));
+    expect(decodeURIComponent(String(trailers['grpc-message']))).toContain('watchMaxLagMs');
   });
 
   it('coalesces the events of one group into its latest state while the watcher does not read', async () => {

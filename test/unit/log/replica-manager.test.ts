@@ -137,17 +137,32 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
     );
   });
 
-  it('recovers every topic and record after a restart, with the HW at the recovered LEO', async () => {
+  it('recovers every topic and record after a restart, with the HW at the one checkpointed at close', async () => {
     const dataDir = h.dir('restart');
     const first = h.start(leaderConfig(dataDir, { followers: [1] }));
     await first.createTopics({ topics: [{ name: 't', numPartitions: 2, replicationFactor: 2 }] });
     await produce(first, 't', 'a', 'b', 'c');
+    // The follower has the first two records: the HW is 2 when the leader stops.
+    first.getPartition('t-0')!.updateFollowerFetchState(1, 2, 0);
+    expect(first.getPartition('t-0')!.highWatermark).toBe(2);
     await first.close();
 
     const second = h.start(leaderConfig(dataDir, { followers: [1] }));
     expect(second.topicNames()).toEqual(['t']);
     const partition = second.getPartition('t-0')!;
-    expect([partition.logEndOffset, partition.highWatermark, partition.isr]).toEqual([3, 3, [0, 1]]);
+    expect([partition.logEndOffset, partition.highWatermark, partition.isr]).toEqual([3, 2, [0, 1]]);
+    // A consumer reads below the HW only: the follower may lack offset 2.
+    const beforeFollower = await second.fetch({
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      topics: [
+        { name: 't', partitions: [{ partitionIndex: 0, fetchOffset: 0, partitionMaxBytes: 1 << 20 }] },
+      ],
+    });
+    expect(values(fetched(beforeFollower).records)).toEqual(['a', 'b']);
+    partition.updateFollowerFetchState(1, 3, 0);
     const response = await second.fetch({
       replicaId: -1,
       maxWaitMs: 0,

@@ -967,8 +967,9 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       this.shutdown();
       // A create in flight sees the shutdown at its next slice and removes what it made.
       await Promise.all(this.creations.values());
-      await this.highWatermarkCheckpointing;
-      await this.checkpointHighWatermarks();
+      // The last HWs, so a restart starts from them; a failure (reported) must not keep the logs open.
+      await this.highWatermarkCheckpointing?.catch(ignore);
+      await this.checkpointHighWatermarks().catch(ignore);
       await Promise.all([...this.partitions.values()].map((partition) => partition.log.close()));
     })();
     return this.closing;

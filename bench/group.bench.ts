@@ -16,12 +16,20 @@
  * 5. CreateTopics under heartbeats (bench/group/create-topics.ts): 500 members heartbeating every 2 s with
  *    a 6 s session while a 10,000-partition CreateTopics runs on a whole server: its longest event-loop
  *    turn against the longest with heartbeats only, the members expired (must be 0) and the create's time.
+ * 6. Heartbeats over streams (bench/group/heartbeat-stream-throughput.ts, issue 16): 10,000 members heartbeat
+ *    over their HeartbeatStreams and as unary Heartbeat calls, the same members through the same raw HTTP/2
+ *    client, in the same rounds: server CPU per heartbeat and heartbeats per server core-second, stream ÷ unary.
+ * 7. Rebalance announcement (bench/group/rebalance-announcement.ts): a member joins a Stable group of 100 SDK
+ *    members heartbeating every 3 s; the time until all hold their new assignment, with streams and unary.
+ * 8. Memory per stream (bench/group/stream-memory.ts): what 10,000 open, watched HeartbeatStreams add to the
+ *    server's RSS and heap, per stream; with the memory section, the total per idle streaming member.
  *
  * The server always runs in a child process, so its CPU and memory figures exclude the load generator.
  * Every figure is a median over rounds; cohort ÷ baseline ratios are taken round by round.
  *
- * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5), `--only=heartbeat,
- * rebalance,memory,retention,create-topics`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
+ * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5; create-topics and
+ * stream-memory default to 3), `--only=heartbeat,rebalance,memory,retention,create-topics,heartbeat-stream,
+ * rebalance-announcement,stream-memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
  * `--channels=N` (rebalance: client connections, default 4), `--client=raw-http2|http2|grpc-js` (rebalance:
  * HTTP/2 spoken directly on TCP sockets, the default; Node's http2 client; or grpc-js clients, each costing
  * the client more CPU than the last),

@@ -34,7 +34,8 @@ export function writeCheckpointFileSync(file: string, text: string): void {
   const temp = file + SYNC_TEMP_SUFFIX;
   const fd = fs.openSync(temp, 'w');
   try {
-    fs.writeSync(fd, text);
+    // writeFileSync loops until every byte is written; a single writeSync may write only part of them.
+    fs.writeFileSync(fd, text);
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
@@ -57,6 +58,7 @@ export async function writeCheckpointFile(
   const temp = file + ASYNC_TEMP_SUFFIX;
   const handle = await fs.promises.open(temp, 'w');
   try {
+    // FileHandle.writeFile loops until every byte is written (a single write may be short).
     await handle.writeFile(text);
     await handle.sync();
   } finally {

@@ -1,5 +1,11 @@
 import * as path from 'node:path';
-import { isOffset, parseCheckpointJson, readCheckpointFile, writeCheckpointFile } from './checkpoint-file';
+import {
+  isOffset,
+  parseCheckpointJson,
+  readCheckpointFile,
+  writeCheckpointFile,
+  writeCheckpointFileSync,
+} from './checkpoint-file';
 
 /**
  * A partition's high watermark on disk, after Kafka's replication-offset-checkpoint (one file per
@@ -12,8 +18,11 @@ import { isOffset, parseCheckpointJson, readCheckpointFile, writeCheckpointFile 
  * each partition whose HW moved, and at close, off the event loop (`checkpoint-file.ts`). A restarted
  * leader with followers starts its HW there instead of at its log end: records above it may not be on
  * every in-sync replica, so they must not be shown to consumers before the followers have them again. A
- * stale value is safe: it is at most the HW of that time, and the HW only moves up from it. It is capped
- * to the recovered log at open; a file that cannot be read counts as missing.
+ * stale value is safe: it is at most the HW of that time, and the HW only moves up from it, except
+ * through a truncation below it (a follower diverging from a new leader), which therefore lowers the file
+ * synchronously before it returns (`PartitionLog.truncateTo`): otherwise a follower that refilled past
+ * the old value and crashed would restart with a HW above its leader's. It is capped to the recovered log
+ * at open; a file that cannot be read counts as missing.
  */
 export const HIGH_WATERMARK_CHECKPOINT_FILE = 'high-watermark-checkpoint';
 /** Kafka's replica.high.watermark.checkpoint.interval.ms. */
@@ -32,9 +41,21 @@ export function readHighWatermarkCheckpoint(dir: string): number | 'unreadable' 
   return value.highWatermark;
 }
 
-export function writeHighWatermarkCheckpoint(dir: string, highWatermark: number): Promise<boolean> {
-  const text = `${JSON.stringify({ version: VERSION, highWatermark })}\n`;
-  return writeCheckpointFile(highWatermarkCheckpointPath(dir), text);
+function highWatermarkText(highWatermark: number): string {
+  return `${JSON.stringify({ version: VERSION, highWatermark })}\n`;
+}
+
+/** Off the event loop; dropped (false) when `isCurrent` says no right before the rename. */
+export function writeHighWatermarkCheckpoint(
+  dir: string,
+  highWatermark: number,
+  isCurrent?: () => boolean,
+): Promise<boolean> {
+  return writeCheckpointFile(highWatermarkCheckpointPath(dir), highWatermarkText(highWatermark), isCurrent);
+}
+
+export function writeHighWatermarkCheckpointSync(dir: string, highWatermark: number): void {
+  writeCheckpointFileSync(highWatermarkCheckpointPath(dir), highWatermarkText(highWatermark));
 }
 
 /** What `checkpointHighWatermarks` needs of a partition. */

@@ -8,6 +8,7 @@ import {
   highWatermarkCheckpointPath,
   readHighWatermarkCheckpoint,
   writeHighWatermarkCheckpoint,
+  writeHighWatermarkCheckpointSync,
 } from './high-watermark-checkpoint';
 import {
   type EpochEndOffset,
@@ -194,6 +195,8 @@ export class PartitionLog {
   /** The last high watermark asked to be checkpointed. */
   private highWatermarkRequested: number | undefined;
   private highWatermarkWriting: Promise<void> | null = null;
+  /** Bumped by every synchronous high-watermark write: an asynchronous one started before it is dropped. */
+  private highWatermarkGeneration = 0;
 
   private constructor(
     readonly dir: string,
@@ -696,6 +699,7 @@ export class PartitionLog {
     this.activeSegment.truncateTo(offset);
     // The LEO can end below `offset` (a compaction gap): nothing from it on is durable any more.
     this.lowerFlushState(this.logEndOffset);
+    this.lowerHighWatermarkCheckpoint(this.logEndOffset);
     // After the records: a crash in between leaves the cache ahead of the log, which the open trims.
     this.leaderEpochCache.truncateFromEnd(this.logEndOffset);
   }
@@ -726,6 +730,7 @@ export class PartitionLog {
     this.lowerFlushState(Math.min(offset, old[0]!.baseOffset));
     this.flushRequestedOffset = offset;
     this.leaderEpochCache.clear();
+    this.lowerHighWatermarkCheckpoint(offset);
   }
 
   /** Waits for compaction and pending flushes, fsyncs what is left and closes every file. Idempotent. */
@@ -837,8 +842,14 @@ export class PartitionLog {
         this.highWatermarkRequested !== this.highWatermarkOnDisk
       ) {
         const value = this.highWatermarkRequested;
-        await writeHighWatermarkCheckpoint(this.dir, value);
-        this.highWatermarkOnDisk = value;
+        const generation = this.highWatermarkGeneration;
+        const isWritten = await writeHighWatermarkCheckpoint(
+          this.dir,
+          value,
+          () => generation === this.highWatermarkGeneration,
+        );
+        // Dropped: a truncation wrote a lower value meanwhile (and set what is requested now).
+        if (isWritten) this.highWatermarkOnDisk = value;
       }
     } finally {
       this.highWatermarkWriting = null;
@@ -932,6 +943,29 @@ export class PartitionLog {
       );
     }
     this.checkpointedRecoveryPoint = offset;
+  }
+
+  /**
+   * After a truncation to `offset`: the high-watermark checkpoint must not stay above it, or the records
+   * appended there later (not committed yet) would count as committed after a crash. Rare (a follower
+   * truncating below its checkpointed HW), synchronous, and it drops any asynchronous write in flight.
+   */
+  private lowerHighWatermarkCheckpoint(offset: number): void {
+    this.highWatermarkGeneration++;
+    if (this.highWatermarkRequested !== undefined && this.highWatermarkRequested > offset) {
+      this.highWatermarkRequested = offset;
+    }
+    if (this.highWatermarkOnDisk === undefined || this.highWatermarkOnDisk <= offset) return;
+    try {
+      writeHighWatermarkCheckpointSync(this.dir, offset);
+    } catch (error) {
+      throw new CohortError(
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        `cannot write ${highWatermarkCheckpointPath(this.dir)}`,
+        { cause: error },
+      );
+    }
+    this.highWatermarkOnDisk = offset;
   }
 
   /** Deletes the oldest segments while `isDeletable` holds and the next segment starts at or below maxOffset. */

@@ -68,7 +68,35 @@ describe('PartitionLog high-watermark checkpoint', () => {
     expect([log.logEndOffset, log.checkpointedHighWatermark]).toEqual([3, 3]);
     log.truncateFullyAndStartAt(20);
     expect(log.checkpointedHighWatermark).toBe(20);
-    expect(onDisk()).toBe(5);
+    // The truncation lowered the file; a restart above it leaves it (the open caps it).
+    expect(onDisk()).toBe(3);
+  });
+
+  test('a truncation below the checkpointed HW lowers the file before it returns, so a refill and a crash cannot raise it', async () => {
+    const log = open();
+    appendRecords(log, 100);
+    await log.checkpointHighWatermark(100);
+    log.truncateTo(40);
+    expect(onDisk()).toBe(40);
+    // The refill from a new leader whose HW is 50; the crash comes before the next periodic checkpoint.
+    appendRecords(log, 80);
+    const crashed = path.join(root, 'crashed');
+    fs.cpSync(dir, crashed, { recursive: true });
+    const restarted = PartitionLog.open(crashed, { time });
+    logs.push(restarted);
+    expect([restarted.logEndOffset, restarted.checkpointedHighWatermark]).toEqual([120, 40]);
+    log.truncateFullyAndStartAt(10);
+    expect(onDisk()).toBe(10);
+  });
+
+  test('a write under way when a truncation lowers the file does not raise it again', async () => {
+    const log = open();
+    appendRecords(log, 100);
+    const writing = log.checkpointHighWatermark(90);
+    log.truncateTo(30);
+    await writing;
+    expect(onDisk()).toBe(30);
+    expect(log.checkpointedHighWatermark).toBe(30);
   });
 
   test('the value already written writes nothing; a new one replaces the file', async () => {

@@ -650,7 +650,10 @@ export class PartitionLog {
         });
       }
     } finally {
-      if (deleted > 0) this.leaderEpochCache.truncateFromStart(this.logStartOffset);
+      if (deleted > 0) {
+        this.leaderEpochCache.truncateFromStart(this.logStartOffset);
+        this.syncDirectorySoon();
+      }
     }
     return deleted;
   }
@@ -693,9 +696,11 @@ export class PartitionLog {
     }
     this.lowerCheckpoint(offset);
     // Newest first, so that a crash part-way leaves a prefix of the log.
+    const segmentsBefore = this.segments.length;
     while (this.activeSegment.baseOffset >= offset) {
       this.retire(this.segments.pop()!);
     }
+    if (this.segments.length < segmentsBefore) this.syncDirectorySoon();
     this.activeSegment.truncateTo(offset);
     // The LEO can end below `offset` (a compaction gap): nothing from it on is durable any more.
     this.lowerFlushState(this.logEndOffset);
@@ -726,6 +731,7 @@ export class PartitionLog {
       if (old[i]!.baseOffset !== offset) this.retire(old[i]!);
       else this.retireWithoutDeleting(old[i]!);
     }
+    this.syncDirectorySoon();
     // Every old offset is gone, so every waiter for one is rejected.
     this.lowerFlushState(Math.min(offset, old[0]!.baseOffset));
     this.flushRequestedOffset = offset;
@@ -1064,10 +1070,20 @@ export class PartitionLog {
     for (const old of group) this.retireWithoutDeleting(old);
   }
 
-  /** Removes a segment's files now; closes it once no sync can be using its descriptors. */
+  /**
+   * Removes a segment's files now; closes it once no sync can be using its descriptors. The unlink is made
+   * durable by the next sync's directory fsync (`syncDirectorySoon`, or the next append's flush): before
+   * it, a power loss could bring the segment back (records a truncation removed, or retention deleted).
+   */
   private retire(segment: LogSegment): void {
     segment.deleteFiles();
+    this.isDirectoryDirty = true;
     this.retireWithoutDeleting(segment);
+  }
+
+  /** A sync off the event loop for a change of the directory alone (segments deleted); failures, as any. */
+  private syncDirectorySoon(): void {
+    this.groupCommit.requestSync().catch(ignore);
   }
 
   private retireWithoutDeleting(segment: LogSegment): void {

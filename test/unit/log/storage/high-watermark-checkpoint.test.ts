@@ -1,6 +1,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { HIGH_WATERMARK_CHECKPOINT_FILE, PartitionLog, type LogConfig } from '../../../../src/log/storage';
+import {
+  checkpointHighWatermarks,
+  HIGH_WATERMARK_CHECKPOINT_CONCURRENCY,
+  HIGH_WATERMARK_CHECKPOINT_FILE,
+  PartitionLog,
+  type LogConfig,
+} from '../../../../src/log/storage';
 import { ManualTime } from '../../../../src/time';
 import { text } from './log-fixture';
 import { makeTempDir, removeTempDir } from './temp-dir';
@@ -160,5 +166,77 @@ describe('PartitionLog high-watermark checkpoint', () => {
     await expect(log.checkpointHighWatermark(-1)).rejects.toThrow('cannot checkpoint');
     await expect(log.checkpointHighWatermark(1.5)).rejects.toThrow('cannot checkpoint');
     expect(fs.existsSync(file())).toBe(false);
+  });
+});
+
+describe('checkpointHighWatermarks (the periodic pass)', () => {
+  interface Fake {
+    readonly key: string;
+    readonly highWatermark: number;
+    readonly isLeader: boolean;
+    readonly localNodeId: number;
+    readonly replicas: readonly number[];
+    readonly log: { checkpointHighWatermark(highWatermark: number): Promise<void> };
+  }
+
+  /** Partitions whose checkpoint writes finish only when the test says so. */
+  function fakes(prefix: string, count: number, replicas: readonly number[], isLeader = true): Fake[] {
+    return Array.from({ length: count }, (_, i) => ({
+      key: `${prefix}-${i}`,
+      highWatermark: i,
+      isLeader,
+      localNodeId: 0,
+      replicas,
+      log: {
+        checkpointHighWatermark: (): Promise<void> =>
+          new Promise<void>((resolve) => {
+            running.add(resolve);
+            maxRunning = Math.max(maxRunning, running.size);
+            written.push(`${prefix}-${i}`);
+          }),
+      },
+    }));
+  }
+
+  let running: Set<() => void>;
+  let maxRunning: number;
+  let written: string[];
+
+  beforeEach(() => {
+    running = new Set();
+    maxRunning = 0;
+    written = [];
+  });
+
+  async function drain(pass: Promise<void>): Promise<void> {
+    let isDone = false;
+    void pass.then(() => (isDone = true));
+    while (!isDone) {
+      for (const resolve of [...running]) {
+        running.delete(resolve);
+        resolve();
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  test('skips leaders without followers: they start at their log end, never at the file', async () => {
+    const partitions = [
+      ...fakes('alone', 2, [0]),
+      ...fakes('leading', 1, [0, 1]),
+      ...fakes('following', 1, [1, 0], false),
+    ];
+    await drain(checkpointHighWatermarks(partitions, () => undefined));
+    expect(written.sort()).toEqual(['following-0', 'leading-0']);
+  });
+
+  test('runs a bounded number of writes at once, and every partition is written', async () => {
+    const partitions = fakes('t', 9, [0, 1, 2]);
+    const pass = checkpointHighWatermarks(partitions, () => undefined);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(running.size).toBe(HIGH_WATERMARK_CHECKPOINT_CONCURRENCY);
+    await drain(pass);
+    expect(maxRunning).toBe(HIGH_WATERMARK_CHECKPOINT_CONCURRENCY);
+    expect(written.sort()).toEqual(partitions.map((partition) => partition.key).sort());
   });
 });

@@ -7,6 +7,8 @@ import type {
   FetchResponse,
   MetadataRequest,
   MetadataResponse,
+  OffsetForLeaderEpochRequest,
+  OffsetForLeaderEpochResponse,
 } from '../log/broker-protocol';
 import type { LeaderEndpoint } from '../log/leader-endpoint';
 import type { LogRecord } from '../log/storage';
@@ -44,9 +46,39 @@ interface FetchResponseWire {
         key: Buffer;
         value: Buffer;
         headers: { key: string; value: Buffer }[];
+        leaderEpoch: number;
       }[];
     })[];
   }[];
+}
+
+/** OffsetForLeaderEpochResponse as decoded with `longs: String`. */
+interface OffsetForLeaderEpochResponseWire {
+  topics: {
+    name: string;
+    partitions: {
+      errorCode: number;
+      partition: number;
+      leaderEpoch: number;
+      endOffset: string;
+    }[];
+  }[];
+}
+
+function decodeOffsetForLeaderEpochResponse(
+  wire: OffsetForLeaderEpochResponseWire,
+): OffsetForLeaderEpochResponse {
+  return {
+    topics: wire.topics.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((partition) => ({
+        errorCode: partition.errorCode,
+        partition: partition.partition,
+        leaderEpoch: partition.leaderEpoch,
+        endOffset: decodeInt64(partition.endOffset, 'end_offset'),
+      })),
+    })),
+  };
 }
 
 function decodeFetchResponse(wire: FetchResponseWire): FetchResponse {
@@ -59,13 +91,16 @@ function decodeFetchResponse(wire: FetchResponseWire): FetchResponse {
         errorCode: partition.errorCode,
         highWatermark: decodeInt64(partition.highWatermark, 'high_watermark'),
         logStartOffset: decodeInt64(partition.logStartOffset, 'log_start_offset'),
-        records: partition.records.map((record): LogRecord => ({
+        records: partition.records.map((record): LogRecord & { readonly leaderEpoch: number } => ({
           offset: decodeInt64(record.offset, 'offset'),
           timestampMs: decodeInt64(record.timestampMs, 'timestamp_ms'),
           // The wire has no null bytes: the leader sends a null key as empty (it stores no empty keys).
           key: record.key.length === 0 ? null : record.key,
           value: record.value,
           headers: record.headers,
+          // The epoch the leader wrote it in: the follower's log keeps it, so it can later tell where
+          // its history and a new leader's part.
+          leaderEpoch: record.leaderEpoch,
         })),
       })),
     })),
@@ -88,6 +123,7 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
   private readonly client: Client;
   private readonly metadataCall: RawUnary;
   private readonly fetchCall: RawUnary;
+  private readonly offsetForLeaderEpochCall: RawUnary;
   private readonly token: string | undefined;
 
   constructor(
@@ -104,6 +140,7 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
     const methods = this.client as unknown as Record<string, RawUnary>;
     this.metadataCall = methods.Metadata!.bind(this.client);
     this.fetchCall = methods.Fetch!.bind(this.client);
+    this.offsetForLeaderEpochCall = methods.OffsetForLeaderEpoch!.bind(this.client);
   }
 
   metadata(request: MetadataRequest, signal: AbortSignal): Promise<MetadataResponse> {
@@ -113,6 +150,19 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
   async fetch(request: FetchRequest, signal: AbortSignal): Promise<FetchResponse> {
     const wire = await this.call<FetchResponseWire>(this.fetchCall, request, request.maxWaitMs, signal);
     return decodeFetchResponse(wire);
+  }
+
+  async offsetForLeaderEpoch(
+    request: OffsetForLeaderEpochRequest,
+    signal: AbortSignal,
+  ): Promise<OffsetForLeaderEpochResponse> {
+    const wire = await this.call<OffsetForLeaderEpochResponseWire>(
+      this.offsetForLeaderEpochCall,
+      request,
+      0,
+      signal,
+    );
+    return decodeOffsetForLeaderEpochResponse(wire);
   }
 
   close(): void {

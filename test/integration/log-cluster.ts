@@ -21,6 +21,7 @@ export interface WireRecord {
   key: Buffer;
   value: Buffer;
   headers: { key: string; value: Buffer }[];
+  leaderEpoch: number;
 }
 type Wire<T> = T extends readonly (infer U)[]
   ? Wire<U>[]
@@ -47,6 +48,10 @@ export interface BrokerClient {
   readonly produce: UnaryCall<Wire<broker.ProduceRequest>, Wire<broker.ProduceResponse>>;
   readonly fetch: UnaryCall<Wire<broker.FetchRequest>, FetchResponseWire>;
   readonly listOffsets: UnaryCall<unknown, Wire<broker.ListOffsetsResponse>>;
+  readonly offsetForLeaderEpoch: UnaryCall<
+    Wire<broker.OffsetForLeaderEpochRequest>,
+    Wire<broker.OffsetForLeaderEpochResponse>
+  >;
   close(): void;
 }
 
@@ -88,6 +93,7 @@ export function brokerClient(target: string): BrokerClient {
     produce: unary('Produce'),
     fetch: unary('Fetch'),
     listOffsets: unary('ListOffsets'),
+    offsetForLeaderEpoch: unary('OffsetForLeaderEpoch'),
     close: () => client.close(),
   };
 }

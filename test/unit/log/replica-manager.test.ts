@@ -51,13 +51,21 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
           replicaNodes: [0, 1],
           isrNodes: [0, 1],
           errorCode: ErrorCode.NONE,
+          leaderEpoch: 0,
         })),
       },
       {
         name: 'defaults',
         errorCode: ErrorCode.NONE,
         partitions: [
-          { partitionIndex: 0, leaderId: 0, replicaNodes: [0], isrNodes: [0], errorCode: ErrorCode.NONE },
+          {
+            partitionIndex: 0,
+            leaderId: 0,
+            replicaNodes: [0],
+            isrNodes: [0],
+            errorCode: ErrorCode.NONE,
+            leaderEpoch: 0,
+          },
         ],
       },
     ]);
@@ -228,6 +236,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
               replicaNodes: [0, 1],
               isrNodes: [0, 1],
               errorCode: ErrorCode.NONE,
+              leaderEpoch: 0,
             },
           ],
         },
@@ -255,7 +264,9 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
   it("refuses a leader's Metadata that reports the follower's own node id, and takes nothing from it", async () => {
     // Both processes at the default --node-id 0: the follower would lead every partition and copy nothing.
     const follower = h.start(leaderConfig(h.dir('same-id'), { nodeId: 0, isFollower: true, followers: [] }));
-    const partitions = [{ partitionIndex: 0, leaderId: 0, replicaNodes: [0], isrNodes: [0], errorCode: 0 }];
+    const partitions = [
+      { partitionIndex: 0, leaderId: 0, replicaNodes: [0], isrNodes: [0], errorCode: 0, leaderEpoch: 0 },
+    ];
     const topics = [{ name: 't', errorCode: ErrorCode.NONE, partitions }];
     for (const metadata of [
       { brokers: [{ nodeId: 0, host: 'leader', port: 1 }], topics: [] },
@@ -285,6 +296,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
       replicaNodes,
       isrNodes: replicaNodes,
       errorCode: ErrorCode.NONE,
+      leaderEpoch: 0,
     });
     follower.applyLeaderMetadata({
       brokers: [{ nodeId: 0, host: 'leader', port: 1 }],
@@ -350,6 +362,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
             replicaNodes,
             isrNodes: replicaNodes,
             errorCode: ErrorCode.NONE,
+            leaderEpoch: 0,
           })),
         },
       ],

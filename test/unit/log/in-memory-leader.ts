@@ -1,0 +1,43 @@
+import type { LeaderEndpoint, ReplicaManager } from '../../../src/log';
+import { cancelOn } from '../../support/cancel-on';
+
+/**
+ * A leader reached through direct calls: what the gRPC transport does, minus the network. With
+ * `authenticatedNodeId`, every call carries it, as the server sets it for a follower that proved its node
+ * id; `isDown` makes every call fail as an unreachable leader does.
+ */
+export class InMemoryLeader implements LeaderEndpoint {
+  failuresLeft = 0;
+  calls = 0;
+  isClosed = false;
+  isDown = false;
+
+  constructor(
+    private readonly leader: ReplicaManager,
+    private readonly authenticatedNodeId?: number,
+  ) {}
+
+  metadata: LeaderEndpoint['metadata'] = (request) => this.call(() => this.leader.metadata(request));
+  fetch: LeaderEndpoint['fetch'] = (request, signal) =>
+    this.call(() =>
+      this.leader.fetch(request, { ...cancelOn(signal), authenticatedNodeId: this.authenticatedNodeId }),
+    );
+  offsetForLeaderEpoch: LeaderEndpoint['offsetForLeaderEpoch'] = (request) =>
+    this.call(() =>
+      this.leader.offsetForLeaderEpoch(request, { authenticatedNodeId: this.authenticatedNodeId }),
+    );
+
+  close(): void {
+    this.isClosed = true;
+  }
+
+  private call<T>(send: () => Promise<T>): Promise<T> {
+    this.calls++;
+    if (this.isDown) return Promise.reject(new Error('connection refused'));
+    if (this.failuresLeft > 0) {
+      this.failuresLeft--;
+      return Promise.reject(new Error('connection refused'));
+    }
+    return send();
+  }
+}

@@ -576,6 +576,7 @@ export class Partition {
 
 const alwaysActive = (): boolean => true;
 
-function sameIds(a: readonly number[], b: readonly number[]): boolean {
+/** The same node ids in the same order. */
+export function sameIds(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((id, i) => id === b[i]);
 }

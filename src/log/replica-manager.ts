@@ -62,7 +62,7 @@ import {
   readOpenFileLimit,
 } from './open-files';
 import { epochEndOffset, latestLocalEpoch } from './leader-epochs';
-import { Partition } from './partition';
+import { Partition, sameIds } from './partition';
 import type { IsrProposal } from './partition';
 import type { PartitionLookup } from './partition-lookup';
 import { NO_LEADER_ID } from './partition-roles';
@@ -75,6 +75,9 @@ import type {
   PartitionRoleTarget,
 } from './partition-roles';
 import { PeriodicTask } from './periodic-task';
+import type { ReplicaFetcherOptions } from './replica-fetcher';
+import { ReplicaFetcherManager } from './replica-fetcher-manager';
+import type { LeaderEndpointFactory } from './replica-fetcher-manager';
 import type { LogAppendInfo, LogReadInfo, LogRecord, LogRecoveryOptions, SimpleRecord } from './storage';
 import { RESERVED_TOPIC_NAMES, topicNameProblem, topicPartitionKey } from './topic-partition';
 
@@ -118,6 +121,13 @@ export interface ReplicaManagerOptions {
    * on every Produce and before every HW advance; absent, always.
    */
   readonly leadershipGuard?: LeadershipGuard;
+  /**
+   * Cluster mode: how to reach a leader node. With it, applyClusterMetadata keeps one ReplicaFetcher per
+   * leader this node follows (ReplicaFetcherManager), at the addresses of the update's live nodes.
+   */
+  readonly leaderEndpointFactory?: LeaderEndpointFactory;
+  /** The fetchers' settings (wait, backoff, reports); they run on this manager's time and timer. */
+  readonly replicaFetcherOptions?: Omit<ReplicaFetcherOptions, 'time' | 'timer' | 'leaderId'>;
 }
 
 /** Kafka's AlterPartition retry: a partition whose ISR proposal got no answer proposes again after this. */
@@ -266,6 +276,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   private isResigned = false;
   /** Cluster mode: the follower partitions, by key, and what each is doing about its leader. */
   private readonly followerFetches = new Map<string, FollowerFetchState>();
+  /** Cluster mode with a leaderEndpointFactory: the fetchers, one per leader node. */
+  readonly replicaFetcherManager: ReplicaFetcherManager | undefined;
   private readonly isLeadershipActive = (): boolean =>
     !this.isResigned && (this.leadershipGuard === undefined || this.leadershipGuard.isActive());
   private readonly proposeIsr = (partition: Partition, proposal: IsrProposal): void =>
@@ -273,6 +285,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   private isStarted = false;
   private isShutdown = false;
   private closing: Promise<void> | null = null;
+  private stoppingFetchers: Promise<void> | null = null;
   /** Operations that expired, by kind (Kafka's ExpiresPerSec meters, as counts). */
   readonly expired = { produce: 0, consumerFetch: 0, followerFetch: 0 };
 
@@ -301,6 +314,15 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       new SystemTimer({ name: 'fetch-purgatory', time: this.time, onTaskError }),
     );
     this.maintenanceTimer = new SystemTimer({ name: 'log-maintenance', time: this.time, onTaskError });
+    this.replicaFetcherManager =
+      options.leaderEndpointFactory === undefined
+        ? undefined
+        : new ReplicaFetcherManager(config.nodeId, this, options.leaderEndpointFactory, {
+            onError: (error, what) => this.reportError(error, what),
+            ...options.replicaFetcherOptions,
+            time: this.time,
+            timer: this.maintenanceTimer,
+          });
   }
 
   /** Leadership and ISR come from the cluster (applyClusterMetadata), ISR changes go through the proposer. */
@@ -1050,6 +1072,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
         if (info.partition !== undefined) this.closeUnassigned(info.partition);
       }
     }
+    this.replicaFetcherManager?.update(update.liveNodes);
   }
 
   /**
@@ -1069,9 +1092,12 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     const key = partition.key;
     if (state.leader === this.config.nodeId) {
       const isrBefore = partition.isr;
+      const isSameLeadership = partition.isLeader && partition.leaderEpoch === state.leaderEpoch;
       if (!partition.makeLeader(state, nowMs)) return;
       this.followerFetches.delete(key);
-      if (partition.isr !== isrBefore) {
+      // An ISR change of this leader's, committed (the store's view may arrive before the proposer's
+      // answer, which is then ignored). A new leadership's ISR is the cluster's, not a change.
+      if (isSameLeadership && !sameIds(partition.isr, isrBefore)) {
         this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
       }
       partition.maybeIncrementLeaderHW();
@@ -1332,6 +1358,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
    */
   shutdown(): void {
     if (this.isShutdown) return;
+    this.stoppingFetchers = this.replicaFetcherManager?.shutdown() ?? null;
     for (const task of this.periodicTasks) task.cancel();
     for (const op of [...this.parked]) op.forceComplete();
     this.isShutdown = true;
@@ -1344,6 +1371,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.shutdown();
+      await this.stoppingFetchers;
       // A create in flight sees the shutdown at its next slice and removes what it made.
       await Promise.all(this.creations.values());
       await Promise.all([...this.partitions.values()].map((partition) => partition.log.close()));
@@ -1365,6 +1393,9 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       if (removed.length === 0) continue;
       this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
       if (partition.maybeIncrementLeaderHW()) this.onHighWatermarkIncreased(partition);
+      // Below the minimum the HW stays, but a waiting acks=-1 may now be answered
+      // NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+      else this.producePurgatory.checkAndComplete(partition.key);
     }
   }
 
@@ -1572,8 +1603,7 @@ function partitionMetadata(info: PartitionInfo): PartitionMetadata {
 function sameAssignment(state: TopicState, assignment: TopicAssignment): boolean {
   if (state.partitions.length !== assignment.partitions.length) return false;
   return assignment.partitions.every((p, i) => {
-    const replicas = state.partitions[i]!.replicas;
-    return replicas.length === p.replicas.length && replicas.every((id, j) => id === p.replicas[j]);
+    return sameIds(state.partitions[i]!.replicas, p.replicas);
   });
 }
 

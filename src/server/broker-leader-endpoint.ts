@@ -11,6 +11,8 @@ import type {
   OffsetForLeaderEpochResponse,
 } from '../log/broker-protocol';
 import type { LeaderEndpoint } from '../log/leader-endpoint';
+import type { ClusterNodeAddress } from '../log/partition-roles';
+import type { LeaderEndpointFactory } from '../log/replica-fetcher-manager';
 import type { LogRecord } from '../log/storage';
 import { decodeInt64 } from './int64';
 import { loadCohortProtos } from './load-protos';
@@ -191,4 +193,17 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
       signal.addEventListener('abort', onAbort, { once: true });
     });
   }
+}
+
+/** `host:port` for a gRPC target; an IPv6 literal in brackets. */
+function targetOf(node: ClusterNodeAddress): string {
+  return node.host.includes(':') ? `[${node.host}]:${node.port}` : `${node.host}:${node.port}`;
+}
+
+/**
+ * Cluster mode: the ReplicaFetcherManager's way to reach a leader node, one BrokerLeaderEndpoint (one
+ * channel) per fetcher, all with the same connection options (TLS, node-to-node credentials).
+ */
+export function brokerLeaderEndpointFactory(options: LeaderConnectionOptions = {}): LeaderEndpointFactory {
+  return (node) => new BrokerLeaderEndpoint(targetOf(node), options);
 }

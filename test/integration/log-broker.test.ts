@@ -1,5 +1,6 @@
 import { status } from '@grpc/grpc-js';
 import { ErrorCode } from '../../src/errors';
+import { brokerLeaderEndpointFactory } from '../../src/server';
 import { eventually, fetchRequest, LogCluster, produceRequest } from './log-cluster';
 
 describe('the Broker service of one cohort server', () => {
@@ -95,6 +96,35 @@ describe('the Broker service of one cohort server', () => {
       { errorCode: ErrorCode.NONE, partition: 0, leaderEpoch: 0, endOffset: 2 },
       { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition: 1, leaderEpoch: -1, endOffset: -1 },
     ]);
+    // A follower's connection (what a ReplicaFetcher uses) asks the same over gRPC, and reads the epoch
+    // each record was written in.
+    const port = Number(leader.target.split(':')[1]);
+    const endpoint = brokerLeaderEndpointFactory()({ nodeId: 0, host: '127.0.0.1', port });
+    try {
+      const signal = new AbortController().signal;
+      const viaEndpoint = await endpoint.offsetForLeaderEpoch(
+        { replicaId: -1, topics: [{ name: 't', partitions: [{ partition: 0, leaderEpoch: 0 }] }] },
+        signal,
+      );
+      expect(viaEndpoint.topics[0]!.partitions[0]).toEqual({
+        errorCode: ErrorCode.NONE,
+        partition: 0,
+        leaderEpoch: 0,
+        endOffset: 2,
+      });
+      const records = await endpoint.fetch(
+        { replicaId: -1, maxWaitMs: 0, minBytes: 0, maxBytes: 1 << 20, topics: fetchRequest('t', 0).topics },
+        signal,
+      );
+      expect(records.responses[0]!.partitions[0]!.records.map((r) => [r.offset, 'leaderEpoch' in r])).toEqual(
+        [
+          [0, true],
+          [1, true],
+        ],
+      );
+    } finally {
+      endpoint.close();
+    }
     // A node id that is no replica of the partition is not answered as a follower.
     const stranger = await leader.client.offsetForLeaderEpoch({
       replicaId: 7,

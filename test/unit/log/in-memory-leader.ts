@@ -4,7 +4,8 @@ import { cancelOn } from '../../support/cancel-on';
 /**
  * A leader reached through direct calls: what the gRPC transport does, minus the network. With
  * `authenticatedNodeId`, every call carries it, as the server sets it for a follower that proved its node
- * id; `isDown` makes every call fail as an unreachable leader does.
+ * id; `isDown` makes every call fail as an unreachable leader does, answers to calls already sent
+ * included (the leader handled them; the follower never hears back).
  */
 export class InMemoryLeader implements LeaderEndpoint {
   failuresLeft = 0;
@@ -38,6 +39,6 @@ export class InMemoryLeader implements LeaderEndpoint {
       this.failuresLeft--;
       return Promise.reject(new Error('connection refused'));
     }
-    return send();
+    return send().then((response) => (this.isDown ? Promise.reject(new Error('connection lost')) : response));
   }
 }

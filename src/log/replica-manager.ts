@@ -428,6 +428,11 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
         'this process is a follower; create topics on its leader',
       );
     }
+    // Cluster mode: the controller assigns replicas and the topic reaches this node through
+    // applyClusterMetadata; a local create would make a topic no other node knows of.
+    if (this.isClusterMode) {
+      return result(name, ErrorCode.NOT_CONTROLLER, 'topics of a cluster are created by its controller');
+    }
     const nameProblem = topicNameProblem(name);
     if (nameProblem !== null) return result(name, ErrorCode.INVALID_TOPIC_EXCEPTION, nameProblem);
     if (RESERVED_TOPIC_NAMES.has(name)) {

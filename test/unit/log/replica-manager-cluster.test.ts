@@ -133,6 +133,15 @@ describe('ReplicaManager in cluster mode', () => {
     }
   });
 
+  it('leaves topic creation to the controller (NOT_CONTROLLER)', async () => {
+    const zero = node(0);
+    const created = await zero.createTopics({
+      topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }],
+    });
+    expect(created.topics[0]!.errorCode).toBe(ErrorCode.NOT_CONTROLLER);
+    expect(zero.topicNames()).toEqual([]);
+  });
+
   it('closes a replica no longer assigned to it and forgets a topic the cluster no longer has', async () => {
     const zero = node(0);
     cluster.liveNodes.push({ nodeId: 1, host: 'node-1', port: 9001 });

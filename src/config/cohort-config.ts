@@ -23,6 +23,13 @@ export interface CohortConfig {
   readonly tokenFile: string;
   /** The bearer token itself (COHORT_TOKEN only: never a flag); '' = none. */
   readonly token: string;
+  /**
+   * A file holding the cluster secret: nodes prove to each other who they are with it (replication),
+   * distinct from client tokens; '' = none.
+   */
+  readonly clusterSecretFile: string;
+  /** The cluster secret itself (COHORT_CLUSTER_SECRET only: never a flag); '' = none. */
+  readonly clusterSecret: string;
   /** PEM certificate chain and private key: serve TLS. '' = plaintext. */
   readonly tlsCert: string;
   readonly tlsKey: string;

@@ -25,6 +25,8 @@ import {
   DEFAULT_TLS_KEY,
   DEFAULT_TOKEN,
   DEFAULT_TOKEN_FILE,
+  DEFAULT_CLUSTER_SECRET,
+  DEFAULT_CLUSTER_SECRET_FILE,
   MIN_MAX_MESSAGE_BYTES,
   MIN_TOKEN_LENGTH,
   DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
@@ -178,6 +180,24 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     isEnvOnly: true,
     description:
       `The bearer token itself, at least ${MIN_TOKEN_LENGTH} printable characters without spaces. ` +
+      'Environment only: a flag would show it to every user of the machine.',
+  }),
+  clusterSecretFile: setting('clusterSecretFile', {
+    kind: 'file',
+    valueName: 'PATH',
+    defaultValue: DEFAULT_CLUSTER_SECRET_FILE,
+    description:
+      'File holding the cluster secret, read at start-up (a trailing newline is ignored): nodes prove who ' +
+      'they are to each other with it, so that only a node replicates. Must differ from the bearer token. ' +
+      'Needed by --followers and --replica-of.',
+  }),
+  clusterSecret: setting('clusterSecret', {
+    kind: 'secret',
+    valueName: 'SECRET',
+    defaultValue: DEFAULT_CLUSTER_SECRET,
+    isEnvOnly: true,
+    description:
+      `The cluster secret itself, at least ${MIN_TOKEN_LENGTH} printable characters without spaces. ` +
       'Environment only: a flag would show it to every user of the machine.',
   }),
   tlsCert: setting('tlsCert', {

@@ -23,6 +23,9 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** No bearer token, no TLS: safe only on loopback or a Unix socket, which validation enforces. */
 export const DEFAULT_TOKEN_FILE = '';
 export const DEFAULT_TOKEN = '';
+/** No cluster secret: no node can prove it is one, so no replica fetch is authenticated. */
+export const DEFAULT_CLUSTER_SECRET_FILE = '';
+export const DEFAULT_CLUSTER_SECRET = '';
 export const DEFAULT_TLS_CERT = '';
 export const DEFAULT_TLS_KEY = '';
 export const DEFAULT_TLS_CLIENT_CA = '';

@@ -179,6 +179,11 @@ function securityProblems(candidate: Readonly<Record<ConfigKey, unknown>>, sourc
   if (isSet('token') && isSet('tokenFile')) {
     problems.push(`give the token once: ${named('token')} or ${describe('tokenFile')}, not both`);
   }
+  if (isSet('clusterSecret') && isSet('clusterSecretFile')) {
+    problems.push(
+      `give the cluster secret once: ${named('clusterSecret')} or ${describe('clusterSecretFile')}, not both`,
+    );
+  }
   const { listen, insecure } = candidate;
   const hasProtection = isSet('tlsCert') || isSet('token') || isSet('tokenFile');
   // An address that does not parse has its own message already.
@@ -214,6 +219,10 @@ function securityProblems(candidate: Readonly<Record<ConfigKey, unknown>>, sourc
   return problems;
 }
 
+function isNonEmpty(value: unknown): boolean {
+  return typeof value === 'string' && value !== '';
+}
+
 /** Relations between the replication and flush settings, which each look fine alone. */
 function replicationProblems(
   candidate: Readonly<Record<ConfigKey, unknown>>,
@@ -231,6 +240,24 @@ function replicationProblems(
   }
   if (Array.isArray(followers) && typeof nodeId === 'number' && followers.includes(nodeId)) {
     problems.push(`${describe('followers')} must not include this process's own ${describe('nodeId')}`);
+  }
+  // Fixed-role replication without a cluster secret would let any client fetch as a follower: count as
+  // replication, acknowledge acks=-1 writes no follower has, keep a dead follower in the ISR.
+  const hasClusterSecret = isNonEmpty(candidate.clusterSecret) || isNonEmpty(candidate.clusterSecretFile);
+  if (!hasClusterSecret) {
+    const role =
+      Array.isArray(followers) && followers.length > 0
+        ? 'followers'
+        : isNonEmpty(replicaOf)
+          ? 'replicaOf'
+          : undefined;
+    if (role !== undefined) {
+      problems.push(
+        `${describe(role)} replicates, and replication needs a cluster secret so that only a node can ` +
+          `fetch as a follower: give every node the same ${CONFIG_SCHEMA.clusterSecretFile.flag} or ` +
+          `${CONFIG_SCHEMA.clusterSecret.env} (e.g. \`openssl rand -base64 32\`), distinct from the bearer token`,
+      );
+    }
   }
   if (logFlushIntervalMs === 0) {
     problems.push(`${describe('logFlushIntervalMs')} must be -1 (never by time) or at least 1`);

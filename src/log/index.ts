@@ -33,6 +33,7 @@ export {
   ReplicaFetcher,
 } from './replica-fetcher';
 export type { LeaderFailure, LeaderLinkStatus, ReplicaFetcherOptions } from './replica-fetcher';
+export { replicaAuthorizationError } from './replica-authorization';
 export { ReplicaFetcherManager } from './replica-fetcher-manager';
 export type { LeaderEndpointFactory } from './replica-fetcher-manager';
 export { DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS, ReplicaManager } from './replica-manager';

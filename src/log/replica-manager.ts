@@ -13,7 +13,6 @@ import {
 } from './broker-config';
 import type { BrokerConfig } from './broker-config';
 import {
-  CONSUMER_REPLICA_ID,
   DEFAULT_TOPIC_SETTING,
   EARLIEST_TIMESTAMP,
   LATEST_TIMESTAMP,
@@ -75,6 +74,7 @@ import type {
   PartitionRoleTarget,
 } from './partition-roles';
 import { PeriodicTask } from './periodic-task';
+import { replicaAuthorizationError } from './replica-authorization';
 import type { ReplicaFetcherOptions } from './replica-fetcher';
 import { ReplicaFetcherManager } from './replica-fetcher-manager';
 import type { LeaderEndpointFactory } from './replica-fetcher-manager';
@@ -761,8 +761,13 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     ) {
       return Promise.resolve({ errorCode: ErrorCode.INVALID_REQUEST, responses: [] });
     }
-    if (replicaId >= 0 && !this.isAuthenticatedReplica(replicaId, context)) {
-      return Promise.resolve({ errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED, responses: [] });
+    const authorizationError = replicaAuthorizationError(
+      replicaId,
+      context,
+      this.requireAuthenticatedReplicas,
+    );
+    if (authorizationError !== ErrorCode.NONE) {
+      return Promise.resolve({ errorCode: authorizationError, responses: [] });
     }
     const params: FetchParams = { replicaId, isFromFollower: replicaId >= 0, minBytes, maxBytes };
     const statuses: FetchPartitionStatus[] = [];
@@ -978,9 +983,11 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     context: BrokerRequestContext = {},
   ): Promise<OffsetForLeaderEpochResponse> {
     const { replicaId } = request;
-    const isAuthorized =
-      replicaId === CONSUMER_REPLICA_ID ||
-      (replicaId >= 0 && this.isAuthenticatedReplica(replicaId, context));
+    const authorizationError = replicaAuthorizationError(
+      replicaId,
+      context,
+      this.requireAuthenticatedReplicas,
+    );
     return Promise.resolve({
       topics: request.topics.map((topic) => ({
         name: topic.name,
@@ -990,13 +997,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
             leaderEpoch = NO_LEADER_EPOCH,
             endOffset = UNDEFINED_EPOCH_OFFSET,
           ): EpochEndOffset => ({ errorCode, partition: query.partition, leaderEpoch, endOffset });
-          if (!isAuthorized) {
-            return answer(
-              replicaId < CONSUMER_REPLICA_ID
-                ? ErrorCode.INVALID_REQUEST
-                : ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-            );
-          }
+          if (authorizationError !== ErrorCode.NONE) return answer(authorizationError);
           if (this.isShutdown) return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER);
           const partition = this.partitions.get(topicPartitionKey(topic.name, query.partition));
           if (partition === undefined)
@@ -1012,15 +1013,6 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
         }),
       })),
     });
-  }
-
-  /**
-   * Whether a replication request naming `replicaId` may be served: when this node requires it, only
-   * from a caller that authenticated as that node (a client could otherwise pose as a follower, count as
-   * replication for acks=-1 and keep a dead follower in the ISR).
-   */
-  private isAuthenticatedReplica(replicaId: number, context: BrokerRequestContext): boolean {
-    return !this.requireAuthenticatedReplicas || context.authenticatedNodeId === replicaId;
   }
 
   // --- cluster roles (PartitionRoleTarget) ---

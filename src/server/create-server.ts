@@ -197,6 +197,22 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
         '`openssl rand -base64 32`',
     );
   }
+  if (security.isClusterSecretWeak) {
+    logger.warn(
+      {
+        clusterSecretFrom:
+          config.clusterSecretFile === '' ? 'COHORT_CLUSTER_SECRET' : '--cluster-secret-file',
+      },
+      'the cluster secret looks easy to guess (docs/operations.md, "Cluster secret"): make one with ' +
+        '`openssl rand -base64 32`',
+    );
+  }
+  if (security.isClusterSecretFileShared) {
+    logger.warn(
+      { clusterSecretFile: config.clusterSecretFile },
+      'the cluster secret file can be read by other users: chmod 600 it (or defaultMode 0400 on a mounted secret)',
+    );
+  }
   const adminListen = adminListenOf(config);
   if (adminListen !== undefined && !isLoopbackListen(adminListen)) {
     logger.warn(
@@ -291,12 +307,26 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const interceptors: ServerInterceptor[] = [streamingCalls.interceptor];
   if (security.tokenCheck !== undefined) {
     interceptors.push(
-      bearerTokenInterceptor(security.tokenCheck, (method, reason, peer) => {
-        metrics.onUnauthenticatedCall();
-        logger.debug({ method, peer, reason }, 'call refused: no valid bearer token');
-      }),
+      bearerTokenInterceptor(
+        security.tokenCheck,
+        (method, reason, peer) => {
+          metrics.onUnauthenticatedCall();
+          logger.debug({ method, peer, reason }, 'call refused: no valid bearer token');
+        },
+        security.nodeAuthenticator,
+      ),
     );
   }
+  // Every Broker call has its node credentials checked (node-credentials.ts): a replica fetch is a node's
+  // only when the cluster secret proves it. The token interceptor has already checked them when there is
+  // a token (once: the check remembers the call), and let the node through without one.
+  const nodeAuthentication = {
+    authenticator: security.nodeAuthenticator,
+    onRefused: (method: string, reason: string, peer: string) => {
+      metrics.onUnauthenticatedCall();
+      logger.debug({ method, peer, reason }, 'call refused: node credentials not accepted');
+    },
+  };
   const serverOptions: ServerOptions = {
     // A larger request ends with RESOURCE_EXHAUSTED before it is decoded; nothing else is disturbed.
     'grpc.max_receive_message_length': config.maxMessageBytes,
@@ -316,7 +346,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   );
   server.addService(
     guardServiceDefinition(protos.broker, onEncodeFailure),
-    brokerService(replicaManager, logger, metrics.callObservers),
+    brokerService(replicaManager, logger, metrics.callObservers, nodeAuthentication),
   );
   if (manualTime !== undefined) {
     services.push(TEST_CLOCK_SERVICE);
@@ -464,7 +494,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     fetcherTimer = new SystemTimer({ name: 'replica-fetcher', time });
     const leader = new BrokerLeaderEndpoint(config.replicaOf, {
       credentials: security.leaderCredentials,
-      ...(security.token === undefined ? {} : { token: security.token }),
+      // A node proves itself with the cluster secret and needs no token (validation requires the secret here).
+      ...(security.nodeCredentials !== undefined
+        ? { nodeCredentials: security.nodeCredentials }
+        : security.token === undefined
+          ? {}
+          : { token: security.token }),
     });
     fetcher = new ReplicaFetcher(config.nodeId, replicaManager, leader, {
       time,

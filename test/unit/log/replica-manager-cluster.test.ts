@@ -289,6 +289,25 @@ describe('ReplicaManager in cluster mode', () => {
     expect(endpoints.get('1->0')!.calls).toBeGreaterThan(0);
   });
 
+  it('stops the fetcher of a leader it no longer follows, and replaces one whose address changed', async () => {
+    const zero = node(0);
+    node(1);
+    cluster.set('t', 0, { leader: 1, leaderEpoch: 1, isr: [1, 0], replicas: [1, 0] });
+    expect(zero.replicaFetcherManager!.leaderIds()).toEqual([1]);
+    const first = endpoints.get('0->1')!;
+    // Node 1 restarts at another port: a new connection.
+    cluster.liveNodes = cluster.liveNodes.map((n) => (n.nodeId === 1 ? { ...n, port: 9101 } : n));
+    cluster.publish();
+    await until(() => first.isClosed, 'the old connection to close');
+    const second = endpoints.get('0->1')!;
+    expect(second).not.toBe(first);
+    expect(zero.replicaFetcherManager!.leaderIds()).toEqual([1]);
+    // Node 0 takes over: it follows nobody.
+    cluster.elect('t', 0, 0, [0]);
+    await until(() => second.isClosed, 'the fetcher to stop');
+    expect(zero.replicaFetcherManager!.leaderIds()).toEqual([]);
+  });
+
   it('truncates a returning old leader’s divergent tail to the new leader’s epoch boundary, then copies', async () => {
     const a = node(0);
     const b = node(1);

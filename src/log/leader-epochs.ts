@@ -1,37 +1,31 @@
-import { NO_LEADER_EPOCH, UNDEFINED_EPOCH_OFFSET } from './broker-protocol';
-import type { Partition } from './partition';
-
 /**
- * What replication asks of a partition's leader-epoch history (Kafka's LeaderEpochFileCache: epoch →
- * start offset), in one place.
- *
- * Until the log stores the leader epoch of its batches, the only epoch a partition can vouch for is the
- * current one of its leader, whose end is the LEO: a follower learns "no epoch info" for any other and
- * truncates to its HW, as before KIP-101.
+ * What replication asks of a partition's leader-epoch history (the log's LeaderEpochCache: epoch → start
+ * offset, Kafka's LeaderEpochFileCache), in one place.
  */
-export interface EpochEndOffsetLookup {
-  readonly leaderEpoch: number;
-  readonly endOffset: number;
-}
+import type { Partition } from './partition';
+import type { EpochEndOffset as EpochEndOffsetLookup } from './storage';
 
-const UNKNOWN_EPOCH: EpochEndOffsetLookup = Object.freeze({
-  leaderEpoch: NO_LEADER_EPOCH,
-  endOffset: UNDEFINED_EPOCH_OFFSET,
-});
-
-/** The latest epoch in the partition's log, or NO_LEADER_EPOCH if it has none recorded. */
+/** The latest epoch in the partition's log, or NO_LEADER_EPOCH (-1) if its batches carry none. */
 export function latestLocalEpoch(partition: Partition): number {
-  void partition;
-  return NO_LEADER_EPOCH;
+  return partition.log.latestEpoch();
 }
 
 /**
  * Kafka's endOffsetFor(epoch): the largest epoch at or below `leaderEpoch` in the log and the first
  * offset after it (the LEO for the latest epoch); NO_LEADER_EPOCH / UNDEFINED_EPOCH_OFFSET if none.
+ *
+ * On a leader its own epoch counts as the latest even before it appended anything in it (Kafka's
+ * makeLeader assigns it in the cache at once; here the log learns it with the first append): the current
+ * epoch ends at the LEO, and an epoch between the log's latest and the current one, which no leader
+ * wrote here, ends there too, with the log's latest as the epoch (what Kafka's cache would answer).
  */
 export function epochEndOffset(partition: Partition, leaderEpoch: number): EpochEndOffsetLookup {
-  if (partition.isLeader && leaderEpoch === partition.leaderEpoch) {
-    return { leaderEpoch, endOffset: partition.logEndOffset };
+  if (partition.isLeader) {
+    if (leaderEpoch === partition.leaderEpoch) return { leaderEpoch, endOffset: partition.logEndOffset };
+    const latestEpoch = partition.log.latestEpoch();
+    if (latestEpoch >= 0 && latestEpoch < leaderEpoch && leaderEpoch < partition.leaderEpoch) {
+      return { leaderEpoch: latestEpoch, endOffset: partition.logEndOffset };
+    }
   }
-  return UNKNOWN_EPOCH;
+  return partition.log.endOffsetFor(leaderEpoch);
 }

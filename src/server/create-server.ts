@@ -25,6 +25,7 @@ import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
+import { GroupWatches } from './watch-groups';
 import { groupEventLog } from './group-event-log';
 import { HealthService } from './health-service';
 import { loadCohortProtos } from './load-protos';
@@ -40,6 +41,8 @@ import { guardServiceDefinition } from './undecodable-request';
 export const GROUP_COORDINATOR_SERVICE = 'cohort.v1.GroupCoordinator';
 /** Member streams: bounded by the groups' members and ended by HeartbeatStreams, not StreamingCalls. */
 const HEARTBEAT_STREAM_PATH = `/${GROUP_COORDINATOR_SERVICE}/HeartbeatStream`;
+/** Watches: counted by StreamingCalls like any stream, but ended with OK by GroupWatches on a drain. */
+const WATCH_GROUPS_PATH = `/${GROUP_COORDINATOR_SERVICE}/WatchGroups`;
 export const TEST_CLOCK_SERVICE = 'cohort.v1.TestClock';
 export const BROKER_SERVICE = 'cohort.v1.Broker';
 export const HEALTH_SERVICE = 'grpc.health.v1.Health';
@@ -96,7 +99,7 @@ export interface CohortServer {
   /**
    * Drains and stops: health turns NOT_SERVING and /readyz 503, new calls are refused, every parked call is
    * answered (`coordinator.shutdown()`, `replicaManager.shutdown()`), every streaming call (health Watch,
-   * reflection) ends with UNAVAILABLE, each connection closes once its last call is done, in-flight calls
+   * reflection) ends with UNAVAILABLE, every member stream and group watch with OK, each connection closes once its last call is done, in-flight calls
    * get `shutdownGraceMs` to finish before connections are cut, then every log is fsynced and closed and the admin listener
    * stops. Idempotent: every call returns the same promise.
    */
@@ -114,6 +117,8 @@ export interface CohortServer {
   readonly metrics: ServerMetrics;
   /** The admin listener's address once started; undefined when `adminListen` is off. */
   readonly adminAddress: AdminAddress | undefined;
+  /** The open WatchGroups calls: how many, and how many events wait for their readers. */
+  readonly groupWatches: Pick<GroupWatches, 'size' | 'pendingEvents'>;
 }
 
 function groupConfigOf(config: CohortConfig): GroupConfig {
@@ -190,6 +195,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       'the bearer token travels in clear text on a reachable address: give --tls-cert and --tls-key too',
     );
   }
+  if (security.nodeCredentials !== undefined && !security.isTls && !isLoopbackListen(config.listen)) {
+    // The credential is a fixed HMAC of the node id: whoever reads one off the wire can replicate as that
+    // node (not more: it opens the replication methods only), so it needs TLS off loopback as a token does.
+    logger.warn(
+      { listen: config.listen },
+      'node credentials travel in clear text on a reachable address: give --tls-cert and --tls-key too',
+    );
+  }
   if (security.isTokenWeak) {
     logger.warn(
       { tokenFrom: config.tokenFile === '' ? 'COHORT_TOKEN' : '--token-file' },
@@ -248,6 +261,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       offsetStore: store,
       metadataStore: store,
       onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
+      onWatchListenerError: (error) => logger.error({ err: error }, 'a group watch listener failed'),
       listener: groupListener,
     });
     groupState = { store, coordinator: groupCoordinator };
@@ -303,6 +317,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     { maxPerConnection: config.maxStreamingCallsPerConnection, maxTotal: config.maxStreamingCalls },
     (method, reason, peer) => logger.debug({ method, peer, reason }, 'streaming call refused'),
     new Set([HEARTBEAT_STREAM_PATH]),
+    new Set([WATCH_GROUPS_PATH]),
   );
   const interceptors: ServerInterceptor[] = [streamingCalls.interceptor];
   if (security.tokenCheck !== undefined) {
@@ -340,9 +355,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const services = [GROUP_COORDINATOR_SERVICE, BROKER_SERVICE];
   // Open HeartbeatStreams never end by themselves: close() ends them, or tryShutdown would wait out the grace.
   const heartbeatStreams = new HeartbeatStreams();
+  // Nor do watches: close() ends them with OK.
+  const groupWatches = new GroupWatches(
+    { maxPendingGroups: config.watchMaxPendingGroups, maxLagMs: config.watchMaxLagMs },
+    time,
+  );
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
-    groupCoordinatorService(coordinator, logger, metrics.callObservers, heartbeatStreams),
+    groupCoordinatorService(coordinator, logger, metrics.callObservers, heartbeatStreams, groupWatches),
   );
   server.addService(
     guardServiceDefinition(protos.broker, onEncodeFailure),
@@ -585,6 +605,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       stopBudgeting?.();
       coordinator.shutdown();
       heartbeatStreams.endAll();
+      groupWatches.endAll();
       // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
       replicaManager.shutdown();
       void fetcher?.stop();
@@ -632,5 +653,6 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     get adminAddress() {
       return admin?.address;
     },
+    groupWatches,
   };
 }

@@ -12,6 +12,8 @@ export class InMemoryLeader implements LeaderEndpoint {
   calls = 0;
   isClosed = false;
   isDown = false;
+  /** The fetch offset of the first partition of every Fetch sent, in order. */
+  readonly fetchOffsets: number[] = [];
 
   constructor(
     private readonly leader: ReplicaManager,
@@ -19,10 +21,13 @@ export class InMemoryLeader implements LeaderEndpoint {
   ) {}
 
   metadata: LeaderEndpoint['metadata'] = (request) => this.call(() => this.leader.metadata(request));
-  fetch: LeaderEndpoint['fetch'] = (request, signal) =>
-    this.call(() =>
+  fetch: LeaderEndpoint['fetch'] = (request, signal) => {
+    const first = request.topics[0]?.partitions[0];
+    if (first !== undefined) this.fetchOffsets.push(first.fetchOffset);
+    return this.call(() =>
       this.leader.fetch(request, { ...cancelOn(signal), authenticatedNodeId: this.authenticatedNodeId }),
     );
+  };
   offsetForLeaderEpoch: LeaderEndpoint['offsetForLeaderEpoch'] = (request) =>
     this.call(() =>
       this.leader.offsetForLeaderEpoch(request, { authenticatedNodeId: this.authenticatedNodeId }),

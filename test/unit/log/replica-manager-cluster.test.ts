@@ -333,9 +333,64 @@ describe('ReplicaManager in cluster mode', () => {
     await until(() => a.getPartition('t-0')!.logEndOffset === 10 && logValues(a)[8] === 'b8', 'A to copy B');
     expect(logValues(a)).toEqual([...first, 'b8', 'b9']);
     expect(logValues(a)).toEqual(logValues(b));
+    expect(endpoints.get('0->1')!.fetchOffsets[0]).toBe(8);
     // Caught up, A rejoins B's ISR through the store.
     await until(() => b.getPartition('t-0')!.isr.length === 2, 'A to rejoin the ISR');
     expect(cluster.states.get('t-0')!.isr).toEqual([0, 1]);
+  });
+
+  it('truncates through an epoch it never had, asking again at the intermediate boundary (KIP-279)', async () => {
+    const a = node(0);
+    const b = node(1);
+    // Both follow node 2, which is not live: nobody fetches while the logs are set up.
+    cluster.set('t', 0, { leader: 2, leaderEpoch: 0, isr: [2], replicas: [0, 1, 2] });
+    const records = (from: number, epoch: number, tag: string, count: number) =>
+      Array.from({ length: count }, (_, i) => ({
+        offset: from + i,
+        timestampMs: 1,
+        key: null,
+        value: Buffer.from(`${tag}${from + i}`),
+        headers: [],
+        leaderEpoch: epoch,
+      }));
+    // A: 0..3 and 4 at epoch 1, 5..7 at epoch 3 (a leader B never heard of). B: 0..3 at epoch 1, 4..9 at 2.
+    const aLog = a.getPartition('t-0')!.log;
+    aLog.appendAsFollower([...records(0, 1, 'c', 4), ...records(4, 1, 'a', 1)]);
+    aLog.appendAsFollower(records(5, 3, 'a', 3));
+    const bLog = b.getPartition('t-0')!.log;
+    bLog.appendAsFollower(records(0, 1, 'c', 4));
+    bLog.appendAsFollower(records(4, 2, 'b', 6));
+    // B leads at epoch 4. A asks for epoch 3: B's answer is epoch 2 ending at 10, which A does not have;
+    // A cuts to the end of its epoch 1 (5) and asks for 1: B's epoch 1 ends at 4, where A cuts again.
+    // (B hears of it first: asked earlier, it would answer UNKNOWN_LEADER_EPOCH and A would back off.)
+    cluster.set('t', 0, { leader: 1, leaderEpoch: 4, isr: [1], replicas: [0, 1, 2] }, false);
+    cluster.publish([1]);
+    cluster.publish([0]);
+    await until(() => a.getPartition('t-0')!.logEndOffset === 10, 'A to copy B');
+    expect(logValues(a)).toEqual(['c0', 'c1', 'c2', 'c3', 'b4', 'b5', 'b6', 'b7', 'b8', 'b9']);
+    // Cut at the epoch boundary, not at its HW (0): it kept 0..3 and fetched from 4.
+    expect(endpoints.get('0->1')!.fetchOffsets[0]).toBe(4);
+    expect(aLog.epochEntries().map((e) => [e.epoch, e.startOffset])).toEqual([
+      [1, 0],
+      [2, 4],
+    ]);
+  });
+
+  it('stamps its leader epoch on what it appends, and a follower keeps it', async () => {
+    const zero = node(0);
+    const one = node(1);
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 7, isr: [0, 1], replicas: [0, 1] });
+    expect(produced(await produce(zero, -1, ['a'])).errorCode).toBe(ErrorCode.NONE);
+    for (const manager of [zero, one]) {
+      const partition = manager.getPartition('t-0')!;
+      expect(partition.log.latestEpoch()).toBe(7);
+      expect(partition.read(0, 1 << 20, true, true).records.map((r) => r.leaderEpoch)).toEqual([7]);
+    }
+    const response = await zero.offsetForLeaderEpoch(
+      { replicaId: 1, topics: [{ name: 't', partitions: [{ partition: 0, leaderEpoch: 7 }] }] },
+      { authenticatedNodeId: 1 },
+    );
+    expect(onlyPartition(response)).toMatchObject({ leaderEpoch: 7, endOffset: 1 });
   });
 
   it('backs off a follower the leader fences until the metadata moves on', async () => {

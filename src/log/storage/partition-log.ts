@@ -430,10 +430,9 @@ export class PartitionLog {
       throw new CohortError(ErrorCode.INVALID_RECORD, 'an append needs at least one record');
     const latestEpoch = this.leaderEpochCache.latestEpoch();
     if (leaderEpoch < latestEpoch) {
-      // FENCED_LEADER_EPOCH (74) is not in the error table yet; KAFKA_STORAGE_ERROR stands in for it until
-      // it is, so the append is refused (and retried by the producer) rather than stored out of order.
+      // A deposed leader's append: refused (the producer re-finds the leader) rather than stored out of order.
       throw new CohortError(
-        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.FENCED_LEADER_EPOCH,
         `leader epoch ${leaderEpoch} is below the log's latest epoch ${latestEpoch} (fenced leader epoch)`,
       );
     }

@@ -132,7 +132,7 @@ describe('LeaderEpochCache against a model', () => {
               case 'leader': {
                 if (step.epoch < model.latestEpoch()) {
                   expect(() => log.append([{ value: text('x') }], false, step.epoch)).toThrow(
-                    expect.objectContaining({ code: ErrorCode.KAFKA_STORAGE_ERROR }),
+                    expect.objectContaining({ code: ErrorCode.FENCED_LEADER_EPOCH }),
                   );
                   break;
                 }

@@ -229,7 +229,7 @@ describe('PartitionLog leader epochs', () => {
       const log = open();
       appendAt(log, 5, 'a');
       expect(() => appendAt(log, 2, 'stale')).toThrow(
-        expect.objectContaining({ code: ErrorCode.KAFKA_STORAGE_ERROR }),
+        expect.objectContaining({ code: ErrorCode.FENCED_LEADER_EPOCH }),
       );
       expect([log.logEndOffset, epochsOf(log), entries(log)]).toEqual([1, [5], [[5, 0]]]);
     });

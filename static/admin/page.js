@@ -220,7 +220,6 @@
         el('td', null, m.clientId),
         el('td', null, m.clientHost),
         el('td', { 'data-testid': 'member-assignment' }, assignmentText(m.assignment)),
-        el('td', null, ''),
       ),
     );
     for (const d of [...group.departed].reverse()) {
@@ -232,7 +231,6 @@
           el('td', null, d.groupInstanceId || '—'),
           el('td', null, d.clientId),
           el('td', null, d.clientHost),
-          el('td', null, ''),
           el(
             'td',
             { class: 'how' },
@@ -245,7 +243,7 @@
       group.members.length + group.departed.length === 0
         ? el('p', { class: 'empty' }, 'No members.')
         : table(
-            [['Member id'], ['Instance id'], ['Client id'], ['Host'], ['Partitions'], ['']],
+            [['Member id'], ['Instance id'], ['Client id'], ['Host'], ['Partitions']],
             memberRows,
             'members-table',
           );

@@ -217,6 +217,10 @@ export class GroupBoard {
       this.unsubscribe = this.options.watchGroups([], (change) => this.onChange(change));
       this.timer = new SystemTimer({ name: 'admin-page', time: this.options.time });
       this.sampleLag();
+    } else if (this.options.lag !== undefined && this.listeners.size === 0) {
+      // No page was open, so lag was not sampled: a page opened now must not see it stale. (With pages
+      // open, the lag is at most a second old, and sampling again for each page would cost every page.)
+      for (const entry of this.groups.values()) this.sampleGroup(entry, this.options.lag);
     }
     this.listeners.add(listener);
     for (const entry of this.groups.values()) listener.onGroup(this.viewOf(entry));

@@ -164,6 +164,17 @@ describe('GroupBoard', () => {
     expect(view.lagSamples.map(([, lag]) => lag)).toEqual([60, 10]);
   });
 
+  it('samples lag again for a page that opens after every page had closed', () => {
+    const close = board.open(new Page())!;
+    committed.set(0, 40);
+    changes.emit(group('Stable', 1, [member('a', [0])]), 'snapshot', 1_000);
+    close();
+    committed.set(0, 70);
+    const late = new Page();
+    board.open(late);
+    expect(late.views.get('g')!.totalLag).toBe('30');
+  });
+
   it('hands a page opened later every group, its timeline included, and drops a group gone Dead', () => {
     board.open(new Page());
     changes.emit(group('Stable', 1, [member('a', [0])]), 'snapshot', 1_000);

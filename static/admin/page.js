@@ -21,6 +21,7 @@
     detailDirty: true,
   };
   let chart = null;
+  let chartGroupId = null;
 
   const $ = (id) => document.getElementById(id);
 
@@ -113,6 +114,35 @@
     }
   }
 
+  /** groupId → its row in the groups table, the view it shows, and its "ago" cell. */
+  const rowCache = new Map();
+  let renderedOrder = [];
+
+  function buildRow(group) {
+    const isSelected = group.groupId === state.selected;
+    const agoCell = el('td', { class: 'muted' }, ago(lastRebalanceMs(group)));
+    const tr = el(
+      'tr',
+      { 'data-group': group.groupId, class: isSelected ? 'selected' : null },
+      el('td', { class: 'group-id', title: group.groupId }, group.groupId),
+      el('td', null, stateBadge(group.state)),
+      el('td', { class: 'num' }, group.generationId),
+      el('td', null, group.protocol || el('span', { class: 'muted' }, group.protocolType || '—')),
+      el('td', { class: 'num' }, group.members.length),
+      el('td', { class: 'num' }, formatLag(group.totalLag)),
+      agoCell,
+    );
+    return { tr, group, isSelected, agoCell };
+  }
+
+  /** "12s ago" moves on without any change: once a second, only those cells are rewritten. */
+  function refreshAges() {
+    for (const row of rowCache.values()) {
+      const text = ago(lastRebalanceMs(row.group));
+      if (row.agoCell.textContent !== text) row.agoCell.textContent = text;
+    }
+  }
+
   function renderGroups() {
     const filter = state.filter.toLowerCase();
     const rows = [];
@@ -134,22 +164,33 @@
       if (x > y) return sortDir;
       return a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0;
     });
-    const body = document.createDocumentFragment();
+    // Rows are built only for groups that changed since the last render (rowCache holds the others), and
+    // the table is reordered only when the order changed: a change of one group among 1,000 costs one row.
+    const order = rows.map((g) => g.groupId);
     for (const group of rows) {
-      const tr = el(
-        'tr',
-        { 'data-group': group.groupId, class: group.groupId === state.selected ? 'selected' : null },
-        el('td', { class: 'group-id', title: group.groupId }, group.groupId),
-        el('td', null, stateBadge(group.state)),
-        el('td', { class: 'num' }, group.generationId),
-        el('td', null, group.protocol || el('span', { class: 'muted' }, group.protocolType || '—')),
-        el('td', { class: 'num' }, group.members.length),
-        el('td', { class: 'num' }, formatLag(group.totalLag)),
-        el('td', { class: 'muted' }, ago(lastRebalanceMs(group))),
-      );
-      body.append(tr);
+      const cached = rowCache.get(group.groupId);
+      if (
+        cached !== undefined &&
+        cached.group === group &&
+        cached.isSelected === (group.groupId === state.selected)
+      )
+        continue;
+      const row = buildRow(group);
+      if (cached !== undefined) cached.tr.replaceWith(row.tr);
+      rowCache.set(group.groupId, row);
     }
-    $('groups-body').replaceChildren(body);
+    for (const [groupId, row] of rowCache) {
+      if (groups.has(groupId)) continue;
+      row.tr.remove();
+      rowCache.delete(groupId);
+    }
+    const body = $('groups-body');
+    if (order.length !== renderedOrder.length || order.some((id, i) => id !== renderedOrder[i])) {
+      const fragment = document.createDocumentFragment();
+      for (const groupId of order) fragment.append(rowCache.get(groupId).tr);
+      body.replaceChildren(fragment);
+      renderedOrder = order;
+    }
     $('group-count').textContent = String(groups.size);
     $('groups-empty').hidden = groups.size > 0;
     for (const th of document.querySelectorAll('#groups-table th[data-sort]')) {
@@ -308,7 +349,11 @@
               ),
           );
 
-    const chartBox = el('div', { class: 'chart', id: 'lag-chart' });
+    // The chart survives re-renders of its group: only its data changes.
+    const chartBox =
+      chart !== null && chartGroupId === group.groupId
+        ? chart.root.parentElement
+        : el('div', { class: 'chart', id: 'lag-chart' });
     detail.replaceChildren(
       header,
       cards,
@@ -321,12 +366,14 @@
       el('h3', null, 'Rebalances'),
       timeline,
     );
-    drawChart(group, chartBox);
+    if (chart !== null && chartGroupId === group.groupId) chart.setData(chartData(group));
+    else drawChart(group, chartBox);
   }
 
   function destroyChart() {
     if (chart !== null) chart.destroy();
     chart = null;
+    chartGroupId = null;
   }
 
   function chartData(group) {
@@ -370,6 +417,7 @@
       chartData(group),
       box,
     );
+    chartGroupId = group.groupId;
   }
 
   // ---- the stream -------------------------------------------------------------------------------
@@ -421,6 +469,7 @@
     // "12s ago" moves on: refresh the relative times once a second at most.
     if (Date.now() - lastTickRender < 1000) return;
     lastTickRender = Date.now();
+    refreshAges();
     state.detailDirty = true;
     scheduleRender();
   }
@@ -517,7 +566,16 @@
     state.detailDirty = true;
     scheduleRender();
   });
+  // A link or the address bar naming another group (#group=<id>) selects it without a reload.
+  window.addEventListener('hashchange', () => {
+    const named = decodeURIComponent(location.hash.replace(/^#group=/, ''));
+    if (named === '' || named === state.selected) return;
+    state.selected = named;
+    state.detailDirty = true;
+    scheduleRender();
+  });
   window.addEventListener('resize', () => {
+    destroyChart();
     state.detailDirty = true;
     scheduleRender();
   });

@@ -11,9 +11,15 @@
  *    generation card shows that generation (a MutationObserver). Both clocks are this machine's. Goal:
  *    median and p99 ≤ 250 ms.
  *
- * Not measured here: server CPU with 10 pages open during a storm of 100 rebalances/s.
+ * 3. Server CPU that open pages cost during a rebalance storm: a server in a child process, 20 groups
+ *    each cycling JoinGroup → SyncGroup → LeaveGroup over raw gRPC (two rebalances a cycle: one completed,
+ *    one emptied) paced at `--storm-rate` rebalances/s for `--storm-ms`; first with no page ever opened,
+ *    then with 10 streams open (fetch readers: a page costs the server the same whatever reads it). The
+ *    child's CPU (/proc/PID/stat) per rebalance, and what the pages add as a share of the run without.
+ *    Goal: ≤ 5% with 10 pages at 100 rebalances/s.
  *
- * Run with `npm run bench:live-page`. Options: `--rounds=N` (default 5), `--rebalances=N` (default 100).
+ * Run with `npm run bench:live-page`. Options: `--rounds=N` (default 5), `--rebalances=N` (default 100),
+ * `--storm-rate=N` (default 100), `--storm-ms=N` (default 10,000), `--only=render,rebalance,cpu`.
  * The last line of output is a JSON object of the figures.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,8 +29,10 @@ import pino from 'pino';
 import { CohortClient, type GroupWatchEvent } from '../src';
 import { createConfig } from '../src/config';
 import { createServer } from '../src/server';
+import { readFileSync } from 'node:fs';
 import { launchChromium } from '../test/support/chromium';
 import { groupCoordinatorClient } from '../test/support/grpc-clients';
+import { spawnCohort } from '../test/support/spawn-cohort';
 
 const GROUPS = 1_000;
 const TOPIC = 'bench-orders';
@@ -51,7 +59,116 @@ interface InPage {
   seen?: Record<string, number>;
 }
 
+/** CPU seconds (user + system) the process has used, from /proc (clock ticks of 10 ms). */
+function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs the storm for `durationMs` at `ratePerS` rebalances/s; returns the rebalances made. */
+async function storm(target: string, ratePerS: number, durationMs: number): Promise<number> {
+  const workers = 20;
+  const cyclePeriodMs = (workers * 2 * 1000) / ratePerS;
+  const endMs = Date.now() + durationMs;
+  let rebalances = 0;
+  const client = groupCoordinatorClient(target);
+  const protocols = [{ name: 'range', metadata: Buffer.alloc(0) }];
+  const join = {
+    groupInstanceId: '',
+    sessionTimeoutMs: 30_000,
+    rebalanceTimeoutMs: 30_000,
+    protocolType: 'consumer',
+    protocols,
+    clientId: 'storm',
+    reason: '',
+  };
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      const groupId = `storm-${w}`;
+      while (Date.now() < endMs) {
+        const started = Date.now();
+        const first = await client.joinGroup({ ...join, groupId, memberId: '' });
+        const joined = await client.joinGroup({ ...join, groupId, memberId: first.memberId });
+        await client.syncGroup({
+          groupId,
+          generationId: joined.generationId,
+          memberId: joined.memberId,
+          groupInstanceId: '',
+          protocolType: 'consumer',
+          protocolName: 'range',
+          assignments: [{ memberId: joined.memberId, assignment: Buffer.alloc(0) }],
+        });
+        await client.leaveGroup({
+          groupId,
+          members: [{ memberId: joined.memberId, groupInstanceId: '', reason: '' }],
+        });
+        rebalances += 2;
+        await sleep(Math.max(0, cyclePeriodMs - (Date.now() - started)));
+      }
+    }),
+  );
+  client.close();
+  return rebalances;
+}
+
+/** Server CPU per rebalance without pages, then with 10 open streams, on a server in a child process. */
+async function pageCpu(ratePerS: number, durationMs: number): Promise<{ withoutUs: number; withUs: number }> {
+  const cohort = spawnCohort(['--listen', '127.0.0.1:0', '--group-initial-rebalance-delay-ms', '0']);
+  try {
+    const listening = (await cohort.waitForLog('cohort listening')) as unknown as {
+      address: string;
+      adminAddress: string;
+    };
+    const pid = cohort.child.pid!;
+    await storm(listening.address, ratePerS, 2_000); // warm-up: JIT, buffers
+    const measure = async (): Promise<number> => {
+      const before = cpuSecondsOf(pid);
+      const made = await storm(listening.address, ratePerS, durationMs);
+      return ((cpuSecondsOf(pid) - before) * 1e6) / made;
+    };
+    const withoutUs = await measure();
+    const aborts = Array.from({ length: 10 }, () => new AbortController());
+    const readers = aborts.map(async (abort) => {
+      const response = await fetch(`http://${listening.adminAddress}/api/stream`, { signal: abort.signal });
+      const reader = response.body!.getReader();
+      for (;;) if ((await reader.read()).done) return;
+    });
+    const withUs = await measure();
+    for (const abort of aborts) abort.abort();
+    await Promise.allSettled(readers);
+    return { withoutUs, withUs };
+  } finally {
+    await cohort.kill();
+  }
+}
+
 async function main(): Promise<void> {
+  const only = (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'render,rebalance,cpu').split(
+    ',',
+  );
+  const figures: Record<string, number> = {};
+  if (only.includes('render') || only.includes('rebalance')) Object.assign(figures, await inBrowser());
+  if (only.includes('cpu')) {
+    const rate = option('storm-rate', 100);
+    const { withoutUs, withUs } = await pageCpu(rate, option('storm-ms', 10_000));
+    const share = (withUs - withoutUs) / withoutUs;
+    console.log(
+      `server CPU per rebalance at ${rate} rebalances/s: ${withoutUs.toFixed(0)} µs without pages, ` +
+        `${withUs.toFixed(0)} µs with 10 open: +${(share * 100).toFixed(1)}%`,
+    );
+    Object.assign(figures, {
+      cpuPerRebalanceWithoutPagesUs: Math.round(withoutUs),
+      cpuPerRebalanceWith10PagesUs: Math.round(withUs),
+      tenPagesCpuSharePercent: Math.round(share * 1000) / 10,
+    });
+  }
+  console.log(JSON.stringify(figures));
+}
+
+/** Figures 1 and 2, in headless chromium against a server in this process. */
+async function inBrowser(): Promise<Record<string, number>> {
   const rounds = option('rounds', 5);
   const rebalances = option('rebalances', 100);
   const dataDir = mkdtempSync(join(tmpdir(), 'cohort-bench-page-'));
@@ -201,15 +318,13 @@ async function main(): Promise<void> {
       `rebalance completed → shown: ${latencies.length} rebalances, median ${percentile(latencies, 50)} ms, ` +
         `p99 ${percentile(latencies, 99)} ms, max ${latencies[latencies.length - 1]} ms`,
     );
-    console.log(
-      JSON.stringify({
-        firstRender1000GroupsMedianMs: percentile(renders, 50),
-        rebalanceToPageMedianMs: percentile(latencies, 50),
-        rebalanceToPageP99Ms: percentile(latencies, 99),
-        rebalances: latencies.length,
-      }),
-    );
     void watching;
+    return {
+      firstRender1000GroupsMedianMs: percentile(renders, 50),
+      rebalanceToPageMedianMs: percentile(latencies, 50),
+      rebalanceToPageP99Ms: percentile(latencies, 99),
+      rebalances: latencies.length,
+    };
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     await browser.close();

@@ -13,11 +13,32 @@ export function sseFrame(event: string, data: unknown): string {
 }
 
 /**
+ * Frames already serialized, by event and view: the board hands every page the same view object, so ten
+ * pages cost one JSON.stringify of a change, not ten. Weak: a view nobody holds takes its frame with it.
+ */
+const SERIALIZED = new Map<string, WeakMap<object, string>>();
+
+function sharedFrame(event: string, data: object): string {
+  let byView = SERIALIZED.get(event);
+  if (byView === undefined) SERIALIZED.set(event, (byView = new WeakMap()));
+  let frame = byView.get(data);
+  if (frame === undefined) byView.set(data, (frame = sseFrame(event, data)));
+  return frame;
+}
+
+interface PendingFrame {
+  readonly event: string;
+  readonly data: object;
+}
+
+/**
  * One open admin page: its Server-Sent Events stream (`GET /api/stream`), fed by the GroupBoard. Frames
- * are written the moment the board hands them over while the response takes them; once `write` returns
- * false (the page reads slower than groups change) they wait in a CoalescingQueue, one per group, each
- * replaced by the group's latest (a group's frame holds its whole view, timeline included, so nothing a
- * page shows is lost), until 'drain'. The board never waits: each call is a write or a Map.set. A page
+ * wait in a CoalescingQueue, one per group, each replaced by the group's latest (a group's frame holds its
+ * whole view, timeline included, so nothing a page shows is lost), and go out in one write per event-loop
+ * turn (setImmediate): a storm of changes costs a page one write a turn, not one per change, and a
+ * rebalance's intermediate states within a turn are never sent. Once `write` returns false (the page
+ * reads slower than groups change) they keep waiting until 'drain'. The board never waits: each call is a
+ * Map.set. A page
  * with more groups waiting than `maxPendingGroups`, or frames waiting longer than `maxLagMs` (checked on
  * each change and each second), is dropped: its queue is cleared, it leaves the board, and it is sent an
  * `event: dropped` frame saying why (the page shows it and reconnects for a fresh snapshot).
@@ -27,8 +48,9 @@ export function sseFrame(event: string, data: unknown): string {
  * server's clock, once a second: the page shows the stream is alive) and `dropped`.
  */
 export class PageStream implements BoardListener {
-  private readonly queue = new CoalescingQueue<string>();
+  private readonly queue = new CoalescingQueue<PendingFrame>();
   private blockedSinceMs: number | undefined;
+  private isFlushScheduled = false;
   private leave: (() => void) | undefined;
   private isEnded = false;
 
@@ -52,7 +74,7 @@ export class PageStream implements BoardListener {
       // Proxies (nginx) would otherwise buffer the stream and the page would not be live.
       'x-accel-buffering': 'no',
     });
-    this.response.on('drain', () => this.flush());
+    this.response.on('drain', () => this.onDrain());
     this.response.on('close', () => this.end());
     this.write(sseFrame('hello', { nowMs: this.time.nowMs() }));
     const leave = join(this);
@@ -62,15 +84,15 @@ export class PageStream implements BoardListener {
   }
 
   onGroup(group: BoardGroup): void {
-    this.send(group.groupId, sseFrame('group', group));
+    this.send(group.groupId, { event: 'group', data: group });
   }
 
   onLag(group: BoardGroup): void {
-    this.send(group.groupId, sseFrame('lag', group));
+    this.send(group.groupId, { event: 'lag', data: group });
   }
 
   onGone(groupId: string, reason: string, atMs: number): void {
-    this.send(groupId, sseFrame('gone', { groupId, reason, atMs }));
+    this.send(groupId, { event: 'gone', data: { groupId, reason, atMs } });
   }
 
   onTick(nowMs: number): void {
@@ -89,14 +111,17 @@ export class PageStream implements BoardListener {
     if (!this.response.writableEnded) this.response.end();
   }
 
-  private send(groupId: string, frame: string): void {
+  private send(groupId: string, frame: PendingFrame): void {
     if (this.isEnded) return;
-    if (this.blockedSinceMs === undefined) {
-      this.write(frame);
-      return;
-    }
     this.queue.put(groupId, frame);
-    this.checkLimits();
+    if (this.blockedSinceMs !== undefined) this.checkLimits();
+    else if (!this.isFlushScheduled) {
+      this.isFlushScheduled = true;
+      setImmediate(() => {
+        this.isFlushScheduled = false;
+        this.flush();
+      });
+    }
   }
 
   private checkLimits(): void {
@@ -112,14 +137,18 @@ export class PageStream implements BoardListener {
     if (!this.response.write(frame)) this.blockedSinceMs = this.time.monotonicMs();
   }
 
+  /** Writes every waiting frame, oldest group first, in one write. */
   private flush(): void {
-    if (this.isEnded) return;
+    if (this.isEnded || this.blockedSinceMs !== undefined || this.queue.size === 0) return;
+    let chunk = '';
+    for (let frame = this.queue.shift(); frame !== undefined; frame = this.queue.shift())
+      chunk += sharedFrame(frame.event, frame.data);
+    this.write(chunk);
+  }
+
+  private onDrain(): void {
     this.blockedSinceMs = undefined;
-    while (this.blockedSinceMs === undefined) {
-      const frame = this.queue.shift();
-      if (frame === undefined) return;
-      this.write(frame);
-    }
+    this.flush();
   }
 
   private drop(message: string): void {

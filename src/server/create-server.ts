@@ -145,6 +145,10 @@ function brokerConfigOf(config: CohortConfig): BrokerConfig {
     followers: config.followers,
     minInsyncReplicas: config.minInsyncReplicas,
     replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
+    // Replication counts only from the node it names, in every mode: a client's Fetch with a follower's
+    // replica_id would otherwise acknowledge acks=-1 writes and keep a dead follower in the ISR. Every mode
+    // with followers has a cluster secret (validation), so nodes can prove who they are.
+    requireAuthenticatedReplicas: true,
     dataDir: config.dataDir,
     logConfig: Object.freeze({
       segmentBytes: config.logSegmentBytes,

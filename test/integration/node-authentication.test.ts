@@ -152,6 +152,27 @@ describe('node authentication with the cluster secret', () => {
     expect([wrong.code, wrong.details]).toEqual([status.UNAUTHENTICATED, WRONG_NODE_MESSAGE]);
   });
 
+  it('does not count a client’s Fetch with a follower’s replica_id as replication', async () => {
+    const leader = await cluster.start('leader', {
+      followers: [1],
+      replicaLagTimeMaxMs: TEST_REPLICA_LAG_MS,
+    });
+    const created = await leader.client.createTopics({
+      topics: [{ name: 't', numPartitions: 1, replicationFactor: 2 }],
+    });
+    expect(created.topics[0]!.errorCode).toBe(ErrorCode.NONE);
+    // acks=-1 waits for follower 1, which never runs: only a fetch from it could complete the write.
+    const produced = leader.client.produce(produceRequest('t', ['a'], -1, { timeoutMs: 1_500 }));
+    const posing = await leader.client.fetch(fetchRequest('t', 1, { replicaId: 1 }));
+    expect(posing.errorCode).toBe(ErrorCode.CLUSTER_AUTHORIZATION_FAILED);
+    const answer = (await produced).topics[0]!.partitions[0]!;
+    expect(answer.errorCode).toBe(ErrorCode.REQUEST_TIMED_OUT);
+    // Nothing of it became readable, and 1 leaves the ISR once its lag runs out: nobody fetched as it.
+    const read = await leader.client.fetch(fetchRequest('t', 0));
+    expect(read.responses[0]!.partitions[0]!.records).toEqual([]);
+    await awaitIsr(leader.client, 't', [0]);
+  });
+
   it('keeps a follower with another cluster’s secret from replicating: it leaves the ISR and copies nothing', async () => {
     const leader = await cluster.start('leader', {
       followers: [1],

@@ -5,7 +5,13 @@ import { ReflectionService } from '@grpc/reflection';
 import pino from 'pino';
 import type { Logger } from 'pino';
 import type { CohortConfig } from '../config';
-import { ADMIN_LISTEN_OFF, isLoopbackListen, parseListenAddress, parseUnixSocket } from '../config';
+import {
+  ADMIN_LISTEN_OFF,
+  InvalidConfigError,
+  isLoopbackListen,
+  parseListenAddress,
+  parseUnixSocket,
+} from '../config';
 import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinator } from '../group/group-coordinator';
 import type { GroupCoordinatorService } from '../group/group-protocol';
@@ -22,6 +28,7 @@ import { bearerTokenInterceptor, keepEveryAuthorizationHeader } from './bearer-t
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
+import { ClusterWiring, partitionRoleTargetOf } from './cluster-wiring';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
@@ -249,6 +256,20 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       onError: (error, what) => logger.error({ err: error }, what),
     },
   });
+  // Cluster mode (--etcd-endpoints): a ClusterNode drives the log's partition roles (docs/cluster.md).
+  const isClusterNode = config.etcdEndpoints.length > 0;
+  const roleTarget = isClusterNode ? partitionRoleTargetOf(replicaManager) : undefined;
+  if (isClusterNode && roleTarget === undefined) {
+    throw new InvalidConfigError([
+      `--etcd-endpoints ('${config.etcdEndpoints.join(',')}'): this build's log layer does not yet take ` +
+        'its partition roles from the cluster (ReplicaManager is not a PartitionRoleTarget); run without ' +
+        '--etcd-endpoints',
+    ]);
+  }
+  const cluster =
+    roleTarget === undefined
+      ? undefined
+      : new ClusterWiring(config, { time, logger, onReadinessChange: () => refreshWholeServerHealth() });
   metrics.setSources({
     ...(coordinator instanceof GroupCoordinator ? { coordinator } : {}),
     log: replicaManager,
@@ -316,7 +337,11 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   );
   server.addService(
     guardServiceDefinition(protos.broker, onEncodeFailure),
-    brokerService(replicaManager, logger, metrics.callObservers),
+    brokerService(
+      cluster === undefined ? replicaManager : cluster.brokerWithClusterTopics(replicaManager),
+      logger,
+      metrics.callObservers,
+    ),
   );
   if (manualTime !== undefined) {
     services.push(TEST_CLOCK_SERVICE);
@@ -380,7 +405,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const readinessProblem = (): string | undefined => {
     switch (phase) {
       case 'serving':
-        return leaderProblem();
+        return leaderProblem() ?? cluster?.readinessProblem();
       case 'new':
       case 'starting':
         return 'starting';
@@ -405,12 +430,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
 
   /**
    * The whole server ('') follows /readyz once serving: NOT_SERVING while a follower cannot replicate from
-   * its leader, so a health probe does not call a follower with a stale log healthy. Its services keep
-   * their own status (a follower's Broker still answers reads of what it has).
+   * its leader, so a health probe does not call a follower with a stale log healthy, and in cluster mode
+   * until the node is registered with its first view applied. Its services keep their own status (a
+   * follower's Broker still answers reads of what it has).
    */
   function refreshWholeServerHealth(): void {
     if (phase !== 'serving') return;
-    health.setStatus('', leaderProblem() === undefined ? 'SERVING' : 'NOT_SERVING');
+    const problem = leaderProblem() ?? cluster?.readinessProblem();
+    health.setStatus('', problem === undefined ? 'SERVING' : 'NOT_SERVING');
   }
 
   /**
@@ -506,6 +533,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       const bound = await bind();
       replicaManager.setLocalBroker({ nodeId: config.nodeId, host: bound.host, port: bound.port });
       startFetcher();
+      // Joins the cluster once the port is bound: the advertised address defaults to the bound one.
+      if (cluster !== undefined) cluster.start(roleTarget!, bound);
       await admin?.start();
       metrics.start();
       isBound = true;
@@ -557,6 +586,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       connections?.stop();
       await fetcher?.stop();
       fetcherTimer?.shutdown();
+      // Drained: leave the cluster (resign, revoke the lease: others take over now, not a TTL later).
+      await cluster?.close();
       // Every log is fsynced and closed: a clean stop loses nothing, even with a relaxed flush policy.
       await replicaManager.close();
     });

@@ -39,7 +39,7 @@ describe('ClusterNode against etcd', () => {
     timer.shutdown();
   });
 
-  function startNode(id: number): (typeof nodes)[number] {
+  function startNode(id: number, sessionTimeoutMs = 2_000): (typeof nodes)[number] {
     const store = new EtcdMetadataStore({ endpoints: etcd.endpoints });
     const target = new RecordingRoleTarget(() => SYSTEM_TIME.monotonicMs());
     const node = new ClusterNode({
@@ -50,7 +50,7 @@ describe('ClusterNode against etcd', () => {
       nodeId: id,
       advertisedAddress: `127.0.0.1:${7070 + id}`,
       target,
-      sessionTimeoutMs: 2_000,
+      sessionTimeoutMs,
       random: () => 0,
     });
     node.start();
@@ -132,4 +132,45 @@ describe('ClusterNode against etcd', () => {
     await waitFor('node 2 to see one live node', () => all[1].target.lastUpdate?.liveNodes.length === 1);
     expect(all[0].target.calls.at(-1)?.kind).toBe('resign');
   }, 30_000);
+
+  it('an etcd outage shorter than the session (frozen, then killed and restarted) is not noticed by the log layer', async () => {
+    const all = [startNode(1, 10_000), startNode(2, 10_000)];
+    await waitFor('both ready', () =>
+      all.every(({ node, target }) => node.isReady() && target.lastUpdate?.liveNodes.length === 2),
+    );
+    expect((await all[1].node.createTopic('before', 1, 2)).outcome).toBe('created');
+    await waitFor('both to see the topic', () =>
+      all.every(({ target }) => target.partition('before') !== undefined),
+    );
+    const callsBefore = all.map(({ target }) => target.calls.length);
+
+    // Frozen: requests and streams stall, nothing fails.
+    etcd.pause();
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    etcd.resume();
+    // Killed and restarted: connections refused, the watch streams fail, the views read again.
+    await etcd.kill();
+    await etcd.restart();
+
+    // etcd may still be electing itself: `unavailable` is retried, as a client retries REQUEST_TIMED_OUT.
+    let created = await all[0].node.createTopic('after', 1, 2);
+    for (let attempt = 0; created.outcome === 'unavailable' && attempt < 100; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      created = await all[0].node.createTopic('after', 1, 2);
+    }
+    expect(['created', 'exists']).toContain(created.outcome);
+    await waitFor('the topic created after the outage to reach both', () =>
+      all.every(({ target }) => target.partition('after') !== undefined),
+    );
+    all.forEach(({ node, target }, i) => {
+      const since = target.calls.slice(callsBefore[i]);
+      // No resignation, and every update applied still names the topic from before, with its leader.
+      expect(since.every((call) => call.kind === 'apply')).toBe(true);
+      for (const call of since) {
+        if (call.kind === 'apply')
+          expect(call.update.partitions.find((p) => p.topic === 'before')?.leader).toBe(1);
+      }
+      expect(node.guard.isActive()).toBe(true);
+    });
+  }, 60_000);
 });

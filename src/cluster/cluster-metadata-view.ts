@@ -54,6 +54,8 @@ export class ClusterMetadataView extends EventEmitter<ClusterMetadataViewEvents>
   private readonly onError: (error: unknown) => void;
   private cluster: ClusterState | undefined;
   private lastUpdate: ClusterMetadataUpdate | undefined;
+  /** The partitions of the last update by `topic/p`, reused while unchanged. */
+  private readonly leaderships = new Map<string, PartitionLeadership>();
   private atRevision = 0;
   private watch: MetadataWatch | undefined;
   /** Bumped by every read and by close: answers and events of an older read are ignored. */
@@ -166,7 +168,7 @@ export class ClusterMetadataView extends EventEmitter<ClusterMetadataViewEvents>
     queueMicrotask(() => {
       this.isUpdateScheduled = false;
       if (generation !== this.generation || this.cluster === undefined) return;
-      const update = toClusterMetadataUpdate(this.cluster, this.onError);
+      const update = toClusterMetadataUpdate(this.cluster, this.onError, this.leaderships);
       this.lastUpdate = update;
       this.emit('update', update, { revision: this.atRevision });
     });
@@ -185,10 +187,16 @@ export function parseAdvertisedAddress(address: string): { host: string; port: n
   return { host, port };
 }
 
-/** A complete update from the cluster state: live nodes by id, partitions by topic then index. */
+/**
+ * A complete update from the cluster state: live nodes by id, partitions by topic then index. With a
+ * `cache` (`topic/p` → the partition as last built), a partition unchanged since (same partition epoch,
+ * same replicas) keeps its object, so a batch that changed one partition of 10,000 builds one, and the
+ * log layer may compare by identity.
+ */
 export function toClusterMetadataUpdate(
   cluster: ClusterState,
   onError: (error: unknown) => void = () => undefined,
+  cache: Map<string, PartitionLeadership> = new Map(),
 ): ClusterMetadataUpdate {
   const liveNodes: ClusterNodeAddress[] = [];
   for (const nodeId of [...cluster.liveNodes.keys()].sort((a, b) => a - b)) {
@@ -204,10 +212,21 @@ export function toClusterMetadataUpdate(
   for (const topic of [...cluster.topics.keys()].sort()) {
     const assignment = cluster.topics.get(topic)!;
     assignment.partitions.forEach((replicas, partitionIndex) => {
-      const stored = cluster.partitions.get(`${topic}/${partitionIndex}`);
-      if (stored !== undefined)
-        partitions.push(toPartitionLeadership(topic, partitionIndex, replicas, stored));
+      const name = `${topic}/${partitionIndex}`;
+      const stored = cluster.partitions.get(name);
+      if (stored === undefined) return;
+      let leadership = cache.get(name);
+      if (leadership?.partitionEpoch !== stored.modRevision || leadership.replicas !== replicas) {
+        leadership = toPartitionLeadership(topic, partitionIndex, replicas, stored);
+        cache.set(name, leadership);
+      }
+      partitions.push(leadership);
     });
+  }
+  if (cache.size > partitions.length) {
+    // Partitions went (a topic deleted): forget them.
+    cache.clear();
+    for (const p of partitions) cache.set(`${p.topic}/${p.partitionIndex}`, p);
   }
   return { liveNodes, controllerId: cluster.controller?.nodeId ?? NO_LEADER_ID, partitions };
 }

@@ -116,6 +116,25 @@ describe('ClusterMetadataView', () => {
     ]);
   });
 
+  it('keeps the objects of partitions a batch did not change', async () => {
+    await seed();
+    await admin.put(
+      partitionKey(clusterId, 't', 1),
+      encodePartitionState({ leader: 2, leaderEpoch: 0, isr: [2, 1], controllerEpoch: 4 }),
+    );
+    view.start();
+    await settle();
+    const [first, second] = view.current!.partitions;
+    await admin.put(
+      partitionKey(clusterId, 't', 1),
+      encodePartitionState({ leader: 2, leaderEpoch: 0, isr: [2], controllerEpoch: 4 }),
+    );
+    await settle();
+    expect(view.current!.partitions[0]).toBe(first);
+    expect(view.current!.partitions[1]).not.toBe(second);
+    expect(view.current!.partitions[1].isr).toEqual([2]);
+  });
+
   it('reads everything again when its watch falls behind a compaction', async () => {
     await seed();
     view.start();

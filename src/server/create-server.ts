@@ -245,6 +245,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     return groupCoordinator;
   };
   const coordinator = (options.coordinatorFactory ?? defaultFactory)(groupConfigOf(config), time);
+  // Cluster mode (--etcd-endpoints): a ClusterNode drives the log's partition roles (docs/cluster.md). Its
+  // guard and ISR proposer exist before the node does (it starts once the port is bound), for the log.
+  const cluster =
+    config.etcdEndpoints.length === 0
+      ? undefined
+      : new ClusterWiring(config, { time, logger, onReadinessChange: () => refreshWholeServerHealth() });
   const replicaManager = new ReplicaManager(brokerConfigOf(config), {
     time,
     recovery,
@@ -256,20 +262,15 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       onError: (error, what) => logger.error({ err: error }, what),
     },
   });
-  // Cluster mode (--etcd-endpoints): a ClusterNode drives the log's partition roles (docs/cluster.md).
-  const isClusterNode = config.etcdEndpoints.length > 0;
-  const roleTarget = isClusterNode ? partitionRoleTargetOf(replicaManager) : undefined;
-  if (isClusterNode && roleTarget === undefined) {
+  const roleTarget = cluster === undefined ? undefined : partitionRoleTargetOf(replicaManager);
+  if (cluster !== undefined && roleTarget === undefined) {
+    void cluster.close();
     throw new InvalidConfigError([
       `--etcd-endpoints ('${config.etcdEndpoints.join(',')}'): this build's log layer does not yet take ` +
         'its partition roles from the cluster (ReplicaManager is not a PartitionRoleTarget); run without ' +
         '--etcd-endpoints',
     ]);
   }
-  const cluster =
-    roleTarget === undefined
-      ? undefined
-      : new ClusterWiring(config, { time, logger, onReadinessChange: () => refreshWholeServerHealth() });
   metrics.setSources({
     ...(coordinator instanceof GroupCoordinator ? { coordinator } : {}),
     log: replicaManager,

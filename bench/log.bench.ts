@@ -97,6 +97,8 @@ interface Child {
 }
 
 /** Starts a child and resolves once it printed a JSON line with its port (`port` or `"cohort listening"`). */
+const BENCH_CLUSTER_SECRET = 'bench-only-cluster-secret-Vw3Kp9Xr2Lq7Tz5N';
+
 function startChild(args: readonly string[], name: string): Promise<Child> {
   // Not ts-node: it loads Node's REPL and with it `domain`, which slows every EventEmitter of the servers
   // under test (see scripts/register-typescript.js); a compiled cohort never loads it.
@@ -104,6 +106,8 @@ function startChild(args: readonly string[], name: string): Promise<Child> {
   const child = spawn(process.execPath, ['-r', TRANSPILE_HOOK, ...extraFlags, ...args], {
     cwd: REPO_ROOT,
     stdio: ['pipe', 'pipe', 'inherit'],
+    // The leader and its followers share the secret replication needs (a fixed one: this is a bench).
+    env: { ...process.env, COHORT_CLUSTER_SECRET: BENCH_CLUSTER_SECRET },
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it listened`)));

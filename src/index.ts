@@ -61,6 +61,10 @@ export type {
   TopicCreation,
   TopicDescription,
 } from './client/cohort-admin';
+// Watching groups: a snapshot, then one event per change.
+export type { GroupWatch, GroupWatchEvent, WatchGroupsOptions } from './client/group-watch';
+export { GROUP_EVENT_REASONS } from './protocol/group-event-reason';
+export type { GroupEventReason } from './protocol/group-event-reason';
 export { GroupMember } from './client/group-member';
 export type {
   CommittedOffset,
@@ -119,6 +123,7 @@ export { GrpcTransport } from './client/grpc-transport';
 export type { GrpcTransportOptions, TlsOptions } from './client/grpc-transport';
 export type { CallOptions, GroupTransport, HeartbeatStream } from './client/group-transport';
 export type { GroupAdminTransport } from './client/group-admin-transport';
+export type { GroupWatchCall, GroupWatchTransport } from './client/group-watch';
 export type { BrokerTransport } from './client/broker-transport';
 export type * from './protocol/group-messages';
 export type * from './client/broker-messages';

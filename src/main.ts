@@ -101,6 +101,7 @@ async function main(): Promise<void> {
       tls: config.tlsCert !== '',
       mutualTls: config.tlsClientCa !== '',
       token: config.token !== '' || config.tokenFile !== '',
+      clusterSecret: config.clusterSecret !== '' || config.clusterSecretFile !== '',
       adminAddress: admin === undefined ? null : `${admin.host}:${admin.port}`,
       manualClock: config.manualClock,
       dataDir: config.dataDir,

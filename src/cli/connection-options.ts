@@ -34,7 +34,7 @@ export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   address: {
     type: 'string',
     valueName: 'HOST:PORT',
-    description: `the cohort server, or unix:/path (default ${DEFAULT_ADDRESS})`,
+    description: `the cohort server, or unix:/path (default: $COHORT_ADDRESS, else ${DEFAULT_ADDRESS})`,
   },
   token: {
     type: 'string',
@@ -87,11 +87,14 @@ export function connectionOf(
   env: Readonly<Record<string, string | undefined>>,
 ): Connection {
   const v = line.values;
-  const address = typeof v.address === 'string' ? v.address : DEFAULT_ADDRESS;
+  // As COHORT_TOKEN stands in for --token: scripts and shells point every command at one server once.
+  const fromEnv = env.COHORT_ADDRESS !== undefined && env.COHORT_ADDRESS !== '';
+  const address = typeof v.address === 'string' ? v.address : fromEnv ? env.COHORT_ADDRESS! : DEFAULT_ADDRESS;
+  const addressSource = typeof v.address !== 'string' && fromEnv ? 'COHORT_ADDRESS' : '--address';
   if (address === '') throw new UsageError('--address must not be empty', usageOf(spec));
   if (!isServerAddress(address)) {
     throw new UsageError(
-      `--address must be HOST:PORT (e.g. ${DEFAULT_ADDRESS}, [::1]:7070) or unix:/path, got '${address}'`,
+      `${addressSource} must be HOST:PORT (e.g. ${DEFAULT_ADDRESS}, [::1]:7070) or unix:/path, got '${address}'`,
       usageOf(spec),
     );
   }

@@ -1,4 +1,5 @@
-import type { ConsumerGroupDescription } from '../client/cohort-admin';
+import type { ConsumerGroupDescription, GroupDescription } from '../client/cohort-admin';
+import type { GroupWatchEvent } from '../client/group-watch';
 import type { TopicPartition } from '../client/topic-partition';
 import { ErrorCode } from '../errors';
 import type { CliCommand, CliContext } from './cli-context';
@@ -172,7 +173,8 @@ function describeText(group: ConsumerGroupDescription): string {
   return parts.join('');
 }
 
-function describeJson(group: ConsumerGroupDescription): object {
+/** A group's description as `--json` prints it (describe and watch alike). */
+function groupJson(group: GroupDescription): object {
   return {
     groupId: group.groupId,
     error: group.error === null ? null : (ErrorCode[group.error.code] ?? String(group.error.code)),
@@ -187,8 +189,11 @@ function describeJson(group: ConsumerGroupDescription): object {
       clientHost: m.clientHost,
       assignment: m.assignment,
     })),
-    partitions: group.partitions,
   };
+}
+
+function describeJson(group: ConsumerGroupDescription): object {
+  return { ...groupJson(group), partitions: group.partitions };
 }
 
 async function describeGroups(line: CommandLine, context: CliContext): Promise<number> {
@@ -279,20 +284,67 @@ async function deleteGroups(line: CommandLine, context: CliContext): Promise<num
   }
 }
 
+const watchSpec: CommandSpec = {
+  usage: 'cohort groups watch [GROUP]... [options]',
+  description:
+    'Watches groups (every group when none is named) and prints one line per change as it happens:\n' +
+    'time, group, reason (member-joined, member-left, session-expired, rebalance-completed, ...),\n' +
+    'state, generation and members, starting with the state of each group now (reason snapshot).\n' +
+    'With --json, one JSON document per line. Runs until Ctrl-C (exit 0); exits 4 if the server goes away.',
+  options: CONNECTION_OPTIONS,
+  positionals: { min: 0, max: Infinity },
+};
+
+/** `2026-12-01T10:00:00.000Z  orders  member-joined  PreparingRebalance  generation 3  2 members`. */
+function watchLine(event: GroupWatchEvent): string {
+  const { group } = event;
+  const members = group.members.length;
+  const what =
+    group.error?.code === ErrorCode.GROUP_ID_NOT_FOUND
+      ? 'does not exist'
+      : `${group.state}  generation ${group.generationId}  ${members} member${members === 1 ? '' : 's'}` +
+        (members > 0 ? `: ${group.members.map((m) => m.groupInstanceId ?? m.memberId).join(', ')}` : '');
+  return `${new Date(event.timestampMs).toISOString()}  ${group.groupId}  ${event.reason}  ${what}\n`;
+}
+
+async function watchGroups(line: CommandLine, context: CliContext): Promise<number> {
+  const connection = connectionOf(line, watchSpec, context.env);
+  const client = await connectClient(connection, 'cohort-cli');
+  try {
+    // Ctrl-C aborts the signal, which ends the iteration: exit 0. A server that goes away throws (exit 4).
+    for await (const event of client.watchGroups(line.positionals, { signal: context.signal })) {
+      context.stdout.write(
+        connection.isJson
+          ? toJson({
+              timestampMs: event.timestampMs,
+              reason: event.reason,
+              isSnapshot: event.isSnapshot,
+              ...groupJson(event.group),
+            })
+          : watchLine(event),
+      );
+    }
+    return ExitCode.OK;
+  } finally {
+    await client.close();
+  }
+}
+
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   list: { spec: listSpec, run: listGroups },
   describe: { spec: describeSpec, run: describeGroups },
   delete: { spec: deleteSpec, run: deleteGroups },
+  watch: { spec: watchSpec, run: watchGroups },
 };
 
-/** `cohort groups list|describe|delete`. */
+/** `cohort groups list|describe|delete|watch`. */
 export const GROUPS_COMMAND: CliCommand = {
   name: 'groups',
-  summary: 'list, describe (with lag) and delete consumer groups',
+  summary: 'list, describe (with lag), delete and watch consumer groups',
   run: (args, context) =>
     runSubcommand(
       'groups',
-      'List, describe (with lag) and delete consumer groups.',
+      'List, describe (with lag), delete and watch consumer groups.',
       SUBCOMMANDS,
       args,
       context,

@@ -17,6 +17,7 @@ import type * as m from '../protocol/group-messages';
 import { errorFromCode } from './error-from-code';
 import { ExponentialBackoff } from './exponential-backoff';
 import type { GroupAdminTransport } from './group-admin-transport';
+import { GroupWatch, type WatchGroupsOptions } from './group-watch';
 import { RetryingCaller } from './retrying-caller';
 import { TimeScheduler } from './time-scheduler';
 import { compareTopicPartitions, topicPartitionKey, type TopicPartition } from './topic-partition';
@@ -357,6 +358,36 @@ export class CohortAdmin {
       (r) => r.groups.find((g) => COORDINATOR_BUSY.has(g.errorCode))?.errorCode ?? ErrorCode.NONE,
     );
     return response.groups.map(describedGroup);
+  }
+
+  /**
+   * Watches groups (every group when `groupIds` is omitted or empty): first a snapshot of each (`isSnapshot`;
+   * an id that names no group comes with GROUP_ID_NOT_FOUND and state Dead), then one event per change —
+   * a member joins, leaves or expires, a rebalance starts or completes, the group is deleted — as it
+   * happens. A loop slower than the changes gets each group's latest state (the server coalesces what it
+   * could not send); one that falls behind every bound is ended by the server (a `CohortError`).
+   *
+   * `break` (or `return`) ends the watch, as does aborting `options.signal`: the iteration then just
+   * finishes. The iteration throws a `CohortError` when the watch ends otherwise: the server unreachable
+   * or shutting down (COORDINATOR_NOT_AVAILABLE), or gone away. Nothing is retried: watch again.
+   *
+   * ```ts
+   * for await (const event of admin.watchGroups(['billing'])) {
+   *   console.log(event.reason, event.group.state, event.group.generationId, event.group.members.length);
+   * }
+   * ```
+   */
+  watchGroups(groupIds: readonly string[] = [], options: WatchGroupsOptions = {}): GroupWatch {
+    const transport = this.groups;
+    if (transport.watchGroups === undefined) {
+      throw new TypeError('watchGroups() needs a transport with WatchGroups');
+    }
+    return new GroupWatch(
+      { watchGroups: transport.watchGroups.bind(transport) },
+      { groupIds: [...groupIds] },
+      describedGroup,
+      options.signal,
+    );
   }
 
   /** Deletes groups that have no members (and their committed offsets). */

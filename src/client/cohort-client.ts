@@ -1,6 +1,7 @@
 import type { Time } from '../time';
 import type { BrokerTransport } from './broker-transport';
 import { CohortAdmin, type CohortAdminOptions } from './cohort-admin';
+import type { GroupWatch, WatchGroupsOptions } from './group-watch';
 import { Consumer } from './consumer';
 import type { ConsumerOptions } from './consumer-options';
 import type { GroupAdminTransport } from './group-admin-transport';
@@ -153,6 +154,14 @@ export class CohortClient {
       ...(this.time !== undefined ? { time: this.time } : {}),
     });
     return this._admin;
+  }
+
+  /**
+   * Watches groups: `admin().watchGroups(groupIds, options)`, an async iteration of a snapshot of each
+   * group, then one event per change, until `break` or `options.signal` ends it.
+   */
+  watchGroups(groupIds: readonly string[] = [], options: WatchGroupsOptions = {}): GroupWatch {
+    return this.admin().watchGroups(groupIds, options);
   }
 
   /**

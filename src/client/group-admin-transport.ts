@@ -9,6 +9,7 @@ import type {
   OffsetFetchResponse,
 } from '../protocol/group-messages';
 import type { CallOptions } from './group-transport';
+import type { GroupWatchTransport } from './group-watch';
 
 /**
  * How `CohortAdmin` reaches the group coordinator for what operators ask: describe, list and delete groups,
@@ -21,4 +22,6 @@ export interface GroupAdminTransport {
   listGroups(request: ListGroupsRequest, options: CallOptions): Promise<ListGroupsResponse>;
   deleteGroups(request: DeleteGroupsRequest, options: CallOptions): Promise<DeleteGroupsResponse>;
   offsetFetch(request: OffsetFetchRequest, options: CallOptions): Promise<OffsetFetchResponse>;
+  /** Opens a WatchGroups call. Optional: without it `CohortAdmin.watchGroups` throws. */
+  watchGroups?: GroupWatchTransport['watchGroups'];
 }

@@ -6,6 +6,7 @@ import {
   type ChannelOptions,
   type Client,
   type ClientDuplexStream,
+  type ClientReadableStream,
   type ServiceError,
 } from '@grpc/grpc-js';
 import { CohortError, ErrorCode } from '../errors';
@@ -27,6 +28,7 @@ import { codeForStatus, errorFromStatus } from './error-from-status';
 import type { GroupAdminTransport } from './group-admin-transport';
 import { groupCoordinatorClient } from './group-coordinator-proto';
 import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
+import type { GroupWatchCall, GroupWatchTransport } from './group-watch';
 import {
   ServerUnreachableError,
   unreachableReasonOf,
@@ -86,7 +88,9 @@ type Unary<Req, Res> = (
  * the caller's abort signal cancelling it. Failures reject with a `CohortError` rebuilt from the gRPC status
  * number.
  */
-export class GrpcTransport implements GroupTransport, GroupAdminTransport, BrokerTransport {
+export class GrpcTransport
+  implements GroupTransport, GroupAdminTransport, GroupWatchTransport, BrokerTransport
+{
   private readonly client: Client;
   private readonly broker: Client;
   private readonly token: string | undefined;
@@ -164,6 +168,47 @@ export class GrpcTransport implements GroupTransport, GroupAdminTransport, Broke
     const open = (this.client as unknown as Record<string, (metadata: Metadata) => HeartbeatCall>)
       .heartbeatStream;
     return new GrpcHeartbeatStream(open.call(this.client, metadata), onPush);
+  }
+
+  watchGroups(
+    request: m.WatchGroupsRequest,
+    onEvent: (event: m.GroupEvent) => void,
+    onEnd: (error: CohortError | null) => void,
+  ): GroupWatchCall {
+    const metadata = new Metadata();
+    if (this.token !== undefined) metadata.set('authorization', `Bearer ${this.token}`);
+    // No deadline: a watch lasts until it is cancelled.
+    const open = (
+      this.client as unknown as Record<string, (request: unknown, metadata: Metadata) => WatchCall>
+    ).watchGroups;
+    const call = open.call(this.client, request, metadata);
+    let isCancelled = false;
+    let isEnded = false;
+    const end = (error: CohortError | null): void => {
+      if (isEnded) return;
+      isEnded = true;
+      onEnd(isCancelled ? null : error);
+    };
+    call.on('data', (event: m.GroupEvent) => {
+      if (!isEnded) onEvent(event);
+    });
+    // grpc-js emits 'error' for every status but OK, and 'status' for all of them.
+    call.on('error', (error: ServiceError) => end(errorFromStatus(error, WATCH_GROUPS)));
+    call.on('status', ({ code }: { code: Status }) =>
+      end(
+        code === Status.OK
+          ? errorFromCode(ErrorCode.COORDINATOR_NOT_AVAILABLE, `${WATCH_GROUPS} was ended by the server`)
+          : errorFromCode(codeForStatus(code), `${WATCH_GROUPS} ended with gRPC status ${Status[code]}`),
+      ),
+    );
+    return {
+      cancel: () => {
+        isCancelled = true;
+        call.cancel();
+      },
+      pause: () => call.pause(),
+      resume: () => call.resume(),
+    };
   }
 
   leaveGroup(request: m.LeaveGroupRequest, options: CallOptions): Promise<m.LeaveGroupResponse> {
@@ -279,6 +324,10 @@ export class GrpcTransport implements GroupTransport, GroupAdminTransport, Broke
     });
   }
 }
+
+type WatchCall = ClientReadableStream<m.GroupEvent>;
+
+const WATCH_GROUPS = 'WatchGroups to the group coordinator';
 
 type HeartbeatCall = ClientDuplexStream<m.HeartbeatRequest, { errorCode: ErrorCode; sequence: number }>;
 

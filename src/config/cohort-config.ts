@@ -23,6 +23,13 @@ export interface CohortConfig {
   readonly tokenFile: string;
   /** The bearer token itself (COHORT_TOKEN only: never a flag); '' = none. */
   readonly token: string;
+  /**
+   * A file holding the cluster secret: nodes prove to each other who they are with it (replication),
+   * distinct from client tokens; '' = none.
+   */
+  readonly clusterSecretFile: string;
+  /** The cluster secret itself (COHORT_CLUSTER_SECRET only: never a flag); '' = none. */
+  readonly clusterSecret: string;
   /** PEM certificate chain and private key: serve TLS. '' = plaintext. */
   readonly tlsCert: string;
   readonly tlsKey: string;
@@ -38,6 +45,10 @@ export interface CohortConfig {
   readonly maxStreamingCallsPerConnection: number;
   /** Streaming calls open at once on the whole server; more get RESOURCE_EXHAUSTED. */
   readonly maxStreamingCalls: number;
+  /** Groups a WatchGroups call may have events waiting for (one each) before it ends with RESOURCE_EXHAUSTED. */
+  readonly watchMaxPendingGroups: number;
+  /** How long events may wait for a WatchGroups call's reader before it ends with RESOURCE_EXHAUSTED. */
+  readonly watchMaxLagMs: number;
   /**
    * Caps V8's heap growing factor for the server process, in percent (0 = V8's own heuristic); see
    * src/heap-growth.ts. Process-wide, so the server program (src/main.ts) applies it; `createServer`, which

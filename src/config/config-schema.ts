@@ -9,6 +9,8 @@ import {
   DEFAULT_MAX_CALLS_PER_LOOP_TURN,
   DEFAULT_MAX_STREAMING_CALLS,
   DEFAULT_MAX_STREAMING_CALLS_PER_CONNECTION,
+  DEFAULT_WATCH_MAX_LAG_MS,
+  DEFAULT_WATCH_MAX_PENDING_GROUPS,
   DEFAULT_HEAP_GROWING_PERCENT,
   MAX_HEAP_GROWING_PERCENT,
   DEFAULT_MAX_MESSAGE_BYTES,
@@ -25,6 +27,8 @@ import {
   DEFAULT_TLS_KEY,
   DEFAULT_TOKEN,
   DEFAULT_TOKEN_FILE,
+  DEFAULT_CLUSTER_SECRET,
+  DEFAULT_CLUSTER_SECRET_FILE,
   MIN_MAX_MESSAGE_BYTES,
   MIN_TOKEN_LENGTH,
   DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
@@ -190,6 +194,24 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
       `The bearer token itself, at least ${MIN_TOKEN_LENGTH} printable characters without spaces. ` +
       'Environment only: a flag would show it to every user of the machine.',
   }),
+  clusterSecretFile: setting('clusterSecretFile', {
+    kind: 'file',
+    valueName: 'PATH',
+    defaultValue: DEFAULT_CLUSTER_SECRET_FILE,
+    description:
+      'File holding the cluster secret, read at start-up (a trailing newline is ignored): nodes prove who ' +
+      'they are to each other with it, so that only a node replicates. Must differ from the bearer token. ' +
+      'Needed by --followers and --replica-of.',
+  }),
+  clusterSecret: setting('clusterSecret', {
+    kind: 'secret',
+    valueName: 'SECRET',
+    defaultValue: DEFAULT_CLUSTER_SECRET,
+    isEnvOnly: true,
+    description:
+      `The cluster secret itself, at least ${MIN_TOKEN_LENGTH} printable characters without spaces. ` +
+      'Environment only: a flag would show it to every user of the machine.',
+  }),
   tlsCert: setting('tlsCert', {
     kind: 'file',
     valueName: 'PATH',
@@ -256,6 +278,26 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     description:
       'Streaming calls the whole server holds open, over every connection; one more ends with ' +
       'RESOURCE_EXHAUSTED.',
+  }),
+  watchMaxPendingGroups: setting('watchMaxPendingGroups', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_WATCH_MAX_PENDING_GROUPS,
+    min: 1,
+    max: INT32_MAX,
+    description:
+      'Groups a WatchGroups call may have an event waiting for while its client reads slower than groups ' +
+      'change (events of one group coalesce into its latest state); one more ends it with RESOURCE_EXHAUSTED.',
+  }),
+  watchMaxLagMs: setting('watchMaxLagMs', {
+    kind: 'integer',
+    valueName: 'MS',
+    defaultValue: DEFAULT_WATCH_MAX_LAG_MS,
+    min: 1,
+    max: INT32_MAX,
+    description:
+      'How long events may wait for a WatchGroups client that does not read; the next change after that ' +
+      'ends the watch with RESOURCE_EXHAUSTED.',
   }),
   heapGrowingPercent: setting('heapGrowingPercent', {
     kind: 'integer',

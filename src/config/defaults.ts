@@ -23,6 +23,9 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** No bearer token, no TLS: safe only on loopback or a Unix socket, which validation enforces. */
 export const DEFAULT_TOKEN_FILE = '';
 export const DEFAULT_TOKEN = '';
+/** No cluster secret: no node can prove it is one, so no replica fetch is authenticated. */
+export const DEFAULT_CLUSTER_SECRET_FILE = '';
+export const DEFAULT_CLUSTER_SECRET = '';
 export const DEFAULT_TLS_CERT = '';
 export const DEFAULT_TLS_KEY = '';
 export const DEFAULT_TLS_CLIENT_CA = '';
@@ -45,6 +48,13 @@ export const DEFAULT_MAX_CALLS_PER_LOOP_TURN = 128;
 export const DEFAULT_MAX_STREAMING_CALLS_PER_CONNECTION = 8;
 /** Streaming calls the whole server holds open: far above what probes and load balancers need. */
 export const DEFAULT_MAX_STREAMING_CALLS = 1_000;
+/**
+ * Groups a WatchGroups call may lag on: events of one group coalesce, so this bounds a slow watcher's
+ * queue whatever the rate of change; a watch of every group on a server with more groups needs it raised.
+ */
+export const DEFAULT_WATCH_MAX_PENDING_GROUPS = 10_000;
+/** How long a watcher may leave events unread: a minute, far beyond any reader that keeps up. */
+export const DEFAULT_WATCH_MAX_LAG_MS = 60_000;
 /** V8's heap growth cap for the server process, in percent: 100 = 2× (src/heap-growth.ts; docs/performance.md, G11). */
 export const DEFAULT_HEAP_GROWING_PERCENT = 100;
 /** V8's own largest growing factor is 4×. */

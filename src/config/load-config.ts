@@ -19,6 +19,12 @@ const ENV_ONLY_BY_FLAG = new Map<string, SettingSpec>(
   CONFIG_SETTINGS.filter((s) => s.isEnvOnly === true).map((s) => [s.flag, s]),
 );
 const BY_ENV = new Map<string, SettingSpec>(CONFIG_SETTINGS.map((s) => [s.env, s]));
+/** ' or give --token-file' for `token`: the file setting of an environment-only secret, when it has one. */
+function fileAlternative(envOnly: SettingSpec): string {
+  const file = CONFIG_SETTINGS.find((s) => s.key === `${envOnly.key}File` && s.kind === 'file');
+  return file === undefined ? '' : ` or give ${file.flag}`;
+}
+
 const HELP_FLAGS = new Set(['--help', '-h']);
 
 /** The closest known name, if it is a likely typo of `name`. */
@@ -83,7 +89,7 @@ export function loadConfig(
       errors.push(
         envOnly !== undefined
           ? `${flag} is not accepted on the command line, which every user of the machine can read; ` +
-              `set ${envOnly.env} in the environment${envOnly.key === 'token' ? ' or give --token-file' : ''}`
+              `set ${envOnly.env} in the environment${fileAlternative(envOnly)}`
           : `unknown flag ${flag}${suggest(flag, [...BY_FLAG.keys(), '--help'])}`,
       );
       // Its value, if it has one, is not a stray argument: one mistake, one message.

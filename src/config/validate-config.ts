@@ -204,6 +204,11 @@ function securityProblems(candidate: Readonly<Record<ConfigKey, unknown>>, sourc
   if (isSet('token') && isSet('tokenFile')) {
     problems.push(`give the token once: ${named('token')} or ${describe('tokenFile')}, not both`);
   }
+  if (isSet('clusterSecret') && isSet('clusterSecretFile')) {
+    problems.push(
+      `give the cluster secret once: ${named('clusterSecret')} or ${describe('clusterSecretFile')}, not both`,
+    );
+  }
   const { listen, insecure } = candidate;
   const hasProtection = isSet('tlsCert') || isSet('token') || isSet('tokenFile');
   // An address that does not parse has its own message already.
@@ -239,6 +244,20 @@ function securityProblems(candidate: Readonly<Record<ConfigKey, unknown>>, sourc
   return problems;
 }
 
+function isNonEmpty(value: unknown): boolean {
+  return typeof value === 'string' && value !== '';
+}
+
+/** Why replication needs the cluster secret, and how to give it: the end of a sentence. */
+const CLUSTER_SECRET_NEEDED =
+  'replication needs a cluster secret so that only a node can fetch as a follower: give every node the ' +
+  `same ${CONFIG_SCHEMA.clusterSecretFile.flag} or ${CONFIG_SCHEMA.clusterSecret.env} ` +
+  '(e.g. `openssl rand -base64 32`), distinct from the bearer token';
+
+function hasClusterSecret(candidate: Readonly<Record<ConfigKey, unknown>>): boolean {
+  return isNonEmpty(candidate.clusterSecret) || isNonEmpty(candidate.clusterSecretFile);
+}
+
 /** Relations between the replication and flush settings, which each look fine alone. */
 function replicationProblems(
   candidate: Readonly<Record<ConfigKey, unknown>>,
@@ -256,6 +275,19 @@ function replicationProblems(
   }
   if (Array.isArray(followers) && typeof nodeId === 'number' && followers.includes(nodeId)) {
     problems.push(`${describe('followers')} must not include this process's own ${describe('nodeId')}`);
+  }
+  // Fixed-role replication without a cluster secret would let any client fetch as a follower: count as
+  // replication, acknowledge acks=-1 writes no follower has, keep a dead follower in the ISR.
+  if (!hasClusterSecret(candidate)) {
+    const role =
+      Array.isArray(followers) && followers.length > 0
+        ? 'followers'
+        : isNonEmpty(replicaOf)
+          ? 'replicaOf'
+          : undefined;
+    if (role !== undefined) {
+      problems.push(`${describe(role)} replicates, and ${CLUSTER_SECRET_NEEDED}`);
+    }
   }
   if (logFlushIntervalMs === 0) {
     problems.push(`${describe('logFlushIntervalMs')} must be -1 (never by time) or at least 1`);
@@ -295,6 +327,9 @@ function clusterProblems(candidate: Readonly<Record<ConfigKey, unknown>>, source
       );
     }
   }
+  // The nodes of a cluster replicate to each other: the same rule as for the fixed roles.
+  if (!hasClusterSecret(candidate))
+    problems.push(`${cluster} makes this process a cluster node, and ${CLUSTER_SECRET_NEEDED}`);
   if (typeof replicaOf === 'string' && replicaOf !== '') {
     problems.push(
       `${describe('replicaOf')} cannot be used with ${cluster}: in a cluster the controller chooses every ` +

@@ -203,6 +203,12 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorInfo>> = Object.freeze
     S.PERMISSION_DENIED,
     'Group authorization failed.',
   ),
+  [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]: row(
+    'CLUSTER_AUTHORIZATION_FAILED',
+    false,
+    S.PERMISSION_DENIED,
+    'Cluster authorization failed.',
+  ),
   [ErrorCode.INVALID_TIMESTAMP]: row(
     'INVALID_TIMESTAMP',
     false,

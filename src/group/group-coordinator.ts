@@ -55,6 +55,7 @@ import type {
 } from './group-protocol';
 import { EMPTY_BUFFER, heartbeatReply, joinError, leaveError, syncError } from './group-responses';
 import { type GroupState, parseGroupState } from './group-state';
+import { GroupEvents, type GroupChangeListener } from './group-events';
 import { emptyGroupStats, type GroupStats } from './group-stats';
 import { InMemoryOffsetStore } from './in-memory-offset-store';
 import { InitialDelayedJoin } from './initial-delayed-join';
@@ -67,6 +68,7 @@ import {
 import type { OffsetStore, TopicPartition, TopicPartitionOffset } from './offset-store';
 import { ParkedCall } from './parked-call';
 import type { RebalanceHandler } from './rebalance-handler';
+import type { GroupEventReason } from '../protocol/group-event-reason';
 import type { RebalanceReason } from './rebalance-reason';
 import { ReplyDispatcher } from './reply-dispatcher';
 import { storeErrorCode, storeGroupErrorCode } from './store-error-code';
@@ -151,6 +153,11 @@ export interface GroupCoordinatorOptions {
   listener?: GroupCoordinatorListener;
   /** Errors thrown by timer callbacks (broken invariants). Without it they are rethrown by the timer. */
   onTimerError?: (error: unknown) => void;
+  /**
+   * Errors thrown by a `watchGroups` listener (a bug: listeners must not throw); the listener is
+   * unsubscribed. Without it they are rethrown on a later microtask.
+   */
+  onWatchListenerError?: (error: unknown) => void;
 }
 
 const EMPTY_MEMBERS: JoinGroupMember[] = Object.freeze([]) as unknown as JoinGroupMember[];
@@ -218,6 +225,8 @@ export class GroupCoordinator
   private readonly listener: GroupCoordinatorListener | undefined;
   private readonly onTransition: (group: GroupMetadata) => void;
   private readonly storeWaits = new Set<StoreWait>();
+  /** Every observable change of a group, for `watchGroups`; free while nobody watches. */
+  private readonly events: GroupEvents;
   /** False after shutdown: timers are stopped and late store callbacks do nothing. */
   private isActive = true;
   /**
@@ -252,6 +261,14 @@ export class GroupCoordinator
     this.dispatcher = new ReplyDispatcher(options.replySliceSize ?? DEFAULT_REPLY_SLICE_SIZE);
     this.generateMemberIdFn = options.generateMemberId ?? ((prefix) => `${prefix}-${randomUUID()}`);
     this.listener = options.listener;
+    this.events = new GroupEvents(
+      {
+        describeGroup: (groupId) => this.describeGroup(groupId),
+        groupIds: () => this.groups.keys(),
+      },
+      time,
+      options.onWatchListenerError,
+    );
     const onStateChange = this.listener?.onStateChange;
     this.onTransition = (group) => {
       group.currentStateTimestampMs = time.nowMs();
@@ -328,6 +345,9 @@ export class GroupCoordinator
           throw error;
         }
         this.availability = ErrorCode.NONE;
+        // Watches opened while loading saw COORDINATOR_LOAD_IN_PROGRESS: now every group as it is.
+        if (this.events.size > 0)
+          for (const groupId of [...this.groups.keys()]) this.notifyWatchers(groupId, 'group-loaded');
       },
       (error: unknown) => {
         if (this.isActive) this.availability = ErrorCode.COORDINATOR_NOT_AVAILABLE;
@@ -423,8 +443,10 @@ export class GroupCoordinator
       result = Promise.resolve(joinError(memberId, ErrorCode.GROUP_MAX_SIZE_REACHED));
     } else if (!this.acceptJoiningMember(group, memberId)) {
       const member = group.get(memberId);
-      if (member !== undefined)
+      if (member !== undefined) {
         this.removeMember(group, member, joinError('', ErrorCode.GROUP_MAX_SIZE_REACHED));
+        this.notifyWatchers(groupId, 'over-capacity');
+      }
       // A refused pending id goes too (Kafka's remove() drops it): left pending, it would hold up the
       // join until its session expired. The check below then completes a join that waited only for it.
       else group.removePendingMember(memberId)?.cancel();
@@ -436,9 +458,11 @@ export class GroupCoordinator
     }
 
     if (group.is('PreparingRebalance')) this.rebalancePurgatory.checkAndComplete(group.joinKey);
-    // A join that created a group and then failed leaves nothing behind.
-    if (isNewGroup && group.is('Empty') && group.size === 0 && group.numPending === 0)
-      this.deleteGroup(group);
+    if (isNewGroup && group.is('Empty')) {
+      // A join that created a group and then failed leaves nothing behind (and nothing was told of it).
+      if (group.size === 0 && group.numPending === 0) this.deleteGroup(group);
+      else this.notifyWatchers(groupId, 'group-created');
+    }
     return result;
   }
 
@@ -595,7 +619,9 @@ export class GroupCoordinator
     const call = this.parkJoin(memberId, context);
     group.add(member, call);
     this.schedule(member.heartbeat, NEW_MEMBER_JOIN_TIMEOUT_MS);
-    this.maybePrepareRebalance(group, 'member-joined', memberId);
+    // Already rebalancing: no new rebalance, but a new member in the description.
+    if (group.canRebalance) this.prepareRebalance(group, 'member-joined', memberId);
+    else this.notifyWatchers(group.groupId, 'member-joined');
     return call.promise;
   }
 
@@ -641,6 +667,8 @@ export class GroupCoordinator
           // The stored generation names the old member id: store the new one before answering, so that
           // after a restart the member is still known by the id it was given (Kafka does the same).
           const generationId = group.generationId;
+          // The group stays Stable, under the member's new id.
+          this.notifyWatchers(group.groupId, 'static-member-replaced');
           this.storeGroup(group, undefined, (error) => {
             // A rebalance or removal meanwhile answers the call (or did already).
             if (member.awaitingJoin !== call || !group.is('Stable') || group.generationId !== generationId) {
@@ -670,6 +698,7 @@ export class GroupCoordinator
         this.prepareRebalance(group, 'static-member-replaced', newMemberId);
         break;
       case 'PreparingRebalance':
+        this.notifyWatchers(group.groupId, 'static-member-replaced');
         break;
       case 'Empty':
       case 'Dead':
@@ -727,6 +756,8 @@ export class GroupCoordinator
     this.listener?.onPrepareRebalance?.(group.groupId, group.generationId, reason, memberId);
     // Every member's generation is over; a watched one hears it now rather than at its next heartbeat.
     for (const member of group.allMembers()) member.notifyRebalance(ErrorCode.REBALANCE_IN_PROGRESS);
+    // Before the join may complete below, so that watchers see the rebalance start, then its end.
+    this.notifyWatchers(group.groupId, reason);
     this.rebalancePurgatory.tryCompleteElseWatch(delayedJoin, group.joinKeys);
   }
 
@@ -770,6 +801,7 @@ export class GroupCoordinator
     if (!group.maybeElectNewJoinedLeader() && group.size > 0) {
       // Only static members that have not rejoined are left: wait another rebalance timeout; their session
       // timers remove the ones that are really gone.
+      if (notRejoined !== undefined) this.notifyWatchers(group.groupId, 'rejoin-expired');
       this.rebalancePurgatory.tryCompleteElseWatch(
         new DelayedJoin(this, group, group.rebalanceTimeoutMs),
         group.joinKeys,
@@ -779,6 +811,7 @@ export class GroupCoordinator
     group.initNextGeneration();
     if (group.is('Empty')) {
       // Nobody is left: the empty generation is what a restart must bring back (Kafka stores it too).
+      this.notifyWatchers(group.groupId, 'group-emptied');
       this.storeGroup(group, undefined, ignoreStored);
       return;
     }
@@ -795,6 +828,7 @@ export class GroupCoordinator
       this.scheduleSessionTimeout(member);
       group.addPendingSyncMember(member.memberId);
     }
+    this.notifyWatchers(group.groupId, 'join-completed');
     this.rebalancePurgatory.tryCompleteElseWatch(
       new DelayedSync(this, group, group.generationId, group.rebalanceTimeoutMs),
       group.syncKeys,
@@ -906,6 +940,7 @@ export class GroupCoordinator
               each.assignment = assignments.get(each.memberId) ?? EMPTY_BUFFER;
             this.propagateAssignment(group, ErrorCode.NONE);
             group.transitionTo('Stable');
+            this.notifyWatchers(group.groupId, 'rebalance-completed');
           });
         }
         return call.promise;
@@ -1102,6 +1137,8 @@ export class GroupCoordinator
         this.maybePrepareRebalance(group, reason, member.memberId);
         break;
       case 'PreparingRebalance':
+        // No new rebalance, but one member fewer; the join may now complete (and say so after this).
+        this.notifyWatchers(group.groupId, reason);
         this.rebalancePurgatory.checkAndComplete(group.joinKey);
         break;
     }
@@ -1145,6 +1182,7 @@ export class GroupCoordinator
         return Promise.resolve(commitResponse(request, ErrorCode.GROUP_MAX_SIZE_REACHED));
       }
       group = this.createGroup(request.groupId);
+      this.notifyWatchers(group.groupId, 'group-created');
     }
     const error = this.validateOffsetCommit(group, request);
     if (error !== ErrorCode.NONE) return Promise.resolve(commitResponse(request, error));
@@ -1256,6 +1294,7 @@ export class GroupCoordinator
       // The group was deleted while the commit was being stored: the offsets exist, so must a group.
       if (code === ErrorCode.NONE && group.is('Dead') && this.isActive && !this.groups.has(group.groupId)) {
         this.createGroup(group.groupId);
+        this.notifyWatchers(group.groupId, 'group-created');
       }
       call.complete(codeFor(code));
     };
@@ -1359,6 +1398,21 @@ export class GroupCoordinator
     return Promise.resolve({ groups });
   }
 
+  /**
+   * Hands `listener` a snapshot of each group of `groupIds` (every group when empty), then every observable
+   * change of them, synchronously as it happens, until the function returned is called (group-events.ts
+   * says what a snapshot holds; GROUP_EVENT_REASONS lists the reasons). Heartbeats and offset commits change
+   * nothing a watcher sees, so they never reach it.
+   */
+  watchGroups(groupIds: readonly string[], listener: GroupChangeListener): () => void {
+    return this.events.subscribe(groupIds, listener);
+  }
+
+  /** Tells watchers of `groupId` (if any: nothing happens otherwise) that it changed. */
+  private notifyWatchers(groupId: string, reason: GroupEventReason): void {
+    this.events.emit(groupId, reason);
+  }
+
   private describeGroup(groupId: string): DescribedGroup {
     if (this.availability !== ErrorCode.NONE) return describedError(groupId, this.availability, '', '');
     const group = this.groups.get(groupId);
@@ -1436,6 +1490,7 @@ export class GroupCoordinator
       else {
         removedGroups.set(groupId, emptyGroupSnapshot(group));
         this.deleteGroup(group);
+        this.notifyWatchers(groupId, 'group-deleted');
         deleted.push(result);
       }
     }
@@ -1490,6 +1545,7 @@ export class GroupCoordinator
     const group = this.createGroup(removed.groupId);
     group.restore(removed.generationId, removed.protocolType ?? '', '', '');
     group.currentStateTimestampMs = removed.currentStateTimestampMs;
+    this.notifyWatchers(group.groupId, 'group-created');
   }
 
   /** An Empty group goes Dead and is forgotten; tasks still holding it find it Dead and do nothing. */
@@ -1694,6 +1750,7 @@ export class GroupCoordinator
     const { groupId } = group;
     const removed = emptyGroupSnapshot(group);
     this.deleteGroup(group);
+    this.notifyWatchers(groupId, 'group-expired');
     let remaining = this.groupStores.length;
     let failed = false;
     for (const store of this.groupStores) {

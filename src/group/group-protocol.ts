@@ -25,6 +25,7 @@ import type {
   SyncGroupRequest,
   SyncGroupResponse,
 } from '../protocol/group-messages';
+import type { GroupChangeListener } from './group-events';
 
 // The messages themselves live in src/protocol, shared with the SDK; the group layer re-exports them.
 export type * from '../protocol/group-messages';
@@ -81,6 +82,12 @@ export interface GroupCoordinatorService {
    * until the member's next change.
    */
   unwatchMember?(groupId: string, memberId: string, watcher: GenerationWatcher): void;
+  /**
+   * Hands `listener` a snapshot of each of `groupIds` (every group when empty), then each observable change
+   * of them as it happens, until the function returned is called (group-events.ts). Optional: without it
+   * the server does not serve WatchGroups (UNIMPLEMENTED).
+   */
+  watchGroups?(groupIds: readonly string[], listener: GroupChangeListener): () => void;
   /** Answers every parked call with COORDINATOR_NOT_AVAILABLE and stops all timers. Idempotent. */
   shutdown(): void;
 }

@@ -27,6 +27,7 @@ export {
   ReplicaFetcher,
 } from './replica-fetcher';
 export type { LeaderFailure, LeaderLinkStatus, ReplicaFetcherOptions } from './replica-fetcher';
+export { replicaAuthorizationError } from './replica-authorization';
 export { ReplicaManager } from './replica-manager';
 export type {
   FetchedPartitionOutcome,

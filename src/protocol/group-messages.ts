@@ -244,3 +244,19 @@ export interface DeletableGroupResult {
 export interface DeleteGroupsResponse {
   results: DeletableGroupResult[];
 }
+
+/** Watches groups (WatchGroups): these ids, or every group when empty. */
+export interface WatchGroupsRequest {
+  groupIds: string[];
+}
+/** One change of a watched group, or its state when the watch opened (`isSnapshot`). */
+export interface GroupEvent {
+  /** The group as DescribeGroups describes it now, assignments included. */
+  group: DescribedGroup;
+  /** What changed: one of GROUP_EVENT_REASONS (group-event-reason.ts). */
+  reason: string;
+  /** The coordinator's wall clock when the change happened. */
+  timestampMs: number;
+  /** True for the first event of each group on the stream. */
+  isSnapshot: boolean;
+}

@@ -1,6 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ServerInterceptingCall, status } from '@grpc/grpc-js';
 import type { Metadata, ServerInterceptor } from '@grpc/grpc-js';
+import type { NodeAuthenticator } from './node-credentials';
+import { hasNodeCredentials } from './node-credentials';
 
 /** The metadata key a token travels in, as HTTP's Authorization header. */
 export const AUTHORIZATION_METADATA_KEY = 'authorization';
@@ -81,6 +83,10 @@ export function keepEveryAuthorizationHeader(server: StreamEmitter): void {
   });
 }
 
+function nodeRefusal(proven: number | string): string | undefined {
+  return typeof proven === 'string' ? proven : undefined;
+}
+
 function isExempt(path: string): boolean {
   // A path is /<package.Service>/<Method>.
   const service = path.slice(1, path.lastIndexOf('/'));
@@ -91,10 +97,15 @@ function isExempt(path: string): boolean {
  * A grpc-js server interceptor that ends every call without the right bearer token with UNAUTHENTICATED,
  * before its request is read and before any handler runs; exempt services pass untouched. `onRefused`
  * hears of each refusal (the method and why), for the server's log.
+ *
+ * A call that carries node credentials (node-credentials.ts) is a node's, not a client's: `nodes` checks
+ * those instead of the token, so a node authenticated by the cluster secret needs no client token, and one
+ * whose credentials do not check out is refused even if it also holds the token.
  */
 export function bearerTokenInterceptor(
   check: BearerTokenCheck,
   onRefused?: (path: string, reason: string, peer: string) => void,
+  nodes?: NodeAuthenticator,
 ): ServerInterceptor {
   return (methodDescriptor, call) => {
     if (isExempt(methodDescriptor.path)) return new ServerInterceptingCall(call);
@@ -102,7 +113,10 @@ export function bearerTokenInterceptor(
       start: (next) => {
         next({
           onReceiveMetadata: (metadata, nextMetadata) => {
-            const reason = check.refusal(metadata);
+            const reason =
+              nodes !== undefined && hasNodeCredentials(metadata)
+                ? nodeRefusal(nodes.authenticate(metadata))
+                : check.refusal(metadata);
             if (reason === undefined) {
               nextMetadata(metadata);
               return;

@@ -12,6 +12,8 @@ import type { LeaderEndpoint } from '../log/leader-endpoint';
 import type { LogRecord } from '../log/storage';
 import { decodeInt64 } from './int64';
 import { loadCohortProtos } from './load-protos';
+import type { NodeCredentials } from './node-credentials';
+import { NODE_AUTH_METADATA_KEY, NODE_ID_METADATA_KEY } from './node-credentials';
 
 /** A fetch response may carry up to 10 MiB of records (the follower's max_bytes), past grpc-js's 4 MiB. */
 const MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -80,8 +82,13 @@ function decodeFetchResponse(wire: FetchResponseWire): FetchResponse {
 export interface LeaderConnectionOptions {
   /** How to reach the leader: plaintext unless the cluster runs TLS. */
   readonly credentials?: ChannelCredentials;
-  /** The cluster's bearer token, sent with every call when the leader wants one. */
+  /** The cluster's bearer token, sent with every call when the leader wants one (and no `nodeCredentials`). */
   readonly token?: string;
+  /**
+   * This node's credentials (node-credentials.ts), sent with every call: the leader then counts the fetch
+   * as this node's replication, and asks for no token.
+   */
+  readonly nodeCredentials?: NodeCredentials;
 }
 
 export class BrokerLeaderEndpoint implements LeaderEndpoint {
@@ -89,12 +96,16 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
   private readonly metadataCall: RawUnary;
   private readonly fetchCall: RawUnary;
   private readonly token: string | undefined;
+  private readonly nodeId: string | undefined;
+  private readonly nodeAuth: string | undefined;
 
   constructor(
     readonly target: string,
     options: LeaderConnectionOptions = {},
   ) {
     this.token = options.token;
+    this.nodeId = options.nodeCredentials === undefined ? undefined : String(options.nodeCredentials.nodeId);
+    this.nodeAuth = options.nodeCredentials?.auth;
     const Broker = makeClientConstructor(loadCohortProtos().broker, 'cohort.v1.Broker');
     this.client = new Broker(target, options.credentials ?? credentials.createInsecure(), {
       'grpc.max_receive_message_length': MAX_RECEIVE_MESSAGE_BYTES,
@@ -126,7 +137,12 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
         return;
       }
       const metadata = new Metadata();
-      if (this.token !== undefined) metadata.set('authorization', `Bearer ${this.token}`);
+      if (this.nodeId !== undefined && this.nodeAuth !== undefined) {
+        metadata.set(NODE_ID_METADATA_KEY, this.nodeId);
+        metadata.set(NODE_AUTH_METADATA_KEY, this.nodeAuth);
+      } else if (this.token !== undefined) {
+        metadata.set('authorization', `Bearer ${this.token}`);
+      }
       const call = method(
         request,
         metadata,

@@ -9,7 +9,7 @@ import type {
 } from '../log/broker-protocol';
 import type { ProduceRequestWire } from './broker-wire';
 import { decodeInt64 } from './int64';
-import { type CallObservers, unaryHandler, type UnaryMethod } from './unary-handler';
+import { type CallObservers, type NodeAuthentication, unaryHandler, type UnaryMethod } from './unary-handler';
 
 /** A message as decoded: int64 fields arrive as decimal strings (see load-protos.ts). */
 type Int64Wire<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
@@ -99,16 +99,18 @@ function twoTurnsLater<T>(value: T): Promise<T> {
  * cohort.v1.Broker over grpc-js: decode → replica manager → encode. Decoded messages already have the log
  * layer's shapes (broker-protocol.ts mirrors the proto); only int64 fields need converting, exactly or not
  * at all (INVALID_ARGUMENT). Produce and Fetch may park: the unary adapter's cancel hook releases them when the
- * caller goes away.
+ * caller goes away. With `nodes`, every call's node credentials are checked (a replica fetch names the
+ * node it proves to be: `authenticatedNodeId`); without, the context of every call is a client's.
  */
 export function brokerService(
   broker: BrokerService,
   logger: Logger,
   observers?: CallObservers,
+  nodes?: NodeAuthentication,
 ): UntypedServiceImplementation {
   const service = 'cohort.v1.Broker';
   const handler = <Req, Res>(method: string, handle: UnaryMethod<Req, Res>) =>
-    unaryHandler(`/${service}/${method}`, logger, handle, observers?.(service, method));
+    unaryHandler(`/${service}/${method}`, logger, handle, observers?.(service, method), nodes);
   return {
     CreateTopics: handler('CreateTopics', broker.createTopics.bind(broker)),
     Metadata: handler('Metadata', broker.metadata.bind(broker)),

@@ -32,6 +32,7 @@ import { ClusterWiring, partitionRoleTargetOf } from './cluster-wiring';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
+import { GroupWatches } from './watch-groups';
 import { groupEventLog } from './group-event-log';
 import { HealthService } from './health-service';
 import { loadCohortProtos } from './load-protos';
@@ -47,6 +48,8 @@ import { guardServiceDefinition } from './undecodable-request';
 export const GROUP_COORDINATOR_SERVICE = 'cohort.v1.GroupCoordinator';
 /** Member streams: bounded by the groups' members and ended by HeartbeatStreams, not StreamingCalls. */
 const HEARTBEAT_STREAM_PATH = `/${GROUP_COORDINATOR_SERVICE}/HeartbeatStream`;
+/** Watches: counted by StreamingCalls like any stream, but ended with OK by GroupWatches on a drain. */
+const WATCH_GROUPS_PATH = `/${GROUP_COORDINATOR_SERVICE}/WatchGroups`;
 export const TEST_CLOCK_SERVICE = 'cohort.v1.TestClock';
 export const BROKER_SERVICE = 'cohort.v1.Broker';
 export const HEALTH_SERVICE = 'grpc.health.v1.Health';
@@ -103,7 +106,7 @@ export interface CohortServer {
   /**
    * Drains and stops: health turns NOT_SERVING and /readyz 503, new calls are refused, every parked call is
    * answered (`coordinator.shutdown()`, `replicaManager.shutdown()`), every streaming call (health Watch,
-   * reflection) ends with UNAVAILABLE, each connection closes once its last call is done, in-flight calls
+   * reflection) ends with UNAVAILABLE, every member stream and group watch with OK, each connection closes once its last call is done, in-flight calls
    * get `shutdownGraceMs` to finish before connections are cut, then every log is fsynced and closed and the admin listener
    * stops. Idempotent: every call returns the same promise.
    */
@@ -121,6 +124,8 @@ export interface CohortServer {
   readonly metrics: ServerMetrics;
   /** The admin listener's address once started; undefined when `adminListen` is off. */
   readonly adminAddress: AdminAddress | undefined;
+  /** The open WatchGroups calls: how many, and how many events wait for their readers. */
+  readonly groupWatches: Pick<GroupWatches, 'size' | 'pendingEvents'>;
 }
 
 function groupConfigOf(config: CohortConfig): GroupConfig {
@@ -204,6 +209,22 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
         '`openssl rand -base64 32`',
     );
   }
+  if (security.isClusterSecretWeak) {
+    logger.warn(
+      {
+        clusterSecretFrom:
+          config.clusterSecretFile === '' ? 'COHORT_CLUSTER_SECRET' : '--cluster-secret-file',
+      },
+      'the cluster secret looks easy to guess (docs/operations.md, "Cluster secret"): make one with ' +
+        '`openssl rand -base64 32`',
+    );
+  }
+  if (security.isClusterSecretFileShared) {
+    logger.warn(
+      { clusterSecretFile: config.clusterSecretFile },
+      'the cluster secret file can be read by other users: chmod 600 it (or defaultMode 0400 on a mounted secret)',
+    );
+  }
   const adminListen = adminListenOf(config);
   if (adminListen !== undefined && !isLoopbackListen(adminListen)) {
     logger.warn(
@@ -239,6 +260,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       offsetStore: store,
       metadataStore: store,
       onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
+      onWatchListenerError: (error) => logger.error({ err: error }, 'a group watch listener failed'),
       listener: groupListener,
     });
     groupState = { store, coordinator: groupCoordinator };
@@ -262,6 +284,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       onError: (error, what) => logger.error({ err: error }, what),
     },
   });
+  // To connect once ReplicaManager is a PartitionRoleTarget: pass it `isrChangeProposer:
+  // cluster.isrChangeProposer`, `leadershipGuard: cluster.guard` and a leader endpoint factory whose
+  // BrokerLeaderEndpoints carry `nodeCredentials: security.nodeCredentials`, and start the node with it.
   const roleTarget = cluster === undefined ? undefined : partitionRoleTargetOf(replicaManager);
   if (cluster !== undefined && roleTarget === undefined) {
     void cluster.close();
@@ -309,16 +334,31 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     { maxPerConnection: config.maxStreamingCallsPerConnection, maxTotal: config.maxStreamingCalls },
     (method, reason, peer) => logger.debug({ method, peer, reason }, 'streaming call refused'),
     new Set([HEARTBEAT_STREAM_PATH]),
+    new Set([WATCH_GROUPS_PATH]),
   );
   const interceptors: ServerInterceptor[] = [streamingCalls.interceptor];
   if (security.tokenCheck !== undefined) {
     interceptors.push(
-      bearerTokenInterceptor(security.tokenCheck, (method, reason, peer) => {
-        metrics.onUnauthenticatedCall();
-        logger.debug({ method, peer, reason }, 'call refused: no valid bearer token');
-      }),
+      bearerTokenInterceptor(
+        security.tokenCheck,
+        (method, reason, peer) => {
+          metrics.onUnauthenticatedCall();
+          logger.debug({ method, peer, reason }, 'call refused: no valid bearer token');
+        },
+        security.nodeAuthenticator,
+      ),
     );
   }
+  // Every Broker call has its node credentials checked (node-credentials.ts): a replica fetch is a node's
+  // only when the cluster secret proves it. The token interceptor has already checked them when there is
+  // a token (once: the check remembers the call), and let the node through without one.
+  const nodeAuthentication = {
+    authenticator: security.nodeAuthenticator,
+    onRefused: (method: string, reason: string, peer: string) => {
+      metrics.onUnauthenticatedCall();
+      logger.debug({ method, peer, reason }, 'call refused: node credentials not accepted');
+    },
+  };
   const serverOptions: ServerOptions = {
     // A larger request ends with RESOURCE_EXHAUSTED before it is decoded; nothing else is disturbed.
     'grpc.max_receive_message_length': config.maxMessageBytes,
@@ -332,9 +372,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const services = [GROUP_COORDINATOR_SERVICE, BROKER_SERVICE];
   // Open HeartbeatStreams never end by themselves: close() ends them, or tryShutdown would wait out the grace.
   const heartbeatStreams = new HeartbeatStreams();
+  // Nor do watches: close() ends them with OK.
+  const groupWatches = new GroupWatches(
+    { maxPendingGroups: config.watchMaxPendingGroups, maxLagMs: config.watchMaxLagMs },
+    time,
+  );
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
-    groupCoordinatorService(coordinator, logger, metrics.callObservers, heartbeatStreams),
+    groupCoordinatorService(coordinator, logger, metrics.callObservers, heartbeatStreams, groupWatches),
   );
   server.addService(
     guardServiceDefinition(protos.broker, onEncodeFailure),
@@ -342,6 +387,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       cluster === undefined ? replicaManager : cluster.brokerWithClusterTopics(replicaManager),
       logger,
       metrics.callObservers,
+      nodeAuthentication,
     ),
   );
   if (manualTime !== undefined) {
@@ -492,7 +538,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     fetcherTimer = new SystemTimer({ name: 'replica-fetcher', time });
     const leader = new BrokerLeaderEndpoint(config.replicaOf, {
       credentials: security.leaderCredentials,
-      ...(security.token === undefined ? {} : { token: security.token }),
+      // A node proves itself with the cluster secret and needs no token (validation requires the secret here).
+      ...(security.nodeCredentials !== undefined
+        ? { nodeCredentials: security.nodeCredentials }
+        : security.token === undefined
+          ? {}
+          : { token: security.token }),
     });
     fetcher = new ReplicaFetcher(config.nodeId, replicaManager, leader, {
       time,
@@ -580,6 +631,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       stopBudgeting?.();
       coordinator.shutdown();
       heartbeatStreams.endAll();
+      groupWatches.endAll();
       // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
       replicaManager.shutdown();
       void fetcher?.stop();
@@ -629,5 +681,6 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     get adminAddress() {
       return admin?.address;
     },
+    groupWatches,
   };
 }

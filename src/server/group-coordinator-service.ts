@@ -4,6 +4,7 @@ import type { GroupCoordinatorService, OffsetCommitRequest } from '../group/grou
 import { type HeartbeatStreams, heartbeatStreamHandler } from './heartbeat-stream';
 import { decodeInt64 } from './int64';
 import { type CallObservers, unaryHandler, type UnaryMethod } from './unary-handler';
+import { type GroupWatches, watchGroupsHandler } from './watch-groups';
 
 /** OffsetCommitRequest as decoded: int64 arrives as a decimal string (see load-protos.ts). */
 type OffsetCommitWire = Omit<OffsetCommitRequest, 'topics'> & {
@@ -35,13 +36,15 @@ function decodeOffsetCommit(wire: OffsetCommitWire): OffsetCommitRequest {
  * cohort.v1.GroupCoordinator over grpc-js: decode → coordinator → encode. Decoded messages already have
  * the domain's shapes (group-protocol.ts mirrors the proto), so only OffsetCommit's int64 offsets need
  * converting; responses are encoded as they are. HeartbeatStream is served when the server hands over the
- * registry that ends its streams on close (create-server.ts); without it the method is UNIMPLEMENTED.
+ * registry that ends its streams on close (create-server.ts); without it the method is UNIMPLEMENTED. So is
+ * WatchGroups, served when the server hands over its GroupWatches and the coordinator can be watched.
  */
 export function groupCoordinatorService(
   coordinator: GroupCoordinatorService,
   logger: Logger,
   observers?: CallObservers,
   heartbeatStreams?: HeartbeatStreams,
+  groupWatches?: GroupWatches,
 ): UntypedServiceImplementation {
   const service = 'cohort.v1.GroupCoordinator';
   const handler = <Req, Res>(method: string, handle: UnaryMethod<Req, Res>) =>
@@ -67,6 +70,16 @@ export function groupCoordinatorService(
             heartbeatStreams,
             logger,
             observers?.(service, 'HeartbeatStream'),
+          ),
+        }),
+    ...(groupWatches === undefined || coordinator.watchGroups === undefined
+      ? {}
+      : {
+          WatchGroups: watchGroupsHandler(
+            `/${service}/WatchGroups`,
+            coordinator.watchGroups.bind(coordinator),
+            groupWatches,
+            logger,
           ),
         }),
   };

@@ -1,10 +1,12 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { credentials as channelCredentials, ServerCredentials } from '@grpc/grpc-js';
 import type { ChannelCredentials } from '@grpc/grpc-js';
 import type { CohortConfig } from '../config';
 import { CONFIG_SCHEMA, InvalidConfigError, MIN_TOKEN_LENGTH } from '../config';
 import { BearerTokenCheck } from './bearer-token-interceptor';
+import type { NodeAuthenticator, NodeCredentials } from './node-credentials';
+import { NO_CLUSTER_SECRET, NodeCredentialsCheck, nodeCredentialsFor } from './node-credentials';
 import { isWeakToken } from './token-strength';
 
 /** How the gRPC listener protects itself, built from the configuration's files. */
@@ -28,9 +30,23 @@ export interface ServerSecurity {
    * deployments that chose it before this check did expect.
    */
   readonly isTokenWeak: boolean;
+  /**
+   * Checks the node credentials calls carry: against the cluster secret when there is one; without, any
+   * call that carries some is refused (node-credentials.ts).
+   */
+  readonly nodeAuthenticator: NodeAuthenticator;
+  /** What this node sends to prove it is `config.nodeId`, when the cluster has a secret. */
+  readonly nodeCredentials: NodeCredentials | undefined;
+  /** The cluster secret looks easy to guess, as `isTokenWeak` judges tokens: a warning, not a refusal. */
+  readonly isClusterSecretWeak: boolean;
+  /**
+   * The cluster secret file can be read by its group or by everyone (mode & 0o077): a warning, not a
+   * refusal, because Kubernetes and Docker mount secrets 0644 and 0444 by default.
+   */
+  readonly isClusterSecretFileShared: boolean;
 }
 
-/** The rules COHORT_TOKEN follows, for a token read from a file. */
+/** The rules COHORT_TOKEN (and COHORT_CLUSTER_SECRET) follow, for a value read from a file. */
 function tokenProblem(token: string): string | undefined {
   if (token === '') return 'is empty';
   if (!/^[\x21-\x7e]+$/.test(token))
@@ -40,15 +56,28 @@ function tokenProblem(token: string): string | undefined {
   return undefined;
 }
 
+/** Group or others may read the file (POSIX modes; Windows has none to look at). */
+function isReadableByOthers(path: string): boolean {
+  if (process.platform === 'win32') return false;
+  try {
+    return (statSync(path).mode & 0o077) !== 0;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Reads the token file and the TLS files the configuration names, once, at start-up, and checks them
- * before anything binds: a missing or unreadable file, a token that breaks COHORT_TOKEN's rules, text that
+ * Reads the token, cluster secret and TLS files the configuration names, once, at start-up, and checks them
+ * before anything binds: a missing or unreadable file, a token or secret that breaks COHORT_TOKEN's rules,
+ * a cluster secret equal to the bearer token, text that
  * is not PEM, or a key that does not match its certificate. Throws an InvalidConfigError listing every
  * problem (the process exits 2), never one at a time. File contents never appear in a message.
  */
 export function loadServerSecurity(config: CohortConfig): ServerSecurity {
   const problems: string[] = [];
-  const read = (key: 'tokenFile' | 'tlsCert' | 'tlsKey' | 'tlsClientCa'): Buffer | undefined => {
+  const read = (
+    key: 'tokenFile' | 'clusterSecretFile' | 'tlsCert' | 'tlsKey' | 'tlsClientCa',
+  ): Buffer | undefined => {
     const path = config[key];
     if (path === '') return undefined;
     try {
@@ -70,6 +99,23 @@ export function loadServerSecurity(config: CohortConfig): ServerSecurity {
     const problem = tokenProblem(token);
     if (problem !== undefined)
       problems.push(`${CONFIG_SCHEMA.tokenFile.flag} (${config.tokenFile}) ${problem}`);
+  }
+
+  let clusterSecret: string | undefined = config.clusterSecret === '' ? undefined : config.clusterSecret;
+  const clusterSecretFile = read('clusterSecretFile');
+  if (clusterSecretFile !== undefined) {
+    clusterSecret = clusterSecretFile.toString('utf8').replace(/\r?\n$/, '');
+    const problem = tokenProblem(clusterSecret);
+    if (problem !== undefined)
+      problems.push(`${CONFIG_SCHEMA.clusterSecretFile.flag} (${config.clusterSecretFile}) ${problem}`);
+  }
+  // A client holding the token would otherwise hold the secret too, and could pass as any node.
+  if (clusterSecret !== undefined && clusterSecret === token) {
+    problems.push(
+      `the cluster secret (${clusterSecretFile === undefined ? CONFIG_SCHEMA.clusterSecret.env : CONFIG_SCHEMA.clusterSecretFile.flag}) ` +
+        `must differ from the bearer token (${tokenFile === undefined ? CONFIG_SCHEMA.token.env : CONFIG_SCHEMA.tokenFile.flag}): ` +
+        'every client holds the token, and only nodes may hold the secret',
+    );
   }
 
   const cert = read('tlsCert');
@@ -105,5 +151,12 @@ export function loadServerSecurity(config: CohortConfig): ServerSecurity {
     leaderCredentials,
     token,
     isTokenWeak: token !== undefined && isWeakToken(token),
+    nodeAuthenticator:
+      clusterSecret === undefined ? NO_CLUSTER_SECRET : new NodeCredentialsCheck(clusterSecret),
+    nodeCredentials:
+      clusterSecret === undefined ? undefined : nodeCredentialsFor(clusterSecret, config.nodeId),
+    isClusterSecretWeak: clusterSecret !== undefined && isWeakToken(clusterSecret),
+    isClusterSecretFileShared:
+      clusterSecretFile !== undefined && isReadableByOthers(config.clusterSecretFile),
   };
 }

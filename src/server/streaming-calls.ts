@@ -17,6 +17,8 @@ export const STREAMING_CALLS_SHUTTING_DOWN_MESSAGE = 'the server is shutting dow
 interface OpenCall {
   readonly connection: object | string;
   readonly call: ServerInterceptingCall;
+  /** Its handler ends it on a drain (with OK), not `endAll`. */
+  readonly isEndedByOwner: boolean;
 }
 
 /**
@@ -55,11 +57,16 @@ export class StreamingCalls {
    * them. Member streams (`HeartbeatStream`) are: one per group member, a member needs the token, and
    * `HeartbeatStreams.endAll()` ends each with OK after the answers it owes. A cap of a few per connection
    * would refuse a process that runs many members over one channel.
+   *
+   * `endedByOwner`: paths of streaming methods that are counted like the others but that `endAll()` leaves
+   * to their handlers, which end them on a drain with OK (`WatchGroups`: GroupWatches.endAll()). New ones
+   * are refused during a drain all the same.
    */
   constructor(
     private readonly limits: StreamingCallLimits,
     private readonly onRefused?: (path: string, reason: string, peer: string) => void,
     private readonly exemptMethods: ReadonlySet<string> = new Set(),
+    private readonly endedByOwner: ReadonlySet<string> = new Set(),
   ) {
     for (const [name, value] of Object.entries(limits)) {
       if (!Number.isSafeInteger(value) || value < 1) {
@@ -73,10 +80,14 @@ export class StreamingCalls {
     return this.open.size;
   }
 
-  /** Ends every open streaming call with UNAVAILABLE and refuses new ones from now on; idempotent. */
+  /**
+   * Ends every open streaming call with UNAVAILABLE (but those ended by their owner) and refuses new ones
+   * from now on; idempotent.
+   */
   endAll(): void {
     this.isDraining = true;
     for (const entry of [...this.open]) {
+      if (entry.isEndedByOwner) continue;
       entry.call.sendStatus({ code: grpcStatus.UNAVAILABLE, details: STREAMING_CALLS_SHUTTING_DOWN_MESSAGE });
     }
   }
@@ -107,7 +118,11 @@ export class StreamingCalls {
               call.sendStatus(refusal);
               return;
             }
-            entry = { connection, call: intercepting };
+            entry = {
+              connection,
+              call: intercepting,
+              isEndedByOwner: this.endedByOwner.has(methodDescriptor.path),
+            };
             this.open.add(entry);
             this.perConnection.set(connection, (this.perConnection.get(connection) ?? 0) + 1);
             nextMetadata(metadata);

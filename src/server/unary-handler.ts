@@ -1,9 +1,12 @@
-import type { sendUnaryData } from '@grpc/grpc-js';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { Metadata, sendUnaryData } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { CohortError, ErrorCode } from '../errors';
 import type { RequestContext } from '../group/group-protocol';
 import type { BrokerRequestContext } from '../log/broker-protocol';
 import { clientHostOf } from './client-host';
+import type { NodeAuthenticator } from './node-credentials';
+import { NOT_A_NODE } from './node-credentials';
 import { statusForError } from './status-for-error';
 import { UndecodableRequest } from './undecodable-request';
 
@@ -29,6 +32,8 @@ export type CallObservers = (service: string, method: string) => CallObserver;
 export interface UnaryCallLike<Req> {
   readonly request: Req | UndecodableRequest;
   readonly cancelled: boolean;
+  /** The call's metadata (grpc-js always has it; test doubles may leave it out: then no node credentials). */
+  readonly metadata?: Metadata;
   getPeer(): string;
   once(event: 'cancelled', listener: () => void): unknown;
   removeListener(event: 'cancelled', listener: () => void): unknown;
@@ -54,7 +59,11 @@ class CallContext implements RequestContext, BrokerRequestContext {
   private moreListeners: (() => void)[] | undefined;
   isAborted = false;
 
-  constructor(private readonly call: UnaryCallLike<unknown>) {}
+  constructor(
+    private readonly call: UnaryCallLike<unknown>,
+    /** Set by the unary adapter from the call's node credentials (node-credentials.ts), never by the caller. */
+    readonly authenticatedNodeId: number | undefined,
+  ) {}
 
   get clientHost(): string {
     return (this.host ??= clientHostOf(this.call.getPeer()));
@@ -93,6 +102,16 @@ class CallContext implements RequestContext, BrokerRequestContext {
   }
 }
 
+/**
+ * How a service's calls authenticate nodes: each call's node credentials are checked before anything else;
+ * a proven id becomes the context's `authenticatedNodeId`, refused credentials end the call with
+ * UNAUTHENTICATED (and `onRefused` hears of it, for the log and metrics).
+ */
+export interface NodeAuthentication {
+  readonly authenticator: NodeAuthenticator;
+  onRefused?(method: string, reason: string, peer: string): void;
+}
+
 /** The top-level `errorCode` of a response (Heartbeat, JoinGroup, Fetch, ...); NONE for those without one. */
 function responseCode(response: unknown): ErrorCode {
   const code = (response as { errorCode?: unknown } | null)?.errorCode;
@@ -110,7 +129,9 @@ function isAbortError(error: unknown): boolean {
  * - a response → OK with the response (protocol outcomes ride inside it, in `errorCode`);
  * - a thrown CohortError → its ERROR_TABLE status and message (`statusForError`);
  * - anything else → INTERNAL with a generic message, logged here with its stack;
- * - undecodable request bytes → INVALID_ARGUMENT, without calling the domain.
+ * - undecodable request bytes → INVALID_ARGUMENT, without calling the domain;
+ * - with `nodes`, node credentials that do not check out → UNAUTHENTICATED, before anything else (as the
+ *   token interceptor refuses a wrong token: such a call is not observed).
  * When the call is cancelled or its deadline passes (grpc-js reports both as 'cancelled'), the context's
  * cancel listeners run so the domain can release parked work, and whatever the domain answers later is
  * dropped: nothing is ever sent into a dead call.
@@ -120,10 +141,21 @@ export function unaryHandler<Req, Res>(
   logger: Logger,
   handle: UnaryMethod<Req, Res>,
   observer?: CallObserver,
+  nodes?: NodeAuthentication,
 ): (call: UnaryCallLike<Req>, callback: sendUnaryData<Res>) => void {
   return (call, callback) => {
+    let nodeId: number | undefined;
+    if (nodes !== undefined && call.metadata !== undefined) {
+      const proven = nodes.authenticator.authenticate(call.metadata);
+      if (typeof proven === 'string') {
+        nodes.onRefused?.(method, proven, call.getPeer());
+        callback({ code: GrpcStatus.UNAUTHENTICATED, details: proven });
+        return;
+      }
+      if (proven !== NOT_A_NODE) nodeId = proven;
+    }
     const startMark = observer === undefined ? 0 : observer.startCall();
-    const context = new CallContext(call);
+    const context = new CallContext(call, nodeId);
     let isAnswered = false;
 
     const onCancelled = (): void => {

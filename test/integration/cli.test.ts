@@ -176,12 +176,73 @@ describe('cohort produce and consume', () => {
   });
 });
 
+/** Waits for `text`, then stops the command with Ctrl-C (SIGINT) and returns how it ended. */
+async function waitAndStop(
+  command: RunningCli,
+  text: string,
+): Promise<{ code: number | null; stdout: string }> {
+  await command.waitFor(text);
+  command.child.kill('SIGINT');
+  return command.exited;
+}
+
 /** Resolves once `check` holds, polling; the test's timeout bounds it. */
 async function until(check: () => boolean): Promise<void> {
   while (!check()) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
 describe('cohort groups', () => {
+  it('watch prints each change as it happens, from a snapshot; Ctrl-C exits 0, --json gives one document a line', async () => {
+    const watch = startCli(['groups', 'watch', 'lookouts', ...address]);
+    running.push(watch);
+    await watch.waitFor(/ lookouts {2}snapshot {2}does not exist\n/);
+    const json = startCli(['groups', 'watch', 'lookouts', '--json', ...address]);
+    running.push(json);
+    await json.waitFor('"reason":"snapshot"');
+    const member = sdk('lookout').join({ groupId: 'lookouts', topics: [] });
+    await watch.waitFor(/ lookouts {2}rebalance-completed {2}Stable {2}generation 1 {2}1 member: lookout-/);
+    await json.waitFor('"reason":"rebalance-completed"');
+    await member.close();
+    await watch.waitFor(/ lookouts {2}group-emptied {2}Empty {2}generation 2 {2}0 members\n/);
+    watch.child.kill('SIGINT');
+    const result = await watch.exited;
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines.map((line) => line.split('  ')[2])).toEqual([
+      'snapshot',
+      'group-created',
+      'member-joined',
+      'join-completed',
+      'rebalance-completed',
+      'member-left',
+      'group-emptied',
+    ]);
+    for (const line of lines) expect(line).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z {2}lookouts {2}/);
+    const documents = (await waitAndStop(json, '"reason":"group-emptied"')).stdout.trimEnd().split('\n');
+    const emptied = JSON.parse(documents.at(-1)!) as Record<string, unknown>;
+    expect(emptied).toMatchObject({
+      reason: 'group-emptied',
+      isSnapshot: false,
+      groupId: 'lookouts',
+      state: 'Empty',
+      generationId: 2,
+      members: [],
+      error: null,
+    });
+    expect(typeof emptied.timestampMs).toBe('number');
+  });
+
+  it('watch exits 4 with a message when the server goes away', async () => {
+    const watch = startCli(['groups', 'watch', ...address]);
+    running.push(watch);
+    await until(() => t.server.groupWatches.size === 1);
+    await t.server.close();
+    const result = await watch.exited;
+    expect(result.code).toBe(4);
+    expect(result.stderr).toMatch(/^cohort: .*WatchGroups.*ended by the server/);
+  });
+
   it('consume --print-group-events shows joins and rebalances; describe --client-id finds one member', async () => {
     await sdk('setup')
       .admin()

@@ -116,6 +116,19 @@ describe('the examples', () => {
     );
   });
 
+  example('watch-groups.ts', async () => {
+    const lines = await expectSuccess(runExample('watch-groups.ts', await serve()));
+    expect(lines).toEqual([
+      'snapshot: Dead, generation -1, 0 members',
+      'group-created: Empty, generation 0, 0 members',
+      'member-joined: PreparingRebalance, generation 0, 1 members',
+      'join-completed: CompletingRebalance, generation 1, 1 members',
+      'rebalance-completed: Stable, generation 1, 1 members',
+      'member-left: PreparingRebalance, generation 1, 0 members',
+      'group-emptied: Empty, generation 2, 0 members',
+    ]);
+  });
+
   it('runs every program in examples/', () => {
     const programs = readdirSync(EXAMPLES_DIR).filter(
       (name) => name.endsWith('.ts') && !name.endsWith('.test.ts'),

@@ -4,6 +4,7 @@ import type { CohortConfig } from '../../src/config';
 import { eventually } from './log-cluster';
 import { startTestServer, type TestServer } from '../support/start-test-server';
 import { makeTlsFixtures } from '../support/tls-fixtures';
+import { TEST_CLUSTER_SECRET } from '../support/cluster-secret';
 import { runNode, type NodeRun } from '../support/run-node';
 
 const REPO_ROOT = join(__dirname, '..', '..');
@@ -75,7 +76,12 @@ describe('the health probe (the image’s HEALTHCHECK)', () => {
 
   it('fails, saying why, while the server is not ready', async () => {
     // A follower whose leader does not answer is not ready.
-    const settings = { nodeId: 1, replicaOf: '127.0.0.1:1', adminListen: '127.0.0.1:0' };
+    const settings = {
+      nodeId: 1,
+      replicaOf: '127.0.0.1:1',
+      clusterSecret: TEST_CLUSTER_SECRET,
+      adminListen: '127.0.0.1:0',
+    };
     const t = await serve(settings);
     await eventually(
       async () => ((await fetch(`${t.adminUrl}/readyz`)).status === 503 ? true : undefined),

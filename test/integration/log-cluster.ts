@@ -13,6 +13,7 @@ import { createServer } from '../../src/server';
 import { PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../src/server/load-protos';
 import type { LogLine } from '../support/capture-logger';
 import { captureLogger } from '../support/capture-logger';
+import { TEST_CLUSTER_SECRET } from '../support/cluster-secret';
 
 /** Records as a client reads them back: int64 as numbers, bytes as Buffers (a null key is empty). */
 export interface WireRecord {
@@ -208,7 +209,14 @@ export class LogCluster {
   ): Promise<ClusterNode> {
     if (this.nodes.has(name)) throw new Error(`${name} is already running`);
     const dataDir = this.dataDir(name);
-    const config = createConfig({ logLevel: 'info', dataDir, ...overrides, listen });
+    // Every node of the cluster shares the secret replication needs, unless a test says otherwise.
+    const config = createConfig({
+      logLevel: 'info',
+      dataDir,
+      clusterSecret: TEST_CLUSTER_SECRET,
+      ...overrides,
+      listen,
+    });
     const { logger, lines } = captureLogger(config.logLevel);
     const server = createServer(config, { logger, shutdownGraceMs: 2_000 });
     const { port } = await server.start();

@@ -1,6 +1,7 @@
 import * as net from 'node:net';
 import { ErrorCode } from '../../src/errors';
 import type { CohortProcess } from '../support/spawn-cohort';
+import { TEST_CLUSTER_SECRET_ENV } from '../support/cluster-secret';
 import { spawnCohort } from '../support/spawn-cohort';
 import type { BrokerClient } from './log-cluster';
 import { awaitIsr, brokerClient, eventually, fetchRequest, LogCluster, produceRequest } from './log-cluster';
@@ -46,16 +47,19 @@ describe('durability across kill -9 of the leader process', () => {
   });
 
   async function spawnLeader(port: number): Promise<BrokerClient> {
-    leader = spawnCohort([
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--data-dir',
-      cluster.dataDir('leader'),
-      '--followers',
-      '1',
-      '--replica-lag-time-max-ms',
-      '2000',
-    ]);
+    leader = spawnCohort(
+      [
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--data-dir',
+        cluster.dataDir('leader'),
+        '--followers',
+        '1',
+        '--replica-lag-time-max-ms',
+        '2000',
+      ],
+      { ...TEST_CLUSTER_SECRET_ENV },
+    );
     await leader.waitForLog('cohort listening');
     const client = brokerClient(`127.0.0.1:${port}`);
     clients.push(client);

@@ -1,5 +1,6 @@
 import { ErrorCode } from '../../src/errors';
 import type { CohortProcess } from '../support/spawn-cohort';
+import { TEST_CLUSTER_SECRET_ENV } from '../support/cluster-secret';
 import { spawnCohort } from '../support/spawn-cohort';
 import type { BrokerClient } from './log-cluster';
 import {
@@ -44,15 +45,18 @@ describe('replication between cohort processes on 127.0.0.1', () => {
   });
 
   async function start(name: string, args: readonly string[]): Promise<Node> {
-    const child = spawnCohort([
-      '--listen',
-      '127.0.0.1:0',
-      '--data-dir',
-      cluster.dataDir(name),
-      '--replica-lag-time-max-ms',
-      String(TEST_REPLICA_LAG_MS),
-      ...args,
-    ]);
+    const child = spawnCohort(
+      [
+        '--listen',
+        '127.0.0.1:0',
+        '--data-dir',
+        cluster.dataDir(name),
+        '--replica-lag-time-max-ms',
+        String(TEST_REPLICA_LAG_MS),
+        ...args,
+      ],
+      { ...TEST_CLUSTER_SECRET_ENV },
+    );
     processes.set(name, child);
     const listening = await child.waitForLog('cohort listening');
     const client = brokerClient(listening.address as string);

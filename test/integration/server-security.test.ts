@@ -7,6 +7,7 @@ import { credentials, Metadata, status } from '@grpc/grpc-js';
 import type { ClientReadableStream, ServiceError } from '@grpc/grpc-js';
 import { ErrorCode } from '../../src/errors';
 import { REPEATED_TOKEN_MESSAGE } from '../../src/server/bearer-token-interceptor';
+import { TEST_CLUSTER_SECRET } from '../support/cluster-secret';
 import { FakeGroupCoordinator } from '../support/fake-group-coordinator';
 import type { ChannelSettings } from '../support/grpc-clients';
 import {
@@ -241,8 +242,10 @@ describe('TLS', () => {
     expect((await rejection(stranger.listGroups({}, { deadlineMs: 2_000 }))).code).toBe(status.UNAVAILABLE);
   });
 
-  it('lets a follower replicate from a leader that wants a token and mutual TLS, given the same settings', async () => {
+  it('lets a follower replicate from a leader that wants a token and mutual TLS, given the same settings and secret', async () => {
+    // The follower proves its node id with the secret and sends no token: the leader asks none of a node.
     const cluster = {
+      clusterSecret: TEST_CLUSTER_SECRET,
       token: TOKEN,
       tlsCert: tls.serverCertPath,
       tlsKey: tls.serverKeyPath,

@@ -76,17 +76,36 @@ export function exampleText(file: string, region?: string): string {
   return body.map((line) => line.slice(indent)).join('\n') + '\n';
 }
 
-/** The text of every ```sh block in `doc`, with where it starts. */
-export function shellBlocks(doc: string): { where: string; code: string }[] {
+/** `<!-- not run: why -->` right above a ```sh block: the tests do not execute it, and say why here. */
+const NOT_RUN_MARKER = /^<!-- not run: (.+) -->$/;
+
+/** A ```sh block of a doc. */
+export interface ShellBlock {
+  readonly where: string;
+  readonly code: string;
+  /** Why the tests do not run it (its `<!-- not run: ... -->` marker), or undefined: they run it. */
+  readonly notRun: string | undefined;
+}
+
+/** The text of every ```sh block in `doc`, with where it starts and whether the tests run it. */
+export function shellBlocks(doc: string): ShellBlock[] {
   const lines = readFileSync(join(REPO_ROOT, doc), 'utf8').split('\n');
-  const blocks: { where: string; code: string }[] = [];
+  const blocks: ShellBlock[] = [];
   for (let i = 0; i < lines.length; i++) {
     const fence = /^(`{3,})(\S*)/.exec(lines[i]);
     if (fence === null) continue;
     let end = i + 1;
     while (end < lines.length && lines[end] !== fence[1]) end++;
-    if (fence[2] === 'sh')
-      blocks.push({ where: `${doc}:${i + 1}`, code: lines.slice(i + 1, end).join('\n') });
+    if (fence[2] === 'sh') {
+      let above = i - 1;
+      while (above >= 0 && lines[above].trim() === '') above--;
+      const notRun = above >= 0 ? NOT_RUN_MARKER.exec(lines[above]) : null;
+      blocks.push({
+        where: `${doc}:${i + 1}`,
+        code: lines.slice(i + 1, end).join('\n'),
+        notRun: notRun?.[1],
+      });
+    }
     i = end;
   }
   return blocks;

@@ -4,7 +4,7 @@ import type {
   RequestContext,
 } from '../../src/group/group-protocol';
 
-type Method = Exclude<keyof GroupCoordinatorService, 'shutdown' | 'unwatchMember'>;
+type Method = Exclude<keyof GroupCoordinatorService, 'shutdown' | 'unwatchMember' | 'watchGroups'>;
 type Handlers = {
   [M in Method]?: (
     request: Parameters<GroupCoordinatorService[M]>[0],

@@ -41,6 +41,11 @@ export interface GroupCoordinatorClient {
   heartbeatStream(
     options?: CallOptions,
   ): ClientDuplexStream<Partial<group.HeartbeatRequest>, group.HeartbeatStreamResponse>;
+  /** Opens a WatchGroups (a server-streaming call); aborting `options.signal` cancels it. */
+  watchGroups(
+    request?: Partial<group.WatchGroupsRequest>,
+    options?: CallOptions,
+  ): ClientReadableStream<group.GroupEvent>;
   /** The underlying grpc-js client, for anything the wrappers do not cover. */
   readonly raw: Client;
   close(): void;
@@ -128,6 +133,22 @@ export function groupCoordinatorClient(target: string, channel?: ChannelSettings
         options.metadata ?? new Metadata(),
         options.deadlineMs === undefined ? {} : { deadline: Date.now() + options.deadlineMs },
       ) as ClientDuplexStream<Partial<group.HeartbeatRequest>, group.HeartbeatStreamResponse>;
+      options.signal?.addEventListener('abort', () => stream.cancel(), { once: true });
+      return stream;
+    },
+    watchGroups: (request = {}, options = {}) => {
+      const open = (
+        raw as unknown as Record<
+          string,
+          (request: unknown, metadata: Metadata, callOptions: object) => unknown
+        >
+      ).WatchGroups;
+      const stream = open.call(
+        raw,
+        request,
+        options.metadata ?? new Metadata(),
+        options.deadlineMs === undefined ? {} : { deadline: Date.now() + options.deadlineMs },
+      ) as ClientReadableStream<group.GroupEvent>;
       options.signal?.addEventListener('abort', () => stream.cancel(), { once: true });
       return stream;
     },

@@ -45,6 +45,7 @@ describe('the package entry point', () => {
         'Consumer',
         'ConsumerProtocolError',
         'ErrorCode',
+        'GROUP_EVENT_REASONS',
         'GROUP_MEMBER_DEFAULTS',
         'GroupMember',
         'GrpcTransport',

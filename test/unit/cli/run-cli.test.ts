@@ -109,6 +109,17 @@ describe('cohort (the command line)', () => {
       expect(connection(['--timeout-ms', '500']).connectTimeoutMs).toBe(500);
     });
 
+    it('takes the address from --address, else $COHORT_ADDRESS, and names the one that is wrong', () => {
+      const env = { COHORT_ADDRESS: '10.0.0.7:7070' };
+      expect(connection(['--address', 'leader:7070'], env).options.address).toBe('leader:7070');
+      expect(connection([], env).options.address).toBe('10.0.0.7:7070');
+      expect(connection([], { COHORT_ADDRESS: '' }).options.address).toBe(DEFAULT_ADDRESS);
+      expect(() => connection([], { COHORT_ADDRESS: 'notanaddress' })).toThrow(
+        /^COHORT_ADDRESS must be HOST:PORT/,
+      );
+      expect(() => connection(['--address', 'nope'], env)).toThrow(/^--address must be HOST:PORT/);
+    });
+
     it('takes the token from --token, else --token-file, else $COHORT_TOKEN', () => {
       const dir = mkdtempSync(join(tmpdir(), 'cohort-cli-'));
       try {

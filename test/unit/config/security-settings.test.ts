@@ -118,6 +118,27 @@ describe('security settings', () => {
     expect(errors.join('\n')).not.toContain(TOKEN);
   });
 
+  it('refuses a cluster secret given both in the environment and as a file', () => {
+    expect(errorsOf(loadConfig(['--cluster-secret-file', 's'], { COHORT_CLUSTER_SECRET: TOKEN }))).toEqual([
+      "give the cluster secret once: COHORT_CLUSTER_SECRET or --cluster-secret-file ('s'), not both",
+    ]);
+  });
+
+  it('refuses --cluster-secret on the command line, pointing at its variable and its file', () => {
+    const errors = errorsOf(loadConfig(['--cluster-secret', TOKEN], {}));
+    expect(errors).toEqual([
+      '--cluster-secret is not accepted on the command line, which every user of the machine can read; set ' +
+        'COHORT_CLUSTER_SECRET in the environment or give --cluster-secret-file',
+    ]);
+    expect(errors.join('\n')).not.toContain(TOKEN);
+  });
+
+  it('refuses a short cluster secret without ever showing it', () => {
+    expect(errorsOf(loadConfig([], { COHORT_CLUSTER_SECRET: 'hunter2' }))).toEqual([
+      'COHORT_CLUSTER_SECRET must be at least 16 characters long, got 7',
+    ]);
+  });
+
   it('refuses a short token or one with spaces without ever showing it', () => {
     const short = errorsOf(loadConfig([], { COHORT_TOKEN: 'hunter2' }));
     expect(short).toEqual(['COHORT_TOKEN must be at least 16 characters long, got 7']);

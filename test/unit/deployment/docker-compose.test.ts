@@ -79,6 +79,18 @@ describe('docker-compose.yml', () => {
     );
   });
 
+  it('gives the nodes, and only the nodes, one cluster secret distinct from the clients’ token', () => {
+    const nodes = ['leader', 'follower-1', 'follower-2'];
+    const secret = services.leader.environment?.COHORT_CLUSTER_SECRET;
+    expect(secret).toEqual(expect.any(String));
+    for (const name of nodes)
+      expect([name, services[name].environment?.COHORT_CLUSTER_SECRET]).toEqual([name, secret]);
+    expect(secret).not.toBe(services.leader.environment?.COHORT_TOKEN);
+    for (const [name, service] of Object.entries(services).filter(([n]) => !nodes.includes(n))) {
+      expect([name, service.environment?.COHORT_CLUSTER_SECRET]).toEqual([name, undefined]);
+    }
+  });
+
   it('has each member print its group events, and be healthy only while it is in the group itself', () => {
     for (const name of ['member-1', 'member-2', 'member-3']) {
       const member = services[name];

@@ -28,7 +28,8 @@ describe('the code in the docs', () => {
     },
   );
 
-  // Shell blocks are not run (they start servers, install packages, call grpcurl); what they name must exist.
+  // test/integration/doc-shell-commands.test.ts runs the shell blocks; those it does not run (they start
+  // servers, build images, call grpcurl) must still name only scripts and files that exist.
   const scripts = Object.keys(
     (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
       .scripts,

@@ -7,6 +7,7 @@ import type { BrokerService } from '../../../src/log';
 import { ClusterWiring, partitionRoleTargetOf } from '../../../src/server/cluster-wiring';
 import { ManualTime } from '../../../src/time';
 import { captureLogger, type CapturedLogger } from '../../support/capture-logger';
+import { TEST_CLUSTER_SECRET } from '../../support/cluster-secret';
 import { settle } from '../../support/metadata-store-harness';
 import { RecordingRoleTarget } from '../../support/recording-role-target';
 
@@ -25,6 +26,7 @@ describe('ClusterWiring', () => {
     clusterId: 'w1',
     nodeId: 4,
     nodeSessionTimeoutMs: 10_000,
+    clusterSecret: TEST_CLUSTER_SECRET,
   });
 
   beforeEach(() => {
@@ -104,6 +106,7 @@ describe('ClusterWiring', () => {
         etcdEndpoints: ['http://127.0.0.1:2379'],
         nodeId: 1,
         advertisedAddress: 'n1.internal:7070',
+        clusterSecret: TEST_CLUSTER_SECRET,
       }),
       { time, logger: log.logger, store: etcd.connect() },
     );

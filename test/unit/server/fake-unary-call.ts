@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { StatusObject, UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { Metadata, StatusObject, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { UnaryCallLike } from '../../../src/server';
 import type { UndecodableRequest } from '../../../src/server/undecodable-request';
 
@@ -15,6 +15,8 @@ export interface Reply<Res> {
 export class FakeUnaryCall<Req, Res = unknown> extends EventEmitter implements UnaryCallLike<Req> {
   cancelled = false;
   readonly replies: Reply<Res>[] = [];
+  /** The request's metadata, as grpc-js hands it to the handler; none unless a test gives some. */
+  metadata?: Metadata;
 
   constructor(
     readonly request: Req | UndecodableRequest,

@@ -41,6 +41,7 @@ const METHODS = [
   ['GroupCoordinator', 'DescribeGroups', 'checked, then by protobufjs'],
   ['GroupCoordinator', 'ListGroups', 'checked, then by protobufjs'],
   ['GroupCoordinator', 'DeleteGroups', 'checked, then by protobufjs'],
+  ['GroupCoordinator', 'WatchGroups', 'checked, then by protobufjs'],
   ['Broker', 'CreateTopics', 'checked, then by protobufjs'],
   ['Broker', 'Metadata', 'checked, then by protobufjs'],
   ['Broker', 'Produce', 'by hand'],

@@ -1,7 +1,14 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Metadata } from '@grpc/grpc-js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConfig, InvalidConfigError } from '../../../src/config';
+import {
+  NO_CLUSTER_SECRET,
+  NODE_AUTH_METADATA_KEY,
+  NODE_ID_METADATA_KEY,
+  nodeAuthFor,
+} from '../../../src/server/node-credentials';
 import { loadServerSecurity } from '../../../src/server/server-security';
 import type { TlsFixtures } from '../../support/tls-fixtures';
 import { makeTlsFixtures } from '../../support/tls-fixtures';
@@ -97,5 +104,69 @@ describe('loadServerSecurity', () => {
     ).toEqual([
       `--token-file (${join(dir, 'spaced')}) must hold printable ASCII without spaces: it travels in an HTTP header`,
     ]);
+  });
+
+  describe('the cluster secret', () => {
+    const SECRET = 'q7Hk2VtN9wXc4RzL0pB6mYs3JdF8aGe1TuQ5iKoW2nE';
+    const asNode = (nodeId: number, secret: string): Metadata => {
+      const metadata = new Metadata();
+      metadata.set(NODE_ID_METADATA_KEY, String(nodeId));
+      metadata.set(NODE_AUTH_METADATA_KEY, nodeAuthFor(secret, nodeId));
+      return metadata;
+    };
+
+    it('is absent by default: node credentials are then refused, and none are sent', () => {
+      const security = loadServerSecurity(createConfig());
+      expect(security.nodeAuthenticator).toBe(NO_CLUSTER_SECRET);
+      expect(security.nodeCredentials).toBeUndefined();
+    });
+
+    it('from COHORT_CLUSTER_SECRET checks node credentials and gives this node its own', () => {
+      const security = loadServerSecurity(createConfig({ clusterSecret: SECRET, nodeId: 3 }));
+      expect(security.nodeAuthenticator.authenticate(asNode(1, SECRET))).toBe(1);
+      expect(typeof security.nodeAuthenticator.authenticate(asNode(1, `${SECRET}x`))).toBe('string');
+      expect(security.nodeCredentials).toEqual({ nodeId: 3, auth: nodeAuthFor(SECRET, 3) });
+      expect(security).toMatchObject({ isClusterSecretWeak: false, isClusterSecretFileShared: false });
+    });
+
+    it('is read from its file without the trailing newline', () => {
+      const path = file('cluster-secret', `${SECRET}\n`);
+      chmodSync(path, 0o600);
+      const security = loadServerSecurity(createConfig({ clusterSecretFile: path }));
+      expect(security.nodeAuthenticator.authenticate(asNode(2, SECRET))).toBe(2);
+      expect(security.isClusterSecretFileShared).toBe(false);
+    });
+
+    it('reports a file its group or others can read, and a secret that looks easy to guess', () => {
+      const shared = file('shared-secret', SECRET);
+      chmodSync(shared, 0o644);
+      expect(loadServerSecurity(createConfig({ clusterSecretFile: shared })).isClusterSecretFileShared).toBe(
+        process.platform !== 'win32',
+      );
+      expect(
+        loadServerSecurity(createConfig({ clusterSecret: 'abcdefghijklmnopqrstuvwxyz' })).isClusterSecretWeak,
+      ).toBe(true);
+    });
+
+    it('refuses a secret equal to the bearer token, and a short one from a file, never showing either', () => {
+      const equal = problemsOf(() =>
+        loadServerSecurity(createConfig({ token: SECRET, clusterSecret: SECRET })),
+      );
+      expect(equal).toEqual([
+        'the cluster secret (COHORT_CLUSTER_SECRET) must differ from the bearer token (COHORT_TOKEN): ' +
+          'every client holds the token, and only nodes may hold the secret',
+      ]);
+      const tokenFile = file('same-token', `${SECRET}\n`);
+      const secretFile = file('same-secret', SECRET);
+      expect(
+        problemsOf(() => loadServerSecurity(createConfig({ tokenFile, clusterSecretFile: secretFile })))[0],
+      ).toContain(
+        'the cluster secret (--cluster-secret-file) must differ from the bearer token (--token-file)',
+      );
+      const short = file('short-secret', 'hunter2\n');
+      const problems = problemsOf(() => loadServerSecurity(createConfig({ clusterSecretFile: short })));
+      expect(problems).toEqual([`--cluster-secret-file (${short}) must hold at least 16 characters, got 7`]);
+      expect([...equal, ...problems].join('\n')).not.toContain(SECRET);
+    });
   });
 });

@@ -1,8 +1,16 @@
-import { status } from '@grpc/grpc-js';
+import { Metadata, status } from '@grpc/grpc-js';
 import { CohortError, ERROR_TABLE, ErrorCode } from '../../../src/errors';
 import type { RequestContext } from '../../../src/group/group-protocol';
 import { ERROR_CODE_TRAILER, INTERNAL_ERROR_MESSAGE, unaryHandler } from '../../../src/server';
 import type { CallObserver } from '../../../src/server/unary-handler';
+import type { BrokerRequestContext } from '../../../src/log/broker-protocol';
+import {
+  NODE_AUTH_METADATA_KEY,
+  NODE_ID_METADATA_KEY,
+  nodeAuthFor,
+  NodeCredentialsCheck,
+  WRONG_NODE_MESSAGE,
+} from '../../../src/server/node-credentials';
 import { UndecodableRequest } from '../../../src/server/undecodable-request';
 import { captureLogger } from '../../support/capture-logger';
 import { FakeUnaryCall, settle } from './fake-unary-call';
@@ -293,6 +301,81 @@ describe('unaryHandler', () => {
       await settle();
       expect(ended).toEqual([[1, undefined]]);
       expect(call.replies).toEqual([]);
+    });
+  });
+
+  describe('with node authentication', () => {
+    const SECRET = 'q7Hk2VtN9wXc4RzL0pB6mYs3JdF8aGe1';
+    const asNode = (nodeId: number, auth = nodeAuthFor(SECRET, nodeId)): Metadata => {
+      const metadata = new Metadata();
+      metadata.set(NODE_ID_METADATA_KEY, String(nodeId));
+      metadata.set(NODE_AUTH_METADATA_KEY, auth);
+      return metadata;
+    };
+
+    function serve(): {
+      handler: ReturnType<typeof unaryHandler<Echo, Echo>>;
+      seen: (number | undefined)[];
+      refused: string[];
+      observed: number[];
+    } {
+      const { logger } = captureLogger();
+      const seen: (number | undefined)[] = [];
+      const refused: string[] = [];
+      const observed: number[] = [];
+      const observer: CallObserver = {
+        startCall: () => observed.push(1),
+        endCall: () => undefined,
+      };
+      const handler = unaryHandler(
+        '/t/Echo',
+        logger,
+        async (request: Echo, context: RequestContext & BrokerRequestContext) => {
+          seen.push(context.authenticatedNodeId);
+          return request;
+        },
+        observer,
+        {
+          authenticator: new NodeCredentialsCheck(SECRET),
+          onRefused: (method, reason) => refused.push(`${method}: ${reason}`),
+        },
+      );
+      return { handler, seen, refused, observed };
+    }
+
+    it('hands the domain the node id the credentials prove', async () => {
+      const { handler, seen } = serve();
+      const call = new FakeUnaryCall<Echo, Echo>({ text: 'x' });
+      call.metadata = asNode(2);
+      handler(call, call.callback);
+      await settle();
+      expect(call.replies).toEqual([{ error: null, response: { text: 'x' } }]);
+      expect(seen).toEqual([2]);
+    });
+
+    it('treats a call without node credentials as a client’s', async () => {
+      const { handler, seen } = serve();
+      const call = new FakeUnaryCall<Echo, Echo>({ text: 'x' });
+      call.metadata = new Metadata();
+      handler(call, call.callback);
+      const bare = new FakeUnaryCall<Echo, Echo>({ text: 'y' });
+      handler(bare, bare.callback);
+      await settle();
+      expect(seen).toEqual([undefined, undefined]);
+    });
+
+    it('ends a call with wrong node credentials with UNAUTHENTICATED, before the domain or the metrics see it', async () => {
+      const { handler, seen, refused, observed } = serve();
+      const call = new FakeUnaryCall<Echo, Echo>({ text: 'x' });
+      call.metadata = asNode(2, nodeAuthFor(SECRET, 1));
+      handler(call, call.callback);
+      await settle();
+      expect(call.replies).toEqual([
+        { error: { code: status.UNAUTHENTICATED, details: WRONG_NODE_MESSAGE }, response: undefined },
+      ]);
+      expect(seen).toEqual([]);
+      expect(observed).toEqual([]);
+      expect(refused).toEqual([`/t/Echo: ${WRONG_NODE_MESSAGE}`]);
     });
   });
 });

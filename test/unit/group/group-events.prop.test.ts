@@ -1,0 +1,182 @@
+import fc from 'fast-check';
+import { ErrorCode } from '../../../src/errors';
+import type { GroupChange } from '../../../src/group/group-events';
+import type { JoinGroupResponse, SyncGroupResponse } from '../../../src/group/group-protocol';
+import { isLegalTransition, type GroupState } from '../../../src/group/group-state';
+import { CONTEXT, GROUP_ID, GroupHarness, settle, Tracked } from '../../support/group-harness';
+
+/**
+ * A model test of the coordinator's group events (what WatchGroups is built on): dynamic and static
+ * members join, sync, heartbeat, leave or fall silent at random, the group is deleted and re-created by
+ * offset commits, while the manual clock moves in random steps (sessions expire, joins and syncs time out).
+ * One watch names the group, one watches every group. Checked after every step:
+ *
+ * - completeness: the last event the named watch got describes the group exactly as DescribeGroups does
+ *   now (so no observable change went untold); the same for the watch of every group, once it has seen
+ *   the group;
+ * - order: each event's state follows the previous one's by a legal transition (or stays), or, after the
+ *   group went Dead, a new group begins (Empty, or PreparingRebalance for a static member's first join);
+ * - the first event of each watch is a snapshot, and no other event of the named watch is.
+ */
+
+type Action = 'join' | 'sync' | 'heartbeat' | 'leave' | 'delete' | 'commit' | 'idle';
+
+interface Step {
+  readonly who: number;
+  readonly action: Action;
+  readonly advanceMs: number;
+}
+
+interface Member {
+  readonly groupInstanceId: string;
+  memberId: string;
+  generationId: number;
+  join: Tracked<JoinGroupResponse> | undefined;
+  sync: Tracked<SyncGroupResponse> | undefined;
+  joined: JoinGroupResponse | undefined;
+}
+
+/** Members 0-2 are dynamic, 3 is static. */
+const MEMBERS = 4;
+
+function checkOrder(changes: readonly GroupChange[]): void {
+  for (let i = 1; i < changes.length; i++) {
+    const previous = changes[i - 1].group.groupState as GroupState;
+    const next = changes[i].group.groupState as GroupState;
+    if (previous === 'Dead') expect(['Dead', 'Empty', 'PreparingRebalance']).toContain(next);
+    else if (previous !== next) expect(isLegalTransition(previous, next)).toBe(true);
+  }
+}
+
+async function run(steps: readonly Step[]): Promise<number> {
+  const h = new GroupHarness();
+  const named: GroupChange[] = [];
+  const all: GroupChange[] = [];
+  h.coordinator.watchGroups([GROUP_ID], (change) => named.push(change));
+  h.coordinator.watchGroups([], (change) => {
+    if (change.group.groupId === GROUP_ID) all.push(change);
+  });
+  const members: Member[] = [];
+  for (let i = 0; i < MEMBERS; i++) {
+    members.push({
+      groupInstanceId: i === MEMBERS - 1 ? 'static-member' : '',
+      memberId: '',
+      generationId: -1,
+      join: undefined,
+      sync: undefined,
+      joined: undefined,
+    });
+  }
+  const reset = (m: Member) => {
+    m.memberId = '';
+    m.generationId = -1;
+    m.joined = undefined;
+  };
+  let checks = 0;
+  for (const step of steps) {
+    const m = members[step.who];
+    switch (step.action) {
+      case 'join':
+        if (m.join !== undefined) break;
+        if (m.memberId === '' && m.groupInstanceId === '') {
+          const first = await h.join({});
+          if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) break;
+          m.memberId = first.memberId;
+        }
+        // A static member rejoins without its id, as a restarted instance does.
+        m.join = h.sendJoin({
+          memberId: m.groupInstanceId === '' ? m.memberId : '',
+          groupInstanceId: m.groupInstanceId,
+        });
+        break;
+      case 'sync':
+        if (m.joined === undefined || m.sync !== undefined) break;
+        m.sync = h.sendSync({
+          generationId: m.joined.generationId,
+          memberId: m.memberId,
+          groupInstanceId: m.groupInstanceId,
+          assignments: m.joined.members.map((each) => [each.memberId, Buffer.from(each.memberId)]),
+        });
+        m.joined = undefined;
+        break;
+      case 'heartbeat':
+        if (m.generationId < 0) break;
+        if (
+          (await h.heartbeat(m.memberId, m.generationId, m.groupInstanceId)) === ErrorCode.UNKNOWN_MEMBER_ID
+        )
+          reset(m);
+        break;
+      case 'leave':
+        if (m.memberId === '') break;
+        await h.leave([{ memberId: m.memberId, groupInstanceId: m.groupInstanceId }]);
+        reset(m);
+        break;
+      case 'delete':
+        await h.coordinator.deleteGroups({ groupsNames: [GROUP_ID] }, CONTEXT);
+        break;
+      case 'commit':
+        await h.commit({ memberId: '', generationId: -1 }, [{ topic: 'orders', partition: 0, offset: 1 }]);
+        break;
+      case 'idle':
+        break;
+    }
+    h.advance(step.advanceMs);
+    await settle();
+    for (const each of members) {
+      if (each.join?.isSettled === true) {
+        const response = each.join.result;
+        each.join = undefined;
+        if (response.errorCode === ErrorCode.NONE) {
+          each.memberId = response.memberId;
+          each.generationId = response.generationId;
+          each.joined = response;
+        } else if (response.errorCode === ErrorCode.UNKNOWN_MEMBER_ID) reset(each);
+      }
+      if (each.sync?.isSettled === true) each.sync = undefined;
+    }
+    const described = await h.describe();
+    expect(named.at(-1)?.group).toEqual(described);
+    if (all.length > 0 && described.errorCode === ErrorCode.NONE)
+      expect(all.at(-1)?.group).toEqual(described);
+    if (described.errorCode === ErrorCode.NONE) checks++;
+  }
+  h.coordinator.shutdown();
+  checkOrder(named);
+  checkOrder(all);
+  expect(named[0].isSnapshot).toBe(true);
+  expect(named.slice(1).filter((change) => change.isSnapshot)).toEqual([]);
+  if (all.length > 0) expect(all[0].isSnapshot).toBe(true);
+  return checks;
+}
+
+const step: fc.Arbitrary<Step> = fc.record({
+  who: fc.nat(MEMBERS - 1),
+  action: fc.constantFrom<Action>(
+    'join',
+    'join',
+    'sync',
+    'sync',
+    'heartbeat',
+    'heartbeat',
+    'leave',
+    'delete',
+    'commit',
+    'idle',
+  ),
+  advanceMs: fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0, max: 60 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 200, max: 700 }) },
+  ),
+});
+
+test('a watch always ends up with the group as DescribeGroups describes it, by legal steps (property)', async () => {
+  let checks = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(step, { minLength: 20, maxLength: 100 }), async (steps) => {
+      checks += await run(steps);
+    }),
+    { numRuns: 200 },
+  );
+  // The schedules exercised the property: the group existed at most checks.
+  expect(checks).toBeGreaterThan(2000);
+});

@@ -1,10 +1,11 @@
 import { EventEmitter } from 'node:events';
-import type {
-  ClusterMetadataUpdate,
-  IsrChangeProposer,
-  LeadershipGuard,
-  PartitionLeadership,
-  PartitionRoleTarget,
+import {
+  NO_LEADER_ID,
+  type ClusterMetadataUpdate,
+  type IsrChangeProposer,
+  type LeadershipGuard,
+  type PartitionLeadership,
+  type PartitionRoleTarget,
 } from '../log/partition-roles';
 import type { Time } from '../time';
 import type { Timer } from '../timer';
@@ -305,13 +306,32 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
     }
   }
 
-  private onViewUpdate(update: ClusterMetadataUpdate): void {
+  private onViewUpdate(viewed: ClusterMetadataUpdate): void {
     if (this.closing !== undefined || !this.session.isActive()) return;
     const isFirst = !this.isApplying;
     this.isApplying = true;
+    const update = this.withoutLeadershipBeforeRegistration(viewed);
     this.target.applyClusterMetadata(update);
     this.noteLeadership(update);
     if (isFirst) this.emit('ready');
+  }
+
+  /**
+   * A state naming this node leader that was decided before its current registration (its partition
+   * epoch below the node key's mod revision: Kafka's broker epoch) is not this process's to act on: it
+   * may have restarted and lost an unflushed tail since. Such a partition is applied without a leader
+   * until the controller, which sees the re-registration, elects again one epoch up.
+   */
+  private withoutLeadershipBeforeRegistration(update: ClusterMetadataUpdate): ClusterMetadataUpdate {
+    // Not (or no longer) registered in the view: nothing is ours to lead.
+    const registeredAt = this.view.state?.registrations.get(this.nodeId) ?? Number.POSITIVE_INFINITY;
+    const isStale = (p: PartitionLeadership): boolean =>
+      p.leader === this.nodeId && p.partitionEpoch < registeredAt;
+    if (!update.partitions.some(isStale)) return update;
+    return {
+      ...update,
+      partitions: update.partitions.map((p) => (isStale(p) ? { ...p, leader: NO_LEADER_ID } : p)),
+    };
   }
 
   /** Compares this node's roles with the last update's; one event for all that changed. */

@@ -26,6 +26,12 @@ import {
 export class ClusterState {
   /** Live node id → its advertised address (`host:port`). */
   readonly liveNodes = new Map<number, string>();
+  /**
+   * Live node id → the revision of its current registration: the mod revision of `nodes/<id>`, which
+   * only a registration writes (Kafka's broker epoch). A node whose registration is newer than a
+   * partition state has restarted since that state was decided.
+   */
+  readonly registrations = new Map<number, number>();
   readonly topics = new Map<string, ReplicaAssignment>();
   /** `topic/partition` → its state and mod revision. */
   readonly partitions = new Map<string, StoredPartitionState>();
@@ -42,6 +48,11 @@ export class ClusterState {
 
   isAlive(nodeId: number): boolean {
     return this.liveNodes.has(nodeId);
+  }
+
+  /** Whether `nodeId` registered (again) after `revision`: a state of that revision predates it. */
+  hasRegisteredSince(nodeId: number, revision: number): boolean {
+    return (this.registrations.get(nodeId) ?? 0) > revision;
   }
 
   applyEvents(events: readonly WatchEvent[]): void {
@@ -65,8 +76,11 @@ export class ClusterState {
   applyDelete(kv: KeyValue): void {
     const rest = kv.key.slice(this.prefix.length);
     if (rest === 'controller') this.controller = undefined;
-    else if (rest.startsWith('nodes/')) this.liveNodes.delete(Number(rest.slice('nodes/'.length)));
-    else if (rest.startsWith('topics/')) this.topics.delete(rest.slice('topics/'.length));
+    else if (rest.startsWith('nodes/')) {
+      const id = Number(rest.slice('nodes/'.length));
+      this.liveNodes.delete(id);
+      this.registrations.delete(id);
+    } else if (rest.startsWith('topics/')) this.topics.delete(rest.slice('topics/'.length));
     else if (rest.startsWith('partitions/')) this.partitions.delete(rest.slice('partitions/'.length));
   }
 
@@ -76,7 +90,10 @@ export class ClusterState {
       this.controller = { nodeId: parseControllerNodeId(kv.value), epoch: kv.createRevision };
     } else if (rest.startsWith('nodes/')) {
       const id = Number(rest.slice('nodes/'.length));
-      if (Number.isSafeInteger(id) && id >= 0) this.liveNodes.set(id, kv.value);
+      if (Number.isSafeInteger(id) && id >= 0) {
+        this.liveNodes.set(id, kv.value);
+        this.registrations.set(id, kv.modRevision);
+      }
     } else if (rest.startsWith('topics/')) {
       this.topics.set(rest.slice('topics/'.length), decodeReplicaAssignment(kv.key, kv.value));
     } else if (rest.startsWith('partitions/')) {

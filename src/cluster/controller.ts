@@ -292,10 +292,12 @@ export class Controller {
     for (const [topic, assignment] of [...view.cluster.topics]) {
       for (let partition = 0; partition < assignment.partitions.length; partition++) {
         const replicas = assignment.partitions[partition];
-        const ok = await this.settlePartition(generation, view, topic, partition, (current) =>
-          current === undefined
+        const ok = await this.settlePartition(generation, view, topic, partition, (known) =>
+          known === undefined
             ? missingState(replicas, isAlive, view.epoch)
-            : decidePartition(replicas, current, isAlive, options),
+            : decidePartition(replicas, known.state, isAlive, options, (nodeId) =>
+                view.cluster.hasRegisteredSince(nodeId, known.modRevision),
+              ),
         );
         if (!ok) return;
       }
@@ -312,13 +314,13 @@ export class Controller {
     view: ClusterView,
     topic: string,
     partition: number,
-    decide: (current: PartitionState | undefined) => PartitionState | undefined,
+    decide: (known: StoredPartitionState | undefined) => PartitionState | undefined,
   ): Promise<boolean> {
     const name = `${topic}/${partition}`;
     for (let attempt = 0; attempt <= MAX_STALE_RETRIES; attempt++) {
       if (!this.isCurrent(generation, view.epoch)) return false;
       const known = view.cluster.partitions.get(name);
-      const next = decide(known?.state);
+      const next = decide(known);
       if (next === undefined) return true;
       let result;
       try {
@@ -384,8 +386,8 @@ export class Controller {
       for (let partition = 0; partition < assignment.partitions.length; partition++) {
         const replicas = assignment.partitions[partition];
         if (!imbalanced.has(replicas[0])) continue;
-        const ok = await this.settlePartition(generation, view, topic, partition, (current) =>
-          current === undefined ? undefined : electPreferredLeader(replicas, current, isAlive, view.epoch),
+        const ok = await this.settlePartition(generation, view, topic, partition, (known) =>
+          known === undefined ? undefined : electPreferredLeader(replicas, known.state, isAlive, view.epoch),
         );
         if (!ok) return;
       }

@@ -293,6 +293,31 @@ describe('ClusterNode', () => {
     expect(one.target.calls.slice(resignAt + 1).some((call) => call.kind === 'apply')).toBe(true);
   });
 
+  it('does not lead on a state decided before its current registration, until the controller elects again', async () => {
+    // Another process holds the controller key: no ClusterNode here acts as controller.
+    const lease = await admin.grantLease(60);
+    await admin.put(controllerKey(clusterId), JSON.stringify({ nodeId: 9 }), { lease: lease.id });
+    // Node 1 led t-0 before it restarted: the state is older than the registration about to happen.
+    await admin.put(topicKey(clusterId, 't'), JSON.stringify({ partitions: [[1]] }));
+    await admin.put(
+      partitionKey(clusterId, 't', 0),
+      JSON.stringify({ leader: 1, leaderEpoch: 3, isr: [1], controllerEpoch: 2 }),
+    );
+    const one = startNode(1);
+    await flush();
+    expect(one.node.isReady()).toBe(true);
+    expect(one.target.partition('t')).toMatchObject({ leader: NO_LEADER_ID, leaderEpoch: 3 });
+    expect(one.changes.at(-1)).toMatchObject({ leaderCount: 0 });
+    // The controller's new election, after the registration: now it leads.
+    await admin.put(
+      partitionKey(clusterId, 't', 0),
+      JSON.stringify({ leader: 1, leaderEpoch: 4, isr: [1], controllerEpoch: 2 }),
+    );
+    await flush();
+    expect(one.target.partition('t')).toMatchObject({ leader: 1, leaderEpoch: 4 });
+    expect(one.changes.at(-1)).toMatchObject({ leaderCount: 1 });
+  });
+
   describe('ISR proposals', () => {
     async function topicLedByOne(): Promise<TestNode[]> {
       const started = await startThree();

@@ -16,12 +16,20 @@
  * 5. CreateTopics under heartbeats (bench/group/create-topics.ts): 500 members heartbeating every 2 s with
  *    a 6 s session while a 10,000-partition CreateTopics runs on a whole server: its longest event-loop
  *    turn against the longest with heartbeats only, the members expired (must be 0) and the create's time.
+ * 6. Heartbeats over streams (bench/group/heartbeat-stream-throughput.ts, issue 16): 10,000 members heartbeat
+ *    over their HeartbeatStreams and as unary Heartbeat calls, the same members through the same raw HTTP/2
+ *    client, in the same rounds: server CPU per heartbeat and heartbeats per server core-second, stream ÷ unary.
+ * 7. Rebalance announcement (bench/group/rebalance-announcement.ts): a member joins a Stable group of 100 SDK
+ *    members heartbeating every 3 s; the time until all hold their new assignment, with streams and unary.
+ * 8. Memory per stream (bench/group/stream-memory.ts): what 10,000 open, watched HeartbeatStreams add to the
+ *    server's RSS and heap, per stream; with the memory section, the total per idle streaming member.
  *
  * The server always runs in a child process, so its CPU and memory figures exclude the load generator.
  * Every figure is a median over rounds; cohort ÷ baseline ratios are taken round by round.
  *
- * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5), `--only=heartbeat,
- * rebalance,memory,retention,create-topics`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
+ * Run with `npm run bench:group` (node --expose-gc). Options: `--rounds=N` (default 5; create-topics and
+ * stream-memory default to 3), `--only=heartbeat,rebalance,memory,retention,create-topics,heartbeat-stream,
+ * rebalance-announcement,stream-memory`, `--cpu-prof=DIR` (writes the server child's V8 CPU profile to DIR),
  * `--channels=N` (rebalance: client connections, default 4), `--client=raw-http2|http2|grpc-js` (rebalance:
  * HTTP/2 spoken directly on TCP sockets, the default; Node's http2 client; or grpc-js clients, each costing
  * the client more CPU than the last),
@@ -51,6 +59,17 @@ import {
   REBALANCE_SIZES,
   type RebalanceClient,
 } from './group/rebalance-latency';
+import {
+  heartbeatStreamThroughput,
+  STREAM_HEARTBEAT_GROUP_SIZE,
+  STREAM_HEARTBEAT_GROUPS,
+} from './group/heartbeat-stream-throughput';
+import {
+  ANNOUNCEMENT_HEARTBEAT_INTERVAL_MS,
+  ANNOUNCEMENT_MEMBERS,
+  rebalanceAnnouncement,
+} from './group/rebalance-announcement';
+import { STREAM_MEMORY_MEMBERS, streamMemory } from './group/stream-memory';
 import { DEFAULT_MAX_CALLS_PER_LOOP_TURN } from '../src/config';
 import { serverHeapGrowingPercent } from './group/server-heap-policy';
 import { describeMachine } from './support/machine';
@@ -58,7 +77,16 @@ import { line, printFigures, round, table, verdict } from './support/report';
 import type { RoundSet } from './support/round-set';
 import { median } from './support/stats';
 
-const SECTIONS = ['heartbeat', 'rebalance', 'memory', 'retention', 'create-topics'] as const;
+const SECTIONS = [
+  'heartbeat',
+  'rebalance',
+  'memory',
+  'retention',
+  'create-topics',
+  'heartbeat-stream',
+  'rebalance-announcement',
+  'stream-memory',
+] as const;
 type Section = (typeof SECTIONS)[number];
 
 const TARGET_HEARTBEAT_RATIO = 0.9;
@@ -70,6 +98,12 @@ const TARGET_BYTES_PER_MEMBER = 2_048;
 const TARGET_RETENTION_TURN_MS = 50;
 /** A create must not hold the loop longer than any other task may (and far from a 2 s heartbeat). */
 const TARGET_CREATE_TOPICS_TURN_MS = 50;
+/** Issue 16: a heartbeat on a stream costs the server at most a quarter of a unary one ... */
+const TARGET_STREAM_CPU_RATIO = 0.25;
+/** ... so a server core answers at least four times as many. */
+const TARGET_STREAM_PER_CORE_RATIO = 4;
+/** Issue 16: with streams, a Stable group hears of a rebalance at once, not at its next heartbeat. */
+const TARGET_ANNOUNCEMENT_MS = 100;
 
 function argValue(name: string): string | undefined {
   const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
@@ -426,6 +460,134 @@ async function main(): Promise<void> {
     ]);
     // Not a verdict: wall clock, which a loaded machine's preemption lengthens (see the baseline).
     summary.push(['  same, wall clock (longest turn)', ms('createLongestTurnMs'), '(for reading)', '']);
+  }
+
+  if (only.has('heartbeat-stream')) {
+    line();
+    line(
+      `Heartbeats over HeartbeatStreams vs unary Heartbeats: ${STREAM_HEARTBEAT_GROUPS * STREAM_HEARTBEAT_GROUP_SIZE} ` +
+        `members in ${STREAM_HEARTBEAT_GROUPS} groups, raw HTTP/2 client`,
+    );
+    const r = await heartbeatStreamThroughput(
+      { rounds, warmupMs: 1_000, windowMs: 4_000, cpuProfileDir },
+      log,
+    );
+    table([
+      [
+        'side',
+        'heartbeats/s',
+        'server CPU µs/heartbeat',
+        'heartbeats per server core-second',
+        'event-loop utilisation',
+      ],
+      ...(['unary', 'stream'] as const).map((side) => [
+        side,
+        round(r.median(`${side}CallsPerSec`), 0),
+        round(r.median(`${side}CpuUsPerCall`), 1),
+        round(r.median(`${side}CallsPerCoreSec`), 0),
+        round(r.median(`${side}EventLoopUtilization`), 3),
+      ]),
+    ]);
+    const cpuRatio = r.medianRatio('streamCpuUsPerCall', 'unaryCpuUsPerCall');
+    const perCoreRatio = r.medianRatio('streamCallsPerCoreSec', 'unaryCallsPerCoreSec');
+    Object.assign(figures, {
+      streamHeartbeatMembers: STREAM_HEARTBEAT_GROUPS * STREAM_HEARTBEAT_GROUP_SIZE,
+      streamHeartbeatCallsPerSec: round(r.median('streamCallsPerSec'), 0),
+      unaryHeartbeatCallsPerSec: round(r.median('unaryCallsPerSec'), 0),
+      ratioStreamToUnaryHeartbeatCallsPerSec: round(
+        r.medianRatio('streamCallsPerSec', 'unaryCallsPerSec'),
+        3,
+      ),
+      streamHeartbeatServerCpuUsPerCall: round(r.median('streamCpuUsPerCall'), 2),
+      unaryHeartbeatServerCpuUsPerCall: round(r.median('unaryCpuUsPerCall'), 2),
+      ratioStreamToUnaryServerCpuPerHeartbeat: round(cpuRatio, 3),
+      streamHeartbeatsPerServerCoreSec: round(r.median('streamCallsPerCoreSec'), 0),
+      unaryHeartbeatsPerServerCoreSec: round(r.median('unaryCallsPerCoreSec'), 0),
+      ratioStreamToUnaryHeartbeatsPerServerCore: round(perCoreRatio, 3),
+      streamHeartbeatEventLoopUtilization: round(r.median('streamEventLoopUtilization'), 3),
+      unaryHeartbeatEventLoopUtilization: round(r.median('unaryEventLoopUtilization'), 3),
+    });
+    summary.push([
+      'stream ÷ unary server CPU per heartbeat',
+      round(cpuRatio, 3),
+      `<= ${TARGET_STREAM_CPU_RATIO}`,
+      verdict(cpuRatio <= TARGET_STREAM_CPU_RATIO),
+    ]);
+    summary.push([
+      'stream ÷ unary heartbeats per server core',
+      round(perCoreRatio, 2),
+      `>= ${TARGET_STREAM_PER_CORE_RATIO}`,
+      verdict(perCoreRatio >= TARGET_STREAM_PER_CORE_RATIO),
+    ]);
+  }
+
+  if (only.has('rebalance-announcement')) {
+    line();
+    line(
+      `Rebalance announcement: a member joins a Stable group of ${ANNOUNCEMENT_MEMBERS} SDK members ` +
+        `heartbeating every ${ANNOUNCEMENT_HEARTBEAT_INTERVAL_MS} ms, with streams and with unary heartbeats`,
+    );
+    const r = await rebalanceAnnouncement(rounds, log);
+    const streamMs = r.median('streamMs');
+    table([
+      ['heartbeats', 'until every member holds its new assignment, ms (median)', 'worst round, ms'],
+      ['over streams', round(streamMs, 1), round(r.max('streamMs'), 1)],
+      ['unary', round(r.median('unaryMs'), 1), round(r.max('unaryMs'), 1)],
+    ]);
+    Object.assign(figures, {
+      announcementMembers: ANNOUNCEMENT_MEMBERS,
+      announcementHeartbeatIntervalMs: ANNOUNCEMENT_HEARTBEAT_INTERVAL_MS,
+      announcementStreamMs: round(streamMs, 1),
+      announcementStreamMsWorstRound: round(r.max('streamMs'), 1),
+      announcementUnaryMs: round(r.median('unaryMs'), 1),
+      announcementUnaryMsWorstRound: round(r.max('unaryMs'), 1),
+      ratioAnnouncementStreamToUnary: round(r.medianRatio('streamMs', 'unaryMs'), 4),
+    });
+    summary.push([
+      'new member → all assigned, with streams',
+      round(streamMs, 1),
+      `<= ${TARGET_ANNOUNCEMENT_MS} ms`,
+      verdict(streamMs <= TARGET_ANNOUNCEMENT_MS),
+    ]);
+    summary.push(['  same, unary heartbeats', round(r.median('unaryMs'), 1), '(about one interval)', '']);
+  }
+
+  if (only.has('stream-memory')) {
+    line();
+    line(
+      `Memory per HeartbeatStream: ${STREAM_MEMORY_MEMBERS} members, each with one open stream (real HTTP/2 ` +
+        'streams, server process)',
+    );
+    const streamRounds = readRounds(3);
+    const r = await streamMemory(streamRounds, log);
+    const b = (name: string): number => round(r.median(name), 0);
+    table([
+      ['bytes per stream', 'median'],
+      ['RSS', b('rssBytesPerStream')],
+      ['V8 heap used', b('heapBytesPerStream')],
+      ['external', b('externalBytesPerStream')],
+    ]);
+    Object.assign(figures, {
+      streamMemoryRounds: streamRounds,
+      streamMemoryStreams: STREAM_MEMORY_MEMBERS,
+      streamMemoryRssBytesPerStream: b('rssBytesPerStream'),
+      streamMemoryHeapBytesPerStream: b('heapBytesPerStream'),
+      streamMemoryExternalBytesPerStream: b('externalBytesPerStream'),
+    });
+    // An idle streaming member holds what an idle unary member holds (the memory section) plus its stream.
+    const memberRss = figures.memoryRssBytesPerMember;
+    if (typeof memberRss === 'number') {
+      const total = memberRss + b('rssBytesPerStream');
+      figures.streamingMemberRssBytes = total;
+      summary.push([
+        'RSS per idle streaming member (member + stream)',
+        total,
+        `<= ${TARGET_BYTES_PER_MEMBER} B`,
+        verdict(total <= TARGET_BYTES_PER_MEMBER),
+      ]);
+    } else {
+      summary.push(['RSS per HeartbeatStream (add the memory section)', b('rssBytesPerStream'), '', '']);
+    }
   }
 
   line();

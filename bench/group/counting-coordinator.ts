@@ -5,6 +5,7 @@ import type {
   DeleteGroupsResponse,
   DescribeGroupsRequest,
   DescribeGroupsResponse,
+  GenerationWatcher,
   GroupCoordinatorService,
   HeartbeatRequest,
   HeartbeatResponse,
@@ -94,6 +95,9 @@ export class CountingCoordinator implements GroupCoordinatorService {
   }
   deleteGroups(request: DeleteGroupsRequest, context: RequestContext): Promise<DeleteGroupsResponse> {
     return this.inner.deleteGroups(request, context);
+  }
+  unwatchMember(groupId: string, memberId: string, watcher: GenerationWatcher): void {
+    this.inner.unwatchMember?.(groupId, memberId, watcher);
   }
   shutdown(): void {
     this.inner.shutdown();

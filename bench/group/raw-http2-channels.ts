@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { HpackDecoder, type HeaderField } from '../support/hpack-decoder';
 import { literalField } from '../support/hpack-literals';
-import { asError, decodeOnlyMessage, framedMessage } from './grpc-framing';
+import { asError, decodeOnlyMessage, framedMessage, GRPC_PREFIX_BYTES } from './grpc-framing';
 import type { UnaryChannels } from './unary-channels';
 
 /**
@@ -24,6 +24,9 @@ import type { UnaryChannels } from './unary-channels';
  * - the server's INITIAL_WINDOW_SIZE and MAX_FRAME_SIZE settings; header blocks split over CONTINUATION;
  *   padding; RST_STREAM (fails the call), GOAWAY (fails the calls the server will not answer, and any new
  *   call), and a closed socket (fails every open call).
+ * Besides unary calls it opens bidi streams (`openStream`, for HeartbeatStream): one gRPC message per
+ * `send`, each message of the answer handed over as it arrives, a half-close with `end`; such a stream is
+ * not held to the call timeout.
  * It does not limit concurrent streams (cohort's server sets no limit), and it never compresses.
  */
 export class RawHttp2Channels implements UnaryChannels {
@@ -60,6 +63,12 @@ export class RawHttp2Channels implements UnaryChannels {
   ): Promise<Res> {
     if (this.connections.length === 0) return Promise.reject(new Error('the channels are closed'));
     return this.connections[channel % this.connections.length].call(path, request, decode, onSent);
+  }
+
+  /** A bidi stream on connection `channel % size` (see RawHttp2Connection.openStream). */
+  openStream(channel: number, path: string, sink: StreamSink): RawBidiStream {
+    if (this.connections.length === 0) throw new Error('the channels are closed');
+    return this.connections[channel % this.connections.length].openStream(path, sink);
   }
 
   /** Fails the calls older than the call timeout. Runs every second on its own; exposed for tests. */
@@ -109,6 +118,20 @@ const SETTINGS_MAX_FRAME_SIZE = 0x5;
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
+/** What a bidi stream's opener hears: each message, then the end (undefined for grpc-status OK). */
+export interface StreamSink {
+  onMessage(message: Buffer): void;
+  onEnd(error: Error | undefined): void;
+}
+
+/** The sending half of a bidi stream opened with `openStream`. */
+export interface RawBidiStream {
+  /** Sends `message` (protobuf bytes, not yet framed) as one gRPC message. */
+  send(message: Buffer): void;
+  /** Half-closes: the server answers what it was sent, then ends the stream. */
+  end(): void;
+}
+
 /** One call in flight: its request still to send, and its answer as it arrives. */
 interface OpenStream {
   readonly id: number;
@@ -118,9 +141,18 @@ interface OpenStream {
   readonly reject: (error: Error) => void;
   readonly decode: (bytes: Buffer) => unknown;
   readonly onSent: (() => void) | undefined;
-  /** The gRPC-framed request and how much of it is sent. */
-  readonly body: Buffer;
+  /**
+   * The gRPC-framed messages still to send, oldest first, and how much of the first is sent. A unary call
+   * holds its one request; a bidi stream adds one per `send`.
+   */
+  readonly outbox: Buffer[];
   sentBytes: number;
+  /** END_STREAM goes with the last byte of the outbox: always for a unary call, once `end` for a stream. */
+  isOutboxFinal: boolean;
+  /** A stream's closing empty DATA frame is written. */
+  hasSentEnd: boolean;
+  /** Set on a bidi stream: it is told each message as it arrives, and the end, instead of one answer. */
+  readonly sink: StreamSink | undefined;
   sendWindow: number;
   isQueued: boolean;
   readonly chunks: Buffer[];
@@ -178,40 +210,86 @@ class RawHttp2Connection {
     onSent?: () => void,
   ): Promise<Res> {
     return new Promise<Res>((resolve, reject) => {
-      if (this.failure !== undefined) {
-        reject(this.failure);
-        return;
-      }
-      const id = this.nextStreamId;
-      if (id > MAX_STREAM_ID) {
-        reject(new Error('stream ids exhausted on this connection'));
-        return;
-      }
-      this.nextStreamId += 2;
-      const block = this.headerBlockFor(path);
-      const stream: OpenStream = {
-        id,
-        path,
-        startedAtMs: this.now(),
-        resolve: resolve as (value: never) => void,
-        reject,
-        decode,
-        onSent,
-        body: framedMessage(request),
-        sentBytes: 0,
-        sendWindow: this.peerInitialWindow,
-        isQueued: false,
-        chunks: [],
-        receivedUnacked: 0,
-        httpStatus: undefined,
-        grpcStatus: undefined,
-        grpcMessage: '',
-      };
-      this.streams.set(id, stream);
-      // HEADERS are not flow-controlled; the DATA follows as far as the windows allow.
-      this.write(frame(FrameType.HEADERS, FLAG_END_HEADERS, id, block));
+      const stream = this.start(path, resolve as (value: never) => void, reject, decode, onSent, undefined);
+      if (stream === undefined) return;
+      stream.outbox.push(framedMessage(request));
+      stream.isOutboxFinal = true;
       this.sendData(stream);
     });
+  }
+
+  /**
+   * A bidi gRPC stream on `path`: `sink` hears every message as it arrives and then the end. It is not
+   * held to the call timeout (a member stream lives as long as its member).
+   */
+  openStream(path: string, sink: StreamSink): RawBidiStream {
+    const stream = this.start(
+      path,
+      () => sink.onEnd(undefined),
+      (error) => sink.onEnd(error),
+      identity,
+      undefined,
+      sink,
+    );
+    return {
+      send: (message) => {
+        if (stream === undefined || stream.isOutboxFinal || this.streams.get(stream.id) !== stream) return;
+        stream.outbox.push(framedMessage(message));
+        this.sendData(stream);
+      },
+      end: () => {
+        if (stream === undefined || stream.isOutboxFinal || this.streams.get(stream.id) !== stream) return;
+        stream.isOutboxFinal = true;
+        this.sendData(stream);
+      },
+    };
+  }
+
+  /** Opens a stream (its HEADERS written) or rejects at once; undefined when it could not open. */
+  private start(
+    path: string,
+    resolve: (value: never) => void,
+    reject: (error: Error) => void,
+    decode: (bytes: Buffer) => unknown,
+    onSent: (() => void) | undefined,
+    sink: StreamSink | undefined,
+  ): OpenStream | undefined {
+    if (this.failure !== undefined) {
+      reject(this.failure);
+      return undefined;
+    }
+    const id = this.nextStreamId;
+    if (id > MAX_STREAM_ID) {
+      reject(new Error('stream ids exhausted on this connection'));
+      return undefined;
+    }
+    this.nextStreamId += 2;
+    const block = this.headerBlockFor(path);
+    const stream: OpenStream = {
+      id,
+      path,
+      startedAtMs: this.now(),
+      resolve,
+      reject,
+      decode,
+      onSent,
+      outbox: [],
+      sentBytes: 0,
+      isOutboxFinal: false,
+      hasSentEnd: false,
+      sink,
+      sendWindow: this.peerInitialWindow,
+      isQueued: false,
+      chunks: [],
+      receivedUnacked: 0,
+      httpStatus: undefined,
+      grpcStatus: undefined,
+      grpcMessage: '',
+    };
+    this.streams.set(id, stream);
+    // HEADERS are not flow-controlled; the DATA follows as far as the windows allow.
+    this.write(frame(FrameType.HEADERS, FLAG_END_HEADERS, id, block));
+    return stream;
   }
 
   close(): void {
@@ -224,6 +302,7 @@ class RawHttp2Connection {
   readonly failOverdueCalls = (): void => {
     const now = this.now();
     for (const stream of this.streams.values()) {
+      if (stream.sink !== undefined) continue; // a bidi stream has no deadline
       if (now - stream.startedAtMs < this.callTimeoutMs) break;
       this.streams.delete(stream.id);
       this.write(frame(FrameType.RST_STREAM, 0, stream.id, uint32(CANCEL)));
@@ -250,8 +329,9 @@ class RawHttp2Connection {
   }
 
   private sendData(stream: OpenStream): void {
-    const { body } = stream;
-    while (stream.sentBytes < body.length) {
+    const { outbox } = stream;
+    while (outbox.length > 0) {
+      const body = outbox[0];
       const n = Math.min(
         body.length - stream.sentBytes,
         stream.sendWindow,
@@ -269,9 +349,19 @@ class RawHttp2Connection {
       stream.sentBytes += n;
       stream.sendWindow -= n;
       this.sendWindow -= n;
-      const isLast = stream.sentBytes === body.length;
+      const isWhole = stream.sentBytes === body.length;
+      if (isWhole) {
+        outbox.shift();
+        stream.sentBytes = 0;
+      }
+      // A unary call ends with its request; a stream ends with an empty frame once `end` was called.
+      const isLast = isWhole && outbox.length === 0 && stream.isOutboxFinal && stream.sink === undefined;
       this.write(frameHeader(FrameType.DATA, isLast ? FLAG_END_STREAM : 0, stream.id, n));
       this.write(body.subarray(from, from + n), isLast ? stream.onSent : undefined);
+    }
+    if (stream.sink !== undefined && stream.isOutboxFinal && !stream.hasSentEnd) {
+      stream.hasSentEnd = true;
+      this.write(frameHeader(FrameType.DATA, FLAG_END_STREAM, stream.id, 0));
     }
   }
 
@@ -415,6 +505,7 @@ class RawHttp2Connection {
     if (stream === undefined) return;
     const data = unpad(flags, payload);
     if (data.length > 0) stream.chunks.push(data);
+    if (stream.sink !== undefined && data.length > 0) deliverMessages(stream, stream.sink);
     if ((flags & FLAG_END_STREAM) !== 0) {
       this.finish(stream);
       return;
@@ -471,6 +562,11 @@ class RawHttp2Connection {
       );
       return;
     }
+    if (stream.sink !== undefined) {
+      if (stream.chunks.length === 0) stream.resolve(undefined as never);
+      else stream.reject(new Error(`${path}: the stream ended inside a message`));
+      return;
+    }
     try {
       stream.resolve(decodeOnlyMessage(path, stream.chunks, stream.decode) as never);
     } catch (error) {
@@ -486,6 +582,25 @@ class RawHttp2Connection {
     this.blocked = [];
     for (const stream of open) stream.reject(error);
   }
+}
+
+/** Hands `sink` every whole gRPC message in the stream's chunks, keeping a partial one for later. */
+function deliverMessages(stream: OpenStream, sink: StreamSink): void {
+  const { chunks } = stream;
+  let bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+  chunks.length = 0;
+  while (bytes.length >= GRPC_PREFIX_BYTES) {
+    if (bytes[0] !== 0) throw new Error(`${stream.path}: a compressed message`);
+    const end = GRPC_PREFIX_BYTES + bytes.readUInt32BE(1);
+    if (bytes.length < end) break;
+    sink.onMessage(bytes.subarray(GRPC_PREFIX_BYTES, end));
+    bytes = bytes.subarray(end);
+  }
+  if (bytes.length > 0) chunks.push(bytes);
+}
+
+function identity(bytes: Buffer): Buffer {
+  return bytes;
 }
 
 function readStatus(stream: OpenStream, fields: readonly HeaderField[]): void {

@@ -26,6 +26,7 @@ import type { HeartbeatRequest, HeartbeatResponse, RequestContext } from '../../
 import { DEFAULT_MAX_CALLS_PER_LOOP_TURN } from '../../src/config';
 import { budgetServerAt, CallReadBudget } from '../../src/server/call-read-budget';
 import { groupCoordinatorService } from '../../src/server/group-coordinator-service';
+import { HeartbeatStreams } from '../../src/server/heartbeat-stream';
 import { unaryHandler } from '../../src/server/unary-handler';
 import { guardServiceDefinition } from '../../src/server/undecodable-request';
 import { SYSTEM_TIME } from '../../src/time';
@@ -104,6 +105,9 @@ export interface InProcessHeartbeat {
 export interface ServerMemory {
   readonly rssBytes: number;
   readonly heapUsedBytes: number;
+  readonly externalBytes: number;
+  /** HeartbeatStreams open on the server. */
+  readonly heartbeatStreams: number;
 }
 
 function argValue(name: string, fallback: number): number {
@@ -134,9 +138,11 @@ const onEncodeFailure = (error: unknown, method: string): void =>
   logger.error({ err: error, method }, 'a response could not be encoded');
 const server = new Server();
 const readBudget = new CallReadBudget(argValue('max-calls-per-loop-turn', DEFAULT_MAX_CALLS_PER_LOOP_TURN));
+// HeartbeatStream is served as createServer serves it: through the same adapter, ended by endAll at close.
+const heartbeatStreams = new HeartbeatStreams();
 server.addService(
   guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
-  groupCoordinatorService(counting, logger),
+  groupCoordinatorService(counting, logger, undefined, heartbeatStreams),
 );
 server.addService(guardServiceDefinition(protos.noop, onEncodeFailure), {
   Noop: unaryHandler(NOOP_PATH, logger, noop),
@@ -367,12 +373,18 @@ serveParent(
     memory: (): ServerMemory => {
       collectGarbage();
       const usage = process.memoryUsage();
-      return { rssBytes: usage.rss, heapUsedBytes: usage.heapUsed };
+      return {
+        rssBytes: usage.rss,
+        heapUsedBytes: usage.heapUsed,
+        externalBytes: usage.external,
+        heartbeatStreams: heartbeatStreams.size,
+      };
     },
   },
   () =>
     new Promise<void>((resolve) => {
       coordinator.shutdown();
+      heartbeatStreams.endAll();
       server.tryShutdown(() => resolve());
       // Clients the parent forgot to close must not hold the exit (and the CPU profile) forever.
       setTimeout(() => {

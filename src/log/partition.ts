@@ -107,10 +107,14 @@ export class Partition {
     this.replicaLagTimeMaxMs = options.replicaLagTimeMaxMs;
     if (this.isLeader) {
       // Kafka's choice for a new leader: every replica starts in sync, as caught up now, with an unknown
-      // LEO. The HW starts at the LEO: leadership never moves in cohort, so every record in the leader's
-      // recovered log stays there and may be read.
+      // LEO. With followers the HW starts at the checkpointed one (Kafka's replication-offset-checkpoint):
+      // records above it may be missing on a follower and must not reach consumers before the followers
+      // have them again. Without followers this replica is the whole ISR, so its LEO is the HW.
       this.isrIds = this.replicaIds;
-      this.hw = this.log.logEndOffset;
+      const hasFollowers = this.replicaIds.some((id) => id !== this.localNodeId);
+      this.hw = hasFollowers
+        ? (this.log.checkpointedHighWatermark ?? this.log.logStartOffset)
+        : this.log.logEndOffset;
       for (const replicaId of this.replicaIds) {
         if (replicaId === this.localNodeId) continue;
         this.followers.set(replicaId, {
@@ -123,8 +127,8 @@ export class Partition {
       }
     } else {
       this.isrIds = Object.freeze([]);
-      // Until the leader says otherwise, a follower vouches for nothing beyond its log start.
-      this.hw = this.log.logStartOffset;
+      // Until the leader says otherwise, a follower vouches for nothing beyond its checkpointed HW.
+      this.hw = this.log.checkpointedHighWatermark ?? this.log.logStartOffset;
     }
   }
 

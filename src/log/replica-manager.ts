@@ -54,7 +54,15 @@ import {
 import { Partition } from './partition';
 import type { PartitionLookup } from './partition-lookup';
 import { PeriodicTask } from './periodic-task';
-import type { LogAppendInfo, LogReadInfo, LogRecord, LogRecoveryOptions, SimpleRecord } from './storage';
+import {
+  checkpointHighWatermarks,
+  HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+  type LogAppendInfo,
+  type LogReadInfo,
+  type LogRecord,
+  type LogRecoveryOptions,
+  type SimpleRecord,
+} from './storage';
 import { RESERVED_TOPIC_NAMES, topicNameProblem, topicPartitionKey } from './topic-partition';
 
 /** Notable events, for the server's log and for tests. */
@@ -190,6 +198,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   private isStarted = false;
   private isShutdown = false;
   private closing: Promise<void> | null = null;
+  /** The high-watermark checkpoint pass under way, if any (a slow one is not overlapped). */
+  private highWatermarkCheckpointing: Promise<void> | null = null;
   /** Operations that expired, by kind (Kafka's ExpiresPerSec meters, as counts). */
   readonly expired = { produce: 0, consumerFetch: 0, followerFetch: 0 };
 
@@ -255,6 +265,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     if (flushIntervalMs < Number.MAX_SAFE_INTEGER) {
       this.schedule(Math.max(1, Math.floor(flushIntervalMs / 2)), () => this.maybeFlush());
     }
+    this.schedule(HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, () => void this.checkpointHighWatermarks());
   }
 
   /** This process's address, for Metadata's broker list (known once the server is bound). */
@@ -956,6 +967,9 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       this.shutdown();
       // A create in flight sees the shutdown at its next slice and removes what it made.
       await Promise.all(this.creations.values());
+      // The last HWs, so a restart starts from them; a failure (reported) must not keep the logs open.
+      await this.highWatermarkCheckpointing?.catch(ignore);
+      await this.checkpointHighWatermarks().catch(ignore);
       await Promise.all([...this.partitions.values()].map((partition) => partition.log.close()));
     })();
     return this.closing;
@@ -986,6 +1000,16 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
         this.reportError(error, `retention of ${partition.key} failed`);
       }
     }
+  }
+
+  /** Kafka's checkpointHighWatermarks: each partition whose HW moved since its last checkpoint. */
+  private checkpointHighWatermarks(): Promise<void> {
+    this.highWatermarkCheckpointing ??= checkpointHighWatermarks(this.partitions.values(), (error, key) =>
+      this.reportError(error, `high watermark checkpoint of ${key} failed`),
+    ).finally(() => {
+      this.highWatermarkCheckpointing = null;
+    });
+    return this.highWatermarkCheckpointing;
   }
 
   private maybeFlush(): void {

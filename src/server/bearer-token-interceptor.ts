@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { ServerInterceptingCall, status } from '@grpc/grpc-js';
 import type { Metadata, ServerInterceptor } from '@grpc/grpc-js';
 import type { NodeAuthenticator } from './node-credentials';
-import { hasNodeCredentials } from './node-credentials';
+import { hasNodeCredentials, REPLICATION_METHOD_PATHS } from './node-credentials';
 
 /** The metadata key a token travels in, as HTTP's Authorization header. */
 export const AUTHORIZATION_METADATA_KEY = 'authorization';
@@ -98,9 +98,10 @@ function isExempt(path: string): boolean {
  * before its request is read and before any handler runs; exempt services pass untouched. `onRefused`
  * hears of each refusal (the method and why), for the server's log.
  *
- * A call that carries node credentials (node-credentials.ts) is a node's, not a client's: `nodes` checks
- * those instead of the token, so a node authenticated by the cluster secret needs no client token, and one
- * whose credentials do not check out is refused even if it also holds the token.
+ * A replication call (REPLICATION_METHOD_PATHS) that carries node credentials (node-credentials.ts) is a
+ * node's, not a client's: `nodes` checks those instead of the token, so a node authenticated by the
+ * cluster secret needs no client token, and one whose credentials do not check out is refused even if it
+ * also holds the token. Every other method needs the token, node credentials or not.
  */
 export function bearerTokenInterceptor(
   check: BearerTokenCheck,
@@ -109,12 +110,13 @@ export function bearerTokenInterceptor(
 ): ServerInterceptor {
   return (methodDescriptor, call) => {
     if (isExempt(methodDescriptor.path)) return new ServerInterceptingCall(call);
+    const isReplication = REPLICATION_METHOD_PATHS.has(methodDescriptor.path);
     return new ServerInterceptingCall(call, {
       start: (next) => {
         next({
           onReceiveMetadata: (metadata, nextMetadata) => {
             const reason =
-              nodes !== undefined && hasNodeCredentials(metadata)
+              nodes !== undefined && isReplication && hasNodeCredentials(metadata)
                 ? nodeRefusal(nodes.authenticate(metadata))
                 : check.refusal(metadata);
             if (reason === undefined) {

@@ -68,6 +68,8 @@ function decodeFetchResponse(wire: FetchResponseWire): FetchResponse {
           key: record.key.length === 0 ? null : record.key,
           value: record.value,
           headers: record.headers,
+          // The Fetch wire carries no leader epoch yet; the leader stamps 0 (its default) on what it stores.
+          leaderEpoch: 0,
         })),
       })),
     })),

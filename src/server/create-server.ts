@@ -202,6 +202,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       'the bearer token travels in clear text on a reachable address: give --tls-cert and --tls-key too',
     );
   }
+  if (security.nodeCredentials !== undefined && !security.isTls && !isLoopbackListen(config.listen)) {
+    // The credential is a fixed HMAC of the node id: whoever reads one off the wire can replicate as that
+    // node (not more: it opens the replication methods only), so it needs TLS off loopback as a token does.
+    logger.warn(
+      { listen: config.listen },
+      'node credentials travel in clear text on a reachable address: give --tls-cert and --tls-key too',
+    );
+  }
   if (security.isTokenWeak) {
     logger.warn(
       { tokenFrom: config.tokenFile === '' ? 'COHORT_TOKEN' : '--token-file' },

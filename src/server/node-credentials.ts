@@ -37,6 +37,17 @@ export const REPEATED_NODE_MESSAGE = `send one '${NODE_ID_METADATA_KEY}' and one
 export const MALFORMED_NODE_MESSAGE = `'${NODE_ID_METADATA_KEY}' must be a node id (0 to 2147483647) and '${NODE_AUTH_METADATA_KEY}' 64 hex digits`;
 export const WRONG_NODE_MESSAGE = 'the node credentials were not accepted';
 
+/**
+ * The methods a node calls on another: replication. Node credentials stand in for the client token on
+ * these only; on every other method (producing, groups, the test clock) a node is a client like any
+ * other, so a captured credential opens replication, not the whole server.
+ */
+export const REPLICATION_METHOD_PATHS: ReadonlySet<string> = new Set([
+  '/cohort.v1.Broker/Metadata',
+  '/cohort.v1.Broker/Fetch',
+  '/cohort.v1.Broker/OffsetForLeaderEpoch',
+]);
+
 const NODE_ID = /^(?:0|[1-9][0-9]{0,9})$/;
 const HMAC_HEX = /^[0-9a-fA-F]{64}$/;
 const INT32_MAX = 2_147_483_647;

@@ -9,10 +9,11 @@ import type { RecoveryMetrics } from './metrics/recovery-metrics';
  * - error: damaged fsynced data removed (`corrupt`: under --truncate-corrupt-logs, or in
  *   `__consumer_offsets`), and every batch or record the `__consumer_offsets` load skipped;
  * - warn: a torn tail cut after a crash (with the segments deleted after it), an overlap cut, a
- *   recovery-point checkpoint that could not be read or written;
+ *   recovery-point, leader-epoch or high-watermark checkpoint that could not be read or written, an
+ *   append whose leader epoch is below the partition's latest;
  * - info: an offset index rebuilt (normal after a crash: the index is written after its log), and a file
  *   holding no data removed (an interrupted compaction's leftovers, an index without its log, an empty
- *   segment).
+ *   segment), a leader-epoch cache rebuilt for a data directory written before leader epochs.
  *
  * Each line names the file, the offset and the bytes, so an operator can tell what was lost.
  */
@@ -52,6 +53,30 @@ export function storageRecoveryLog(
     onCheckpointError: (dir, error) => {
       metrics.onCheckpointError();
       logger.warn({ dir, err: error }, 'the recovery-point checkpoint could not be written');
+    },
+    onLeaderEpochCacheRebuilt: (event) => {
+      if (event.reason === 'unreadable') {
+        metrics.onCheckpointError();
+        logger.warn(event, 'the leader-epoch checkpoint could not be read; it was rebuilt from the log');
+      } else {
+        logger.info(
+          event,
+          'the leader-epoch checkpoint was built from the log (written before leader epochs)',
+        );
+      }
+    },
+    onLeaderEpochRefused: (dir, epoch, startOffset, latestEpoch) => {
+      logger.warn(
+        { dir, epoch, startOffset, latestEpoch },
+        'an append carried a leader epoch below the latest; the leader-epoch cache was left unchanged',
+      );
+    },
+    onHighWatermarkCheckpointUnreadable: (dir, file) => {
+      metrics.onCheckpointError();
+      logger.warn(
+        { dir, file },
+        'the high-watermark checkpoint could not be read; the partition starts without it',
+      );
     },
     onCheckpoint: (dir, recoveryPoint, isCleanShutdown) => {
       logger.trace({ dir, recoveryPoint, isCleanShutdown }, 'recovery point checkpointed');

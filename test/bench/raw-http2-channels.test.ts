@@ -14,6 +14,7 @@ import { RawHttp2Channels } from '../../bench/group/raw-http2-channels';
 const identity = (bytes: Buffer): Buffer => bytes;
 const ECHO_PATH = '/cohort.test.Echo/Echo';
 const FAIL_PATH = '/cohort.test.Echo/Fail';
+const CHAT_PATH = '/cohort.test.Echo/Chat';
 
 /** The rebalance bench's raw HTTP/2 client against a real grpc-js server. */
 describe('RawHttp2Channels with grpc-js', () => {
@@ -33,8 +34,20 @@ describe('RawHttp2Channels with grpc-js', () => {
       responseDeserialize: identity,
     });
     server.addService(
-      { echo: method(ECHO_PATH), fail: method(FAIL_PATH) },
       {
+        echo: method(ECHO_PATH),
+        fail: method(FAIL_PATH),
+        chat: { ...method(CHAT_PATH), requestStream: true, responseStream: true },
+      },
+      {
+        // A bidi stream: each message answered with itself and its position; ends with OK after the client's.
+        chat: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+          let position = 0;
+          call.on('data', (message: Buffer) =>
+            call.write(Buffer.from(`${++position}:${message.toString()}`)),
+          );
+          call.on('end', () => call.end());
+        },
         // Echoes the request twice over, so answers are larger than requests.
         echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) =>
           callback(null, Buffer.concat([call.request, call.request])),
@@ -67,6 +80,24 @@ describe('RawHttp2Channels with grpc-js', () => {
     const answers = await Promise.all(calls);
     answers.forEach((answer, i) => expect(answer).toBe(`request ${i}request ${i}`));
     expect(sent.sort((a, b) => a - b)).toEqual(answers.map((_, i) => i));
+  });
+
+  test('carries a bidi stream: every message answered in order, past the windows, then the end', async () => {
+    channels = new RawHttp2Channels(target, 1);
+    const received: string[] = [];
+    const ended = new Promise<Error | undefined>((resolve) => {
+      const stream = channels!.openStream(0, CHAT_PATH, {
+        onMessage: (message) => received.push(message.toString()),
+        onEnd: resolve,
+      });
+      // 3,000 small messages each way: past the 64 KiB stream window in both directions.
+      for (let i = 0; i < 3_000; i++) stream.send(Buffer.from(`message ${i}`.padEnd(40, '.')));
+      stream.end();
+    });
+    expect(await ended).toBeUndefined();
+    expect(received).toEqual(
+      Array.from({ length: 3_000 }, (_, i) => `${i + 1}:${`message ${i}`.padEnd(40, '.')}`),
+    );
   });
 
   test('sends and receives messages larger than every window and frame, under flow control', async () => {

@@ -391,6 +391,43 @@ describe('HeartbeatStream', () => {
     expect(t.logs.filter((line) => line.level >= 50)).toEqual([]);
   });
 
+  it('pushes UNKNOWN_MEMBER_ID to a member that kept heartbeating but never rejoined, when the rebalance drops it', async () => {
+    const a = await newMember();
+    const b = await newMember();
+    await joinAndSync([a, b]);
+    const probeA = openStream(a);
+    expect((await probeA.heartbeat(heartbeatOf(a))).errorCode).toBe(ErrorCode.NONE);
+
+    const c = await newMember();
+    const cJoin = c.client.joinGroup(joinRequest(c));
+    expect(await probeA.next()).toEqual(PUSH(ErrorCode.REBALANCE_IN_PROGRESS));
+    const bJoin = b.client.joinGroup(joinRequest(b));
+    await groupReaches('PreparingRebalance', 3);
+    // a ignores the push but stays alive: its heartbeats keep its session running through the rebalance.
+    const step = SESSION_TIMEOUT_MS - 1_000;
+    let elapsed = 0;
+    let sequence = 1;
+    while (elapsed + step < REBALANCE_TIMEOUT_MS) {
+      await advance(step);
+      elapsed += step;
+      expect(await probeA.heartbeat(heartbeatOf(a))).toEqual({
+        errorCode: ErrorCode.REBALANCE_IN_PROGRESS,
+        sequence: ++sequence,
+      });
+    }
+    // The rebalance times out: b and c form the next generation, a (dynamic, not rejoined) is dropped.
+    await advance(REBALANCE_TIMEOUT_MS - elapsed);
+    expect(await probeA.next()).toEqual(PUSH(ErrorCode.UNKNOWN_MEMBER_ID));
+    const [bJoined, cJoined] = await Promise.all([bJoin, cJoin]);
+    expect(bJoined.errorCode).toBe(ErrorCode.NONE);
+    expect(cJoined.generationId).toBe(bJoined.generationId);
+    expect(await probeA.heartbeat(heartbeatOf(a))).toEqual({
+      errorCode: ErrorCode.UNKNOWN_MEMBER_ID,
+      sequence: ++sequence,
+    });
+    expect(probeA.unread).toEqual([]);
+  });
+
   it('mixes stream and unary members in one group', async () => {
     const streamed = await newMember();
     const unary = await newMember();

@@ -128,7 +128,7 @@ describe('node authentication with the cluster secret', () => {
     expect([error.code, error.details]).toEqual([status.UNAUTHENTICATED, UNCHECKABLE_NODE_MESSAGE]);
   });
 
-  it('lets a node proven by the secret call without the client token, and refuses wrong credentials even with it', async () => {
+  it('lets a node proven by the secret replicate without the client token, only replicate, and refuses wrong credentials even with it', async () => {
     const leader = await cluster.start('leader', { followers: [1], token: TOKEN });
     const broker = client(leader.target);
     const groups = groupCoordinatorClient(leader.target);
@@ -136,12 +136,19 @@ describe('node authentication with the cluster secret', () => {
     const request = { replicaId: 1, maxWaitMs: 0, minBytes: 0, maxBytes: 1024, topics: [] };
 
     expect((await broker.fetch(request, { metadata: asNode(1) })).errorCode).toBe(ErrorCode.NONE);
-    expect((await groups.listGroups({}, { metadata: asNode(1) })).errorCode).toBe(ErrorCode.NONE);
+    // A node's credentials stand in for the token on replication only: a captured one opens nothing else.
+    expect((await rejection(groups.listGroups({}, { metadata: asNode(1) }))).code).toBe(
+      status.UNAUTHENTICATED,
+    );
+    const produce = produceRequest('none', ['x'], 1);
+    expect((await rejection(broker.produce(produce, { metadata: asNode(1) }))).code).toBe(
+      status.UNAUTHENTICATED,
+    );
     // Neither a token nor node credentials: a client without its token.
     expect((await rejection(broker.fetch(request))).code).toBe(status.UNAUTHENTICATED);
     const both = asNode(1, `${TEST_CLUSTER_SECRET}x`);
     both.set('authorization', `Bearer ${TOKEN}`);
-    const wrong = await rejection(groups.listGroups({}, { metadata: both }));
+    const wrong = await rejection(broker.fetch(request, { metadata: both }));
     expect([wrong.code, wrong.details]).toEqual([status.UNAUTHENTICATED, WRONG_NODE_MESSAGE]);
   });
 

@@ -5,8 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { credentials, Metadata, status } from '@grpc/grpc-js';
 import type { ClientReadableStream, ServiceError } from '@grpc/grpc-js';
+import { createConfig } from '../../src/config';
 import { ErrorCode } from '../../src/errors';
+import { createServer } from '../../src/server';
 import { REPEATED_TOKEN_MESSAGE } from '../../src/server/bearer-token-interceptor';
+import { captureLogger } from '../support/capture-logger';
 import { TEST_CLUSTER_SECRET } from '../support/cluster-secret';
 import { FakeGroupCoordinator } from '../support/fake-group-coordinator';
 import type { ChannelSettings } from '../support/grpc-clients';
@@ -189,6 +192,23 @@ describe('token strength', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('warns about node credentials in clear text on a reachable address, not on loopback', async () => {
+    const CLEAR_TEXT =
+      'node credentials travel in clear text on a reachable address: give --tls-cert and --tls-key too';
+    const warned = async (listen: string): Promise<boolean> => {
+      // The warning comes from createServer; the server is never started, so nothing binds 0.0.0.0.
+      const dataDir = mkdtempSync(join(tmpdir(), 'cohort-clear-text-'));
+      const { logger, lines } = captureLogger('info');
+      const config = createConfig({ listen, dataDir, clusterSecret: TEST_CLUSTER_SECRET, insecure: true });
+      const server = createServer(config, { logger });
+      await server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+      return lines.some((line) => line.level === 40 && line.msg === CLEAR_TEXT && line.listen === listen);
+    };
+    expect(await warned('0.0.0.0:7070')).toBe(true);
+    expect(await warned('127.0.0.1:7070')).toBe(false);
   });
 
   it('says nothing about a random token', async () => {

@@ -1,6 +1,7 @@
 export { PartitionLog, RECOVERY_POINT_CHECKPOINT_INTERVAL_MS } from './partition-log';
 export { CorruptLogError } from './log-recovery';
 export type {
+  LeaderEpochCacheRebuildEvent,
   LogFileRemovalReason,
   LogIndexRebuildEvent,
   LogRecoveryListener,
@@ -9,6 +10,19 @@ export type {
   LogTruncationKind,
 } from './log-recovery';
 export { RECOVERY_CHECKPOINT_FILE } from './recovery-checkpoint';
+export {
+  LeaderEpochCache,
+  LEADER_EPOCH_CHECKPOINT_FILE,
+  UNDEFINED_EPOCH,
+  UNDEFINED_EPOCH_OFFSET,
+} from './leader-epoch-cache';
+export type { EpochEndOffset, EpochEntry } from './leader-epoch-cache';
+export {
+  checkpointHighWatermarks,
+  HIGH_WATERMARK_CHECKPOINT_FILE,
+  HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+} from './high-watermark-checkpoint';
+export type { HighWatermarkSource } from './high-watermark-checkpoint';
 export type {
   CompactionResult,
   LogAppendInfo,
@@ -35,5 +49,11 @@ export type { LogRecord, RecordHeader, SimpleRecord } from './log-record';
 export { positionDiff } from './log-offset-metadata';
 export type { LogOffsetMetadata } from './log-offset-metadata';
 export type { CorruptRegion, TimestampAndOffset } from './log-segment';
-export { RecordBatch, RECORD_BATCH_MAGIC, LOG_OVERHEAD, RECORD_BATCH_HEADER_BYTES } from './record-batch';
+export {
+  RecordBatch,
+  RECORD_BATCH_MAGIC,
+  LOG_OVERHEAD,
+  NO_PARTITION_LEADER_EPOCH,
+  RECORD_BATCH_HEADER_BYTES,
+} from './record-batch';
 export { DataDirInUseError, DataDirLock, DATA_DIR_LOCK_FILE } from './data-dir-lock';

@@ -10,10 +10,11 @@ import { CLEANED_FILE_SUFFIX } from './segment-file-names';
  * 1. `buildOffsetMap`: key → offset of the last record with that key.
  * 2. `cleanGroup`, per group of consecutive segments whose sizes add up to at most one segment: write a
  *    `.cleaned` segment at the group's base offset holding only the records that are still the latest for
- *    their key and are not tombstones (null or empty value). Batches keep their base and last offsets, so
- *    offsets never change and gaps are allowed; a batch left with no record is dropped, except the group's
- *    last one, which stays as an empty batch so the cleaned segment ends where the group did. That end is
- *    how recovery knows which segments an interrupted swap replaces (see `partition-log.ts`).
+ *    their key and are not tombstones (null or empty value). Batches keep their base and last offsets and
+ *    their leader epoch, so offsets never change (gaps are allowed) and the leader-epoch cache stays
+ *    right; a batch left with no record is dropped, except the group's last one, which stays as an empty
+ *    batch so the cleaned segment ends where the group did. That end is how recovery knows which
+ *    segments an interrupted swap replaces (see `partition-log.ts`).
  *
  * Keyless records are dropped, as Kafka's cleaner does (a compacted log rejects them on append anyway).
  * Bytes that hold no valid batch (damage in a sealed segment, found by `LogSegment.scanBatches`) are
@@ -114,7 +115,7 @@ export async function cleanGroup(
   try {
     let recordsRemoved = 0;
     let bytesSincePause = 0;
-    let lastBatch: { baseOffset: number; maxTimestampMs: number } | null = null;
+    let lastBatch: { baseOffset: number; maxTimestampMs: number; partitionLeaderEpoch: number } | null = null;
     const corruptRegions: CorruptRegion[] = [];
     for (const segment of group) {
       for (const batch of segment.scanBatches()) {
@@ -130,10 +131,18 @@ export async function cleanGroup(
         recordsRemoved += records.length - kept.length;
         if (kept.length > 0) {
           cleaned.append(
-            RecordBatch.encode(kept, { baseOffset: batch.baseOffset, lastOffset: batch.lastOffset }),
+            RecordBatch.encode(kept, {
+              baseOffset: batch.baseOffset,
+              lastOffset: batch.lastOffset,
+              partitionLeaderEpoch: batch.partitionLeaderEpoch,
+            }),
           );
         }
-        lastBatch = { baseOffset: batch.baseOffset, maxTimestampMs: batch.maxTimestampMs };
+        lastBatch = {
+          baseOffset: batch.baseOffset,
+          maxTimestampMs: batch.maxTimestampMs,
+          partitionLeaderEpoch: batch.partitionLeaderEpoch,
+        };
         bytesSincePause += batch.sizeInBytes;
         if (bytesSincePause >= pauseEveryBytes) {
           bytesSincePause = 0;
@@ -147,6 +156,7 @@ export async function cleanGroup(
           baseOffset: Math.max(lastBatch.baseOffset, cleaned.nextOffset),
           lastOffset: groupEnd - 1,
           defaultTimestampMs: lastBatch.maxTimestampMs,
+          partitionLeaderEpoch: lastBatch.partitionLeaderEpoch,
         }),
       );
     }

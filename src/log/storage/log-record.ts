@@ -15,6 +15,11 @@ export interface LogRecord {
   readonly key: Buffer | null;
   readonly value: Buffer | null;
   readonly headers: readonly RecordHeader[];
+  /**
+   * The epoch of the leader that assigned the offset (its batch's partitionLeaderEpoch); -1 for records
+   * written before cohort stored leader epochs (Kafka's NO_PARTITION_LEADER_EPOCH).
+   */
+  readonly leaderEpoch: number;
 }
 
 /** What a producer hands the leader: no offset yet; a missing timestamp becomes the append time. */

@@ -54,6 +54,18 @@ export interface LogIndexRebuildEvent {
 export type LogFileRemovalReason =
   'unfinished_compaction' | 'replaced_by_swap' | 'orphan_index' | 'leftover' | 'empty_segment';
 
+/**
+ * The leader-epoch cache was rebuilt from the batches at open: its file was `missing` (a data directory
+ * written before leader epochs) or `unreadable` (damaged).
+ */
+export interface LeaderEpochCacheRebuildEvent {
+  readonly dir: string;
+  readonly file: string;
+  readonly reason: 'missing' | 'unreadable';
+  /** Entries the batches gave. */
+  readonly entries: number;
+}
+
 export interface LogRecoveryListener {
   onTruncation?(event: LogTruncationEvent): void;
   /** A file that held no data of the log (see LogFileRemovalReason) was removed at open. */
@@ -65,6 +77,14 @@ export interface LogRecoveryListener {
   onCheckpoint?(dir: string, recoveryPoint: number, isCleanShutdown: boolean): void;
   /** A checkpoint write failed (the older checkpoint stays: the next recovery looks at more). */
   onCheckpointError?(dir: string, error: unknown): void;
+  onLeaderEpochCacheRebuilt?(event: LeaderEpochCacheRebuildEvent): void;
+  /**
+   * An append carried leader epoch `epoch`, below the cache's latest (records out of order): its batch is
+   * stored, the cache keeps its entries (Kafka warns likewise).
+   */
+  onLeaderEpochRefused?(dir: string, epoch: number, startOffset: number, latestEpoch: number): void;
+  /** The high-watermark checkpoint could not be read: the partition starts as if it had none. */
+  onHighWatermarkCheckpointUnreadable?(dir: string, file: string): void;
 }
 
 export interface LogRecoveryOptions {

@@ -7,7 +7,7 @@ import {
   INCOMPLETE_BATCH,
   LOG_OVERHEAD,
   MAX_OFFSET_DELTA,
-  RECORD_BATCH_HEADER_BYTES,
+  RECORD_BATCH_V1_HEADER_BYTES,
   RecordBatch,
   checkBatchAt,
 } from './record-batch';
@@ -411,7 +411,7 @@ export class LogSegment {
     let chunkStart = 0;
     let next = fromOffset;
     const batchAt = (at: number, isResync: boolean): RecordBatch | null => {
-      if (this.size - at < RECORD_BATCH_HEADER_BYTES) return null;
+      if (this.size - at < RECORD_BATCH_V1_HEADER_BYTES) return null;
       let relative = at - chunkStart;
       if (relative < 0 || relative + LOG_OVERHEAD > chunk.length) {
         chunk = readAt(this.fd, at, Math.min(chunkBytes, this.size - at));
@@ -419,7 +419,7 @@ export class LogSegment {
         relative = 0;
       }
       const declared = LOG_OVERHEAD + chunk.readInt32BE(relative + 8);
-      if (declared < RECORD_BATCH_HEADER_BYTES || declared > this.size - at) return null;
+      if (declared < RECORD_BATCH_V1_HEADER_BYTES || declared > this.size - at) return null;
       if (relative + declared > chunk.length) {
         if (isResync && declared > chunkBytes) return null;
         chunk = readAt(this.fd, at, Math.max(chunkBytes, declared));
@@ -478,6 +478,7 @@ export class LogSegment {
         baseOffset: straddling.baseOffset,
         lastOffset: offset - 1,
         defaultTimestampMs: straddling.baseTimestampMs,
+        partitionLeaderEpoch: straddling.partitionLeaderEpoch,
       });
     }
     this.index.truncateToPosition(position);

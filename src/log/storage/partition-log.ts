@@ -4,6 +4,18 @@ import { CohortError, ErrorCode } from '../../errors';
 import type { Time } from '../../time';
 import { ensureDirectory, fsyncDirectory, fsyncDirectorySync } from './file-io';
 import { GroupCommit } from './group-commit';
+import {
+  highWatermarkCheckpointPath,
+  readHighWatermarkCheckpoint,
+  writeHighWatermarkCheckpoint,
+} from './high-watermark-checkpoint';
+import {
+  type EpochEndOffset,
+  type EpochEntry,
+  LeaderEpochCache,
+  leaderEpochCheckpointPath,
+  readLeaderEpochCheckpoint,
+} from './leader-epoch-cache';
 import { createLogConfig, type LogConfig } from './log-config';
 import { buildOffsetMap, cleanGroup, groupSegmentsBySize } from './log-cleaner';
 import type { LogOffsetMetadata } from './log-offset-metadata';
@@ -70,6 +82,12 @@ import {
  *   would end below the recovery point an empty segment starts at it, so no offset that was handed out is
  *   ever reused. Every cut, deleted segment
  *   and rebuilt index is reported to the recovery listener.
+ * - Leader epochs: every batch carries the epoch of the leader that assigned its offsets (`append`'s
+ *   `leaderEpoch`, or each record's own on a follower), and `leaderEpochCache` (see `leader-epoch-cache.ts`)
+ *   says where each epoch started, for OffsetForLeaderEpoch and a follower's truncation. It is trimmed to
+ *   the recovered log at open, and rebuilt from the batches when its file is missing or damaged.
+ * - High watermark: the owner checkpoints it (`checkpointHighWatermark`) and a restarted replica starts
+ *   from `checkpointedHighWatermark` (see `high-watermark-checkpoint.ts`).
  *
  * Bad input (unknown offsets, oversized batches, keyless records in a compacted log) throws a
  * CohortError carrying the Kafka error code the caller puts in its response.
@@ -167,6 +185,13 @@ export class PartitionLog {
   private checkpointGeneration = 0;
   private checkpointing: Promise<void> | null = null;
   private isCheckpointPending = false;
+  /** Where each leader epoch started in this log; changed only by the log's appends and truncations. */
+  readonly leaderEpochCache: LeaderEpochCache;
+  /** The high watermark the checkpoint file holds, as written (undefined: no file). */
+  private highWatermarkOnDisk: number | undefined;
+  /** The last high watermark asked to be checkpointed. */
+  private highWatermarkRequested: number | undefined;
+  private highWatermarkWriting: Promise<void> | null = null;
 
   private constructor(
     readonly dir: string,
@@ -175,6 +200,8 @@ export class PartitionLog {
     segments: LogSegment[],
     recoveryPoint: number,
     recoveryListener: LogRecoveryListener | undefined,
+    epochEntries: readonly EpochEntry[],
+    highWatermark: number | undefined,
   ) {
     this.config = config;
     this.time = time;
@@ -192,6 +219,15 @@ export class PartitionLog {
       recoveryPoint,
       () => this.maybeCheckpoint(),
     );
+    this.leaderEpochCache = new LeaderEpochCache(
+      dir,
+      epochEntries,
+      () => this.logEndOffset,
+      (epoch, startOffset, latest) =>
+        recoveryListener?.onLeaderEpochRefused?.(dir, epoch, startOffset, latest.epoch),
+    );
+    this.highWatermarkOnDisk = highWatermark;
+    this.highWatermarkRequested = highWatermark;
   }
 
   /**
@@ -240,7 +276,44 @@ export class PartitionLog {
         });
       }
     }
-    return new PartitionLog(dir, config, time, segments, recoveryPoint, options.recovery?.listener);
+    const listener = options.recovery?.listener;
+    let highWatermark: number | undefined;
+    let log: PartitionLog;
+    try {
+      const found = readHighWatermarkCheckpoint(dir);
+      if (found === 'unreadable') {
+        listener?.onHighWatermarkCheckpointUnreadable?.(dir, highWatermarkCheckpointPath(dir));
+      }
+      highWatermark = typeof found === 'number' ? found : undefined;
+      const epochs = readLeaderEpochCheckpoint(dir);
+      const isRebuilt = epochs === null || epochs === 'unreadable';
+      const entries = isRebuilt ? rebuildEpochEntries(segments) : epochs;
+      log = new PartitionLog(dir, config, time, segments, recoveryPoint, listener, entries, highWatermark);
+      const cache = log.leaderEpochCache;
+      if (!isRebuilt) {
+        // The file may be ahead of the log (written before a batch a crash then tore away, or before a
+        // cut of damage): it is trimmed to what recovery kept.
+        cache.truncateFromEnd(logEndOffset);
+        cache.truncateFromStart(logStartOffset);
+      } else if (epochs === 'unreadable' || logEndOffset > logStartOffset) {
+        // A new, empty log writes no file until its first epoch; anything else is written once, so the
+        // next open reads it instead of scanning the log again.
+        cache.write();
+        listener?.onLeaderEpochCacheRebuilt?.({
+          dir,
+          file: leaderEpochCheckpointPath(dir),
+          reason: epochs === null ? 'missing' : 'unreadable',
+          entries: cache.epochEntries().length,
+        });
+      }
+    } catch (error) {
+      for (const segment of segments) segment.close();
+      if (error instanceof CohortError) throw error;
+      throw new CohortError(ErrorCode.KAFKA_STORAGE_ERROR, `cannot open the checkpoints of ${dir}`, {
+        cause: error,
+      });
+    }
+    return log;
   }
 
   get logStartOffset(): number {
@@ -258,6 +331,54 @@ export class PartitionLog {
       segmentBaseOffset: active.baseOffset,
       relativePositionInSegment: active.sizeInBytes,
     };
+  }
+
+  /** The latest leader epoch of the log, or -1 when no batch carried one (see `leaderEpochCache`). */
+  latestEpoch(): number {
+    return this.leaderEpochCache.latestEpoch();
+  }
+
+  /** The (epoch, startOffset) entries of `leaderEpochCache`, oldest first. */
+  epochEntries(): readonly EpochEntry[] {
+    return this.leaderEpochCache.epochEntries();
+  }
+
+  /** Kafka's OffsetForLeaderEpoch answer from this log (see `LeaderEpochCache.endOffsetFor`). */
+  endOffsetFor(requestedEpoch: number): EpochEndOffset {
+    return this.leaderEpochCache.endOffsetFor(requestedEpoch);
+  }
+
+  /**
+   * The high watermark last checkpointed (read at open, then the last one written), capped to
+   * [logStartOffset, logEndOffset]; undefined when the partition has no checkpoint (new, or written
+   * before cohort kept one).
+   */
+  get checkpointedHighWatermark(): number | undefined {
+    const value = this.highWatermarkOnDisk;
+    if (value === undefined) return undefined;
+    return Math.max(this.logStartOffset, Math.min(value, this.logEndOffset));
+  }
+
+  /**
+   * Writes `highWatermark` to the partition's `high-watermark-checkpoint`, off the event loop (see
+   * `high-watermark-checkpoint.ts`). Resolves at once when it is the value already written; while a write
+   * is under way the newest value asked for is written after it, and the returned promise resolves once
+   * that is done. Rejects with the I/O error of a failed write (the older file stays), and after close.
+   * Nothing is written for a log taken offline.
+   */
+  checkpointHighWatermark(highWatermark: number): Promise<void> {
+    if (this.isClosed || this.isClosing) return Promise.reject(closedError(this.dir));
+    if (!Number.isSafeInteger(highWatermark) || highWatermark < 0) {
+      return Promise.reject(
+        new CohortError(ErrorCode.OFFSET_OUT_OF_RANGE, `cannot checkpoint high watermark ${highWatermark}`),
+      );
+    }
+    if (this.isOffline) return RESOLVED;
+    this.highWatermarkRequested = highWatermark;
+    if (this.highWatermarkWriting !== null) return this.highWatermarkWriting;
+    if (highWatermark === this.highWatermarkOnDisk) return RESOLVED;
+    this.highWatermarkWriting = this.writeHighWatermarks();
+    return this.highWatermarkWriting;
   }
 
   /** Offsets below this are known to be fsynced (Kafka's recovery point). */
@@ -300,8 +421,12 @@ export class PartitionLog {
    * its own: its records count toward `flushMessages` and become durable with the next fsync (an
    * acknowledged append's, the flush interval's, an explicit flush, or close). Fire-and-forget producers
    * would otherwise cost an fsync per request without anyone gaining a guarantee from it.
+   *
+   * `leaderEpoch` is the epoch of the leader appending (Kafka's partitionLeaderEpoch), stored in the batch;
+   * a new one adds an entry to `leaderEpochCache` (an older one than the latest is stored but refused by
+   * the cache and reported). The default 0 is the epoch of a partition that never changed leader.
    */
-  append(records: readonly SimpleRecord[], isAcknowledged = true): LogAppendInfo {
+  append(records: readonly SimpleRecord[], isAcknowledged = true, leaderEpoch = 0): LogAppendInfo {
     this.ensureWritable();
     if (records.length === 0)
       throw new CohortError(ErrorCode.INVALID_RECORD, 'an append needs at least one record');
@@ -310,6 +435,7 @@ export class PartitionLog {
     const batch = RecordBatch.encode(records, {
       baseOffset: this.logEndOffset,
       defaultTimestampMs: logAppendTimeMs,
+      partitionLeaderEpoch: leaderEpoch,
     });
     if (batch.sizeInBytes > this.config.maxMessageBytes) {
       throw new CohortError(
@@ -322,8 +448,10 @@ export class PartitionLog {
 
   /**
    * Follower append: stores records with the offsets the leader gave them (increasing, gaps allowed, the
-   * first at or after the LEO). Throws CohortError INVALID_RECORD for records out of order or behind the
-   * LEO, RECORD_LIST_TOO_LARGE for a batch larger than a segment.
+   * first at or after the LEO) and the leader epochs they carry: consecutive records of one epoch go in
+   * one batch, a change of epoch starts the next (and adds its entry to `leaderEpochCache`). Throws
+   * CohortError INVALID_RECORD for records out of order, behind the LEO or with an impossible epoch,
+   * RECORD_LIST_TOO_LARGE for a batch larger than a segment; nothing is written then.
    */
   appendAsFollower(records: readonly LogRecord[]): LogAppendInfo {
     this.ensureWritable();
@@ -337,8 +465,22 @@ export class PartitionLog {
       );
     }
     this.checkKeys(records);
-    const batch = RecordBatch.encode(records, { baseOffset: firstOffset });
-    return this.appendBatch(batch, this.time.nowMs(), true);
+    const batches = encodeByEpoch(records);
+    const nowMs = this.time.nowMs();
+    if (batches.length === 1) return this.appendBatch(batches[0]!, nowMs, true);
+    for (const batch of batches) this.checkBatchFits(batch);
+    let recordCount = 0;
+    let maxTimestampMs = -1;
+    let sizeInBytes = 0;
+    let last: LogAppendInfo | undefined;
+    for (let i = 0; i < batches.length; i++) {
+      // Only the last asks for the flush: it covers every batch before it.
+      last = this.appendBatch(batches[i]!, nowMs, i === batches.length - 1);
+      recordCount += last.recordCount;
+      maxTimestampMs = Math.max(maxTimestampMs, last.maxTimestampMs);
+      sizeInBytes += last.sizeInBytes;
+    }
+    return { ...last!, firstOffset, recordCount, maxTimestampMs, sizeInBytes };
   }
 
   /**
@@ -487,17 +629,21 @@ export class PartitionLog {
     if (this.config.cleanupPolicy !== 'delete') return 0;
     let deleted = 0;
     const { retentionMs, retentionBytes } = this.config;
-    if (retentionMs >= 0) {
-      const nowMs = this.time.nowMs();
-      deleted += this.deletePrefix(maxOffset, (segment) => nowMs - segment.maxTimestampMs > retentionMs);
-    }
-    if (retentionBytes >= 0) {
-      let excessBytes = this.sizeInBytes - retentionBytes;
-      deleted += this.deletePrefix(maxOffset, (segment) => {
-        if (excessBytes - segment.sizeInBytes < 0) return false;
-        excessBytes -= segment.sizeInBytes;
-        return true;
-      });
+    try {
+      if (retentionMs >= 0) {
+        const nowMs = this.time.nowMs();
+        deleted += this.deletePrefix(maxOffset, (segment) => nowMs - segment.maxTimestampMs > retentionMs);
+      }
+      if (retentionBytes >= 0) {
+        let excessBytes = this.sizeInBytes - retentionBytes;
+        deleted += this.deletePrefix(maxOffset, (segment) => {
+          if (excessBytes - segment.sizeInBytes < 0) return false;
+          excessBytes -= segment.sizeInBytes;
+          return true;
+        });
+      }
+    } finally {
+      if (deleted > 0) this.leaderEpochCache.truncateFromStart(this.logStartOffset);
     }
     return deleted;
   }
@@ -546,6 +692,8 @@ export class PartitionLog {
     this.activeSegment.truncateTo(offset);
     // The LEO can end below `offset` (a compaction gap): nothing from it on is durable any more.
     this.lowerFlushState(this.logEndOffset);
+    // After the records: a crash in between leaves the cache ahead of the log, which the open trims.
+    this.leaderEpochCache.truncateFromEnd(this.logEndOffset);
   }
 
   /** Deletes every segment and starts an empty log at `offset` (a follower whose offset is out of range). */
@@ -573,6 +721,7 @@ export class PartitionLog {
     // Every old offset is gone, so every waiter for one is rejected.
     this.lowerFlushState(Math.min(offset, old[0]!.baseOffset));
     this.flushRequestedOffset = offset;
+    this.leaderEpochCache.clear();
   }
 
   /** Waits for compaction and pending flushes, fsyncs what is left and closes every file. Idempotent. */
@@ -587,6 +736,7 @@ export class PartitionLog {
     if (!this.isOffline) await this.flush().catch(ignore);
     await this.groupCommit.idle();
     await this.checkpointing;
+    await this.highWatermarkWriting?.catch(ignore);
     if (!this.isOffline && this.recoveryPoint >= this.logEndOffset) {
       // Everything is fsynced: the next open validates nothing (Kafka's clean-shutdown marker).
       const checkpoint = { recoveryPoint: this.logEndOffset, isCleanShutdown: true };
@@ -609,13 +759,20 @@ export class PartitionLog {
     return this.segments[this.segments.length - 1]!;
   }
 
-  private appendBatch(batch: RecordBatch, logAppendTimeMs: number, isAcknowledged: boolean): LogAppendInfo {
+  private checkBatchFits(batch: RecordBatch): void {
     if (batch.sizeInBytes > this.config.segmentBytes) {
       throw new CohortError(
         ErrorCode.RECORD_LIST_TOO_LARGE,
         `batch of ${batch.sizeInBytes} bytes exceeds segmentBytes ${this.config.segmentBytes}`,
       );
     }
+  }
+
+  private appendBatch(batch: RecordBatch, logAppendTimeMs: number, isAcknowledged: boolean): LogAppendInfo {
+    this.checkBatchFits(batch);
+    // Before the batch, as Kafka: a crash after it leaves the cache ahead of the log (trimmed at open),
+    // never behind it.
+    this.leaderEpochCache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
     this.maybeRoll(batch);
     this.activeSegment.append(batch);
     const lastOffset = batch.lastOffset;
@@ -659,6 +816,22 @@ export class PartitionLog {
   }
 
   /** The group commit's sync: fsync every dirty segment (and the directory when files changed). */
+  /** Writes the newest requested high watermark until the file holds it; one write at a time. */
+  private async writeHighWatermarks(): Promise<void> {
+    try {
+      while (
+        this.highWatermarkRequested !== undefined &&
+        this.highWatermarkRequested !== this.highWatermarkOnDisk
+      ) {
+        const value = this.highWatermarkRequested;
+        await writeHighWatermarkCheckpoint(this.dir, value);
+        this.highWatermarkOnDisk = value;
+      }
+    } finally {
+      this.highWatermarkWriting = null;
+    }
+  }
+
   private async syncSegments(): Promise<number> {
     const target = this.logEndOffset;
     const dirty = this.segments.filter((segment) => segment.isDirty);
@@ -922,6 +1095,52 @@ function truncatedError(offset: number): CohortError {
     ErrorCode.NOT_LEADER_OR_FOLLOWER,
     `records from offset ${offset} were truncated before they were flushed`,
   );
+}
+
+/**
+ * A follower's records as batches: one per run of records with the same leader epoch. Offsets must
+ * increase across the runs as within each (RecordBatch.encode checks within).
+ */
+function encodeByEpoch(records: readonly LogRecord[]): RecordBatch[] {
+  const batches: RecordBatch[] = [];
+  let start = 0;
+  for (let i = 1; i <= records.length; i++) {
+    const epoch = records[start]!.leaderEpoch;
+    if (i < records.length && records[i]!.leaderEpoch === epoch) continue;
+    if (start > 0 && !(records[start]!.offset > records[start - 1]!.offset)) {
+      throw new CohortError(
+        ErrorCode.INVALID_RECORD,
+        `record offsets must increase; got ${records[start]!.offset} after ${records[start - 1]!.offset}`,
+      );
+    }
+    // One run (the usual case): the records as they are, no copy.
+    const run = start === 0 && i === records.length ? records : records.slice(start, i);
+    batches.push(
+      RecordBatch.encode(run, { baseOffset: records[start]!.offset, partitionLeaderEpoch: epoch }),
+    );
+    start = i;
+  }
+  return batches;
+}
+
+/**
+ * The leader-epoch entries the batches of a log imply (a data directory without the cache file, or with a
+ * damaged one): each first batch of an epoch above the ones before it. Batches without an epoch (magic 1,
+ * or written without one) and out-of-order epochs add nothing, as assignment would refuse them. Reads
+ * every batch once (CRC-checked; damage is skipped): paid once, at the first open after an upgrade.
+ */
+function rebuildEpochEntries(segments: readonly LogSegment[]): EpochEntry[] {
+  const entries: EpochEntry[] = [];
+  for (const segment of segments) {
+    for (const item of segment.scanBatches()) {
+      if (!(item instanceof RecordBatch)) continue;
+      const epoch = item.partitionLeaderEpoch;
+      if (epoch >= 0 && epoch > (entries[entries.length - 1]?.epoch ?? -1)) {
+        entries.push({ epoch, startOffset: item.baseOffset });
+      }
+    }
+  }
+  return entries;
 }
 
 interface LoadedSegments {

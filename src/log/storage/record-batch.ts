@@ -6,23 +6,30 @@ import { readUvarint, uvarintSize, writeUvarint, type Cursor } from './varint';
 /**
  * The unit the log writes, checksums and reads: a batch of records with consecutive-or-gapped offsets.
  * The layout follows Kafka's v2 record batch (big-endian, fixed header, varint records), without
- * producer ids, epochs or compression:
+ * producer ids or compression:
  *
  *   offset size field
- *        0    8 baseOffset       first offset the batch covers
- *        8    4 batchLength      bytes after this field (the whole batch is LOG_OVERHEAD + batchLength)
- *       12    1 magic            RECORD_BATCH_MAGIC
- *       13    4 crc              CRC-32 (zlib) of bytes [0, 13) and [17, end): everything but itself
- *       17    2 attributes       0 (reserved)
- *       19    4 lastOffsetDelta  lastOffset - baseOffset
- *       23    8 baseTimestampMs  the smallest record timestamp (Kafka: the first one)
- *       31    8 maxTimestampMs   the largest record timestamp
+ *        0    8 baseOffset            first offset the batch covers
+ *        8    4 batchLength           bytes after this field (the whole batch is LOG_OVERHEAD + batchLength)
+ *       12    1 magic                 RECORD_BATCH_MAGIC (2); 1 for batches written before leader epochs
+ *       13    4 crc                   CRC-32 (zlib) of bytes [0, 13) and [17, end): everything but itself
+ *       17    2 attributes            0 (reserved)
+ *       19    4 lastOffsetDelta       lastOffset - baseOffset
+ *       23    8 baseTimestampMs       the smallest record timestamp (Kafka: the first one)
+ *       31    8 maxTimestampMs        the largest record timestamp
  *       39    4 recordCount
- *       43    … records, each:
+ *       43    4 partitionLeaderEpoch  the epoch of the leader that assigned the offsets (KIP-101), or -1
+ *       47    … records, each:
  *                 length uvarint (bytes after it), attributes int8 (0),
  *                 timestampDelta uvarint, offsetDelta uvarint,
  *                 keyLength+1 uvarint (0 = null) + key, valueLength+1 uvarint (0 = null) + value,
  *                 headerCount uvarint, then per header keyLength uvarint + UTF-8 key, valueLength uvarint + value
+ *
+ * Magic 1 is the same layout without `partitionLeaderEpoch` (43-byte header, records at 43). It is still
+ * read, as epoch -1 (Kafka's NO_PARTITION_LEADER_EPOCH), because data directories hold it; every batch
+ * is written as magic 2. Kafka puts the epoch before `magic`; here it follows the fields both versions
+ * share, so `magic` and every other header field stay where they were and a reader tells the versions
+ * apart by the byte it already reads first.
  *
  * Unlike Kafka the CRC also covers baseOffset and batchLength: cohort assigns offsets before encoding, so
  * nothing rewrites them in place, and a flipped bit in either is caught like any other. Deltas are taken
@@ -31,14 +38,22 @@ import { readUvarint, uvarintSize, writeUvarint, type Cursor } from './varint';
  * A batch may cover offsets that hold no record (gaps left by compaction), and may even be empty: the
  * cleaner keeps an empty last batch so that a cleaned segment still ends at the same offset.
  *
- * Worked example: one record {offset 7, timestamp 1000, key "k", value "v", no headers} encodes as
- * baseOffset 7, batchLength 40, lastOffsetDelta 0, both timestamps 1000, count 1, then the record
- * 08 00 00 00 02 6b 02 76 00 (length 8, attributes, Δts 0, Δoffset 0, key, value, 0 headers): 52 bytes.
+ * Worked example: one record {offset 7, timestamp 1000, key "k", value "v", no headers} written by the
+ * leader of epoch 5 encodes as baseOffset 7, batchLength 44, lastOffsetDelta 0, both timestamps 1000,
+ * count 1, partitionLeaderEpoch 5, then the record 08 00 00 00 02 6b 02 76 00 (length 8, attributes,
+ * Δts 0, Δoffset 0, key, value, 0 headers): 56 bytes (52 in magic 1).
  */
-export const RECORD_BATCH_MAGIC = 1;
+export const RECORD_BATCH_MAGIC = 2;
+/** The format before leader epochs: read, never written. */
+export const RECORD_BATCH_MAGIC_V1 = 1;
+/** Kafka's RecordBatch.NO_PARTITION_LEADER_EPOCH: a batch written without a leader epoch. */
+export const NO_PARTITION_LEADER_EPOCH = -1;
 /** baseOffset + batchLength: what must be read to learn a batch's size (Kafka's LOG_OVERHEAD). */
 export const LOG_OVERHEAD = 12;
-export const RECORD_BATCH_HEADER_BYTES = 43;
+/** The header of a batch as written (magic 2); the records follow it. */
+export const RECORD_BATCH_HEADER_BYTES = 47;
+/** The header of a magic 1 batch: the smallest a batch can be. */
+export const RECORD_BATCH_V1_HEADER_BYTES = 43;
 /** Offsets inside a batch (and a segment) are 32-bit deltas. */
 export const MAX_OFFSET_DELTA = 0x7fffffff;
 
@@ -49,6 +64,8 @@ const LAST_OFFSET_DELTA_AT = 19;
 const BASE_TIMESTAMP_AT = 23;
 const MAX_TIMESTAMP_AT = 31;
 const RECORD_COUNT_AT = 39;
+const PARTITION_LEADER_EPOCH_AT = 43;
+const MAX_INT32 = 0x7fffffff;
 /** length, attributes, Δts, Δoffset, key length, value length, header count: one byte each at least. */
 const MIN_RECORD_BYTES = 7;
 const TWO_POW_32 = 0x1_0000_0000;
@@ -69,6 +86,8 @@ export interface EncodeOptions {
   readonly lastOffset?: number;
   /** The timestamp of records that carry none (the append time). */
   readonly defaultTimestampMs?: number;
+  /** The epoch of the leader that assigned the offsets; default NO_PARTITION_LEADER_EPOCH. */
+  readonly partitionLeaderEpoch?: number;
 }
 
 function readSafeInt64(buffer: Buffer, at: number): number {
@@ -86,6 +105,13 @@ function corrupt(message: string): CohortError {
   return new CohortError(ErrorCode.CORRUPT_MESSAGE, message);
 }
 
+/** Where a batch's records start: after the header of its magic; -1 for a magic cohort never wrote. */
+function headerBytesOf(magic: number | undefined): number {
+  if (magic === RECORD_BATCH_MAGIC) return RECORD_BATCH_HEADER_BYTES;
+  if (magic === RECORD_BATCH_MAGIC_V1) return RECORD_BATCH_V1_HEADER_BYTES;
+  return -1;
+}
+
 function batchCrc(buffer: Buffer): number {
   return crc32(buffer.subarray(CRC_AT + 4), crc32(buffer.subarray(0, CRC_AT)));
 }
@@ -100,11 +126,12 @@ function batchCrc(buffer: Buffer): number {
 export function checkBatchAt(buffer: Buffer, position: number, end: number, isCrcChecked = true): number {
   if (end - position < LOG_OVERHEAD) return INCOMPLETE_BATCH;
   const batchLength = buffer.readInt32BE(position + 8);
-  if (batchLength < RECORD_BATCH_HEADER_BYTES - LOG_OVERHEAD) return CORRUPT_BATCH;
+  if (batchLength < RECORD_BATCH_V1_HEADER_BYTES - LOG_OVERHEAD) return CORRUPT_BATCH;
   const size = LOG_OVERHEAD + batchLength;
   if (end - position < size) return INCOMPLETE_BATCH;
   const batch = buffer.subarray(position, position + size);
-  if (batch[MAGIC_AT] !== RECORD_BATCH_MAGIC) return CORRUPT_BATCH;
+  const headerBytes = headerBytesOf(batch[MAGIC_AT]);
+  if (headerBytes < 0 || size < headerBytes) return CORRUPT_BATCH;
   if (isCrcChecked && batch.readUInt32BE(CRC_AT) !== batchCrc(batch)) return CORRUPT_BATCH;
   // A matching CRC over impossible fields means a writer bug, not a torn write; still not a batch.
   if (batch.readUInt16BE(ATTRIBUTES_AT) !== 0) return CORRUPT_BATCH;
@@ -118,7 +145,10 @@ export function checkBatchAt(buffer: Buffer, position: number, end: number, isCr
   }
   if (baseTimestampMs < 0 || maxTimestampMs < baseTimestampMs) return CORRUPT_BATCH;
   if (recordCount < 0 || recordCount > lastOffsetDelta + 1) return CORRUPT_BATCH;
-  if (recordCount * MIN_RECORD_BYTES > size - RECORD_BATCH_HEADER_BYTES) return CORRUPT_BATCH;
+  if (recordCount * MIN_RECORD_BYTES > size - headerBytes) return CORRUPT_BATCH;
+  if (headerBytes === RECORD_BATCH_HEADER_BYTES) {
+    if (batch.readInt32BE(PARTITION_LEADER_EPOCH_AT) < NO_PARTITION_LEADER_EPOCH) return CORRUPT_BATCH;
+  }
   return size;
 }
 
@@ -150,10 +180,21 @@ export class RecordBatch {
    */
   static encode(records: readonly RecordInput[], options: EncodeOptions): RecordBatch {
     const { baseOffset, defaultTimestampMs } = options;
+    const partitionLeaderEpoch = options.partitionLeaderEpoch ?? NO_PARTITION_LEADER_EPOCH;
     if (!Number.isSafeInteger(baseOffset) || baseOffset < 0) {
       throw new CohortError(
         ErrorCode.INVALID_RECORD,
         `baseOffset must be a non-negative integer, got ${baseOffset}`,
+      );
+    }
+    if (
+      !Number.isInteger(partitionLeaderEpoch) ||
+      partitionLeaderEpoch < NO_PARTITION_LEADER_EPOCH ||
+      partitionLeaderEpoch > MAX_INT32
+    ) {
+      throw new CohortError(
+        ErrorCode.INVALID_RECORD,
+        `partitionLeaderEpoch must be -1 or a non-negative 32-bit integer, got ${partitionLeaderEpoch}`,
       );
     }
     const count = records.length;
@@ -218,6 +259,7 @@ export class RecordBatch {
     writeSafeInt64(buffer, BASE_TIMESTAMP_AT, baseTimestampMs);
     writeSafeInt64(buffer, MAX_TIMESTAMP_AT, maxTimestampMs);
     buffer.writeInt32BE(count, RECORD_COUNT_AT);
+    buffer.writeInt32BE(partitionLeaderEpoch, PARTITION_LEADER_EPOCH_AT);
     let position = RECORD_BATCH_HEADER_BYTES;
     for (let i = 0; i < count; i++) {
       const record = records[i]!;
@@ -273,6 +315,17 @@ export class RecordBatch {
     return this.buffer.readInt32BE(RECORD_COUNT_AT);
   }
 
+  get magic(): number {
+    return this.buffer[MAGIC_AT]!;
+  }
+
+  /** The epoch of the leader that assigned this batch's offsets; -1 for a magic 1 batch or none given. */
+  get partitionLeaderEpoch(): number {
+    return this.buffer[MAGIC_AT] === RECORD_BATCH_MAGIC
+      ? this.buffer.readInt32BE(PARTITION_LEADER_EPOCH_AT)
+      : NO_PARTITION_LEADER_EPOCH;
+  }
+
   get sizeInBytes(): number {
     return this.buffer.length;
   }
@@ -300,8 +353,10 @@ export class RecordBatch {
     const baseTimestampMs = this.baseTimestampMs;
     const maxTimestampMs = this.maxTimestampMs;
     const count = this.recordCount;
+    const leaderEpoch = this.partitionLeaderEpoch;
     const records = new Array<LogRecord>(count);
-    const cursor: Cursor = { position: RECORD_BATCH_HEADER_BYTES };
+    const cursor: Cursor = { position: headerBytesOf(buffer[MAGIC_AT]) };
+    if (cursor.position < 0) throw corrupt(`record batch magic ${buffer[MAGIC_AT]} is unknown`);
     let previousDelta = -1;
     for (let i = 0; i < count; i++) {
       const length = readUvarint(buffer, cursor, end);
@@ -337,7 +392,7 @@ export class RecordBatch {
         headers = list;
       }
       if (cursor.position !== recordEnd) throw corrupt('record length does not match its fields');
-      records[i] = { offset: baseOffset + offsetDelta, timestampMs, key, value, headers };
+      records[i] = { offset: baseOffset + offsetDelta, timestampMs, key, value, headers, leaderEpoch };
     }
     if (cursor.position !== end) throw corrupt('batch holds bytes after its last record');
     return records;

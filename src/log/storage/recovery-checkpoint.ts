@@ -1,6 +1,11 @@
-import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { fsyncDirectory, fsyncDirectorySync } from './file-io';
+import {
+  isOffset,
+  parseCheckpointJson,
+  readCheckpointFile,
+  writeCheckpointFile,
+  writeCheckpointFileSync,
+} from './checkpoint-file';
 
 /**
  * A partition's recovery point on disk, after Kafka's `recovery-point-offset-checkpoint` and its
@@ -15,14 +20,10 @@ import { fsyncDirectory, fsyncDirectorySync } from './file-io';
  * nothing to protect yet), after a sync that covers a
  * newly sealed segment, at most once a minute otherwise, after a truncation below it, and at close.
  *
- * A stale value is safe: it only makes the next recovery look at more of the log. A write goes to a
- * temporary file that is fsynced and renamed over the old one, and the directory is fsynced, so a crash
- * leaves the old file or the new one, never a mix. A file that cannot be read counts as missing.
+ * A stale value is safe: it only makes the next recovery look at more of the log. Writes are crash-safe
+ * (`checkpoint-file.ts`). A file that cannot be read counts as missing.
  */
 export const RECOVERY_CHECKPOINT_FILE = 'recovery-point-offset-checkpoint';
-/** Synchronous writes (open, truncation) and asynchronous ones (after syncs, close) use their own temp file. */
-const SYNC_TEMP_SUFFIX = '.tmp';
-const ASYNC_TEMP_SUFFIX = '.async.tmp';
 const VERSION = 1;
 
 export interface RecoveryCheckpoint {
@@ -44,31 +45,13 @@ export function isRecoveryCheckpointFile(name: string): boolean {
  * `'unreadable'` when the file exists but does not parse (the caller treats it as missing and says so).
  */
 export function readRecoveryCheckpoint(dir: string): RecoveryCheckpoint | 'unreadable' | null {
-  const file = recoveryCheckpointPath(dir);
-  for (const suffix of [SYNC_TEMP_SUFFIX, ASYNC_TEMP_SUFFIX]) fs.rmSync(file + suffix, { force: true });
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
-  try {
-    const value = JSON.parse(text) as Partial<Record<keyof RecoveryCheckpoint | 'version', unknown>>;
-    const { recoveryPoint, isCleanShutdown } = value;
-    if (
-      value.version !== VERSION ||
-      typeof recoveryPoint !== 'number' ||
-      !Number.isSafeInteger(recoveryPoint) ||
-      recoveryPoint < 0 ||
-      typeof isCleanShutdown !== 'boolean'
-    ) {
-      return 'unreadable';
-    }
-    return { recoveryPoint, isCleanShutdown };
-  } catch {
-    return 'unreadable';
-  }
+  const text = readCheckpointFile(recoveryCheckpointPath(dir));
+  if (text === null) return null;
+  const value = parseCheckpointJson(text, VERSION);
+  if (value === 'unreadable') return value;
+  const { recoveryPoint, isCleanShutdown } = value;
+  if (!isOffset(recoveryPoint) || typeof isCleanShutdown !== 'boolean') return 'unreadable';
+  return { recoveryPoint, isCleanShutdown };
 }
 
 function encode(checkpoint: RecoveryCheckpoint): string {
@@ -77,17 +60,7 @@ function encode(checkpoint: RecoveryCheckpoint): string {
 
 /** Writes the checkpoint durably before returning (open and truncation: rare, and must not race). */
 export function writeRecoveryCheckpointSync(dir: string, checkpoint: RecoveryCheckpoint): void {
-  const file = recoveryCheckpointPath(dir);
-  const temp = file + SYNC_TEMP_SUFFIX;
-  const fd = fs.openSync(temp, 'w');
-  try {
-    fs.writeSync(fd, encode(checkpoint));
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(temp, file);
-  fsyncDirectorySync(dir);
+  writeCheckpointFileSync(recoveryCheckpointPath(dir), encode(checkpoint));
 }
 
 /**
@@ -95,25 +68,10 @@ export function writeRecoveryCheckpointSync(dir: string, checkpoint: RecoveryChe
  * rename: when it says no (a truncation wrote a lower recovery point meanwhile, or the log closed), the
  * write is dropped, so an older, higher value never replaces a newer, lower one.
  */
-export async function writeRecoveryCheckpoint(
+export function writeRecoveryCheckpoint(
   dir: string,
   checkpoint: RecoveryCheckpoint,
   isCurrent: () => boolean,
 ): Promise<boolean> {
-  const file = recoveryCheckpointPath(dir);
-  const temp = file + ASYNC_TEMP_SUFFIX;
-  const handle = await fs.promises.open(temp, 'w');
-  try {
-    await handle.writeFile(encode(checkpoint));
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  if (!isCurrent()) {
-    fs.rmSync(temp, { force: true });
-    return false;
-  }
-  fs.renameSync(temp, file);
-  await fsyncDirectory(dir);
-  return true;
+  return writeCheckpointFile(recoveryCheckpointPath(dir), encode(checkpoint), isCurrent);
 }

@@ -6,7 +6,7 @@ const TRUNCATION_KINDS: readonly LogTruncationKind[] = ['torn_tail', 'corrupt', 
 /**
  * What recovery repaired, counted (docs/operations.md, "Damaged files"): every cut a log's open made, by
  * kind, and its bytes; every index rebuilt; every batch or record the `__consumer_offsets` load skipped;
- * every recovery-point checkpoint that could not be read or written. Fed by `storageRecoveryLog`; all
+ * every checkpoint (recovery point, leader epochs, high watermark) that could not be read or written. Fed by `storageRecoveryLog`; all
  * start at 0 so an alert can watch them from the first scrape.
  */
 export class RecoveryMetrics {
@@ -48,7 +48,7 @@ export class RecoveryMetrics {
     });
     this.checkpointErrors = new Counter({
       name: 'cohort_log_recovery_checkpoint_errors_total',
-      help: 'Recovery-point checkpoints that could not be read (the log was recovered in full) or written.',
+      help: 'Checkpoints (recovery point, leader epochs, high watermark) that could not be read or written.',
       registers,
     });
     for (const kind of TRUNCATION_KINDS) {

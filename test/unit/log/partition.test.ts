@@ -46,11 +46,11 @@ describe('Partition (leader replication state)', () => {
     );
   }
 
-  it('starts with every replica in sync, followers at an unknown offset, and the HW at the LEO', () => {
+  it('starts with every replica in sync, followers at an unknown offset, and without a checkpoint the HW at the log start', () => {
     append(leader(), 3);
     const partition = leader();
     expect(partition.isr).toEqual([0, 1, 2]);
-    expect(partition.highWatermark).toBe(3);
+    expect(partition.highWatermark).toBe(0);
     expect(partition.followerState(1)?.logEndOffset).toBe(UNKNOWN_OFFSET);
     expect(partition.followerState(0)).toBeUndefined();
   });
@@ -263,8 +263,8 @@ describe('Partition (leader replication state)', () => {
     });
     expect(follower.isLeader).toBe(false);
     follower.appendRecordsAsFollower([
-      { offset: 0, timestampMs: 1, key: null, value: Buffer.from('a'), headers: [] },
-      { offset: 1, timestampMs: 1, key: null, value: Buffer.from('b'), headers: [] },
+      { offset: 0, timestampMs: 1, key: null, value: Buffer.from('a'), headers: [], leaderEpoch: 0 },
+      { offset: 1, timestampMs: 1, key: null, value: Buffer.from('b'), headers: [], leaderEpoch: 0 },
     ]);
     expect(follower.updateFollowerHighWatermark(5)).toBe(true);
     expect(follower.highWatermark).toBe(2);
@@ -273,5 +273,56 @@ describe('Partition (leader replication state)', () => {
     follower.truncateTo(1);
     expect(follower.logEndOffset).toBe(1);
     expect(follower.highWatermark).toBe(1);
+  });
+
+  describe('after a restart', () => {
+    /** Appends `count` records, checkpoints `highWatermark`, closes the log and reopens it. */
+    async function restartWith(count: number, highWatermark: number): Promise<PartitionLog> {
+      append(leader([0]), count);
+      await log.checkpointHighWatermark(highWatermark);
+      await log.close();
+      log = PartitionLog.open(path.join(dir, 't-0'), { time, config: { flushMessages: 1_000_000 } });
+      return log;
+    }
+
+    it('a leader with followers starts its HW at the checkpointed HW, not at its log end', async () => {
+      await restartWith(5, 3);
+      const partition = leader([0, 1, 2]);
+      expect([partition.logEndOffset, partition.highWatermark]).toEqual([5, 3]);
+      // Consumers see only what every replica had; the followers' fetches move it on.
+      expect(partition.read(0, 1_000, false, true).records.map((r) => r.offset)).toEqual([0, 1, 2]);
+      partition.updateFollowerFetchState(1, 5, time.monotonicMs());
+      expect(partition.updateFollowerFetchState(2, 5, time.monotonicMs())).toBe(true);
+      expect(partition.highWatermark).toBe(5);
+    });
+
+    it('a checkpointed HW beyond the recovered log is capped at its log end', async () => {
+      await restartWith(2, 2);
+      await log.checkpointHighWatermark(9);
+      await log.close();
+      log = PartitionLog.open(path.join(dir, 't-0'), { time, config: { flushMessages: 1_000_000 } });
+      expect(leader([0, 1]).highWatermark).toBe(2);
+    });
+
+    it('a single-replica leader starts at its log end: it is the whole ISR', async () => {
+      await restartWith(5, 3);
+      expect(leader([0]).highWatermark).toBe(5);
+    });
+
+    it('a follower starts at the checkpointed HW', async () => {
+      await restartWith(5, 4);
+      const follower = new Partition({
+        topic: 't',
+        partitionIndex: 0,
+        log,
+        localNodeId: 1,
+        leaderId: 0,
+        replicas: [0, 1],
+        minInsyncReplicas: 1,
+        replicaLagTimeMaxMs: LAG_MS,
+        nowMs: 0,
+      });
+      expect(follower.highWatermark).toBe(4);
+    });
   });
 });

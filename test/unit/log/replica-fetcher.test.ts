@@ -171,6 +171,7 @@ describe('ReplicaFetcher', () => {
         key: null,
         value: Buffer.from(v),
         headers: [],
+        leaderEpoch: 0,
       })),
     );
     await stale.close();

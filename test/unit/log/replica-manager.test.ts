@@ -3,7 +3,17 @@ import * as path from 'node:path';
 import { ErrorCode } from '../../../src/errors';
 import type { ReplicaManager } from '../../../src/log';
 import { MAX_PARTITIONS_PER_TOPIC } from '../../../src/log';
-import { BrokerHarness, fetched, leaderConfig, produced, record, values } from './broker-harness';
+import { HIGH_WATERMARK_CHECKPOINT_FILE } from '../../../src/log/storage';
+import {
+  BrokerHarness,
+  fetched,
+  leaderConfig,
+  produced,
+  record,
+  settle,
+  until,
+  values,
+} from './broker-harness';
 
 describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
   let h: BrokerHarness;
@@ -137,17 +147,32 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
     );
   });
 
-  it('recovers every topic and record after a restart, with the HW at the recovered LEO', async () => {
+  it('recovers every topic and record after a restart, with the HW at the one checkpointed at close', async () => {
     const dataDir = h.dir('restart');
     const first = h.start(leaderConfig(dataDir, { followers: [1] }));
     await first.createTopics({ topics: [{ name: 't', numPartitions: 2, replicationFactor: 2 }] });
     await produce(first, 't', 'a', 'b', 'c');
+    // The follower has the first two records: the HW is 2 when the leader stops.
+    first.getPartition('t-0')!.updateFollowerFetchState(1, 2, 0);
+    expect(first.getPartition('t-0')!.highWatermark).toBe(2);
     await first.close();
 
     const second = h.start(leaderConfig(dataDir, { followers: [1] }));
     expect(second.topicNames()).toEqual(['t']);
     const partition = second.getPartition('t-0')!;
-    expect([partition.logEndOffset, partition.highWatermark, partition.isr]).toEqual([3, 3, [0, 1]]);
+    expect([partition.logEndOffset, partition.highWatermark, partition.isr]).toEqual([3, 2, [0, 1]]);
+    // A consumer reads below the HW only: the follower may lack offset 2.
+    const beforeFollower = await second.fetch({
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      topics: [
+        { name: 't', partitions: [{ partitionIndex: 0, fetchOffset: 0, partitionMaxBytes: 1 << 20 }] },
+      ],
+    });
+    expect(values(fetched(beforeFollower).records)).toEqual(['a', 'b']);
+    partition.updateFollowerFetchState(1, 3, 0);
     const response = await second.fetch({
       replicaId: -1,
       maxWaitMs: 0,
@@ -179,6 +204,34 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
     fs.mkdirSync(path.join(dataDir, 'topics'), { recursive: true });
     fs.writeFileSync(path.join(dataDir, 'topics', 't.json'), '{"name": "t", "partitions": [');
     expect(() => h.start(leaderConfig(dataDir))).toThrow(/topic registry file .* is not JSON/);
+  });
+
+  it('checkpoints each partition’s HW every 5 s when it moved, and once more at close', async () => {
+    const dataDir = h.dir('hw-checkpoint');
+    const broker = h.start(leaderConfig(dataDir, { followers: [1] }));
+    await broker.createTopics({ topics: [{ name: 't', numPartitions: 2, replicationFactor: 2 }] });
+    await produce(broker, 't', 'a', 'b', 'c');
+    const partition = broker.getPartition('t-0')!;
+    const file = path.join(dataDir, 't-0', HIGH_WATERMARK_CHECKPOINT_FILE);
+    const onDisk = (): unknown =>
+      fs.existsSync(file)
+        ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { highWatermark: number }).highWatermark
+        : null;
+    partition.updateFollowerFetchState(1, 2, 0);
+    h.time.advance(4_999);
+    expect(onDisk()).toBeNull();
+    h.time.advance(1);
+    // A write is several steps on the thread pool (open, write, fsync, rename, directory fsync).
+    await until(() => onDisk() === 2, 'the periodic checkpoint', 200_000);
+    const inode = fs.statSync(file).ino;
+    // An unchanged HW is not written again.
+    h.time.advance(5_000);
+    await settle();
+    expect(fs.statSync(file).ino).toBe(inode);
+    partition.updateFollowerFetchState(1, 3, 0);
+    await broker.close();
+    expect(onDisk()).toBe(3);
+    expect(h.errors).toEqual([]);
   });
 
   it('deletes segments past the retention time on its periodic check', async () => {

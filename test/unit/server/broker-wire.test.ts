@@ -195,6 +195,8 @@ const fetchResponse: fc.Arbitrary<FetchResponse> = fc.record({
               key: fc.option(bytes, { nil: null }),
               value: fc.option(bytes, { nil: null }),
               headers: fc.array(header, { maxLength: 3 }),
+              // The wire carries no epoch: the decoder gives the leader's default.
+              leaderEpoch: fc.constant(0),
             }),
             { maxLength: 4 },
           ),

@@ -1,12 +1,7 @@
-import { EventEmitter } from 'node:events';
 import type { StatusObject } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { ErrorCode } from '../../../src/errors';
-import type {
-  HeartbeatResponse,
-  HeartbeatStreamResponse,
-  RequestContext,
-} from '../../../src/group/group-protocol';
+import type { HeartbeatResponse, RequestContext } from '../../../src/group/group-protocol';
 import {
   heartbeatStreamHandler,
   HeartbeatStreams,
@@ -14,37 +9,8 @@ import {
 } from '../../../src/server/heartbeat-stream';
 import { UndecodableRequest } from '../../../src/server/undecodable-request';
 import { captureLogger } from '../../support/capture-logger';
+import { FakeDuplexCall } from '../../support/fake-duplex-call';
 import { FakeGroupCoordinator } from '../../support/fake-group-coordinator';
-
-/** The parts of a grpc-js ServerDuplexStream the handler uses, recording what it is told. */
-class FakeDuplexCall extends EventEmitter {
-  readonly written: HeartbeatStreamResponse[] = [];
-  readonly statuses: (StatusObject | 'OK')[] = [];
-  cancelled = false;
-
-  constructor() {
-    super();
-    this.on('error', (error: StatusObject) => this.statuses.push(error));
-  }
-
-  getPeer(): string {
-    return '127.0.0.1:5000';
-  }
-
-  write(message: HeartbeatStreamResponse): boolean {
-    this.written.push(message);
-    return true;
-  }
-
-  end(): void {
-    this.statuses.push('OK');
-  }
-
-  cancel(): void {
-    this.cancelled = true;
-    this.emit('cancelled');
-  }
-}
 
 function deferred(): { promise: Promise<HeartbeatResponse>; resolve: (code: ErrorCode) => void } {
   let resolve!: (code: ErrorCode) => void;

@@ -214,7 +214,13 @@ describe('PartitionLog with damaged files', () => {
   describe('damage in the active segment below the recovery point', () => {
     async function writeActive(): Promise<{ active: number; end: number; sizes: number[] }> {
       const log = open();
-      for (let i = 0; i < 30; i++) await log.append([{ key: text(`k${i}`), value: text(`v${i}`) }]).flushed;
+      const activeBatches = (): number =>
+        log.read(log.segmentBaseOffsets().at(-1)!, Number.MAX_SAFE_INTEGER).batches.length;
+      // Until the active segment holds exactly two batches: an open validates a segment from its last
+      // index entry, and with indexIntervalBytes 64 the third batch is the first to get one.
+      for (let i = 0; i < 25 || activeBatches() !== 2; i++) {
+        await log.append([{ key: text(`k${i}`), value: text(`v${i}`) }]).flushed;
+      }
       const active = log.segmentBaseOffsets().at(-1)!;
       const read = log.read(active, Number.MAX_SAFE_INTEGER);
       const end = log.logEndOffset;

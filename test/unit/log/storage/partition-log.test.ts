@@ -113,7 +113,9 @@ describe('PartitionLog', () => {
 
     test('a follower batch larger than a segment is RECORD_LIST_TOO_LARGE', () => {
       const log = fixture.open({ segmentBytes: 100 });
-      const records = [{ offset: 0, timestampMs: 1, key: null, value: text('q'.repeat(200)), headers: [] }];
+      const records = [
+        { offset: 0, timestampMs: 1, key: null, value: text('q'.repeat(200)), headers: [], leaderEpoch: 0 },
+      ];
       expect(codeOf(() => log.appendAsFollower(records))).toBe(ErrorCode.RECORD_LIST_TOO_LARGE);
     });
 
@@ -125,6 +127,7 @@ describe('PartitionLog', () => {
         key: null,
         value: text(value),
         headers: [],
+        leaderEpoch: 0,
       });
       log.appendAsFollower([at(0, 'a'), at(3, 'b')]);
       log.appendAsFollower([at(10, 'c')]);

@@ -1,7 +1,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import fc from 'fast-check';
-import { PartitionLog, type LogConfig, type LogRecord } from '../../../../src/log/storage';
+import {
+  LEADER_EPOCH_CHECKPOINT_FILE,
+  PartitionLog,
+  type LogConfig,
+  type LogRecord,
+} from '../../../../src/log/storage';
 import {
   RECOVERY_CHECKPOINT_FILE,
   writeRecoveryCheckpointSync,
@@ -260,6 +265,7 @@ describe('PartitionLog recovery', () => {
     expect(fs.readdirSync(dir).sort()).toEqual([
       '00000000000000000000.index',
       '00000000000000000000.log',
+      LEADER_EPOCH_CHECKPOINT_FILE,
       'notes.txt',
       RECOVERY_CHECKPOINT_FILE,
     ]);

@@ -1,0 +1,119 @@
+/**
+ * The SDK members of bench:group's rebalance-announcement section, in a process of their own (started by
+ * bench/group/rebalance-announcement.ts), loaded as the server children are (scripts/register-typescript.js,
+ * not ts-node, which loads `domain` and slows every EventEmitter: a compiled application never loads it).
+ * One CohortClient (one grpc-js channel) holds the group's members.
+ *
+ * The parent asks, over IPC: `form` (the members join and every one holds its assignment), `join` (one more
+ * member joins; answers once every member holds its assignment in the next generation, with the time that
+ * took and this process's CPU over it), `close`.
+ */
+import { performance } from 'node:perf_hooks';
+import { CohortClient, RANGE_ASSIGNOR, type GroupMember } from '../../src';
+import { serveParent } from './child-rpc';
+
+export interface AnnouncementPlan {
+  readonly target: string;
+  readonly groupId: string;
+  readonly members: number;
+  readonly partitions: number;
+  readonly heartbeatIntervalMs: number;
+  readonly sessionTimeoutMs: number;
+  readonly heartbeatOverStream: boolean;
+}
+
+export interface AnnouncementTiming {
+  /** From the newcomer's `join` to every member holding its assignment in the new generation. */
+  readonly ms: number;
+  /** This process's CPU over the same span. */
+  readonly clientCpuMs: number;
+  /** From the newcomer's `join` to the first and the last member told to revoke (its rebalance began). */
+  readonly firstRevokedMs: number;
+  readonly lastRevokedMs: number;
+}
+
+const TOPIC = 'orders';
+
+let client: CohortClient | undefined;
+let plan: AnnouncementPlan | undefined;
+let members: GroupMember[] = [];
+let generationId = 0;
+
+/** Resolves once `all` are stable in one generation above `after`, each partition handed out once. */
+function allAssigned(all: readonly GroupMember[], after: number, partitions: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const check = (): void => {
+      const generation = all[0].generationId;
+      if (generation <= after) return;
+      let owned = 0;
+      for (const m of all) {
+        if (m.state !== 'stable' || m.generationId !== generation || m.assignment === null) return;
+        owned += m.assignment.length;
+      }
+      if (owned !== partitions) return;
+      cleanup();
+      resolve(generation);
+    };
+    const onError = (error: Error): void => {
+      cleanup();
+      reject(error);
+    };
+    const cleanup = (): void => {
+      for (const m of all) {
+        m.off('assigned', check);
+        m.off('error', onError);
+      }
+    };
+    for (const m of all) {
+      m.on('assigned', check);
+      m.on('error', onError);
+    }
+    check();
+  });
+}
+
+function join(p: AnnouncementPlan): GroupMember {
+  return (client as CohortClient).join({
+    groupId: p.groupId,
+    topics: [TOPIC],
+    partitionsPerTopic: new Map([[TOPIC, p.partitions]]),
+    protocols: [RANGE_ASSIGNOR],
+    sessionTimeoutMs: p.sessionTimeoutMs,
+    heartbeatIntervalMs: p.heartbeatIntervalMs,
+    heartbeatOverStream: p.heartbeatOverStream,
+  });
+}
+
+async function form(p: AnnouncementPlan): Promise<void> {
+  plan = p;
+  client = new CohortClient({ address: p.target, clientId: 'announcement' });
+  members = Array.from({ length: p.members }, () => join(p));
+  generationId = await allAssigned(members, 0, p.partitions);
+}
+
+async function joinOne(): Promise<AnnouncementTiming> {
+  const p = plan as AnnouncementPlan;
+  const revokedAt: number[] = [];
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  for (const m of members) m.once('revoked', () => revokedAt.push(performance.now() - t0));
+  const all = [...members, join(p)];
+  generationId = await allAssigned(all, generationId, p.partitions);
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  members = all;
+  return {
+    ms,
+    clientCpuMs: (cpu.user + cpu.system) / 1_000,
+    firstRevokedMs: revokedAt[0] ?? NaN,
+    lastRevokedMs: revokedAt.at(-1) ?? NaN,
+  };
+}
+
+async function close(): Promise<void> {
+  await client?.close();
+  client = undefined;
+  members = [];
+}
+
+serveParent({ form: (p: AnnouncementPlan) => form(p), join: () => joinOne(), close }, close);

@@ -18,4 +18,23 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
     languageOptions: { globals: { module: 'writable', require: 'readonly', __dirname: 'readonly' } },
   },
+  {
+    // The admin page's script runs in the browser, as shipped (no build step).
+    files: ['static/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: {
+        document: 'readonly',
+        window: 'readonly',
+        location: 'readonly',
+        history: 'readonly',
+        sessionStorage: 'readonly',
+        fetch: 'readonly',
+        TextDecoder: 'readonly',
+        requestAnimationFrame: 'readonly',
+        setTimeout: 'readonly',
+        uPlot: 'readonly',
+      },
+    },
+  },
 );

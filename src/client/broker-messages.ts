@@ -41,6 +41,8 @@ export interface PartitionMetadata {
   replicaNodes: number[];
   isrNodes: number[];
   errorCode: ErrorCode;
+  /** The epoch of the leader's leadership. */
+  leaderEpoch: number;
 }
 /** One topic's partitions, or why it has none (UNKNOWN_TOPIC_OR_PARTITION). */
 export interface TopicMetadata {
@@ -73,6 +75,8 @@ export interface WireRecord {
   key: Buffer;
   value: Buffer;
   headers: RecordHeader[];
+  /** In a Fetch response: the epoch of the leader that wrote the record. Ignored in a Produce. */
+  leaderEpoch?: number;
 }
 /** The records for one partition. */
 export interface ProducePartitionData {
@@ -114,6 +118,8 @@ export interface FetchPartition {
   partitionIndex: number;
   fetchOffset: bigint;
   partitionMaxBytes: number;
+  /** The leader epoch the client believes current; absent: not checked. */
+  currentLeaderEpoch?: number;
 }
 /** The partitions of one topic to read. */
 export interface FetchTopic {
@@ -152,6 +158,8 @@ export interface FetchResponse {
 export interface ListOffsetsPartition {
   partitionIndex: number;
   timestamp: number;
+  /** The leader epoch the client believes current; absent: not checked. */
+  currentLeaderEpoch?: number;
 }
 /** The partitions of one topic to look up. */
 export interface ListOffsetsTopic {
@@ -177,4 +185,38 @@ export interface ListOffsetsTopicResponse {
 /** The outcome of a ListOffsets. */
 export interface ListOffsetsResponse {
   topics: ListOffsetsTopicResponse[];
+}
+
+/** One partition of an OffsetForLeaderEpoch: the end offset of `leaderEpoch` is asked for. */
+export interface OffsetForLeaderPartition {
+  partition: number;
+  /** The leader epoch the client believes current; absent: not checked. */
+  currentLeaderEpoch?: number;
+  leaderEpoch: number;
+}
+/** The partitions of one topic. */
+export interface OffsetForLeaderTopic {
+  name: string;
+  partitions: OffsetForLeaderPartition[];
+}
+/** OffsetForLeaderEpoch (Kafka's API 23): `replicaId` -1 for a client. */
+export interface OffsetForLeaderEpochRequest {
+  replicaId: number;
+  topics: OffsetForLeaderTopic[];
+}
+/** The largest epoch at or below the one asked for on the leader, and where it ends (-1, -1: none). */
+export interface EpochEndOffset {
+  errorCode: ErrorCode;
+  partition: number;
+  leaderEpoch: number;
+  endOffset: bigint;
+}
+/** The answers for one topic. */
+export interface OffsetForLeaderTopicResult {
+  name: string;
+  partitions: EpochEndOffset[];
+}
+/** The outcome of an OffsetForLeaderEpoch. */
+export interface OffsetForLeaderEpochResponse {
+  topics: OffsetForLeaderTopicResult[];
 }

@@ -14,6 +14,7 @@ import type * as b from './broker-messages';
 import type { BrokerTransport } from './broker-transport';
 import { CONSUMER_PROTOCOL_TYPE, decodeAssignment } from './consumer-protocol';
 import type * as m from '../protocol/group-messages';
+import { lagPartitions, partitionLags, type PartitionLag } from '../protocol/partition-lag';
 import { errorFromCode } from './error-from-code';
 import { ExponentialBackoff } from './exponential-backoff';
 import type { GroupAdminTransport } from './group-admin-transport';
@@ -159,21 +160,7 @@ export interface GroupCommittedOffset {
   readonly metadata: string;
 }
 
-/** One partition of a consumer group, as `kafka-consumer-groups --describe` shows it. */
-export interface PartitionLag {
-  readonly topic: string;
-  readonly partition: number;
-  /** What the group committed; null when nothing was. */
-  readonly committedOffset: bigint | null;
-  /** The partition's high watermark (Kafka's tool calls it LOG-END-OFFSET); null if it could not be read. */
-  readonly highWatermark: bigint | null;
-  /** `highWatermark - committedOffset`; null when either is unknown. */
-  readonly lag: bigint | null;
-  /** The member that owns the partition now, if any. */
-  readonly memberId: string | null;
-  readonly clientId: string | null;
-  readonly clientHost: string | null;
-}
+export type { PartitionLag } from '../protocol/partition-lag';
 
 /** A consumer group with its members and, per partition, committed offset, high watermark and lag. */
 export interface ConsumerGroupDescription extends GroupDescription {
@@ -462,43 +449,14 @@ export class CohortAdmin {
     const [group] = await this.describeGroups([groupId]);
     if (group.error !== null) return { ...group, partitions: [] };
     const committed = await this.fetchCommittedOffsets(groupId);
-    const owners = new Map<string, GroupMemberDescription>();
-    const keys = new Map<string, TopicPartition>();
-    for (const member of group.members) {
-      for (const tp of member.assignment ?? []) {
-        owners.set(topicPartitionKey(tp), member);
-        keys.set(topicPartitionKey(tp), tp);
-      }
-    }
-    const committedByKey = new Map<string, bigint>();
-    for (const c of committed) {
-      const tp = { topic: c.topic, partition: c.partition };
-      committedByKey.set(topicPartitionKey(tp), c.offset);
-      keys.set(topicPartitionKey(tp), tp);
-    }
-    const partitions = [...keys.values()].sort(compareTopicPartitions);
+    const partitions = lagPartitions(group.members, committed);
     const latest = await this.listOffsets(partitions, 'latest');
-    const rows = partitions.map((tp, i): PartitionLag => {
-      const key = topicPartitionKey(tp);
-      const committedOffset = committedByKey.get(key) ?? null;
-      const highWatermark = latest[i].offset;
-      const owner = owners.get(key);
-      return {
-        topic: tp.topic,
-        partition: tp.partition,
-        committedOffset,
-        highWatermark,
-        lag:
-          committedOffset === null || highWatermark === null
-            ? null
-            : highWatermark > committedOffset
-              ? highWatermark - committedOffset
-              : 0n,
-        memberId: owner?.memberId ?? null,
-        clientId: owner?.clientId ?? null,
-        clientHost: owner?.clientHost ?? null,
-      };
-    });
+    const rows = partitionLags(
+      partitions,
+      group.members,
+      committed,
+      latest.map((o) => o.offset),
+    );
     return { ...group, partitions: rows };
   }
 }

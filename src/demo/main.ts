@@ -90,10 +90,13 @@ async function runDemo(settings: DemoSettings): Promise<number> {
     // Long enough for the three consumers, told to start together, to join one generation.
     groupInitialRebalanceDelayMs: 1_000,
     groupMinSessionTimeoutMs: Math.min(settings.sessionTimeoutMs, 6_000),
+    // The live page (docs/live-page.md) shows the same story as this output, as it happens.
+    adminListen: '127.0.0.1:0',
   });
   const client = new CohortClient({ address: server.address, clientId: 'demo' });
   const admin = client.admin({ requestTimeoutMs: 5_000 });
   say('server', `listening on ${server.address}; data in ${server.dataDir} (removed at the end)`);
+  say('server', `live page: ${server.adminUrl}/ (open it to watch the group and its lag)`);
 
   try {
     const [created] = await admin.createTopics([{ name: TOPIC, numPartitions: settings.partitions }]);

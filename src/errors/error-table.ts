@@ -234,6 +234,12 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorInfo>> = Object.freeze
     'Replication factor is below 1 or larger than the number of available brokers.',
   ),
   [ErrorCode.INVALID_CONFIG]: row('INVALID_CONFIG', false, S.INVALID_ARGUMENT, 'Configuration is invalid.'),
+  [ErrorCode.NOT_CONTROLLER]: row(
+    'NOT_CONTROLLER',
+    true,
+    S.FAILED_PRECONDITION,
+    'This is not the correct controller for this cluster.',
+  ),
   [ErrorCode.INVALID_REQUEST]: row(
     'INVALID_REQUEST',
     false,
@@ -263,6 +269,18 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorInfo>> = Object.freeze
     false,
     S.NOT_FOUND,
     'The group id does not exist.',
+  ),
+  [ErrorCode.FENCED_LEADER_EPOCH]: row(
+    'FENCED_LEADER_EPOCH',
+    true,
+    S.FAILED_PRECONDITION,
+    'The leader epoch in the request is older than the epoch on the broker.',
+  ),
+  [ErrorCode.UNKNOWN_LEADER_EPOCH]: row(
+    'UNKNOWN_LEADER_EPOCH',
+    true,
+    S.UNAVAILABLE,
+    'The leader epoch in the request is newer than the epoch on the broker.',
   ),
   [ErrorCode.MEMBER_ID_REQUIRED]: row(
     'MEMBER_ID_REQUIRED',

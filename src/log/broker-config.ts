@@ -23,6 +23,13 @@ export interface BrokerConfig {
    * FALLBACK_OPEN_FILE_LIMIT.
    */
   readonly maxOpenFiles?: number;
+  /**
+   * Replication (Fetch with `replica_id` >= 0, OffsetForLeaderEpoch from a follower) is served only when
+   * the caller authenticated as the node it names (BrokerRequestContext.authenticatedNodeId); others get
+   * CLUSTER_AUTHORIZATION_FAILED. Undefined: required in cluster mode (ReplicaManager given an
+   * IsrChangeProposer), not in the single-node and fixed-role modes.
+   */
+  readonly requireAuthenticatedReplicas?: boolean;
 }
 
 /** Kafka's `num.partitions` and `default.replication.factor`: what CreateTopics' -1 asks for. */

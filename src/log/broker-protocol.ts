@@ -14,6 +14,13 @@ export const CONSUMER_REPLICA_ID = -1;
 export const LATEST_TIMESTAMP = -1;
 /** ListOffsets `timestamp` asking for the earliest offset (the log start offset). */
 export const EARLIEST_TIMESTAMP = -2;
+/**
+ * No leader epoch (Kafka's RecordBatch.NO_PARTITION_LEADER_EPOCH): as a request's `currentLeaderEpoch`,
+ * "do not check"; in an OffsetForLeaderEpoch answer, "no such epoch here".
+ */
+export const NO_LEADER_EPOCH = -1;
+/** OffsetForLeaderEpoch's end offset when it is not known (Kafka's UNDEFINED_EPOCH_OFFSET). */
+export const UNDEFINED_EPOCH_OFFSET = -1;
 /** CreateTopics asking for the server's default partition count or replication factor. */
 export const DEFAULT_TOPIC_SETTING = -1;
 
@@ -44,6 +51,8 @@ export interface PartitionMetadata {
   readonly replicaNodes: readonly number[];
   readonly isrNodes: readonly number[];
   readonly errorCode: ErrorCode;
+  /** The epoch of `leaderId`'s leadership (0 in single-node mode and on the fixed-role leader). */
+  readonly leaderEpoch: number;
 }
 export interface TopicMetadata {
   readonly name: string;
@@ -105,6 +114,11 @@ export interface FetchPartition {
   readonly partitionIndex: number;
   readonly fetchOffset: number;
   readonly partitionMaxBytes: number;
+  /**
+   * The leader epoch the fetcher believes current (KIP-320), checked against the partition's: older →
+   * FENCED_LEADER_EPOCH, newer → UNKNOWN_LEADER_EPOCH. Absent or NO_LEADER_EPOCH: not checked.
+   */
+  readonly currentLeaderEpoch?: number;
 }
 export interface FetchTopic {
   readonly name: string;
@@ -139,6 +153,8 @@ export interface ListOffsetsPartition {
   readonly partitionIndex: number;
   /** LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, or a timestamp in ms. */
   readonly timestamp: number;
+  /** As FetchPartition's: absent or NO_LEADER_EPOCH is not checked. */
+  readonly currentLeaderEpoch?: number;
 }
 export interface ListOffsetsTopic {
   readonly name: string;
@@ -159,6 +175,41 @@ export interface ListOffsetsTopicResponse {
 }
 export interface ListOffsetsResponse {
   readonly topics: ListOffsetsTopicResponse[];
+}
+
+export interface OffsetForLeaderPartition {
+  readonly partition: number;
+  /** As FetchPartition's: absent or NO_LEADER_EPOCH is not checked. */
+  readonly currentLeaderEpoch?: number;
+  /** The epoch whose end offset is asked for. */
+  readonly leaderEpoch: number;
+}
+export interface OffsetForLeaderTopic {
+  readonly name: string;
+  readonly partitions: readonly OffsetForLeaderPartition[];
+}
+export interface OffsetForLeaderEpochRequest {
+  /** The asking follower's node id; CONSUMER_REPLICA_ID for a client. */
+  readonly replicaId: number;
+  readonly topics: readonly OffsetForLeaderTopic[];
+}
+/**
+ * Kafka's EpochEndOffset: the largest epoch at or below the one asked for that the leader's log has, and
+ * the first offset after it (the start of the next epoch, or the LEO for the latest one). NO_LEADER_EPOCH
+ * and UNDEFINED_EPOCH_OFFSET when the log has no epoch that old.
+ */
+export interface EpochEndOffset {
+  readonly errorCode: ErrorCode;
+  readonly partition: number;
+  readonly leaderEpoch: number;
+  readonly endOffset: number;
+}
+export interface OffsetForLeaderTopicResult {
+  readonly name: string;
+  readonly partitions: EpochEndOffset[];
+}
+export interface OffsetForLeaderEpochResponse {
+  readonly topics: OffsetForLeaderTopicResult[];
 }
 
 /** What a Produce or Fetch may park on: the caller going away releases the parked operation. */
@@ -183,4 +234,8 @@ export interface BrokerService {
   produce(request: ProduceRequest, context?: BrokerRequestContext): Promise<ProduceResponse>;
   fetch(request: FetchRequest, context?: BrokerRequestContext): Promise<FetchResponse>;
   listOffsets(request: ListOffsetsRequest): Promise<ListOffsetsResponse>;
+  offsetForLeaderEpoch(
+    request: OffsetForLeaderEpochRequest,
+    context?: BrokerRequestContext,
+  ): Promise<OffsetForLeaderEpochResponse>;
 }

@@ -13,8 +13,14 @@ export type { ProducePartitionStatus } from './delayed-produce';
 export type { LeaderEndpoint } from './leader-endpoint';
 export { LogManager } from './log-manager';
 export type { TopicAssignment } from './log-manager';
-export { Partition, UNKNOWN_OFFSET } from './partition';
-export type { FollowerState, PartitionOptions, ReplicationCheck } from './partition';
+export { checkLeaderEpoch, Partition, UNKNOWN_OFFSET } from './partition';
+export type {
+  FollowerState,
+  IsrProposal,
+  PartitionOptions,
+  PartitionState,
+  ReplicationCheck,
+} from './partition';
 export type { PartitionLookup } from './partition-lookup';
 export { PeriodicTask } from './periodic-task';
 export {
@@ -28,8 +34,12 @@ export {
 } from './replica-fetcher';
 export type { LeaderFailure, LeaderLinkStatus, ReplicaFetcherOptions } from './replica-fetcher';
 export { replicaAuthorizationError } from './replica-authorization';
-export { ReplicaManager } from './replica-manager';
+export { ReplicaFetcherManager } from './replica-fetcher-manager';
+export type { LeaderEndpointFactory } from './replica-fetcher-manager';
+export { DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS, ReplicaManager } from './replica-manager';
 export type {
+  EpochBoundaryOutcome,
+  EpochBoundaryTarget,
   FetchedPartitionOutcome,
   FollowerFetchTarget,
   ReplicaManagerListener,

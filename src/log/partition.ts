@@ -7,6 +7,8 @@ import type {
   PartitionLog,
   SimpleRecord,
 } from './storage';
+import { NO_LEADER_EPOCH } from './broker-protocol';
+import type { IsrChangeResult, PartitionLeadership } from './partition-roles';
 import { topicPartitionKey } from './topic-partition';
 
 /** A follower's log end offset before its first fetch (Kafka's UNKNOWN_OFFSET). */
@@ -42,6 +44,31 @@ const NOT_LEADER: ReplicationCheck = Object.freeze({
   errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER,
 });
 
+/**
+ * An ISR change this leader wants committed in the metadata store before it acts on it (cluster mode):
+ * the ISR it proposes and the state (epochs) it was decided from. At most one is in flight per partition.
+ */
+export interface IsrProposal {
+  readonly kind: 'shrink' | 'expand';
+  readonly isr: readonly number[];
+  readonly leaderEpoch: number;
+  readonly partitionEpoch: number;
+}
+
+/** The state of a partition's leadership as applyClusterMetadata gives it, without the partition's name. */
+export type PartitionState = Pick<
+  PartitionLeadership,
+  'leader' | 'leaderEpoch' | 'isr' | 'replicas' | 'partitionEpoch'
+>;
+
+/** How a partition reports whether a request's leader epoch is the current one (Kafka's checkCurrentLeaderEpoch). */
+export function checkLeaderEpoch(requestedEpoch: number | undefined, currentEpoch: number): ErrorCode {
+  if (requestedEpoch === undefined || requestedEpoch === NO_LEADER_EPOCH) return ErrorCode.NONE;
+  if (requestedEpoch < currentEpoch) return ErrorCode.FENCED_LEADER_EPOCH;
+  if (requestedEpoch > currentEpoch) return ErrorCode.UNKNOWN_LEADER_EPOCH;
+  return ErrorCode.NONE;
+}
+
 export interface PartitionOptions {
   readonly topic: string;
   readonly partitionIndex: number;
@@ -53,6 +80,19 @@ export interface PartitionOptions {
   readonly minInsyncReplicas: number;
   readonly replicaLagTimeMaxMs: number;
   readonly nowMs: number;
+  /** The leader epoch this state starts at; 0 (single-node and fixed-role modes) when absent. */
+  readonly leaderEpoch?: number;
+  /**
+   * Cluster mode: ISR changes are proposed (here, to ReplicaManager, which sends them to the
+   * IsrChangeProposer) instead of being made at once; `completeIsrProposal` applies the outcome. Absent:
+   * the leader changes its ISR itself (single-node and fixed-role modes).
+   */
+  readonly proposeIsr?: (partition: Partition, proposal: IsrProposal) => void;
+  /**
+   * Whether this node may act as a leader now (its session; LeadershipGuard): while false the HW does not
+   * advance and acks=-1 answers NOT_LEADER_OR_FOLLOWER. Absent: always.
+   */
+  readonly isLeadershipActive?: () => boolean;
 }
 
 /**
@@ -78,6 +118,21 @@ export interface PartitionOptions {
  *
  * On a follower only the log and the HW (the leader's, capped at the local LEO) are kept; replicas and
  * ISR are what the leader last reported through Metadata.
+ *
+ * Leader epochs (cluster mode, after Kafka's Partition.makeLeader / makeFollower): every leader election
+ * raises the partition's `leaderEpoch`; `partitionEpoch` is the version of its state in the metadata store.
+ * A state older than the one held (lower leader epoch, or the same at a lower partition epoch) is ignored.
+ * Requests naming a leader epoch are checked against it (`checkLeaderEpoch`).
+ *
+ * The HW never advances while the committed ISR is smaller than `minInsyncReplicas` (KAFKA-15583): a
+ * record answered NOT_ENOUGH_REPLICAS_AFTER_APPEND, or appended with acks=1 while the ISR is too small,
+ * is not readable while only the leader holds it.
+ *
+ * ISR changes in cluster mode go through the metadata store (`proposeIsr`), at most one in flight; until
+ * one is committed the HW is computed over the larger of the two ISRs (the "maximal" ISR, Kafka's
+ * PendingShrinkIsr / PendingExpandIsr): a shrink does not let the HW pass the removed follower before the
+ * store agrees, an expansion waits for the new follower at once but counts for acks=-1 and the minimum
+ * only once committed.
  */
 export class Partition {
   readonly topic: string;
@@ -94,6 +149,18 @@ export class Partition {
   private readonly followers = new Map<number, FollowerState>();
   private hw: number;
   private hwMetadata: LogOffsetMetadata | null = null;
+  private epoch: number;
+  private stateEpoch = 0;
+  /** The LEO when this replica became leader at its epoch: a follower must reach it to join the ISR. */
+  private leaderEpochStartOffset = 0;
+  private readonly proposeIsr: ((partition: Partition, proposal: IsrProposal) => void) | undefined;
+  private readonly isLeadershipActive: () => boolean;
+  /** The ISR change in flight (cluster mode), or null. */
+  private pendingIsr: IsrProposal | null = null;
+  /** A proposal was refused as stale: no other until applyClusterMetadata brings the current state. */
+  private isAwaitingMetadata = false;
+  /** A proposal failed (the store did not answer): no other before this time. */
+  private proposeRetryAtMs = 0;
 
   constructor(options: PartitionOptions) {
     this.topic = options.topic;
@@ -105,6 +172,9 @@ export class Partition {
     this.replicaIds = Object.freeze([...options.replicas]);
     this.minInsyncReplicas = options.minInsyncReplicas;
     this.replicaLagTimeMaxMs = options.replicaLagTimeMaxMs;
+    this.epoch = options.leaderEpoch ?? 0;
+    this.proposeIsr = options.proposeIsr;
+    this.isLeadershipActive = options.isLeadershipActive ?? alwaysActive;
     if (this.isLeader) {
       // Kafka's choice for a new leader: every replica starts in sync, as caught up now, with an unknown
       // LEO. With followers the HW starts at the checkpointed one (Kafka's replication-offset-checkpoint):
@@ -144,8 +214,41 @@ export class Partition {
     return this.replicaIds;
   }
 
+  /** The committed ISR: what acks=-1 and `minInsyncReplicas` count. */
   get isr(): readonly number[] {
     return this.isrIds;
+  }
+
+  /**
+   * What the HW waits for: the committed ISR, or the proposed one while an expansion is in flight (a
+   * pending shrink still waits for the follower it would remove).
+   */
+  get maximalIsr(): readonly number[] {
+    const pending = this.pendingIsr;
+    return pending !== null && pending.kind === 'expand' ? pending.isr : this.isrIds;
+  }
+
+  /** The ISR change in flight, or null. */
+  get pendingIsrChange(): IsrProposal | null {
+    return this.pendingIsr;
+  }
+
+  get leaderEpoch(): number {
+    return this.epoch;
+  }
+
+  get partitionEpoch(): number {
+    return this.stateEpoch;
+  }
+
+  /** NONE if `requestedEpoch` (absent or NO_LEADER_EPOCH: no check) is this partition's leader epoch. */
+  checkCurrentLeaderEpoch(requestedEpoch: number | undefined): ErrorCode {
+    return checkLeaderEpoch(requestedEpoch, this.epoch);
+  }
+
+  /** True when the committed ISR is smaller than `minInsyncReplicas`: the HW stays where it is. */
+  get isUnderMinIsr(): boolean {
+    return this.isrIds.length < this.minInsyncReplicas;
   }
 
   get highWatermark(): number {
@@ -199,7 +302,12 @@ export class Partition {
       );
     }
     // acks=0: nobody waits for this append, so it asks for no fsync of its own (PartitionLog.append).
-    return this.log.append(records, requiredAcks !== 0);
+    return this.appendStamped(records, requiredAcks !== 0);
+  }
+
+  /** The leader's append, its batch stamped with the leader epoch (a follower stores it as sent). */
+  private appendStamped(records: readonly SimpleRecord[], flush: boolean): LogAppendInfo {
+    return this.log.append(records, flush, this.epoch);
   }
 
   /**
@@ -218,11 +326,16 @@ export class Partition {
     state.logEndOffset = fetchOffset;
     state.lastFetchLeaderLogEndOffset = leaderEndOffset;
     state.lastFetchTimeMs = nowMs;
-    if (!this.isrIds.includes(replicaId) && fetchOffset >= this.hw) {
+    if (
+      !this.maximalIsr.includes(replicaId) &&
+      fetchOffset >= this.hw &&
+      fetchOffset >= this.leaderEpochStartOffset
+    ) {
       // Keep the ISR in replica order, so Metadata reads the same whatever order followers rejoin in.
-      this.isrIds = Object.freeze(
-        this.replicaIds.filter((id) => id === replicaId || this.isrIds.includes(id)),
-      );
+      const isr = this.isrIds;
+      const expanded = Object.freeze(this.replicaIds.filter((id) => id === replicaId || isr.includes(id)));
+      if (this.proposeIsr === undefined) this.isrIds = expanded;
+      else if (this.isLeadershipActive()) this.propose('expand', expanded, nowMs);
     }
     return this.maybeIncrementLeaderHW();
   }
@@ -245,32 +358,90 @@ export class Partition {
     }
     if (removed === null) return [];
     const out = removed;
-    this.isrIds = Object.freeze(this.isrIds.filter((id) => !out.includes(id)));
-    return out;
+    const shrunk = Object.freeze(this.isrIds.filter((id) => !out.includes(id)));
+    if (this.proposeIsr === undefined) {
+      this.isrIds = shrunk;
+      return out;
+    }
+    // Cluster mode: nothing changes here until the store commits it (completeIsrProposal), and a node
+    // whose session is gone proposes nothing.
+    if (this.isLeadershipActive()) this.propose('shrink', shrunk, nowMs);
+    return [];
   }
 
-  /** HW = the smallest LEO in the ISR, never moving back. Returns true if it moved. */
-  maybeIncrementLeaderHW(): boolean {
-    if (!this.isLeader) return false;
-    let newHw = this.log.logEndOffset;
-    for (const replicaId of this.isrIds) {
-      const state = this.followers.get(replicaId);
-      if (state !== undefined && state.logEndOffset < newHw) newHw = state.logEndOffset;
+  /** Hands an ISR change to `proposeIsr`, unless one is in flight or proposals wait (stale, failed). */
+  private propose(kind: IsrProposal['kind'], isr: readonly number[], nowMs: number): void {
+    if (this.pendingIsr !== null || this.isAwaitingMetadata || nowMs < this.proposeRetryAtMs) return;
+    const proposal: IsrProposal = { kind, isr, leaderEpoch: this.epoch, partitionEpoch: this.stateEpoch };
+    this.pendingIsr = proposal;
+    this.proposeIsr!(this, proposal);
+  }
+
+  /**
+   * The outcome of `proposal` (cluster mode). Committed: the ISR and partition epoch become the store's
+   * (returns true: the ISR changed, the HW may move). Stale: the committed ISR stays and no proposal is
+   * made until `makeLeader` brings the current state. Failed: the committed ISR stays and a new proposal
+   * may be made from `nowMs + retryBackoffMs`. An outcome for a proposal no longer pending (a newer state
+   * arrived meanwhile) is ignored.
+   */
+  completeIsrProposal(
+    proposal: IsrProposal,
+    result: IsrChangeResult,
+    nowMs: number,
+    retryBackoffMs: number,
+  ): boolean {
+    if (this.pendingIsr !== proposal) return false;
+    this.pendingIsr = null;
+    if (result.kind === 'committed') {
+      const state = result.state;
+      if (!this.isLeader || state.leader !== this.localNodeId || state.leaderEpoch !== this.epoch) {
+        this.isAwaitingMetadata = true;
+        return false;
+      }
+      this.isrIds = Object.freeze([...state.isr]);
+      this.stateEpoch = state.partitionEpoch;
+      return true;
     }
+    if (result.kind === 'stale') this.isAwaitingMetadata = true;
+    else this.proposeRetryAtMs = nowMs + retryBackoffMs;
+    return false;
+  }
+
+  /**
+   * HW = the smallest LEO in the maximal ISR, never moving back, and not at all while the committed ISR
+   * is below `minInsyncReplicas`. Returns true if it moved.
+   */
+  maybeIncrementLeaderHW(): boolean {
+    if (!this.isLeader || this.isUnderMinIsr || !this.isLeadershipActive()) return false;
+    const newHw = this.isrEndOffset();
     if (newHw <= this.hw) return false;
     this.hw = newHw;
     return true;
   }
 
+  /** The smallest LEO in the maximal ISR: what the HW would be with no minimum. */
+  private isrEndOffset(): number {
+    let endOffset = this.log.logEndOffset;
+    for (const replicaId of this.maximalIsr) {
+      const state = this.followers.get(replicaId);
+      if (state !== undefined && state.logEndOffset < endOffset) endOffset = state.logEndOffset;
+    }
+    return endOffset;
+  }
+
   /**
    * Whether every in-sync replica has the records below `requiredOffset` (Kafka's
    * checkEnoughReplicasReachOffset): once the HW reaches it, NONE if the ISR is still at least
-   * `minInsyncReplicas` large, else NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+   * `minInsyncReplicas` large, else NOT_ENOUGH_REPLICAS_AFTER_APPEND. While the ISR is below the minimum
+   * the HW stays put, so the same answer comes once every remaining in-sync replica has the records: the
+   * producer learns they were appended but not confirmed, and no consumer reads them meanwhile.
    */
   checkEnoughReplicasReachOffset(requiredOffset: number): ReplicationCheck {
-    if (!this.isLeader) return NOT_LEADER;
-    if (this.hw < requiredOffset) return NOT_YET;
-    return this.isrIds.length >= this.minInsyncReplicas ? ENOUGH : ENOUGH_BUT_ISR_TOO_SMALL;
+    if (!this.isLeader || !this.isLeadershipActive()) return NOT_LEADER;
+    if (this.hw >= requiredOffset) {
+      return this.isUnderMinIsr ? ENOUGH_BUT_ISR_TOO_SMALL : ENOUGH;
+    }
+    return this.isUnderMinIsr && this.isrEndOffset() >= requiredOffset ? ENOUGH_BUT_ISR_TOO_SMALL : NOT_YET;
   }
 
   /**
@@ -281,6 +452,78 @@ export class Partition {
   read(fetchOffset: number, maxBytes: number, isFromFollower: boolean, minOneMessage: boolean): LogReadInfo {
     const maxOffset = isFromFollower ? this.log.logEndOffset : this.hw;
     return this.log.read(fetchOffset, maxBytes, { maxOffset, minOneMessage });
+  }
+
+  // --- roles (cluster mode) ---
+
+  /** True if `state` is older than what this partition holds (and so must be ignored). */
+  private isStale(state: PartitionState): boolean {
+    return (
+      state.leaderEpoch < this.epoch ||
+      (state.leaderEpoch === this.epoch && state.partitionEpoch < this.stateEpoch)
+    );
+  }
+
+  /**
+   * Makes this replica the leader at `state` (Kafka's Partition.makeLeader): takes its replicas, ISR and
+   * epochs. A new leader epoch starts every follower afresh (unknown LEO, caught up as of `nowMs`, as
+   * Kafka's new leader assumes) and records where the epoch starts; the HW stays what this replica knew
+   * and moves once the ISR has caught up. The same epoch at a newer partition epoch (an ISR change) keeps
+   * the followers' states. Drops any ISR proposal in flight: the state it came from is gone. Returns
+   * true if anything changed; a stale `state` changes nothing.
+   */
+  makeLeader(state: PartitionState, nowMs: number): boolean {
+    if (this.isStale(state)) return false;
+    const isNewLeaderEpoch = state.leaderEpoch > this.epoch || !this.isLeader;
+    const isChanged =
+      isNewLeaderEpoch || state.partitionEpoch !== this.stateEpoch || !sameIds(state.isr, this.isrIds);
+    this.leader = this.localNodeId;
+    this.epoch = state.leaderEpoch;
+    this.stateEpoch = state.partitionEpoch;
+    this.replicaIds = Object.freeze([...state.replicas]);
+    this.isrIds = Object.freeze([...state.isr]);
+    this.pendingIsr = null;
+    this.isAwaitingMetadata = false;
+    this.proposeRetryAtMs = 0;
+    const leaderEndOffset = this.log.logEndOffset;
+    if (isNewLeaderEpoch) {
+      this.followers.clear();
+      this.leaderEpochStartOffset = leaderEndOffset;
+    }
+    for (const replicaId of this.replicaIds) {
+      if (replicaId === this.localNodeId || this.followers.has(replicaId)) continue;
+      this.followers.set(replicaId, {
+        replicaId,
+        logEndOffset: UNKNOWN_OFFSET,
+        lastCaughtUpTimeMs: nowMs,
+        lastFetchLeaderLogEndOffset: leaderEndOffset,
+        lastFetchTimeMs: nowMs,
+      });
+    }
+    for (const replicaId of [...this.followers.keys()]) {
+      if (!this.replicaIds.includes(replicaId)) this.followers.delete(replicaId);
+    }
+    return isChanged;
+  }
+
+  /**
+   * Makes this replica a follower of `state.leader` (Kafka's Partition.makeFollower): takes the leader,
+   * replicas, ISR and epochs and forgets the leader's view of followers. Returns true if the leader or
+   * the leader epoch changed (the fetcher must then find the epoch boundary again before fetching);
+   * false for a stale state or one that changes neither.
+   */
+  makeFollower(state: PartitionState): boolean {
+    if (this.isStale(state)) return false;
+    const isChanged = this.isLeader || state.leader !== this.leader || state.leaderEpoch !== this.epoch;
+    this.leader = state.leader;
+    this.epoch = state.leaderEpoch;
+    this.stateEpoch = state.partitionEpoch;
+    this.replicaIds = Object.freeze([...state.replicas]);
+    this.isrIds = Object.freeze([...state.isr]);
+    this.followers.clear();
+    this.pendingIsr = null;
+    this.isAwaitingMetadata = false;
+    return isChanged;
   }
 
   // --- follower side ---
@@ -330,4 +573,11 @@ export class Partition {
     if (deleted > 0) this.hwMetadata = null;
     return deleted;
   }
+}
+
+const alwaysActive = (): boolean => true;
+
+/** The same node ids in the same order. */
+export function sameIds(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((id, i) => id === b[i]);
 }

@@ -2,9 +2,20 @@ import { ErrorCode } from '../errors';
 import type { Time } from '../time';
 import type { Timer } from '../timer';
 import { TimerTask } from '../timer';
-import type { FetchRequest, FetchTopic } from './broker-protocol';
+import type {
+  FetchRequest,
+  FetchTopic,
+  OffsetForLeaderEpochRequest,
+  OffsetForLeaderTopic,
+} from './broker-protocol';
 import type { LeaderEndpoint } from './leader-endpoint';
-import type { FetchedPartitionOutcome, FollowerFetchTarget, ReplicaManager } from './replica-manager';
+import type {
+  EpochBoundaryOutcome,
+  EpochBoundaryTarget,
+  FetchedPartitionOutcome,
+  FollowerFetchTarget,
+  ReplicaManager,
+} from './replica-manager';
 import { topicPartitionKey } from './topic-partition';
 
 /** Kafka's replica.fetch.wait.max.ms. */
@@ -21,6 +32,12 @@ export const DEFAULT_METADATA_REFRESH_INTERVAL_MS = 1_000;
  * doubling of that interval, up to this: an unreachable leader is one log line a minute, not one a second.
  */
 export const LEADER_FAILURE_REPORT_MAX_INTERVAL_MS = 60_000;
+/**
+ * OffsetForLeaderEpoch exchanges in one round at most: each answer that leaves a partition at an
+ * intermediate epoch boundary asks again with an older epoch, so the exchange ends; the bound keeps one
+ * round from holding the loop on a long history.
+ */
+const MAX_EPOCH_BOUNDARY_PASSES = 16;
 
 /** A run of failed rounds: the leader could not be reached, or refused the fetch. */
 export interface LeaderFailure {
@@ -62,6 +79,12 @@ export interface ReplicaFetcherOptions {
   readonly onLeaderFailure?: (failure: LeaderFailure) => void;
   /** The leader answered again after a run of failures (the run that ended is given). */
   readonly onLeaderRecovered?: (failure: LeaderFailure) => void;
+  /**
+   * Cluster mode: the node this fetcher copies from. It then asks no Metadata (the cluster tells this
+   * node who leads what), fetches only the partitions following that leader, with their leader epoch, and
+   * first truncates each new follower to its epoch boundary (OffsetForLeaderEpoch).
+   */
+  readonly leaderId?: number;
 }
 
 /** Resolves a promise when the timer runs it, or when cancelled (stop). */
@@ -114,6 +137,7 @@ export class ReplicaFetcher {
   private readonly onError: (error: unknown, what: string) => void;
   private readonly onLeaderFailure: (failure: LeaderFailure) => void;
   private readonly onLeaderRecovered: (failure: LeaderFailure) => void;
+  private readonly leaderId: number | undefined;
   /** The current run of failed rounds, if any. */
   private failure: LeaderFailure | undefined;
   private failingSinceMs = 0;
@@ -145,6 +169,7 @@ export class ReplicaFetcher {
     this.onError = options.onError ?? (() => undefined);
     this.onLeaderFailure = options.onLeaderFailure ?? (() => undefined);
     this.onLeaderRecovered = options.onLeaderRecovered ?? (() => undefined);
+    this.leaderId = options.leaderId;
   }
 
   get leaderStatus(): LeaderLinkStatus {
@@ -157,6 +182,14 @@ export class ReplicaFetcher {
 
   start(): void {
     this.running ??= this.run();
+  }
+
+  /**
+   * Ends a wait (idle or backoff) now: the partitions to fetch changed (new followers, newer epochs). A
+   * fetch in flight is not disturbed; the next round sees the change.
+   */
+  wake(): void {
+    if (!this.isStopped) this.wakeup.cancel();
   }
 
   /** Ends the loop: aborts the call in flight, cancels any wait, closes the endpoint. Idempotent. */
@@ -188,7 +221,10 @@ export class ReplicaFetcher {
   /** One round; true asks for a backoff before the next. */
   private async round(): Promise<boolean> {
     const signal = this.controller.signal;
-    if (this.time.monotonicMs() - this.lastMetadataMs >= this.metadataRefreshIntervalMs) {
+    if (this.leaderId !== undefined) {
+      await this.truncateToEpochBoundaries(this.leaderId, signal);
+      if (this.isStopped) return false;
+    } else if (this.time.monotonicMs() - this.lastMetadataMs >= this.metadataRefreshIntervalMs) {
       const metadata = await this.leader.metadata({ topics: [] }, signal);
       if (this.isStopped) return false;
       // The leader is reachable again; a leader refusing the fetch is so only once a fetch succeeds.
@@ -237,6 +273,63 @@ export class ReplicaFetcher {
     return false;
   }
 
+  /**
+   * Asks the leader where the history of each new follower partition parts from its own and truncates
+   * there (ReplicaManager.applyEpochEndOffset), again while answers leave partitions at an intermediate
+   * boundary. A partition whose answer is an error sits out for `backoffMs`.
+   */
+  private async truncateToEpochBoundaries(leaderId: number, signal: AbortSignal): Promise<void> {
+    for (let pass = 0; pass < MAX_EPOCH_BOUNDARY_PASSES; pass++) {
+      const nowMs = this.time.monotonicMs();
+      const targets = this.replicaManager
+        .epochBoundaryTargets(leaderId)
+        .filter((target) => this.isDue(target.key, nowMs));
+      if (targets.length === 0) return;
+      const response = await this.leader.offsetForLeaderEpoch(
+        this.offsetForLeaderEpochRequest(targets),
+        signal,
+      );
+      if (this.isStopped) return;
+      let isAgain = false;
+      const answeredMs = this.time.monotonicMs();
+      for (const topic of response.topics) {
+        for (const data of topic.partitions) {
+          const key = topicPartitionKey(topic.name, data.partition);
+          let outcome: EpochBoundaryOutcome;
+          try {
+            outcome = this.replicaManager.applyEpochEndOffset(key, data);
+          } catch (error) {
+            this.onError(error, `truncating ${key} to its epoch boundary failed`);
+            outcome = 'retry';
+          }
+          if (outcome === 'retry') this.retryAtMs.set(key, answeredMs + this.backoffMs);
+          else if (outcome === 'again') isAgain = true;
+        }
+      }
+      if (!isAgain) return;
+    }
+  }
+
+  private offsetForLeaderEpochRequest(targets: readonly EpochBoundaryTarget[]): OffsetForLeaderEpochRequest {
+    const byTopic = new Map<
+      string,
+      OffsetForLeaderTopic & { partitions: OffsetForLeaderTopic['partitions'][number][] }
+    >();
+    for (const target of targets) {
+      let topic = byTopic.get(target.topic);
+      if (topic === undefined) {
+        topic = { name: target.topic, partitions: [] };
+        byTopic.set(target.topic, topic);
+      }
+      topic.partitions.push({
+        partition: target.partitionIndex,
+        currentLeaderEpoch: target.currentLeaderEpoch,
+        leaderEpoch: target.leaderEpoch,
+      });
+    }
+    return { replicaId: this.nodeId, topics: [...byTopic.values()] };
+  }
+
   /** Counts a failed round and reports it when the run is new or the report interval has passed. */
   private roundFailed(error: unknown, kind: LeaderFailure['kind']): void {
     const nowMs = this.time.monotonicMs();
@@ -269,13 +362,18 @@ export class ReplicaFetcher {
 
   private fetchableTargets(): FollowerFetchTarget[] {
     const nowMs = this.time.monotonicMs();
-    return this.replicaManager.followerFetchTargets().filter((target) => {
-      const retryAt = this.retryAtMs.get(target.key);
-      if (retryAt === undefined) return true;
-      if (retryAt > nowMs) return false;
-      this.retryAtMs.delete(target.key);
-      return true;
-    });
+    return this.replicaManager
+      .followerFetchTargets(this.leaderId)
+      .filter((target) => this.isDue(target.key, nowMs));
+  }
+
+  /** False while the partition sits out a backoff. */
+  private isDue(key: string, nowMs: number): boolean {
+    const retryAt = this.retryAtMs.get(key);
+    if (retryAt === undefined) return true;
+    if (retryAt > nowMs) return false;
+    this.retryAtMs.delete(key);
+    return true;
   }
 
   private fetchRequest(targets: readonly FollowerFetchTarget[]): FetchRequest {
@@ -290,6 +388,7 @@ export class ReplicaFetcher {
         partitionIndex: target.partitionIndex,
         fetchOffset: target.fetchOffset,
         partitionMaxBytes: DEFAULT_REPLICA_FETCH_MAX_BYTES,
+        currentLeaderEpoch: target.currentLeaderEpoch,
       });
     }
     return {

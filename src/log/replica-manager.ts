@@ -12,7 +12,13 @@ import {
   MAX_PARTITIONS_PER_TOPIC,
 } from './broker-config';
 import type { BrokerConfig } from './broker-config';
-import { DEFAULT_TOPIC_SETTING, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP } from './broker-protocol';
+import {
+  DEFAULT_TOPIC_SETTING,
+  EARLIEST_TIMESTAMP,
+  LATEST_TIMESTAMP,
+  NO_LEADER_EPOCH,
+  UNDEFINED_EPOCH_OFFSET,
+} from './broker-protocol';
 import type {
   BrokerNode,
   BrokerRequestContext,
@@ -21,6 +27,7 @@ import type {
   CreatableTopicResult,
   CreateTopicsRequest,
   CreateTopicsResponse,
+  EpochEndOffset,
   FetchableTopicResponse,
   FetchPartitionData,
   FetchRequest,
@@ -31,6 +38,8 @@ import type {
   ListOffsetsResponse,
   MetadataRequest,
   MetadataResponse,
+  OffsetForLeaderEpochRequest,
+  OffsetForLeaderEpochResponse,
   PartitionMetadata,
   ProducePartitionResponse,
   ProduceRecord,
@@ -51,9 +60,24 @@ import {
   openFilesHeadroom,
   readOpenFileLimit,
 } from './open-files';
-import { Partition } from './partition';
+import { epochEndOffset, latestLocalEpoch } from './leader-epochs';
+import { Partition, sameIds } from './partition';
+import type { IsrProposal } from './partition';
 import type { PartitionLookup } from './partition-lookup';
+import { NO_LEADER_ID } from './partition-roles';
+import type {
+  ClusterMetadataUpdate,
+  IsrChangeProposer,
+  IsrChangeResult,
+  LeadershipGuard,
+  PartitionLeadership,
+  PartitionRoleTarget,
+} from './partition-roles';
 import { PeriodicTask } from './periodic-task';
+import { replicaAuthorizationError } from './replica-authorization';
+import type { ReplicaFetcherOptions } from './replica-fetcher';
+import { ReplicaFetcherManager } from './replica-fetcher-manager';
+import type { LeaderEndpointFactory } from './replica-fetcher-manager';
 import {
   checkpointHighWatermarks,
   HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
@@ -92,7 +116,30 @@ export interface ReplicaManagerOptions {
    * cannot be read, two per segment of the hosted partitions.
    */
   readonly countOpenFiles?: () => number | undefined;
+  /**
+   * Cluster mode: how this leader's ISR changes are committed (Kafka's AlterPartition). With it, shrinks
+   * and expansions are proposed, and act only once committed; without it (single-node and fixed-role
+   * modes) the leader changes its ISR itself.
+   */
+  readonly isrChangeProposer?: IsrChangeProposer;
+  /** How long a partition waits after a proposal that 'failed' before it proposes again. */
+  readonly isrProposalRetryBackoffMs?: number;
+  /**
+   * Cluster mode: whether this node may act as a leader now (its session with the metadata store). Read
+   * on every Produce and before every HW advance; absent, always.
+   */
+  readonly leadershipGuard?: LeadershipGuard;
+  /**
+   * Cluster mode: how to reach a leader node. With it, applyClusterMetadata keeps one ReplicaFetcher per
+   * leader this node follows (ReplicaFetcherManager), at the addresses of the update's live nodes.
+   */
+  readonly leaderEndpointFactory?: LeaderEndpointFactory;
+  /** The fetchers' settings (wait, backoff, reports); they run on this manager's time and timer. */
+  readonly replicaFetcherOptions?: Omit<ReplicaFetcherOptions, 'time' | 'timer' | 'leaderId'>;
 }
+
+/** Kafka's AlterPartition retry: a partition whose ISR proposal got no answer proposes again after this. */
+export const DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS = 1_000;
 
 /** What the follower fetcher asks for, per partition. */
 export interface FollowerFetchTarget {
@@ -100,6 +147,36 @@ export interface FollowerFetchTarget {
   readonly partitionIndex: number;
   readonly key: string;
   readonly fetchOffset: number;
+  /** Cluster mode: the leader epoch the follower follows, sent for the leader to check. */
+  readonly currentLeaderEpoch?: number;
+}
+
+/**
+ * A partition that became a follower in a new leader epoch and must find where its log and the leader's
+ * part before it fetches (KIP-101/279): the fetcher asks the leader OffsetForLeaderEpoch for `leaderEpoch`
+ * (this replica's latest) and hands the answer to `applyEpochEndOffset`.
+ */
+export interface EpochBoundaryTarget {
+  readonly topic: string;
+  readonly partitionIndex: number;
+  readonly key: string;
+  readonly currentLeaderEpoch: number;
+  readonly leaderEpoch: number;
+}
+
+/**
+ * How `applyEpochEndOffset` went: `truncated` (done: fetch next), `again` (truncated to an intermediate
+ * epoch boundary: ask again with the new latest epoch), `retry` (an error: back off).
+ */
+export type EpochBoundaryOutcome = 'truncated' | 'again' | 'retry';
+
+/** Cluster mode: what this follower replica is doing about its leader. */
+interface FollowerFetchState {
+  readonly leaderId: number;
+  /** Became a follower in a new epoch: must truncate to the epoch boundary before fetching. */
+  needsTruncation: boolean;
+  /** The leader answered FENCED_LEADER_EPOCH: this replica's epoch is old; wait for newer metadata. */
+  isFenced: boolean;
 }
 
 /** What one partition of a follower's fetch response did; `retry` asks the fetcher to back off. */
@@ -110,6 +187,7 @@ interface PartitionInfo {
   replicas: readonly number[];
   /** On a follower, for partitions not hosted here: what the leader last reported. */
   leaderId: number;
+  leaderEpoch: number;
   isr: readonly number[];
   /** Set when this process hosts the partition. */
   partition: Partition | undefined;
@@ -166,7 +244,7 @@ function abortError(): Error {
  * `shutdown()`. All of this runs on one event loop: an append, a read and the wake-ups it causes happen
  * without interleaving; re-entrancy (a completion that triggers another) is the purgatory's business.
  */
-export class ReplicaManager implements BrokerService, PartitionLookup {
+export class ReplicaManager implements BrokerService, PartitionLookup, PartitionRoleTarget {
   readonly config: BrokerConfig;
   private readonly time: Time;
   private readonly listener: ReplicaManagerListener;
@@ -195,9 +273,27 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   private readonly countOpenFiles: () => number | undefined;
   private localBroker: BrokerNode | null = null;
   private leaderBrokers: readonly BrokerNode[] = [];
+  private readonly isrChangeProposer: IsrChangeProposer | undefined;
+  private readonly isrProposalRetryBackoffMs: number;
+  private readonly leadershipGuard: LeadershipGuard | undefined;
+  /** Replication must come from the node it names (BrokerConfig.requireAuthenticatedReplicas). */
+  private readonly requireAuthenticatedReplicas: boolean;
+  /** Cluster mode: the live nodes of the latest applyClusterMetadata (Metadata's broker list). */
+  private liveNodes: readonly BrokerNode[] | null = null;
+  /** resignLeadership was called and no update has named this node live since. */
+  private isResigned = false;
+  /** Cluster mode: the follower partitions, by key, and what each is doing about its leader. */
+  private readonly followerFetches = new Map<string, FollowerFetchState>();
+  /** Cluster mode with a leaderEndpointFactory: the fetchers, one per leader node. */
+  readonly replicaFetcherManager: ReplicaFetcherManager | undefined;
+  private readonly isLeadershipActive = (): boolean =>
+    !this.isResigned && (this.leadershipGuard === undefined || this.leadershipGuard.isActive());
+  private readonly proposeIsr = (partition: Partition, proposal: IsrProposal): void =>
+    this.sendIsrProposal(partition, proposal);
   private isStarted = false;
   private isShutdown = false;
   private closing: Promise<void> | null = null;
+  private stoppingFetchers: Promise<void> | null = null;
   /** The high-watermark checkpoint pass under way, if any (a slow one is not overlapped). */
   private highWatermarkCheckpointing: Promise<void> | null = null;
   /** Operations that expired, by kind (Kafka's ExpiresPerSec meters, as counts). */
@@ -211,6 +307,11 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     this.createPartitionsPerTurn = Math.max(1, options.createPartitionsPerTurn ?? CREATE_PARTITIONS_PER_TURN);
     this.maxOpenFiles = config.maxOpenFiles ?? readOpenFileLimit() ?? FALLBACK_OPEN_FILE_LIMIT;
     this.countOpenFiles = options.countOpenFiles ?? countOpenFileDescriptors;
+    this.isrChangeProposer = options.isrChangeProposer;
+    this.isrProposalRetryBackoffMs =
+      options.isrProposalRetryBackoffMs ?? DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS;
+    this.leadershipGuard = options.leadershipGuard;
+    this.requireAuthenticatedReplicas = config.requireAuthenticatedReplicas ?? this.isClusterMode;
     this.logManager = new LogManager(config.dataDir, config.logConfig, this.time, options.recovery);
     // One timer per purgatory, as in Kafka: numDelayed is its timer's size.
     const onTaskError = (error: unknown): void => this.reportError(error, 'a delayed operation failed');
@@ -223,6 +324,20 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       new SystemTimer({ name: 'fetch-purgatory', time: this.time, onTaskError }),
     );
     this.maintenanceTimer = new SystemTimer({ name: 'log-maintenance', time: this.time, onTaskError });
+    this.replicaFetcherManager =
+      options.leaderEndpointFactory === undefined
+        ? undefined
+        : new ReplicaFetcherManager(config.nodeId, this, options.leaderEndpointFactory, {
+            onError: (error, what) => this.reportError(error, what),
+            ...options.replicaFetcherOptions,
+            time: this.time,
+            timer: this.maintenanceTimer,
+          });
+  }
+
+  /** Leadership and ISR come from the cluster (applyClusterMetadata), ISR changes go through the proposer. */
+  get isClusterMode(): boolean {
+    return this.isrChangeProposer !== undefined;
   }
 
   /** Parked Produces (acks=-1) and Fetches. */
@@ -323,6 +438,11 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
         'this process is a follower; create topics on its leader',
       );
+    }
+    // Cluster mode: the controller assigns replicas and the topic reaches this node through
+    // applyClusterMetadata; a local create would make a topic no other node knows of.
+    if (this.isClusterMode) {
+      return result(name, ErrorCode.NOT_CONTROLLER, 'topics of a cluster are created by its controller');
     }
     const nameProblem = topicNameProblem(name);
     if (nameProblem !== null) return result(name, ErrorCode.INVALID_TOPIC_EXCEPTION, nameProblem);
@@ -486,9 +606,14 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       return { name, errorCode: ErrorCode.NONE, partitions: state.partitions.map(partitionMetadata) };
     });
     const brokers: BrokerNode[] = [];
-    if (this.localBroker !== null) brokers.push(this.localBroker);
-    for (const node of this.leaderBrokers) {
-      if (node.nodeId !== this.config.nodeId) brokers.push(node);
+    if (this.liveNodes !== null) {
+      // Cluster mode: every live node, as the cluster last told this one (Kafka's live brokers).
+      for (const node of this.liveNodes) brokers.push(node);
+    } else {
+      if (this.localBroker !== null) brokers.push(this.localBroker);
+      for (const node of this.leaderBrokers) {
+        if (node.nodeId !== this.config.nodeId) brokers.push(node);
+      }
     }
     return Promise.resolve({ brokers, topics });
   }
@@ -541,6 +666,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     if (partition === undefined) {
       return failed(this.unhostedPartitionError(topic, partitionIndex));
     }
+    // A leader whose session is gone may already have been replaced: it must not take writes.
+    if (partition.isLeader && !this.isLeadershipActive()) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     let info: LogAppendInfo;
     try {
       info = partition.appendRecordsToLeader(records.map(toSimpleRecord), acks);
@@ -645,6 +772,14 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     ) {
       return Promise.resolve({ errorCode: ErrorCode.INVALID_REQUEST, responses: [] });
     }
+    const authorizationError = replicaAuthorizationError(
+      replicaId,
+      context,
+      this.requireAuthenticatedReplicas,
+    );
+    if (authorizationError !== ErrorCode.NONE) {
+      return Promise.resolve({ errorCode: authorizationError, responses: [] });
+    }
     const params: FetchParams = { replicaId, isFromFollower: replicaId >= 0, minBytes, maxBytes };
     const statuses: FetchPartitionStatus[] = [];
     const read = this.readFromLocalLog(params, request.topics, statuses);
@@ -711,6 +846,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
         if (partition === undefined) {
           return failed(this.unhostedPartitionError(topic.name, request.partitionIndex));
         }
+        const epochError = partition.checkCurrentLeaderEpoch(request.currentLeaderEpoch);
+        if (epochError !== ErrorCode.NONE) return failed(epochError);
         if (params.isFromFollower && !partition.isFollowerReplica(params.replicaId)) {
           return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
         }
@@ -811,7 +948,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       topics: request.topics.map((topic) => ({
         name: topic.name,
         partitions: topic.partitions.map((query): ListOffsetsPartitionResponse => {
-          const { partitionIndex, timestamp } = query;
+          const { partitionIndex, timestamp, currentLeaderEpoch } = query;
           const answer = (
             errorCode: ErrorCode,
             offset = -1,
@@ -826,6 +963,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
           if (partition === undefined) {
             return answer(this.unhostedPartitionError(topic.name, partitionIndex));
           }
+          const epochError = partition.checkCurrentLeaderEpoch(currentLeaderEpoch);
+          if (epochError !== ErrorCode.NONE) return answer(epochError);
           // Offsets are a leader's answer, as in Kafka: a follower's HW may lag the leader's.
           if (!partition.isLeader || this.isShutdown) return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER);
           if (timestamp === LATEST_TIMESTAMP) return answer(ErrorCode.NONE, partition.highWatermark);
@@ -838,6 +977,180 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
         }),
       })),
     });
+  }
+
+  // --- OffsetForLeaderEpoch ---
+
+  /**
+   * For each partition, the end offset on this leader of the largest epoch at or below the one asked for
+   * (Kafka's OffsetsForLeaderEpoch, KIP-101/279): where a new follower's log must be cut so that it is a
+   * prefix of this one. Only the leader answers (NOT_LEADER_OR_FOLLOWER), after the same epoch check as
+   * Fetch. From a follower (`replicaId` >= 0) it is replication traffic: the caller must have
+   * authenticated as that node (else CLUSTER_AUTHORIZATION_FAILED) and be one of the partition's replicas
+   * (else NOT_LEADER_OR_FOLLOWER).
+   */
+  offsetForLeaderEpoch(
+    request: OffsetForLeaderEpochRequest,
+    context: BrokerRequestContext = {},
+  ): Promise<OffsetForLeaderEpochResponse> {
+    const { replicaId } = request;
+    const authorizationError = replicaAuthorizationError(
+      replicaId,
+      context,
+      this.requireAuthenticatedReplicas,
+    );
+    return Promise.resolve({
+      topics: request.topics.map((topic) => ({
+        name: topic.name,
+        partitions: topic.partitions.map((query): EpochEndOffset => {
+          const answer = (
+            errorCode: ErrorCode,
+            leaderEpoch = NO_LEADER_EPOCH,
+            endOffset = UNDEFINED_EPOCH_OFFSET,
+          ): EpochEndOffset => ({ errorCode, partition: query.partition, leaderEpoch, endOffset });
+          if (authorizationError !== ErrorCode.NONE) return answer(authorizationError);
+          if (this.isShutdown) return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+          const partition = this.partitions.get(topicPartitionKey(topic.name, query.partition));
+          if (partition === undefined)
+            return answer(this.unhostedPartitionError(topic.name, query.partition));
+          const epochError = partition.checkCurrentLeaderEpoch(query.currentLeaderEpoch);
+          if (epochError !== ErrorCode.NONE) return answer(epochError);
+          if (!partition.isLeader) return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+          if (replicaId >= 0 && !partition.isFollowerReplica(replicaId)) {
+            return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+          }
+          const found = epochEndOffset(partition, query.leaderEpoch);
+          return answer(ErrorCode.NONE, found.leaderEpoch, found.endOffset);
+        }),
+      })),
+    });
+  }
+
+  // --- cluster roles (PartitionRoleTarget) ---
+
+  /**
+   * Applies the cluster's view (see PartitionRoleTarget): registers each topic with its assignment,
+   * opens the local replicas of partitions assigned to this node (closing those no longer assigned, whose
+   * files stay), makes each the leader or a follower at its epoch, and forgets topics the update no longer
+   * has. A topic whose new replicas would take more file descriptors than the process has free is
+   * reported (onError) and left as it was; the next update tries again.
+   */
+  applyClusterMetadata(update: ClusterMetadataUpdate): void {
+    if (this.isShutdown) return;
+    const nodeId = this.config.nodeId;
+    this.liveNodes = update.liveNodes.map(({ nodeId: id, host, port }) => ({ nodeId: id, host, port }));
+    if (update.liveNodes.some((node) => node.nodeId === nodeId)) this.isResigned = false;
+    const byTopic = new Map<string, PartitionLeadership[]>();
+    for (const state of update.partitions) {
+      let states = byTopic.get(state.topic);
+      if (states === undefined) byTopic.set(state.topic, (states = []));
+      states.push(state);
+    }
+    const nowMs = this.time.monotonicMs();
+    for (const [name, states] of byTopic) {
+      if (topicNameProblem(name) !== null) continue;
+      states.sort((a, b) => a.partitionIndex - b.partitionIndex);
+      if (states.some((state, i) => state.partitionIndex !== i)) continue;
+      const assignment: TopicAssignment = {
+        name,
+        partitions: states.map((state) => ({
+          partitionIndex: state.partitionIndex,
+          replicas: [...state.replicas],
+        })),
+      };
+      try {
+        if (!this.applyAssignment(assignment)) continue;
+      } catch (error) {
+        this.reportError(error, `opening the replicas of topic ${name} failed`);
+        continue;
+      }
+      const current = this.topics.get(name)!;
+      for (const state of states) {
+        const info = current.partitions[state.partitionIndex]!;
+        info.leaderId = state.leader;
+        info.leaderEpoch = state.leaderEpoch;
+        info.isr = Object.freeze([...state.isr]);
+        if (info.partition !== undefined) this.applyPartitionState(info.partition, state, nowMs);
+      }
+    }
+    for (const state of [...this.topics.values()]) {
+      if (byTopic.has(state.name) || this.creations.has(state.name)) continue;
+      this.removeTopic(state);
+      for (const info of state.partitions) {
+        if (info.partition !== undefined) this.closeUnassigned(info.partition);
+      }
+    }
+    this.replicaFetcherManager?.update(update.liveNodes);
+  }
+
+  /**
+   * The node's session is gone: it stops acting as leader at once. Produce answers
+   * NOT_LEADER_OR_FOLLOWER, parked acks=-1 produces complete with it, and no HW advances, until an update
+   * lists this node live again.
+   */
+  resignLeadership(): void {
+    this.isResigned = true;
+    for (const partition of this.partitions.values()) {
+      if (partition.isLeader) this.producePurgatory.checkAndComplete(partition.key);
+    }
+  }
+
+  /** One hosted partition's state from the cluster: leader or follower (of a leader, or of nobody). */
+  private applyPartitionState(partition: Partition, state: PartitionLeadership, nowMs: number): void {
+    const key = partition.key;
+    if (state.leader === this.config.nodeId) {
+      const isrBefore = partition.isr;
+      const isSameLeadership = partition.isLeader && partition.leaderEpoch === state.leaderEpoch;
+      if (!partition.makeLeader(state, nowMs)) return;
+      this.followerFetches.delete(key);
+      // An ISR change of this leader's, committed (the store's view may arrive before the proposer's
+      // answer, which is then ignored). A new leadership's ISR is the cluster's, not a change.
+      if (isSameLeadership && !sameIds(partition.isr, isrBefore)) {
+        this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
+      }
+      partition.maybeIncrementLeaderHW();
+    } else {
+      if (!partition.makeFollower(state)) return;
+      if (state.leader === NO_LEADER_ID) this.followerFetches.delete(key);
+      else this.followerFetches.set(key, { leaderId: state.leader, needsTruncation: true, isFenced: false });
+    }
+    // Parked acks=-1 produces answer (NOT_LEADER_OR_FOLLOWER on a former leader), parked follower fetches
+    // of a former leader answer, consumers see a new HW.
+    this.producePurgatory.checkAndComplete(key);
+    this.fetchPurgatory.checkAndComplete(key);
+  }
+
+  /** Sends a partition's ISR proposal to the store; the answer is applied when it comes (never awaited). */
+  private sendIsrProposal(partition: Partition, proposal: IsrProposal): void {
+    const proposer = this.isrChangeProposer!;
+    const settle = (result: IsrChangeResult): void => {
+      if (this.isShutdown || this.partitions.get(partition.key) !== partition) return;
+      const isrBefore = partition.isr;
+      const isChanged = partition.completeIsrProposal(
+        proposal,
+        result,
+        this.time.monotonicMs(),
+        this.isrProposalRetryBackoffMs,
+      );
+      if (!isChanged) return;
+      this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
+      if (partition.maybeIncrementLeaderHW()) this.onHighWatermarkIncreased(partition);
+      // acks=-1 produces answer NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR fell below the minimum.
+      else this.producePurgatory.checkAndComplete(partition.key);
+    };
+    let proposed: Promise<IsrChangeResult>;
+    try {
+      proposed = proposer.proposeIsr(
+        partition.topic,
+        partition.partitionIndex,
+        proposal.leaderEpoch,
+        proposal.partitionEpoch,
+        proposal.isr,
+      );
+    } catch (error) {
+      proposed = Promise.resolve({ kind: 'failed', error });
+    }
+    proposed.then(settle, (error: unknown) => settle({ kind: 'failed', error }));
   }
 
   // --- the follower side, driven by ReplicaFetcher ---
@@ -875,18 +1188,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
           replicas: [...p.replicaNodes],
         })),
       };
-      const state = this.topics.get(topic.name);
-      if (state === undefined || !sameAssignment(state, assignment)) {
-        const opened = this.openPartitions(assignment, state);
-        this.logManager.writeTopic(assignment);
-        if (state !== undefined) this.removeTopic(state);
-        this.addTopic(assignment, opened);
-        // A partition that no longer lists this node is no longer copied; its files stay on disk.
-        const kept = new Set(opened.values());
-        for (const info of state?.partitions ?? []) {
-          if (info.partition !== undefined && !kept.has(info.partition)) void info.partition.log.close();
-        }
-      }
+      this.applyAssignment(assignment, false);
       const current = this.topics.get(topic.name)!;
       for (const reported of partitions) {
         const info = current.partitions[reported.partitionIndex]!;
@@ -897,9 +1199,27 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     }
   }
 
-  /** The partitions this follower copies, each from its LEO. */
-  followerFetchTargets(): FollowerFetchTarget[] {
+  /**
+   * The partitions this follower copies, each from its LEO. With `leaderId` (cluster mode): those that
+   * follow that leader, have found their epoch boundary and are not fenced, each with its leader epoch.
+   */
+  followerFetchTargets(leaderId?: number): FollowerFetchTarget[] {
     const targets: FollowerFetchTarget[] = [];
+    if (leaderId !== undefined) {
+      for (const [key, state] of this.followerFetches) {
+        const partition = this.partitions.get(key);
+        if (partition === undefined || state.leaderId !== leaderId) continue;
+        if (state.needsTruncation || state.isFenced) continue;
+        targets.push({
+          topic: partition.topic,
+          partitionIndex: partition.partitionIndex,
+          key,
+          fetchOffset: partition.logEndOffset,
+          currentLeaderEpoch: partition.leaderEpoch,
+        });
+      }
+      return targets;
+    }
     for (const partition of this.partitions.values()) {
       if (partition.isLeader) continue;
       targets.push({
@@ -910,6 +1230,93 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       });
     }
     return targets;
+  }
+
+  /** Cluster mode: the leaders this node's follower partitions fetch from. */
+  followedLeaders(): Set<number> {
+    const leaders = new Set<number>();
+    for (const state of this.followerFetches.values()) leaders.add(state.leaderId);
+    return leaders;
+  }
+
+  /**
+   * Cluster mode: the partitions following `leaderId` that must find their epoch boundary before they
+   * fetch. One whose log records no leader epoch has nothing to ask: it is truncated to its HW here (every
+   * record below it is on the leader, as before KIP-101) and fetches next.
+   */
+  epochBoundaryTargets(leaderId: number): EpochBoundaryTarget[] {
+    const targets: EpochBoundaryTarget[] = [];
+    for (const [key, state] of this.followerFetches) {
+      const partition = this.partitions.get(key);
+      if (partition === undefined || state.leaderId !== leaderId) continue;
+      if (!state.needsTruncation || state.isFenced) continue;
+      const latestEpoch = latestLocalEpoch(partition);
+      if (latestEpoch === NO_LEADER_EPOCH) {
+        this.truncateFollower(partition, partition.highWatermark);
+        state.needsTruncation = false;
+        continue;
+      }
+      targets.push({
+        topic: partition.topic,
+        partitionIndex: partition.partitionIndex,
+        key,
+        currentLeaderEpoch: partition.leaderEpoch,
+        leaderEpoch: latestEpoch,
+      });
+    }
+    return targets;
+  }
+
+  /**
+   * Applies the leader's OffsetForLeaderEpoch answer for one partition (Kafka's
+   * AbstractFetcherThread.getOffsetTruncationState, KIP-279):
+   * - no end offset: the leader knows nothing of the epoch; truncate to the HW;
+   * - no epoch (an old leader): truncate to the leader's end offset;
+   * - the leader's epoch, which this replica also has: truncate to the smaller of the two ends of it;
+   * - an epoch this replica does not have: truncate to the end of the largest epoch below it that it
+   *   has, and ask again (`again`) with that one.
+   * Never past the local LEO. FENCED_LEADER_EPOCH parks the partition until newer metadata arrives;
+   * other errors ask for a backoff (`retry`).
+   */
+  applyEpochEndOffset(key: string, data: EpochEndOffset): EpochBoundaryOutcome {
+    const partition = this.partitions.get(key);
+    const state = this.followerFetches.get(key);
+    if (partition === undefined || state === undefined || this.isShutdown) return 'retry';
+    if (!state.needsTruncation) return 'truncated';
+    if (data.errorCode === ErrorCode.FENCED_LEADER_EPOCH) {
+      state.isFenced = true;
+      return 'retry';
+    }
+    if (data.errorCode !== ErrorCode.NONE) return 'retry';
+    const logEndOffset = partition.logEndOffset;
+    let offset: number;
+    let isComplete = true;
+    if (data.endOffset === UNDEFINED_EPOCH_OFFSET) {
+      offset = partition.highWatermark;
+    } else if (data.leaderEpoch === NO_LEADER_EPOCH) {
+      offset = data.endOffset;
+    } else {
+      const local = epochEndOffset(partition, data.leaderEpoch);
+      if (local.leaderEpoch === NO_LEADER_EPOCH) {
+        offset = data.endOffset;
+      } else if (local.leaderEpoch !== data.leaderEpoch) {
+        offset = local.endOffset;
+        isComplete = false;
+      } else {
+        offset = Math.min(local.endOffset, data.endOffset);
+      }
+    }
+    this.truncateFollower(partition, Math.min(offset, logEndOffset));
+    if (!isComplete) return 'again';
+    state.needsTruncation = false;
+    return 'truncated';
+  }
+
+  /** Cuts a follower's log at `offset` if it reaches past it. */
+  private truncateFollower(partition: Partition, offset: number): void {
+    if (offset >= partition.logEndOffset) return;
+    this.completionReads.clear();
+    partition.truncateTo(Math.max(offset, partition.logStartOffset));
   }
 
   /**
@@ -928,6 +1335,12 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
         partition.truncateFullyAndStartAt(data.logStartOffset);
       else partition.truncateTo(Math.min(data.highWatermark, partition.logEndOffset));
       return 'truncated';
+    }
+    if (data.errorCode === ErrorCode.FENCED_LEADER_EPOCH) {
+      // This replica's epoch is older than the leader's: wait for the metadata that says so.
+      const state = this.followerFetches.get(key);
+      if (state !== undefined) state.isFenced = true;
+      return 'retry';
     }
     if (data.errorCode !== ErrorCode.NONE) return 'retry';
     if (data.records.length > 0) {
@@ -953,6 +1366,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
    */
   shutdown(): void {
     if (this.isShutdown) return;
+    this.stoppingFetchers = this.replicaFetcherManager?.shutdown() ?? null;
     for (const task of this.periodicTasks) task.cancel();
     for (const op of [...this.parked]) op.forceComplete();
     this.isShutdown = true;
@@ -965,6 +1379,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.shutdown();
+      await this.stoppingFetchers;
       // A create in flight sees the shutdown at its next slice and removes what it made.
       await Promise.all(this.creations.values());
       // The last HWs, so a restart starts from them; a failure (reported) must not keep the logs open.
@@ -989,6 +1404,9 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       if (removed.length === 0) continue;
       this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
       if (partition.maybeIncrementLeaderHW()) this.onHighWatermarkIncreased(partition);
+      // Below the minimum the HW stays, but a waiting acks=-1 may now be answered
+      // NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+      else this.producePurgatory.checkAndComplete(partition.key);
     }
   }
 
@@ -1023,6 +1441,53 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
   private reportError(error: unknown, what: string): void {
     if (this.listener.onError !== undefined) this.listener.onError(error, what);
     else throw error;
+  }
+
+  /**
+   * Takes a topic's assignment: registers it (and its registry file) if new or changed, opening the
+   * replicas this node now hosts and closing those it no longer does (their files stay on disk). With
+   * `checkBudget`, a change that would open more files than the process has free is reported and not
+   * made (false).
+   */
+  private applyAssignment(assignment: TopicAssignment, checkBudget = true): boolean {
+    const state = this.topics.get(assignment.name);
+    if (state !== undefined && sameAssignment(state, assignment)) return true;
+    if (checkBudget) {
+      const added = assignment.partitions.filter(
+        (p) =>
+          p.replicas.includes(this.config.nodeId) &&
+          state?.partitions[p.partitionIndex]?.partition === undefined,
+      ).length;
+      const problem =
+        added === 0 ? null : this.fileDescriptorProblem(added, added * FILE_DESCRIPTORS_PER_NEW_PARTITION);
+      if (problem !== null) {
+        this.reportError(
+          new CohortError(ErrorCode.POLICY_VIOLATION, problem),
+          `cannot host the replicas of topic ${assignment.name}`,
+        );
+        return false;
+      }
+    }
+    const opened = this.openPartitions(assignment, state);
+    this.logManager.writeTopic(assignment);
+    if (state !== undefined) this.removeTopic(state);
+    this.addTopic(assignment, opened);
+    const kept = new Set(opened.values());
+    for (const info of state?.partitions ?? []) {
+      if (info.partition !== undefined && !kept.has(info.partition)) this.closeUnassigned(info.partition);
+    }
+    return true;
+  }
+
+  /** A replica this node no longer hosts: no longer copied or served; its files stay on disk. */
+  private closeUnassigned(partition: Partition): void {
+    this.followerFetches.delete(partition.key);
+    this.completionReads.clear();
+    this.producePurgatory.checkAndComplete(partition.key);
+    this.fetchPurgatory.checkAndComplete(partition.key);
+    partition.log
+      .close()
+      .catch((error: unknown) => this.reportError(error, `closing ${partition.key} failed`));
   }
 
   /** Registers a topic read from the registry at start-up. */
@@ -1074,13 +1539,21 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
         ? this.logManager.createLog(topic, partitionIndex)
         : this.logManager.openLog(topic, partitionIndex),
       localNodeId: this.config.nodeId,
-      // The process's role decides: a leader leads every partition it hosts; a follower follows the
-      // first replica, the leader, until Metadata says otherwise.
-      leaderId: this.config.isFollower ? replicas[0]! : this.config.nodeId,
+      // Cluster mode: no role until the cluster gives it one (applyClusterMetadata). Otherwise the
+      // process's role decides: a leader leads every partition it hosts; a follower follows the first
+      // replica, the leader, until Metadata says otherwise.
+      leaderId: this.isClusterMode
+        ? NO_LEADER_ID
+        : this.config.isFollower
+          ? replicas[0]!
+          : this.config.nodeId,
       replicas,
       minInsyncReplicas: this.config.minInsyncReplicas,
       replicaLagTimeMaxMs: this.config.replicaLagTimeMaxMs,
       nowMs,
+      leaderEpoch: this.isClusterMode ? NO_LEADER_EPOCH : 0,
+      proposeIsr: this.isClusterMode ? this.proposeIsr : undefined,
+      isLeadershipActive: this.isLeadershipActive,
     });
   }
 
@@ -1103,7 +1576,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
       return {
         partitionIndex,
         replicas,
-        leaderId: partition?.leaderId ?? (this.config.isFollower ? replicas[0]! : -1),
+        leaderId: partition?.leaderId ?? (this.config.isFollower ? replicas[0]! : NO_LEADER_ID),
+        leaderEpoch: partition?.leaderEpoch ?? 0,
         isr: NO_NODES,
         partition,
       };
@@ -1116,6 +1590,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup {
     this.topics.delete(state.name);
     for (const info of state.partitions) {
       if (info.partition !== undefined) this.partitions.delete(info.partition.key);
+      this.followerFetches.delete(topicPartitionKey(state.name, info.partitionIndex));
     }
   }
 }
@@ -1132,7 +1607,8 @@ function partitionMetadata(info: PartitionInfo): PartitionMetadata {
       leaderId: partition.leaderId,
       replicaNodes: partition.replicas,
       isrNodes: partition.isr,
-      errorCode: ErrorCode.NONE,
+      errorCode: partition.leaderId < 0 ? ErrorCode.LEADER_NOT_AVAILABLE : ErrorCode.NONE,
+      leaderEpoch: partition.leaderEpoch,
     };
   }
   return {
@@ -1141,14 +1617,14 @@ function partitionMetadata(info: PartitionInfo): PartitionMetadata {
     replicaNodes: info.replicas,
     isrNodes: info.isr,
     errorCode: info.leaderId < 0 ? ErrorCode.LEADER_NOT_AVAILABLE : ErrorCode.NONE,
+    leaderEpoch: info.leaderEpoch,
   };
 }
 
 function sameAssignment(state: TopicState, assignment: TopicAssignment): boolean {
   if (state.partitions.length !== assignment.partitions.length) return false;
   return assignment.partitions.every((p, i) => {
-    const replicas = state.partitions[i]!.replicas;
-    return replicas.length === p.replicas.length && replicas.every((id, j) => id === p.replicas[j]);
+    return sameIds(state.partitions[i]!.replicas, p.replicas);
   });
 }
 

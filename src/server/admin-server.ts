@@ -2,6 +2,12 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { parseListenAddress } from '../config';
+import type { Time } from '../time';
+import { loadAdminPageAssets, type AdminPageAsset } from './admin-page-assets';
+import { AUTHORIZATION_METADATA_KEY, type BearerTokenCheck } from './bearer-token-interceptor';
+import type { GroupBoard } from './group-board';
+import { PageStream } from './page-stream';
+import type { WatchLimits } from './watch-groups';
 
 /** Why the server is not ready, or undefined when it serves. */
 export type Readiness = () => string | undefined;
@@ -14,6 +20,22 @@ export interface AdminServerOptions {
   readonly scrape: () => Promise<string>;
   readonly contentType: string;
   readonly logger: Logger;
+  /**
+   * When set, every path but /healthz and /readyz needs `authorization: Bearer <token>`: /metrics and
+   * the page's stream (the page's static files hold no data and are served to anyone).
+   */
+  readonly tokenCheck?: BearerTokenCheck;
+  /** The live page (`/`, its files and `/api/stream`); without it those paths are 404. */
+  readonly page?: AdminPageOptions;
+}
+
+/** What the live page needs: the groups' model, and how far a page may fall behind. */
+export interface AdminPageOptions {
+  readonly board: GroupBoard;
+  readonly limits: WatchLimits;
+  readonly time: Time;
+  /** A page was dropped for falling behind (for the log and a metric). */
+  readonly onPageDropped?: (pendingGroups: number) => void;
 }
 
 export interface AdminAddress {
@@ -26,19 +48,46 @@ export interface AdminAddress {
 const TEXT = 'text/plain; charset=utf-8';
 
 /**
+ * The page loads only its own files and talks only to its own origin; nothing inline runs, so a group id
+ * that slipped into markup still could not execute.
+ */
+const PAGE_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; " +
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+});
+
+/** Every `authorization` header of a request: Node keeps only the first in `headers`. */
+function authorizationHeaders(request: IncomingMessage): string[] {
+  const values: string[] = [];
+  const raw = request.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i].toLowerCase() === AUTHORIZATION_METADATA_KEY) values.push(raw[i + 1]);
+  }
+  return values;
+}
+
+/**
  * The admin HTTP listener an orchestrator probes and Prometheus scrapes:
  *
  * - `GET /healthz`: 200 while the process runs and its event loop answers (a liveness probe);
  * - `GET /readyz`: 200 while the server serves, 503 with the reason while it starts, loads group state
  *   or shuts down (a readiness probe: take the pod out of rotation, do not restart it);
- * - `GET /metrics`: every metric of the server, in the Prometheus text format.
+ * - `GET /metrics`: every metric of the server, in the Prometheus text format;
+ * - `GET /` and `/assets/*`: the live page of groups, rebalances and lag (docs/live-page.md);
+ * - `GET /api/stream`: the page's data, as Server-Sent Events (page-stream.ts).
  *
- * HEAD works wherever GET does; other methods get 405, other paths 404. Nothing here needs or checks a
- * token: bind it where only the orchestrator and the scraper reach it.
+ * HEAD works wherever GET does (the stream excepted); other methods get 405, other paths 404. With a bearer
+ * token configured, /metrics and /api/stream answer 401 without it; /healthz and /readyz never ask for it
+ * (probes carry no secrets), nor do the page's static files, which hold no data.
  */
 export class AdminServer {
   private readonly http = createHttpServer((request, response) => void this.handle(request, response));
   private bound: AdminAddress | undefined;
+  private assets: ReadonlyMap<string, AdminPageAsset> | undefined;
+  private readonly streams = new Set<PageStream>();
 
   constructor(private readonly options: AdminServerOptions) {
     // Keep-alive connections of a scraper must not hold close() up.
@@ -80,6 +129,7 @@ export class AdminServer {
 
   /** Stops listening and ends every open connection. Idempotent. */
   close(): Promise<void> {
+    for (const stream of [...this.streams]) stream.end();
     if (!this.http.listening) return Promise.resolve();
     return new Promise((resolve) => {
       this.http.close(() => resolve());
@@ -94,7 +144,33 @@ export class AdminServer {
       this.reply(response, method, 405, TEXT, 'only GET and HEAD\n', { allow: 'GET, HEAD' });
       return;
     }
+    if (path !== '/healthz' && path !== '/readyz' && this.options.tokenCheck !== undefined) {
+      const page = this.options.page !== undefined ? this.asset(path) : undefined;
+      const refusal =
+        page === undefined ? this.options.tokenCheck.refusalOf(authorizationHeaders(request)) : undefined;
+      if (refusal !== undefined) {
+        this.reply(response, method, 401, TEXT, `${refusal}\n`, { 'www-authenticate': 'Bearer' });
+        return;
+      }
+    }
+    const asset = this.options.page !== undefined ? this.asset(path) : undefined;
+    if (asset !== undefined) {
+      this.reply(response, method, 200, asset.contentType, asset.body, PAGE_SECURITY_HEADERS);
+      return;
+    }
     switch (path) {
+      case '/api/stream': {
+        const page = this.options.page;
+        if (page === undefined || method === 'HEAD') break;
+        const stream = new PageStream(response, page.limits, page.time, (pending) => {
+          this.options.logger.info({ pendingGroups: pending }, 'an admin page fell behind and was dropped');
+          page.onPageDropped?.(pending);
+        });
+        this.streams.add(stream);
+        response.on('close', () => this.streams.delete(stream));
+        stream.open((listener) => page.board.open(listener));
+        return;
+      }
       case '/healthz':
         this.reply(response, method, 200, TEXT, 'ok\n');
         return;
@@ -116,9 +192,15 @@ export class AdminServer {
         this.reply(response, method, 200, this.options.contentType, body);
         return;
       }
-      default:
-        this.reply(response, method, 404, TEXT, 'not found: try /healthz, /readyz or /metrics\n');
     }
+    this.reply(response, method, 404, TEXT, 'not found: try /, /healthz, /readyz or /metrics\n');
+  }
+
+  /** A static file of the page, read on first use. */
+  private asset(path: string): AdminPageAsset | undefined {
+    if (path !== '/' && !path.startsWith('/assets/')) return undefined;
+    this.assets ??= loadAdminPageAssets();
+    return this.assets.get(path);
   }
 
   private reply(
@@ -126,8 +208,8 @@ export class AdminServer {
     method: string,
     status: number,
     contentType: string,
-    body: string,
-    headers: Record<string, string> = {},
+    body: string | Buffer,
+    headers: Readonly<Record<string, string>> = {},
   ): void {
     response.writeHead(status, {
       'content-type': contentType,

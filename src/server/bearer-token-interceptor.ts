@@ -43,7 +43,14 @@ export class BearerTokenCheck {
 
   /** undefined when `metadata` carries the token; otherwise why not, for the client. */
   refusal(metadata: Metadata): string | undefined {
-    const values = metadata.get(AUTHORIZATION_METADATA_KEY);
+    return this.refusalOf(metadata.get(AUTHORIZATION_METADATA_KEY));
+  }
+
+  /**
+   * undefined when `values`, every `authorization` header of a request (gRPC metadata or HTTP headers),
+   * carry the token; otherwise why not.
+   */
+  refusalOf(values: readonly (string | Buffer)[]): string | undefined {
     if (values.length === 0) return MISSING_TOKEN_MESSAGE;
     // One header only: with several, which one a proxy or the server would read is anyone's guess. Node
     // keeps only the first, so this needs keepEveryAuthorizationHeader on the listening server.

@@ -7,8 +7,12 @@ import type {
   FetchResponse,
   MetadataRequest,
   MetadataResponse,
+  OffsetForLeaderEpochRequest,
+  OffsetForLeaderEpochResponse,
 } from '../log/broker-protocol';
 import type { LeaderEndpoint } from '../log/leader-endpoint';
+import type { ClusterNodeAddress } from '../log/partition-roles';
+import type { LeaderEndpointFactory } from '../log/replica-fetcher-manager';
 import type { LogRecord } from '../log/storage';
 import { decodeInt64 } from './int64';
 import { loadCohortProtos } from './load-protos';
@@ -46,9 +50,39 @@ interface FetchResponseWire {
         key: Buffer;
         value: Buffer;
         headers: { key: string; value: Buffer }[];
+        leaderEpoch: number;
       }[];
     })[];
   }[];
+}
+
+/** OffsetForLeaderEpochResponse as decoded with `longs: String`. */
+interface OffsetForLeaderEpochResponseWire {
+  topics: {
+    name: string;
+    partitions: {
+      errorCode: number;
+      partition: number;
+      leaderEpoch: number;
+      endOffset: string;
+    }[];
+  }[];
+}
+
+function decodeOffsetForLeaderEpochResponse(
+  wire: OffsetForLeaderEpochResponseWire,
+): OffsetForLeaderEpochResponse {
+  return {
+    topics: wire.topics.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((partition) => ({
+        errorCode: partition.errorCode,
+        partition: partition.partition,
+        leaderEpoch: partition.leaderEpoch,
+        endOffset: decodeInt64(partition.endOffset, 'end_offset'),
+      })),
+    })),
+  };
 }
 
 function decodeFetchResponse(wire: FetchResponseWire): FetchResponse {
@@ -61,15 +95,16 @@ function decodeFetchResponse(wire: FetchResponseWire): FetchResponse {
         errorCode: partition.errorCode,
         highWatermark: decodeInt64(partition.highWatermark, 'high_watermark'),
         logStartOffset: decodeInt64(partition.logStartOffset, 'log_start_offset'),
-        records: partition.records.map((record): LogRecord => ({
+        records: partition.records.map((record): LogRecord & { readonly leaderEpoch: number } => ({
           offset: decodeInt64(record.offset, 'offset'),
           timestampMs: decodeInt64(record.timestampMs, 'timestamp_ms'),
           // The wire has no null bytes: the leader sends a null key as empty (it stores no empty keys).
           key: record.key.length === 0 ? null : record.key,
           value: record.value,
           headers: record.headers,
-          // The Fetch wire carries no leader epoch yet; the leader stamps 0 (its default) on what it stores.
-          leaderEpoch: 0,
+          // The epoch the leader wrote it in: the follower's log keeps it, so it can later tell where
+          // its history and a new leader's part.
+          leaderEpoch: record.leaderEpoch,
         })),
       })),
     })),
@@ -97,6 +132,7 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
   private readonly client: Client;
   private readonly metadataCall: RawUnary;
   private readonly fetchCall: RawUnary;
+  private readonly offsetForLeaderEpochCall: RawUnary;
   private readonly token: string | undefined;
   private readonly nodeId: string | undefined;
   private readonly nodeAuth: string | undefined;
@@ -117,6 +153,7 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
     const methods = this.client as unknown as Record<string, RawUnary>;
     this.metadataCall = methods.Metadata!.bind(this.client);
     this.fetchCall = methods.Fetch!.bind(this.client);
+    this.offsetForLeaderEpochCall = methods.OffsetForLeaderEpoch!.bind(this.client);
   }
 
   metadata(request: MetadataRequest, signal: AbortSignal): Promise<MetadataResponse> {
@@ -126,6 +163,19 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
   async fetch(request: FetchRequest, signal: AbortSignal): Promise<FetchResponse> {
     const wire = await this.call<FetchResponseWire>(this.fetchCall, request, request.maxWaitMs, signal);
     return decodeFetchResponse(wire);
+  }
+
+  async offsetForLeaderEpoch(
+    request: OffsetForLeaderEpochRequest,
+    signal: AbortSignal,
+  ): Promise<OffsetForLeaderEpochResponse> {
+    const wire = await this.call<OffsetForLeaderEpochResponseWire>(
+      this.offsetForLeaderEpochCall,
+      request,
+      0,
+      signal,
+    );
+    return decodeOffsetForLeaderEpochResponse(wire);
   }
 
   close(): void {
@@ -159,4 +209,17 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
       signal.addEventListener('abort', onAbort, { once: true });
     });
   }
+}
+
+/** `host:port` for a gRPC target; an IPv6 literal in brackets. */
+function targetOf(node: ClusterNodeAddress): string {
+  return node.host.includes(':') ? `[${node.host}]:${node.port}` : `${node.host}:${node.port}`;
+}
+
+/**
+ * Cluster mode: the ReplicaFetcherManager's way to reach a leader node, one BrokerLeaderEndpoint (one
+ * channel) per fetcher, all with the same connection options (TLS, node-to-node credentials).
+ */
+export function brokerLeaderEndpointFactory(options: LeaderConnectionOptions = {}): LeaderEndpointFactory {
+  return (node) => new BrokerLeaderEndpoint(targetOf(node), options);
 }

@@ -4,6 +4,7 @@ import type {
   BrokerService,
   FetchRequest,
   ListOffsetsRequest,
+  OffsetForLeaderEpochRequest,
   ProduceRecord,
   ProduceRequest,
 } from '../log/broker-protocol';
@@ -62,6 +63,8 @@ function decodeFetch(wire: FetchWire): FetchRequest {
         partitionIndex: partition.partitionIndex,
         fetchOffset: decodeInt64(partition.fetchOffset, `topics[${t}].partitions[${p}].fetch_offset`),
         partitionMaxBytes: partition.partitionMaxBytes,
+        // `optional` on the wire: absent stays undefined (no check), as a client that never sends it.
+        currentLeaderEpoch: partition.currentLeaderEpoch,
       })),
     })),
   };
@@ -74,6 +77,7 @@ function decodeListOffsets(wire: ListOffsetsWire): ListOffsetsRequest {
       partitions: topic.partitions.map((partition, p) => ({
         partitionIndex: partition.partitionIndex,
         timestamp: decodeInt64(partition.timestamp, `topics[${t}].partitions[${p}].timestamp`),
+        currentLeaderEpoch: partition.currentLeaderEpoch,
       })),
     })),
   };
@@ -123,6 +127,10 @@ export function brokerService(
     Fetch: handler('Fetch', (request: FetchWire, context) => broker.fetch(decodeFetch(request), context)),
     ListOffsets: handler('ListOffsets', async (request: ListOffsetsWire) =>
       broker.listOffsets(decodeListOffsets(request)),
+    ),
+    // Decoded as the domain has it (no int64 in the request); the context carries the caller's node id.
+    OffsetForLeaderEpoch: handler('OffsetForLeaderEpoch', (request: OffsetForLeaderEpochRequest, context) =>
+      broker.offsetForLeaderEpoch(request, context),
     ),
   };
 }

@@ -17,6 +17,7 @@ import {
   TAG_4_VARINT,
   TAG_5_LEN,
   TAG_5_VARINT,
+  TAG_6_VARINT,
   varintFieldSize,
   withServerWireCodecs,
   Writer,
@@ -53,6 +54,8 @@ export interface ProduceRecordWire {
   key: Buffer;
   value: Buffer;
   headers: RecordHeader[];
+  /** Ignored in a Produce (the leader stamps its own); decoded as the generic decoder does. */
+  leaderEpoch: number;
 }
 
 export interface ProduceRequestWire {
@@ -75,6 +78,7 @@ function decodeRecord(r: Reader): ProduceRecordWire {
   let key: Buffer = EMPTY;
   let value: Buffer = EMPTY;
   const headers: RecordHeader[] = [];
+  let leaderEpoch = 0;
   while (!r.isDone) {
     const tag = r.tag();
     switch (tag >>> 3) {
@@ -93,11 +97,14 @@ function decodeRecord(r: Reader): ProduceRecordWire {
       case 5:
         r.repeatedMessage(tag, headers, decodeHeader);
         break;
+      case 6:
+        leaderEpoch = r.int32Field(tag);
+        break;
       default:
         r.skipField(tag);
     }
   }
-  return { offset, timestampMs, key, value, headers };
+  return { offset, timestampMs, key, value, headers, leaderEpoch };
 }
 
 function decodePartition(r: Reader): { partitionIndex: number; records: ProduceRecordWire[] } {
@@ -171,6 +178,8 @@ interface EncodableRecord {
   readonly key: Uint8Array | null;
   readonly value: Uint8Array | null;
   readonly headers: readonly RecordHeader[];
+  /** The epoch of the leader that wrote it, where the log records one (a follower stores it too). */
+  readonly leaderEpoch?: number;
 }
 
 /** Sizes one Record (queuing its headers' lengths); returns its length. */
@@ -179,7 +188,8 @@ function sizeRecord(record: EncodableRecord, lengths: number[]): number {
     varintFieldSize(record.offset) +
     varintFieldSize(record.timestampMs) +
     bytesFieldSize(record.key) +
-    bytesFieldSize(record.value);
+    bytesFieldSize(record.value) +
+    varintFieldSize(record.leaderEpoch ?? 0);
   for (const header of record.headers) {
     const at = lengths.push(0) - 1;
     const length = stringFieldSize(header.key, lengths) + bytesFieldSize(header.value);
@@ -199,6 +209,7 @@ function writeRecord(w: Writer, record: EncodableRecord): void {
     w.stringField(TAG_1_LEN, header.key);
     w.bytesField(TAG_2_LEN, header.value);
   }
+  w.varintField(TAG_6_VARINT, record.leaderEpoch ?? 0);
 }
 
 /** cohort.v1.FetchResponse as bytes. */
@@ -290,7 +301,7 @@ export const HANDLED_FIELDS: Readonly<Record<string, readonly number[]>> = {
   'cohort.v1.ProduceRequest': [1, 2, 3],
   'cohort.v1.ProduceTopicData': [1, 2],
   'cohort.v1.ProducePartitionData': [1, 2],
-  'cohort.v1.Record': [1, 2, 3, 4, 5],
+  'cohort.v1.Record': [1, 2, 3, 4, 5, 6],
   'cohort.v1.RecordHeader': [1, 2],
   'cohort.v1.ProduceResponse': [1],
   'cohort.v1.ProduceTopicResponse': [1, 2],

@@ -32,6 +32,7 @@ import { ClusterWiring, partitionRoleTargetOf } from './cluster-wiring';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
+import { GroupBoard } from './group-board';
 import { GroupWatches } from './watch-groups';
 import { groupEventLog } from './group-event-log';
 import { HealthService } from './health-service';
@@ -237,7 +238,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   if (adminListen !== undefined && !isLoopbackListen(adminListen)) {
     logger.warn(
       { adminListen },
-      'the admin listener (/metrics, /readyz) has no authentication and listens on a reachable address',
+      security.tokenCheck === undefined
+        ? 'the admin listener (/metrics, the live page) has no authentication and listens on a reachable address'
+        : 'the admin listener is plain HTTP on a reachable address: its bearer token travels unencrypted',
     );
   }
 
@@ -422,6 +425,22 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     { services: [...services, HEALTH_SERVICE] },
   ).addToServer(server);
 
+  // The live page's model of the groups: it subscribes to the coordinator's changes once the first page
+  // opens (nothing is watched before), and reads lag as the CLI does, from committed offsets and HWs.
+  const board =
+    adminListen === undefined || coordinator.watchGroups === undefined
+      ? undefined
+      : new GroupBoard({
+          watchGroups: coordinator.watchGroups.bind(coordinator),
+          lag:
+            groupState === undefined
+              ? undefined
+              : {
+                  offsets: groupState.store,
+                  highWatermark: (key) => replicaManager.getPartition(key)?.highWatermark,
+                },
+          time,
+        });
   const admin =
     adminListen === undefined
       ? undefined
@@ -431,6 +450,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           scrape: () => metrics.scrape(),
           contentType: metrics.contentType,
           logger,
+          ...(security.tokenCheck === undefined ? {} : { tokenCheck: security.tokenCheck }),
+          ...(board === undefined ? {} : { page: { board, limits: groupWatches.limits, time } }),
         });
 
   let phase: ServerPhase = 'new';
@@ -640,6 +661,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       coordinator.shutdown();
       heartbeatStreams.endAll();
       groupWatches.endAll();
+      board?.close();
       // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
       replicaManager.shutdown();
       void fetcher?.stop();

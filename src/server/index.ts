@@ -17,7 +17,7 @@ export { loadCohortProtos, PROTO_DIR, PROTO_FILES, PROTO_LOADER_OPTIONS } from '
 export type { UnaryCallLike, UnaryMethod } from './unary-handler';
 export { unaryHandler } from './unary-handler';
 export { brokerService } from './broker-service';
-export { BrokerLeaderEndpoint } from './broker-leader-endpoint';
+export { BrokerLeaderEndpoint, brokerLeaderEndpointFactory } from './broker-leader-endpoint';
 export type { AdminAddress } from './admin-server';
 export { AdminServer } from './admin-server';
 export {

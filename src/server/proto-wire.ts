@@ -404,6 +404,7 @@ export const TAG_2_VARINT = 0x10;
 export const TAG_3_VARINT = 0x18;
 export const TAG_4_VARINT = 0x20;
 export const TAG_5_VARINT = 0x28;
+export const TAG_6_VARINT = 0x30;
 export const TAG_8_VARINT = 0x40;
 export const TAG_1_LEN = 0x0a;
 export const TAG_2_LEN = 0x12;

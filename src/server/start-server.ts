@@ -43,6 +43,11 @@ export interface StartServerOptions {
   readonly dataDir?: string;
   /** How much the server logs, as JSON lines on stdout. Default `silent`. */
   readonly logLevel?: LogLevel;
+  /**
+   * Where the admin listener (the live page, /metrics, /healthz, /readyz) listens, e.g. `'127.0.0.1:0'`
+   * for a free port; `adminUrl` then gives its address. Default: off.
+   */
+  readonly adminListen?: string;
 }
 
 /** A running embedded server, from `startServer`. */
@@ -53,6 +58,8 @@ export interface EmbeddedServer {
   readonly port: number;
   /** The data directory in use: `options.dataDir`, or the temporary one `close()` removes. */
   readonly dataDir: string;
+  /** `http://HOST:PORT` of the admin listener (its live page is at `/`); absent without `adminListen`. */
+  readonly adminUrl?: string;
   /** Present only when started with `manualClock: true`; see `ManualClockServer.advanceClock`. */
   readonly advanceClock?: (ms: number) => Promise<number>;
   /**
@@ -138,6 +145,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Emb
     address: `127.0.0.1:${port}`,
     port,
     dataDir: dir,
+    ...(server.adminAddress === undefined ? {} : { adminUrl: server.adminAddress.url }),
     close,
   };
   const manualTime = server.manualTime;

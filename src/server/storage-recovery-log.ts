@@ -65,10 +65,10 @@ export function storageRecoveryLog(
         );
       }
     },
-    onLeaderEpochRefused: (dir, epoch, startOffset, latestEpoch) => {
+    onNonMonotonicLeaderEpoch: (dir, epoch, startOffset, latestEpoch) => {
       logger.warn(
         { dir, epoch, startOffset, latestEpoch },
-        'an append carried a leader epoch below the latest; the leader-epoch cache was left unchanged',
+        'a follower append carried a leader epoch below the latest; the entries it contradicts were removed',
       );
     },
     onHighWatermarkCheckpointUnreadable: (dir, file) => {

@@ -61,6 +61,8 @@ it('tells the story of a group losing a member and exits 0, cleaning up after it
   const explained = at(/\] demo +rebalanced after the session timeout/);
   const drained = at(/\] lag +back to 0 on every partition: all \d+ records consumed and committed/);
   const done = at(/\] demo +done in/);
+  // The live page's address comes first, so it can be opened before the group forms.
+  expect(at(/\] server +live page: http:\/\/127\.0\.0\.1:\d+\/ /)).toBeLessThan(Math.min(...joins));
   expect(Math.max(...joins)).toBeLessThan(assignment);
   expect([assignment, stopped, rebalanced, explained, drained, done]).toEqual(
     [assignment, stopped, rebalanced, explained, drained, done].sort((a, b) => a - b),

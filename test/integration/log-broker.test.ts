@@ -1,5 +1,6 @@
 import { status } from '@grpc/grpc-js';
 import { ErrorCode } from '../../src/errors';
+import { brokerLeaderEndpointFactory } from '../../src/server';
 import { eventually, fetchRequest, LogCluster, produceRequest } from './log-cluster';
 
 describe('the Broker service of one cohort server', () => {
@@ -51,6 +52,87 @@ describe('the Broker service of one cohort server', () => {
     ]);
   });
 
+  it('checks a current_leader_epoch only when one is sent, and answers OffsetForLeaderEpoch', async () => {
+    const leader = await cluster.start('leader');
+    await leader.client.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }] });
+    await leader.client.produce(produceRequest('t', ['a', 'b'], 1));
+    // One node leads at epoch 0: absent (a client that predates the field) and -1 mean "no check", and
+    // 0 is an epoch like any other, which proto3's default would have hidden.
+    const fetchAt = async (currentLeaderEpoch?: number) => {
+      const request = fetchRequest('t', 0);
+      const partition = { ...request.topics[0]!.partitions[0]!, currentLeaderEpoch };
+      const response = await leader.client.fetch({
+        ...request,
+        topics: [{ name: 't', partitions: [partition] }],
+      });
+      return response.responses[0]!.partitions[0]!;
+    };
+    expect((await fetchAt(undefined)).records).toHaveLength(2);
+    expect((await fetchAt(-1)).errorCode).toBe(ErrorCode.NONE);
+    expect((await fetchAt(0)).records).toHaveLength(2);
+    expect((await fetchAt(1)).errorCode).toBe(ErrorCode.UNKNOWN_LEADER_EPOCH);
+    const listAt = async (currentLeaderEpoch?: number) =>
+      (
+        await leader.client.listOffsets({
+          topics: [{ name: 't', partitions: [{ partitionIndex: 0, timestamp: -1, currentLeaderEpoch }] }],
+        })
+      ).topics[0]!.partitions[0]!;
+    expect(await listAt(undefined)).toMatchObject({ errorCode: ErrorCode.NONE, offset: 2 });
+    expect((await listAt(0)).errorCode).toBe(ErrorCode.NONE);
+    expect((await listAt(3)).errorCode).toBe(ErrorCode.UNKNOWN_LEADER_EPOCH);
+    const epochs = await leader.client.offsetForLeaderEpoch({
+      replicaId: -1,
+      topics: [
+        {
+          name: 't',
+          partitions: [
+            { partition: 0, leaderEpoch: 0 },
+            { partition: 1, leaderEpoch: 0 },
+          ],
+        },
+      ],
+    });
+    expect(epochs.topics[0]!.partitions).toEqual([
+      { errorCode: ErrorCode.NONE, partition: 0, leaderEpoch: 0, endOffset: 2 },
+      { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition: 1, leaderEpoch: -1, endOffset: -1 },
+    ]);
+    // A follower's connection (what a ReplicaFetcher uses) asks the same over gRPC, and reads the epoch
+    // each record was written in.
+    const port = Number(leader.target.split(':')[1]);
+    const endpoint = brokerLeaderEndpointFactory()({ nodeId: 0, host: '127.0.0.1', port });
+    try {
+      const signal = new AbortController().signal;
+      const viaEndpoint = await endpoint.offsetForLeaderEpoch(
+        { replicaId: -1, topics: [{ name: 't', partitions: [{ partition: 0, leaderEpoch: 0 }] }] },
+        signal,
+      );
+      expect(viaEndpoint.topics[0]!.partitions[0]).toEqual({
+        errorCode: ErrorCode.NONE,
+        partition: 0,
+        leaderEpoch: 0,
+        endOffset: 2,
+      });
+      const records = await endpoint.fetch(
+        { replicaId: -1, maxWaitMs: 0, minBytes: 0, maxBytes: 1 << 20, topics: fetchRequest('t', 0).topics },
+        signal,
+      );
+      expect(records.responses[0]!.partitions[0]!.records.map((r) => [r.offset, 'leaderEpoch' in r])).toEqual(
+        [
+          [0, true],
+          [1, true],
+        ],
+      );
+    } finally {
+      endpoint.close();
+    }
+    // A node id that is no replica of the partition is not answered as a follower.
+    const stranger = await leader.client.offsetForLeaderEpoch({
+      replicaId: 7,
+      topics: [{ name: 't', partitions: [{ partition: 0, leaderEpoch: 0 }] }],
+    });
+    expect(stranger.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+  });
+
   it('round-trips keys, headers, timestamps and offsets, and lists offsets', async () => {
     const leader = await cluster.start('leader');
     await leader.client.createTopics({ topics: [{ name: 't', numPartitions: 2, replicationFactor: -1 }] });
@@ -90,6 +172,8 @@ describe('the Broker service of one cohort server', () => {
       key: Buffer.from('k'),
       value: Buffer.from('v'),
       headers: [{ key: 'h', value: Buffer.from([1, 2]) }],
+      // One node leads at epoch 0.
+      leaderEpoch: 0,
     });
     expect(second!.offset).toBe(1);
     expect(second!.key).toEqual(Buffer.alloc(0));

@@ -22,6 +22,7 @@ export interface WireRecord {
   key: Buffer;
   value: Buffer;
   headers: { key: string; value: Buffer }[];
+  leaderEpoch: number;
 }
 type Wire<T> = T extends readonly (infer U)[]
   ? Wire<U>[]
@@ -48,6 +49,10 @@ export interface BrokerClient {
   readonly produce: UnaryCall<Wire<broker.ProduceRequest>, Wire<broker.ProduceResponse>>;
   readonly fetch: UnaryCall<Wire<broker.FetchRequest>, FetchResponseWire>;
   readonly listOffsets: UnaryCall<unknown, Wire<broker.ListOffsetsResponse>>;
+  readonly offsetForLeaderEpoch: UnaryCall<
+    Wire<broker.OffsetForLeaderEpochRequest>,
+    Wire<broker.OffsetForLeaderEpochResponse>
+  >;
   close(): void;
 }
 
@@ -89,6 +94,7 @@ export function brokerClient(target: string): BrokerClient {
     produce: unary('Produce'),
     fetch: unary('Fetch'),
     listOffsets: unary('ListOffsets'),
+    offsetForLeaderEpoch: unary('OffsetForLeaderEpoch'),
     close: () => client.close(),
   };
 }

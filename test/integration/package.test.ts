@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import {
   copyFileSync,
   mkdirSync,
@@ -10,6 +10,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import type { TestServer } from '../support/start-test-server';
 import { startTestServer } from '../support/start-test-server';
@@ -126,6 +127,44 @@ describe('the packed package, in a fresh TypeScript project', () => {
     },
     60_000,
   );
+
+  it('ships the admin page: the installed server serves it, uPlot included', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cohort-package-data-'));
+    const server = spawn(
+      process.execPath,
+      [
+        join(work, 'node_modules', 'cohort', 'dist', 'src', 'main.js'),
+        '--listen',
+        '127.0.0.1:0',
+        '--admin-listen',
+        '127.0.0.1:0',
+        '--data-dir',
+        dataDir,
+      ],
+      { cwd: work, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      const adminAddress = await new Promise<string>((resolve, reject) => {
+        server.once('exit', (code) => reject(new Error(`the packed server exited (${code})`)));
+        createInterface({ input: server.stdout! }).on('line', (line) => {
+          const parsed = JSON.parse(line) as { msg?: string; adminAddress?: string };
+          if (parsed.msg === 'cohort listening' && parsed.adminAddress !== undefined)
+            resolve(parsed.adminAddress);
+        });
+      });
+      const page = await fetch(`http://${adminAddress}/`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('<script src="/assets/page.js">');
+      for (const asset of ['page.js', 'page.css', 'uPlot.iife.min.js', 'uPlot.min.css']) {
+        const response = await fetch(`http://${adminAddress}/assets/${asset}`);
+        expect([asset, response.status]).toEqual([asset, 200]);
+        expect((await response.arrayBuffer()).byteLength).toBeGreaterThan(1_000);
+      }
+    } finally {
+      server.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('exports only its entry point: internals cannot be imported', async () => {
     const deep = await node(['-e', "require('cohort/dist/src/client/retrying-caller')"], work);

@@ -80,7 +80,9 @@ describe('bearer-token authentication', () => {
     expect(coordinator.calls).toHaveLength(1);
 
     // The refusals are counted, and the connection keeps serving calls that carry the token.
-    const metrics = await (await fetch(`${t.adminUrl}/metrics`)).text();
+    const metrics = await (
+      await fetch(`${t.adminUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).text();
     expect(metrics).toMatch(/^cohort_unauthenticated_calls_total 3$/m);
     expect(await client.listGroups({}, { metadata: bearer(TOKEN) })).toEqual({ errorCode: 0, groups: [] });
   });
@@ -111,7 +113,9 @@ describe('bearer-token authentication', () => {
     expect(
       t.logs.filter((line) => line.msg === 'call refused: no valid bearer token').map((line) => line.reason),
     ).toEqual([REPEATED_TOKEN_MESSAGE, REPEATED_TOKEN_MESSAGE, REPEATED_TOKEN_MESSAGE]);
-    const metrics = await (await fetch(`${t.adminUrl}/metrics`)).text();
+    const metrics = await (
+      await fetch(`${t.adminUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).text();
     expect(metrics).toMatch(/^cohort_unauthenticated_calls_total 3$/m);
   });
 

@@ -1,4 +1,4 @@
-import type { TopicPartition } from '../topic-partition';
+import type { TopicPartition } from '../../protocol/topic-partition';
 
 /**
  * How members give up partitions during a rebalance (KIP-429).
@@ -8,20 +8,8 @@ import type { TopicPartition } from '../topic-partition';
  */
 export type RebalanceProtocol = 'eager' | 'cooperative';
 
-/** What a member told the group when it joined (Kafka's `ConsumerPartitionAssignor.Subscription`). */
-export interface Subscription {
-  /** Topics the member wants partitions of. */
-  readonly topics: readonly string[];
-  /** Partitions the member owned when it joined; only sticky assignors read it. */
-  readonly ownedPartitions?: readonly TopicPartition[];
-  /** Opaque bytes for custom assignors. */
-  readonly userData?: Buffer | null;
-  /**
-   * The generation in which the member last owned `ownedPartitions`; -1 or absent if unknown. When members
-   * disagree, only the claims of the highest generation count (an older claim is stale).
-   */
-  readonly generationId?: number;
-}
+export type { Subscription } from '../../protocol/consumer-protocol';
+import type { Subscription } from '../../protocol/consumer-protocol';
 
 /** One member as the leader's assignor sees it. */
 export interface AssignorMember {

@@ -8,9 +8,10 @@ import { fsyncDirectory, fsyncDirectorySync } from './file-io';
  * that is fsynced and renamed over the old one, and the directory is fsynced, so a crash leaves the old
  * file or the new one, never a mix. Each file holds one JSON line whose format its owner defines.
  *
- * Synchronous writes (rare: open, truncation, a new leader epoch) and asynchronous ones (off the event
- * loop: after syncs, periodic checkpoints, close) use their own temporary file, so one of each can be
- * under way at once; an owner runs at most one asynchronous write of a file at a time.
+ * Synchronous writes (rare: an open that repaired something, a truncation below a checkpointed value)
+ * and asynchronous ones (off the event loop: after syncs, periodic checkpoints, close) use their own
+ * temporary file, so one of each can be under way at once; an owner runs at most one asynchronous write
+ * of a file at a time.
  */
 const SYNC_TEMP_SUFFIX = '.tmp';
 const ASYNC_TEMP_SUFFIX = '.async.tmp';
@@ -34,7 +35,8 @@ export function writeCheckpointFileSync(file: string, text: string): void {
   const temp = file + SYNC_TEMP_SUFFIX;
   const fd = fs.openSync(temp, 'w');
   try {
-    fs.writeSync(fd, text);
+    // writeFileSync loops until every byte is written; a single writeSync may write only part of them.
+    fs.writeFileSync(fd, text);
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
@@ -57,6 +59,7 @@ export async function writeCheckpointFile(
   const temp = file + ASYNC_TEMP_SUFFIX;
   const handle = await fs.promises.open(temp, 'w');
   try {
+    // FileHandle.writeFile loops until every byte is written (a single write may be short).
     await handle.writeFile(text);
     await handle.sync();
   } finally {

@@ -17,6 +17,8 @@
  */
 interface Waiter {
   readonly offset: number;
+  /** Released only once `syncCount` reaches this (a sync that started after the request). */
+  readonly syncs?: number;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
 }
@@ -70,6 +72,19 @@ export class GroupCommit {
     });
   }
 
+  /**
+   * Resolves after a sync that starts after this call, even when every offset is durable already: a
+   * change the sync makes durable beside the offsets (a segment file deleted from the directory) needs one.
+   */
+  requestSync(): Promise<void> {
+    if (this.failure !== null) return Promise.reject(this.failure);
+    const syncs = this.syncs + (this.inFlight !== null ? 2 : 1);
+    return new Promise<void>((resolve, reject) => {
+      this.waiters.push({ offset: -1, syncs, resolve, reject });
+      this.schedule();
+    });
+  }
+
   /** Truncation: nothing at or above `offset` is durable any more, whatever a running sync reports. */
   lowerTo(offset: number, reason: unknown): void {
     if (offset < this.durableOffset) this.durableOffset = offset;
@@ -112,8 +127,11 @@ export class GroupCommit {
     if (durable > this.durableOffset) this.durableOffset = durable;
     const released: Waiter[] = [];
     const remaining: Waiter[] = [];
-    for (const waiter of this.waiters)
-      (waiter.offset < this.durableOffset ? released : remaining).push(waiter);
+    for (const waiter of this.waiters) {
+      const isReleased =
+        waiter.offset < this.durableOffset && (waiter.syncs === undefined || this.syncs >= waiter.syncs);
+      (isReleased ? released : remaining).push(waiter);
+    }
     this.waiters = remaining;
     for (const waiter of released) waiter.resolve();
     if (remaining.length > 0) this.schedule();

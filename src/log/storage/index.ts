@@ -19,6 +19,7 @@ export {
 export type { EpochEndOffset, EpochEntry } from './leader-epoch-cache';
 export {
   checkpointHighWatermarks,
+  HIGH_WATERMARK_CHECKPOINT_CONCURRENCY,
   HIGH_WATERMARK_CHECKPOINT_FILE,
   HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
 } from './high-watermark-checkpoint';

@@ -1,9 +1,9 @@
 import * as path from 'node:path';
-import { CohortError, ErrorCode } from '../../errors';
 import {
   isOffset,
   parseCheckpointJson,
   readCheckpointFile,
+  writeCheckpointFile,
   writeCheckpointFileSync,
 } from './checkpoint-file';
 
@@ -15,9 +15,11 @@ import {
  * answer, so it never keeps records a later leader did not have.
  *
  * - Assignment: a leader append in a new epoch, or a follower append of a batch carrying a new epoch,
- *   adds (epoch, batch base offset). The same epoch again changes nothing. An epoch below the latest
- *   (records out of order: a stale leader, or a follower that did not truncate first) is refused and
- *   reported, as Kafka 1.x does, rather than cutting entries the log still holds batches for.
+ *   adds (epoch, batch base offset). The same epoch again changes nothing. A leader append with an epoch
+ *   below the latest (a stale leader) is refused by the log before anything is written. A follower
+ *   append with an epoch below the latest (a follower that did not truncate first) is stored, and the
+ *   entries it contradicts (epoch at or above it, or starting at or after it) are removed first, as Kafka
+ *   2.x's maybeTruncateNonMonotonicEntries does: the cache always describes the batches the log holds.
  * - Truncation: the log's `truncateTo` removes the entries starting at or after the new log end;
  *   `truncateFullyAndStartAt` removes all; retention (the log start moving up) removes the entries wholly
  *   below the new start and moves the one covering it to it.
@@ -29,12 +31,14 @@ import {
  *
  * On disk: `<partition-dir>/leader-epoch-checkpoint`, one JSON line
  * `{"version":1,"entries":[{"epoch":0,"startOffset":0},{"epoch":2,"startOffset":40}]}`, rewritten
- * crash-safely (`checkpoint-file.ts`) and synchronously whenever an entry is added or removed (a new epoch
- * or a truncation: rare), before the append that needs it writes its batch, as Kafka does. The file can
- * therefore be ahead of the log after a crash (an entry for a batch that was torn away), never behind;
- * the open trims it to the recovered log. A move of the first entry alone (retention) is not written: the
- * open applies the log start again. A directory without the file (data written before leader epochs) or
- * with a damaged one gets its cache rebuilt from the batches' epochs at open.
+ * crash-safely (`checkpoint-file.ts`). Changes are made in memory and the file follows off the event loop
+ * (`flush`), so no append or truncation waits for an fsync of it. The file may therefore be behind the
+ * log, or ahead of it, after a crash; what makes that safe is one rule the log keeps: the recovery-point
+ * checkpoint is never written before the file holds every entry starting below that recovery point
+ * (`PartitionLog` flushes the cache before each such write). Entries below the checkpointed recovery point
+ * are thus exactly right; those at or above it are ignored at open and rebuilt from the batches from the
+ * recovery point on, the part of the log an unclean open validates anyway (none after a clean shutdown).
+ * See `PartitionLog.open` for the cases of a missing or damaged file.
  */
 export const LEADER_EPOCH_CHECKPOINT_FILE = 'leader-epoch-checkpoint';
 /** Kafka's UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET: what `endOffsetFor` answers for an unknown epoch. */
@@ -53,8 +57,13 @@ export interface EpochEndOffset {
   readonly endOffset: number;
 }
 
-/** Reported when an assignment is refused (the server logs it as a warning). */
-export type EpochRefusedListener = (epoch: number, startOffset: number, latest: EpochEntry) => void;
+/**
+ * Reported when a follower append carries an epoch below the latest and the entries it contradicts are
+ * removed (the server logs it as a warning).
+ */
+export type NonMonotonicEpochListener = (epoch: number, startOffset: number, latest: EpochEntry) => void;
+
+const RESOLVED: Promise<void> = Promise.resolve();
 
 const UNDEFINED: EpochEndOffset = Object.freeze({
   leaderEpoch: UNDEFINED_EPOCH,
@@ -85,28 +94,67 @@ export function readLeaderEpochCheckpoint(dir: string): EpochEntry[] | 'unreadab
   return entries;
 }
 
-export function writeLeaderEpochCheckpointSync(dir: string, entries: readonly EpochEntry[]): void {
+function leaderEpochCheckpointText(entries: readonly EpochEntry[]): string {
   const text = JSON.stringify({
     version: VERSION,
     entries: entries.map(({ epoch, startOffset }) => ({ epoch, startOffset })),
   });
-  writeCheckpointFileSync(leaderEpochCheckpointPath(dir), `${text}\n`);
+  return `${text}\n`;
+}
+
+export function writeLeaderEpochCheckpointSync(dir: string, entries: readonly EpochEntry[]): void {
+  writeCheckpointFileSync(leaderEpochCheckpointPath(dir), leaderEpochCheckpointText(entries));
+}
+
+/** Writes `entries` to the file of `dir` off the event loop (see `checkpoint-file.ts`). */
+export async function writeLeaderEpochCheckpoint(dir: string, entries: readonly EpochEntry[]): Promise<void> {
+  await writeCheckpointFile(leaderEpochCheckpointPath(dir), leaderEpochCheckpointText(entries));
+}
+
+/**
+ * Adds (epoch, startOffset) to `entries` in place, as a follower (and the replay at open) does, after
+ * Kafka 2.x's LeaderEpochFileCache.assign: the same epoch as the latest changes nothing, a negative one
+ * (a batch without an epoch) is ignored; otherwise the entries with an epoch at or above `epoch` or a start
+ * offset at or after `startOffset` are removed first (Kafka's maybeTruncateNonMonotonicEntries: the batch
+ * is in the log, so the cache must describe it, and what it contradicts goes). Returns the number of
+ * entries removed, or -1 when nothing changed.
+ */
+export function assignEpochEntry(entries: EpochEntry[], epoch: number, startOffset: number): number {
+  if (epoch < 0) return -1;
+  const latest = entries[entries.length - 1];
+  if (latest !== undefined && epoch === latest.epoch && startOffset >= latest.startOffset) return -1;
+  let kept = entries.length;
+  while (kept > 0 && (entries[kept - 1]!.epoch >= epoch || entries[kept - 1]!.startOffset >= startOffset)) {
+    kept--;
+  }
+  const removed = entries.length - kept;
+  entries.length = kept;
+  entries.push({ epoch, startOffset });
+  return removed;
 }
 
 export class LeaderEpochCache {
   private entries: readonly EpochEntry[];
+  /** Bumped by every change of the entries. */
+  private version = 0;
+  /** The version the file holds (as far as this process knows). */
+  private writtenVersion: number;
+  private writing: Promise<void> | null = null;
 
   /**
    * `entries` must increase strictly in both columns; `logEndOffset` is the owning log's. The log builds
-   * the cache (see `PartitionLog.open`); only the log changes it.
+   * the cache (see `PartitionLog.open`); only the log changes it. `isWritten` says whether the file
+   * already holds `entries` (or an older state the open repairs the same way).
    */
   constructor(
     readonly dir: string,
     entries: readonly EpochEntry[],
     private readonly logEndOffset: () => number,
-    private readonly onRefused?: EpochRefusedListener,
+    private readonly onNonMonotonic?: NonMonotonicEpochListener,
+    isWritten = true,
   ) {
     this.entries = Object.freeze(entries.map((entry) => Object.freeze({ ...entry })));
+    this.writtenVersion = isWritten ? 0 : -1;
   }
 
   get file(): string {
@@ -121,6 +169,11 @@ export class LeaderEpochCache {
   /** The entries, oldest first (a frozen snapshot: later changes make a new array). */
   epochEntries(): readonly EpochEntry[] {
     return this.entries;
+  }
+
+  /** True while the file may be behind the entries (a change not yet flushed). */
+  get isDirty(): boolean {
+    return this.writtenVersion !== this.version;
   }
 
   /**
@@ -148,25 +201,20 @@ export class LeaderEpochCache {
   }
 
   /**
-   * Records that the leader of `epoch` wrote from `startOffset` (a batch's base offset at the log end).
-   * Returns true if an entry was added. A negative epoch (a batch without one) is ignored. An epoch below
-   * the latest, or a new epoch starting before the latest entry, is refused and reported. A new epoch at
-   * the latest entry's start offset replaces it (that epoch wrote nothing that is still in the log).
-   * Writes the file before returning; throws KAFKA_STORAGE_ERROR, changing nothing, if it cannot.
+   * Records that the leader of `epoch` wrote from `startOffset` (a batch's base offset at the log end), with
+   * follower semantics (see `assignEpochEntry`): an epoch below the latest removes the entries it
+   * contradicts, and that is reported (`quiet`: not, for the replay at open). Returns true if the entries
+   * changed. In memory only: the file follows with `flush`.
    */
-  assign(epoch: number, startOffset: number): boolean {
-    if (epoch < 0) return false;
-    const entries = this.entries;
-    const latest = entries[entries.length - 1];
-    if (latest !== undefined) {
-      if (epoch === latest.epoch) return false;
-      if (epoch < latest.epoch || startOffset < latest.startOffset) {
-        this.onRefused?.(epoch, startOffset, latest);
-        return false;
-      }
+  assign(epoch: number, startOffset: number, quiet = false): boolean {
+    const latest = this.entries[this.entries.length - 1];
+    const entries = [...this.entries];
+    const removed = assignEpochEntry(entries, epoch, startOffset);
+    if (removed < 0) return false;
+    if (!quiet && latest !== undefined && epoch < latest.epoch) {
+      this.onNonMonotonic?.(epoch, startOffset, latest);
     }
-    const kept = latest !== undefined && latest.startOffset === startOffset ? entries.slice(0, -1) : entries;
-    this.replace([...kept, { epoch, startOffset }], true, true);
+    this.replace(entries);
     return true;
   }
 
@@ -174,12 +222,12 @@ export class LeaderEpochCache {
   truncateFromEnd(endOffset: number): void {
     let count = this.entries.length;
     while (count > 0 && this.entries[count - 1]!.startOffset >= endOffset) count--;
-    if (count < this.entries.length) this.replace(this.entries.slice(0, count), true);
+    if (count < this.entries.length) this.replace(this.entries.slice(0, count));
   }
 
   /**
    * The log now starts at `startOffset`: removes the entries wholly below it and moves the one covering it
-   * to it. Written only when an entry was removed (a move alone is redone by the next open).
+   * to it. A move alone does not make the file dirty (the open applies the log start again).
    */
   truncateFromStart(startOffset: number): void {
     const entries = this.entries;
@@ -193,29 +241,39 @@ export class LeaderEpochCache {
 
   /** Removes every entry (the log was emptied). */
   clear(): void {
-    if (this.entries.length > 0) this.replace([], true);
-  }
-
-  /** Writes the current entries (after a rebuild at open). */
-  write(): void {
-    this.replace(this.entries, true);
+    if (this.entries.length > 0) this.replace([]);
   }
 
   /**
-   * Sets the entries and writes them. When the write fails an assignment changes nothing (its batch is not
-   * written either), while a truncation keeps its new entries (the log's records are already gone; the
-   * stale file is trimmed by the next open) and throws all the same.
+   * Resolves once the file holds the entries of the moment of the call (or later ones), writing them off
+   * the event loop: one write at a time, the newest entries each time. Rejects with the I/O error of a
+   * failed write (the file keeps what it held; the next flush tries again).
    */
-  private replace(entries: readonly EpochEntry[], isWritten: boolean, isAssignment = false): void {
-    const frozen = Object.freeze(entries.map((entry) => Object.freeze({ ...entry })));
-    if (!isAssignment) this.entries = frozen;
-    if (isWritten) {
-      try {
-        writeLeaderEpochCheckpointSync(this.dir, frozen);
-      } catch (error) {
-        throw new CohortError(ErrorCode.KAFKA_STORAGE_ERROR, `cannot write ${this.file}`, { cause: error });
-      }
+  flush(): Promise<void> {
+    if (this.writing !== null) return this.writing.then(() => this.flush());
+    if (!this.isDirty) return RESOLVED;
+    this.writing = this.writeEntries().finally(() => {
+      this.writing = null;
+    });
+    return this.writing;
+  }
+
+  /** Writes the entries before returning (the open, after it repaired them). */
+  writeSync(): void {
+    writeLeaderEpochCheckpointSync(this.dir, this.entries);
+    this.writtenVersion = this.version;
+  }
+
+  private async writeEntries(): Promise<void> {
+    while (this.isDirty) {
+      const version = this.version;
+      await writeLeaderEpochCheckpoint(this.dir, this.entries);
+      this.writtenVersion = version;
     }
-    this.entries = frozen;
+  }
+
+  private replace(entries: readonly EpochEntry[], isFileChange = true): void {
+    this.entries = Object.freeze(entries.map((entry) => Object.freeze({ ...entry })));
+    if (isFileChange) this.version++;
   }
 }

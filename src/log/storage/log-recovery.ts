@@ -55,8 +55,9 @@ export type LogFileRemovalReason =
   'unfinished_compaction' | 'replaced_by_swap' | 'orphan_index' | 'leftover' | 'empty_segment';
 
 /**
- * The leader-epoch cache was rebuilt from the batches at open: its file was `missing` (a data directory
- * written before leader epochs) or `unreadable` (damaged).
+ * The leader-epoch cache was rebuilt from every batch of the log at open: its file was `unreadable`
+ * (damaged), or `missing` while batches below the recovery point carry epochs (the file was lost; a data
+ * directory written before leader epochs has none there and is not rebuilt).
  */
 export interface LeaderEpochCacheRebuildEvent {
   readonly dir: string;
@@ -79,10 +80,11 @@ export interface LogRecoveryListener {
   onCheckpointError?(dir: string, error: unknown): void;
   onLeaderEpochCacheRebuilt?(event: LeaderEpochCacheRebuildEvent): void;
   /**
-   * An append carried leader epoch `epoch`, below the cache's latest (records out of order): its batch is
-   * stored, the cache keeps its entries (Kafka warns likewise).
+   * A follower append carried leader epoch `epoch`, below the cache's latest (the follower did not
+   * truncate first): its batch is stored, and the cache entries it contradicts are removed (Kafka warns
+   * likewise).
    */
-  onLeaderEpochRefused?(dir: string, epoch: number, startOffset: number, latestEpoch: number): void;
+  onNonMonotonicLeaderEpoch?(dir: string, epoch: number, startOffset: number, latestEpoch: number): void;
   /** The high-watermark checkpoint could not be read: the partition starts as if it had none. */
   onHighWatermarkCheckpointUnreadable?(dir: string, file: string): void;
 }

@@ -8,6 +8,7 @@ import {
   highWatermarkCheckpointPath,
   readHighWatermarkCheckpoint,
   writeHighWatermarkCheckpoint,
+  writeHighWatermarkCheckpointSync,
 } from './high-watermark-checkpoint';
 import {
   type EpochEndOffset,
@@ -15,6 +16,7 @@ import {
   LeaderEpochCache,
   leaderEpochCheckpointPath,
   readLeaderEpochCheckpoint,
+  UNDEFINED_EPOCH,
 } from './leader-epoch-cache';
 import { createLogConfig, type LogConfig } from './log-config';
 import { buildOffsetMap, cleanGroup, groupSegmentsBySize } from './log-cleaner';
@@ -84,8 +86,9 @@ import {
  *   and rebuilt index is reported to the recovery listener.
  * - Leader epochs: every batch carries the epoch of the leader that assigned its offsets (`append`'s
  *   `leaderEpoch`, or each record's own on a follower), and `leaderEpochCache` (see `leader-epoch-cache.ts`)
- *   says where each epoch started, for OffsetForLeaderEpoch and a follower's truncation. It is trimmed to
- *   the recovered log at open, and rebuilt from the batches when its file is missing or damaged.
+ *   says where each epoch started, for OffsetForLeaderEpoch and a follower's truncation. It changes in
+ *   memory; its file is written off the event loop before each recovery checkpoint, and the open rebuilds
+ *   the entries at or above the recovery point from the batches (see `loadEpochEntries`).
  * - High watermark: the owner checkpoints it (`checkpointHighWatermark`) and a restarted replica starts
  *   from `checkpointedHighWatermark` (see `high-watermark-checkpoint.ts`).
  *
@@ -192,6 +195,8 @@ export class PartitionLog {
   /** The last high watermark asked to be checkpointed. */
   private highWatermarkRequested: number | undefined;
   private highWatermarkWriting: Promise<void> | null = null;
+  /** Bumped by every synchronous high-watermark write: an asynchronous one started before it is dropped. */
+  private highWatermarkGeneration = 0;
 
   private constructor(
     readonly dir: string,
@@ -224,7 +229,7 @@ export class PartitionLog {
       epochEntries,
       () => this.logEndOffset,
       (epoch, startOffset, latest) =>
-        recoveryListener?.onLeaderEpochRefused?.(dir, epoch, startOffset, latest.epoch),
+        recoveryListener?.onNonMonotonicLeaderEpoch?.(dir, epoch, startOffset, latest.epoch),
     );
     this.highWatermarkOnDisk = highWatermark;
     this.highWatermarkRequested = highWatermark;
@@ -256,55 +261,37 @@ export class PartitionLog {
       Math.min(loaded.checkpoint?.recoveryPoint ?? 0, logEndOffset),
     );
     const checkpoint: RecoveryCheckpoint = { recoveryPoint, isCleanShutdown: false };
-    // A new log needs no checkpoint yet: it has nothing to protect, and its first one is written after the
-    // sync that covers its first sealed segment. Skipping it saves a created partition two fsyncs and a
-    // rename (a CreateTopics of 10,000 partitions would otherwise pay 20,000 fsyncs).
-    if (
-      !isNew &&
-      (loaded.checkpoint === null ||
-        loaded.checkpoint.isCleanShutdown ||
-        loaded.checkpoint.recoveryPoint !== recoveryPoint)
-    ) {
-      // Before the first append: a clean-shutdown mark left in place would skip the recovery of what
-      // this process appends and never fsyncs.
-      try {
-        writeRecoveryCheckpointSync(dir, checkpoint);
-      } catch (error) {
-        for (const segment of segments) segment.close();
-        throw new CohortError(ErrorCode.KAFKA_STORAGE_ERROR, `cannot write ${recoveryCheckpointPath(dir)}`, {
-          cause: error,
-        });
-      }
-    }
     const listener = options.recovery?.listener;
     let highWatermark: number | undefined;
-    let log: PartitionLog;
+    let epochEntries: readonly EpochEntry[];
     try {
       const found = readHighWatermarkCheckpoint(dir);
       if (found === 'unreadable') {
         listener?.onHighWatermarkCheckpointUnreadable?.(dir, highWatermarkCheckpointPath(dir));
       }
       highWatermark = typeof found === 'number' ? found : undefined;
-      const epochs = readLeaderEpochCheckpoint(dir);
-      const isRebuilt = epochs === null || epochs === 'unreadable';
-      const entries = isRebuilt ? rebuildEpochEntries(segments) : epochs;
-      log = new PartitionLog(dir, config, time, segments, recoveryPoint, listener, entries, highWatermark);
-      const cache = log.leaderEpochCache;
-      if (!isRebuilt) {
-        // The file may be ahead of the log (written before a batch a crash then tore away, or before a
-        // cut of damage): it is trimmed to what recovery kept.
-        cache.truncateFromEnd(logEndOffset);
-        cache.truncateFromStart(logStartOffset);
-      } else if (epochs === 'unreadable' || logEndOffset > logStartOffset) {
-        // A new, empty log writes no file until its first epoch; anything else is written once, so the
-        // next open reads it instead of scanning the log again.
-        cache.write();
-        listener?.onLeaderEpochCacheRebuilt?.({
-          dir,
-          file: leaderEpochCheckpointPath(dir),
-          reason: epochs === null ? 'missing' : 'unreadable',
-          entries: cache.epochEntries().length,
-        });
+      // Before the recovery checkpoint below: the entries it covers must be on disk first.
+      epochEntries = loadEpochEntries(dir, segments, loaded.checkpoint?.recoveryPoint ?? 0, listener);
+      // A new log needs no checkpoint yet: it has nothing to protect, and its first one is written after
+      // the sync that covers its first sealed segment. Skipping it saves a created partition two fsyncs and
+      // a rename (a CreateTopics of 10,000 partitions would otherwise pay 20,000 fsyncs).
+      if (
+        !isNew &&
+        (loaded.checkpoint === null ||
+          loaded.checkpoint.isCleanShutdown ||
+          loaded.checkpoint.recoveryPoint !== recoveryPoint)
+      ) {
+        // Before the first append: a clean-shutdown mark left in place would skip the recovery of what
+        // this process appends and never fsyncs.
+        try {
+          writeRecoveryCheckpointSync(dir, checkpoint);
+        } catch (error) {
+          throw new CohortError(
+            ErrorCode.KAFKA_STORAGE_ERROR,
+            `cannot write ${recoveryCheckpointPath(dir)}`,
+            { cause: error },
+          );
+        }
       }
     } catch (error) {
       for (const segment of segments) segment.close();
@@ -313,6 +300,16 @@ export class PartitionLog {
         cause: error,
       });
     }
+    const log = new PartitionLog(
+      dir,
+      config,
+      time,
+      segments,
+      recoveryPoint,
+      listener,
+      epochEntries,
+      highWatermark,
+    );
     return log;
   }
 
@@ -423,13 +420,22 @@ export class PartitionLog {
    * would otherwise cost an fsync per request without anyone gaining a guarantee from it.
    *
    * `leaderEpoch` is the epoch of the leader appending (Kafka's partitionLeaderEpoch), stored in the batch;
-   * a new one adds an entry to `leaderEpochCache` (an older one than the latest is stored but refused by
-   * the cache and reported). The default 0 is the epoch of a partition that never changed leader.
+   * a new one adds an entry to `leaderEpochCache`. One below the cache's latest (a leader that has been
+   * replaced and does not know it yet) is refused before anything is written, as Kafka's
+   * FENCED_LEADER_EPOCH. The default 0 is the epoch of a partition that never changed leader.
    */
   append(records: readonly SimpleRecord[], isAcknowledged = true, leaderEpoch = 0): LogAppendInfo {
     this.ensureWritable();
     if (records.length === 0)
       throw new CohortError(ErrorCode.INVALID_RECORD, 'an append needs at least one record');
+    const latestEpoch = this.leaderEpochCache.latestEpoch();
+    if (leaderEpoch < latestEpoch) {
+      // A deposed leader's append: refused (the producer re-finds the leader) rather than stored out of order.
+      throw new CohortError(
+        ErrorCode.FENCED_LEADER_EPOCH,
+        `leader epoch ${leaderEpoch} is below the log's latest epoch ${latestEpoch} (fenced leader epoch)`,
+      );
+    }
     this.checkKeys(records);
     const logAppendTimeMs = this.time.nowMs();
     const batch = RecordBatch.encode(records, {
@@ -643,7 +649,10 @@ export class PartitionLog {
         });
       }
     } finally {
-      if (deleted > 0) this.leaderEpochCache.truncateFromStart(this.logStartOffset);
+      if (deleted > 0) {
+        this.leaderEpochCache.truncateFromStart(this.logStartOffset);
+        this.syncDirectorySoon();
+      }
     }
     return deleted;
   }
@@ -686,12 +695,15 @@ export class PartitionLog {
     }
     this.lowerCheckpoint(offset);
     // Newest first, so that a crash part-way leaves a prefix of the log.
+    const segmentsBefore = this.segments.length;
     while (this.activeSegment.baseOffset >= offset) {
       this.retire(this.segments.pop()!);
     }
+    if (this.segments.length < segmentsBefore) this.syncDirectorySoon();
     this.activeSegment.truncateTo(offset);
     // The LEO can end below `offset` (a compaction gap): nothing from it on is durable any more.
     this.lowerFlushState(this.logEndOffset);
+    this.lowerHighWatermarkCheckpoint(this.logEndOffset);
     // After the records: a crash in between leaves the cache ahead of the log, which the open trims.
     this.leaderEpochCache.truncateFromEnd(this.logEndOffset);
   }
@@ -718,10 +730,12 @@ export class PartitionLog {
       if (old[i]!.baseOffset !== offset) this.retire(old[i]!);
       else this.retireWithoutDeleting(old[i]!);
     }
+    this.syncDirectorySoon();
     // Every old offset is gone, so every waiter for one is rejected.
     this.lowerFlushState(Math.min(offset, old[0]!.baseOffset));
     this.flushRequestedOffset = offset;
     this.leaderEpochCache.clear();
+    this.lowerHighWatermarkCheckpoint(offset);
   }
 
   /** Waits for compaction and pending flushes, fsyncs what is left and closes every file. Idempotent. */
@@ -737,11 +751,20 @@ export class PartitionLog {
     await this.groupCommit.idle();
     await this.checkpointing;
     await this.highWatermarkWriting?.catch(ignore);
+    // Not needed for safety (the open repairs a stale file), but it spares the next open a replay, and no
+    // write is left running in the directory after close.
+    await this.leaderEpochCache.flush().catch(ignore);
     if (!this.isOffline && this.recoveryPoint >= this.logEndOffset) {
       // Everything is fsynced: the next open validates nothing (Kafka's clean-shutdown marker).
       const checkpoint = { recoveryPoint: this.logEndOffset, isCleanShutdown: true };
       const generation = this.checkpointGeneration;
-      await writeRecoveryCheckpoint(this.dir, checkpoint, () => generation === this.checkpointGeneration)
+      // The leader-epoch file first (see `maybeCheckpoint`): it then holds every entry, and the next open
+      // replays no batch.
+      await this.leaderEpochCache
+        .flush()
+        .then(() =>
+          writeRecoveryCheckpoint(this.dir, checkpoint, () => generation === this.checkpointGeneration),
+        )
         .then((isWritten) => {
           if (!isWritten) return;
           this.checkpointedRecoveryPoint = checkpoint.recoveryPoint;
@@ -770,11 +793,11 @@ export class PartitionLog {
 
   private appendBatch(batch: RecordBatch, logAppendTimeMs: number, isAcknowledged: boolean): LogAppendInfo {
     this.checkBatchFits(batch);
-    // Before the batch, as Kafka: a crash after it leaves the cache ahead of the log (trimmed at open),
-    // never behind it.
-    this.leaderEpochCache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
     this.maybeRoll(batch);
     this.activeSegment.append(batch);
+    // In memory only, after the batch (a failed write adds no entry): the file follows before the next
+    // recovery checkpoint (see `maybeCheckpoint`), and the open rebuilds what it lacks from the batches.
+    this.leaderEpochCache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
     const lastOffset = batch.lastOffset;
     let flushed: Promise<void> | null = null;
     const unflushedMessages = batch.nextOffset - Math.max(this.recoveryPoint, this.flushRequestedOffset);
@@ -824,8 +847,14 @@ export class PartitionLog {
         this.highWatermarkRequested !== this.highWatermarkOnDisk
       ) {
         const value = this.highWatermarkRequested;
-        await writeHighWatermarkCheckpoint(this.dir, value);
-        this.highWatermarkOnDisk = value;
+        const generation = this.highWatermarkGeneration;
+        const isWritten = await writeHighWatermarkCheckpoint(
+          this.dir,
+          value,
+          () => generation === this.highWatermarkGeneration,
+        );
+        // Dropped: a truncation wrote a lower value meanwhile (and set what is requested now).
+        if (isWritten) this.highWatermarkOnDisk = value;
       }
     } finally {
       this.highWatermarkWriting = null;
@@ -876,11 +905,16 @@ export class PartitionLog {
     }
     const generation = this.checkpointGeneration;
     this.lastCheckpointMonotonicMs = nowMs;
-    this.checkpointing = writeRecoveryCheckpoint(
-      this.dir,
-      { recoveryPoint, isCleanShutdown: false },
-      () => generation === this.checkpointGeneration && !this.isClosed,
-    )
+    // The leader-epoch file first: the open trusts its entries below the checkpointed recovery point.
+    this.checkpointing = this.leaderEpochCache
+      .flush()
+      .then(() =>
+        writeRecoveryCheckpoint(
+          this.dir,
+          { recoveryPoint, isCleanShutdown: false },
+          () => generation === this.checkpointGeneration && !this.isClosed,
+        ),
+      )
       .then((isWritten) => {
         if (!isWritten) return;
         this.checkpointedRecoveryPoint = recoveryPoint;
@@ -914,6 +948,29 @@ export class PartitionLog {
       );
     }
     this.checkpointedRecoveryPoint = offset;
+  }
+
+  /**
+   * After a truncation to `offset`: the high-watermark checkpoint must not stay above it, or the records
+   * appended there later (not committed yet) would count as committed after a crash. Rare (a follower
+   * truncating below its checkpointed HW), synchronous, and it drops any asynchronous write in flight.
+   */
+  private lowerHighWatermarkCheckpoint(offset: number): void {
+    this.highWatermarkGeneration++;
+    if (this.highWatermarkRequested !== undefined && this.highWatermarkRequested > offset) {
+      this.highWatermarkRequested = offset;
+    }
+    if (this.highWatermarkOnDisk === undefined || this.highWatermarkOnDisk <= offset) return;
+    try {
+      writeHighWatermarkCheckpointSync(this.dir, offset);
+    } catch (error) {
+      throw new CohortError(
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        `cannot write ${highWatermarkCheckpointPath(this.dir)}`,
+        { cause: error },
+      );
+    }
+    this.highWatermarkOnDisk = offset;
   }
 
   /** Deletes the oldest segments while `isDeletable` holds and the next segment starts at or below maxOffset. */
@@ -1012,10 +1069,20 @@ export class PartitionLog {
     for (const old of group) this.retireWithoutDeleting(old);
   }
 
-  /** Removes a segment's files now; closes it once no sync can be using its descriptors. */
+  /**
+   * Removes a segment's files now; closes it once no sync can be using its descriptors. The unlink is made
+   * durable by the next sync's directory fsync (`syncDirectorySoon`, or the next append's flush): before
+   * it, a power loss could bring the segment back (records a truncation removed, or retention deleted).
+   */
   private retire(segment: LogSegment): void {
     segment.deleteFiles();
+    this.isDirectoryDirty = true;
     this.retireWithoutDeleting(segment);
+  }
+
+  /** A sync off the event loop for a change of the directory alone (segments deleted); failures, as any. */
+  private syncDirectorySoon(): void {
+    this.groupCommit.requestSync().catch(ignore);
   }
 
   private retireWithoutDeleting(segment: LogSegment): void {
@@ -1035,19 +1102,7 @@ export class PartitionLog {
 
   /** The last segment whose base offset is at or below `offset` (0 when it precedes them all). */
   private segmentIndexFor(offset: number): number {
-    let low = 0;
-    let high = this.segments.length - 1;
-    let found = 0;
-    while (low <= high) {
-      const mid = (low + high) >>> 1;
-      if (this.segments[mid]!.baseOffset <= offset) {
-        found = mid;
-        low = mid + 1;
-      } else {
-        high = mid - 1;
-      }
-    }
-    return found;
+    return segmentIndexIn(this.segments, offset);
   }
 
   private checkOffsetInRange(offset: number): void {
@@ -1124,23 +1179,115 @@ function encodeByEpoch(records: readonly LogRecord[]): RecordBatch[] {
 }
 
 /**
- * The leader-epoch entries the batches of a log imply (a data directory without the cache file, or with a
- * damaged one): each first batch of an epoch above the ones before it. Batches without an epoch (magic 1,
- * or written without one) and out-of-order epochs add nothing, as assignment would refuse them. Reads
- * every batch once (CRC-checked; damage is skipped): paid once, at the first open after an upgrade.
+ * The leader-epoch entries of a log at open. The file may be behind the log or ahead of it (its writes are
+ * asynchronous, see `leader-epoch-cache.ts`), but every entry it holds below the checkpointed recovery
+ * point `trustedBelow` is right, and it holds every entry starting there. So:
+ *
+ * - The file's entries below the recovery point are kept (the one covering the log start is moved to
+ *   it); those at or above it are dropped, and the batches from the recovery point (capped to the log) to
+ *   the end are replayed with follower semantics. That is the part of the log an unclean open validates
+ *   anyway, and nothing after a clean shutdown (the recovery point is then the log end). When the recovery
+ *   point is at or below the log start, nothing of the file is kept and the whole log is replayed: the
+ *   whole log lies above the recovery point then, and recovery validated it all.
+ * - No file: a data directory written before leader epochs (magic 1, no epoch below the recovery point),
+ *   a new log, or a file lost. One batch tells them apart: the one just below the recovery point. Without
+ *   an epoch there is nothing to find below it (epochs only ever start after magic-1 batches), so only the
+ *   tail is replayed; with one, the file was lost, and the log is rebuilt as for a damaged file.
+ * - A damaged file: the entries are rebuilt from every batch of the log, read once and CRC-checked (the
+ *   cost of validating the whole log, paid only when the file cannot be read), and reported.
+ *
+ * When the entries differ from what the file says (after a crash, a replay or a rebuild changed them), the
+ * file is rewritten before returning, so the open's own recovery checkpoint never covers a stale entry.
  */
-function rebuildEpochEntries(segments: readonly LogSegment[]): EpochEntry[] {
-  const entries: EpochEntry[] = [];
-  for (const segment of segments) {
-    for (const item of segment.scanBatches()) {
-      if (!(item instanceof RecordBatch)) continue;
-      const epoch = item.partitionLeaderEpoch;
-      if (epoch >= 0 && epoch > (entries[entries.length - 1]?.epoch ?? -1)) {
-        entries.push({ epoch, startOffset: item.baseOffset });
-      }
+function loadEpochEntries(
+  dir: string,
+  segments: readonly LogSegment[],
+  trustedBelow: number,
+  listener: LogRecoveryListener | undefined,
+): readonly EpochEntry[] {
+  const logStartOffset = segments[0]!.baseOffset;
+  const logEndOffset = segments[segments.length - 1]!.nextOffset;
+  const found = readLeaderEpochCheckpoint(dir);
+  const replayFrom = Math.max(logStartOffset, Math.min(trustedBelow, logEndOffset));
+  let rebuild: 'missing' | 'unreadable' | null = found === 'unreadable' ? 'unreadable' : null;
+  if (
+    found === null &&
+    replayFrom > logStartOffset &&
+    epochBefore(segments, replayFrom) !== UNDEFINED_EPOCH
+  ) {
+    rebuild = 'missing';
+  }
+  const onFile = rebuild === null ? ((found as EpochEntry[] | null) ?? []) : [];
+  const asFileSays = new LeaderEpochCache(dir, onFile, () => logEndOffset);
+  asFileSays.truncateFromStart(logStartOffset);
+  const isKept = rebuild === null && trustedBelow > logStartOffset;
+  const from = isKept ? replayFrom : logStartOffset;
+  const cache = new LeaderEpochCache(
+    dir,
+    isKept ? onFile.filter((entry) => entry.startOffset < from) : [],
+    () => logEndOffset,
+  );
+  cache.truncateFromStart(logStartOffset);
+  for (const segment of segments.slice(segmentIndexIn(segments, from))) {
+    const position = segment.baseOffset >= from ? 0 : segment.translateOffset(from);
+    if (position < 0) continue;
+    for (const item of segment.scanBatches(position)) {
+      if (item instanceof RecordBatch) cache.assign(item.partitionLeaderEpoch, item.baseOffset, true);
+    }
+  }
+  const entries = cache.epochEntries();
+  if (rebuild !== null) {
+    listener?.onLeaderEpochCacheRebuilt?.({
+      dir,
+      file: leaderEpochCheckpointPath(dir),
+      reason: rebuild,
+      entries: entries.length,
+    });
+  }
+  if (rebuild !== null || !sameEntries(entries, asFileSays.epochEntries())) {
+    try {
+      cache.writeSync();
+    } catch (error) {
+      throw new CohortError(ErrorCode.KAFKA_STORAGE_ERROR, `cannot write ${cache.file}`, { cause: error });
     }
   }
   return entries;
+}
+
+/** The leader epoch of the batch holding `offset - 1`; UNDEFINED_EPOCH when it has none. */
+function epochBefore(segments: readonly LogSegment[], offset: number): number {
+  const segment = segments[segmentIndexIn(segments, offset - 1)]!;
+  const position = segment.translateOffset(offset - 1);
+  if (position < 0) return UNDEFINED_EPOCH;
+  for (const item of segment.scanBatches(position)) {
+    // Damage where the batch should be: nothing known, so the caller rebuilds (0 is any epoch at all).
+    return item instanceof RecordBatch ? item.partitionLeaderEpoch : 0;
+  }
+  return UNDEFINED_EPOCH;
+}
+
+function sameEntries(a: readonly EpochEntry[], b: readonly EpochEntry[]): boolean {
+  return (
+    a.length === b.length &&
+    a.every((entry, i) => entry.epoch === b[i]!.epoch && entry.startOffset === b[i]!.startOffset)
+  );
+}
+
+/** The last segment whose base offset is at or below `offset` (0 when it precedes them all). */
+function segmentIndexIn(segments: readonly LogSegment[], offset: number): number {
+  let low = 0;
+  let high = segments.length - 1;
+  let found = 0;
+  while (low <= high) {
+    const mid = (low + high) >>> 1;
+    if (segments[mid]!.baseOffset <= offset) {
+      found = mid;
+      low = mid + 1;
+    } else {
+      high = mid - 1;
+    }
+  }
+  return found;
 }
 
 interface LoadedSegments {

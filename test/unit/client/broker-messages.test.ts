@@ -25,6 +25,7 @@ const examples: Record<string, object> = {
     replicaNodes: [],
     isrNodes: [],
     errorCode: 0,
+    leaderEpoch: 0,
   } satisfies b.PartitionMetadata,
   TopicMetadata: { name: '', errorCode: 0, partitions: [] } satisfies b.TopicMetadata,
   BrokerNode: { nodeId: 0, host: '', port: 0 } satisfies b.BrokerNode,
@@ -36,6 +37,7 @@ const examples: Record<string, object> = {
     key: Buffer.alloc(0),
     value: Buffer.alloc(0),
     headers: [],
+    leaderEpoch: 0,
   } satisfies b.WireRecord,
   ProducePartitionData: { partitionIndex: 0, records: [] } satisfies b.ProducePartitionData,
   ProduceTopicData: { name: '', partitions: [] } satisfies b.ProduceTopicData,
@@ -49,7 +51,12 @@ const examples: Record<string, object> = {
   } satisfies b.ProducePartitionResponse,
   ProduceTopicResponse: { name: '', partitions: [] } satisfies b.ProduceTopicResponse,
   ProduceResponse: { topics: [] } satisfies b.ProduceResponse,
-  FetchPartition: { partitionIndex: 0, fetchOffset: 0n, partitionMaxBytes: 0 } satisfies b.FetchPartition,
+  FetchPartition: {
+    partitionIndex: 0,
+    fetchOffset: 0n,
+    partitionMaxBytes: 0,
+    currentLeaderEpoch: 0,
+  } satisfies b.FetchPartition,
   FetchTopic: { name: '', partitions: [] } satisfies b.FetchTopic,
   FetchRequest: { replicaId: 0, maxWaitMs: 0, minBytes: 0, maxBytes: 0, topics: [] } satisfies b.FetchRequest,
   FetchPartitionData: {
@@ -61,7 +68,11 @@ const examples: Record<string, object> = {
   } satisfies b.FetchPartitionData,
   FetchableTopicResponse: { name: '', partitions: [] } satisfies b.FetchableTopicResponse,
   FetchResponse: { errorCode: 0, responses: [] } satisfies b.FetchResponse,
-  ListOffsetsPartition: { partitionIndex: 0, timestamp: 0 } satisfies b.ListOffsetsPartition,
+  ListOffsetsPartition: {
+    partitionIndex: 0,
+    timestamp: 0,
+    currentLeaderEpoch: 0,
+  } satisfies b.ListOffsetsPartition,
   ListOffsetsTopic: { name: '', partitions: [] } satisfies b.ListOffsetsTopic,
   ListOffsetsRequest: { topics: [] } satisfies b.ListOffsetsRequest,
   ListOffsetsPartitionResponse: {
@@ -72,6 +83,16 @@ const examples: Record<string, object> = {
   } satisfies b.ListOffsetsPartitionResponse,
   ListOffsetsTopicResponse: { name: '', partitions: [] } satisfies b.ListOffsetsTopicResponse,
   ListOffsetsResponse: { topics: [] } satisfies b.ListOffsetsResponse,
+  OffsetForLeaderPartition: {
+    partition: 0,
+    currentLeaderEpoch: 0,
+    leaderEpoch: 0,
+  } satisfies b.OffsetForLeaderPartition,
+  OffsetForLeaderTopic: { name: '', partitions: [] } satisfies b.OffsetForLeaderTopic,
+  OffsetForLeaderEpochRequest: { replicaId: -1, topics: [] } satisfies b.OffsetForLeaderEpochRequest,
+  EpochEndOffset: { errorCode: 0, partition: 0, leaderEpoch: 0, endOffset: 0n } satisfies b.EpochEndOffset,
+  OffsetForLeaderTopicResult: { name: '', partitions: [] } satisfies b.OffsetForLeaderTopicResult,
+  OffsetForLeaderEpochResponse: { topics: [] } satisfies b.OffsetForLeaderEpochResponse,
 };
 
 describe('the client copy of the Broker messages', () => {

@@ -124,8 +124,14 @@ describe('DelayedProduce and acks', () => {
     await createTopic(broker, 't', 3);
     const pending = track(broker.produce(produceRequest(-1, ['a'])));
     await followerFetch(broker, 1, 1);
+    // The leader's fsync is done before the ISR shrinks: the shrink alone must answer the produce.
+    await until(() => broker.getPartition('t-0')!.log.recoveryPoint >= 1, 'the fsync');
+    await settle();
+    expect(pending.isSettled).toBe(false);
     h.time.advance(LAG_MS + LAG_MS / 2);
     expect(produced(await pending.value).errorCode).toBe(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+    // Held by the leader and follower 1 only, below the minimum of 3: not readable (KAFKA-15583).
+    expect(broker.getPartition('t-0')!.highWatermark).toBe(0);
     const refused = await broker.produce(produceRequest(-1, ['b']));
     expect(produced(refused)).toMatchObject({ errorCode: ErrorCode.NOT_ENOUGH_REPLICAS, baseOffset: -1 });
     expect(broker.getPartition('t-0')!.logEndOffset).toBe(1);

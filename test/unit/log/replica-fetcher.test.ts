@@ -1,5 +1,5 @@
 import { ErrorCode } from '../../../src/errors';
-import type { LeaderEndpoint, LeaderFailure, ReplicaManager } from '../../../src/log';
+import type { LeaderFailure, ReplicaManager } from '../../../src/log';
 import { ReplicaFetcher } from '../../../src/log';
 import { SystemTimer } from '../../../src/timer';
 import {
@@ -13,33 +13,7 @@ import {
   until,
   values,
 } from './broker-harness';
-import { cancelOn } from '../../support/cancel-on';
-
-/** A leader reached through direct calls: what the gRPC transport does, minus the network. */
-class InMemoryLeader implements LeaderEndpoint {
-  failuresLeft = 0;
-  calls = 0;
-  isClosed = false;
-
-  constructor(private readonly leader: ReplicaManager) {}
-
-  metadata: LeaderEndpoint['metadata'] = (request) => this.call(() => this.leader.metadata(request));
-  fetch: LeaderEndpoint['fetch'] = (request, signal) =>
-    this.call(() => this.leader.fetch(request, cancelOn(signal)));
-
-  close(): void {
-    this.isClosed = true;
-  }
-
-  private call<T>(send: () => Promise<T>): Promise<T> {
-    this.calls++;
-    if (this.failuresLeft > 0) {
-      this.failuresLeft--;
-      return Promise.reject(new Error('connection refused'));
-    }
-    return send();
-  }
-}
+import { InMemoryLeader } from './in-memory-leader';
 
 describe('ReplicaFetcher', () => {
   let h: BrokerHarness;

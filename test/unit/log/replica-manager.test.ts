@@ -61,13 +61,21 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
           replicaNodes: [0, 1],
           isrNodes: [0, 1],
           errorCode: ErrorCode.NONE,
+          leaderEpoch: 0,
         })),
       },
       {
         name: 'defaults',
         errorCode: ErrorCode.NONE,
         partitions: [
-          { partitionIndex: 0, leaderId: 0, replicaNodes: [0], isrNodes: [0], errorCode: ErrorCode.NONE },
+          {
+            partitionIndex: 0,
+            leaderId: 0,
+            replicaNodes: [0],
+            isrNodes: [0],
+            errorCode: ErrorCode.NONE,
+            leaderEpoch: 0,
+          },
         ],
       },
     ]);
@@ -281,6 +289,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
               replicaNodes: [0, 1],
               isrNodes: [0, 1],
               errorCode: ErrorCode.NONE,
+              leaderEpoch: 0,
             },
           ],
         },
@@ -308,7 +317,9 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
   it("refuses a leader's Metadata that reports the follower's own node id, and takes nothing from it", async () => {
     // Both processes at the default --node-id 0: the follower would lead every partition and copy nothing.
     const follower = h.start(leaderConfig(h.dir('same-id'), { nodeId: 0, isFollower: true, followers: [] }));
-    const partitions = [{ partitionIndex: 0, leaderId: 0, replicaNodes: [0], isrNodes: [0], errorCode: 0 }];
+    const partitions = [
+      { partitionIndex: 0, leaderId: 0, replicaNodes: [0], isrNodes: [0], errorCode: 0, leaderEpoch: 0 },
+    ];
     const topics = [{ name: 't', errorCode: ErrorCode.NONE, partitions }];
     for (const metadata of [
       { brokers: [{ nodeId: 0, host: 'leader', port: 1 }], topics: [] },
@@ -338,6 +349,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
       replicaNodes,
       isrNodes: replicaNodes,
       errorCode: ErrorCode.NONE,
+      leaderEpoch: 0,
     });
     follower.applyLeaderMetadata({
       brokers: [{ nodeId: 0, host: 'leader', port: 1 }],
@@ -403,6 +415,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
             replicaNodes,
             isrNodes: replicaNodes,
             errorCode: ErrorCode.NONE,
+            leaderEpoch: 0,
           })),
         },
       ],

@@ -32,7 +32,16 @@ function wire(acks: number, timestampMs: number | string = 0): ProduceRequestWir
         partitions: [
           {
             partitionIndex: 0,
-            records: [{ offset: 0, timestampMs, key: Buffer.alloc(0), value: Buffer.from('v'), headers: [] }],
+            records: [
+              {
+                offset: 0,
+                timestampMs,
+                key: Buffer.alloc(0),
+                value: Buffer.from('v'),
+                headers: [],
+                leaderEpoch: 0,
+              },
+            ],
           },
         ],
       },
@@ -50,6 +59,7 @@ function answeringBroker(received: ProduceRequest[]): BrokerService {
     metadata: unused,
     fetch: unused,
     listOffsets: unused,
+    offsetForLeaderEpoch: unused,
     produce: (request) => {
       received.push(request);
       return Promise.resolve(PRODUCED);

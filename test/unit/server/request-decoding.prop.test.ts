@@ -47,6 +47,7 @@ const METHODS = [
   ['Broker', 'Produce', 'by hand'],
   ['Broker', 'Fetch', 'checked, then by protobufjs'],
   ['Broker', 'ListOffsets', 'checked, then by protobufjs'],
+  ['Broker', 'OffsetForLeaderEpoch', 'checked, then by protobufjs'],
   ['TestClock', 'Advance', 'checked, then by protobufjs'],
   ['TestClock', 'Now', 'checked, then by protobufjs'],
 ] as const;

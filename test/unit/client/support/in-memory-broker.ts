@@ -141,6 +141,7 @@ export class InMemoryBroker implements BrokerTransport {
               replicaNodes: [0],
               isrNodes: [0],
               errorCode: ErrorCode.NONE,
+              leaderEpoch: 0,
             })),
           };
         }),

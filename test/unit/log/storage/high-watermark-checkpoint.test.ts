@@ -1,6 +1,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { HIGH_WATERMARK_CHECKPOINT_FILE, PartitionLog, type LogConfig } from '../../../../src/log/storage';
+import {
+  checkpointHighWatermarks,
+  HIGH_WATERMARK_CHECKPOINT_CONCURRENCY,
+  HIGH_WATERMARK_CHECKPOINT_FILE,
+  PartitionLog,
+  type LogConfig,
+} from '../../../../src/log/storage';
 import { ManualTime } from '../../../../src/time';
 import { text } from './log-fixture';
 import { makeTempDir, removeTempDir } from './temp-dir';
@@ -68,7 +74,35 @@ describe('PartitionLog high-watermark checkpoint', () => {
     expect([log.logEndOffset, log.checkpointedHighWatermark]).toEqual([3, 3]);
     log.truncateFullyAndStartAt(20);
     expect(log.checkpointedHighWatermark).toBe(20);
-    expect(onDisk()).toBe(5);
+    // The truncation lowered the file; a restart above it leaves it (the open caps it).
+    expect(onDisk()).toBe(3);
+  });
+
+  test('a truncation below the checkpointed HW lowers the file before it returns, so a refill and a crash cannot raise it', async () => {
+    const log = open();
+    appendRecords(log, 100);
+    await log.checkpointHighWatermark(100);
+    log.truncateTo(40);
+    expect(onDisk()).toBe(40);
+    // The refill from a new leader whose HW is 50; the crash comes before the next periodic checkpoint.
+    appendRecords(log, 80);
+    const crashed = path.join(root, 'crashed');
+    fs.cpSync(dir, crashed, { recursive: true });
+    const restarted = PartitionLog.open(crashed, { time });
+    logs.push(restarted);
+    expect([restarted.logEndOffset, restarted.checkpointedHighWatermark]).toEqual([120, 40]);
+    log.truncateFullyAndStartAt(10);
+    expect(onDisk()).toBe(10);
+  });
+
+  test('a write under way when a truncation lowers the file does not raise it again', async () => {
+    const log = open();
+    appendRecords(log, 100);
+    const writing = log.checkpointHighWatermark(90);
+    log.truncateTo(30);
+    await writing;
+    expect(onDisk()).toBe(30);
+    expect(log.checkpointedHighWatermark).toBe(30);
   });
 
   test('the value already written writes nothing; a new one replaces the file', async () => {
@@ -132,5 +166,77 @@ describe('PartitionLog high-watermark checkpoint', () => {
     await expect(log.checkpointHighWatermark(-1)).rejects.toThrow('cannot checkpoint');
     await expect(log.checkpointHighWatermark(1.5)).rejects.toThrow('cannot checkpoint');
     expect(fs.existsSync(file())).toBe(false);
+  });
+});
+
+describe('checkpointHighWatermarks (the periodic pass)', () => {
+  interface Fake {
+    readonly key: string;
+    readonly highWatermark: number;
+    readonly isLeader: boolean;
+    readonly localNodeId: number;
+    readonly replicas: readonly number[];
+    readonly log: { checkpointHighWatermark(highWatermark: number): Promise<void> };
+  }
+
+  /** Partitions whose checkpoint writes finish only when the test says so. */
+  function fakes(prefix: string, count: number, replicas: readonly number[], isLeader = true): Fake[] {
+    return Array.from({ length: count }, (_, i) => ({
+      key: `${prefix}-${i}`,
+      highWatermark: i,
+      isLeader,
+      localNodeId: 0,
+      replicas,
+      log: {
+        checkpointHighWatermark: (): Promise<void> =>
+          new Promise<void>((resolve) => {
+            running.add(resolve);
+            maxRunning = Math.max(maxRunning, running.size);
+            written.push(`${prefix}-${i}`);
+          }),
+      },
+    }));
+  }
+
+  let running: Set<() => void>;
+  let maxRunning: number;
+  let written: string[];
+
+  beforeEach(() => {
+    running = new Set();
+    maxRunning = 0;
+    written = [];
+  });
+
+  async function drain(pass: Promise<void>): Promise<void> {
+    let isDone = false;
+    void pass.then(() => (isDone = true));
+    while (!isDone) {
+      for (const resolve of [...running]) {
+        running.delete(resolve);
+        resolve();
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  test('skips leaders without followers: they start at their log end, never at the file', async () => {
+    const partitions = [
+      ...fakes('alone', 2, [0]),
+      ...fakes('leading', 1, [0, 1]),
+      ...fakes('following', 1, [1, 0], false),
+    ];
+    await drain(checkpointHighWatermarks(partitions, () => undefined));
+    expect(written.sort()).toEqual(['following-0', 'leading-0']);
+  });
+
+  test('runs a bounded number of writes at once, and every partition is written', async () => {
+    const partitions = fakes('t', 9, [0, 1, 2]);
+    const pass = checkpointHighWatermarks(partitions, () => undefined);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(running.size).toBe(HIGH_WATERMARK_CHECKPOINT_CONCURRENCY);
+    await drain(pass);
+    expect(maxRunning).toBe(HIGH_WATERMARK_CHECKPOINT_CONCURRENCY);
+    expect(written.sort()).toEqual(partitions.map((partition) => partition.key).sort());
   });
 });

@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { LEADER_EPOCH_CHECKPOINT_FILE, PartitionLog, type LogRecord } from '../../../../src/log/storage';
+import { ErrorCode } from '../../../../src/errors';
 import { ManualTime } from '../../../../src/time';
 import { text } from './log-fixture';
 import { makeTempDir, removeTempDir } from './temp-dir';
@@ -9,15 +10,19 @@ import { makeTempDir, removeTempDir } from './temp-dir';
 /**
  * The leader-epoch cache of a real log against a model: the log as a list of batches (base, last, epoch)
  * and the cache as the rule "an entry for each batch whose epoch is above every epoch before it". Leader
- * and follower appends, truncations, restarts and restarts without the checkpoint file (the rebuild) run
- * in any order; after each, the cache, the log end and every endOffsetFor answer must match the model.
+ * appends (refused below the latest epoch), follower appends, truncations, syncs (which let the file and
+ * the recovery checkpoint be written in the background), restarts, restarts without the checkpoint file
+ * (the rebuild) and crashes (the directory as it is on disk at that moment, whatever writes are under way)
+ * run in any order; after each, the cache, the log end and every endOffsetFor answer must match the model.
  */
 type Op =
   | { readonly kind: 'leader'; readonly epoch: number; readonly count: number }
   | { readonly kind: 'follower'; readonly records: readonly { gap: number; epoch: number }[] }
   | { readonly kind: 'truncate'; readonly at: number }
   | { readonly kind: 'truncateFully'; readonly ahead: number }
-  | { readonly kind: 'reopen'; readonly isFileLost: boolean };
+  | { readonly kind: 'reopen'; readonly isFileLost: boolean }
+  | { readonly kind: 'sync' }
+  | { readonly kind: 'crash' };
 
 const epoch = fc.integer({ min: -1, max: 6 });
 const op: fc.Arbitrary<Op> = fc.oneof(
@@ -54,6 +59,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('reopen' as const), isFileLost: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('sync' as const) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('crash' as const) }) },
 );
 
 interface Batch {
@@ -75,6 +82,10 @@ class Model {
         entries.push([batch.epoch, batch.base]);
     }
     return entries;
+  }
+
+  latestEpoch(): number {
+    return this.entries().at(-1)?.[0] ?? -1;
   }
 
   endOffsetFor(requested: number): [number, number] {
@@ -107,16 +118,24 @@ describe('LeaderEpochCache against a model', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 14 }), async (ops) => {
         const root = makeTempDir();
-        const dir = path.join(root, 'topic-0');
+        let dir = path.join(root, 'topic-0');
+        let crashes = 0;
         const time = new ManualTime();
+        // Small segments: syncs then cover sealed segments, which writes recovery checkpoints.
         const open = (): PartitionLog =>
-          PartitionLog.open(dir, { time, config: { flushMessages: 1_000_000 } });
+          PartitionLog.open(dir, { time, config: { flushMessages: 1_000_000, segmentBytes: 300 } });
         let log = open();
         const model = new Model();
         try {
           for (const step of ops) {
             switch (step.kind) {
               case 'leader': {
+                if (step.epoch < model.latestEpoch()) {
+                  expect(() => log.append([{ value: text('x') }], false, step.epoch)).toThrow(
+                    expect.objectContaining({ code: ErrorCode.FENCED_LEADER_EPOCH }),
+                  );
+                  break;
+                }
                 log.append(
                   Array.from({ length: step.count }, () => ({ value: text('x') })),
                   false,
@@ -128,7 +147,12 @@ describe('LeaderEpochCache against a model', () => {
               }
               case 'follower': {
                 let offset = model.end - 1;
-                const records: LogRecord[] = step.records.map(({ gap, epoch: leaderEpoch }) => {
+                // A follower that truncated first: epochs never below the latest, and records without one (-1,
+                // from a leader's magic-1 batches) only before any epoch, as a real leader's log holds them.
+                let latest = model.latestEpoch();
+                const records: LogRecord[] = step.records.map(({ gap, epoch: generated }) => {
+                  const leaderEpoch = generated < 0 && latest < 0 ? -1 : Math.max(generated, latest, 0);
+                  latest = Math.max(latest, leaderEpoch);
                   offset += 1 + gap;
                   return { offset, timestampMs: 1, key: null, value: text('y'), headers: [], leaderEpoch };
                 });
@@ -169,6 +193,20 @@ describe('LeaderEpochCache against a model', () => {
                 log = open();
                 break;
               }
+              case 'sync': {
+                if (model.end > model.start) await log.flush();
+                for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+                break;
+              }
+              case 'crash': {
+                // What a process crash leaves: the files as they are now (page cache included).
+                const copy = path.join(root, `crash-${++crashes}`);
+                fs.cpSync(dir, copy, { recursive: true });
+                await log.close();
+                dir = copy;
+                log = open();
+                break;
+              }
             }
             expect(log.logEndOffset).toBe(model.end);
             expect(log.epochEntries().map((e) => [e.epoch, e.startOffset])).toEqual(model.entries());
@@ -188,7 +226,7 @@ describe('LeaderEpochCache against a model', () => {
           removeTempDir(root);
         }
       }),
-      { numRuns: 40 },
+      { numRuns: 60 },
     );
   });
 });

@@ -9,6 +9,7 @@ import {
   type LogRecord,
   type LogRecoveryListener,
 } from '../../../../src/log/storage';
+import { LogSegment } from '../../../../src/log/storage/log-segment';
 import { writeRecoveryCheckpointSync } from '../../../../src/log/storage/recovery-checkpoint';
 import { ManualTime } from '../../../../src/time';
 import { readAll, segmentFiles, text, values } from './log-fixture';
@@ -41,7 +42,7 @@ describe('PartitionLog leader epochs', () => {
 
   const listener: LogRecoveryListener = {
     onLeaderEpochCacheRebuilt: (event) => rebuilds.push(event),
-    onLeaderEpochRefused: (_dir, epoch, startOffset, latestEpoch) =>
+    onNonMonotonicLeaderEpoch: (_dir, epoch, startOffset, latestEpoch) =>
       refused.push([epoch, startOffset, latestEpoch]),
   };
 
@@ -179,64 +180,82 @@ describe('PartitionLog leader epochs', () => {
       expect(new Set(epochsOf(log))).toEqual(new Set([-1]));
       expect(log.read(0, 1).batches[0]!.magic).toBe(1);
       expect([log.latestEpoch(), entries(log)]).toEqual([-1, []]);
-      expect(rebuilds).toEqual([{ dir, file: checkpointFile(), reason: 'missing', entries: 0 }]);
       appendAt(log, 2, 'new');
       expect(entries(log)).toEqual([[2, 10]]);
       log = await reopen(log, { segmentBytes: 200 });
       expect(epochsOf(log)).toEqual([...Array<number>(10).fill(-1), 2]);
       expect(entries(log)).toEqual([[2, 10]]);
-      expect(rebuilds).toHaveLength(1);
+      expect(rebuilds).toEqual([]);
     });
-
-    test('the rebuilt cache is written, so the next open reads it instead of scanning', async () => {
+    test('a missing file costs a look at the batch below the recovery point, not a scan of the log', async () => {
       await writeOldLog();
-      const log = open();
-      expect(fileEntries()).toEqual([]);
-      expect(entries(await reopen(log))).toEqual([]);
-      expect(rebuilds).toHaveLength(1);
+      const scans = jest.spyOn(LogSegment.prototype, 'scanBatches');
+      try {
+        const log = open({ segmentBytes: 200 });
+        expect(log.numberOfSegments).toBeGreaterThan(3);
+        // The last batch (epoch -1) says no epoch lies below it: nothing is rebuilt, nothing written.
+        expect(scans).toHaveBeenCalledTimes(1);
+        expect(rebuilds).toEqual([]);
+        expect(fs.existsSync(checkpointFile())).toBe(false);
+      } finally {
+        scans.mockRestore();
+      }
     });
   });
 
   describe('the cache', () => {
-    test('a new epoch adds (epoch, base offset); the same epoch changes nothing and rewrites no file', () => {
+    test('a new epoch adds (epoch, base offset) in memory; the file follows off the event loop', async () => {
       const log = open();
       appendAt(log, 0, 'a', 'b');
-      const inode = fs.statSync(checkpointFile()).ino;
       appendAt(log, 0, 'c');
-      appendAt(log, 0, 'd');
-      expect(fs.statSync(checkpointFile()).ino).toBe(inode);
-      appendAt(log, 3, 'e');
-      expect(fs.statSync(checkpointFile()).ino).not.toBe(inode);
+      const info = log.append([{ key: text('e'), value: text('e') }], true, 3);
       expect(entries(log)).toEqual([
         [0, 0],
-        [3, 4],
-      ]);
-      expect(fileEntries()).toEqual([
-        { epoch: 0, startOffset: 0 },
-        { epoch: 3, startOffset: 4 },
+        [3, 3],
       ]);
       expect(log.latestEpoch()).toBe(3);
       expect(log.leaderEpochCache.latestEpoch()).toBe(3);
-    });
-
-    test('an epoch below the latest is stored in its batch but refused by the cache, and reported', () => {
-      const log = open();
-      appendAt(log, 5, 'a');
-      appendAt(log, 2, 'stale');
-      log.appendAsFollower([fromLeader(2, 4)]);
-      expect(epochsOf(log)).toEqual([5, 2, 4]);
-      expect(entries(log)).toEqual([[5, 0]]);
-      expect(refused).toEqual([
-        [2, 1, 5],
-        [4, 2, 5],
+      // No write of the file on the append path, nor before the append is acknowledged.
+      expect(fs.existsSync(checkpointFile())).toBe(false);
+      await info.flushed;
+      expect(log.leaderEpochCache.isDirty).toBe(true);
+      await log.close();
+      expect(fileEntries()).toEqual([
+        { epoch: 0, startOffset: 0 },
+        { epoch: 3, startOffset: 3 },
       ]);
     });
+    test('a leader append below the latest epoch is refused before anything is written', () => {
+      const log = open();
+      appendAt(log, 5, 'a');
+      expect(() => appendAt(log, 2, 'stale')).toThrow(
+        expect.objectContaining({ code: ErrorCode.FENCED_LEADER_EPOCH }),
+      );
+      expect([log.logEndOffset, epochsOf(log), entries(log)]).toEqual([1, [5], [[5, 0]]]);
+    });
 
+    test('a follower append below the latest epoch is stored and removes the entries it contradicts', async () => {
+      let log = open();
+      log.appendAsFollower([fromLeader(0, 1), fromLeader(10, 3), fromLeader(20, 5)]);
+      log.appendAsFollower([fromLeader(21, 4)]);
+      expect(epochsOf(log)).toEqual([1, 3, 5, 4]);
+      expect(entries(log)).toEqual([
+        [1, 0],
+        [3, 10],
+        [4, 21],
+      ]);
+      expect(refused).toEqual([[4, 21, 5]]);
+      log = await reopen(log);
+      expect(entries(log)).toEqual([
+        [1, 0],
+        [3, 10],
+        [4, 21],
+      ]);
+    });
     test('a batch without an epoch adds nothing', () => {
       const log = open();
       log.appendAsFollower([fromLeader(0, -1), fromLeader(1, 1)]);
       expect(entries(log)).toEqual([[1, 1]]);
-      expect(fs.existsSync(checkpointFile())).toBe(true);
     });
 
     test('endOffsetFor answers as Kafka: the log end for the latest, the next epoch’s start before it', () => {
@@ -267,17 +286,13 @@ describe('PartitionLog leader epochs', () => {
       expect(log.endOffsetFor(3)).toEqual({ leaderEpoch: 3, endOffset: 11 });
     });
 
-    test('truncateTo removes the entries from the new log end on, in memory and on disk', async () => {
+    test('truncateTo removes the entries from the new log end on', async () => {
       let log = open();
       log.appendAsFollower([fromLeader(0, 1), fromLeader(10, 2), fromLeader(20, 3), fromLeader(30, 3)]);
       log.truncateTo(20);
       expect(entries(log)).toEqual([
         [1, 0],
         [2, 10],
-      ]);
-      expect(fileEntries()).toEqual([
-        { epoch: 1, startOffset: 0 },
-        { epoch: 2, startOffset: 10 },
       ]);
       log.truncateTo(11);
       expect(entries(log)).toEqual([
@@ -299,7 +314,6 @@ describe('PartitionLog leader epochs', () => {
       log.appendAsFollower([fromLeader(0, 1), fromLeader(10, 2)]);
       log.truncateFullyAndStartAt(50);
       expect(entries(log)).toEqual([]);
-      expect(fileEntries()).toEqual([]);
       log.appendAsFollower([fromLeader(50, 1)]);
       log = await reopen(log);
       expect(entries(log)).toEqual([[1, 50]]);
@@ -332,8 +346,8 @@ describe('PartitionLog leader epochs', () => {
       expect(log.deleteOldSegments(6)).toBe(2);
       const expected: [number, number][] = [[7, 6]];
       expect(entries(log)).toEqual(expected);
-      expect(fileEntries()).toEqual([{ epoch: 7, startOffset: 6 }]);
       log = await reopen(log, config);
+      expect(fileEntries()).toEqual([{ epoch: 7, startOffset: 6 }]);
       expect(entries(log)).toEqual(expected);
     });
 
@@ -383,6 +397,42 @@ describe('PartitionLog leader epochs', () => {
       expect(entries(recovered)).toEqual([[1, 0]]);
       expect(fileEntries()).toEqual([{ epoch: 1, startOffset: 0 }]);
       expect(recovered.endOffsetFor(1)).toEqual({ leaderEpoch: 1, endOffset: 1 });
+    });
+
+    test('a file behind the log (its write lost in a crash) gets the missing entries from the batches above the recovery point', async () => {
+      let log = open({ segmentBytes: 150 });
+      for (let i = 0; i < 6; i++) appendAt(log, 1, `v${i}`);
+      await log.close();
+      const recoveryPoint = 6;
+      log = open({ segmentBytes: 150 });
+      appendAt(log, 4, 'x', 'y');
+      log.appendAsFollower([fromLeader(8, 6)]);
+      const expected = entries(log);
+      await log.close();
+      logs.splice(0);
+      // The crash: the appends are in the files, the epoch file and the recovery point are as before them.
+      fs.writeFileSync(checkpointFile(), '{"version":1,"entries":[{"epoch":1,"startOffset":0}]}\n');
+      writeRecoveryCheckpointSync(dir, { recoveryPoint, isCleanShutdown: false });
+      const scans = jest.spyOn(LogSegment.prototype, 'scanBatches');
+      try {
+        log = open({ segmentBytes: 150 });
+        expect(entries(log)).toEqual(expected);
+        expect(expected).toEqual([
+          [1, 0],
+          [4, 6],
+          [6, 8],
+        ]);
+        expect(rebuilds).toEqual([]);
+        // Only the segments from the recovery point on were read.
+        expect(
+          scans.mock.instances.every(
+            (segment) => (segment as unknown as LogSegment).nextOffset > recoveryPoint,
+          ),
+        ).toBe(true);
+        expect(fileEntries()).toEqual(expected.map(([epoch, startOffset]) => ({ epoch, startOffset })));
+      } finally {
+        scans.mockRestore();
+      }
     });
 
     test('a write a crash interrupted (a leftover temporary file) is ignored and removed', async () => {

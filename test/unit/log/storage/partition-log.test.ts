@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { CohortError, ErrorCode } from '../../../../src/errors';
 import { positionDiff, type PartitionLog, type SimpleRecord } from '../../../../src/log/storage';
+import * as fileIo from '../../../../src/log/storage/file-io';
 import { LogFixture, readAll, segmentFiles, text, values } from './log-fixture';
 
 function codeOf(fn: () => unknown): ErrorCode | 'none' {
@@ -265,6 +266,33 @@ describe('PartitionLog', () => {
       expect(log.sizeInBytes - oldest).toBeLessThan(400);
       expect(log.logEndOffset).toBe(30);
       expect(log.deleteOldSegments()).toBe(0);
+    });
+
+    test('a deletion (retention, truncation) is followed by a sync, whose directory fsync makes it durable', async () => {
+      const config = { segmentBytes: 150, retentionBytes: 400, retentionMs: -1 };
+      let log = fixture.open(config);
+      appendMany(log, 29);
+      await log.flush();
+      const fsyncs = jest.spyOn(fileIo, 'fsyncDirectory');
+      try {
+        let syncs = log.flushCount;
+        expect(log.deleteOldSegments()).toBeGreaterThan(0);
+        // Off the event loop; close waits for it. Without it a power loss could bring the segment back.
+        expect(fsyncs).not.toHaveBeenCalled();
+        await log.close();
+        expect(log.flushCount).toBe(syncs + 1);
+        log = fixture.open(config);
+        await log.flush();
+        syncs = log.flushCount;
+        fsyncs.mockClear();
+        log.truncateTo(log.segmentBaseOffsets().at(-1)! - 1);
+        expect(fsyncs).not.toHaveBeenCalled();
+        await log.close();
+        expect(log.flushCount).toBe(syncs + 1);
+        expect(fsyncs).toHaveBeenCalledWith(fixture.partitionDir);
+      } finally {
+        fsyncs.mockRestore();
+      }
     });
 
     test('a compacted log ignores retention', () => {

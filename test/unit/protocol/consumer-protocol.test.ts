@@ -4,13 +4,13 @@ import {
   decodeSubscription,
   encodeAssignment,
   encodeSubscription,
-} from '../../../src/client/consumer-protocol';
-import { ConsumerProtocolError } from '../../../src/client/consumer-protocol-error';
+} from '../../../src/protocol/consumer-protocol';
+import { ConsumerProtocolError } from '../../../src/protocol/consumer-protocol-error';
 import {
   compareTopicPartitions,
   topicPartitionKey,
   type TopicPartition,
-} from '../../../src/client/topic-partition';
+} from '../../../src/protocol/topic-partition';
 
 const topicArb = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 });
 const partitionsArb = fc

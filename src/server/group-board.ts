@@ -1,0 +1,403 @@
+import type { GroupChange, GroupChangeListener, OffsetStore } from '../group';
+import { topicPartitionKey } from '../log';
+import { CONSUMER_PROTOCOL_TYPE, decodeAssignment } from '../protocol/consumer-protocol';
+import type { DescribedGroup } from '../protocol/group-messages';
+import {
+  lagPartitions,
+  partitionLags,
+  type CommittedPartitionOffset,
+  type LagMember,
+} from '../protocol/partition-lag';
+import type { TopicPartition } from '../protocol/topic-partition';
+import type { Time } from '../time';
+import { SystemTimer, TimerTask } from '../timer';
+
+/** How often lag and high watermarks are sampled while a page is open: the page never polls faster. */
+export const BOARD_LAG_INTERVAL_MS = 1_000;
+/** Rebalances and departed members each group remembers. */
+export const BOARD_HISTORY_LENGTH = 20;
+/** Lag samples each group remembers for its chart (one per change, at most one a second: five minutes+). */
+export const BOARD_LAG_SAMPLES = 300;
+
+/** Reasons that start (or join into) a rebalance: Kafka's prepareRebalance reasons. */
+const REBALANCE_CAUSES: ReadonlySet<string> = new Set([
+  'member-joined',
+  'member-updated',
+  'leader-rejoined',
+  'static-member-replaced',
+  'member-left',
+  'session-expired',
+  'sync-expired',
+  'store-failed',
+  'over-capacity',
+  'rejoin-expired',
+]);
+
+/** One member as the page shows it. */
+export interface BoardMember {
+  readonly memberId: string;
+  readonly groupInstanceId: string;
+  readonly clientId: string;
+  readonly clientHost: string;
+  /** Owned partitions; null unless the group is a consumer group whose assignment decodes. */
+  readonly assignment: readonly TopicPartition[] | null;
+}
+
+/** A member that left the group, and how. */
+export interface DepartedMember {
+  readonly memberId: string;
+  readonly groupInstanceId: string;
+  readonly clientId: string;
+  readonly clientHost: string;
+  /** `session-expired`, `member-left`, or the reason of the change that removed it. */
+  readonly reason: string;
+  readonly atMs: number;
+}
+
+/** One rebalance: from the change that started it until the group was Stable (or Empty) again. */
+export interface Rebalance {
+  readonly startMs: number;
+  /** Every reason that joined in, first the one that started it (deduplicated, in order). */
+  readonly reasons: string[];
+  /** The generation the rebalance made (set at join-completed); the previous one until then. */
+  generationId: number;
+  endMs: number | null;
+  /** `Stable` or `Empty` once done. */
+  endState: string | null;
+}
+
+/** One partition's lag as the stream sends it (offsets as decimal strings: JSON has no int64). */
+export interface BoardPartitionLag {
+  readonly topic: string;
+  readonly partition: number;
+  readonly committedOffset: string | null;
+  readonly highWatermark: string | null;
+  readonly lag: string | null;
+  readonly memberId: string | null;
+}
+
+/** Everything the page shows of one group. */
+export interface BoardGroup {
+  readonly groupId: string;
+  readonly state: string;
+  readonly generationId: number;
+  readonly protocolType: string;
+  readonly protocol: string;
+  readonly members: readonly BoardMember[];
+  /** The reason of the latest change, and when it happened (the coordinator's wall clock). */
+  readonly reason: string;
+  readonly changedAtMs: number;
+  readonly rebalances: readonly Rebalance[];
+  readonly departed: readonly DepartedMember[];
+  readonly partitions: readonly BoardPartitionLag[];
+  /** Lag summed over the partitions whose lag is known; null when none is. */
+  readonly totalLag: string | null;
+  /** `[timeMs, totalLag]` pairs, oldest first. */
+  readonly lagSamples: readonly (readonly [number, number])[];
+}
+
+/** What a page hears: a group's whole view (on a change), its lag (at most once a second), or its end. */
+export interface BoardListener {
+  onGroup(group: BoardGroup): void;
+  onLag(group: BoardGroup): void;
+  /** The group went Dead (deleted or expired): its last message. */
+  onGone(groupId: string, reason: string, atMs: number): void;
+  /** Once per lag round, after every `onLag` of the round. */
+  onTick(nowMs: number): void;
+}
+
+/** Where the board reads lag: committed offsets (the group layer) and high watermarks (the log). */
+export interface BoardLagSources {
+  readonly offsets: Pick<OffsetStore, 'list'>;
+  readonly highWatermark: (topicPartitionKey: string) => number | undefined;
+}
+
+export interface GroupBoardOptions {
+  /** The coordinator's `watchGroups` (GroupEvents.subscribe). */
+  readonly watchGroups: (groupIds: readonly string[], listener: GroupChangeListener) => () => void;
+  readonly lag: BoardLagSources | undefined;
+  readonly time: Time;
+}
+
+class GroupEntry {
+  members: BoardMember[] = [];
+  described!: DescribedGroup;
+  reason = 'snapshot';
+  changedAtMs = 0;
+  readonly rebalances: Rebalance[] = [];
+  readonly departed: DepartedMember[] = [];
+  partitions: BoardPartitionLag[] = [];
+  totalLag: string | null = null;
+  /** The partitions' lag as one string, to tell a changed sample from an unchanged one cheaply. */
+  lagSignature = '';
+  readonly lagSamples: [number, number][] = [];
+  view: BoardGroup | undefined;
+}
+
+/** The board's once-a-second lag sample, re-added after each run. */
+class LagTick extends TimerTask {
+  constructor(private readonly sample: () => void) {
+    super(BOARD_LAG_INTERVAL_MS);
+  }
+
+  run(): void {
+    this.sample();
+  }
+}
+
+function membersOf(group: DescribedGroup): BoardMember[] {
+  const isConsumer = group.protocolType === CONSUMER_PROTOCOL_TYPE;
+  return group.members.map((m) => {
+    let assignment: TopicPartition[] | null = null;
+    if (isConsumer && group.groupState === 'Stable') {
+      try {
+        assignment = decodeAssignment(m.memberAssignment).partitions;
+      } catch {
+        // Not the consumer protocol after all (a custom client): the page shows no partitions for it.
+      }
+    }
+    return {
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      clientId: m.clientId,
+      clientHost: m.clientHost,
+      assignment,
+    };
+  });
+}
+
+function pushBounded<T>(list: T[], item: T, max: number): void {
+  list.push(item);
+  if (list.length > max) list.splice(0, list.length - max);
+}
+
+/**
+ * The admin page's model of every group: one subscription to the coordinator's group changes, shared by
+ * every open page, turned into what the page shows: members and their partitions, a timeline of
+ * rebalances (start, reasons, generation, end), members that left or expired, and lag per partition.
+ *
+ * The board subscribes when the first page opens and stays subscribed until `close()`, so that a page
+ * reloaded a minute later still sees the rebalance it missed; before any page opened nobody watches and
+ * the coordinator pays nothing. It hears every change (listeners run synchronously inside the
+ * coordinator: each is a few Map operations and no I/O), so the timeline is exact even when a slow page's
+ * stream coalesces its events. Lag has no events: committed offsets and high watermarks are sampled every
+ * BOARD_LAG_INTERVAL_MS while a page is open, computed as the CLI computes them (partition-lag.ts), and
+ * pages hear only of groups whose lag changed.
+ *
+ * Worked example: a Stable group at generation 3 whose member's session expires gives (session-expired,
+ * PreparingRebalance): a rebalance opens with reasons [session-expired], the member is departed as
+ * session-expired; (join-completed, CompletingRebalance, generation 4) sets its generation to 4;
+ * (rebalance-completed, Stable) closes it.
+ */
+export class GroupBoard {
+  private readonly groups = new Map<string, GroupEntry>();
+  private readonly listeners = new Set<BoardListener>();
+  private unsubscribe: (() => void) | undefined;
+  private timer: SystemTimer | undefined;
+  private readonly tick: TimerTask;
+  private isClosed = false;
+
+  constructor(private readonly options: GroupBoardOptions) {
+    this.tick = new LagTick(() => this.sampleLag());
+  }
+
+  /** Groups known now. */
+  get size(): number {
+    return this.groups.size;
+  }
+
+  /**
+   * Adds a page: it is handed every group now (`onGroup`, synchronously), then every change until the
+   * function returned is called. False-y return (undefined) once the board is closed.
+   */
+  open(listener: BoardListener): (() => void) | undefined {
+    if (this.isClosed) return undefined;
+    if (this.unsubscribe === undefined) {
+      // Each group's snapshot samples its lag as it arrives, so a page's first view of a group has it.
+      this.unsubscribe = this.options.watchGroups([], (change) => this.onChange(change));
+      this.timer = new SystemTimer({ name: 'admin-page', time: this.options.time });
+      this.sampleLag();
+    } else if (this.options.lag !== undefined && this.listeners.size === 0) {
+      // No page was open, so lag was not sampled: a page opened now must not see it stale. (With pages
+      // open, the lag is at most a second old, and sampling again for each page would cost every page.)
+      for (const entry of this.groups.values()) this.sampleGroup(entry, this.options.lag);
+    }
+    this.listeners.add(listener);
+    for (const entry of this.groups.values()) listener.onGroup(this.viewOf(entry));
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** Unsubscribes and stops sampling. Idempotent. */
+  close(): void {
+    this.isClosed = true;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    this.timer?.shutdown();
+    this.timer = undefined;
+    this.listeners.clear();
+  }
+
+  private onChange(change: GroupChange): void {
+    const { group, reason, timestampMs } = change;
+    const groupId = group.groupId;
+    if (group.groupState === 'Dead') {
+      if (this.groups.delete(groupId)) for (const l of this.listeners) l.onGone(groupId, reason, timestampMs);
+      return;
+    }
+    let entry = this.groups.get(groupId);
+    const isNew = entry === undefined;
+    if (entry === undefined) this.groups.set(groupId, (entry = new GroupEntry()));
+    const members = membersOf(group);
+    if (!isNew) this.track(entry, group, members, reason, timestampMs);
+    entry.described = group;
+    entry.members = members;
+    entry.reason = reason;
+    entry.changedAtMs = timestampMs;
+    // The owners of partitions change with the assignment; offsets are refreshed on the next sample.
+    if (isNew && this.options.lag !== undefined) this.sampleGroup(entry, this.options.lag);
+    else this.relabelOwners(entry);
+    entry.view = undefined;
+    if (this.listeners.size === 0) return;
+    const view = this.viewOf(entry);
+    for (const l of this.listeners) l.onGroup(view);
+  }
+
+  /** The rebalance timeline and departed members, from one change of a known group. */
+  private track(
+    entry: GroupEntry,
+    after: DescribedGroup,
+    members: readonly BoardMember[],
+    reason: string,
+    atMs: number,
+  ): void {
+    const remaining = new Set(members.map((m) => m.memberId));
+    for (const m of entry.members) {
+      if (remaining.has(m.memberId)) continue;
+      pushBounded(
+        entry.departed,
+        {
+          memberId: m.memberId,
+          groupInstanceId: m.groupInstanceId,
+          clientId: m.clientId,
+          clientHost: m.clientHost,
+          reason,
+          atMs,
+        },
+        BOARD_HISTORY_LENGTH,
+      );
+    }
+    const last = entry.rebalances[entry.rebalances.length - 1];
+    const isOpen = last !== undefined && last.endMs === null;
+    const isRebalancing =
+      after.groupState === 'PreparingRebalance' || after.groupState === 'CompletingRebalance';
+    if (REBALANCE_CAUSES.has(reason) || reason === 'join-completed') {
+      if (isOpen) {
+        if (REBALANCE_CAUSES.has(reason) && !last.reasons.includes(reason)) last.reasons.push(reason);
+        if (reason === 'join-completed') last.generationId = after.generationId;
+      } else if (isRebalancing) {
+        pushBounded(
+          entry.rebalances,
+          {
+            startMs: atMs,
+            reasons: [reason],
+            generationId: after.generationId,
+            endMs: null,
+            endState: null,
+          },
+          BOARD_HISTORY_LENGTH,
+        );
+      }
+    }
+    if (isOpen && !isRebalancing && (after.groupState === 'Stable' || after.groupState === 'Empty')) {
+      last.generationId = after.generationId;
+      last.endMs = atMs;
+      last.endState = after.groupState;
+    }
+  }
+
+  private relabelOwners(entry: GroupEntry): void {
+    const owners = new Map<string, string>();
+    for (const m of entry.members) {
+      for (const tp of m.assignment ?? []) owners.set(topicPartitionKey(tp.topic, tp.partition), m.memberId);
+    }
+    entry.partitions = entry.partitions.map((p) => ({
+      ...p,
+      memberId: owners.get(topicPartitionKey(p.topic, p.partition)) ?? null,
+    }));
+  }
+
+  /** Samples committed offsets and high watermarks; pages hear of the groups whose lag changed. */
+  private sampleLag(): void {
+    const lag = this.options.lag;
+    if (lag !== undefined && this.listeners.size > 0) {
+      for (const entry of this.groups.values()) {
+        if (!this.sampleGroup(entry, lag)) continue;
+        const view = this.viewOf(entry);
+        for (const l of this.listeners) l.onLag(view);
+      }
+    }
+    const nowMs = this.options.time.nowMs();
+    for (const l of this.listeners) l.onTick(nowMs);
+    if (!this.isClosed) this.timer?.add(this.tick);
+  }
+
+  /** True if the group's lag changed. */
+  private sampleGroup(entry: GroupEntry, lag: BoardLagSources): boolean {
+    const groupId = entry.described.groupId;
+    const committed: CommittedPartitionOffset[] = [];
+    for (const { topic, partition, offset } of lag.offsets.list(groupId)) {
+      committed.push({ topic, partition, offset: BigInt(offset.committedOffset) });
+    }
+    const members: LagMember[] = entry.members;
+    const partitions = lagPartitions(members, committed);
+    const highWatermarks = partitions.map((tp) => {
+      const hw = lag.highWatermark(topicPartitionKey(tp.topic, tp.partition));
+      return hw === undefined ? null : BigInt(hw);
+    });
+    const rows = partitionLags(partitions, members, committed, highWatermarks);
+    let signature = '';
+    let total: bigint | null = null;
+    for (const r of rows) {
+      signature += `${r.topic}\u0000${r.partition}\u0000${r.committedOffset}\u0000${r.highWatermark}\u0001`;
+      if (r.lag !== null) total = (total ?? 0n) + r.lag;
+    }
+    if (signature === entry.lagSignature) return false;
+    entry.lagSignature = signature;
+    entry.partitions = rows.map((r) => ({
+      topic: r.topic,
+      partition: r.partition,
+      committedOffset: r.committedOffset === null ? null : String(r.committedOffset),
+      highWatermark: r.highWatermark === null ? null : String(r.highWatermark),
+      lag: r.lag === null ? null : String(r.lag),
+      memberId: r.memberId,
+    }));
+    entry.totalLag = total === null ? null : String(total);
+    if (total !== null) {
+      pushBounded(entry.lagSamples, [this.options.time.nowMs(), Number(total)], BOARD_LAG_SAMPLES);
+    }
+    entry.view = undefined;
+    return true;
+  }
+
+  private viewOf(entry: GroupEntry): BoardGroup {
+    if (entry.view !== undefined) return entry.view;
+    const g = entry.described;
+    return (entry.view = {
+      groupId: g.groupId,
+      state: g.groupState,
+      generationId: g.generationId,
+      protocolType: g.protocolType,
+      protocol: g.protocolData,
+      members: entry.members,
+      reason: entry.reason,
+      changedAtMs: entry.changedAtMs,
+      rebalances: entry.rebalances.map((r) => ({ ...r, reasons: [...r.reasons] })),
+      departed: [...entry.departed],
+      partitions: entry.partitions,
+      totalLag: entry.totalLag,
+      lagSamples: [...entry.lagSamples],
+    });
+  }
+}

@@ -1,0 +1,163 @@
+import type { ServerResponse } from 'node:http';
+import type { Time } from '../time';
+import { CoalescingQueue } from './coalescing-queue';
+import type { BoardGroup, BoardListener } from './group-board';
+import type { WatchLimits } from './watch-groups';
+
+/** How long a dropped page's connection may take to read its last message before it is cut. */
+const DROPPED_SOCKET_TIMEOUT_MS = 10_000;
+
+/** One Server-Sent Events frame. JSON.stringify escapes newlines, so `data` is always one line. */
+export function sseFrame(event: string, data: unknown): string {
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/**
+ * Frames already serialized, by event and view: the board hands every page the same view object, so ten
+ * pages cost one JSON.stringify of a change, not ten. Weak: a view nobody holds takes its frame with it.
+ */
+const SERIALIZED = new Map<string, WeakMap<object, string>>();
+
+function sharedFrame(event: string, data: object): string {
+  let byView = SERIALIZED.get(event);
+  if (byView === undefined) SERIALIZED.set(event, (byView = new WeakMap()));
+  let frame = byView.get(data);
+  if (frame === undefined) byView.set(data, (frame = sseFrame(event, data)));
+  return frame;
+}
+
+interface PendingFrame {
+  readonly event: string;
+  readonly data: object;
+}
+
+/**
+ * One open admin page: its Server-Sent Events stream (`GET /api/stream`), fed by the GroupBoard. Frames
+ * wait in a CoalescingQueue, one per group, each replaced by the group's latest (a group's frame holds its
+ * whole view, timeline included, so nothing a page shows is lost), and go out in one write per event-loop
+ * turn (setImmediate): a storm of changes costs a page one write a turn, not one per change, and a
+ * rebalance's intermediate states within a turn are never sent. Once `write` returns false (the page
+ * reads slower than groups change) they keep waiting until 'drain'. The board never waits: each call is a
+ * Map.set. A page
+ * with more groups waiting than `maxPendingGroups`, or frames waiting longer than `maxLagMs` (checked on
+ * each change and each second), is dropped: its queue is cleared, it leaves the board, and it is sent an
+ * `event: dropped` frame saying why (the page shows it and reconnects for a fresh snapshot).
+ *
+ * Frames: `group` (a group's view, on each change and for each group on open), `lag` (a group's view
+ * after its lag changed, at most once a second), `gone` (the group was deleted or expired), `tick` (the
+ * server's clock, once a second: the page shows the stream is alive) and `dropped`.
+ */
+export class PageStream implements BoardListener {
+  private readonly queue = new CoalescingQueue<PendingFrame>();
+  private blockedSinceMs: number | undefined;
+  private isFlushScheduled = false;
+  private leave: (() => void) | undefined;
+  private isEnded = false;
+
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly limits: WatchLimits,
+    private readonly time: Time,
+    private readonly onDropped: (pendingGroups: number) => void,
+  ) {}
+
+  /** Frames waiting for the page to read. */
+  get pendingFrames(): number {
+    return this.queue.size;
+  }
+
+  /** Starts the stream; `join` adds this page to the board and returns how it leaves. */
+  open(join: (listener: BoardListener) => (() => void) | undefined): void {
+    this.response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      // Proxies (nginx) would otherwise buffer the stream and the page would not be live.
+      'x-accel-buffering': 'no',
+    });
+    this.response.on('drain', () => this.onDrain());
+    this.response.on('close', () => this.end());
+    this.write(sseFrame('hello', { nowMs: this.time.nowMs() }));
+    const leave = join(this);
+    if (leave === undefined) this.end();
+    else if (this.isEnded) leave();
+    else this.leave = leave;
+  }
+
+  onGroup(group: BoardGroup): void {
+    this.send(group.groupId, { event: 'group', data: group });
+  }
+
+  onLag(group: BoardGroup): void {
+    this.send(group.groupId, { event: 'lag', data: group });
+  }
+
+  onGone(groupId: string, reason: string, atMs: number): void {
+    this.send(groupId, { event: 'gone', data: { groupId, reason, atMs } });
+  }
+
+  onTick(nowMs: number): void {
+    if (this.isEnded) return;
+    // A page that reads nothing is dropped after maxLagMs even when no group changes.
+    if (this.blockedSinceMs !== undefined) this.checkLimits();
+    else this.write(sseFrame('tick', { nowMs }));
+  }
+
+  /** Ends the stream (the server closes, or the page went away). Idempotent. */
+  end(): void {
+    if (this.isEnded) return;
+    this.isEnded = true;
+    this.leave?.();
+    this.queue.clear();
+    if (!this.response.writableEnded) this.response.end();
+  }
+
+  private send(groupId: string, frame: PendingFrame): void {
+    if (this.isEnded) return;
+    this.queue.put(groupId, frame);
+    if (this.blockedSinceMs !== undefined) this.checkLimits();
+    else if (!this.isFlushScheduled) {
+      this.isFlushScheduled = true;
+      setImmediate(() => {
+        this.isFlushScheduled = false;
+        this.flush();
+      });
+    }
+  }
+
+  private checkLimits(): void {
+    const { maxPendingGroups, maxLagMs } = this.limits;
+    if (this.queue.size > maxPendingGroups) {
+      this.drop(`the page fell behind on more than ${maxPendingGroups} groups (watchMaxPendingGroups)`);
+    } else if (this.time.monotonicMs() - this.blockedSinceMs! > maxLagMs) {
+      this.drop(`the page has not read its stream for more than ${maxLagMs} ms (watchMaxLagMs)`);
+    }
+  }
+
+  private write(frame: string): void {
+    if (!this.response.write(frame)) this.blockedSinceMs = this.time.monotonicMs();
+  }
+
+  /** Writes every waiting frame, oldest group first, in one write. */
+  private flush(): void {
+    if (this.isEnded || this.blockedSinceMs !== undefined || this.queue.size === 0) return;
+    let chunk = '';
+    for (let frame = this.queue.shift(); frame !== undefined; frame = this.queue.shift())
+      chunk += sharedFrame(frame.event, frame.data);
+    this.write(chunk);
+  }
+
+  private onDrain(): void {
+    this.blockedSinceMs = undefined;
+    this.flush();
+  }
+
+  private drop(message: string): void {
+    this.onDropped(this.queue.size);
+    this.isEnded = true;
+    this.leave?.();
+    this.queue.clear();
+    // The last frame waits behind what the page has not read; a page that never reads is cut.
+    this.response.socket?.setTimeout(DROPPED_SOCKET_TIMEOUT_MS, () => this.response.socket?.destroy());
+    this.response.end(sseFrame('dropped', { message: `${message}: reload the page` }));
+  }
+}

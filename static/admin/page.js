@@ -1,0 +1,584 @@
+// The admin page of cohort: groups, rebalances and lag, live. Plain browser JavaScript, no build step.
+// Everything it shows arrives over one stream (GET /api/stream, Server-Sent Events read with fetch so the
+// bearer token can ride in an Authorization header). Client data (group ids, client ids, hosts) only ever
+// becomes text: the page builds nodes with textContent and never assigns markup.
+'use strict';
+
+(function () {
+  const TOKEN_KEY = 'cohort-admin-token';
+  const RECONNECT_MS = 2000;
+
+  /** groupId → the server's view of the group (group-board.ts, BoardGroup). */
+  const groups = new Map();
+  const state = {
+    selected: decodeURIComponent(location.hash.replace(/^#group=/, '')) || null,
+    filter: '',
+    sortKey: 'groupId',
+    sortDir: 1,
+    serverNowMs: Date.now(),
+    skewMs: 0,
+    renderPending: false,
+    detailDirty: true,
+  };
+  let chart = null;
+  let chartGroupId = null;
+
+  const $ = (id) => document.getElementById(id);
+
+  /** An element with text children only: strings become text nodes, never markup. */
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    if (props) {
+      for (const [key, value] of Object.entries(props)) {
+        if (value === undefined || value === null) continue;
+        if (key === 'class') node.className = value;
+        else if (key === 'title') node.title = value;
+        else node.setAttribute(key, value);
+      }
+    }
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(typeof child === 'string' || typeof child === 'number' ? String(child) : child);
+    }
+    return node;
+  }
+
+  function nowMs() {
+    return Date.now() + state.skewMs;
+  }
+
+  function ago(ms) {
+    if (ms === null || ms === undefined) return '—';
+    const s = Math.max(0, Math.round((nowMs() - ms) / 1000));
+    if (s < 60) return `${s}s ago`;
+    if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s ago`;
+    return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m ago`;
+  }
+
+  function clock(ms) {
+    return new Date(ms).toLocaleTimeString([], { hour12: false });
+  }
+
+  function duration(ms) {
+    return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+  }
+
+  function formatLag(text) {
+    if (text === null || text === undefined) return '—';
+    return BigInt(text).toLocaleString('en-US');
+  }
+
+  function lastRebalanceMs(group) {
+    const last = group.rebalances[group.rebalances.length - 1];
+    return last === undefined ? null : (last.endMs ?? last.startMs);
+  }
+
+  function assignmentText(assignment) {
+    if (assignment === null) return '—';
+    if (assignment.length === 0) return 'none';
+    const byTopic = new Map();
+    for (const tp of assignment) {
+      if (!byTopic.has(tp.topic)) byTopic.set(tp.topic, []);
+      byTopic.get(tp.topic).push(tp.partition);
+    }
+    return [...byTopic].map(([topic, parts]) => `${topic}(${parts.join(',')})`).join(' ');
+  }
+
+  function stateBadge(text) {
+    return el('span', { class: `state ${text}` }, text);
+  }
+
+  // ---- rendering --------------------------------------------------------------------------------
+
+  function scheduleRender() {
+    if (state.renderPending) return;
+    state.renderPending = true;
+    requestAnimationFrame(() => {
+      state.renderPending = false;
+      renderGroups();
+      if (state.detailDirty) renderDetail();
+      state.detailDirty = false;
+    });
+  }
+
+  function sortValue(group, key) {
+    switch (key) {
+      case 'members':
+        return group.members.length;
+      case 'totalLag':
+        return group.totalLag === null ? -1 : Number(group.totalLag);
+      case 'lastRebalanceMs':
+        return lastRebalanceMs(group) ?? 0;
+      default:
+        return group[key];
+    }
+  }
+
+  /** groupId → its row in the groups table, the view it shows, and its "ago" cell. */
+  const rowCache = new Map();
+  let renderedOrder = [];
+
+  function buildRow(group) {
+    const isSelected = group.groupId === state.selected;
+    const agoCell = el('td', { class: 'muted' }, ago(lastRebalanceMs(group)));
+    const tr = el(
+      'tr',
+      { 'data-group': group.groupId, class: isSelected ? 'selected' : null },
+      el('td', { class: 'group-id', title: group.groupId }, group.groupId),
+      el('td', null, stateBadge(group.state)),
+      el('td', { class: 'num' }, group.generationId),
+      el('td', null, group.protocol || el('span', { class: 'muted' }, group.protocolType || '—')),
+      el('td', { class: 'num' }, group.members.length),
+      el('td', { class: 'num' }, formatLag(group.totalLag)),
+      agoCell,
+    );
+    return { tr, group, isSelected, agoCell };
+  }
+
+  /** "12s ago" moves on without any change: once a second, only those cells are rewritten. */
+  function refreshAges() {
+    for (const row of rowCache.values()) {
+      const text = ago(lastRebalanceMs(row.group));
+      if (row.agoCell.textContent !== text) row.agoCell.textContent = text;
+    }
+  }
+
+  function renderGroups() {
+    const filter = state.filter.toLowerCase();
+    const rows = [];
+    for (const group of groups.values()) {
+      if (
+        filter === '' ||
+        group.groupId.toLowerCase().includes(filter) ||
+        group.state.toLowerCase().includes(filter) ||
+        group.protocol.toLowerCase().includes(filter)
+      ) {
+        rows.push(group);
+      }
+    }
+    const { sortKey, sortDir } = state;
+    rows.sort((a, b) => {
+      const x = sortValue(a, sortKey);
+      const y = sortValue(b, sortKey);
+      if (x < y) return -sortDir;
+      if (x > y) return sortDir;
+      return a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0;
+    });
+    // Rows are built only for groups that changed since the last render (rowCache holds the others), and
+    // the table is reordered only when the order changed: a change of one group among 1,000 costs one row.
+    const order = rows.map((g) => g.groupId);
+    for (const group of rows) {
+      const cached = rowCache.get(group.groupId);
+      if (
+        cached !== undefined &&
+        cached.group === group &&
+        cached.isSelected === (group.groupId === state.selected)
+      )
+        continue;
+      const row = buildRow(group);
+      if (cached !== undefined) cached.tr.replaceWith(row.tr);
+      rowCache.set(group.groupId, row);
+    }
+    for (const [groupId, row] of rowCache) {
+      if (groups.has(groupId)) continue;
+      row.tr.remove();
+      rowCache.delete(groupId);
+    }
+    const body = $('groups-body');
+    if (order.length !== renderedOrder.length || order.some((id, i) => id !== renderedOrder[i])) {
+      const fragment = document.createDocumentFragment();
+      for (const groupId of order) fragment.append(rowCache.get(groupId).tr);
+      body.replaceChildren(fragment);
+      renderedOrder = order;
+    }
+    $('group-count').textContent = String(groups.size);
+    $('groups-empty').hidden = groups.size > 0;
+    for (const th of document.querySelectorAll('#groups-table th[data-sort]')) {
+      if (th.dataset.sort === sortKey) th.setAttribute('aria-sort', sortDir > 0 ? 'ascending' : 'descending');
+      else th.removeAttribute('aria-sort');
+    }
+  }
+
+  function card(label, value, testId) {
+    return el(
+      'div',
+      { class: 'card' },
+      el('div', { class: 'label' }, label),
+      el('div', { class: 'value', 'data-testid': testId }, value),
+    );
+  }
+
+  function table(headers, rows, testId) {
+    const head = el('tr', null, ...headers.map(([text, cls]) => el('th', { class: cls }, text)));
+    return el(
+      'table',
+      { class: 'grid', 'data-testid': testId },
+      el('thead', null, head),
+      el('tbody', null, ...rows),
+    );
+  }
+
+  function renderDetail() {
+    const detail = $('detail');
+    const group = state.selected === null ? undefined : groups.get(state.selected);
+    if (group === undefined) {
+      destroyChart();
+      detail.replaceChildren(
+        el('p', { class: 'empty' }, state.selected === null ? 'Select a group.' : 'This group is gone.'),
+      );
+      return;
+    }
+    const last = group.rebalances[group.rebalances.length - 1];
+    const header = el(
+      'div',
+      { class: 'detail-head' },
+      el('h2', { 'data-testid': 'group-title' }, group.groupId),
+      stateBadge(group.state),
+      el('span', { class: 'muted' }, `last change: ${group.reason}, ${ago(group.changedAtMs)}`),
+    );
+    const cards = el(
+      'div',
+      { class: 'cards' },
+      card('State', group.state, 'group-state'),
+      card('Generation', String(group.generationId), 'group-generation'),
+      card('Members', String(group.members.length), 'group-members'),
+      card('Total lag', formatLag(group.totalLag), 'group-lag'),
+      card(
+        'Last rebalance',
+        last === undefined ? '—' : ago(last.endMs ?? last.startMs),
+        'group-last-rebalance',
+      ),
+    );
+
+    const owned = new Map();
+    for (const m of group.members) owned.set(m.memberId, m);
+    const memberRows = group.members.map((m) =>
+      el(
+        'tr',
+        { 'data-member': m.memberId },
+        el('td', { class: 'id', title: m.memberId }, m.memberId),
+        el('td', null, m.groupInstanceId || '—'),
+        el('td', null, m.clientId),
+        el('td', null, m.clientHost),
+        el('td', { 'data-testid': 'member-assignment' }, assignmentText(m.assignment)),
+      ),
+    );
+    for (const d of [...group.departed].reverse()) {
+      memberRows.push(
+        el(
+          'tr',
+          { class: 'departed', 'data-departed': d.memberId },
+          el('td', { class: 'id', title: d.memberId }, d.memberId),
+          el('td', null, d.groupInstanceId || '—'),
+          el('td', null, d.clientId),
+          el('td', null, d.clientHost),
+          el(
+            'td',
+            { class: 'how' },
+            `${d.reason === 'session-expired' ? 'session expired' : d.reason === 'member-left' ? 'left' : d.reason} ${ago(d.atMs)}`,
+          ),
+        ),
+      );
+    }
+    const members =
+      group.members.length + group.departed.length === 0
+        ? el('p', { class: 'empty' }, 'No members.')
+        : table(
+            [['Member id'], ['Instance id'], ['Client id'], ['Host'], ['Partitions']],
+            memberRows,
+            'members-table',
+          );
+
+    const partitions =
+      group.partitions.length === 0
+        ? el('p', { class: 'empty' }, 'No partitions assigned or committed yet.')
+        : table(
+            [
+              ['Topic'],
+              ['Partition', 'num'],
+              ['Committed', 'num'],
+              ['High watermark', 'num'],
+              ['Lag', 'num'],
+              ['Owner'],
+            ],
+            group.partitions.map((p) => {
+              const owner = p.memberId === null ? undefined : owned.get(p.memberId);
+              return el(
+                'tr',
+                { 'data-partition': `${p.topic}/${p.partition}` },
+                el('td', null, p.topic),
+                el('td', { class: 'num' }, p.partition),
+                el('td', { class: 'num' }, formatLag(p.committedOffset)),
+                el('td', { class: 'num' }, formatLag(p.highWatermark)),
+                el('td', { class: 'num', 'data-testid': 'partition-lag' }, formatLag(p.lag)),
+                el(
+                  'td',
+                  { class: 'muted' },
+                  owner === undefined ? '—' : owner.groupInstanceId || owner.clientId,
+                ),
+              );
+            }),
+            'partitions-table',
+          );
+
+    const timeline =
+      group.rebalances.length === 0
+        ? el('p', { class: 'empty' }, 'No rebalance since the server started watching.')
+        : el(
+            'ol',
+            { class: 'timeline', 'data-testid': 'timeline' },
+            ...[...group.rebalances]
+              .reverse()
+              .map((r) =>
+                el(
+                  'li',
+                  { 'data-generation': String(r.generationId) },
+                  el('span', { class: 'muted' }, clock(r.startMs)),
+                  el(
+                    'span',
+                    null,
+                    ...r.reasons.map((reason) => el('span', { class: `reason ${reason}` }, reason)),
+                  ),
+                  el(
+                    'span',
+                    null,
+                    `generation ${r.generationId} · `,
+                    r.endMs === null ? 'in progress' : `${duration(r.endMs - r.startMs)} → ${r.endState}`,
+                  ),
+                ),
+              ),
+          );
+
+    // The chart survives re-renders of its group: only its data changes.
+    const chartBox =
+      chart !== null && chartGroupId === group.groupId
+        ? chart.root.parentElement
+        : el('div', { class: 'chart', id: 'lag-chart' });
+    detail.replaceChildren(
+      header,
+      cards,
+      el('h3', null, 'Members'),
+      members,
+      el('h3', null, 'Partitions'),
+      partitions,
+      el('h3', null, 'Lag, last minutes'),
+      chartBox,
+      el('h3', null, 'Rebalances'),
+      timeline,
+    );
+    if (chart !== null && chartGroupId === group.groupId) chart.setData(chartData(group));
+    else drawChart(group, chartBox);
+  }
+
+  function destroyChart() {
+    if (chart !== null) chart.destroy();
+    chart = null;
+    chartGroupId = null;
+  }
+
+  function chartData(group) {
+    const xs = [];
+    const ys = [];
+    for (const [t, lag] of group.lagSamples) {
+      xs.push(t / 1000);
+      ys.push(lag);
+    }
+    // The lag holds until the next change: extend the last sample to now.
+    if (ys.length > 0) {
+      xs.push(Math.max(nowMs() / 1000, xs[xs.length - 1]));
+      ys.push(ys[ys.length - 1]);
+    }
+    return [xs, ys];
+  }
+
+  function drawChart(group, box) {
+    destroyChart();
+    if (typeof uPlot !== 'function') return;
+    const width = Math.max(320, box.clientWidth || box.parentElement.clientWidth - 32);
+    chart = new uPlot(
+      {
+        width,
+        height: 180,
+        legend: { show: false },
+        cursor: { show: false },
+        scales: { x: { time: true } },
+        axes: [{ stroke: '#667085' }, { stroke: '#667085', size: 60 }],
+        series: [
+          {},
+          {
+            label: 'lag',
+            stroke: '#3559e0',
+            fill: 'rgba(53,89,224,0.08)',
+            width: 2,
+            paths: uPlot.paths.stepped({ align: 1 }),
+          },
+        ],
+      },
+      chartData(group),
+      box,
+    );
+    chartGroupId = group.groupId;
+  }
+
+  // ---- the stream -------------------------------------------------------------------------------
+
+  function setStatus(text, kind) {
+    const status = $('status');
+    status.textContent = text;
+    status.dataset.state = kind;
+  }
+
+  function banner(text) {
+    const b = $('banner');
+    b.textContent = text ?? '';
+    b.hidden = text === null;
+  }
+
+  function onFrame(event, data) {
+    switch (event) {
+      case 'hello':
+        state.skewMs = data.nowMs - Date.now();
+        groups.clear();
+        setStatus('live', 'live');
+        banner(null);
+        state.detailDirty = true;
+        break;
+      case 'group':
+      case 'lag':
+        groups.set(data.groupId, data);
+        if (state.selected === null) state.selected = data.groupId;
+        if (data.groupId === state.selected) state.detailDirty = true;
+        break;
+      case 'gone':
+        groups.delete(data.groupId);
+        if (data.groupId === state.selected) state.detailDirty = true;
+        break;
+      case 'tick':
+        state.skewMs = data.nowMs - Date.now();
+        return scheduleTickRender();
+      case 'dropped':
+        banner(data.message);
+        setStatus('dropped', 'error');
+        break;
+    }
+    scheduleRender();
+  }
+
+  let lastTickRender = 0;
+  function scheduleTickRender() {
+    // "12s ago" moves on: refresh the relative times once a second at most.
+    if (Date.now() - lastTickRender < 1000) return;
+    lastTickRender = Date.now();
+    refreshAges();
+    state.detailDirty = true;
+    scheduleRender();
+  }
+
+  async function connect() {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    setStatus('connecting…', 'connecting');
+    let response;
+    try {
+      response = await fetch('/api/stream', {
+        headers: token === null ? {} : { authorization: `Bearer ${token}` },
+        cache: 'no-store',
+      });
+    } catch {
+      setStatus('server unreachable', 'error');
+      return setTimeout(connect, RECONNECT_MS);
+    }
+    if (response.status === 401) {
+      if (token !== null) sessionStorage.removeItem(TOKEN_KEY);
+      showTokenForm(token !== null);
+      return;
+    }
+    if (!response.ok || response.body === null) {
+      setStatus(`error ${response.status}`, 'error');
+      return setTimeout(connect, RECONNECT_MS);
+    }
+    $('token-form').hidden = true;
+    $('layout').hidden = false;
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          let event = 'message';
+          let data = '';
+          for (const line of frame.split('\n')) {
+            if (line.startsWith('event: ')) event = line.slice(7);
+            else if (line.startsWith('data: ')) data += line.slice(6);
+          }
+          if (data !== '') onFrame(event, JSON.parse(data));
+        }
+      }
+    } catch {
+      // The connection broke: reconnect below.
+    }
+    if ($('status').dataset.state !== 'error') setStatus('reconnecting…', 'connecting');
+    setTimeout(connect, RECONNECT_MS);
+  }
+
+  function showTokenForm(wasRefused) {
+    setStatus(wasRefused ? 'token refused' : 'token needed', 'error');
+    $('layout').hidden = true;
+    $('token-form').hidden = false;
+    $('token-input').focus();
+  }
+
+  // ---- interaction ------------------------------------------------------------------------------
+
+  $('token-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $('token-input').value.trim());
+    $('token-input').value = '';
+    $('token-form').hidden = true;
+    connect();
+  });
+  $('filter').addEventListener('input', (event) => {
+    state.filter = event.target.value;
+    scheduleRender();
+  });
+  $('groups-table')
+    .querySelector('thead')
+    .addEventListener('click', (event) => {
+      const key = event.target.closest('th')?.dataset.sort;
+      if (key === undefined) return;
+      if (state.sortKey === key) state.sortDir = -state.sortDir;
+      else {
+        state.sortKey = key;
+        state.sortDir = key === 'totalLag' || key === 'lastRebalanceMs' ? -1 : 1;
+      }
+      scheduleRender();
+    });
+  $('groups-body').addEventListener('click', (event) => {
+    const row = event.target.closest('tr');
+    if (row === null) return;
+    state.selected = row.dataset.group;
+    history.replaceState(null, '', `#group=${encodeURIComponent(state.selected)}`);
+    state.detailDirty = true;
+    scheduleRender();
+  });
+  // A link or the address bar naming another group (#group=<id>) selects it without a reload.
+  window.addEventListener('hashchange', () => {
+    const named = decodeURIComponent(location.hash.replace(/^#group=/, ''));
+    if (named === '' || named === state.selected) return;
+    state.selected = named;
+    state.detailDirty = true;
+    scheduleRender();
+  });
+  window.addEventListener('resize', () => {
+    destroyChart();
+    state.detailDirty = true;
+    scheduleRender();
+  });
+
+  connect();
+})();

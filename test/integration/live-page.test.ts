@@ -1,0 +1,252 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'puppeteer-core';
+import { CohortClient, type GroupMember } from '../../src';
+import { launchChromium } from '../support/chromium';
+import type { TestServer } from '../support/start-test-server';
+import { startTestServer } from '../support/start-test-server';
+import { MEMBER_DEFAULTS, ObservedTransport, partitionsOf, settled } from './sdk-harness';
+
+/**
+ * The admin listener's live page in a real browser (Debian's chromium, headless, driven by puppeteer-core):
+ * a real server on the manual clock, a producer and a three-member group of SDK members; the page shows the
+ * group's assignment and lag, then a member's session expiry, the rebalance and the new generation as they
+ * happen, without a reload. Client data stays text. With a token, the stream and /metrics refuse requests
+ * without it, and the page asks for the token.
+ *
+ * COHORT_SCREENSHOTS=docs writes the screenshot to docs/images/live-page.png (the one docs/live-page.md and
+ * the README show); otherwise it goes to the temp directory.
+ */
+
+const TOPIC = 'orders';
+const PARTITIONS = 3;
+const RECORDS_PER_PARTITION = 40;
+const TOKEN = 'Zq3v9Xw0bT7nKd2LpR8sYf4HcJ6mAe1U';
+const SCREENSHOT =
+  process.env.COHORT_SCREENSHOTS === 'docs'
+    ? join(__dirname, '../../docs/images/live-page.png')
+    : join(tmpdir(), `cohort-live-page-${process.pid}.png`);
+
+/**
+ * What the functions run in the page read of its globals: this project compiles without the DOM library,
+ * and these casts compile away, so the functions reach the browser as written.
+ */
+interface InPage {
+  readonly document: { querySelector(selector: string): { textContent: string | null } | null };
+  pwned?: number;
+  notReloaded?: boolean;
+}
+
+let browser: Browser;
+const clients: CohortClient[] = [];
+let t: TestServer | undefined;
+
+beforeAll(async () => {
+  // Room for an apt-get install of chromium on a fresh machine.
+  browser = await launchChromium();
+}, 300_000);
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await t?.close();
+  t = undefined;
+});
+
+function client(clientId: string, transport?: ObservedTransport): CohortClient {
+  const c = new CohortClient({ address: t!.target, clientId, ...(transport ? { transport } : {}) });
+  clients.push(c);
+  return c;
+}
+
+/** The text of the first element matching `selector`, or null. */
+function textOf(page: Page, selector: string): Promise<string | null> {
+  return page.evaluate(
+    (s) => (globalThis as unknown as InPage).document.querySelector(s)?.textContent ?? null,
+    selector,
+  );
+}
+
+/** Waits until the page's `selector` has exactly `text`. */
+async function waitForText(page: Page, selector: string, text: string): Promise<void> {
+  await page.waitForFunction(
+    (s, expected) => (globalThis as unknown as InPage).document.querySelector(s)?.textContent === expected,
+    { timeout: 20_000 },
+    selector,
+    text,
+  );
+}
+
+/** Resolves once every member in `live` has had a heartbeat answered after this call. */
+async function nextHeartbeats(transports: readonly ObservedTransport[]): Promise<void> {
+  await Promise.all(
+    transports.map(
+      (transport) =>
+        new Promise<void>((resolve) => {
+          const onOutcome = (outcome: { method: string }): void => {
+            if (outcome.method !== 'heartbeat') return;
+            transport.off('outcome', onOutcome);
+            resolve();
+          };
+          transport.on('outcome', onOutcome);
+        }),
+    ),
+  );
+}
+
+it('shows a three-member group with its assignment and lag, then a session expiry, the rebalance and the new generation, live', async () => {
+  t = await startTestServer({
+    manualClock: true,
+    groupInitialRebalanceDelayMs: 0,
+    adminListen: '127.0.0.1:0',
+  });
+  const clock = t.testClock();
+  const producerClient = client('live-producer');
+  await producerClient.admin().createTopics([{ name: TOPIC, numPartitions: PARTITIONS }]);
+  const producer = producerClient.producer({ acks: -1 });
+  for (let partition = 0; partition < PARTITIONS; partition++) {
+    for (let i = 0; i < RECORDS_PER_PARTITION; i++)
+      await producer.send({ topic: TOPIC, partition, value: `order ${i}` });
+  }
+
+  const groupId = `billing-${process.pid}`;
+  const transports = [0, 1, 2].map(() => new ObservedTransport(t!.target));
+  const members: GroupMember[] = [];
+  const partitions = partitionsOf(TOPIC, PARTITIONS);
+  for (const [i, transport] of transports.entries()) {
+    members.push(
+      client(`billing-worker-${i + 1}`, transport).join({
+        ...MEMBER_DEFAULTS,
+        groupId,
+        topics: [TOPIC],
+        partitionsPerTopic: new Map([[TOPIC, PARTITIONS]]),
+      }),
+    );
+  }
+  const generation = await settled(members, partitions);
+  // Each member has consumed a quarter of its partition: lag 30 on each, 90 in all.
+  for (const m of members) {
+    await m.commitOffsets(
+      (m.assignment ?? []).map((tp) => ({ ...tp, offset: BigInt(RECORDS_PER_PARTITION / 4) })),
+    );
+  }
+
+  const page = await browser.newPage();
+  await page.goto(`${t.adminUrl}/#group=${encodeURIComponent(groupId)}`);
+  await waitForText(page, '[data-testid=group-members]', '3');
+  await waitForText(page, '[data-testid=group-generation]', String(generation));
+  await waitForText(page, '[data-testid=group-state]', 'Stable');
+  const assignments = await page.$$eval('[data-testid=member-assignment]', (cells) =>
+    cells.map((c) => c.textContent).sort(),
+  );
+  expect(assignments).toEqual(['orders(0)', 'orders(1)', 'orders(2)']);
+  // Lag has no event: it reaches the page with the next once-a-second sample.
+  await clock.advance({ ms: 1_000 });
+  await waitForText(page, '[data-testid=group-lag]', String((3 * (RECORDS_PER_PARTITION * 3)) / 4));
+  expect(
+    await page.$$eval('[data-testid=partition-lag]', (cells) => cells.map((c) => c.textContent)),
+  ).toEqual(['30', '30', '30']);
+  expect(await textOf(page, `#groups-body tr[data-group="${groupId}"] td:nth-child(6)`)).toBe('90');
+  await page.evaluate(() => ((globalThis as unknown as InPage).notReloaded = true));
+
+  // The third member stops heartbeating (a frozen process); the others keep theirs up while the server's
+  // clock moves past the session timeout in steps shorter than it.
+  const [survivors, frozen] = [transports.slice(0, 2), transports[2]];
+  frozen.hold('heartbeat');
+  frozen.hold('joinGroup');
+  const frozenId = members[2].memberId;
+  for (let elapsedMs = 0; elapsedMs <= MEMBER_DEFAULTS.sessionTimeoutMs; elapsedMs += 2_000) {
+    await nextHeartbeats(survivors);
+    await clock.advance({ ms: 2_000 });
+  }
+  const newGeneration = await settled(members.slice(0, 2), partitions);
+  expect(newGeneration).toBe(generation + 1);
+  // The survivors catch up: the lag drains over the next seconds.
+  for (const committed of [20, 30, 40]) {
+    for (const m of members.slice(0, 2)) {
+      await m.commitOffsets((m.assignment ?? []).map((tp) => ({ ...tp, offset: BigInt(committed) })));
+    }
+    await clock.advance({ ms: 1_000 });
+  }
+
+  await waitForText(page, '[data-testid=group-generation]', String(newGeneration));
+  await waitForText(page, '[data-testid=group-members]', '2');
+  await waitForText(page, '[data-testid=group-lag]', '0');
+  const departed = await textOf(page, `tr[data-departed="${frozenId}"] td.how`);
+  expect(departed).toMatch(/^session expired /);
+  const rebalance = await page.$eval(
+    `[data-testid=timeline] li[data-generation="${newGeneration}"]`,
+    (li) => li.textContent,
+  );
+  expect(rebalance).toContain('session-expired');
+  expect(rebalance).toContain(`generation ${newGeneration}`);
+  expect(rebalance).toContain('→ Stable');
+  expect(await page.evaluate(() => (globalThis as unknown as InPage).notReloaded)).toBe(true);
+
+  mkdirSync(join(SCREENSHOT, '..'), { recursive: true });
+  await page.screenshot({ path: SCREENSHOT, fullPage: true });
+  expect(readFileSync(SCREENSHOT).subarray(1, 4).toString('latin1')).toBe('PNG');
+  frozen.release('joinGroup');
+  frozen.release('heartbeat');
+  await page.close();
+}, 60_000);
+
+it('shows a group id holding markup as text, never running it', async () => {
+  t = await startTestServer({ groupInitialRebalanceDelayMs: 0, adminListen: '127.0.0.1:0' });
+  const groupId = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">';
+  const member = client('<b>client</b>').join({ ...MEMBER_DEFAULTS, groupId, topics: [] });
+  await new Promise((resolve) => member.once('assigned', resolve));
+
+  const page = await browser.newPage();
+  await page.goto(`${t.adminUrl}/`);
+  await page.waitForSelector('#groups-body tr');
+  expect(await textOf(page, '#groups-body tr td.group-id')).toBe(groupId);
+  await waitForText(page, '[data-testid=group-title]', groupId);
+  expect(await textOf(page, '#detail [data-member] td:nth-child(3)')).toBe('<b>client</b>');
+  expect(await page.evaluate(() => (globalThis as unknown as InPage).pwned)).toBeUndefined();
+  expect(await page.$$eval('main script, main img, main b', (found) => found.length)).toBe(0);
+  await page.close();
+}, 30_000);
+
+it('with a token, refuses the stream and /metrics without it, and the page asks for it once', async () => {
+  t = await startTestServer({ token: TOKEN, groupInitialRebalanceDelayMs: 0, adminListen: '127.0.0.1:0' });
+  const admin = t.adminUrl!;
+  for (const path of ['/api/stream', '/metrics']) {
+    expect((await fetch(`${admin}${path}`)).status).toBe(401);
+    const wrong = await fetch(`${admin}${path}`, { headers: { authorization: `Bearer ${TOKEN}x` } });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.text()).not.toContain(TOKEN);
+  }
+  const metrics = await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  expect(metrics.status).toBe(200);
+  expect(await metrics.text()).toContain('cohort_');
+  // Probes carry no secrets.
+  expect((await fetch(`${admin}/healthz`)).status).toBe(200);
+  expect((await fetch(`${admin}/readyz`)).status).toBe(200);
+
+  const groupId = `secret-group-${process.pid}`;
+  const c = new CohortClient({ address: t.target, clientId: 'secret-client', token: TOKEN });
+  clients.push(c);
+  const member = c.join({ ...MEMBER_DEFAULTS, groupId, topics: [] });
+  await new Promise((resolve) => member.once('assigned', resolve));
+
+  const page = await browser.newPage();
+  await page.goto(`${admin}/`);
+  await page.waitForSelector('#token-form:not([hidden])');
+  // Nothing about the groups reached the page before the token.
+  expect(await page.$$eval('#groups-body tr', (rows) => rows.length)).toBe(0);
+  await page.type('#token-input', TOKEN);
+  await page.click('#token-form button');
+  await waitForText(page, '#groups-body tr td.group-id', groupId);
+  // Kept for the tab: a reload connects without asking again.
+  await page.reload();
+  await waitForText(page, '#groups-body tr td.group-id', groupId);
+  expect(await page.$eval('#token-form', (form) => (form as unknown as { hidden: boolean }).hidden)).toBe(
+    true,
+  );
+  await page.close();
+}, 30_000);

@@ -1,0 +1,138 @@
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { BoardGroup, BoardListener } from '../../../src/server/group-board';
+import { PageStream } from '../../../src/server/page-stream';
+import { ManualTime } from '../../../src/time';
+
+/** A response whose write buffer the test fills and drains. */
+class FakeResponse extends EventEmitter {
+  readonly written: string[] = [];
+  isFull = false;
+  writableEnded = false;
+  status = 0;
+  socket = { setTimeout: jest.fn(), destroy: jest.fn() };
+  writeHead(status: number): void {
+    this.status = status;
+  }
+  write(chunk: string): boolean {
+    this.written.push(chunk);
+    return !this.isFull;
+  }
+  end(chunk?: string): void {
+    if (chunk !== undefined) this.written.push(chunk);
+    this.writableEnded = true;
+  }
+  /** Every frame written, in order, whatever the writes that carried them. */
+  frames(): string[] {
+    return this.written
+      .flatMap((chunk) => chunk.split('\n\n').filter((f) => f !== ''))
+      .map((f) => `${f}\n\n`);
+  }
+  /** The events of the frames written, in order. */
+  events(): string[] {
+    return this.frames().map((f) => /^event: (\w+)/.exec(f)![1]);
+  }
+}
+
+/** Frames go out once per event-loop turn. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+function view(groupId: string, generationId: number): BoardGroup {
+  return { groupId, generationId } as BoardGroup;
+}
+
+describe('PageStream', () => {
+  let time: ManualTime;
+  let response: FakeResponse;
+  let stream: PageStream;
+  let left: number;
+  let dropped: number[];
+
+  beforeEach(() => {
+    time = new ManualTime();
+    response = new FakeResponse();
+    left = 0;
+    dropped = [];
+    stream = new PageStream(
+      response as unknown as ServerResponse,
+      { maxPendingGroups: 2, maxLagMs: 5_000 },
+      time,
+      (pending) => dropped.push(pending),
+    );
+    stream.open((_listener: BoardListener) => () => left++);
+  });
+
+  it('writes the frames of one turn in one write, one per group, the latest', async () => {
+    for (let generation = 1; generation <= 10; generation++) stream.onGroup(view('a', generation));
+    stream.onGroup(view('b', 1));
+    expect(response.events()).toEqual(['hello']);
+    await nextTurn();
+    expect(response.written).toHaveLength(2);
+    expect(response.frames().slice(1)).toEqual([
+      'event: group\ndata: {"groupId":"a","generationId":10}\n\n',
+      'event: group\ndata: {"groupId":"b","generationId":1}\n\n',
+    ]);
+    stream.onTick(7);
+    expect(response.status).toBe(200);
+    expect(response.events()).toEqual(['hello', 'group', 'group', 'tick']);
+  });
+
+  it('keeps only the latest frame of each group while the page is slow, and sends them on drain', async () => {
+    response.isFull = true;
+    stream.onGroup(view('a', 1));
+    await nextTurn(); // written: the buffer is now full
+    stream.onGroup(view('a', 2));
+    stream.onGroup(view('b', 1));
+    stream.onLag(view('a', 3));
+    await nextTurn();
+    expect(stream.pendingFrames).toBe(2);
+    expect(response.events()).toEqual(['hello', 'group']);
+    response.isFull = false;
+    response.emit('drain');
+    expect(
+      response
+        .frames()
+        .slice(2)
+        .map((f) => JSON.parse(f.split('data: ')[1])),
+    ).toEqual([
+      { groupId: 'a', generationId: 3 },
+      { groupId: 'b', generationId: 1 },
+    ]);
+    expect(stream.pendingFrames).toBe(0);
+  });
+
+  it('drops a page behind on more groups than allowed, saying why, and leaves the board', async () => {
+    response.isFull = true;
+    stream.onGroup(view('a', 1));
+    await nextTurn();
+    for (const id of ['b', 'c', 'd']) stream.onGroup(view(id, 1));
+    expect(dropped).toEqual([3]);
+    expect(left).toBe(1);
+    expect(stream.pendingFrames).toBe(0);
+    expect(response.writableEnded).toBe(true);
+    expect(response.events().at(-1)).toBe('dropped');
+    expect(response.frames().at(-1)).toContain('watchMaxPendingGroups');
+    expect(response.socket.setTimeout).toHaveBeenCalled();
+  });
+
+  it('drops a page that reads nothing for longer than maxLagMs, even with no group changing', async () => {
+    response.isFull = true;
+    stream.onGroup(view('a', 1));
+    await nextTurn();
+    time.advance(5_000);
+    stream.onTick(time.nowMs());
+    expect(dropped).toEqual([]);
+    time.advance(1);
+    stream.onTick(time.nowMs());
+    expect(dropped).toEqual([0]);
+    expect(response.frames().at(-1)).toContain('watchMaxLagMs');
+  });
+
+  it('leaves the board when the page goes away', async () => {
+    response.emit('close');
+    expect(left).toBe(1);
+    stream.onGroup(view('a', 1));
+    await nextTurn();
+    expect(response.events()).toEqual(['hello']);
+  });
+});

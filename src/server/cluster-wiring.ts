@@ -144,6 +144,7 @@ export class ClusterWiring {
       produce: broker.produce.bind(broker),
       fetch: broker.fetch.bind(broker),
       listOffsets: broker.listOffsets.bind(broker),
+      offsetForLeaderEpoch: broker.offsetForLeaderEpoch.bind(broker),
     };
   }
 
@@ -247,19 +248,4 @@ function resultOf(name: string, outcome: ClusterCreateTopicOutcome): CreatableTo
       // Retriable: etcd did not answer, or the node has no session yet; nothing may be assumed written.
       return result(name, ErrorCode.REQUEST_TIMED_OUT, outcome.reason);
   }
-}
-
-/**
- * The log layer's side of the cluster contract, when it has one. THE ONE MISSING CONNECTION: the
- * ReplicaManager of this build does not implement `PartitionRoleTarget` yet (the log layer's change that
- * does, with the follower fetchers, `LeadershipGuard` and `IsrChangeProposer` taken by it, lands
- * separately). Until then cluster mode is refused at start-up with a message saying so; once it lands,
- * this check becomes the plain assignment `const target: PartitionRoleTarget = replicaManager`.
- */
-export function partitionRoleTargetOf(log: object): PartitionRoleTarget | undefined {
-  const candidate = log as Partial<PartitionRoleTarget>;
-  return typeof candidate.applyClusterMetadata === 'function' &&
-    typeof candidate.resignLeadership === 'function'
-    ? (candidate as PartitionRoleTarget)
-    : undefined;
 }

@@ -5,17 +5,12 @@ import { ReflectionService } from '@grpc/reflection';
 import pino from 'pino';
 import type { Logger } from 'pino';
 import type { CohortConfig } from '../config';
-import {
-  ADMIN_LISTEN_OFF,
-  InvalidConfigError,
-  isLoopbackListen,
-  parseListenAddress,
-  parseUnixSocket,
-} from '../config';
+import { ADMIN_LISTEN_OFF, isLoopbackListen, parseListenAddress, parseUnixSocket } from '../config';
 import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinator } from '../group/group-coordinator';
 import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { BrokerConfig } from '../log';
+import type { ClusterNodeAddress } from '../log/partition-roles';
 import { ReplicaFetcher, ReplicaManager } from '../log';
 import { CONSUMER_OFFSETS_PARTITION_DIR, ConsumerOffsetsStore } from '../log/consumer-offsets';
 import { DataDirLock, DEFAULT_FLUSH_INTERVAL_MS } from '../log/storage';
@@ -28,7 +23,7 @@ import { bearerTokenInterceptor, keepEveryAuthorizationHeader } from './bearer-t
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
-import { ClusterWiring, partitionRoleTargetOf } from './cluster-wiring';
+import { ClusterWiring } from './cluster-wiring';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
@@ -294,19 +289,22 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       },
       onError: (error, what) => logger.error({ err: error }, what),
     },
+    ...(cluster === undefined
+      ? {}
+      : {
+          // Cluster mode: roles from the ClusterNode, ISR changes committed through etcd, the leader's
+          // guard its session, and fetchers to the leader nodes proving this node by the cluster secret.
+          isrChangeProposer: cluster.isrChangeProposer,
+          leadershipGuard: cluster.guard,
+          leaderEndpointFactory: (leader: ClusterNodeAddress) =>
+            new BrokerLeaderEndpoint(`${leader.host}:${leader.port}`, {
+              credentials: security.leaderCredentials,
+              ...(security.nodeCredentials === undefined
+                ? {}
+                : { nodeCredentials: security.nodeCredentials }),
+            }),
+        }),
   });
-  // To connect once ReplicaManager is a PartitionRoleTarget: pass it `isrChangeProposer:
-  // cluster.isrChangeProposer`, `leadershipGuard: cluster.guard` and a leader endpoint factory whose
-  // BrokerLeaderEndpoints carry `nodeCredentials: security.nodeCredentials`, and start the node with it.
-  const roleTarget = cluster === undefined ? undefined : partitionRoleTargetOf(replicaManager);
-  if (cluster !== undefined && roleTarget === undefined) {
-    void cluster.close();
-    throw new InvalidConfigError([
-      `--etcd-endpoints ('${config.etcdEndpoints.join(',')}'): this build's log layer does not yet take ` +
-        'its partition roles from the cluster (ReplicaManager is not a PartitionRoleTarget); run without ' +
-        '--etcd-endpoints',
-    ]);
-  }
   metrics.setSources({
     ...(coordinator instanceof GroupCoordinator ? { coordinator } : {}),
     log: replicaManager,
@@ -615,7 +613,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       replicaManager.setLocalBroker({ nodeId: config.nodeId, host: bound.host, port: bound.port });
       startFetcher();
       // Joins the cluster once the port is bound: the advertised address defaults to the bound one.
-      if (cluster !== undefined) cluster.start(roleTarget!, bound);
+      cluster?.start(replicaManager, bound);
       await admin?.start();
       metrics.start();
       isBound = true;

@@ -4,7 +4,7 @@ import { readPartitionState } from '../../../src/cluster/partition-state';
 import { createConfig } from '../../../src/config';
 import { ErrorCode } from '../../../src/errors';
 import type { BrokerService } from '../../../src/log';
-import { ClusterWiring, partitionRoleTargetOf } from '../../../src/server/cluster-wiring';
+import { ClusterWiring } from '../../../src/server/cluster-wiring';
 import { ManualTime } from '../../../src/time';
 import { captureLogger, type CapturedLogger } from '../../support/capture-logger';
 import { TEST_CLUSTER_SECRET } from '../../support/cluster-secret';
@@ -162,6 +162,10 @@ describe('ClusterWiring', () => {
       produce: () => (calls.push('produce'), Promise.resolve({ topics: [] })),
       fetch: () => (calls.push('fetch'), Promise.resolve({ topics: [] }) as never),
       listOffsets: () => (calls.push('listOffsets'), Promise.resolve({ topics: [] })),
+      offsetForLeaderEpoch: () => (
+        calls.push('offsetForLeaderEpoch'),
+        Promise.resolve({ topics: [] }) as never
+      ),
     };
     const broker = wiring.brokerWithClusterTopics(log);
     wiring.start(target, { host: '127.0.0.1', port: 7074 });
@@ -173,7 +177,8 @@ describe('ClusterWiring', () => {
     await broker.metadata({ topics: [] });
     await broker.produce({ acks: 1, timeoutMs: 1, topics: [] });
     await broker.listOffsets({ topics: [] });
-    expect(calls).toEqual(['metadata', 'produce', 'listOffsets']);
+    await broker.offsetForLeaderEpoch({ topics: [] } as never);
+    expect(calls).toEqual(['metadata', 'produce', 'listOffsets', 'offsetForLeaderEpoch']);
   });
 
   it('logs this node leadership once per applied view, listing a few partitions, not one line each', async () => {
@@ -197,10 +202,5 @@ describe('ClusterWiring', () => {
     const result = await wiring.isrChangeProposer.proposeIsr('t', 0, 0, 1, [4]);
     expect(result.kind).toBe('failed');
     expect(etcd.revision).toBe(revision);
-  });
-
-  it('recognises a log layer that takes partition roles, and one that does not', () => {
-    expect(partitionRoleTargetOf(target)).toBe(target);
-    expect(partitionRoleTargetOf({ applyClusterMetadata: () => undefined })).toBeUndefined();
   });
 });

@@ -24,12 +24,18 @@ export interface PartitionDecisionOptions {
  * - Its leader is alive but a follower in its ISR is not: that follower leaves the ISR, leader epoch
  *   bumped (Kafka's `removeReplicasFromIsr` with `newLeaderAndIsr`), so the leader does not wait for it
  *   to acknowledge writes. The leader itself never leaves its ISR.
+ * - A node that registered again since the state was written (`hasRestartedSince`: its `nodes/<id>` key
+ *   is newer than the state; Kafka's broker epoch, KIP-380) has failed and come back, whatever the
+ *   controller saw in between: it may have lost an unflushed tail its followers had copied. It counts as
+ *   failed: as leader, the partition gets a new election among the other live ISR members (it leads
+ *   again, one epoch up, only when it is the only live one); as a follower, it leaves the ISR.
  */
 export function decidePartition(
   replicas: readonly number[],
   current: PartitionState,
   isAlive: (nodeId: number) => boolean,
   options: PartitionDecisionOptions,
+  hasRestartedSince: (nodeId: number) => boolean = () => false,
 ): PartitionState | undefined {
   const { controllerEpoch } = options;
   if (current.leader === NO_LEADER || !isAlive(current.leader)) {
@@ -37,7 +43,14 @@ export function decidePartition(
     if (elected.leader === NO_LEADER && current.leader === NO_LEADER) return undefined;
     return elected;
   }
-  const isr = current.isr.filter((replica) => replica === current.leader || isAlive(replica));
+  const isSteady = (replica: number): boolean => isAlive(replica) && !hasRestartedSince(replica);
+  if (hasRestartedSince(current.leader)) {
+    // Failure and startup at once: the others in sync first; the restarted leader only if none is.
+    const steadyIsr = current.isr.filter(isSteady);
+    const candidates = steadyIsr.length > 0 ? steadyIsr : current.isr.filter(isAlive);
+    return electLeader(replicas, { ...current, isr: candidates }, isAlive, options);
+  }
+  const isr = current.isr.filter((replica) => replica === current.leader || isSteady(replica));
   if (isr.length === current.isr.length) return undefined;
   return { leader: current.leader, leaderEpoch: current.leaderEpoch + 1, isr, controllerEpoch };
 }

@@ -1,5 +1,5 @@
-import { topicNameProblem } from '../log/topic-partition';
 import type { Timer } from '../timer';
+import { readClusterState, type ClusterState } from './cluster-state';
 import type { ControllerElection } from './controller-election';
 import {
   decidePartition,
@@ -10,28 +10,20 @@ import {
 import { ControllerEventQueue } from './controller-event-queue';
 import {
   MetadataStoreError,
-  type KeyValue,
   type MetadataStore,
   type MetadataWatch,
   type WatchEvent,
 } from './metadata-store';
 import {
-  decodePartitionState,
   initialPartitionState,
-  InvalidPartitionStateError,
   writePartitionState,
   type PartitionState,
   type StoredPartitionState,
 } from './partition-state';
-import {
-  assignReplicas,
-  createTopic,
-  decodeReplicaAssignment,
-  encodeReplicaAssignment,
-  InvalidReplicaAssignmentError,
-  type ReplicaAssignment,
-} from './replica-assignment';
+import { createTopic, planTopic, resolveTopicCreation, type CreateTopicOutcome } from './replica-assignment';
 import { TimerAction } from './timer-action';
+
+export type { CreateTopicOutcome } from './replica-assignment';
 
 /** Kafka's `leader.imbalance.check.interval.seconds` (300 s). */
 export const DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS = 300_000;
@@ -60,24 +52,10 @@ export interface ControllerOptions {
   readonly onError?: (error: unknown) => void;
 }
 
-export type CreateTopicOutcome =
-  | { readonly outcome: 'created'; readonly assignment: ReplicaAssignment }
-  | { readonly outcome: 'exists' }
-  /** Kafka's INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (above the live nodes). */
-  | {
-      readonly outcome: 'invalidTopic' | 'invalidPartitions' | 'invalidReplicationFactor';
-      readonly reason: string;
-    }
-  /** Kafka's NOT_CONTROLLER: this node is not (or no longer) the controller. */
-  | { readonly outcome: 'notController' };
-
 /** The controller's view of the cluster, rebuilt from etcd on every election (Kafka's ControllerContext). */
 interface ClusterView {
   readonly epoch: number;
-  readonly liveNodes: Set<number>;
-  readonly topics: Map<string, ReplicaAssignment>;
-  /** `topic/partition` → its state and mod revision. */
-  readonly partitions: Map<string, StoredPartitionState>;
+  readonly cluster: ClusterState;
 }
 
 /** How many times one partition is decided again after a stale write, before waiting for the next event. */
@@ -188,7 +166,7 @@ export class Controller {
 
   /** The controller's view of a partition (undefined when it is not acting, or does not know it). */
   partitionState(topic: string, partition: number): StoredPartitionState | undefined {
-    return this.view?.partitions.get(`${topic}/${partition}`);
+    return this.view?.cluster.partitions.get(`${topic}/${partition}`);
   }
 
   /**
@@ -240,32 +218,21 @@ export class Controller {
   /** Reads nodes/, topics/ and partitions/ at one revision, watches from the next, and decides. */
   private async startup(generation: number, epoch: number): Promise<void> {
     if (!this.isCurrent(generation, epoch)) return;
-    let response;
+    let read;
     try {
-      response = await this.store.txn({
-        compare: [],
-        success: [
-          { type: 'get', key: `${this.prefix}nodes/`, prefix: true },
-          { type: 'get', key: `${this.prefix}topics/`, prefix: true },
-          { type: 'get', key: `${this.prefix}partitions/`, prefix: true },
-        ],
-      });
+      read = await readClusterState(this.store, this.clusterId, this.onError);
     } catch (error) {
       this.onError(error);
       this.resyncLater(generation);
       return;
     }
     if (!this.isCurrent(generation, epoch)) return;
-    const view: ClusterView = { epoch, liveNodes: new Set(), topics: new Map(), partitions: new Map() };
+    const view: ClusterView = { epoch, cluster: read.state };
     this.view = view;
     this.watch?.cancel();
-    for (const result of response.results) {
-      if (result.type !== 'get') continue;
-      for (const kv of result.kvs) this.applyPut(view, kv);
-    }
     this.watch = this.store.watch(
       this.prefix,
-      { prefix: true, startRevision: response.revision + 1 },
+      { prefix: true, startRevision: read.revision + 1 },
       {
         onEvents: (events) => {
           if (generation === this.generation)
@@ -312,64 +279,25 @@ export class Controller {
   ): Promise<void> {
     const view = this.view;
     if (!this.isCurrent(generation, epoch) || view === undefined) return;
-    for (const event of events) {
-      if (event.type === 'put') this.applyPut(view, event.kv);
-      else this.applyDelete(view, event.kv);
-    }
+    view.cluster.applyEvents(events);
     await this.decideAll(generation, view);
-  }
-
-  /** A key that does not decode is reported and left out of the view: nothing is decided from it. */
-  private applyPut(view: ClusterView, kv: KeyValue): void {
-    try {
-      this.applyValidPut(view, kv);
-    } catch (error) {
-      if (!(error instanceof InvalidPartitionStateError || error instanceof InvalidReplicaAssignmentError)) {
-        throw error;
-      }
-      this.onError(error);
-    }
-  }
-
-  private applyValidPut(view: ClusterView, kv: KeyValue): void {
-    const rest = kv.key.slice(this.prefix.length);
-    if (rest.startsWith('nodes/')) {
-      const id = Number(rest.slice('nodes/'.length));
-      if (Number.isSafeInteger(id) && id >= 0) view.liveNodes.add(id);
-    } else if (rest.startsWith('topics/')) {
-      view.topics.set(rest.slice('topics/'.length), decodeReplicaAssignment(kv.key, kv.value));
-    } else if (rest.startsWith('partitions/')) {
-      const name = rest.slice('partitions/'.length);
-      const known = view.partitions.get(name);
-      // Our own write may have reached the view before its watch event; an older event changes nothing.
-      if (known !== undefined && known.modRevision > kv.modRevision) return;
-      view.partitions.set(name, {
-        state: decodePartitionState(kv.key, kv.value),
-        modRevision: kv.modRevision,
-      });
-    }
-  }
-
-  private applyDelete(view: ClusterView, kv: KeyValue): void {
-    const rest = kv.key.slice(this.prefix.length);
-    if (rest.startsWith('nodes/')) view.liveNodes.delete(Number(rest.slice('nodes/'.length)));
-    else if (rest.startsWith('topics/')) view.topics.delete(rest.slice('topics/'.length));
-    else if (rest.startsWith('partitions/')) view.partitions.delete(rest.slice('partitions/'.length));
   }
 
   // ---- deciding ----
 
   /** Decides every partition of every known topic, creating the states that are missing. */
   private async decideAll(generation: number, view: ClusterView): Promise<void> {
-    const isAlive = (nodeId: number): boolean => view.liveNodes.has(nodeId);
+    const isAlive = (nodeId: number): boolean => view.cluster.isAlive(nodeId);
     const options = { controllerEpoch: view.epoch, uncleanLeaderElection: this.uncleanLeaderElection };
-    for (const [topic, assignment] of [...view.topics]) {
+    for (const [topic, assignment] of [...view.cluster.topics]) {
       for (let partition = 0; partition < assignment.partitions.length; partition++) {
         const replicas = assignment.partitions[partition];
-        const ok = await this.settlePartition(generation, view, topic, partition, (current) =>
-          current === undefined
+        const ok = await this.settlePartition(generation, view, topic, partition, (known) =>
+          known === undefined
             ? missingState(replicas, isAlive, view.epoch)
-            : decidePartition(replicas, current, isAlive, options),
+            : decidePartition(replicas, known.state, isAlive, options, (nodeId) =>
+                view.cluster.hasRegisteredSince(nodeId, known.modRevision),
+              ),
         );
         if (!ok) return;
       }
@@ -386,13 +314,13 @@ export class Controller {
     view: ClusterView,
     topic: string,
     partition: number,
-    decide: (current: PartitionState | undefined) => PartitionState | undefined,
+    decide: (known: StoredPartitionState | undefined) => PartitionState | undefined,
   ): Promise<boolean> {
     const name = `${topic}/${partition}`;
     for (let attempt = 0; attempt <= MAX_STALE_RETRIES; attempt++) {
       if (!this.isCurrent(generation, view.epoch)) return false;
-      const known = view.partitions.get(name);
-      const next = decide(known?.state);
+      const known = view.cluster.partitions.get(name);
+      const next = decide(known);
       if (next === undefined) return true;
       let result;
       try {
@@ -413,11 +341,11 @@ export class Controller {
       if (!this.isCurrent(generation, view.epoch)) return false;
       switch (result.outcome) {
         case 'updated':
-          view.partitions.set(name, result.stored);
+          view.cluster.partitions.set(name, result.stored);
           return true;
         case 'stale':
-          if (result.current === undefined) view.partitions.delete(name);
-          else view.partitions.set(name, result.current);
+          if (result.current === undefined) view.cluster.partitions.delete(name);
+          else view.cluster.partitions.set(name, result.current);
           break;
         case 'notController':
           // Deposed: etcd refused the write. The election learns it from its own watch; act no more.
@@ -444,22 +372,22 @@ export class Controller {
   }
 
   private async rebalance(generation: number, view: ClusterView): Promise<void> {
-    const isAlive = (nodeId: number): boolean => view.liveNodes.has(nodeId);
+    const isAlive = (nodeId: number): boolean => view.cluster.isAlive(nodeId);
     const views: PartitionView[] = [];
-    for (const [topic, assignment] of view.topics) {
+    for (const [topic, assignment] of view.cluster.topics) {
       assignment.partitions.forEach((replicas, partition) => {
-        const stored = view.partitions.get(`${topic}/${partition}`);
+        const stored = view.cluster.partitions.get(`${topic}/${partition}`);
         if (stored !== undefined) views.push({ replicas, state: stored.state });
       });
     }
     const imbalanced = imbalancedNodes(views, this.maxImbalanceRatio);
     if (imbalanced.size === 0) return;
-    for (const [topic, assignment] of [...view.topics]) {
+    for (const [topic, assignment] of [...view.cluster.topics]) {
       for (let partition = 0; partition < assignment.partitions.length; partition++) {
         const replicas = assignment.partitions[partition];
         if (!imbalanced.has(replicas[0])) continue;
-        const ok = await this.settlePartition(generation, view, topic, partition, (current) =>
-          current === undefined ? undefined : electPreferredLeader(replicas, current, isAlive, view.epoch),
+        const ok = await this.settlePartition(generation, view, topic, partition, (known) =>
+          known === undefined ? undefined : electPreferredLeader(replicas, known.state, isAlive, view.epoch),
         );
         if (!ok) return;
       }
@@ -476,49 +404,28 @@ export class Controller {
   ): Promise<CreateTopicOutcome> {
     const view = this.view;
     if (!this.isCurrent(generation, view?.epoch) || view === undefined) return { outcome: 'notController' };
-    const topicProblem = topicNameProblem(topic);
-    if (topicProblem !== null) return { outcome: 'invalidTopic', reason: topicProblem };
-    if (!Number.isSafeInteger(partitionCount) || partitionCount <= 0) {
-      return {
-        outcome: 'invalidPartitions',
-        reason: `partition count must be positive, got ${partitionCount}`,
-      };
-    }
-    let assignment: ReplicaAssignment;
-    try {
-      assignment = assignReplicas([...view.liveNodes], partitionCount, replicationFactor, {
-        random: this.random,
-      });
-    } catch (error) {
-      if (!(error instanceof InvalidReplicaAssignmentError)) throw error;
-      return { outcome: 'invalidReplicationFactor', reason: error.message };
-    }
-    const isAlive = (nodeId: number): boolean => view.liveNodes.has(nodeId);
+    const plan = planTopic(topic, partitionCount, replicationFactor, [...view.cluster.liveNodes.keys()], {
+      random: this.random,
+    });
+    if (plan.outcome !== 'planned') return plan;
+    const { assignment } = plan;
+    const isAlive = (nodeId: number): boolean => view.cluster.isAlive(nodeId);
     let result;
     try {
       result = await createTopic(this.store, this.clusterId, view.epoch, topic, assignment, isAlive);
     } catch (error) {
       if (!(error instanceof MetadataStoreError) || !error.isOutcomeUnknown) throw error;
-      // Created or not? Read the topic key: ours if it holds our assignment at our epoch's states.
-      let kv: KeyValue | undefined;
-      try {
-        ({ kv } = await this.store.get(`${this.prefix}topics/${topic}`));
-      } catch {
-        throw error;
-      }
-      if (kv === undefined) throw error;
-      if (kv.value !== encodeReplicaAssignment(assignment)) return { outcome: 'exists' };
-      return { outcome: 'created', assignment };
+      return resolveTopicCreation(this.store, this.clusterId, topic, assignment, error);
     }
     switch (result.outcome) {
       case 'created':
         if (this.isCurrent(generation, view.epoch)) {
-          view.topics.set(topic, assignment);
+          view.cluster.topics.set(topic, assignment);
           result.states.forEach((state, partition) => {
             const name = `${topic}/${partition}`;
-            const known = view.partitions.get(name);
+            const known = view.cluster.partitions.get(name);
             if (known === undefined || known.modRevision < result.revision) {
-              view.partitions.set(name, { state, modRevision: result.revision });
+              view.cluster.partitions.set(name, { state, modRevision: result.revision });
             }
           });
         }

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
+import { checkEtcdEndpoints } from '../config/etcd-endpoints';
 import { SYSTEM_TIME, type Time } from '../time';
 import {
   MetadataStoreError,
@@ -90,26 +91,10 @@ function etcdServices(): EtcdServices {
 
 /** The grpc-js target for etcd client URLs. */
 export function etcdTarget(endpoints: readonly string[]): string {
-  if (endpoints.length === 0) throw new RangeError('etcd endpoints: at least one is needed');
-  const hostPorts = endpoints.map((endpoint) => {
-    let url: URL;
-    try {
-      url = new URL(endpoint);
-    } catch {
-      throw new RangeError(`etcd endpoint '${endpoint}' is not a URL (expected http://host:port)`);
-    }
-    if (url.protocol !== 'http:') {
-      throw new RangeError(`etcd endpoint '${endpoint}': only http:// is supported (no TLS to etcd yet)`);
-    }
-    if (url.port === '' || (url.pathname !== '/' && url.pathname !== '')) {
-      throw new RangeError(`etcd endpoint '${endpoint}': expected http://host:port`);
-    }
-    return { host: url.hostname, port: url.port };
-  });
+  const checked = checkEtcdEndpoints(endpoints);
+  if (!checked.ok) throw new RangeError(checked.problem);
+  const { hostPorts } = checked;
   if (hostPorts.length === 1) return `${hostPorts[0].host}:${hostPorts[0].port}`;
-  if (!hostPorts.every(({ host }) => /^\d{1,3}(\.\d{1,3}){3}$/.test(host))) {
-    throw new RangeError('etcd endpoints: with more than one, every endpoint must be an IPv4 address');
-  }
   return `ipv4:${hostPorts.map(({ host, port }) => `${host}:${port}`).join(',')}`;
 }
 

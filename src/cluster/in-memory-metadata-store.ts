@@ -31,6 +31,9 @@ import {
  *   the server's clock. `heal()` delivers what was held, in order, as TCP would once the path is back.
  * - `loseNextResponse({ applied })` makes the client's next write fail with `isOutcomeUnknown`, applied
  *   first or not: the ambiguous outcome every caller must handle by re-reading.
+ * - `failRequests()` makes every request fail at once, as an etcd that refuses connections does (a
+ *   read with no effect; a write, by the real client's rule, `isOutcomeUnknown`), and ends the client's
+ *   watches as a failed stream (`onCancelled` with an error); `restoreRequests()` ends it.
  *
  * Leases expire on the server's `Time` (monotonic), `ttlSeconds * 1000` after the last renewal the server
  * received. A lease's keys are deleted in one revision when it expires or is revoked, as etcd does.
@@ -368,6 +371,7 @@ export class InMemoryEtcd {
 /** A client of an `InMemoryEtcd`, with per-client faults. */
 export class InMemoryMetadataStore implements MetadataStore {
   isPartitioned = false;
+  isFailing = false;
   private held: (() => void)[] = [];
   private lostResponses: { readonly applied: boolean }[] = [];
   private isClosed = false;
@@ -388,6 +392,21 @@ export class InMemoryMetadataStore implements MetadataStore {
     for (const watcher of this.etcd.watchersOf(this)) this.etcd.scheduleDelivery(watcher);
   }
 
+  /** Every request fails until `restoreRequests()`; the client's watches end as failed streams. */
+  failRequests(): void {
+    this.isFailing = true;
+    for (const watcher of this.etcd.watchersOf(this)) {
+      this.etcd.removeWatcher(watcher);
+      queueMicrotask(() =>
+        watcher.handlers.onCancelled({ error: new Error('in-memory etcd: watch stream failed') }),
+      );
+    }
+  }
+
+  restoreRequests(): void {
+    this.isFailing = false;
+  }
+
   /** The next write of this client fails with `isOutcomeUnknown`, after being applied if `applied`. */
   loseNextResponse(options: { readonly applied: boolean }): void {
     this.lostResponses.push(options);
@@ -398,6 +417,13 @@ export class InMemoryMetadataStore implements MetadataStore {
     if (this.isClosed) {
       return Promise.reject(
         new MetadataStoreError('closed', 'the client is closed', { isOutcomeUnknown: false }),
+      );
+    }
+    if (this.isFailing) {
+      return Promise.reject(
+        new MetadataStoreError('unavailable', `in-memory etcd ${call}: unavailable`, {
+          isOutcomeUnknown: isWrite,
+        }),
       );
     }
     const lost = isWrite ? this.lostResponses.shift() : undefined;
@@ -482,7 +508,13 @@ export class InMemoryMetadataStore implements MetadataStore {
       watcher.nextRevision = options.startRevision ?? this.etcd.revision + 1;
       this.etcd.addWatcher(watcher);
     });
-    created.catch(() => undefined);
+    created.catch((error: unknown) => {
+      // A stream that could not be opened ends as a failed one does.
+      if (this.isFailing && !watcher.isCancelled) {
+        watcher.isCancelled = true;
+        handlers.onCancelled({ error: error instanceof Error ? error : new Error(String(error)) });
+      }
+    });
     return { created, cancel: () => this.etcd.removeWatcher(watcher) };
   }
 

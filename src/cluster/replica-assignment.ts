@@ -1,5 +1,12 @@
+import { topicNameProblem } from '../log/topic-partition';
 import { fencedTxn } from './controller-election';
-import type { Compare, MetadataStore, TxnOp } from './metadata-store';
+import {
+  MetadataStoreError,
+  type Compare,
+  type KeyValue,
+  type MetadataStore,
+  type TxnOp,
+} from './metadata-store';
 import {
   encodePartitionState,
   initialPartitionState,
@@ -170,4 +177,104 @@ export function assignReplicas(
     partitions.push(replicas);
   }
   return { partitions };
+}
+
+/** The answer to a request to create a topic, as the controller or any node gives it. */
+export type CreateTopicOutcome =
+  | { readonly outcome: 'created'; readonly assignment: ReplicaAssignment }
+  | { readonly outcome: 'exists' }
+  /** Kafka's INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (above the live nodes). */
+  | {
+      readonly outcome: 'invalidTopic' | 'invalidPartitions' | 'invalidReplicationFactor';
+      readonly reason: string;
+    }
+  /** Kafka's NOT_CONTROLLER: this node is not (or no longer) the controller. */
+  | { readonly outcome: 'notController' };
+
+/**
+ * Checks a topic creation request and assigns its replicas round-robin over `liveNodeIds`
+ * (`assignReplicas`): the assignment to write, or the outcome that refuses the request.
+ */
+export function planTopic(
+  topic: string,
+  partitionCount: number,
+  replicationFactor: number,
+  liveNodeIds: readonly number[],
+  options: AssignReplicasOptions = {},
+):
+  | { readonly outcome: 'planned'; readonly assignment: ReplicaAssignment }
+  | Extract<CreateTopicOutcome, { readonly reason: string }> {
+  const topicProblem = topicNameProblem(topic);
+  if (topicProblem !== null) return { outcome: 'invalidTopic', reason: topicProblem };
+  if (!Number.isSafeInteger(partitionCount) || partitionCount <= 0) {
+    return {
+      outcome: 'invalidPartitions',
+      reason: `partition count must be positive, got ${partitionCount}`,
+    };
+  }
+  try {
+    return {
+      outcome: 'planned',
+      assignment: assignReplicas(liveNodeIds, partitionCount, replicationFactor, options),
+    };
+  } catch (error) {
+    if (!(error instanceof InvalidReplicaAssignmentError)) throw error;
+    return { outcome: 'invalidReplicationFactor', reason: error.message };
+  }
+}
+
+/**
+ * After a topic creation whose answer was lost: reads the topic key. Our assignment there means it was
+ * created (by us: another creator's round-robin start would differ, and if it did not, the topic is what
+ * we asked for anyway); another one means it exists; none means the write did not apply, and the
+ * ambiguous error is rethrown (so is it when the read fails too): nothing is assumed.
+ */
+export async function resolveTopicCreation(
+  store: MetadataStore,
+  clusterId: string,
+  topic: string,
+  assignment: ReplicaAssignment,
+  ambiguous: MetadataStoreError,
+): Promise<Extract<CreateTopicOutcome, { readonly outcome: 'created' | 'exists' }>> {
+  let kv: KeyValue | undefined;
+  try {
+    ({ kv } = await store.get(topicKey(clusterId, topic)));
+  } catch {
+    throw ambiguous;
+  }
+  if (kv === undefined) throw ambiguous;
+  if (kv.value !== encodeReplicaAssignment(assignment)) return { outcome: 'exists' };
+  return { outcome: 'created', assignment };
+}
+
+/**
+ * A topic created by a node that is not the controller, as Kafka's brokers did in the ZooKeeper era
+ * (`AdminZkClient.createTopicWithAssignment`): only the assignment `topics/<name>` is written, only if
+ * neither it nor any of its partition keys exists. The controller sees the new key on its watch and
+ * writes every partition's initial state (at its epoch, fenced), as it does for any topic whose states
+ * are missing. Resolves a lost answer by reading the topic key (`resolveTopicCreation`).
+ */
+export async function writeTopicAssignment(
+  store: MetadataStore,
+  clusterId: string,
+  topic: string,
+  assignment: ReplicaAssignment,
+): Promise<Extract<CreateTopicOutcome, { readonly outcome: 'created' | 'exists' }>> {
+  const key = topicKey(clusterId, topic);
+  const absent = (k: string): Compare => ({ key: k, target: 'createRevision', result: 'equal', operand: 0 });
+  const compare = [
+    absent(key),
+    ...assignment.partitions.map((_, p) => absent(partitionKey(clusterId, topic, p))),
+  ];
+  let response;
+  try {
+    response = await store.txn({
+      compare,
+      success: [{ type: 'put', key, value: encodeReplicaAssignment(assignment) }],
+    });
+  } catch (error) {
+    if (!(error instanceof MetadataStoreError) || !error.isOutcomeUnknown) throw error;
+    return resolveTopicCreation(store, clusterId, topic, assignment, error);
+  }
+  return response.succeeded ? { outcome: 'created', assignment } : { outcome: 'exists' };
 }

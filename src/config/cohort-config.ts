@@ -72,8 +72,18 @@ export interface CohortConfig {
   readonly offsetsRetentionMinutes: number;
   /** How often expired offsets and Empty groups without offsets are removed. */
   readonly offsetsRetentionCheckIntervalMs: number;
+  /** etcd client URLs (`http://host:port`); none = one node on its own, without a cluster. */
+  readonly etcdEndpoints: readonly string[];
+  /** The cluster's name: its keys live under `/<clusterId>/` in etcd. */
+  readonly clusterId: string;
   /** This process's node id: a partition's leader id, a follower's replica id in its Fetch requests. */
   readonly nodeId: number;
+  /** HOST:PORT peers and clients reach this node at, in cluster mode; '' = the listen address. */
+  readonly advertisedAddress: string;
+  /** The node's lease TTL in etcd: a node that cannot renew for this long stops leading on its own. */
+  readonly nodeSessionTimeoutMs: number;
+  /** Elect a live replica outside the ISR when no in-sync one is alive (losing what it lacks). */
+  readonly uncleanLeaderElection: boolean;
   /** HOST:PORT of the leader this process follows; '' = this process is a leader. */
   readonly replicaOf: string;
   /** Node ids of the leader's followers, in the order partitions take them as replicas. */

@@ -48,6 +48,12 @@ import {
   DEFAULT_TRUNCATE_CORRUPT_LOGS,
   DEFAULT_MIN_INSYNC_REPLICAS,
   DEFAULT_NODE_ID,
+  DEFAULT_ETCD_ENDPOINTS,
+  DEFAULT_CLUSTER_ID,
+  DEFAULT_ADVERTISED_ADDRESS,
+  DEFAULT_NODE_SESSION_TIMEOUT_MS,
+  MIN_NODE_SESSION_TIMEOUT_MS,
+  DEFAULT_UNCLEAN_LEADER_ELECTION,
   DEFAULT_REPLICA_LAG_TIME_MAX_MS,
   DEFAULT_REPLICA_OF,
   INT32_MAX,
@@ -58,13 +64,17 @@ import {
  * How a setting's text (flag or env value) is read. `address` is HOST:PORT or `unix:PATH`; `adminAddress`
  * HOST:PORT or `off`; `peer` an address to connect to, or '' for none; `nodeIds` a comma-separated list of
  * distinct node ids, '' for none; `file` a file to read at start-up, or '' for none; `secret` a value that
- * no message, help text or log ever shows.
+ * no message, help text or log ever shows; `urls` comma-separated etcd client URLs, '' for none; `name` a
+ * cluster name (letters, digits, `.`, `_`, `-`); `advertisedAddress` HOST:PORT others connect to, or ''.
  */
 export type SettingKind =
   | 'address'
   | 'adminAddress'
   | 'peer'
   | 'nodeIds'
+  | 'urls'
+  | 'name'
+  | 'advertisedAddress'
   | 'path'
   | 'file'
   | 'secret'
@@ -408,6 +418,20 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     kafkaName: 'offsets.retention.check.interval.ms',
     description: 'How often expired offsets, and Empty groups left without offsets, are removed.',
   }),
+  etcdEndpoints: setting('etcdEndpoints', {
+    kind: 'urls',
+    valueName: 'URL[,URL...]',
+    defaultValue: DEFAULT_ETCD_ENDPOINTS,
+    description:
+      "etcd's client URLs (http://host:port; several must be IPv4 addresses): run as a node of the " +
+      'cluster whose membership, leaders and ISRs etcd holds. None (the default): one node on its own.',
+  }),
+  clusterId: setting('clusterId', {
+    kind: 'name',
+    valueName: 'NAME',
+    defaultValue: DEFAULT_CLUSTER_ID,
+    description: "The cluster's name: its keys live under /<cluster-id>/ in etcd, so clusters can share one.",
+  }),
   nodeId: setting('nodeId', {
     kind: 'integer',
     valueName: 'N',
@@ -416,7 +440,37 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     max: INT32_MAX,
     kafkaName: 'node.id',
     description:
-      "This process's node id: the leader id of its partitions, or the replica id a follower fetches with.",
+      "This process's node id: the leader id of its partitions, or the replica id a follower fetches with. " +
+      'Required, and unique in the cluster, with --etcd-endpoints.',
+  }),
+  advertisedAddress: setting('advertisedAddress', {
+    kind: 'advertisedAddress',
+    valueName: 'HOST:PORT',
+    defaultValue: DEFAULT_ADVERTISED_ADDRESS,
+    kafkaName: 'advertised.listeners',
+    description:
+      'Where other nodes and clients reach this node, registered in etcd. Empty (the default): the ' +
+      'listen address (its bound port), which must then name a host, not 0.0.0.0 or ::.',
+  }),
+  nodeSessionTimeoutMs: setting('nodeSessionTimeoutMs', {
+    kind: 'integer',
+    valueName: 'MS',
+    defaultValue: DEFAULT_NODE_SESSION_TIMEOUT_MS,
+    min: MIN_NODE_SESSION_TIMEOUT_MS,
+    max: INT32_MAX,
+    kafkaName: 'zookeeper.session.timeout.ms',
+    description:
+      "The node's lease TTL in etcd. A node that cannot renew it stops leading on its own clock a tenth " +
+      "before it runs out; then the controller moves its partitions. At least 2000 (etcd's minimum TTL).",
+  }),
+  uncleanLeaderElection: setting('uncleanLeaderElection', {
+    kind: 'boolean',
+    valueName: 'BOOL',
+    defaultValue: DEFAULT_UNCLEAN_LEADER_ELECTION,
+    kafkaName: 'unclean.leader.election.enable',
+    description:
+      'When no in-sync replica of a partition is alive, elect a live out-of-sync one (losing the records ' +
+      'it lacks) instead of leaving the partition offline.',
   }),
   replicaOf: setting('replicaOf', {
     kind: 'peer',

@@ -97,8 +97,19 @@ export const DEFAULT_OFFSETS_RETENTION_MINUTES = 10_080;
 export const DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS = 600_000;
 
 /** The log's defaults are Kafka's broker defaults except where noted; they equal src/log/storage's (a test checks). */
+/** No etcd: one node on its own, exactly as without a cluster. */
+export const DEFAULT_ETCD_ENDPOINTS: readonly string[] = Object.freeze([]);
+export const DEFAULT_CLUSTER_ID = 'cohort';
 /** node.id */
 export const DEFAULT_NODE_ID = 0;
+/** The listen address (when it names a host other nodes can reach). */
+export const DEFAULT_ADVERTISED_ADDRESS = '';
+/** Kafka's ZooKeeper-era zookeeper.session.timeout.ms was 18 s; cohort's node lease is 10 s. */
+export const DEFAULT_NODE_SESSION_TIMEOUT_MS = 10_000;
+/** etcd's smallest lease TTL (with its default election timeout) is 2 s. */
+export const MIN_NODE_SESSION_TIMEOUT_MS = 2_000;
+/** unclean.leader.election.enable */
+export const DEFAULT_UNCLEAN_LEADER_ELECTION = false;
 /** Not a follower. */
 export const DEFAULT_REPLICA_OF = '';
 /** No followers: every partition has one replica. */

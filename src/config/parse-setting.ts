@@ -35,8 +35,15 @@ export function parseSetting(spec: SettingSpec, text: string): ParsedSetting {
       }
       return { ok: true, value: Object.freeze(parts.map(Number)) };
     }
+    case 'urls': {
+      const trimmed = text.trim();
+      if (trimmed === '') return { ok: true, value: Object.freeze([]) };
+      return { ok: true, value: Object.freeze(trimmed.split(',').map((part) => part.trim())) };
+    }
     case 'address':
     case 'adminAddress':
+    case 'advertisedAddress':
+    case 'name':
     case 'peer':
     case 'path':
     case 'file':

@@ -3,6 +3,7 @@ import { LOG_LEVELS } from './cohort-config';
 import type { SettingSpec } from './config-schema';
 import { CONFIG_SCHEMA, CONFIG_SETTINGS } from './config-schema';
 import { ADMIN_LISTEN_OFF, INT32_MAX, MIN_TOKEN_LENGTH } from './defaults';
+import { checkEtcdEndpoints } from './etcd-endpoints';
 import { isLoopbackListen, parseListenAddress, parseUnixSocket } from './listen-address';
 
 /** Where a value came from; messages name it the way the user gave it. */
@@ -101,6 +102,29 @@ function checkOne(spec: SettingSpec, value: unknown, source: ConfigSource): stri
       }
       return undefined;
     }
+    case 'urls': {
+      if (!Array.isArray(value) || !value.every((url) => typeof url === 'string')) {
+        return `${name} must be etcd client URLs separated by commas, e.g. ${spec.flag} http://127.0.0.1:2379`;
+      }
+      if (value.length === 0) return undefined;
+      const checked = checkEtcdEndpoints(value as string[]);
+      return checked.ok
+        ? undefined
+        : `${describeSetting(spec, value, source)}: ${checked.problem}, e.g. ${spec.flag} http://127.0.0.1:2379`;
+    }
+    case 'name':
+      return typeof value === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(value)
+        ? undefined
+        : `${describeSetting(spec, value, source)} must be 1 to 64 letters, digits, '.', '_' or '-', e.g. ${spec.flag} cohort`;
+    case 'advertisedAddress': {
+      if (value === '') return undefined;
+      const address = typeof value === 'string' ? parseListenAddress(value) : undefined;
+      if (address !== undefined && address.port !== 0 && !isWildcardHost(address.host)) return undefined;
+      return (
+        `${describeSetting(spec, value, source)} must be the HOST:PORT other nodes and clients connect to, ` +
+        `with a port from 1 to 65535 and a host that is not 0.0.0.0 or [::], e.g. ${spec.flag} node-1.internal:7070`
+      );
+    }
     case 'path':
       return typeof value === 'string' && value.trim() !== ''
         ? undefined
@@ -147,6 +171,7 @@ export function validateConfig(
     );
   }
   errors.push(...replicationProblems(candidate, sources));
+  errors.push(...clusterProblems(candidate, sources));
   errors.push(...securityProblems(candidate, sources));
   if (errors.length > 0) return { errors };
   const config = {} as Record<ConfigKey, unknown>;
@@ -223,6 +248,16 @@ function isNonEmpty(value: unknown): boolean {
   return typeof value === 'string' && value !== '';
 }
 
+/** Why replication needs the cluster secret, and how to give it: the end of a sentence. */
+const CLUSTER_SECRET_NEEDED =
+  'replication needs a cluster secret so that only a node can fetch as a follower: give every node the ' +
+  `same ${CONFIG_SCHEMA.clusterSecretFile.flag} or ${CONFIG_SCHEMA.clusterSecret.env} ` +
+  '(e.g. `openssl rand -base64 32`), distinct from the bearer token';
+
+function hasClusterSecret(candidate: Readonly<Record<ConfigKey, unknown>>): boolean {
+  return isNonEmpty(candidate.clusterSecret) || isNonEmpty(candidate.clusterSecretFile);
+}
+
 /** Relations between the replication and flush settings, which each look fine alone. */
 function replicationProblems(
   candidate: Readonly<Record<ConfigKey, unknown>>,
@@ -243,8 +278,7 @@ function replicationProblems(
   }
   // Fixed-role replication without a cluster secret would let any client fetch as a follower: count as
   // replication, acknowledge acks=-1 writes no follower has, keep a dead follower in the ISR.
-  const hasClusterSecret = isNonEmpty(candidate.clusterSecret) || isNonEmpty(candidate.clusterSecretFile);
-  if (!hasClusterSecret) {
+  if (!hasClusterSecret(candidate)) {
     const role =
       Array.isArray(followers) && followers.length > 0
         ? 'followers'
@@ -252,15 +286,61 @@ function replicationProblems(
           ? 'replicaOf'
           : undefined;
     if (role !== undefined) {
-      problems.push(
-        `${describe(role)} replicates, and replication needs a cluster secret so that only a node can ` +
-          `fetch as a follower: give every node the same ${CONFIG_SCHEMA.clusterSecretFile.flag} or ` +
-          `${CONFIG_SCHEMA.clusterSecret.env} (e.g. \`openssl rand -base64 32\`), distinct from the bearer token`,
-      );
+      problems.push(`${describe(role)} replicates, and ${CLUSTER_SECRET_NEEDED}`);
     }
   }
   if (logFlushIntervalMs === 0) {
     problems.push(`${describe('logFlushIntervalMs')} must be -1 (never by time) or at least 1`);
+  }
+  return problems;
+}
+
+/** A host that binds every interface and so names none another machine could connect to. */
+function isWildcardHost(host: string): boolean {
+  return host === '0.0.0.0' || host === '[::]' || host === '[::0]' || host === '[0:0:0:0:0:0:0:0]';
+}
+
+/**
+ * With etcd endpoints the process is a cluster node: it needs an id of its own, an address others can
+ * reach, and no fixed replication roles (the controller gives every partition its leader and followers).
+ */
+function clusterProblems(candidate: Readonly<Record<ConfigKey, unknown>>, sources: ConfigSources): string[] {
+  const { etcdEndpoints, replicaOf, followers, advertisedAddress, listen } = candidate;
+  if (!Array.isArray(etcdEndpoints) || etcdEndpoints.length === 0) return [];
+  const problems: string[] = [];
+  const describe = (key: ConfigKey): string =>
+    describeSetting(CONFIG_SCHEMA[key], candidate[key], sources[key]);
+  const cluster = describe('etcdEndpoints');
+  if (sources.nodeId === 'default') {
+    problems.push(
+      `${CONFIG_SCHEMA.nodeId.flag} is required with ${cluster}: give every node of the cluster its own id, ` +
+        `e.g. ${CONFIG_SCHEMA.nodeId.flag} 1`,
+    );
+  }
+  if (advertisedAddress === '' && typeof listen === 'string') {
+    const address = parseListenAddress(listen);
+    if (parseUnixSocket(listen) !== undefined || (address !== undefined && isWildcardHost(address.host))) {
+      problems.push(
+        `${CONFIG_SCHEMA.advertisedAddress.flag} is required with ${cluster} when ${describe('listen')} names ` +
+          `no host other nodes can connect to: give ${CONFIG_SCHEMA.advertisedAddress.flag} HOST:PORT, ` +
+          `e.g. ${CONFIG_SCHEMA.advertisedAddress.flag} node-1.internal:7070`,
+      );
+    }
+  }
+  // The nodes of a cluster replicate to each other: the same rule as for the fixed roles.
+  if (!hasClusterSecret(candidate))
+    problems.push(`${cluster} makes this process a cluster node, and ${CLUSTER_SECRET_NEEDED}`);
+  if (typeof replicaOf === 'string' && replicaOf !== '') {
+    problems.push(
+      `${describe('replicaOf')} cannot be used with ${cluster}: in a cluster the controller chooses every ` +
+        `partition's leader and followers; drop ${CONFIG_SCHEMA.replicaOf.flag}`,
+    );
+  }
+  if (Array.isArray(followers) && followers.length > 0) {
+    problems.push(
+      `${describe('followers')} cannot be used with ${cluster}: in a cluster the controller assigns every ` +
+        `partition's replicas; drop ${CONFIG_SCHEMA.followers.flag}`,
+    );
   }
   return problems;
 }

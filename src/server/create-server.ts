@@ -10,6 +10,7 @@ import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinator } from '../group/group-coordinator';
 import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { BrokerConfig } from '../log';
+import type { ClusterNodeAddress } from '../log/partition-roles';
 import { ReplicaFetcher, ReplicaManager } from '../log';
 import { CONSUMER_OFFSETS_PARTITION_DIR, ConsumerOffsetsStore } from '../log/consumer-offsets';
 import { DataDirLock, DEFAULT_FLUSH_INTERVAL_MS } from '../log/storage';
@@ -22,6 +23,7 @@ import { bearerTokenInterceptor, keepEveryAuthorizationHeader } from './bearer-t
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
+import { ClusterWiring } from './cluster-wiring';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
@@ -275,6 +277,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     return groupCoordinator;
   };
   const coordinator = (options.coordinatorFactory ?? defaultFactory)(groupConfigOf(config), time);
+  // Cluster mode (--etcd-endpoints): a ClusterNode drives the log's partition roles (docs/cluster.md). Its
+  // guard and ISR proposer exist before the node does (it starts once the port is bound), for the log.
+  const cluster =
+    config.etcdEndpoints.length === 0
+      ? undefined
+      : new ClusterWiring(config, { time, logger, onReadinessChange: () => refreshWholeServerHealth() });
   const replicaManager = new ReplicaManager(brokerConfigOf(config), {
     time,
     recovery,
@@ -285,6 +293,21 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       },
       onError: (error, what) => logger.error({ err: error }, what),
     },
+    ...(cluster === undefined
+      ? {}
+      : {
+          // Cluster mode: roles from the ClusterNode, ISR changes committed through etcd, the leader's
+          // guard its session, and fetchers to the leader nodes proving this node by the cluster secret.
+          isrChangeProposer: cluster.isrChangeProposer,
+          leadershipGuard: cluster.guard,
+          leaderEndpointFactory: (leader: ClusterNodeAddress) =>
+            new BrokerLeaderEndpoint(`${leader.host}:${leader.port}`, {
+              credentials: security.leaderCredentials,
+              ...(security.nodeCredentials === undefined
+                ? {}
+                : { nodeCredentials: security.nodeCredentials }),
+            }),
+        }),
   });
   metrics.setSources({
     ...(coordinator instanceof GroupCoordinator ? { coordinator } : {}),
@@ -373,7 +396,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   );
   server.addService(
     guardServiceDefinition(protos.broker, onEncodeFailure),
-    brokerService(replicaManager, logger, metrics.callObservers, nodeAuthentication),
+    brokerService(
+      cluster === undefined ? replicaManager : cluster.brokerWithClusterTopics(replicaManager),
+      logger,
+      metrics.callObservers,
+      nodeAuthentication,
+    ),
   );
   if (manualTime !== undefined) {
     services.push(TEST_CLOCK_SERVICE);
@@ -455,7 +483,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const readinessProblem = (): string | undefined => {
     switch (phase) {
       case 'serving':
-        return leaderProblem();
+        return leaderProblem() ?? cluster?.readinessProblem();
       case 'new':
       case 'starting':
         return 'starting';
@@ -480,12 +508,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
 
   /**
    * The whole server ('') follows /readyz once serving: NOT_SERVING while a follower cannot replicate from
-   * its leader, so a health probe does not call a follower with a stale log healthy. Its services keep
-   * their own status (a follower's Broker still answers reads of what it has).
+   * its leader, so a health probe does not call a follower with a stale log healthy, and in cluster mode
+   * until the node is registered with its first view applied. Its services keep their own status (a
+   * follower's Broker still answers reads of what it has).
    */
   function refreshWholeServerHealth(): void {
     if (phase !== 'serving') return;
-    health.setStatus('', leaderProblem() === undefined ? 'SERVING' : 'NOT_SERVING');
+    const problem = leaderProblem() ?? cluster?.readinessProblem();
+    health.setStatus('', problem === undefined ? 'SERVING' : 'NOT_SERVING');
   }
 
   /**
@@ -586,6 +616,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       const bound = await bind();
       replicaManager.setLocalBroker({ nodeId: config.nodeId, host: bound.host, port: bound.port });
       startFetcher();
+      // Joins the cluster once the port is bound: the advertised address defaults to the bound one.
+      cluster?.start(replicaManager, bound);
       await admin?.start();
       metrics.start();
       isBound = true;
@@ -639,6 +671,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       connections?.stop();
       await fetcher?.stop();
       fetcherTimer?.shutdown();
+      // Drained: leave the cluster (resign, revoke the lease: others take over now, not a TTL later).
+      await cluster?.close();
       // Every log is fsynced and closed: a clean stop loses nothing, even with a relaxed flush policy.
       await replicaManager.close();
     });

@@ -18,6 +18,29 @@ const alive =
 const clean = { controllerEpoch: 9, uncleanLeaderElection: false };
 
 describe('decidePartition', () => {
+  it('treats a node that restarted since the state as failed: a new election for its partitions, out of ISRs', () => {
+    const restarted =
+      (...ids: number[]) =>
+      (id: number) =>
+        ids.includes(id);
+    // Leader restarted: the next steady ISR member leads; the restarted one leaves the ISR.
+    expect(decidePartition([1, 2, 3], state(1, 4, [1, 2, 3]), alive(1, 2, 3), clean, restarted(1))).toEqual(
+      state(2, 5, [2, 3], 9),
+    );
+    // The only live ISR member: it leads again, one epoch up.
+    expect(decidePartition([1, 2, 3], state(1, 4, [1, 2]), alive(1, 3), clean, restarted(1))).toEqual(
+      state(1, 5, [1], 9),
+    );
+    // A follower restarted: it leaves the ISR.
+    expect(decidePartition([1, 2, 3], state(1, 4, [1, 2, 3]), alive(1, 2, 3), clean, restarted(3))).toEqual(
+      state(1, 5, [1, 2], 9),
+    );
+    // Nobody restarted: nothing to do.
+    expect(
+      decidePartition([1, 2, 3], state(1, 4, [1, 2, 3]), alive(1, 2, 3), clean, restarted()),
+    ).toBeUndefined();
+  });
+
   it('leaves a partition alone whose leader and ISR are all alive', () => {
     expect(decidePartition([1, 2, 3], state(2, 4, [1, 2, 3]), alive(1, 2, 3), clean)).toBeUndefined();
   });

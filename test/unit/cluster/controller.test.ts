@@ -269,6 +269,55 @@ describe('Controller', () => {
     expect(await stateOf('t')).toEqual(state(2, 6, [2, 4], node.election.controllerEpoch!));
   });
 
+  it('a node that registered again since a state was written has restarted: its partitions get a new election, one epoch up', async () => {
+    await join(2, 3, 4);
+    await seedTopic(
+      't',
+      [
+        [2, 3, 4],
+        [3, 2, 4],
+        [2, 4, 3],
+      ],
+      [state(2, 5, [2, 3, 4]), state(3, 1, [3, 2, 4]), state(2, 7, [2])],
+    );
+    const node = startControllerNode(1);
+    await flush();
+    const epoch = node.election.controllerEpoch!;
+    expect(await stateOf('t')).toEqual(state(2, 5, [2, 3, 4]));
+    // Node 2 restarts faster than the controller could see it go: its key deleted and put back in one
+    // revision (a kill -9 and a restart before the watch delivered anything is the same to the controller).
+    await admin.txn({
+      compare: [],
+      success: [
+        { type: 'delete', key: nodeKey(clusterId, 2) },
+        { type: 'put', key: nodeKey(clusterId, 2), value: '127.0.0.1:7072' },
+      ],
+    });
+    await flush();
+    // As leader: the next steady ISR member leads, and the restarted one leaves the ISR.
+    expect(await stateOf('t', 0)).toEqual(state(3, 6, [3, 4], epoch));
+    // As follower: it leaves the ISR.
+    expect(await stateOf('t', 1)).toEqual(state(3, 2, [3, 4], epoch));
+    // As the only live ISR member: it leads again, but one epoch up.
+    expect(await stateOf('t', 2)).toEqual(state(2, 8, [2], epoch));
+    // Decided after the registration: nothing more to do, however often the controller decides.
+    const revision = etcd.revision;
+    await join(5);
+    await flush();
+    expect(etcd.revision).toBe(revision + 1);
+  });
+
+  it('a registration on a new lease over the same key (no delete) is a restart too', async () => {
+    await join(2, 3);
+    await seedTopic('t', [[2, 3]], [state(2, 0, [2, 3])]);
+    const node = startControllerNode(1);
+    await flush();
+    const lease = await admin.grantLease(10);
+    await admin.put(nodeKey(clusterId, 2), '127.0.0.1:7072', { lease: lease.id });
+    await flush();
+    expect(await stateOf('t')).toEqual(state(3, 1, [3], node.election.controllerEpoch!));
+  });
+
   it("a node's lease expiring is a node leaving", async () => {
     await join(3);
     const lease = await admin.grantLease(10);

@@ -1,0 +1,251 @@
+import type { Logger } from 'pino';
+import { ClusterNode, type ClusterCreateTopicOutcome, type LeadershipChange } from '../cluster/cluster-node';
+import { EtcdMetadataStore } from '../cluster/etcd-metadata-store';
+import type { MetadataStore } from '../cluster/metadata-store';
+import type { CohortConfig } from '../config';
+import { ErrorCode } from '../errors';
+import {
+  DEFAULT_NUM_PARTITIONS,
+  DEFAULT_REPLICATION_FACTOR,
+  DEFAULT_TOPIC_SETTING,
+  MAX_PARTITIONS_PER_TOPIC,
+  RESERVED_TOPIC_NAMES,
+  type BrokerService,
+  type CreatableTopic,
+  type CreatableTopicResult,
+  type CreateTopicsRequest,
+  type CreateTopicsResponse,
+} from '../log';
+import type {
+  IsrChangeProposer,
+  IsrChangeResult,
+  LeadershipGuard,
+  PartitionLeadership,
+  PartitionRoleTarget,
+} from '../log/partition-roles';
+import type { Time } from '../time';
+import { SystemTimer } from '../timer';
+
+/** How many partition names one leadership log line lists per kind, at most. */
+const LOGGED_PARTITIONS_MAX = 5;
+
+export interface ClusterWiringOptions {
+  readonly time: Time;
+  readonly logger: Logger;
+  /** Called when the node's readiness may have changed (registered, first view applied, session lost). */
+  readonly onReadinessChange?: () => void;
+  /** The metadata store; an EtcdMetadataStore on `config.etcdEndpoints` by default (tests give a fake). */
+  readonly store?: MetadataStore;
+}
+
+/**
+ * The server's side of cluster mode (`--etcd-endpoints`): one `ClusterNode`, created once the gRPC port
+ * is bound (the advertised address defaults to the listen host and the bound port), driving the log
+ * layer's `PartitionRoleTarget`; `CreateTopics` written to etcd through it; `/readyz` not ready until
+ * the node's session is registered and its first view applied; logs for the session, the controller
+ * role and this node's leadership, one line per applied view, not one per partition.
+ *
+ * `guard` and `isrChangeProposer` exist from construction, before the node does (the log layer is built
+ * first): until `start()`, the guard says inactive and proposals fail without a request.
+ */
+export class ClusterWiring {
+  readonly guard: LeadershipGuard;
+  readonly isrChangeProposer: IsrChangeProposer;
+  private readonly config: CohortConfig;
+  private readonly time: Time;
+  private readonly logger: Logger;
+  private readonly onReadinessChange: () => void;
+  private readonly store: MetadataStore;
+  private readonly timer: SystemTimer;
+  private node: ClusterNode | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(config: CohortConfig, options: ClusterWiringOptions) {
+    this.config = config;
+    this.time = options.time;
+    this.logger = options.logger.child({ clusterId: config.clusterId, nodeId: config.nodeId });
+    this.onReadinessChange = options.onReadinessChange ?? (() => undefined);
+    this.store =
+      options.store ?? new EtcdMetadataStore({ endpoints: config.etcdEndpoints, time: options.time });
+    this.timer = new SystemTimer({ name: 'cluster', time: options.time });
+    this.guard = { isActive: () => this.node?.guard.isActive() ?? false };
+    this.isrChangeProposer = {
+      proposeIsr: (topic, partitionIndex, leaderEpoch, partitionEpoch, isr): Promise<IsrChangeResult> =>
+        this.node === undefined || this.closing !== undefined
+          ? Promise.resolve({ kind: 'failed', error: new Error('the cluster node is not running') })
+          : this.node.isrChangeProposer.proposeIsr(topic, partitionIndex, leaderEpoch, partitionEpoch, isr),
+    };
+  }
+
+  /** The address this node registers: `--advertised-address`, else the listen host with the bound port. */
+  advertisedAddressOf(bound: { readonly host: string; readonly port: number }): string {
+    return this.config.advertisedAddress !== ''
+      ? this.config.advertisedAddress
+      : `${bound.host}:${bound.port}`;
+  }
+
+  /** Joins the cluster: registers the session, campaigns for controller, starts applying the view. */
+  start(target: PartitionRoleTarget, bound: { readonly host: string; readonly port: number }): void {
+    if (this.node !== undefined) throw new Error('ClusterWiring.start: already started');
+    if (this.closing !== undefined) return;
+    const advertisedAddress = this.advertisedAddressOf(bound);
+    const node = new ClusterNode({
+      store: this.store,
+      time: this.time,
+      timer: this.timer,
+      clusterId: this.config.clusterId,
+      nodeId: this.config.nodeId,
+      advertisedAddress,
+      target,
+      sessionTimeoutMs: this.config.nodeSessionTimeoutMs,
+      uncleanLeaderElection: this.config.uncleanLeaderElection,
+      onError: (error) => this.logger.warn({ err: error }, 'cluster: a metadata store call failed; retrying'),
+    });
+    this.node = node;
+    node.on('sessionRegistered', ({ leaseId, incarnation }) => {
+      this.logger.info({ leaseId, incarnation, advertisedAddress }, 'cluster session registered');
+    });
+    node.on('sessionLost', ({ reason, incarnation }) => {
+      this.logger.warn(
+        { reason, incarnation },
+        'cluster session lost: leading nothing until the node is registered again',
+      );
+      this.onReadinessChange();
+    });
+    node.on('ready', () => {
+      this.logger.info({ liveNodes: node.metadata?.liveNodes.length }, 'cluster view applied');
+      this.onReadinessChange();
+    });
+    node.on('becameController', ({ controllerEpoch }) =>
+      this.logger.info({ controllerEpoch }, 'became the cluster controller'),
+    );
+    node.on('resignedController', ({ controllerEpoch, reason }) =>
+      this.logger.info({ controllerEpoch, reason }, 'resigned as the cluster controller'),
+    );
+    node.on('leadershipChanged', (change) => this.logLeadership(change));
+    node.start();
+  }
+
+  /** Why the node is not ready, or undefined once registered with its view applied. */
+  readinessProblem(): string | undefined {
+    const node = this.node;
+    if (node === undefined) return 'not yet registered in the cluster';
+    if (node.isReady()) return undefined;
+    return node.guard.isActive()
+      ? 'waiting for the first cluster view'
+      : 'not registered in the cluster (etcd cannot be reached, or the session is being renewed)';
+  }
+
+  /** The Broker service with CreateTopics going to the cluster; everything else to the log layer as is. */
+  brokerWithClusterTopics(broker: BrokerService): BrokerService {
+    return {
+      createTopics: (request) => this.createTopics(request),
+      metadata: broker.metadata.bind(broker),
+      produce: broker.produce.bind(broker),
+      fetch: broker.fetch.bind(broker),
+      listOffsets: broker.listOffsets.bind(broker),
+      offsetForLeaderEpoch: broker.offsetForLeaderEpoch.bind(broker),
+    };
+  }
+
+  /**
+   * Kafka's CreateTopics on a ZooKeeper-era broker: each topic's assignment written to etcd (by any
+   * node; the controller writes the partition states), answered once written. The replicas' local logs
+   * are created by the log layer when the view names them.
+   */
+  async createTopics(request: CreateTopicsRequest): Promise<CreateTopicsResponse> {
+    const counts = new Map<string, number>();
+    for (const topic of request.topics) counts.set(topic.name, (counts.get(topic.name) ?? 0) + 1);
+    const topics: CreatableTopicResult[] = [];
+    // One after the other, in the request's order, as the single-node path does.
+    for (const topic of request.topics) {
+      topics.push(
+        (counts.get(topic.name) ?? 0) > 1
+          ? result(topic.name, ErrorCode.INVALID_REQUEST, `topic ${topic.name} appears more than once`)
+          : await this.createTopic(topic),
+      );
+    }
+    return { topics };
+  }
+
+  private async createTopic(topic: CreatableTopic): Promise<CreatableTopicResult> {
+    const { name } = topic;
+    const node = this.node;
+    if (node === undefined || this.closing !== undefined) {
+      return result(
+        name,
+        ErrorCode.REQUEST_TIMED_OUT,
+        'this node is not in the cluster yet, or shutting down',
+      );
+    }
+    if (RESERVED_TOPIC_NAMES.has(name)) {
+      return result(name, ErrorCode.INVALID_TOPIC_EXCEPTION, `${name} is reserved for the server's own use`);
+    }
+    const partitions =
+      topic.numPartitions === DEFAULT_TOPIC_SETTING ? DEFAULT_NUM_PARTITIONS : topic.numPartitions;
+    if (Number.isSafeInteger(partitions) && partitions > MAX_PARTITIONS_PER_TOPIC) {
+      return result(
+        name,
+        ErrorCode.INVALID_PARTITIONS,
+        `at most ${MAX_PARTITIONS_PER_TOPIC} partitions per topic, got ${partitions}`,
+      );
+    }
+    const replicationFactor =
+      topic.replicationFactor === DEFAULT_TOPIC_SETTING
+        ? DEFAULT_REPLICATION_FACTOR
+        : topic.replicationFactor;
+    return resultOf(name, await node.createTopic(name, partitions, replicationFactor));
+  }
+
+  /** Resigns the controller role, revokes the lease, stops the watches and closes the store. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.node?.close();
+      this.store.close();
+      this.timer.shutdown();
+    })();
+    return this.closing;
+  }
+
+  private logLeadership(change: LeadershipChange): void {
+    const names = (partitions: readonly PartitionLeadership[]): string[] =>
+      partitions
+        .slice(0, LOGGED_PARTITIONS_MAX)
+        .map((p) => `${p.topic}-${p.partitionIndex}@${p.leaderEpoch}`);
+    this.logger.info(
+      {
+        leading: change.leaderCount,
+        following: change.followerCount,
+        becameLeader: change.becameLeader.length,
+        becameFollower: change.becameFollower.length,
+        offline: change.offline.length,
+        ...(change.becameLeader.length > 0 ? { leaderOf: names(change.becameLeader) } : {}),
+        ...(change.becameFollower.length > 0 ? { followerOf: names(change.becameFollower) } : {}),
+        ...(change.offline.length > 0 ? { offlinePartitions: names(change.offline) } : {}),
+      },
+      'partition leadership changed',
+    );
+  }
+}
+
+function result(name: string, errorCode: ErrorCode, errorMessage: string): CreatableTopicResult {
+  return { name, errorCode, errorMessage };
+}
+
+function resultOf(name: string, outcome: ClusterCreateTopicOutcome): CreatableTopicResult {
+  switch (outcome.outcome) {
+    case 'created':
+      return result(name, ErrorCode.NONE, '');
+    case 'exists':
+      return result(name, ErrorCode.TOPIC_ALREADY_EXISTS, `topic ${name} already exists`);
+    case 'invalidTopic':
+      return result(name, ErrorCode.INVALID_TOPIC_EXCEPTION, outcome.reason);
+    case 'invalidPartitions':
+      return result(name, ErrorCode.INVALID_PARTITIONS, outcome.reason);
+    case 'invalidReplicationFactor':
+      return result(name, ErrorCode.INVALID_REPLICATION_FACTOR, outcome.reason);
+    case 'unavailable':
+      // Retriable: etcd did not answer, or the node has no session yet; nothing may be assumed written.
+      return result(name, ErrorCode.REQUEST_TIMED_OUT, outcome.reason);
+  }
+}

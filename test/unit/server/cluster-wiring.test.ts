@@ -1,0 +1,206 @@
+import { InMemoryEtcd, type InMemoryMetadataStore } from '../../../src/cluster/in-memory-metadata-store';
+import { nodeKey } from '../../../src/cluster/node-session';
+import { readPartitionState } from '../../../src/cluster/partition-state';
+import { createConfig } from '../../../src/config';
+import { ErrorCode } from '../../../src/errors';
+import type { BrokerService } from '../../../src/log';
+import { ClusterWiring } from '../../../src/server/cluster-wiring';
+import { ManualTime } from '../../../src/time';
+import { captureLogger, type CapturedLogger } from '../../support/capture-logger';
+import { TEST_CLUSTER_SECRET } from '../../support/cluster-secret';
+import { settle } from '../../support/metadata-store-harness';
+import { RecordingRoleTarget } from '../../support/recording-role-target';
+
+describe('ClusterWiring', () => {
+  let time: ManualTime;
+  let etcd: InMemoryEtcd;
+  let admin: InMemoryMetadataStore;
+  let store: InMemoryMetadataStore;
+  let log: CapturedLogger;
+  let target: RecordingRoleTarget;
+  let wiring: ClusterWiring;
+  let readinessChanges: number;
+
+  const config = createConfig({
+    etcdEndpoints: ['http://127.0.0.1:2379'],
+    clusterId: 'w1',
+    nodeId: 4,
+    nodeSessionTimeoutMs: 10_000,
+    clusterSecret: TEST_CLUSTER_SECRET,
+  });
+
+  beforeEach(() => {
+    time = new ManualTime();
+    etcd = new InMemoryEtcd({ time });
+    admin = etcd.connect();
+    store = etcd.connect();
+    log = captureLogger('info');
+    target = new RecordingRoleTarget(() => time.monotonicMs());
+    readinessChanges = 0;
+    wiring = new ClusterWiring(config, {
+      time,
+      logger: log.logger,
+      store,
+      onReadinessChange: () => readinessChanges++,
+    });
+  });
+  afterEach(async () => {
+    store.heal();
+    const closed = wiring.close();
+    await settle();
+    time.advance(5_000);
+    await closed;
+    admin.close();
+    etcd.shutdown();
+  });
+
+  async function advance(ms: number, stepMs = 500): Promise<void> {
+    for (let done = 0; done < ms; done += stepMs) {
+      time.advance(Math.min(stepMs, ms - done));
+      await settle(50);
+    }
+  }
+
+  const messages = (): string[] => log.lines.map((line) => line.msg);
+
+  it('is not ready until the session is registered and the first view applied, and logs both', async () => {
+    expect(wiring.readinessProblem()).toBe('not yet registered in the cluster');
+    expect(wiring.guard.isActive()).toBe(false);
+    wiring.start(target, { host: '127.0.0.1', port: 7074 });
+    await advance(500);
+    expect(wiring.readinessProblem()).toBeUndefined();
+    expect(wiring.guard.isActive()).toBe(true);
+    expect(readinessChanges).toBeGreaterThan(0);
+    expect((await admin.get(nodeKey('w1', 4))).kv?.value).toBe('127.0.0.1:7074');
+    expect(messages()).toEqual(
+      expect.arrayContaining([
+        'cluster session registered',
+        'became the cluster controller',
+        'cluster view applied',
+      ]),
+    );
+    expect(log.lines.find((line) => line.msg === 'cluster session registered')).toMatchObject({
+      clusterId: 'w1',
+      nodeId: 4,
+      advertisedAddress: '127.0.0.1:7074',
+    });
+  });
+
+  it('logs a lost session at warn and is not ready until registered again', async () => {
+    wiring.start(target, { host: '127.0.0.1', port: 7074 });
+    await advance(500);
+    store.partition();
+    await advance(10_000);
+    expect(wiring.readinessProblem()).toMatch(/^not registered in the cluster/);
+    const lost = log.lines.find((line) => line.msg.startsWith('cluster session lost'));
+    expect(lost).toMatchObject({ level: 40, reason: 'deadline' });
+    expect(messages()).toContain('resigned as the cluster controller');
+    store.heal();
+    await advance(5_000);
+    expect(wiring.readinessProblem()).toBeUndefined();
+  });
+
+  it('registers the advertised address when one is given', () => {
+    const given = new ClusterWiring(
+      createConfig({
+        etcdEndpoints: ['http://127.0.0.1:2379'],
+        nodeId: 1,
+        advertisedAddress: 'n1.internal:7070',
+        clusterSecret: TEST_CLUSTER_SECRET,
+      }),
+      { time, logger: log.logger, store: etcd.connect() },
+    );
+    expect(given.advertisedAddressOf({ host: '127.0.0.1', port: 40_000 })).toBe('n1.internal:7070');
+    expect(wiring.advertisedAddressOf({ host: '127.0.0.1', port: 40_000 })).toBe('127.0.0.1:40000');
+    void given.close();
+  });
+
+  it('answers CreateTopics from etcd, with Kafka error codes, and its defaults for -1', async () => {
+    const before = await wiring.createTopics({
+      topics: [{ name: 'early', numPartitions: 1, replicationFactor: 1 }],
+    });
+    expect(before.topics[0].errorCode).toBe(ErrorCode.REQUEST_TIMED_OUT);
+    wiring.start(target, { host: '127.0.0.1', port: 7074 });
+    await advance(500);
+    const response = await wiring.createTopics({
+      topics: [
+        { name: 'orders', numPartitions: 2, replicationFactor: 1 },
+        { name: 'defaults', numPartitions: -1, replicationFactor: -1 },
+        { name: 'wide', numPartitions: 1, replicationFactor: 2 },
+        { name: '__consumer_offsets', numPartitions: 1, replicationFactor: 1 },
+        { name: 'twice', numPartitions: 1, replicationFactor: 1 },
+        { name: 'twice', numPartitions: 1, replicationFactor: 1 },
+        { name: 'none', numPartitions: 0, replicationFactor: 1 },
+        { name: 'huge', numPartitions: 10_001, replicationFactor: 1 },
+        { name: 'bad name', numPartitions: 1, replicationFactor: 1 },
+      ],
+    });
+    expect(response.topics.map((t) => [t.name, t.errorCode])).toEqual([
+      ['orders', ErrorCode.NONE],
+      ['defaults', ErrorCode.NONE],
+      ['wide', ErrorCode.INVALID_REPLICATION_FACTOR],
+      ['__consumer_offsets', ErrorCode.INVALID_TOPIC_EXCEPTION],
+      ['twice', ErrorCode.INVALID_REQUEST],
+      ['twice', ErrorCode.INVALID_REQUEST],
+      ['none', ErrorCode.INVALID_PARTITIONS],
+      ['huge', ErrorCode.INVALID_PARTITIONS],
+      ['bad name', ErrorCode.INVALID_TOPIC_EXCEPTION],
+    ]);
+    expect((await readPartitionState(admin, 'w1', 'orders', 1))?.state.leader).toBe(4);
+    expect((await readPartitionState(admin, 'w1', 'defaults', 0))?.state.leader).toBe(4);
+    expect(
+      (await wiring.createTopics({ topics: [{ name: 'orders', numPartitions: 1, replicationFactor: 1 }] }))
+        .topics[0].errorCode,
+    ).toBe(ErrorCode.TOPIC_ALREADY_EXISTS);
+  });
+
+  it('sends CreateTopics to the cluster and every other Broker call to the log', async () => {
+    const calls: string[] = [];
+    const log: BrokerService = {
+      createTopics: () => Promise.reject(new Error('not the log')),
+      metadata: () => (calls.push('metadata'), Promise.resolve({ brokers: [], topics: [] })),
+      produce: () => (calls.push('produce'), Promise.resolve({ topics: [] })),
+      fetch: () => (calls.push('fetch'), Promise.resolve({ topics: [] }) as never),
+      listOffsets: () => (calls.push('listOffsets'), Promise.resolve({ topics: [] })),
+      offsetForLeaderEpoch: () => (
+        calls.push('offsetForLeaderEpoch'),
+        Promise.resolve({ topics: [] }) as never
+      ),
+    };
+    const broker = wiring.brokerWithClusterTopics(log);
+    wiring.start(target, { host: '127.0.0.1', port: 7074 });
+    await advance(500);
+    expect(
+      (await broker.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }] }))
+        .topics[0],
+    ).toMatchObject({ errorCode: ErrorCode.NONE });
+    await broker.metadata({ topics: [] });
+    await broker.produce({ acks: 1, timeoutMs: 1, topics: [] });
+    await broker.listOffsets({ topics: [] });
+    await broker.offsetForLeaderEpoch({ topics: [] } as never);
+    expect(calls).toEqual(['metadata', 'produce', 'listOffsets', 'offsetForLeaderEpoch']);
+  });
+
+  it('logs this node leadership once per applied view, listing a few partitions, not one line each', async () => {
+    wiring.start(target, { host: '127.0.0.1', port: 7074 });
+    await advance(500);
+    await wiring.createTopics({ topics: [{ name: 'many', numPartitions: 50, replicationFactor: 1 }] });
+    await advance(500);
+    const lines = log.lines.filter((line) => line.msg === 'partition leadership changed');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      leading: 50,
+      following: 0,
+      becameLeader: 50,
+      leaderOf: ['many-0@0', 'many-1@0', 'many-2@0', 'many-3@0', 'many-4@0'],
+    });
+    expect(target.lastUpdate?.partitions).toHaveLength(50);
+  });
+
+  it('fails ISR proposals before it has started, without a request', async () => {
+    const revision = etcd.revision;
+    const result = await wiring.isrChangeProposer.proposeIsr('t', 0, 0, 1, [4]);
+    expect(result.kind).toBe('failed');
+    expect(etcd.revision).toBe(revision);
+  });
+});

@@ -48,7 +48,7 @@ it('keeps every acknowledged write across a kill -9 and restart, by the checker 
   } finally {
     await Promise.all([...producers, consumer].map((client) => client.stop()));
   }
-  for (const log of await cluster.collectFinalLogs([T], history)) history.addFinalLog(log);
+  for (const log of await cluster.collectFinalLogs([T], () => history)) history.addFinalLog(log);
   history.close();
 
   const verdict = checkLogHistory(history.snapshot());

@@ -125,9 +125,13 @@ export function produceOne(
   };
 }
 
+/** Kafka's "no epoch known": the leader checks none. */
+export const NO_LEADER_EPOCH = -1;
+
 /**
- * A consumer fetch of one partition. `currentLeaderEpoch` (Kafka's KIP-320 field) is sent when known, so a
- * leader that moved on answers FENCED_LEADER_EPOCH instead of serving a consumer of a deposed epoch.
+ * A consumer fetch of one partition. `currentLeaderEpoch` (Kafka's KIP-320 field; -1 when unknown) lets a
+ * leader that moved on answer FENCED_LEADER_EPOCH instead of serving a consumer of a deposed epoch. A
+ * server whose protos lack the field never sees it.
  */
 export function fetchOne(
   topic: string,
@@ -148,9 +152,7 @@ export function fetchOne(
             partitionIndex: partition,
             fetchOffset,
             partitionMaxBytes: 16 * 1024 * 1024,
-            ...(options.currentLeaderEpoch === undefined
-              ? {}
-              : { currentLeaderEpoch: options.currentLeaderEpoch }),
+            currentLeaderEpoch: options.currentLeaderEpoch ?? NO_LEADER_EPOCH,
           },
         ],
       },

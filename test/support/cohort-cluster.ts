@@ -372,16 +372,20 @@ export class CohortCluster {
 
   /**
    * The end of a run: for each partition, waits for rest, reads the leader's log as a consumer up to its
-   * HW (recorded in `history` as reads of "final-reader"), notes each running node's HW and LEO, then
-   * stops every node and reads each replica's whole log from its data directory. The cluster is stopped
-   * afterwards (etcd still runs until `stop`).
+   * HW (recorded in the partition's history as reads of "final-reader"), notes each running node's HW
+   * and LEO, then stops every node and reads each replica's whole log from its data directory. The nodes
+   * are stopped afterwards (etcd still runs until `stop`).
    */
-  async collectFinalLogs(refs: readonly PartitionRef[], history?: LogHistory): Promise<FinalReplicaLog[]> {
+  async collectFinalLogs(
+    refs: readonly PartitionRef[],
+    historyOf: (ref: PartitionRef) => LogHistory | undefined = () => undefined,
+  ): Promise<FinalReplicaLog[]> {
     const atRest = new Map<string, { leader: LeaderInfo; offsets: Map<number, ReplicaOffsets> }>();
     for (const ref of refs) {
+      const history = historyOf(ref);
       const offsets = await this.quiesce(ref);
       const leader = await this.leaderOf(ref, 10_000, history);
-      await this.readAsConsumer(leader.nodeId, ref, offsets.get(leader.nodeId)!.highWatermark, history);
+      await this.readAsConsumer(leader, ref, offsets.get(leader.nodeId)!.highWatermark, history);
       atRest.set(keyOf(ref), { leader, offsets });
     }
     const stoppedNodes = this.runningNodeIds();
@@ -464,18 +468,19 @@ export class CohortCluster {
   }
 
   private async readAsConsumer(
-    nodeId: number,
+    leader: LeaderInfo,
     ref: PartitionRef,
     highWatermark: number,
     history: LogHistory | undefined,
   ): Promise<void> {
+    const { nodeId, leaderEpoch } = leader;
     const client = clusterBrokerClient(this.slot(nodeId).target);
     try {
       let offset = 0;
       while (offset < highWatermark) {
         const pending = history?.invokeFetch('final-reader', { ...ref, nodeId }, offset);
         const answer = await client.fetch(
-          fetchOne(ref.topic, ref.partition, offset, { maxWaitMs: 0 }),
+          fetchOne(ref.topic, ref.partition, offset, { maxWaitMs: 0, currentLeaderEpoch: leaderEpoch }),
           10_000,
         );
         const p = answer.responses[0]?.partitions[0];

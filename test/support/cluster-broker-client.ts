@@ -2,6 +2,7 @@ import { credentials, loadPackageDefinition, Metadata } from '@grpc/grpc-js';
 import type { Client, GrpcObject, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../src/server/load-protos';
+import type { SeenRecord } from './log-history';
 
 /**
  * A cohort.v1.Broker client for cluster tests: one channel per node, int64 decoded as numbers, every call
@@ -38,7 +39,7 @@ export interface FetchResponseWire {
       partitionIndex: number;
       errorCode: number;
       highWatermark: number;
-      records: { offset: number; value: Buffer }[];
+      records: { offset: number; value: Buffer; leaderEpoch?: number }[];
     }[];
   }[];
 }
@@ -158,6 +159,17 @@ export function fetchOne(
       },
     ],
   };
+}
+
+/** A Fetch answer's records as a history keeps them (with the epoch each was written in, where told). */
+export function seenRecords(
+  records: readonly { offset: number; value: Buffer; leaderEpoch?: number }[],
+): SeenRecord[] {
+  return records.map((r) => ({
+    offset: r.offset,
+    value: r.value.toString(),
+    ...(r.leaderEpoch === undefined ? {} : { leaderEpoch: r.leaderEpoch }),
+  }));
 }
 
 /** What a failed call says, for a history's `info`: the gRPC status name and message. */

@@ -3,6 +3,7 @@ import { ErrorCode } from '../../src/errors';
 import {
   clusterBrokerClient,
   describeCallError,
+  seenRecords,
   fetchOne,
   produceOne,
   type ClusterBrokerClient,
@@ -324,7 +325,7 @@ export class ClusterConsumer extends ClusterClient {
       if (!LEADERSHIP_ERRORS.has(code)) this.leader = leader; // e.g. OFFSET_OUT_OF_RANGE: retry, same leader
       return;
     }
-    const records = p.records.map((r) => ({ offset: r.offset, value: r.value.toString() }));
+    const records = seenRecords(p.records);
     pending?.ok(records, p.highWatermark);
     if (records.length > 0) this.nextOffset = records[records.length - 1]!.offset + 1;
     this.record({ kind: 'ok', nodeId: leader.nodeId, reason: 'NONE' });

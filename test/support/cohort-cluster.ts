@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { ErrorCode } from '../../src/errors';
 import { PartitionLog } from '../../src/log/storage';
 import { SYSTEM_TIME } from '../../src/time';
-import { clusterBrokerClient, fetchOne } from './cluster-broker-client';
+import { clusterBrokerClient, fetchOne, seenRecords } from './cluster-broker-client';
 import type { PartitionMetadataWire } from './cluster-broker-client';
 import { leaderFinder, monotonicMs, type LeaderInfo } from './cluster-clients';
 import { freePorts, startEtcd, type EtcdProcess } from './etcd';
@@ -490,7 +490,7 @@ export class CohortCluster {
             `node ${nodeId} served no records of ${keyOf(ref)} at ${offset} below its HW ${highWatermark}`,
           );
         }
-        const records = p.records.map((r) => ({ offset: r.offset, value: r.value.toString() }));
+        const records = seenRecords(p.records);
         pending?.ok(records, p.highWatermark);
         offset = records[records.length - 1]!.offset + 1;
       }

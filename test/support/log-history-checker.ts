@@ -30,6 +30,11 @@ import type {
  *   requested after an answer of its with a higher one arrived.
  * - `replica-prefix-of-leader` (e): every replica's records below its high watermark are the leader's
  *   records at those offsets, and it lacks none of them.
+ * - `record-leader-epochs`: where reads carry the epoch each record was written in, an offset has one
+ *   epoch whoever read it, and epochs never go down as offsets go up (KIP-101's epoch boundaries).
+ * - `acknowledged-by-epoch-leader`: a write acknowledged by node N is stored in an epoch no node
+ *   attributes to a leader other than N (a deposed leader that acknowledged into another's epoch, or
+ *   two nodes leading one epoch, is split brain).
  *
  * Values are the identity of writes: the harness makes each produced value unique, except that a client
  * may send a value again after an `info` (outcome unknown), so a value may sit at several offsets.
@@ -45,6 +50,8 @@ export const CHECK_NAMES = [
   'one-leader-per-epoch',
   'leader-epoch-monotonic',
   'replica-prefix-of-leader',
+  'record-leader-epochs',
+  'acknowledged-by-epoch-leader',
 ] as const;
 export type CheckName = (typeof CHECK_NAMES)[number];
 
@@ -390,6 +397,58 @@ export function checkLogHistory(history: LogHistorySnapshot): LogHistoryVerdict 
             `${quoted(record.value)}`,
         );
       }
+    }
+  }
+
+  // --- record-leader-epochs ---
+  const epochsRead = new Map<string, Map<number, { epoch: number; value: string; op: Operation }>>();
+  for (const op of reads) {
+    const key = partitionKey(op.invoke);
+    let atOffset = epochsRead.get(key);
+    if (atOffset === undefined) epochsRead.set(key, (atOffset = new Map()));
+    for (const record of op.completion.records) {
+      if (record.leaderEpoch === undefined) continue;
+      const seen = atOffset.get(record.offset);
+      if (seen === undefined)
+        atOffset.set(record.offset, { epoch: record.leaderEpoch, value: record.value, op });
+      else if (seen.epoch !== record.leaderEpoch && seen.value === record.value) {
+        report(
+          'record-leader-epochs',
+          `offset ${record.offset} of ${key} (${quoted(record.value)}) was read with leader epoch ${seen.epoch} ` +
+            `by ${describeOp(seen.op)} and ${record.leaderEpoch} by ${describeOp(op)}`,
+        );
+      }
+    }
+  }
+  for (const [key, atOffset] of epochsRead) {
+    let previous: { offset: number; epoch: number } | undefined;
+    for (const offset of [...atOffset.keys()].sort((a, b) => a - b)) {
+      const { epoch } = atOffset.get(offset)!;
+      if (previous !== undefined && epoch < previous.epoch) {
+        report(
+          'record-leader-epochs',
+          `${key}: offset ${offset} was written in leader epoch ${epoch}, after offset ${previous.offset} in ` +
+            `epoch ${previous.epoch}`,
+        );
+      }
+      previous = { offset, epoch };
+    }
+  }
+
+  // --- acknowledged-by-epoch-leader ---
+  for (const op of acknowledged) {
+    const key = partitionKey(op.invoke);
+    const read = epochsRead.get(key)?.get(op.completion.offset);
+    const value = (op.invoke as Extract<HistoryEvent, { f: 'produce' }>).value;
+    if (read === undefined || read.value !== value) continue;
+    const named = leaderAtEpoch.get(`${key}@${read.epoch}`);
+    if (named !== undefined && named.leader !== op.invoke.nodeId) {
+      report(
+        'acknowledged-by-epoch-leader',
+        `${describeOp(op)}: ${quoted(value)} acknowledged at offset ${op.completion.offset} was written in ` +
+          `leader epoch ${read.epoch}, whose leader node ${named.nodeId} named as ${named.leader} ` +
+          `(event ${named.index})`,
+      );
     }
   }
 

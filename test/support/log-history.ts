@@ -32,6 +32,8 @@ export interface PartitionRef {
 export interface SeenRecord {
   readonly offset: number;
   readonly value: string;
+  /** The epoch of the leader that wrote it, where the reader was told (a Fetch answer's record). */
+  readonly leaderEpoch?: number;
 }
 
 interface EventBase {

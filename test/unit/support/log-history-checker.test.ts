@@ -15,9 +15,13 @@ function newHistory(): LogHistory {
   return new LogHistory(() => nowMs++);
 }
 
-/** The records of `values`, at offsets from `first`. */
-function records(values: readonly string[], first = 0): SeenRecord[] {
-  return values.map((value, i) => ({ offset: first + i, value }));
+/** The records of `values`, at offsets from `first`, written in `leaderEpoch` if given. */
+function records(values: readonly string[], first = 0, leaderEpoch?: number): SeenRecord[] {
+  return values.map((value, i) => ({
+    offset: first + i,
+    value,
+    ...(leaderEpoch === undefined ? {} : { leaderEpoch }),
+  }));
 }
 
 function finalLog(
@@ -75,8 +79,10 @@ describe('checkLogHistory', () => {
     g.ok(5);
     // Still pending when the run ends: unknown, and here it was appended on the old leader only.
     history.invokeProduce('p1', { ...T0, nodeId: 1 }, 'f');
-    history.invokeFetch('c1', { ...T0, nodeId: 1 }, 0).ok(records(['a', 'b']), 2);
-    history.invokeFetch('c1', { ...T0, nodeId: 2 }, 2).ok(records(['c', 'c', 'h', 'g'], 2), 6);
+    history.invokeFetch('c1', { ...T0, nodeId: 1 }, 0).ok(records(['a', 'b'], 0, 0), 2);
+    history
+      .invokeFetch('c1', { ...T0, nodeId: 2 }, 2)
+      .ok([...records(['c', 'c'], 2, 0), ...records(['h', 'g'], 4, 1)], 6);
     history.invokeFetch('c1', { ...T0, nodeId: 1 }, 6).info('UNAVAILABLE');
     // Node 1 led at epoch 0; node 2 at epoch 1. Node 1, deposed, knows no leader at its old epoch.
     history.invokeMetadata(1)({ ...T0, leader: 1, leaderEpoch: 0, isr: [1, 2, 3] });
@@ -270,6 +276,35 @@ describe('checkLogHistory', () => {
     );
     const [violation] = onlyViolated(check(history), 'replica-prefix-of-leader');
     expect(violation).toMatch(/node 3's replica of t-0 \(high watermark 3\) lacks offset 1, .* as "b"/);
+  });
+
+  it('reports an offset read with two leader epochs, and epochs going down as offsets go up', () => {
+    const history = newHistory();
+    acked(history, 'p1', 'a', 0);
+    acked(history, 'p1', 'b', 1);
+    history
+      .invokeFetch('c1', { ...T0, nodeId: 1 }, 0)
+      .ok([...records(['a'], 0, 3), ...records(['b'], 1, 2)], 2);
+    history.invokeFetch('c2', { ...T0, nodeId: 1 }, 0).ok(records(['a'], 0, 4), 2);
+    finalLog(history, 1, true, records(['a', 'b']), 2);
+    expect(onlyViolated(check(history), 'record-leader-epochs')).toEqual([
+      expect.stringMatching(
+        /^offset 0 of t-0 \("a"\) was read with leader epoch 3 by fetch #2 .* and 4 by fetch #3/,
+      ),
+      't-0: offset 1 was written in leader epoch 2, after offset 0 in epoch 3',
+    ]);
+  });
+
+  it('reports a write acknowledged by a node other than the leader of the epoch it was written in', () => {
+    const history = newHistory();
+    acked(history, 'p1', 'a', 0, 1);
+    history.invokeMetadata(3)({ ...T0, leader: 2, leaderEpoch: 5, isr: [2, 3] });
+    history.invokeFetch('c1', { ...T0, nodeId: 2 }, 0).ok(records(['a'], 0, 5), 1);
+    finalLog(history, 2, true, records(['a']), 1);
+    const [violation] = onlyViolated(check(history), 'acknowledged-by-epoch-leader');
+    expect(violation).toMatch(
+      /produce #0 by p1 to node 1 .*"a" acknowledged at offset 0 was written in leader epoch 5, whose leader node 3 named as 2/,
+    );
   });
 
   it('refuses a history without a final leader, or with two', () => {

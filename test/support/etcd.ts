@@ -224,8 +224,11 @@ function isHealthy(clientUrl: string): Promise<boolean> {
   });
 }
 
-/** `count` distinct ports that were free on 127.0.0.1 a moment ago. */
-async function freePorts(count: number): Promise<number[]> {
+/**
+ * `count` distinct ports that were free on 127.0.0.1 a moment ago, for a process that must be told its
+ * port before it starts (etcd; a cluster node whose advertised address is fixed across its restarts).
+ */
+export async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from(
       { length: count },

@@ -87,6 +87,18 @@ export interface ReplicaFetcherOptions {
   readonly leaderId?: number;
 }
 
+/** Each target's current leader epoch by partition key; undefined when none carries one (fixed roles). */
+function sentLeaderEpochs(
+  targets: readonly { readonly key: string; readonly currentLeaderEpoch?: number }[],
+): Map<string, number> | undefined {
+  let epochs: Map<string, number> | undefined;
+  for (const target of targets) {
+    if (target.currentLeaderEpoch !== undefined)
+      (epochs ??= new Map()).set(target.key, target.currentLeaderEpoch);
+  }
+  return epochs;
+}
+
 /** Resolves a promise when the timer runs it, or when cancelled (stop). */
 class Wakeup extends TimerTask {
   private resolve: (() => void) | null = null;
@@ -240,6 +252,8 @@ export class ReplicaFetcher {
       return false;
     }
     const request = this.fetchRequest(targets);
+    // The epoch each partition's fetch was sent in: an answer may come back after the epoch moved.
+    const sentEpochs = sentLeaderEpochs(targets);
     const response = await this.leader.fetch(request, signal);
     if (this.isStopped) return false;
     if (response.errorCode !== ErrorCode.NONE) {
@@ -258,7 +272,7 @@ export class ReplicaFetcher {
         const key = topicPartitionKey(topic.name, data.partitionIndex);
         let outcome: FetchedPartitionOutcome;
         try {
-          outcome = this.replicaManager.applyFetchedPartition(key, data);
+          outcome = this.replicaManager.applyFetchedPartition(key, data, sentEpochs?.get(key));
         } catch (error) {
           this.onError(error, `applying fetched records of ${key} failed`);
           outcome = 'retry';
@@ -285,6 +299,7 @@ export class ReplicaFetcher {
         .epochBoundaryTargets(leaderId)
         .filter((target) => this.isDue(target.key, nowMs));
       if (targets.length === 0) return;
+      const sentEpochs = sentLeaderEpochs(targets);
       const response = await this.leader.offsetForLeaderEpoch(
         this.offsetForLeaderEpochRequest(targets),
         signal,
@@ -297,7 +312,7 @@ export class ReplicaFetcher {
           const key = topicPartitionKey(topic.name, data.partition);
           let outcome: EpochBoundaryOutcome;
           try {
-            outcome = this.replicaManager.applyEpochEndOffset(key, data);
+            outcome = this.replicaManager.applyEpochEndOffset(key, data, sentEpochs?.get(key));
           } catch (error) {
             this.onError(error, `truncating ${key} to its epoch boundary failed`);
             outcome = 'retry';

@@ -1278,11 +1278,14 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
    * Never past the local LEO. FENCED_LEADER_EPOCH parks the partition until newer metadata arrives;
    * other errors ask for a backoff (`retry`).
    */
-  applyEpochEndOffset(key: string, data: EpochEndOffset): EpochBoundaryOutcome {
+  applyEpochEndOffset(key: string, data: EpochEndOffset, sentLeaderEpoch?: number): EpochBoundaryOutcome {
     const partition = this.partitions.get(key);
     const state = this.followerFetches.get(key);
     if (partition === undefined || state === undefined || this.isShutdown) return 'retry';
     if (!state.needsTruncation) return 'truncated';
+    // An answer to a request sent in an older epoch says nothing of the current one (the metadata moved
+    // while it was in flight): its fence is already lifted, and its end offset is asked for again.
+    if (sentLeaderEpoch !== undefined && sentLeaderEpoch !== partition.leaderEpoch) return 'again';
     if (data.errorCode === ErrorCode.FENCED_LEADER_EPOCH) {
       state.isFenced = true;
       return 'retry';
@@ -1325,7 +1328,11 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
    * or behind its log start: without leader epochs the safe rule is to truncate to the leader's HW (every
    * record below it is on the leader) or, behind the log start, to restart at the leader's log start.
    */
-  applyFetchedPartition(key: string, data: FetchPartitionData): FetchedPartitionOutcome {
+  applyFetchedPartition(
+    key: string,
+    data: FetchPartitionData,
+    sentLeaderEpoch?: number,
+  ): FetchedPartitionOutcome {
     const partition = this.partitions.get(key);
     if (partition === undefined || partition.isLeader || this.isShutdown) return 'retry';
     if (data.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) {
@@ -1337,7 +1344,11 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       return 'truncated';
     }
     if (data.errorCode === ErrorCode.FENCED_LEADER_EPOCH) {
-      // This replica's epoch is older than the leader's: wait for the metadata that says so.
+      // This replica's epoch is older than the leader's: wait for the metadata that says so — unless the
+      // fetch was sent in an epoch this replica has already left (the metadata arrived while it was in
+      // flight): then the fence is old news, and marking the new epoch fenced would park the partition
+      // until the next change of its state, which may never come.
+      if (sentLeaderEpoch !== undefined && sentLeaderEpoch !== partition.leaderEpoch) return 'appended';
       const state = this.followerFetches.get(key);
       if (state !== undefined) state.isFenced = true;
       return 'retry';

@@ -125,12 +125,13 @@ describe('the Broker service of one cohort server', () => {
     } finally {
       endpoint.close();
     }
-    // A node id that is no replica of the partition is not answered as a follower.
+    // A replica id the caller has not proven (no node credentials) is not answered as a follower; a
+    // proven node that is no replica of the partition is refused too (test/unit/log/replica-manager-cluster).
     const stranger = await leader.client.offsetForLeaderEpoch({
       replicaId: 7,
       topics: [{ name: 't', partitions: [{ partition: 0, leaderEpoch: 0 }] }],
     });
-    expect(stranger.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    expect(stranger.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.CLUSTER_AUTHORIZATION_FAILED);
   });
 
   it('round-trips keys, headers, timestamps and offsets, and lists offsets', async () => {

@@ -393,6 +393,24 @@ describe('ReplicaManager in cluster mode', () => {
     expect(onlyPartition(response)).toMatchObject({ leaderEpoch: 7, endOffset: 1 });
   });
 
+  it('is not fenced by the answer to a fetch it sent in the epoch it has just left', async () => {
+    const zero = node(0);
+    const one = node(1);
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 1, isr: [0, 1], replicas: [0, 1] });
+    await produce(zero, 1, ['a']);
+    await until(() => logValues(one).length === 1, 'follower 1 to copy');
+    await settle(5); // follower 1's next fetch, at epoch 1, waits on the leader
+    // Epoch 2 (the controller dropped a dead replica, say) reaches the leader, which answers the parked
+    // epoch-1 fetch FENCED_LEADER_EPOCH, and the follower, which moves to epoch 2 before that answer lands.
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 2, isr: [0, 1], replicas: [0, 1] }, false);
+    cluster.publish([0, 1]);
+    await settle(20);
+    // No later change of the partition's state comes; the follower still copies at epoch 2.
+    await produce(zero, 1, ['b']);
+    h.time.advance(500);
+    await until(() => logValues(one).length === 2, 'follower 1 to copy at epoch 2');
+  });
+
   it('backs off a follower the leader fences until the metadata moves on', async () => {
     const zero = node(0);
     const one = node(1);

@@ -2,12 +2,7 @@ import { ErrorCode } from '../errors';
 import type { Time } from '../time';
 import type { Timer } from '../timer';
 import { TimerTask } from '../timer';
-import type {
-  FetchRequest,
-  FetchTopic,
-  OffsetForLeaderEpochRequest,
-  OffsetForLeaderTopic,
-} from './broker-protocol';
+import type { FetchRequest, OffsetForLeaderEpochRequest } from './broker-protocol';
 import type { LeaderEndpoint } from './leader-endpoint';
 import type {
   EpochBoundaryOutcome,
@@ -85,6 +80,23 @@ export interface ReplicaFetcherOptions {
    * first truncates each new follower to its epoch boundary (OffsetForLeaderEpoch).
    */
   readonly leaderId?: number;
+}
+
+/** Targets grouped by topic, in first-seen order, each partition as `toPartition` writes it. */
+function byTopic<T extends { readonly topic: string }, P>(
+  targets: readonly T[],
+  toPartition: (target: T) => P,
+): { name: string; partitions: P[] }[] {
+  const topics = new Map<string, { name: string; partitions: P[] }>();
+  for (const target of targets) {
+    let topic = topics.get(target.topic);
+    if (topic === undefined) {
+      topic = { name: target.topic, partitions: [] };
+      topics.set(target.topic, topic);
+    }
+    topic.partitions.push(toPartition(target));
+  }
+  return [...topics.values()];
 }
 
 /** Each target's current leader epoch by partition key; undefined when none carries one (fixed roles). */
@@ -326,23 +338,12 @@ export class ReplicaFetcher {
   }
 
   private offsetForLeaderEpochRequest(targets: readonly EpochBoundaryTarget[]): OffsetForLeaderEpochRequest {
-    const byTopic = new Map<
-      string,
-      OffsetForLeaderTopic & { partitions: OffsetForLeaderTopic['partitions'][number][] }
-    >();
-    for (const target of targets) {
-      let topic = byTopic.get(target.topic);
-      if (topic === undefined) {
-        topic = { name: target.topic, partitions: [] };
-        byTopic.set(target.topic, topic);
-      }
-      topic.partitions.push({
-        partition: target.partitionIndex,
-        currentLeaderEpoch: target.currentLeaderEpoch,
-        leaderEpoch: target.leaderEpoch,
-      });
-    }
-    return { replicaId: this.nodeId, topics: [...byTopic.values()] };
+    const topics = byTopic(targets, (target) => ({
+      partition: target.partitionIndex,
+      currentLeaderEpoch: target.currentLeaderEpoch,
+      leaderEpoch: target.leaderEpoch,
+    }));
+    return { replicaId: this.nodeId, topics };
   }
 
   /** Counts a failed round and reports it when the run is new or the report interval has passed. */
@@ -392,26 +393,18 @@ export class ReplicaFetcher {
   }
 
   private fetchRequest(targets: readonly FollowerFetchTarget[]): FetchRequest {
-    const byTopic = new Map<string, FetchTopic & { partitions: FetchTopic['partitions'][number][] }>();
-    for (const target of targets) {
-      let topic = byTopic.get(target.topic);
-      if (topic === undefined) {
-        topic = { name: target.topic, partitions: [] };
-        byTopic.set(target.topic, topic);
-      }
-      topic.partitions.push({
-        partitionIndex: target.partitionIndex,
-        fetchOffset: target.fetchOffset,
-        partitionMaxBytes: DEFAULT_REPLICA_FETCH_MAX_BYTES,
-        currentLeaderEpoch: target.currentLeaderEpoch,
-      });
-    }
+    const topics = byTopic(targets, (target) => ({
+      partitionIndex: target.partitionIndex,
+      fetchOffset: target.fetchOffset,
+      partitionMaxBytes: DEFAULT_REPLICA_FETCH_MAX_BYTES,
+      currentLeaderEpoch: target.currentLeaderEpoch,
+    }));
     return {
       replicaId: this.nodeId,
       maxWaitMs: this.fetchMaxWaitMs,
       minBytes: 1,
       maxBytes: DEFAULT_REPLICA_FETCH_RESPONSE_MAX_BYTES,
-      topics: [...byTopic.values()],
+      topics,
     };
   }
 

@@ -1,4 +1,5 @@
 import type { GroupChange, GroupChangeListener, OffsetStore } from '../group';
+import { REBALANCE_REASONS } from '../group';
 import { topicPartitionKey } from '../log';
 import { CONSUMER_PROTOCOL_TYPE, decodeAssignment } from '../protocol/consumer-protocol';
 import type { DescribedGroup } from '../protocol/group-messages';
@@ -19,19 +20,11 @@ export const BOARD_HISTORY_LENGTH = 20;
 /** Lag samples each group remembers for its chart (one per change, at most one a second: five minutes+). */
 export const BOARD_LAG_SAMPLES = 300;
 
-/** Reasons that start (or join into) a rebalance: Kafka's prepareRebalance reasons. */
-const REBALANCE_CAUSES: ReadonlySet<string> = new Set([
-  'member-joined',
-  'member-updated',
-  'leader-rejoined',
-  'static-member-replaced',
-  'member-left',
-  'session-expired',
-  'sync-expired',
-  'store-failed',
-  'over-capacity',
-  'rejoin-expired',
-]);
+/**
+ * Reasons that start (or join into) a rebalance: Kafka's prepareRebalance reasons, and the join phase
+ * timing out with members removed (`rejoin-expired`), which the same rebalance goes on with.
+ */
+const REBALANCE_CAUSES: ReadonlySet<string> = new Set<string>([...REBALANCE_REASONS, 'rejoin-expired']);
 
 /** One member as the page shows it. */
 export interface BoardMember {

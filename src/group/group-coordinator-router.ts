@@ -55,8 +55,12 @@ import { OffsetRetention } from './offset-retention';
 
 /** The router's options: the runtime's, and how many partitions `__consumer_offsets` has. */
 export interface GroupCoordinatorRouterOptions extends GroupCoordinatorRuntimeOptions {
-  /** Partitions of `__consumer_offsets`; a group belongs to `groupPartitionFor(groupId, numPartitions)`. */
-  readonly numPartitions: number;
+  /**
+   * Partitions of `__consumer_offsets`; a group belongs to `groupPartitionFor(groupId, numPartitions)`.
+   * Undefined when not known yet (the topic does not exist yet): every group request is NOT_COORDINATOR
+   * until `setNumPartitions`.
+   */
+  readonly numPartitions?: number;
 }
 
 type ListedGroup = ListGroupsResponse['groups'][number];
@@ -82,7 +86,7 @@ type ListedGroup = ListGroupsResponse['groups'][number];
  * touch nothing, since the new epoch has a shard of its own.
  */
 export class GroupCoordinatorRouter implements GroupCoordinatorService {
-  readonly numPartitions: number;
+  private partitionCount: number | undefined;
   private readonly runtime: GroupCoordinatorRuntime;
   private readonly retention: OffsetRetention;
   /** The shard of each partition this node leads (loading, serving or failed to load), by index. */
@@ -95,13 +99,9 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   private isActive = true;
 
   constructor(config: GroupConfig, time: Time, options: GroupCoordinatorRouterOptions) {
-    const { numPartitions } = options;
-    if (!Number.isSafeInteger(numPartitions) || numPartitions < 1) {
-      throw new RangeError(`numPartitions must be a positive integer, got ${numPartitions}`);
-    }
-    this.numPartitions = numPartitions;
-    this.shards = new Array<GroupCoordinatorShard | undefined>(numPartitions).fill(undefined);
-    this.epochs = new Array<number>(numPartitions).fill(-1);
+    this.shards = [];
+    this.epochs = [];
+    if (options.numPartitions !== undefined) this.setNumPartitions(options.numPartitions);
     this.runtime = new GroupCoordinatorRuntime(
       config,
       time,
@@ -122,9 +122,43 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
     );
   }
 
-  /** Which `__consumer_offsets` partition `groupId` belongs to (for FindCoordinator, describe). */
-  partitionFor(groupId: string): number {
-    return this.numPartitions === 1 ? 0 : groupPartitionFor(groupId, this.numPartitions);
+  /** Partitions of `__consumer_offsets`, once known. */
+  get numPartitions(): number | undefined {
+    return this.partitionCount;
+  }
+
+  /**
+   * Sets the partition count once it is known (the topic's, from the cluster metadata or the data dir).
+   * It may change only while no partition is led here: groups would otherwise move between shards under
+   * their members. Setting the same count again is a no-op.
+   */
+  setNumPartitions(numPartitions: number): void {
+    if (!Number.isSafeInteger(numPartitions) || numPartitions < 1) {
+      throw new RangeError(`numPartitions must be a positive integer, got ${numPartitions}`);
+    }
+    if (numPartitions === this.partitionCount) return;
+    if (this.shards.some((shard) => shard !== undefined)) {
+      throw new RangeError(
+        `numPartitions cannot change from ${this.partitionCount} to ${numPartitions} while partitions are led`,
+      );
+    }
+    this.partitionCount = numPartitions;
+    this.shards.length = numPartitions;
+    this.shards.fill(undefined);
+    // Epochs heard of for partitions that remain stay: a late notification is as stale as before.
+    const known = this.epochs.length;
+    this.epochs.length = numPartitions;
+    if (known < numPartitions) this.epochs.fill(-1, known);
+  }
+
+  /**
+   * Which `__consumer_offsets` partition `groupId` belongs to (for FindCoordinator, describe); undefined
+   * while the partition count is unknown.
+   */
+  partitionFor(groupId: string): number | undefined {
+    const count = this.partitionCount;
+    if (count === undefined) return undefined;
+    return count === 1 ? 0 : groupPartitionFor(groupId, count);
   }
 
   /** Whether this node leads `partitionIndex` now (loading, serving, or failed to load). */
@@ -215,9 +249,13 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   }
 
   private checkPartition(partitionIndex: number): void {
-    if (!Number.isSafeInteger(partitionIndex) || partitionIndex < 0 || partitionIndex >= this.numPartitions) {
+    const count = this.partitionCount;
+    if (count === undefined) {
+      throw new RangeError(`partition ${partitionIndex} led before the partition count is known`);
+    }
+    if (!Number.isSafeInteger(partitionIndex) || partitionIndex < 0 || partitionIndex >= count) {
       throw new RangeError(
-        `partition ${partitionIndex} is not a partition of __consumer_offsets (0..${this.numPartitions - 1})`,
+        `partition ${partitionIndex} is not a partition of __consumer_offsets (0..${count - 1})`,
       );
     }
   }
@@ -225,7 +263,9 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   /** The shard of `groupId`'s partition, or the code a request for it gets without one. */
   private route(groupId: string): GroupCoordinatorShard | ErrorCode {
     if (!this.isActive) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    return this.shards[this.partitionFor(groupId)] ?? ErrorCode.NOT_COORDINATOR;
+    const partitionIndex = this.partitionFor(groupId);
+    if (partitionIndex === undefined) return ErrorCode.NOT_COORDINATOR;
+    return this.shards[partitionIndex] ?? ErrorCode.NOT_COORDINATOR;
   }
 
   private *ledShards(): Iterable<GroupCoordinatorShard> {

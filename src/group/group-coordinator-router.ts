@@ -1,4 +1,5 @@
 import { ErrorCode } from '../errors';
+import type { GroupEventReason } from '../protocol/group-event-reason';
 import { groupPartitionFor } from '../protocol/group-placement';
 import type { PurgatoryStats } from '../purgatory';
 import type { Time } from '../time';
@@ -181,7 +182,11 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
     const listener = this.runtime.listener;
     shard.load(stores.loading).then(
       () => {
-        if (shard.isActive) listener?.onShardLoaded?.(partitionIndex, leaderEpoch, shard.numGroups);
+        if (!shard.isActive) return;
+        // The shard told the watchers of its groups; a group watched by name that the partition does not
+        // have was NOT_COORDINATOR (or loading) to its watchers, and is now GROUP_ID_NOT_FOUND here.
+        this.notifyNamedWatchers(partitionIndex, (groupId) => !shard.groups.has(groupId), 'group-loaded');
+        listener?.onShardLoaded?.(partitionIndex, leaderEpoch, shard.numGroups);
       },
       (error: unknown) => {
         if (shard.isActive) listener?.onShardLoadFailed?.(partitionIndex, leaderEpoch, error);
@@ -242,9 +247,27 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
     shard.unload(ErrorCode.NOT_COORDINATOR, true);
     this.runtime.listener?.onShardUnloaded?.(partitionIndex, shard.leaderEpoch, groupIds.length);
     // After the shard left its slot, so that watchers see each group as this node now describes it:
-    // NOT_COORDINATOR, no state.
+    // NOT_COORDINATOR, no state. Groups watched by name that the partition did not have change too (they
+    // were GROUP_ID_NOT_FOUND here).
     if (this.runtime.events.size > 0) {
       for (const groupId of groupIds) this.runtime.notifyWatchers(groupId, 'group-unloaded');
+      const had = new Set(groupIds);
+      this.notifyNamedWatchers(partitionIndex, (groupId) => !had.has(groupId), 'group-unloaded');
+    }
+  }
+
+  /** Tells the watchers by name of the groups of `partitionIndex` that `isConcerned` picks. */
+  private notifyNamedWatchers(
+    partitionIndex: number,
+    isConcerned: (groupId: string) => boolean,
+    reason: GroupEventReason,
+  ): void {
+    const events = this.runtime.events;
+    if (events.size === 0) return;
+    for (const groupId of events.namedGroupIds()) {
+      if (this.partitionFor(groupId) === partitionIndex && isConcerned(groupId)) {
+        this.runtime.notifyWatchers(groupId, reason);
+      }
     }
   }
 

@@ -79,6 +79,11 @@ export class GroupEvents {
     return this.subscriptions;
   }
 
+  /** The groups some subscription watches by name (a snapshot: emitting may change the subscriptions). */
+  namedGroupIds(): string[] {
+    return [...this.byGroup.keys()];
+  }
+
   /**
    * Hands `listener` a snapshot of each watched group now, then every change of them, until the function
    * returned is called. `groupIds` empty or undefined: every group.

@@ -605,6 +605,25 @@ describe('resignation', () => {
     expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
   });
 
+  test('a resignation while loading: the load that ends later brings nothing back', async () => {
+    const h = harness();
+    const store = new MemoryGroupStore();
+    store.seed(storedGroup(GROUP_A, 'member-1'));
+    const loading = deferred();
+    h.router.onElection(0, 0, storesOn(store, loading.promise));
+    expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
+    h.router.onResignation(0, 0);
+    loading.resolve();
+    await settle();
+    expect(await h.describe(GROUP_A)).toEqual({
+      errorCode: ErrorCode.NOT_COORDINATOR,
+      state: '',
+      members: 0,
+    });
+    expect(h.router.numGroups).toBe(0);
+    expect(h.timerLoad()).toEqual({ heartbeats: 0, rebalance: 0 });
+  });
+
   test('a newer election of a partition led is a resignation then an election', async () => {
     const h = harness();
     const store = new MemoryGroupStore();
@@ -664,11 +683,29 @@ describe('watching groups across shards', () => {
     // Another shard's changes are not this watch's business.
     expect(await h.commit(GROUP_B, 1)).toBe(ErrorCode.NONE);
     expect(changes).toHaveLength(1);
+    // Its partition is elected here, without the group: now it is known not to exist.
     h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
     await settle();
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     expect(changes.slice(1).map((c) => [c.reason, c.group.errorCode, c.group.groupState])).toEqual([
+      ['group-loaded', ErrorCode.GROUP_ID_NOT_FOUND, 'Dead'],
       ['group-created', ErrorCode.NONE, 'Empty'],
+    ]);
+  });
+
+  test('a watch by name of a group its partition lacks hears the partition come and go', async () => {
+    const h = harness();
+    const changes: GroupChange[] = [];
+    h.router.watchGroups([GROUP_A], (change) => changes.push(change));
+    const loading = deferred();
+    h.router.onElection(0, 0, storesOn(new MemoryGroupStore(), loading.promise));
+    loading.resolve();
+    await settle();
+    h.router.onResignation(0, 0);
+    expect(changes.map((c) => [c.reason, c.group.errorCode])).toEqual([
+      ['snapshot', ErrorCode.NOT_COORDINATOR],
+      ['group-loaded', ErrorCode.GROUP_ID_NOT_FOUND],
+      ['group-unloaded', ErrorCode.NOT_COORDINATOR],
     ]);
   });
 });

@@ -20,15 +20,13 @@ function newRetentionTally(startedMs: number): RetentionTally {
   return { startedMs, groupsChecked: 0, offsetsListed: 0, offsetsExpired: 0, groupsExpired: 0, turns: 0 };
 }
 
-/** One group of a pass, with the shard it belonged to when the pass started. */
-interface RetentionEntry {
-  readonly shard: GroupCoordinatorShard;
-  readonly group: GroupMetadata;
-}
-
-/** The groups of one retention check, as they were when it started, and the next one to look at. */
+/**
+ * The groups of one retention check, as they were when it started, each with the shard it belonged to
+ * then (parallel arrays: no object per group), and the next one to look at.
+ */
 interface RetentionPass {
-  readonly entries: readonly RetentionEntry[];
+  readonly groups: readonly GroupMetadata[];
+  readonly shards: readonly GroupCoordinatorShard[];
   next: number;
 }
 
@@ -79,19 +77,23 @@ export class OffsetRetention implements OffsetRetentionHandler {
     // A snapshot, not a live iterator: a group brought back by a failed deletion, or created meanwhile,
     // waits for the next check instead of being met again (and failing again) in this one. A shard still
     // loading has not all its groups back, one that failed to load serves nothing: both are passed over.
-    const entries: RetentionEntry[] = [];
+    const groups: GroupMetadata[] = [];
+    const shards: GroupCoordinatorShard[] = [];
     let isAnyServing = false;
     for (const shard of this.shards()) {
       if (!shard.isServing) continue;
       isAnyServing = true;
-      for (const group of shard.groups.values()) entries.push({ shard, group });
+      for (const group of shard.groups.values()) {
+        groups.push(group);
+        shards.push(shard);
+      }
     }
     // Nothing served at all (the only partition still loading): try again next time, quietly.
     if (!isAnyServing) {
       this.timer.add(this.check);
       return;
     }
-    this.pass = { entries, next: 0 };
+    this.pass = { groups, shards, next: 0 };
     this.tally = newRetentionTally(this.time.monotonicMs());
     this.continuePass();
   }
@@ -122,8 +124,9 @@ export class OffsetRetention implements OffsetRetentionHandler {
     const tally = this.tally;
     tally.turns++;
     let budget = this.offsetsPerTurn;
-    while (pass.next < pass.entries.length) {
-      const { shard, group } = pass.entries[pass.next++];
+    while (pass.next < pass.groups.length) {
+      const shard = pass.shards[pass.next];
+      const group = pass.groups[pass.next++];
       // Its shard unloaded (or is loading again), or the group was removed, or deleted and replaced, since
       // the pass began.
       if (!shard.isServing || !group.is('Empty') || shard.groups.get(group.groupId) !== group) continue;
@@ -135,7 +138,7 @@ export class OffsetRetention implements OffsetRetentionHandler {
         // One group's failure (a store's read, say) must stop neither the others nor the next check.
         this.listener?.onOffsetExpiryFailed?.(group.groupId, error);
       }
-      if (budget <= 0) return pass.next >= pass.entries.length;
+      if (budget <= 0) return pass.next >= pass.groups.length;
     }
     return true;
   }

@@ -748,3 +748,42 @@ test('shutdown answers the parked calls of every shard COORDINATOR_NOT_AVAILABLE
   h.router.onElection(2, 0, storesOn(new MemoryGroupStore()));
   expect(h.router.isLeading(2)).toBe(false);
 });
+
+test('one retention check covers every serving shard; a loading shard joins once loaded', async () => {
+  const summaries: number[] = [];
+  const h = harness({ onOffsetRetentionCheckCompleted: (summary) => summaries.push(summary.groupsExpired) });
+  h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
+  h.router.onElection(1, 0, storesOn(new MemoryGroupStore()));
+  await settle();
+  expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
+  expect(await h.commit(GROUP_B, 1)).toBe(ErrorCode.NONE);
+  const GROUP_C = groupOn(2);
+  const storeC = new MemoryGroupStore();
+  await storeC.commit(GROUP_C, [
+    {
+      topic: 'topic',
+      partition: 0,
+      offset: {
+        committedOffset: 1,
+        committedLeaderEpoch: -1,
+        metadata: '',
+        commitTimestampMs: h.time.nowMs(),
+      },
+    },
+  ]);
+  const loadingC = deferred();
+  h.router.onElection(2, 0, storesOn(storeC, loadingC.promise));
+  // The one check the retention timer runs (its interval has passed many times over, checks never overlap).
+  h.advance(TEST_GROUP_CONFIG.offsetsRetentionMinutes * 60_000);
+  await settle();
+  expect(summaries).toEqual([2]);
+  expect((await h.describe(GROUP_A)).state).toBe('Dead');
+  expect((await h.describe(GROUP_B)).state).toBe('Dead');
+  loadingC.resolve();
+  await settle();
+  expect((await h.describe(GROUP_C)).state).toBe('Empty');
+  h.advance(TEST_GROUP_CONFIG.offsetsRetentionCheckIntervalMs);
+  await settle();
+  expect(summaries).toEqual([2, 1]);
+  expect((await h.describe(GROUP_C)).state).toBe('Dead');
+});

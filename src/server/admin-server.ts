@@ -79,7 +79,7 @@ function authorizationHeaders(request: IncomingMessage): string[] {
  * - `GET /readyz`: 200 while the server serves, 503 with the reason while it starts, loads group state
  *   or shuts down (a readiness probe: take the pod out of rotation, do not restart it);
  * - `GET /metrics`: every metric of the server, in the Prometheus text format;
- * - `GET /` and `/assets/*`: the live page of groups, rebalances and lag (docs/live-page.md);
+ * - `GET /` and `/assets/*`: the live page of groups, rebalances, lag and the cluster (docs/live-page.md);
  * - `GET /api/stream`: the page's data, as Server-Sent Events (page-stream.ts).
  *
  * HEAD works wherever GET does (the stream excepted); other methods get 405, other paths 404. With a bearer

@@ -1,3 +1,6 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import { liveChildProcesses } from '../support/child-processes';
 import { launchChromium } from '../support/chromium';
@@ -6,13 +9,21 @@ import type { PartitionRef } from '../support/log-history';
 
 /**
  * The live page's Cluster panel on a real cluster: etcd and three cohort nodes as processes
- * (test/support/cohort-cluster.ts), a topic of one partition with three replicas, and headless Chromium
- * on the admin page of a node that does not lead it. The partition's leader is killed with SIGKILL: once
+ * (test/support/cohort-cluster.ts), a topic of three partitions with three replicas each, and headless
+ * Chromium on the admin page of a node that does not lead partition 0. Its leader is killed with SIGKILL: once
  * its session expires the controller elects another leader without it, and the page, not reloaded,
  * shows the new leader, the higher leader epoch, the shrunk ISR (under-replicated) and the dead node as
  * not live, as the watching node's own Metadata says.
+ *
+ * COHORT_SCREENSHOTS=docs writes the panel's screenshot, after the kill, to
+ * docs/images/live-page-cluster.png (docs/live-page.md shows it); otherwise it goes to the temp directory.
  */
 const REF: PartitionRef = { topic: 'orders', partition: 0 };
+const PARTITIONS = 3;
+const SCREENSHOT =
+  process.env.COHORT_SCREENSHOTS === 'docs'
+    ? join(__dirname, '../../docs/images/live-page-cluster.png')
+    : join(tmpdir(), `cohort-live-page-cluster-${process.pid}.png`);
 /**
  * Kill → a leader elected without the dead node: the session timeout (3 s), the controller's decision and
  * the watching node applying it; on a loaded 2-core machine that tail has been seconds (cluster-log-faults).
@@ -58,7 +69,7 @@ function partitionRow(page: Page): Promise<Record<string, string> | undefined> {
 
 it("shows a partition's new leader and shrunk ISR on a surviving node's page after kill -9 of its leader, without a reload", async () => {
   const c = cluster!;
-  await c.createTopic(REF.topic, 1, 3);
+  await c.createTopic(REF.topic, PARTITIONS, 3);
   const before = await c.awaitIsr(REF, [1, 2, 3]);
   const watcher = c.nodeIds().find((id) => id !== before.nodeId)!;
   const page = await browser!.newPage();
@@ -112,7 +123,17 @@ it("shows a partition's new leader and shrunk ISR on a surviving node's page aft
     { timeout: TAKEOVER_TIMEOUT_MS },
     String(before.nodeId),
   );
-  expect(await page.$eval('[data-testid=cluster-under-replicated]', (e) => e.textContent)).toBe('1');
+  // Every partition has a replica on the dead node: each leader drops it from its ISR in turn.
+  await page.waitForFunction(
+    (count) =>
+      (globalThis as unknown as InPage).document.querySelector('[data-testid=cluster-under-replicated]')
+        ?.textContent === count,
+    { timeout: TAKEOVER_TIMEOUT_MS },
+    String(PARTITIONS),
+  );
   expect(await page.evaluate(() => (globalThis as unknown as InPage).notReloaded)).toBe(true);
+  mkdirSync(join(SCREENSHOT, '..'), { recursive: true });
+  await (await page.$('#cluster'))!.screenshot({ path: SCREENSHOT });
+  expect(readFileSync(SCREENSHOT).subarray(1, 4).toString('latin1')).toBe('PNG');
   await page.close();
 }, 120_000);

@@ -9,7 +9,11 @@
  *    joins and leaves, `--rebalances` times in all. For each generation, the server's wall clock at its
  *    `rebalance-completed` event (from a WatchGroups watch) against the page's wall clock when its
  *    generation card shows that generation (a MutationObserver). Both clocks are this machine's. Goal:
- *    median and p99 ≤ 250 ms.
+ *    median and p99 ≤ 250 ms. Where the time went is printed too: per rebalance, the server's write of
+ *    the generation's first frame (often before rebalance-completed: the card shows the generation from
+ *    CompletingRebalance on), the page's stream reader decoding it, and the card changing; GC pauses of
+ *    this process and long tasks of the page that overlapped; and the page's main-thread time by kind
+ *    (script, layout, style: Chromium's Performance metrics) over the rebalances.
  *
  * 3. Server CPU that open pages cost during a rebalance storm: a server in a child process, 20 groups
  *    each cycling JoinGroup → SyncGroup → LeaveGroup over raw gRPC (two rebalances a cycle: one completed,
@@ -23,6 +27,8 @@
  * The last line of output is a JSON object of the figures.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { ServerResponse } from 'node:http';
+import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -52,11 +58,48 @@ interface InPage {
     querySelectorAll(selector: string): { length: number };
     querySelector(selector: string): { textContent: string | null } | null;
   };
-  readonly performance: { now(): number };
+  readonly performance: { now(): number; readonly timeOrigin: number };
   readonly MutationObserver: new (callback: () => void) => {
     observe(target: unknown, options: object): void;
   };
   seen?: Record<string, number>;
+  /** Generation → when the page's stream reader first decoded a frame of it (Date.now()). */
+  arrived?: Record<string, number>;
+  /** Long tasks of the page's main thread: [start (wall clock), duration] in ms. */
+  longTasks?: [number, number][];
+}
+
+/** The rebalancing group's frames as the stream carries them: its state and generation follow its id. */
+const FRAME_GENERATIONS = /"groupId":"bench-rebalancing","state":"\w+","generationId":(\d+)/g;
+
+/** Generations named by the rebalancing group's frames in `chunk`. */
+function generationsIn(chunk: string): number[] {
+  return [...chunk.matchAll(FRAME_GENERATIONS)].map((m) => Number(m[1]));
+}
+
+/** Where the time of one rebalance went, each stage from the end of the one before, in ms. */
+interface Breakdown {
+  readonly generation: number;
+  /** rebalance-completed → the page stream's write of the generation's first frame (may be < 0). */
+  readonly serverMs: number;
+  /** That write → the page's reader decoding it (the socket, the browser's network stack). */
+  readonly transportMs: number;
+  /** Decoded → the generation card showing it (JSON.parse, the animation frame, the render). */
+  readonly pageMs: number;
+  readonly totalMs: number;
+  /** Server-process GC pauses that overlapped [completed, shown], in ms. */
+  readonly serverGcMs: number;
+  /** Page long tasks that overlapped [completed, shown], in ms. */
+  readonly pageLongTaskMs: number;
+}
+
+/** Sum of the parts of `[start, duration]` intervals inside [fromMs, toMs]. */
+function overlapMs(intervals: readonly (readonly [number, number])[], fromMs: number, toMs: number): number {
+  let sum = 0;
+  for (const [start, duration] of intervals) {
+    sum += Math.max(0, Math.min(toMs, start + duration) - Math.max(fromMs, start));
+  }
+  return Math.round(sum);
 }
 
 /** CPU seconds (user + system) the process has used, from /proc (clock ticks of 10 ms). */
@@ -253,6 +296,50 @@ async function inBrowser(): Promise<Record<string, number>> {
         for (const l of listeners) l(event);
       }
     })().catch(() => undefined);
+    // Where the time goes (bench instrumentation only): when the server wrote each generation's first
+    // frame, when the page's stream reader decoded it, GC pauses here and long tasks in the page.
+    const written = new Map<number, number>();
+    const write = ServerResponse.prototype.write;
+    ServerResponse.prototype.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
+      if (typeof chunk === 'string' && chunk.includes('"bench-rebalancing"')) {
+        const nowMs = Date.now();
+        for (const generation of generationsIn(chunk))
+          if (!written.has(generation)) written.set(generation, nowMs);
+      }
+      return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
+    } as typeof write;
+    const gcPauses: [number, number][] = [];
+    const gcObserver = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries())
+        gcPauses.push([performance.timeOrigin + entry.startTime, entry.duration]);
+    });
+    gcObserver.observe({ entryTypes: ['gc'] });
+    await page.evaluateOnNewDocument((source: string) => {
+      const g = globalThis as unknown as InPage & {
+        TextDecoder: { prototype: { decode(...args: unknown[]): string } };
+        PerformanceObserver: new (
+          cb: (list: { getEntries(): { startTime: number; duration: number }[] }) => void,
+        ) => {
+          observe(options: object): void;
+        };
+      };
+      const pattern = new RegExp(source, 'g');
+      g.arrived = {};
+      g.longTasks = [];
+      const decode = g.TextDecoder.prototype.decode;
+      g.TextDecoder.prototype.decode = function (this: unknown, ...args: unknown[]): string {
+        const text = decode.apply(this, args);
+        const nowMs = Date.now();
+        for (const m of text.matchAll(pattern)) g.arrived![m[1]] ??= nowMs;
+        return text;
+      };
+      new g.PerformanceObserver((list) => {
+        for (const e of list.getEntries())
+          g.longTasks!.push([g.performance.timeOrigin + e.startTime, e.duration]);
+      }).observe({ entryTypes: ['longtask'] });
+    }, FRAME_GENERATIONS.source);
+    // A new document (not a hash change of the render rounds' one), so that the hooks above run in it.
+    await page.goto('about:blank');
     await page.goto(`${url}/#group=${encodeURIComponent(groupId)}`);
     await page.waitForSelector('[data-testid=group-generation]');
     await page.evaluate(() => {
@@ -289,7 +376,16 @@ async function inBrowser(): Promise<Record<string, number>> {
     listeners.push(onStable);
     let visitor: CohortClient | undefined;
     let generation = stable.generationId;
+    // The page's main-thread time by kind over the rebalances (Chromium's own counters, in seconds).
+    const cdp = await page.createCDPSession();
+    await cdp.send('Performance.enable');
+    const pageMetrics = async (): Promise<Map<string, number>> => {
+      const { metrics } = await cdp.send('Performance.getMetrics');
+      return new Map(metrics.map((m) => [m.name, m.value]));
+    };
+    const metricsBefore = await pageMetrics();
     const latencies: number[] = [];
+    const breakdowns: Breakdown[] = [];
     for (let i = 0; i < rebalances; i++) {
       if (i % 2 === 0) {
         visitor = new CohortClient({ address: target, clientId: 'bench-visitor' });
@@ -310,9 +406,54 @@ async function inBrowser(): Promise<Record<string, number>> {
         (gen) => (globalThis as unknown as InPage).seen![String(gen)],
         generation,
       );
-      latencies.push(shown - completedAt.get(generation)!);
+      const completed = completedAt.get(generation)!;
+      latencies.push(shown - completed);
+      const arrived = await page.evaluate(
+        (gen) => (globalThis as unknown as InPage).arrived![String(gen)],
+        generation,
+      );
+      const wrote = written.get(generation) ?? Number.NaN;
+      breakdowns.push({
+        generation,
+        serverMs: wrote - completed,
+        transportMs: arrived - wrote,
+        pageMs: shown - arrived,
+        totalMs: shown - completed,
+        serverGcMs: overlapMs(gcPauses, completed, shown),
+        pageLongTaskMs: 0,
+      });
     }
     await visitor?.close();
+    const metricsAfter = await pageMetrics();
+    const pageSeconds: Record<string, number> = {};
+    for (const name of [
+      'TaskDuration',
+      'ScriptDuration',
+      'LayoutDuration',
+      'RecalcStyleDuration',
+      'LayoutCount',
+    ]) {
+      pageSeconds[name] = Number(((metricsAfter.get(name) ?? 0) - (metricsBefore.get(name) ?? 0)).toFixed(3));
+    }
+    console.log(`page main thread during the rebalances: ${JSON.stringify(pageSeconds)}`);
+    await cdp.detach();
+    gcObserver.disconnect();
+    ServerResponse.prototype.write = write;
+    const longTasks = await page.evaluate(() => (globalThis as unknown as InPage).longTasks!);
+    for (const [i, b] of breakdowns.entries()) {
+      const completed = completedAt.get(b.generation)!;
+      breakdowns[i] = { ...b, pageLongTaskMs: overlapMs(longTasks, completed, completed + b.totalMs) };
+    }
+    const stage = (key: keyof Breakdown): string => {
+      const values = breakdowns.map((b) => b[key]).sort((a, b) => a - b);
+      return `${key} median ${percentile(values, 50)} p99 ${percentile(values, 99)}`;
+    };
+    console.log(
+      `stages: ${(['serverMs', 'transportMs', 'pageMs', 'serverGcMs', 'pageLongTaskMs'] as const).map(stage).join('; ')}`,
+    );
+    console.log('slowest 5:');
+    for (const b of [...breakdowns].sort((x, y) => y.totalMs - x.totalMs).slice(0, 5))
+      console.log(`  ${JSON.stringify(b)}`);
     latencies.sort((a, b) => a - b);
     console.log(
       `rebalance completed → shown: ${latencies.length} rebalances, median ${percentile(latencies, 50)} ms, ` +
@@ -324,6 +465,8 @@ async function inBrowser(): Promise<Record<string, number>> {
       rebalanceToPageMedianMs: percentile(latencies, 50),
       rebalanceToPageP99Ms: percentile(latencies, 99),
       rebalances: latencies.length,
+      pageLayoutSecondsDuringRebalances: pageSeconds.LayoutDuration,
+      pageTaskSecondsDuringRebalances: pageSeconds.TaskDuration,
     };
   } finally {
     await Promise.all(clients.map((c) => c.close()));

@@ -5,6 +5,7 @@ import { parseListenAddress } from '../config';
 import type { Time } from '../time';
 import { loadAdminPageAssets, type AdminPageAsset } from './admin-page-assets';
 import { AUTHORIZATION_METADATA_KEY, type BearerTokenCheck } from './bearer-token-interceptor';
+import type { ClusterBoard } from './cluster-board';
 import type { GroupBoard } from './group-board';
 import { PageStream } from './page-stream';
 import type { WatchLimits } from './watch-groups';
@@ -29,9 +30,11 @@ export interface AdminServerOptions {
   readonly page?: AdminPageOptions;
 }
 
-/** What the live page needs: the groups' model, and how far a page may fall behind. */
+/** What the live page needs: the groups' and the cluster's models, and how far a page may fall behind. */
 export interface AdminPageOptions {
   readonly board: GroupBoard;
+  /** The Cluster panel's model; without it the page shows no cluster panel. */
+  readonly cluster?: ClusterBoard;
   readonly limits: WatchLimits;
   readonly time: Time;
   /** A page was dropped for falling behind (for the log and a metric). */
@@ -76,7 +79,7 @@ function authorizationHeaders(request: IncomingMessage): string[] {
  * - `GET /readyz`: 200 while the server serves, 503 with the reason while it starts, loads group state
  *   or shuts down (a readiness probe: take the pod out of rotation, do not restart it);
  * - `GET /metrics`: every metric of the server, in the Prometheus text format;
- * - `GET /` and `/assets/*`: the live page of groups, rebalances and lag (docs/live-page.md);
+ * - `GET /` and `/assets/*`: the live page of groups, rebalances, lag and the cluster (docs/live-page.md);
  * - `GET /api/stream`: the page's data, as Server-Sent Events (page-stream.ts).
  *
  * HEAD works wherever GET does (the stream excepted); other methods get 405, other paths 404. With a bearer
@@ -168,7 +171,15 @@ export class AdminServer {
         });
         this.streams.add(stream);
         response.on('close', () => this.streams.delete(stream));
-        stream.open((listener) => page.board.open(listener));
+        stream.open((listener) => {
+          const leaveGroups = page.board.open(listener);
+          if (leaveGroups === undefined) return undefined;
+          const leaveCluster = page.cluster?.open(listener);
+          return () => {
+            leaveGroups();
+            leaveCluster?.();
+          };
+        });
         return;
       }
       case '/healthz':

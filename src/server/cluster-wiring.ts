@@ -34,6 +34,11 @@ export interface ClusterWiringOptions {
   readonly logger: Logger;
   /** Called when the node's readiness may have changed (registered, first view applied, session lost). */
   readonly onReadinessChange?: () => void;
+  /**
+   * Called right after each cluster view is applied to the log layer, and after the session is lost
+   * (the live page's cluster panel reads the view again). Must be cheap: it runs inside the change.
+   */
+  readonly onViewApplied?: () => void;
   /** The metadata store; an EtcdMetadataStore on `config.etcdEndpoints` by default (tests give a fake). */
   readonly store?: MetadataStore;
 }
@@ -55,6 +60,7 @@ export class ClusterWiring {
   private readonly time: Time;
   private readonly logger: Logger;
   private readonly onReadinessChange: () => void;
+  private readonly onViewApplied: () => void;
   private readonly store: MetadataStore;
   private readonly timer: SystemTimer;
   private node: ClusterNode | undefined;
@@ -65,6 +71,7 @@ export class ClusterWiring {
     this.time = options.time;
     this.logger = options.logger.child({ clusterId: config.clusterId, nodeId: config.nodeId });
     this.onReadinessChange = options.onReadinessChange ?? (() => undefined);
+    this.onViewApplied = options.onViewApplied ?? (() => undefined);
     this.store =
       options.store ?? new EtcdMetadataStore({ endpoints: config.etcdEndpoints, time: options.time });
     this.timer = new SystemTimer({ name: 'cluster', time: options.time });
@@ -89,6 +96,7 @@ export class ClusterWiring {
     if (this.node !== undefined) throw new Error('ClusterWiring.start: already started');
     if (this.closing !== undefined) return;
     const advertisedAddress = this.advertisedAddressOf(bound);
+    const onViewApplied = this.onViewApplied;
     const node = new ClusterNode({
       store: this.store,
       time: this.time,
@@ -96,7 +104,17 @@ export class ClusterWiring {
       clusterId: this.config.clusterId,
       nodeId: this.config.nodeId,
       advertisedAddress,
-      target,
+      // The target as is, told afterwards that its view moved.
+      target: {
+        applyClusterMetadata: (update) => {
+          target.applyClusterMetadata(update);
+          onViewApplied();
+        },
+        resignLeadership: () => {
+          target.resignLeadership();
+          onViewApplied();
+        },
+      },
       sessionTimeoutMs: this.config.nodeSessionTimeoutMs,
       uncleanLeaderElection: this.config.uncleanLeaderElection,
       onError: (error) => this.logger.warn({ err: error }, 'cluster: a metadata store call failed; retrying'),
@@ -124,6 +142,11 @@ export class ClusterWiring {
     );
     node.on('leadershipChanged', (change) => this.logLeadership(change));
     node.start();
+  }
+
+  /** The controller's node id as this node's last cluster view names it (NO_LEADER_ID: none); undefined before. */
+  get controllerId(): number | undefined {
+    return this.node?.metadata?.controllerId;
   }
 
   /** Why the node is not ready, or undefined once registered with its view applied. */

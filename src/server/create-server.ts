@@ -23,6 +23,7 @@ import { bearerTokenInterceptor, keepEveryAuthorizationHeader } from './bearer-t
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
+import { ClusterBoard } from './cluster-board';
 import { ClusterWiring } from './cluster-wiring';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
@@ -283,7 +284,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const cluster =
     config.etcdEndpoints.length === 0
       ? undefined
-      : new ClusterWiring(config, { time, logger, onReadinessChange: () => refreshWholeServerHealth() });
+      : new ClusterWiring(config, {
+          time,
+          logger,
+          onReadinessChange: () => refreshWholeServerHealth(),
+          onViewApplied: () => clusterBoard?.changed(),
+        });
   const replicaManager = new ReplicaManager(brokerConfigOf(config), {
     time,
     recovery,
@@ -291,6 +297,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       onIsrChange: (topic, partition, isr, previousIsr) => {
         logger.info({ topic, partition, isr, previousIsr }, 'ISR changed');
         metrics.logListener.onIsrChange(topic, partition, isr, previousIsr);
+        clusterBoard?.changed();
       },
       onError: (error, what) => logger.error({ err: error }, what),
     },
@@ -458,6 +465,18 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
                 },
           time,
         });
+  // The page's Cluster panel: this node's own view (its Metadata, its cluster view's controller), read
+  // after each change while a page is open; never etcd.
+  const clusterBoard =
+    board === undefined
+      ? undefined
+      : new ClusterBoard({
+          localNodeId: config.nodeId,
+          metadata: () => replicaManager.metadata({ topics: [] }),
+          ...(cluster === undefined ? {} : { controllerId: () => cluster.controllerId }),
+          time,
+          onError: (error) => logger.warn({ err: error }, 'the live page could not read the cluster view'),
+        });
   const admin =
     adminListen === undefined
       ? undefined
@@ -468,7 +487,16 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           contentType: metrics.contentType,
           logger,
           ...(security.tokenCheck === undefined ? {} : { tokenCheck: security.tokenCheck }),
-          ...(board === undefined ? {} : { page: { board, limits: groupWatches.limits, time } }),
+          ...(board === undefined
+            ? {}
+            : {
+                page: {
+                  board,
+                  ...(clusterBoard === undefined ? {} : { cluster: clusterBoard }),
+                  limits: groupWatches.limits,
+                  time,
+                },
+              }),
         });
 
   let phase: ServerPhase = 'new';
@@ -680,6 +708,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       heartbeatStreams.endAll();
       groupWatches.endAll();
       board?.close();
+      clusterBoard?.close();
       // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
       replicaManager.shutdown();
       void fetcher?.stop();

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Time } from '../time';
+import type { ClusterListener, ClusterView } from './cluster-board';
 import { CoalescingQueue } from './coalescing-queue';
 import type { BoardGroup, BoardListener } from './group-board';
 import type { WatchLimits } from './watch-groups';
@@ -44,11 +45,15 @@ interface PendingFrame {
  * `event: dropped` frame saying why (the page shows it and reconnects for a fresh snapshot).
  *
  * Frames: `group` (a group's view, on each change and for each group on open), `lag` (a group's view
- * after its lag changed, at most once a second), `gone` (the group was deleted or expired), `tick` (the
- * server's clock, once a second: the page shows the stream is alive) and `dropped`.
+ * after its lag changed, at most once a second), `gone` (the group was deleted or expired), `cluster`
+ * (the cluster panel's whole view, cluster-board.ts: on open and after each change; one waits at most,
+ * the latest, written after the groups' frames of the same turn), `tick` (the server's clock, once a
+ * second: the page shows the stream is alive) and `dropped`.
  */
-export class PageStream implements BoardListener {
+export class PageStream implements BoardListener, ClusterListener {
   private readonly queue = new CoalescingQueue<PendingFrame>();
+  /** The latest cluster view not yet written: it replaces any older one. */
+  private pendingCluster: ClusterView | undefined;
   private blockedSinceMs: number | undefined;
   private isFlushScheduled = false;
   private leave: (() => void) | undefined;
@@ -66,8 +71,8 @@ export class PageStream implements BoardListener {
     return this.queue.size;
   }
 
-  /** Starts the stream; `join` adds this page to the board and returns how it leaves. */
-  open(join: (listener: BoardListener) => (() => void) | undefined): void {
+  /** Starts the stream; `join` adds this page to the boards and returns how it leaves. */
+  open(join: (listener: BoardListener & ClusterListener) => (() => void) | undefined): void {
     this.response.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -95,6 +100,12 @@ export class PageStream implements BoardListener {
     this.send(groupId, { event: 'gone', data: { groupId, reason, atMs } });
   }
 
+  onCluster(view: ClusterView): void {
+    if (this.isEnded) return;
+    this.pendingCluster = view;
+    this.scheduleFlush();
+  }
+
   onTick(nowMs: number): void {
     if (this.isEnded) return;
     // A page that reads nothing is dropped after maxLagMs even when no group changes.
@@ -108,12 +119,17 @@ export class PageStream implements BoardListener {
     this.isEnded = true;
     this.leave?.();
     this.queue.clear();
+    this.pendingCluster = undefined;
     if (!this.response.writableEnded) this.response.end();
   }
 
   private send(groupId: string, frame: PendingFrame): void {
     if (this.isEnded) return;
     this.queue.put(groupId, frame);
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
     if (this.blockedSinceMs !== undefined) this.checkLimits();
     else if (!this.isFlushScheduled) {
       this.isFlushScheduled = true;
@@ -137,12 +153,15 @@ export class PageStream implements BoardListener {
     if (!this.response.write(frame)) this.blockedSinceMs = this.time.monotonicMs();
   }
 
-  /** Writes every waiting frame, oldest group first, in one write. */
+  /** Writes every waiting frame, oldest group first, then the cluster's, in one write. */
   private flush(): void {
-    if (this.isEnded || this.blockedSinceMs !== undefined || this.queue.size === 0) return;
+    if (this.isEnded || this.blockedSinceMs !== undefined) return;
+    if (this.queue.size === 0 && this.pendingCluster === undefined) return;
     let chunk = '';
     for (let frame = this.queue.shift(); frame !== undefined; frame = this.queue.shift())
       chunk += sharedFrame(frame.event, frame.data);
+    if (this.pendingCluster !== undefined) chunk += sharedFrame('cluster', this.pendingCluster);
+    this.pendingCluster = undefined;
     this.write(chunk);
   }
 
@@ -156,6 +175,7 @@ export class PageStream implements BoardListener {
     this.isEnded = true;
     this.leave?.();
     this.queue.clear();
+    this.pendingCluster = undefined;
     // The last frame waits behind what the page has not read; a page that never reads is cut.
     this.response.socket?.setTimeout(DROPPED_SOCKET_TIMEOUT_MS, () => this.response.socket?.destroy());
     this.response.end(sseFrame('dropped', { message: `${message}: reload the page` }));

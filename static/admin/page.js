@@ -1,7 +1,8 @@
-// The admin page of cohort: groups, rebalances and lag, live. Plain browser JavaScript, no build step.
-// Everything it shows arrives over one stream (GET /api/stream, Server-Sent Events read with fetch so the
-// bearer token can ride in an Authorization header). Client data (group ids, client ids, hosts) only ever
-// becomes text: the page builds nodes with textContent and never assigns markup.
+// The admin page of cohort: groups, rebalances, lag and the cluster, live. Plain browser JavaScript, no
+// build step. Everything it shows arrives over one stream (GET /api/stream, Server-Sent Events read with
+// fetch so the bearer token can ride in an Authorization header). Client data (group ids, client ids,
+// hosts, topic names) only ever becomes text: the page builds nodes with textContent and never assigns
+// markup.
 'use strict';
 
 (function () {
@@ -19,7 +20,11 @@
     skewMs: 0,
     renderPending: false,
     detailDirty: true,
+    clusterDirty: false,
+    problemsOnly: false,
   };
+  /** The server's view of the cluster (cluster-board.ts, ClusterView); null before the first. */
+  let cluster = null;
   let chart = null;
   let chartGroupId = null;
 
@@ -55,8 +60,17 @@
     return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m ago`;
   }
 
+  // One formatter for every timestamp: toLocaleTimeString builds a new one per call, which a timeline of
+  // 20 rebalances re-rendered on each change made the page's most expensive script.
+  const CLOCK_FORMAT = new Intl.DateTimeFormat([], {
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+    hour12: false,
+  });
+
   function clock(ms) {
-    return new Date(ms).toLocaleTimeString([], { hour12: false });
+    return CLOCK_FORMAT.format(ms);
   }
 
   function duration(ms) {
@@ -98,6 +112,8 @@
       renderGroups();
       if (state.detailDirty) renderDetail();
       state.detailDirty = false;
+      if (state.clusterDirty) renderCluster();
+      state.clusterDirty = false;
     });
   }
 
@@ -370,6 +386,143 @@
     else drawChart(group, chartBox);
   }
 
+  // ---- the cluster panel ------------------------------------------------------------------------
+
+  /** Node ids as text, each marked when it is out of the ISR or not live. */
+  function replicaList(ids, isr, live) {
+    if (ids.length === 0) return el('span', { class: 'muted' }, '—');
+    const parts = [];
+    ids.forEach((id, i) => {
+      if (i > 0) parts.push(', ');
+      const marks = [];
+      if (isr !== null && !isr.includes(id)) marks.push('out-of-sync');
+      if (!live.has(id)) marks.push('down');
+      parts.push(
+        el(
+          'span',
+          {
+            class: marks.length === 0 ? null : marks.join(' '),
+            title: marks.length === 0 ? null : marks.map((m) => m.replace(/-/g, ' ')).join(', '),
+          },
+          String(id),
+        ),
+      );
+    });
+    return el('span', null, ...parts);
+  }
+
+  function renderCluster() {
+    if (cluster === null) return;
+    const view = cluster;
+    const isSingle = view.mode === 'single-node';
+    const live = new Set(view.nodes.filter((n) => n.isLive).map((n) => n.nodeId));
+    $('cluster-mode').textContent = isSingle
+      ? 'single node'
+      : `${live.size} of ${view.nodes.length} nodes live, as node ${view.localNodeId} sees it`;
+    const controller = isSingle
+      ? 'none: one node'
+      : view.controllerId < 0
+        ? 'none'
+        : `node ${view.controllerId}`;
+    const cards = el(
+      'div',
+      { class: 'cards' },
+      card('Nodes live', `${live.size} / ${view.nodes.length}`, 'cluster-nodes'),
+      card('Controller', controller, 'cluster-controller'),
+      card('Partitions', String(view.partitionCount), 'cluster-partitions'),
+      card('Offline', String(view.offlineCount), 'cluster-offline'),
+      card('Under-replicated', String(view.underReplicatedCount), 'cluster-under-replicated'),
+    );
+    if (view.offlineCount > 0) cards.children[3].classList.add('bad');
+    if (view.underReplicatedCount > 0) cards.children[4].classList.add('warn');
+
+    const nodes = table(
+      [['Node', 'num'], ['Address'], ['Role'], ['Leads', 'num'], ['Status']],
+      view.nodes.map((n) =>
+        el(
+          'tr',
+          { 'data-node': String(n.nodeId), class: n.isLive ? null : 'down' },
+          el('td', { class: 'num' }, n.nodeId),
+          el('td', null, n.host === null ? '—' : `${n.host}:${n.port}`),
+          el(
+            'td',
+            { 'data-testid': 'node-role' },
+            n.isController ? el('span', { class: 'tag controller' }, 'controller') : null,
+            n.isLocal ? el('span', { class: 'tag local' }, 'this node') : null,
+          ),
+          el('td', { class: 'num' }, n.leaderCount),
+          el('td', { 'data-testid': 'node-status' }, n.isLive ? 'live' : 'not live'),
+        ),
+      ),
+      'nodes-table',
+    );
+
+    const rows = [];
+    for (const topic of view.topics) {
+      for (const p of topic.partitions) {
+        if (state.problemsOnly && !p.isOffline && !p.isUnderReplicated) continue;
+        const status = p.isOffline ? 'offline' : p.isUnderReplicated ? 'under-replicated' : 'ok';
+        rows.push(
+          el(
+            'tr',
+            {
+              'data-topic-partition': `${topic.name}/${p.partition}`,
+              class: status === 'ok' ? null : status,
+            },
+            el('td', { class: 'topic', title: topic.name }, topic.name),
+            el('td', { class: 'num' }, p.partition),
+            el(
+              'td',
+              { class: 'num', 'data-testid': 'partition-leader' },
+              p.isOffline ? 'none' : String(p.leaderId),
+            ),
+            el('td', { class: 'num', 'data-testid': 'partition-epoch' }, p.leaderEpoch),
+            el('td', { 'data-testid': 'partition-replicas' }, replicaList(p.replicas, p.isr, live)),
+            el('td', { 'data-testid': 'partition-isr' }, p.isr.join(', ') || '—'),
+            el(
+              'td',
+              { 'data-testid': 'partition-status' },
+              el('span', { class: `health ${status}` }, status),
+            ),
+          ),
+        );
+      }
+    }
+    const partitions =
+      rows.length === 0
+        ? el(
+            'p',
+            { class: 'empty' },
+            view.partitionCount === 0 ? 'No topics yet.' : 'Every partition has a leader and its full ISR.',
+          )
+        : el(
+            'div',
+            { class: 'scroll cluster-partitions' },
+            table(
+              [
+                ['Topic'],
+                ['Partition', 'num'],
+                ['Leader', 'num'],
+                ['Epoch', 'num'],
+                ['Replicas'],
+                ['ISR'],
+                ['Status'],
+              ],
+              rows,
+              'cluster-partitions-table',
+            ),
+          );
+    $('cluster-body').replaceChildren(
+      cards,
+      el(
+        'div',
+        { class: 'cluster-grid' },
+        el('div', null, el('h3', null, 'Nodes'), nodes),
+        el('div', null, el('h3', null, 'Partitions'), partitions),
+      ),
+    );
+  }
+
   function destroyChart() {
     if (chart !== null) chart.destroy();
     chart = null;
@@ -448,6 +601,10 @@
         groups.set(data.groupId, data);
         if (state.selected === null) state.selected = data.groupId;
         if (data.groupId === state.selected) state.detailDirty = true;
+        break;
+      case 'cluster':
+        cluster = data;
+        state.clusterDirty = true;
         break;
       case 'gone':
         groups.delete(data.groupId);
@@ -541,6 +698,11 @@
     $('token-input').value = '';
     $('token-form').hidden = true;
     connect();
+  });
+  $('cluster-problems').addEventListener('change', (event) => {
+    state.problemsOnly = event.target.checked;
+    state.clusterDirty = true;
+    scheduleRender();
   });
   $('filter').addEventListener('input', (event) => {
     state.filter = event.target.value;

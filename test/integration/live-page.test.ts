@@ -195,6 +195,42 @@ it('shows a three-member group with its assignment and lag, then a session expir
   await page.close();
 }, 60_000);
 
+it('shows this node in the Cluster panel as leader of every partition, and a topic created later, live', async () => {
+  t = await startTestServer({ nodeId: 7, adminListen: '127.0.0.1:0' });
+  const admin = client('cluster-admin').admin();
+  await admin.createTopics([{ name: TOPIC, numPartitions: PARTITIONS }]);
+
+  const page = await browser.newPage();
+  await page.goto(`${t.adminUrl}/`);
+  await page.waitForSelector(`#cluster tr[data-topic-partition="${TOPIC}/${PARTITIONS - 1}"]`);
+  expect(await textOf(page, '#cluster-mode')).toBe('single node');
+  expect(await textOf(page, '[data-testid=cluster-nodes]')).toBe('1 / 1');
+  expect(await textOf(page, '[data-testid=cluster-offline]')).toBe('0');
+  expect(await textOf(page, '[data-testid=cluster-under-replicated]')).toBe('0');
+  expect(await textOf(page, '#cluster tr[data-node="7"] td:nth-child(2)')).toBe(t.target);
+  expect(await textOf(page, '#cluster tr[data-node="7"] [data-testid=node-role]')).toBe('this node');
+  const rows = await page.$$eval('#cluster [data-topic-partition]', (trs) =>
+    trs.map((tr) =>
+      ['partition-leader', 'partition-epoch', 'partition-replicas', 'partition-isr', 'partition-status'].map(
+        (id) => tr.querySelector(`[data-testid=${id}]`)?.textContent,
+      ),
+    ),
+  );
+  expect(rows).toEqual(Array.from({ length: PARTITIONS }, () => ['7', '0', '7', '7', 'ok']));
+  await page.evaluate(() => ((globalThis as unknown as InPage).notReloaded = true));
+
+  // A topic created while the page is open reaches it without a reload (read again within a second).
+  await admin.createTopics([{ name: 'payments', numPartitions: 2 }]);
+  await waitForText(
+    page,
+    '#cluster tr[data-topic-partition="payments/1"] [data-testid=partition-leader]',
+    '7',
+  );
+  await waitForText(page, '[data-testid=cluster-partitions]', String(PARTITIONS + 2));
+  expect(await page.evaluate(() => (globalThis as unknown as InPage).notReloaded)).toBe(true);
+  await page.close();
+}, 30_000);
+
 it('shows a group id holding markup as text, never running it', async () => {
   t = await startTestServer({ groupInitialRebalanceDelayMs: 0, adminListen: '127.0.0.1:0' });
   const groupId = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">';

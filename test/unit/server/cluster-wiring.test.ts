@@ -197,6 +197,32 @@ describe('ClusterWiring', () => {
     expect(target.lastUpdate?.partitions).toHaveLength(50);
   });
 
+  it('tells onViewApplied after each view applied and the session lost, and names the controller', async () => {
+    // How many calls the log layer had when each callback ran: every call, and each before it is told.
+    const told: number[] = [];
+    const unused = wiring;
+    const own = etcd.connect();
+    wiring = new ClusterWiring(config, {
+      time,
+      logger: log.logger,
+      store: own,
+      onViewApplied: () => told.push(target.calls.length),
+    });
+    await unused.close();
+    expect(wiring.controllerId).toBeUndefined();
+    wiring.start(target, { host: '127.0.0.1', port: 7074 });
+    await advance(500);
+    expect(wiring.controllerId).toBe(4);
+    await wiring.createTopics({ topics: [{ name: 'orders', numPartitions: 1, replicationFactor: 1 }] });
+    await advance(500);
+    expect(target.partition('orders')?.leader).toBe(4);
+    own.partition();
+    await advance(11_000);
+    expect(target.calls.map((c) => c.kind)).toContain('resign');
+    own.heal();
+    expect(told).toEqual(target.calls.map((_, i) => i + 1));
+  });
+
   it('fails ISR proposals before it has started, without a request', async () => {
     const revision = etcd.revision;
     const result = await wiring.isrChangeProposer.proposeIsr('t', 0, 0, 1, [4]);

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
+import type { ClusterView } from '../../../src/server/cluster-board';
 import type { BoardGroup, BoardListener } from '../../../src/server/group-board';
 import { PageStream } from '../../../src/server/page-stream';
 import { ManualTime } from '../../../src/time';
@@ -75,6 +76,32 @@ describe('PageStream', () => {
     stream.onTick(7);
     expect(response.status).toBe(200);
     expect(response.events()).toEqual(['hello', 'group', 'group', 'tick']);
+  });
+
+  it("writes the cluster's latest view after the groups' frames of the turn, and holds one while the page is slow", async () => {
+    const cluster = (partitionCount: number): ClusterView => ({ partitionCount }) as ClusterView;
+    stream.onCluster(cluster(1));
+    stream.onGroup(view('a', 1));
+    stream.onCluster(cluster(2));
+    await nextTurn();
+    expect(response.written).toHaveLength(2);
+    expect(response.frames().slice(1)).toEqual([
+      'event: group\ndata: {"groupId":"a","generationId":1}\n\n',
+      'event: cluster\ndata: {"partitionCount":2}\n\n',
+    ]);
+    // This write fills the buffer: the views after it wait.
+    response.isFull = true;
+    stream.onCluster(cluster(3));
+    await nextTurn();
+    for (let count = 4; count <= 9; count++) stream.onCluster(cluster(count));
+    await nextTurn();
+    // Blocked: nothing more written, and only the latest view waits (no group counts against the limit).
+    expect(response.frames().slice(4)).toEqual([]);
+    expect(stream.pendingFrames).toBe(0);
+    expect(dropped).toEqual([]);
+    response.isFull = false;
+    response.emit('drain');
+    expect(response.frames().slice(4)).toEqual(['event: cluster\ndata: {"partitionCount":9}\n\n']);
   });
 
   it('keeps only the latest frame of each group while the page is slow, and sends them on drain', async () => {

@@ -34,7 +34,7 @@ EXPOSE 7070 7071
 # The bundled probe asks the admin listener's /readyz where COHORT_ADMIN_LISTEN says it listens (loopback
 # inside the container by default): plain HTTP, so it works whatever TLS, mutual TLS, certificate names
 # and tokens the gRPC listener has. It exits 0 only when ready (not while group state loads, nor while
-# draining, nor while a follower cannot reach its leader). With COHORT_ADMIN_LISTEN=off it asks the gRPC
+# draining, nor while a cluster node is not registered in etcd). With COHORT_ADMIN_LISTEN=off it asks the gRPC
 # health service where COHORT_LISTEN says instead (mutual TLS then needs a HEALTHCHECK with --tls-cert).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "dist/src/health-probe.js", "--readyz", "--timeout-ms", "4000"]

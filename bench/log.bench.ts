@@ -15,14 +15,14 @@
  *    scripts/register-typescript.js, not ts-node, which would slow both servers.
  * 2. Produce throughput, acks=1, 1 KB records, fsync before every acknowledgement (the default flush
  *    policy): 32 requests in flight for a few seconds, with 1 and with 100 records per request.
- * 3. acks=-1 latency with two followers (child processes on loopback) against acks=1 on the same
- *    three-replica topic, one request in flight, the two kinds alternating.
- * 4. Restart (bench/log-restart.ts): spawn → ready of a server on a data directory holding 1,000,000
+ * 3. Restart (bench/log-restart.ts): spawn → ready of a server on a data directory holding 1,000,000
  *    committed offsets in 10,000 groups and 1 GiB of log, after a clean stop and after kill -9, against the
  *    same server's start on an empty directory and a plain read of every byte of the directory.
  *
- * Run with `npm run bench:log` (`--quick` for fewer rounds; `--only=wake,throughput,latency,restart` runs
- * the sections named, all four by default, e.g. `npm run bench:log -- --only=restart`). The last line of
+ * acks=-1 against acks=1 on a three-replica topic needs a cluster: bench:cluster measures it.
+ *
+ * Run with `npm run bench:log` (`--quick` for fewer rounds; `--only=wake,throughput,restart` runs
+ * the sections named, all three by default, e.g. `npm run bench:log -- --only=restart`). The last line of
  * output is a JSON object of the figures: keys carry their unit, ratios have "ratio" in their key; the
  * restart section's figures sit under `restart`. BENCH_CHILD_NODE_FLAGS adds Node flags to the server
  * children (experiments: `--cpu-prof`, `-r ./probe.js`).
@@ -44,7 +44,7 @@ import { line, printFigures, round, table, verdict } from './support/report';
 import { percentileOfSorted } from './support/stats';
 
 const QUICK = process.argv.includes('--quick');
-const SECTIONS = ['wake', 'throughput', 'latency', 'restart'] as const;
+const SECTIONS = ['wake', 'throughput', 'restart'] as const;
 type Section = (typeof SECTIONS)[number];
 const RESTART_ROUNDS = QUICK ? 1 : 3;
 const REPO_ROOT = path.join(__dirname, '..');
@@ -79,7 +79,6 @@ const WAKE_CASE_WARMUP_ROUNDS = 3;
 const PARK_SETTLE_MS = (parked: number): number => 30 + Math.ceil(parked / 10);
 const THROUGHPUT_SECONDS = QUICK ? 1 : 3;
 const THROUGHPUT_IN_FLIGHT = 32;
-const LATENCY_ITERATIONS = QUICK ? 100 : 500;
 const RECORD_1KB = Buffer.alloc(1_024, 'x');
 const RECORD_100B = Buffer.alloc(100, 'w');
 
@@ -97,8 +96,6 @@ interface Child {
 }
 
 /** Starts a child and resolves once it printed a JSON line with its port (`port` or `"cohort listening"`). */
-const BENCH_CLUSTER_SECRET = 'bench-only-cluster-secret-Vw3Kp9Xr2Lq7Tz5N';
-
 function startChild(args: readonly string[], name: string): Promise<Child> {
   // Not ts-node: it loads Node's REPL and with it `domain`, which slows every EventEmitter of the servers
   // under test (see scripts/register-typescript.js); a compiled cohort never loads it.
@@ -106,8 +103,6 @@ function startChild(args: readonly string[], name: string): Promise<Child> {
   const child = spawn(process.execPath, ['-r', TRANSPILE_HOOK, ...extraFlags, ...args], {
     cwd: REPO_ROOT,
     stdio: ['pipe', 'pipe', 'inherit'],
-    // The leader and its followers share the secret replication needs (a fixed one: this is a bench).
-    env: { ...process.env, COHORT_CLUSTER_SECRET: BENCH_CLUSTER_SECRET },
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it listened`)));
@@ -138,9 +133,9 @@ function startChild(args: readonly string[], name: string): Promise<Child> {
   });
 }
 
-function cohortArgs(dataDir: string, extra: readonly string[]): string[] {
-  // The admin listener is off: three servers on one machine would otherwise all want port 7071.
-  return ['src/main.ts', '--listen', '127.0.0.1:0', '--admin-listen', 'off', '--data-dir', dataDir, ...extra];
+function cohortArgs(dataDir: string): string[] {
+  // The admin listener is off: a cohort already running on the machine may hold port 7071.
+  return ['src/main.ts', '--listen', '127.0.0.1:0', '--admin-listen', 'off', '--data-dir', dataDir];
 }
 
 function unary(client: Client, method: string): (request: unknown) => Promise<unknown> {
@@ -410,45 +405,6 @@ async function benchThroughput(port: number): Promise<Record<string, number>> {
   return figures;
 }
 
-// --- 3. acks=-1 with two followers ---
-
-async function benchReplicatedLatency(port: number): Promise<Record<string, number>> {
-  line('');
-  line(
-    '3. Produce latency on a 3-replica topic (leader + 2 followers on loopback), one request in flight (ms)',
-  );
-  const client = brokerClient(port, false);
-  const samples = { one: [] as number[], all: [] as number[] };
-  // Warm-up: the first acks=-1 also waits for both followers to learn the topic.
-  for (let i = 0; i < 20; i++) {
-    checkProduced(await client.produce(produceRequest('replicated', -1, 1, RECORD_1KB)));
-  }
-  for (let i = 0; i < LATENCY_ITERATIONS; i++) {
-    for (const acks of i % 2 === 0 ? [1, -1] : [-1, 1]) {
-      const start = performance.now();
-      checkProduced(await client.produce(produceRequest('replicated', acks, 1, RECORD_1KB)));
-      (acks === 1 ? samples.one : samples.all).push(performance.now() - start);
-    }
-  }
-  client.client.close();
-  const one = percentiles(samples.one);
-  const all = percentiles(samples.all);
-  table([
-    ['acks', 'p50', 'p99'],
-    ['1', one.p50, one.p99],
-    ['-1', all.p50, all.p99],
-    ['ratio', all.p50 / one.p50, all.p99 / one.p99],
-  ]);
-  return {
-    produce_rf3_acks1_p50_ms: round(one.p50, 3),
-    produce_rf3_acks1_p99_ms: round(one.p99, 3),
-    produce_rf3_acks_all_p50_ms: round(all.p50, 3),
-    produce_rf3_acks_all_p99_ms: round(all.p99, 3),
-    produce_rf3_acks_all_vs_acks1_p50_ratio: round(all.p50 / one.p50, 2),
-    produce_rf3_acks_all_vs_acks1_p99_ratio: round(all.p99 / one.p99, 2),
-  };
-}
-
 /** The sections `--only=a,b` names (every section without it); throws on a name it does not know. */
 function selectedSections(argv: readonly string[]): ReadonlySet<Section> {
   if (argv.includes('--only')) throw new Error('--only takes its list after "=": --only=restart');
@@ -477,18 +433,14 @@ async function main(): Promise<void> {
   const children: Child[] = [];
   let figures: Record<string, unknown> = {};
   try {
-    if (sections.has('wake') || sections.has('throughput') || sections.has('latency')) {
-      const leader = await startChild(
-        cohortArgs(path.join(root, 'leader'), ['--node-id', '0', '--followers', '1,2']),
-        'leader',
-      );
+    if (sections.has('wake') || sections.has('throughput')) {
+      const leader = await startChild(cohortArgs(path.join(root, 'leader')), 'leader');
       children.push(leader);
       const admin = brokerClient(leader.port, false);
       await admin.createTopics({
         topics: [
           { name: 'wake', numPartitions: 1, replicationFactor: 1 },
           { name: 'throughput', numPartitions: 1, replicationFactor: 1 },
-          { name: 'replicated', numPartitions: 1, replicationFactor: 3 },
         ],
       });
       admin.client.close();
@@ -505,22 +457,6 @@ async function main(): Promise<void> {
         }
       }
       if (sections.has('throughput')) figures = { ...figures, ...(await benchThroughput(leader.port)) };
-      if (sections.has('latency')) {
-        for (const nodeId of [1, 2]) {
-          children.push(
-            await startChild(
-              cohortArgs(path.join(root, `follower-${nodeId}`), [
-                '--node-id',
-                String(nodeId),
-                '--replica-of',
-                `127.0.0.1:${leader.port}`,
-              ]),
-              `follower-${nodeId}`,
-            ),
-          );
-        }
-        figures = { ...figures, ...(await benchReplicatedLatency(leader.port)) };
-      }
     }
     // The other sections' servers stop first: the restarts are timed on a machine with nothing else of ours.
     for (const child of children.splice(0).reverse()) await child.stop();

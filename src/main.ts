@@ -22,7 +22,7 @@ const EXIT_FAILURE = 1;
 const EXIT_BAD_CONFIG = 2;
 
 async function main(): Promise<void> {
-  // A follower dials its leader's --replica-of address, often an IP address, over TLS.
+  // A follower dials its leader's advertised address, often an IP address, over TLS.
   ignoreIpServerNameWarning();
   const loaded = loadConfig(process.argv.slice(2), process.env);
   if ('help' in loaded) {

@@ -84,10 +84,6 @@ export interface CohortConfig {
   readonly nodeSessionTimeoutMs: number;
   /** Elect a live replica outside the ISR when no in-sync one is alive (losing what it lacks). */
   readonly uncleanLeaderElection: boolean;
-  /** HOST:PORT of the leader this process follows; '' = this process is a leader. */
-  readonly replicaOf: string;
-  /** Node ids of the leader's followers, in the order partitions take them as replicas. */
-  readonly followers: readonly number[];
   readonly minInsyncReplicas: number;
   readonly replicaLagTimeMaxMs: number;
   /** -1 = never by time. */

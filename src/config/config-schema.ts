@@ -39,7 +39,6 @@ import {
   DEFAULT_LOG_LEVEL,
   DEFAULT_MANUAL_CLOCK,
   DEFAULT_OFFSET_METADATA_MAX_BYTES,
-  DEFAULT_FOLLOWERS,
   DEFAULT_LOG_FLUSH_INTERVAL_MS,
   DEFAULT_LOG_FLUSH_MESSAGES,
   DEFAULT_LOG_RETENTION_BYTES,
@@ -55,23 +54,19 @@ import {
   MIN_NODE_SESSION_TIMEOUT_MS,
   DEFAULT_UNCLEAN_LEADER_ELECTION,
   DEFAULT_REPLICA_LAG_TIME_MAX_MS,
-  DEFAULT_REPLICA_OF,
   INT32_MAX,
   MIN_LOG_SEGMENT_BYTES,
 } from './defaults';
 
 /**
  * How a setting's text (flag or env value) is read. `address` is HOST:PORT or `unix:PATH`; `adminAddress`
- * HOST:PORT or `off`; `peer` an address to connect to, or '' for none; `nodeIds` a comma-separated list of
- * distinct node ids, '' for none; `file` a file to read at start-up, or '' for none; `secret` a value that
+ * HOST:PORT or `off`; `file` a file to read at start-up, or '' for none; `secret` a value that
  * no message, help text or log ever shows; `urls` comma-separated etcd client URLs, '' for none; `name` a
  * cluster name (letters, digits, `.`, `_`, `-`); `advertisedAddress` HOST:PORT others connect to, or ''.
  */
 export type SettingKind =
   | 'address'
   | 'adminAddress'
-  | 'peer'
-  | 'nodeIds'
   | 'urls'
   | 'name'
   | 'advertisedAddress'
@@ -201,7 +196,7 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     description:
       'File holding the cluster secret, read at start-up (a trailing newline is ignored): nodes prove who ' +
       'they are to each other with it, so that only a node replicates. Must differ from the bearer token. ' +
-      'Needed by --followers and --replica-of.',
+      'Needed by --etcd-endpoints.',
   }),
   clusterSecret: setting('clusterSecret', {
     kind: 'secret',
@@ -471,22 +466,6 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     description:
       'When no in-sync replica of a partition is alive, elect a live out-of-sync one (losing the records ' +
       'it lacks) instead of leaving the partition offline.',
-  }),
-  replicaOf: setting('replicaOf', {
-    kind: 'peer',
-    valueName: 'HOST:PORT',
-    defaultValue: DEFAULT_REPLICA_OF,
-    description:
-      'Run as a follower of the leader at HOST:PORT: replicate every partition that lists this node id ' +
-      'as a replica, by long-poll Fetch. Empty (the default) runs a leader.',
-  }),
-  followers: setting('followers', {
-    kind: 'nodeIds',
-    valueName: 'ID[,ID...]',
-    defaultValue: DEFAULT_FOLLOWERS,
-    description:
-      "The leader's followers: a partition's replicas are the leader and the first replication_factor - 1 " +
-      'of these. Only for a leader.',
   }),
   minInsyncReplicas: setting('minInsyncReplicas', {
     kind: 'integer',

@@ -2,6 +2,7 @@ import type { CohortConfig, ConfigKey } from './cohort-config';
 import { CONFIG_SETTINGS } from './config-schema';
 import { ADMIN_LISTEN_OFF } from './defaults';
 import { InvalidConfigError } from './invalid-config-error';
+import { REMOVED_SETTINGS, removedSettingProblem } from './removed-settings';
 import type { ConfigSource } from './validate-config';
 import { validateConfig } from './validate-config';
 
@@ -31,7 +32,10 @@ export function createConfig(overrides: Partial<CohortConfig> = {}): CohortConfi
   }
   const problems = Object.keys(overrides)
     .filter((key) => !CONFIG_SETTINGS.some((s) => s.key === key))
-    .map((key) => `unknown setting ${key}`);
+    .map((key) => {
+      const removed = REMOVED_SETTINGS.find((s) => s.key === key);
+      return removed === undefined ? `unknown setting ${key}` : removedSettingProblem(removed, key);
+    });
   const validated = validateConfig(candidate, sources);
   if (validated.errors !== undefined) problems.push(...validated.errors);
   if (problems.length > 0 || validated.config === undefined) throw new InvalidConfigError(problems);

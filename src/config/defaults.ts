@@ -110,10 +110,6 @@ export const DEFAULT_NODE_SESSION_TIMEOUT_MS = 10_000;
 export const MIN_NODE_SESSION_TIMEOUT_MS = 2_000;
 /** unclean.leader.election.enable */
 export const DEFAULT_UNCLEAN_LEADER_ELECTION = false;
-/** Not a follower. */
-export const DEFAULT_REPLICA_OF = '';
-/** No followers: every partition has one replica. */
-export const DEFAULT_FOLLOWERS: readonly number[] = Object.freeze([]);
 /** min.insync.replicas */
 export const DEFAULT_MIN_INSYNC_REPLICAS = 1;
 /** replica.lag.time.max.ms */

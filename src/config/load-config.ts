@@ -3,6 +3,7 @@ import type { SettingSpec } from './config-schema';
 import { CONFIG_SETTINGS } from './config-schema';
 import { helpText } from './help-text';
 import { parseSetting } from './parse-setting';
+import { REMOVED_SETTINGS, removedSettingProblem } from './removed-settings';
 import type { ConfigSource } from './validate-config';
 import { validateConfig } from './validate-config';
 
@@ -19,6 +20,8 @@ const ENV_ONLY_BY_FLAG = new Map<string, SettingSpec>(
   CONFIG_SETTINGS.filter((s) => s.isEnvOnly === true).map((s) => [s.flag, s]),
 );
 const BY_ENV = new Map<string, SettingSpec>(CONFIG_SETTINGS.map((s) => [s.env, s]));
+const REMOVED_BY_FLAG = new Map(REMOVED_SETTINGS.map((s) => [s.flag, s]));
+const REMOVED_BY_ENV = new Map(REMOVED_SETTINGS.map((s) => [s.env, s]));
 /** ' or give --token-file' for `token`: the file setting of an environment-only secret, when it has one. */
 function fileAlternative(envOnly: SettingSpec): string {
   const file = CONFIG_SETTINGS.find((s) => s.key === `${envOnly.key}File` && s.kind === 'file');
@@ -62,7 +65,8 @@ function editDistance(a: string, b: string): number {
  * Flags: `--name value` or `--name=value`; a boolean flag alone means true (`--manual-clock`), or takes
  * `=true|false`. An empty environment variable counts as unset (orchestrators often pass `VAR=`).
  * Every problem is reported at once; unknown `COHORT_*` variables are warnings, not errors, because the
- * environment is shared with other programs.
+ * environment is shared with other programs. A removed setting (REMOVED_SETTINGS), as a flag or a
+ * non-empty variable, is an error that says what replaced it.
  */
 export function loadConfig(
   argv: readonly string[],
@@ -85,12 +89,15 @@ export function loadConfig(
     const flag = equals === -1 ? arg : arg.slice(0, equals);
     const spec = BY_FLAG.get(flag);
     const envOnly = ENV_ONLY_BY_FLAG.get(flag);
+    const removed = REMOVED_BY_FLAG.get(flag);
     if (spec === undefined) {
       errors.push(
         envOnly !== undefined
           ? `${flag} is not accepted on the command line, which every user of the machine can read; ` +
               `set ${envOnly.env} in the environment${fileAlternative(envOnly)}`
-          : `unknown flag ${flag}${suggest(flag, [...BY_FLAG.keys(), '--help'])}`,
+          : removed !== undefined
+            ? removedSettingProblem(removed, flag)
+            : `unknown flag ${flag}${suggest(flag, [...BY_FLAG.keys(), '--help'])}`,
       );
       // Its value, if it has one, is not a stray argument: one mistake, one message.
       if (equals === -1 && i + 1 < argv.length && !argv[i + 1].startsWith('--')) i++;
@@ -116,6 +123,12 @@ export function loadConfig(
   }
 
   for (const name of Object.keys(env)) {
+    const removed = REMOVED_BY_ENV.get(name);
+    if (removed !== undefined) {
+      // An error, not the warning of an unknown variable: the role it asked for would silently not be taken.
+      if (env[name] !== undefined && env[name] !== '') errors.push(removedSettingProblem(removed, name));
+      continue;
+    }
     if (name.startsWith('COHORT_') && !BY_ENV.has(name)) {
       warnings.push(`ignoring unknown environment variable ${name}${suggest(name, BY_ENV.keys())}`);
     }

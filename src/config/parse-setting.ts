@@ -26,15 +26,6 @@ export function parseSetting(spec: SettingSpec, text: string): ParsedSetting {
       if (!/^[+-]?\d+$/.test(trimmed)) return { ok: false, reason: `must be a whole number, got '${text}'` };
       return { ok: true, value: Number(trimmed) };
     }
-    case 'nodeIds': {
-      const trimmed = text.trim();
-      if (trimmed === '') return { ok: true, value: Object.freeze([]) };
-      const parts = trimmed.split(',').map((part) => part.trim());
-      if (!parts.every((part) => /^\d+$/.test(part))) {
-        return { ok: false, reason: `must be node ids separated by commas, e.g. 1,2; got '${text}'` };
-      }
-      return { ok: true, value: Object.freeze(parts.map(Number)) };
-    }
     case 'urls': {
       const trimmed = text.trim();
       if (trimmed === '') return { ok: true, value: Object.freeze([]) };
@@ -44,7 +35,6 @@ export function parseSetting(spec: SettingSpec, text: string): ParsedSetting {
     case 'adminAddress':
     case 'advertisedAddress':
     case 'name':
-    case 'peer':
     case 'path':
     case 'file':
     case 'secret':

@@ -2,7 +2,7 @@ import type { CohortConfig, ConfigKey } from './cohort-config';
 import { LOG_LEVELS } from './cohort-config';
 import type { SettingSpec } from './config-schema';
 import { CONFIG_SCHEMA, CONFIG_SETTINGS } from './config-schema';
-import { ADMIN_LISTEN_OFF, INT32_MAX, MIN_TOKEN_LENGTH } from './defaults';
+import { ADMIN_LISTEN_OFF, MIN_TOKEN_LENGTH } from './defaults';
 import { checkEtcdEndpoints } from './etcd-endpoints';
 import { isLoopbackListen, parseListenAddress, parseUnixSocket } from './listen-address';
 
@@ -81,27 +81,6 @@ function checkOne(spec: SettingSpec, value: unknown, source: ConfigSource): stri
         `${describeSetting(spec, value, source)} must be HOST:PORT with a port from 0 to 65535, or ` +
         `${ADMIN_LISTEN_OFF}, e.g. ${spec.flag} 127.0.0.1:7071`
       );
-    case 'peer': {
-      if (value === '') return undefined;
-      const peer = typeof value === 'string' ? parseListenAddress(value) : undefined;
-      if (peer !== undefined && peer.port !== 0) return undefined;
-      return (
-        `${describeSetting(spec, value, source)} must be the HOST:PORT of a running leader, with a port ` +
-        `from 1 to 65535, e.g. ${spec.flag} 127.0.0.1:7070`
-      );
-    }
-    case 'nodeIds': {
-      if (
-        !Array.isArray(value) ||
-        !value.every((id) => Number.isSafeInteger(id) && id >= 0 && id <= INT32_MAX)
-      ) {
-        return `${describeSetting(spec, value, source)} must be node ids from 0 to ${INT32_MAX}, e.g. ${spec.flag} 1,2`;
-      }
-      if (new Set(value).size !== value.length) {
-        return `${describeSetting(spec, value, source)} names a node twice; give each follower once`;
-      }
-      return undefined;
-    }
     case 'urls': {
       if (!Array.isArray(value) || !value.every((url) => typeof url === 'string')) {
         return `${name} must be etcd client URLs separated by commas, e.g. ${spec.flag} http://127.0.0.1:2379`;
@@ -258,7 +237,7 @@ function hasClusterSecret(candidate: Readonly<Record<ConfigKey, unknown>>): bool
   return isNonEmpty(candidate.clusterSecret) || isNonEmpty(candidate.clusterSecretFile);
 }
 
-/** Relations between the replication and flush settings, which each look fine alone. */
+/** Relations between the log's settings, which each look fine alone. */
 function replicationProblems(
   candidate: Readonly<Record<ConfigKey, unknown>>,
   sources: ConfigSources,
@@ -266,29 +245,7 @@ function replicationProblems(
   const problems: string[] = [];
   const describe = (key: ConfigKey): string =>
     describeSetting(CONFIG_SCHEMA[key], candidate[key], sources[key]);
-  const { replicaOf, followers, nodeId, logFlushIntervalMs } = candidate;
-  if (typeof replicaOf === 'string' && replicaOf !== '' && Array.isArray(followers) && followers.length > 0) {
-    problems.push(
-      `${describe('followers')} is for a leader, but ${describe('replicaOf')} makes this process a ` +
-        'follower; followers do not have followers of their own',
-    );
-  }
-  if (Array.isArray(followers) && typeof nodeId === 'number' && followers.includes(nodeId)) {
-    problems.push(`${describe('followers')} must not include this process's own ${describe('nodeId')}`);
-  }
-  // Fixed-role replication without a cluster secret would let any client fetch as a follower: count as
-  // replication, acknowledge acks=-1 writes no follower has, keep a dead follower in the ISR.
-  if (!hasClusterSecret(candidate)) {
-    const role =
-      Array.isArray(followers) && followers.length > 0
-        ? 'followers'
-        : isNonEmpty(replicaOf)
-          ? 'replicaOf'
-          : undefined;
-    if (role !== undefined) {
-      problems.push(`${describe(role)} replicates, and ${CLUSTER_SECRET_NEEDED}`);
-    }
-  }
+  const { logFlushIntervalMs } = candidate;
   if (logFlushIntervalMs === 0) {
     problems.push(`${describe('logFlushIntervalMs')} must be -1 (never by time) or at least 1`);
   }
@@ -302,10 +259,10 @@ function isWildcardHost(host: string): boolean {
 
 /**
  * With etcd endpoints the process is a cluster node: it needs an id of its own, an address others can
- * reach, and no fixed replication roles (the controller gives every partition its leader and followers).
+ * reach, and the cluster secret its replication proves itself with.
  */
 function clusterProblems(candidate: Readonly<Record<ConfigKey, unknown>>, sources: ConfigSources): string[] {
-  const { etcdEndpoints, replicaOf, followers, advertisedAddress, listen } = candidate;
+  const { etcdEndpoints, advertisedAddress, listen } = candidate;
   if (!Array.isArray(etcdEndpoints) || etcdEndpoints.length === 0) return [];
   const problems: string[] = [];
   const describe = (key: ConfigKey): string =>
@@ -327,20 +284,9 @@ function clusterProblems(candidate: Readonly<Record<ConfigKey, unknown>>, source
       );
     }
   }
-  // The nodes of a cluster replicate to each other: the same rule as for the fixed roles.
+  // The nodes of a cluster replicate to each other. Without a secret any client could fetch as a
+  // follower: count as replication, acknowledge acks=-1 writes no follower has, keep a dead one in the ISR.
   if (!hasClusterSecret(candidate))
     problems.push(`${cluster} makes this process a cluster node, and ${CLUSTER_SECRET_NEEDED}`);
-  if (typeof replicaOf === 'string' && replicaOf !== '') {
-    problems.push(
-      `${describe('replicaOf')} cannot be used with ${cluster}: in a cluster the controller chooses every ` +
-        `partition's leader and followers; drop ${CONFIG_SCHEMA.replicaOf.flag}`,
-    );
-  }
-  if (Array.isArray(followers) && followers.length > 0) {
-    problems.push(
-      `${describe('followers')} cannot be used with ${cluster}: in a cluster the controller assigns every ` +
-        `partition's replicas; drop ${CONFIG_SCHEMA.followers.flag}`,
-    );
-  }
   return problems;
 }

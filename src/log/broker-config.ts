@@ -7,10 +7,6 @@ import type { LogConfig } from './storage';
 export interface BrokerConfig {
   /** This process: the leader id of its partitions, or the replica id it fetches with as a follower. */
   readonly nodeId: number;
-  /** True when this process follows a leader (`--replica-of`); it then refuses Produce and CreateTopics. */
-  readonly isFollower: boolean;
-  /** The leader's followers: a partition's replicas are the leader and the first `replicationFactor - 1`. */
-  readonly followers: readonly number[];
   readonly minInsyncReplicas: number;
   readonly replicaLagTimeMaxMs: number;
   /** Partitions live in `<dataDir>/<topic>-<partition>/`, the topic registry in `<dataDir>/topics/`. */
@@ -27,7 +23,7 @@ export interface BrokerConfig {
    * Replication (Fetch with `replica_id` >= 0, OffsetForLeaderEpoch from a follower) is served only when
    * the caller authenticated as the node it names (BrokerRequestContext.authenticatedNodeId); others get
    * CLUSTER_AUTHORIZATION_FAILED. Undefined: required in cluster mode (ReplicaManager given an
-   * IsrChangeProposer), not in the single-node and fixed-role modes.
+   * IsrChangeProposer), not on a single node.
    */
   readonly requireAuthenticatedReplicas?: boolean;
 }

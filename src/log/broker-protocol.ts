@@ -51,7 +51,7 @@ export interface PartitionMetadata {
   readonly replicaNodes: readonly number[];
   readonly isrNodes: readonly number[];
   readonly errorCode: ErrorCode;
-  /** The epoch of `leaderId`'s leadership (0 in single-node mode and on the fixed-role leader). */
+  /** The epoch of `leaderId`'s leadership (0 on a single node). */
   readonly leaderEpoch: number;
 }
 export interface TopicMetadata {

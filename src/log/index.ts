@@ -24,7 +24,7 @@ export type {
 export type { PartitionLookup } from './partition-lookup';
 export { PeriodicTask } from './periodic-task';
 export {
-  DEFAULT_METADATA_REFRESH_INTERVAL_MS,
+  DEFAULT_IDLE_INTERVAL_MS,
   DEFAULT_REPLICA_FETCH_BACKOFF_MS,
   DEFAULT_REPLICA_FETCH_MAX_BYTES,
   DEFAULT_REPLICA_FETCH_RESPONSE_MAX_BYTES,

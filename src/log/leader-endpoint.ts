@@ -1,8 +1,6 @@
 import type {
   FetchRequest,
   FetchResponse,
-  MetadataRequest,
-  MetadataResponse,
   OffsetForLeaderEpochRequest,
   OffsetForLeaderEpochResponse,
 } from './broker-protocol';
@@ -15,7 +13,6 @@ import type {
  * back as error codes in the response, as from any client.
  */
 export interface LeaderEndpoint {
-  metadata(request: MetadataRequest, signal: AbortSignal): Promise<MetadataResponse>;
   fetch(request: FetchRequest, signal: AbortSignal): Promise<FetchResponse>;
   /** Where each partition's epoch ends on the leader (KIP-101/279), before a new follower fetches. */
   offsetForLeaderEpoch(

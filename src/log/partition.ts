@@ -80,12 +80,12 @@ export interface PartitionOptions {
   readonly minInsyncReplicas: number;
   readonly replicaLagTimeMaxMs: number;
   readonly nowMs: number;
-  /** The leader epoch this state starts at; 0 (single-node and fixed-role modes) when absent. */
+  /** The leader epoch this state starts at; 0 (a single node) when absent. */
   readonly leaderEpoch?: number;
   /**
    * Cluster mode: ISR changes are proposed (here, to ReplicaManager, which sends them to the
    * IsrChangeProposer) instead of being made at once; `completeIsrProposal` applies the outcome. Absent:
-   * the leader changes its ISR itself (single-node and fixed-role modes).
+   * the leader changes its ISR itself (a single node).
    */
   readonly proposeIsr?: (partition: Partition, proposal: IsrProposal) => void;
   /**
@@ -117,7 +117,7 @@ export interface PartitionOptions {
  * acks=-1 produce of offset 4 completes. Follower 2 comes back and fetches at 5 ≥ HW: ISR [0, 1, 2].
  *
  * On a follower only the log and the HW (the leader's, capped at the local LEO) are kept; replicas and
- * ISR are what the leader last reported through Metadata.
+ * ISR are what the cluster last reported (makeFollower).
  *
  * Leader epochs (cluster mode, after Kafka's Partition.makeLeader / makeFollower): every leader election
  * raises the partition's `leaderEpoch`; `partitionEpoch` is the version of its state in the metadata store.
@@ -527,14 +527,6 @@ export class Partition {
   }
 
   // --- follower side ---
-
-  /** Takes the assignment the leader reported through Metadata (leader, replicas, ISR). */
-  updateAssignment(leaderId: number, replicas: readonly number[], isr: readonly number[]): void {
-    if (this.isLeader) return;
-    this.leader = leaderId;
-    this.replicaIds = Object.freeze([...replicas]);
-    this.isrIds = Object.freeze([...isr]);
-  }
 
   /** Appends records fetched from the leader, with the leader's offsets. */
   appendRecordsAsFollower(records: readonly LogRecord[]): LogAppendInfo {

@@ -20,8 +20,11 @@ export const DEFAULT_REPLICA_FETCH_MAX_BYTES = 1024 * 1024;
 export const DEFAULT_REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
 /** Kafka's replica.fetch.backoff.ms. */
 export const DEFAULT_REPLICA_FETCH_BACKOFF_MS = 1_000;
-/** How often the follower asks the leader for its topics (new topics, replicas, ISR). */
-export const DEFAULT_METADATA_REFRESH_INTERVAL_MS = 1_000;
+/**
+ * How long a fetcher with nothing to copy waits before it looks again; `wake()` (a new follower partition,
+ * a newer epoch) ends the wait early.
+ */
+export const DEFAULT_IDLE_INTERVAL_MS = 1_000;
 /**
  * While rounds keep failing, `onLeaderFailure` is told again after twice the backoff, then after each
  * doubling of that interval, up to this: an unreachable leader is one log line a minute, not one a second.
@@ -62,7 +65,7 @@ export interface ReplicaFetcherOptions {
   readonly timer: Timer;
   readonly fetchMaxWaitMs?: number;
   readonly backoffMs?: number;
-  readonly metadataRefreshIntervalMs?: number;
+  readonly idleIntervalMs?: number;
   /** A partition's fetched records could not be applied; that partition backs off. */
   readonly onError?: (error: unknown, what: string) => void;
   /**
@@ -75,11 +78,11 @@ export interface ReplicaFetcherOptions {
   /** The leader answered again after a run of failures (the run that ended is given). */
   readonly onLeaderRecovered?: (failure: LeaderFailure) => void;
   /**
-   * Cluster mode: the node this fetcher copies from. It then asks no Metadata (the cluster tells this
-   * node who leads what), fetches only the partitions following that leader, with their leader epoch, and
-   * first truncates each new follower to its epoch boundary (OffsetForLeaderEpoch).
+   * The node this fetcher copies from. The cluster tells this node who leads what (applyClusterMetadata):
+   * the fetcher copies only the partitions following that leader, with their leader epoch, and first
+   * truncates each new follower to its epoch boundary (OffsetForLeaderEpoch).
    */
-  readonly leaderId?: number;
+  readonly leaderId: number;
 }
 
 /** Targets grouped by topic, in first-seen order, each partition as `toPartition` writes it. */
@@ -99,16 +102,11 @@ function byTopic<T extends { readonly topic: string }, P>(
   return [...topics.values()];
 }
 
-/** Each target's current leader epoch by partition key; undefined when none carries one (fixed roles). */
+/** Each target's current leader epoch by partition key. */
 function sentLeaderEpochs(
-  targets: readonly { readonly key: string; readonly currentLeaderEpoch?: number }[],
-): Map<string, number> | undefined {
-  let epochs: Map<string, number> | undefined;
-  for (const target of targets) {
-    if (target.currentLeaderEpoch !== undefined)
-      (epochs ??= new Map()).set(target.key, target.currentLeaderEpoch);
-  }
-  return epochs;
+  targets: readonly { readonly key: string; readonly currentLeaderEpoch: number }[],
+): Map<string, number> {
+  return new Map(targets.map((target) => [target.key, target.currentLeaderEpoch]));
 }
 
 /** Resolves a promise when the timer runs it, or when cancelled (stop). */
@@ -136,10 +134,10 @@ class Wakeup extends TimerTask {
 
 /**
  * The follower's replication loop (Kafka's ReplicaFetcherThread, one per leader, as a task on the event
- * loop). Each round:
+ * loop; ReplicaFetcherManager keeps one per leader node). Each round:
  *
- * 1. refreshes the leader's Metadata when it is older than `metadataRefreshIntervalMs` (the leader has
- *    no way to tell a follower of a new topic, so the follower asks): new topics are created locally;
+ * 1. truncates each partition that has just become a follower of this leader to its epoch boundary
+ *    (OffsetForLeaderEpoch, KIP-101/279);
  * 2. sends one long-poll Fetch for every partition it copies, each from its LEO, with its node id as
  *    `replica_id`, `min_bytes` 1 and `max_wait_ms` `fetchMaxWaitMs`: the leader answers as soon as
  *    there is a record, or after the wait with none. The fetch offsets are how the leader learns this
@@ -157,11 +155,11 @@ export class ReplicaFetcher {
   private readonly timer: Timer;
   private readonly fetchMaxWaitMs: number;
   private readonly backoffMs: number;
-  private readonly metadataRefreshIntervalMs: number;
+  private readonly idleIntervalMs: number;
   private readonly onError: (error: unknown, what: string) => void;
   private readonly onLeaderFailure: (failure: LeaderFailure) => void;
   private readonly onLeaderRecovered: (failure: LeaderFailure) => void;
-  private readonly leaderId: number | undefined;
+  private readonly leaderId: number;
   /** The current run of failed rounds, if any. */
   private failure: LeaderFailure | undefined;
   private failingSinceMs = 0;
@@ -172,7 +170,6 @@ export class ReplicaFetcher {
   private readonly wakeup = new Wakeup(0);
   /** Partitions sitting out after an error, until this time. */
   private readonly retryAtMs = new Map<string, number>();
-  private lastMetadataMs = -Infinity;
   private running: Promise<void> | null = null;
   private isStopped = false;
   /** Completed fetch rounds, for tests and metrics. */
@@ -188,8 +185,7 @@ export class ReplicaFetcher {
     this.timer = options.timer;
     this.fetchMaxWaitMs = options.fetchMaxWaitMs ?? DEFAULT_REPLICA_FETCH_WAIT_MAX_MS;
     this.backoffMs = options.backoffMs ?? DEFAULT_REPLICA_FETCH_BACKOFF_MS;
-    this.metadataRefreshIntervalMs =
-      options.metadataRefreshIntervalMs ?? DEFAULT_METADATA_REFRESH_INTERVAL_MS;
+    this.idleIntervalMs = options.idleIntervalMs ?? DEFAULT_IDLE_INTERVAL_MS;
     this.onError = options.onError ?? (() => undefined);
     this.onLeaderFailure = options.onLeaderFailure ?? (() => undefined);
     this.onLeaderRecovered = options.onLeaderRecovered ?? (() => undefined);
@@ -245,22 +241,13 @@ export class ReplicaFetcher {
   /** One round; true asks for a backoff before the next. */
   private async round(): Promise<boolean> {
     const signal = this.controller.signal;
-    if (this.leaderId !== undefined) {
-      await this.truncateToEpochBoundaries(this.leaderId, signal);
-      if (this.isStopped) return false;
-    } else if (this.time.monotonicMs() - this.lastMetadataMs >= this.metadataRefreshIntervalMs) {
-      const metadata = await this.leader.metadata({ topics: [] }, signal);
-      if (this.isStopped) return false;
-      // The leader is reachable again; a leader refusing the fetch is so only once a fetch succeeds.
-      if (this.failure?.kind === 'unreachable') this.leaderAnswered();
-      this.lastMetadataMs = this.time.monotonicMs();
-      this.replicaManager.applyLeaderMetadata(metadata);
-    }
+    await this.truncateToEpochBoundaries(this.leaderId, signal);
+    if (this.isStopped) return false;
     const targets = this.fetchableTargets();
     if (targets.length === 0) {
-      // Nothing to copy yet: wait for the next metadata refresh (or the end of a partition's backoff).
+      // Nothing to copy yet: wait for a wake() (new followers, newer epochs) or the end of a backoff.
       this.leaderAnswered();
-      await this.sleep(this.metadataRefreshIntervalMs);
+      await this.sleep(this.idleIntervalMs);
       return false;
     }
     const request = this.fetchRequest(targets);
@@ -284,16 +271,12 @@ export class ReplicaFetcher {
         const key = topicPartitionKey(topic.name, data.partitionIndex);
         let outcome: FetchedPartitionOutcome;
         try {
-          outcome = this.replicaManager.applyFetchedPartition(key, data, sentEpochs?.get(key));
+          outcome = this.replicaManager.applyFetchedPartition(key, data, sentEpochs.get(key));
         } catch (error) {
           this.onError(error, `applying fetched records of ${key} failed`);
           outcome = 'retry';
         }
-        if (outcome === 'retry') {
-          this.retryAtMs.set(key, nowMs + this.backoffMs);
-          // The leader may know something this follower does not (a recreated topic, new replicas).
-          this.lastMetadataMs = -Infinity;
-        }
+        if (outcome === 'retry') this.retryAtMs.set(key, nowMs + this.backoffMs);
       }
     }
     return false;
@@ -324,7 +307,7 @@ export class ReplicaFetcher {
           const key = topicPartitionKey(topic.name, data.partition);
           let outcome: EpochBoundaryOutcome;
           try {
-            outcome = this.replicaManager.applyEpochEndOffset(key, data, sentEpochs?.get(key));
+            outcome = this.replicaManager.applyEpochEndOffset(key, data, sentEpochs.get(key));
           } catch (error) {
             this.onError(error, `truncating ${key} to its epoch boundary failed`);
             outcome = 'retry';

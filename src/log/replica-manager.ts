@@ -118,8 +118,8 @@ export interface ReplicaManagerOptions {
   readonly countOpenFiles?: () => number | undefined;
   /**
    * Cluster mode: how this leader's ISR changes are committed (Kafka's AlterPartition). With it, shrinks
-   * and expansions are proposed, and act only once committed; without it (single-node and fixed-role
-   * modes) the leader changes its ISR itself.
+   * and expansions are proposed, and act only once committed; without it (a single node) the leader
+   * changes its ISR itself.
    */
   readonly isrChangeProposer?: IsrChangeProposer;
   /** How long a partition waits after a proposal that 'failed' before it proposes again. */
@@ -147,8 +147,8 @@ export interface FollowerFetchTarget {
   readonly partitionIndex: number;
   readonly key: string;
   readonly fetchOffset: number;
-  /** Cluster mode: the leader epoch the follower follows, sent for the leader to check. */
-  readonly currentLeaderEpoch?: number;
+  /** The leader epoch the follower follows, sent for the leader to check. */
+  readonly currentLeaderEpoch: number;
 }
 
 /**
@@ -272,7 +272,6 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   private readonly maxOpenFiles: number;
   private readonly countOpenFiles: () => number | undefined;
   private localBroker: BrokerNode | null = null;
-  private leaderBrokers: readonly BrokerNode[] = [];
   private readonly isrChangeProposer: IsrChangeProposer | undefined;
   private readonly isrProposalRetryBackoffMs: number;
   private readonly leadershipGuard: LeadershipGuard | undefined;
@@ -370,10 +369,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     if (this.isStarted) return;
     this.isStarted = true;
     for (const assignment of this.logManager.loadTopics()) this.registerTopic(assignment);
-    if (!this.config.isFollower) {
-      const periodMs = Math.max(1, Math.floor(this.config.replicaLagTimeMaxMs / 2));
-      this.schedule(periodMs, () => this.maybeShrinkIsr());
-    }
+    const periodMs = Math.max(1, Math.floor(this.config.replicaLagTimeMaxMs / 2));
+    this.schedule(periodMs, () => this.maybeShrinkIsr());
     this.deleteOldSegments();
     this.schedule(this.retentionCheckIntervalMs, () => this.deleteOldSegments());
     const flushIntervalMs = this.logManager.logConfig.flushIntervalMs;
@@ -432,13 +429,6 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   ): CreatableTopicResult | Promise<CreatableTopicResult> {
     const { name } = topic;
     if (this.isShutdown) return result(name, ErrorCode.NOT_LEADER_OR_FOLLOWER, 'the server is shutting down');
-    if (this.config.isFollower) {
-      return result(
-        name,
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        'this process is a follower; create topics on its leader',
-      );
-    }
     // Cluster mode: the controller assigns replicas and the topic reaches this node through
     // applyClusterMetadata; a local create would make a topic no other node knows of.
     if (this.isClusterMode) {
@@ -472,19 +462,19 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       topic.replicationFactor === DEFAULT_TOPIC_SETTING
         ? DEFAULT_REPLICATION_FACTOR
         : topic.replicationFactor;
-    const available = 1 + this.config.followers.length;
-    if (!Number.isSafeInteger(replicationFactor) || replicationFactor < 1 || replicationFactor > available) {
+    // One node holds one replica of each partition; more replicas need a cluster (docs/cluster.md).
+    if (replicationFactor !== 1) {
       return result(
         name,
         ErrorCode.INVALID_REPLICATION_FACTOR,
-        `replication_factor must be from 1 to ${available} (the leader and its ${available - 1} followers), got ${replicationFactor}`,
+        `replication_factor must be 1 (or -1) on a single node, got ${replicationFactor}; more replicas need a cluster of nodes (--etcd-endpoints)`,
       );
     }
     // The leader hosts every partition it creates.
     const descriptors = numPartitions * FILE_DESCRIPTORS_PER_NEW_PARTITION;
     const budgetProblem = this.fileDescriptorProblem(numPartitions, descriptors);
     if (budgetProblem !== null) return result(name, ErrorCode.POLICY_VIOLATION, budgetProblem);
-    const replicas = [this.config.nodeId, ...this.config.followers.slice(0, replicationFactor - 1)];
+    const replicas = [this.config.nodeId];
     const assignment: TopicAssignment = {
       name,
       partitions: Array.from({ length: numPartitions }, (_, partitionIndex) => ({
@@ -609,11 +599,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     if (this.liveNodes !== null) {
       // Cluster mode: every live node, as the cluster last told this one (Kafka's live brokers).
       for (const node of this.liveNodes) brokers.push(node);
-    } else {
-      if (this.localBroker !== null) brokers.push(this.localBroker);
-      for (const node of this.leaderBrokers) {
-        if (node.nodeId !== this.config.nodeId) brokers.push(node);
-      }
+    } else if (this.localBroker !== null) {
+      brokers.push(this.localBroker);
     }
     return Promise.resolve({ brokers, topics });
   }
@@ -1156,77 +1143,21 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   // --- the follower side, driven by ReplicaFetcher ---
 
   /**
-   * Takes the leader's Metadata: topics it has not seen are registered and their partitions that list
-   * this node as a replica are created; the leader, replicas and ISR of known ones are updated.
-   *
-   * Throws INVALID_CONFIG, and takes nothing, when the leader reports this follower's own node id (both
-   * processes left at the default `--node-id` 0, say): the follower would find itself the leader of every
-   * partition, copy nothing and accept writes, and the two logs would part silently.
+   * The partitions this follower copies from `leaderId`, each from its LEO: those that follow that leader,
+   * have found their epoch boundary and are not fenced, each with its leader epoch.
    */
-  applyLeaderMetadata(response: MetadataResponse): void {
-    if (this.isShutdown) return;
-    const nodeId = this.config.nodeId;
-    if (
-      response.brokers.some((node) => node.nodeId === nodeId) ||
-      response.topics.some((topic) => topic.partitions.some((p) => p.leaderId === nodeId))
-    ) {
-      throw new CohortError(
-        ErrorCode.INVALID_CONFIG,
-        `The leader reports node id ${nodeId}, which is this follower's --node-id; ` +
-          'give every process its own --node-id. Nothing is replicated until then.',
-      );
-    }
-    this.leaderBrokers = response.brokers;
-    for (const topic of response.topics) {
-      if (topic.errorCode !== ErrorCode.NONE || topicNameProblem(topic.name) !== null) continue;
-      const partitions = [...topic.partitions].sort((a, b) => a.partitionIndex - b.partitionIndex);
-      if (partitions.length === 0 || partitions.some((p, i) => p.partitionIndex !== i)) continue;
-      const assignment: TopicAssignment = {
-        name: topic.name,
-        partitions: partitions.map((p) => ({
-          partitionIndex: p.partitionIndex,
-          replicas: [...p.replicaNodes],
-        })),
-      };
-      this.applyAssignment(assignment, false);
-      const current = this.topics.get(topic.name)!;
-      for (const reported of partitions) {
-        const info = current.partitions[reported.partitionIndex]!;
-        info.leaderId = reported.leaderId;
-        info.isr = Object.freeze([...reported.isrNodes]);
-        info.partition?.updateAssignment(reported.leaderId, reported.replicaNodes, reported.isrNodes);
-      }
-    }
-  }
-
-  /**
-   * The partitions this follower copies, each from its LEO. With `leaderId` (cluster mode): those that
-   * follow that leader, have found their epoch boundary and are not fenced, each with its leader epoch.
-   */
-  followerFetchTargets(leaderId?: number): FollowerFetchTarget[] {
+  followerFetchTargets(leaderId: number): FollowerFetchTarget[] {
     const targets: FollowerFetchTarget[] = [];
-    if (leaderId !== undefined) {
-      for (const [key, state] of this.followerFetches) {
-        const partition = this.partitions.get(key);
-        if (partition === undefined || state.leaderId !== leaderId) continue;
-        if (state.needsTruncation || state.isFenced) continue;
-        targets.push({
-          topic: partition.topic,
-          partitionIndex: partition.partitionIndex,
-          key,
-          fetchOffset: partition.logEndOffset,
-          currentLeaderEpoch: partition.leaderEpoch,
-        });
-      }
-      return targets;
-    }
-    for (const partition of this.partitions.values()) {
-      if (partition.isLeader) continue;
+    for (const [key, state] of this.followerFetches) {
+      const partition = this.partitions.get(key);
+      if (partition === undefined || state.leaderId !== leaderId) continue;
+      if (state.needsTruncation || state.isFenced) continue;
       targets.push({
         topic: partition.topic,
         partitionIndex: partition.partitionIndex,
-        key: partition.key,
+        key,
         fetchOffset: partition.logEndOffset,
+        currentLeaderEpoch: partition.leaderEpoch,
       });
     }
     return targets;
@@ -1550,14 +1481,9 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
         ? this.logManager.createLog(topic, partitionIndex)
         : this.logManager.openLog(topic, partitionIndex),
       localNodeId: this.config.nodeId,
-      // Cluster mode: no role until the cluster gives it one (applyClusterMetadata). Otherwise the
-      // process's role decides: a leader leads every partition it hosts; a follower follows the first
-      // replica, the leader, until Metadata says otherwise.
-      leaderId: this.isClusterMode
-        ? NO_LEADER_ID
-        : this.config.isFollower
-          ? replicas[0]!
-          : this.config.nodeId,
+      // Cluster mode: no role until the cluster gives it one (applyClusterMetadata). A single node leads
+      // every partition it hosts.
+      leaderId: this.isClusterMode ? NO_LEADER_ID : this.config.nodeId,
       replicas,
       minInsyncReplicas: this.config.minInsyncReplicas,
       replicaLagTimeMaxMs: this.config.replicaLagTimeMaxMs,
@@ -1587,7 +1513,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       return {
         partitionIndex,
         replicas,
-        leaderId: partition?.leaderId ?? (this.config.isFollower ? replicas[0]! : NO_LEADER_ID),
+        leaderId: partition?.leaderId ?? NO_LEADER_ID,
         leaderEpoch: partition?.leaderEpoch ?? 0,
         isr: NO_NODES,
         partition,

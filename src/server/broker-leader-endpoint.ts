@@ -5,8 +5,6 @@ import type {
   FetchPartitionData,
   FetchRequest,
   FetchResponse,
-  MetadataRequest,
-  MetadataResponse,
   OffsetForLeaderEpochRequest,
   OffsetForLeaderEpochResponse,
 } from '../log/broker-protocol';
@@ -111,16 +109,10 @@ function decodeFetchResponse(wire: FetchResponseWire): FetchResponse {
   };
 }
 
-/**
- * The follower's connection to its leader (`--replica-of`): Metadata and Fetch over grpc-js, on one
- * channel. An aborted signal cancels the call; a leader that stops answering is given up on after its
- * own wait plus a margin, so a dead connection cannot stall replication forever.
- */
+/** How a follower connects to a leader node. */
 export interface LeaderConnectionOptions {
   /** How to reach the leader: plaintext unless the cluster runs TLS. */
   readonly credentials?: ChannelCredentials;
-  /** The cluster's bearer token, sent with every call when the leader wants one (and no `nodeCredentials`). */
-  readonly token?: string;
   /**
    * This node's credentials (node-credentials.ts), sent with every call: the leader then counts the fetch
    * as this node's replication, and asks for no token.
@@ -128,12 +120,15 @@ export interface LeaderConnectionOptions {
   readonly nodeCredentials?: NodeCredentials;
 }
 
+/**
+ * A follower's connection to one leader node: Fetch and OffsetForLeaderEpoch over grpc-js, on one
+ * channel. An aborted signal cancels the call; a leader that stops answering is given up on after its
+ * own wait plus a margin, so a dead connection cannot stall replication forever.
+ */
 export class BrokerLeaderEndpoint implements LeaderEndpoint {
   private readonly client: Client;
-  private readonly metadataCall: RawUnary;
   private readonly fetchCall: RawUnary;
   private readonly offsetForLeaderEpochCall: RawUnary;
-  private readonly token: string | undefined;
   private readonly nodeId: string | undefined;
   private readonly nodeAuth: string | undefined;
 
@@ -141,7 +136,6 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
     readonly target: string,
     options: LeaderConnectionOptions = {},
   ) {
-    this.token = options.token;
     this.nodeId = options.nodeCredentials === undefined ? undefined : String(options.nodeCredentials.nodeId);
     this.nodeAuth = options.nodeCredentials?.auth;
     const Broker = makeClientConstructor(loadCohortProtos().broker, 'cohort.v1.Broker');
@@ -151,13 +145,8 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
       'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS,
     });
     const methods = this.client as unknown as Record<string, RawUnary>;
-    this.metadataCall = methods.Metadata!.bind(this.client);
     this.fetchCall = methods.Fetch!.bind(this.client);
     this.offsetForLeaderEpochCall = methods.OffsetForLeaderEpoch!.bind(this.client);
-  }
-
-  metadata(request: MetadataRequest, signal: AbortSignal): Promise<MetadataResponse> {
-    return this.call<MetadataResponse>(this.metadataCall, request, 0, signal);
   }
 
   async fetch(request: FetchRequest, signal: AbortSignal): Promise<FetchResponse> {
@@ -192,8 +181,6 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
       if (this.nodeId !== undefined && this.nodeAuth !== undefined) {
         metadata.set(NODE_ID_METADATA_KEY, this.nodeId);
         metadata.set(NODE_AUTH_METADATA_KEY, this.nodeAuth);
-      } else if (this.token !== undefined) {
-        metadata.set('authorization', `Bearer ${this.token}`);
       }
       const call = method(
         request,

@@ -11,12 +11,11 @@ import { GroupCoordinator } from '../group/group-coordinator';
 import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { BrokerConfig, BrokerNode } from '../log';
 import type { ClusterNodeAddress } from '../log/partition-roles';
-import { ReplicaFetcher, ReplicaManager } from '../log';
+import { ReplicaManager } from '../log';
 import { CONSUMER_OFFSETS_PARTITION_DIR, ConsumerOffsetsStore } from '../log/consumer-offsets';
 import { DataDirLock, DEFAULT_FLUSH_INTERVAL_MS } from '../log/storage';
 import type { Time } from '../time';
 import { ManualTime, SYSTEM_TIME } from '../time';
-import { SystemTimer } from '../timer';
 import { AdminServer } from './admin-server';
 import type { AdminAddress } from './admin-server';
 import { bearerTokenInterceptor, keepEveryAuthorizationHeader } from './bearer-token-interceptor';
@@ -51,9 +50,6 @@ const WATCH_GROUPS_PATH = `/${GROUP_COORDINATOR_SERVICE}/WatchGroups`;
 export const TEST_CLOCK_SERVICE = 'cohort.v1.TestClock';
 export const BROKER_SERVICE = 'cohort.v1.Broker';
 export const HEALTH_SERVICE = 'grpc.health.v1.Health';
-/** Kafka's replica.fetch.wait.max.ms and the follower's metadata refresh, before the lag time caps them. */
-const FOLLOWER_FETCH_WAIT_MAX_MS = 500;
-const FOLLOWER_METADATA_REFRESH_MS = 1_000;
 /** How long `close()` lets in-flight calls finish before cutting every connection, unless configured. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 
@@ -145,13 +141,11 @@ function groupConfigOf(config: CohortConfig): GroupConfig {
 function brokerConfigOf(config: CohortConfig): BrokerConfig {
   return Object.freeze({
     nodeId: config.nodeId,
-    isFollower: config.replicaOf !== '',
-    followers: config.followers,
     minInsyncReplicas: config.minInsyncReplicas,
     replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
     // Replication counts only from the node it names, in every mode: a client's Fetch with a follower's
-    // replica_id would otherwise acknowledge acks=-1 writes and keep a dead follower in the ISR. Every mode
-    // with followers has a cluster secret (validation), so nodes can prove who they are.
+    // replica_id would otherwise acknowledge acks=-1 writes and keep a dead follower in the ISR. Cluster
+    // mode, the only one with followers, has a cluster secret (validation), so nodes can prove who they are.
     requireAuthenticatedReplicas: true,
     dataDir: config.dataDir,
     logConfig: Object.freeze({
@@ -165,11 +159,6 @@ function brokerConfigOf(config: CohortConfig): BrokerConfig {
     // 0: the log layer reads the process's own limit.
     ...(config.maxOpenFiles > 0 ? { maxOpenFiles: config.maxOpenFiles } : {}),
   });
-}
-
-/** An error's message, for a log field or /readyz, without its stack. */
-function reasonOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** Whether the admin listener is wanted, and where. */
@@ -328,23 +317,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
             partition: (key: string) => replicaManager.getPartition(key),
           },
         }),
-    ...(config.replicaOf === ''
-      ? {}
-      : {
-          follower: {
-            leader: config.replicaOf,
-            get leaderStatus() {
-              return (
-                fetcher?.leaderStatus ?? { isReplicating: true, failure: undefined, failedRoundsTotal: 0 }
-              );
-            },
-          },
-        }),
   });
-  // A follower's waits must stay well inside the lag time, or it would leave the ISR while idle.
-  const followerWaitCapMs = Math.max(1, Math.floor(config.replicaLagTimeMaxMs / 2));
-  let fetcher: ReplicaFetcher | undefined;
-  let fetcherTimer: SystemTimer | undefined;
   const protos = loadCohortProtos();
   const onEncodeFailure = (error: unknown, method: string): void => {
     logger.error({ err: error, method }, 'a response could not be encoded');
@@ -513,20 +486,10 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   // Nobody has to ask: a rejection nobody awaits must not be reported as unhandled.
   readyPromise.catch(() => undefined);
 
-  /** On a follower, why it cannot replicate from its leader right now; undefined when it can (or leads). */
-  const leaderProblem = (): string | undefined => {
-    const failure = fetcher?.leaderStatus.failure;
-    if (failure === undefined) return undefined;
-    return (
-      `${failure.kind === 'unreachable' ? 'the leader cannot be reached' : 'the leader refuses the fetch'} ` +
-      `(--replica-of ${config.replicaOf}, ${failure.failedRounds} failed rounds): ${reasonOf(failure.error)}`
-    );
-  };
-
   const readinessProblem = (): string | undefined => {
     switch (phase) {
       case 'serving':
-        return leaderProblem() ?? cluster?.readinessProblem();
+        return cluster?.readinessProblem();
       case 'new':
       case 'starting':
         return 'starting';
@@ -550,14 +513,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   };
 
   /**
-   * The whole server ('') follows /readyz once serving: NOT_SERVING while a follower cannot replicate from
-   * its leader, so a health probe does not call a follower with a stale log healthy, and in cluster mode
-   * until the node is registered with its first view applied. Its services keep their own status (a
-   * follower's Broker still answers reads of what it has).
+   * The whole server ('') follows /readyz once serving: in cluster mode NOT_SERVING until the node is
+   * registered with its first view applied. Its services keep their own status.
    */
   function refreshWholeServerHealth(): void {
     if (phase !== 'serving') return;
-    const problem = leaderProblem() ?? cluster?.readinessProblem();
+    const problem = cluster?.readinessProblem();
     health.setStatus('', problem === undefined ? 'SERVING' : 'NOT_SERVING');
   }
 
@@ -607,45 +568,6 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       });
     });
 
-  const startFetcher = (): void => {
-    if (config.replicaOf === '') return;
-    fetcherTimer = new SystemTimer({ name: 'replica-fetcher', time });
-    const leader = new BrokerLeaderEndpoint(config.replicaOf, {
-      credentials: security.leaderCredentials,
-      // A node proves itself with the cluster secret and needs no token (validation requires the secret here).
-      ...(security.nodeCredentials !== undefined
-        ? { nodeCredentials: security.nodeCredentials }
-        : security.token === undefined
-          ? {}
-          : { token: security.token }),
-    });
-    fetcher = new ReplicaFetcher(config.nodeId, replicaManager, leader, {
-      time,
-      timer: fetcherTimer,
-      fetchMaxWaitMs: Math.min(FOLLOWER_FETCH_WAIT_MAX_MS, followerWaitCapMs),
-      metadataRefreshIntervalMs: Math.min(FOLLOWER_METADATA_REFRESH_MS, followerWaitCapMs),
-      onError: (err, what) => logger.warn({ err, leader: config.replicaOf }, what),
-      // Once as a run of failures begins, then at a backoff: a stack trace a second says nothing new.
-      onLeaderFailure: ({ error, kind, failedRounds, failingForMs }) => {
-        logger.warn(
-          { leader: config.replicaOf, reason: reasonOf(error), failedRounds, failingForMs },
-          kind === 'unreachable'
-            ? 'the leader cannot be reached; replication is paused and retried every second'
-            : 'the leader refuses to be fetched from; replication is paused and retried every second',
-        );
-        refreshWholeServerHealth();
-      },
-      onLeaderRecovered: ({ failedRounds, failingForMs }) => {
-        logger.info(
-          { leader: config.replicaOf, failedRounds, failingForMs },
-          'the leader answers again; replication resumes',
-        );
-        refreshWholeServerHealth();
-      },
-    });
-    fetcher.start();
-  };
-
   const start = (): Promise<BoundAddress> => {
     if (closing !== undefined) return Promise.reject(new Error('the server is closed'));
     if (starting !== undefined) return starting;
@@ -659,7 +581,6 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       const bound = await bind();
       localBroker = { nodeId: config.nodeId, host: bound.host, port: bound.port };
       replicaManager.setLocalBroker(localBroker);
-      startFetcher();
       // Joins the cluster once the port is bound: the advertised address defaults to the bound one.
       cluster?.start(replicaManager, bound);
       await admin?.start();
@@ -711,11 +632,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       clusterBoard?.close();
       // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
       replicaManager.shutdown();
-      void fetcher?.stop();
     }).then(async () => {
       connections?.stop();
-      await fetcher?.stop();
-      fetcherTimer?.shutdown();
       // Drained: leave the cluster (resign, revoke the lease: others take over now, not a TTL later).
       await cluster?.close();
       // Every log is fsynced and closed: a clean stop loses nothing, even with a relaxed flush policy.

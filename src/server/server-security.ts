@@ -18,13 +18,12 @@ export interface ServerSecurity {
   /** Clients must present a certificate signed by `tlsClientCa`. */
   readonly isMutualTls: boolean;
   /**
-   * How this process reaches its leader when it is a follower: the nodes of one cluster share their token
-   * and TLS settings, so a follower with TLS presents its own certificate (which a mutual-TLS leader checks
-   * against the same CA) and trusts the CA of `tlsClientCa`, or the system's CAs without one.
+   * How this node reaches the leaders it follows: the nodes of one cluster share their TLS settings, so a
+   * follower with TLS presents its own certificate (which a mutual-TLS leader checks against the same CA)
+   * and trusts the CA of `tlsClientCa`, or the system's CAs without one. It proves who it is with its node
+   * credentials (the cluster secret), not the bearer token.
    */
   readonly leaderCredentials: ChannelCredentials;
-  /** The token a follower sends its leader, when the cluster has one. */
-  readonly token: string | undefined;
   /**
    * The token looks easy to guess (token-strength.ts): the server warns at start-up but serves, as
    * deployments that chose it before this check did expect.
@@ -149,7 +148,6 @@ export function loadServerSecurity(config: CohortConfig): ServerSecurity {
     isTls,
     isMutualTls,
     leaderCredentials,
-    token,
     isTokenWeak: token !== undefined && isWeakToken(token),
     nodeAuthenticator:
       clusterSecret === undefined ? NO_CLUSTER_SECRET : new NodeCredentialsCheck(clusterSecret),

@@ -75,21 +75,21 @@ describe('the health probe (the image’s HEALTHCHECK)', () => {
   });
 
   it('fails, saying why, while the server is not ready', async () => {
-    // A follower whose leader does not answer is not ready.
+    // A cluster node whose etcd does not answer is not ready: it cannot register.
     const settings = {
+      etcdEndpoints: ['http://127.0.0.1:1'],
       nodeId: 1,
-      replicaOf: '127.0.0.1:1',
       clusterSecret: TEST_CLUSTER_SECRET,
       adminListen: '127.0.0.1:0',
     };
     const t = await serve(settings);
     await eventually(
       async () => ((await fetch(`${t.adminUrl}/readyz`)).status === 503 ? true : undefined),
-      'the follower to be not ready',
+      'the node to be not ready',
     );
     const result = await probe(dockerfileHealthcheck(), containerEnv(t, settings));
     expect(result.code).toBe(1);
-    expect(result.stdout).toContain('/readyz: 503 not ready: the leader cannot be reached');
+    expect(result.stdout).toMatch(/\/readyz: 503 not ready: not (yet )?registered in the cluster/);
   });
 
   it('asks the gRPC health service when the admin listener is off', async () => {

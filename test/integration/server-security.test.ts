@@ -266,51 +266,6 @@ describe('TLS', () => {
     expect((await rejection(stranger.listGroups({}, { deadlineMs: 2_000 }))).code).toBe(status.UNAVAILABLE);
   });
 
-  it('lets a follower replicate from a leader that wants a token and mutual TLS, given the same settings and secret', async () => {
-    // The follower proves its node id with the secret and sends no token: the leader asks none of a node.
-    const cluster = {
-      clusterSecret: TEST_CLUSTER_SECRET,
-      token: TOKEN,
-      tlsCert: tls.serverCertPath,
-      tlsKey: tls.serverKeyPath,
-      tlsClientCa: tls.caCertPath,
-    };
-    t = await startTestServer({ ...cluster, followers: [1] });
-    const follower = await startTestServer({ ...cluster, nodeId: 1, replicaOf: t.target });
-    try {
-      const channel = trusting({ cert: tls.clientCertPath, key: tls.clientKeyPath });
-      const broker = track(brokerClient(t.target, channel));
-      const metadata = bearer(TOKEN);
-      const created = await broker.createTopics(
-        { topics: [{ name: 'replicated', numPartitions: 1, replicationFactor: 2 }] },
-        { metadata },
-      );
-      expect(created.topics[0].errorCode).toBe(ErrorCode.NONE);
-      // acks=-1 is answered once the follower has the record: only a follower that got through can.
-      const produced = (await broker.produce(
-        {
-          acks: -1,
-          timeoutMs: 20_000,
-          topics: [
-            {
-              name: 'replicated',
-              partitions: [
-                {
-                  partitionIndex: 0,
-                  records: [{ timestampMs: '0', key: Buffer.alloc(0), value: Buffer.from('x'), headers: [] }],
-                },
-              ],
-            },
-          ],
-        },
-        { metadata },
-      )) as { topics: { partitions: { errorCode: number }[] }[] };
-      expect(produced.topics[0].partitions[0].errorCode).toBe(ErrorCode.NONE);
-    } finally {
-      await follower.close();
-    }
-  });
-
   it('on close ends a Watch over TLS and closes an idle TLS connection and a silent one mid-handshake, without the grace period', async () => {
     // Longer than the test's timeout: only a drain that ends the streams and closes the connections ends it.
     t = await startTestServer(

@@ -7,7 +7,7 @@ import { REAL_STOPWATCH, registerCallMetrics, type Stopwatch } from './call-metr
 import { type ConsumerLagSources, registerConsumerLagMetrics } from './consumer-lag-metrics';
 import { GroupMetrics, type GroupStatsSource } from './group-metrics';
 import { LogMetrics, type PartitionSource } from './log-metrics';
-import { type FollowerSource, registerNodeMetrics } from './node-metrics';
+import { registerNodeMetrics } from './node-metrics';
 import { type PurgatoryOwner, registerPurgatoryMetrics } from './purgatory-metrics';
 import { RecoveryMetrics } from './recovery-metrics';
 import { RuntimeMetrics } from './runtime-metrics';
@@ -17,8 +17,6 @@ export interface MetricsSources {
   readonly coordinator?: PurgatoryOwner & GroupStatsSource;
   readonly log?: PurgatoryOwner & PartitionSource;
   readonly consumerLag?: ConsumerLagSources;
-  /** Present on a follower (`--replica-of`). */
-  readonly follower?: FollowerSource;
 }
 
 export interface ServerMetricsOptions {
@@ -65,7 +63,7 @@ export class ServerMetrics {
     registerConsumerLagMetrics(this.registry, () => this.sources.consumerLag);
     this.recovery = new RecoveryMetrics(this.registry);
     this.runtime = new RuntimeMetrics(this.registry);
-    registerNodeMetrics(this.registry, options.nodeId ?? 0, () => this.sources.follower);
+    registerNodeMetrics(this.registry, options.nodeId ?? 0);
     this.unauthenticated = new Counter({
       name: 'cohort_unauthenticated_calls_total',
       help: 'Calls ended with UNAUTHENTICATED: no bearer token, or not the right one.',

@@ -150,17 +150,4 @@ describe('the cluster settings', () => {
         'bearer token',
     ]);
   });
-
-  it('refuses the fixed replication roles in cluster mode', () => {
-    expect(
-      errorsOf(loadConfig([...ETCD, '--node-id', '1', '--replica-of', '127.0.0.1:7070'], SECRET)),
-    ).toEqual([
-      "--replica-of ('127.0.0.1:7070') cannot be used with --etcd-endpoints ('http://127.0.0.1:2379'): in a " +
-        "cluster the controller chooses every partition's leader and followers; drop --replica-of",
-    ]);
-    expect(errorsOf(loadConfig([...ETCD, '--node-id', '1', '--followers', '2'], SECRET))).toEqual([
-      "--followers ('2') cannot be used with --etcd-endpoints ('http://127.0.0.1:2379'): in a cluster the " +
-        "controller assigns every partition's replicas; drop --followers",
-    ]);
-  });
 });

@@ -1,4 +1,4 @@
-import type { LoadConfigResult } from '../../../src/config';
+import type { CohortConfig, LoadConfigResult } from '../../../src/config';
 import { createConfig, helpText, InvalidConfigError, loadConfig } from '../../../src/config';
 
 function errorsOf(result: LoadConfigResult): readonly string[] {
@@ -6,63 +6,48 @@ function errorsOf(result: LoadConfigResult): readonly string[] {
   return result.errors;
 }
 
-/** Fixed-role replication needs a cluster secret; the tests of other rules give one. */
-const SECRET = { COHORT_CLUSTER_SECRET: 'Zq3v9Xw0bT7nKd2LpR8sYf4HcJ6mAe1U' };
+/** Where a removed fixed-role setting sends its user: cluster mode, and the docs that run one. */
+const TO_CLUSTER_MODE =
+  'replication has one path, driven by the controller of a cluster: run every node with ' +
+  '--etcd-endpoints, its own --node-id and the shared cluster secret (docs/cluster.md, "Run a cluster")';
 
 describe('the replication and log settings', () => {
-  it('reads --followers as distinct node ids in the order given', () => {
-    const loaded = loadConfig(['--followers', '3,1, 2'], SECRET);
-    expect('config' in loaded && loaded.config.followers).toEqual([3, 1, 2]);
-    expect(createConfig({ followers: [5], clusterSecret: SECRET.COHORT_CLUSTER_SECRET }).followers).toEqual([
-      5,
+  it('refuses the removed --followers and --replica-of flags, saying what replaced them', () => {
+    expect(errorsOf(loadConfig(['--node-id', '0', '--followers', '1,2'], {}))).toEqual([
+      `--followers is no longer a setting: a leader with fixed followers is gone; ${TO_CLUSTER_MODE}`,
     ]);
+    // Its value is not a stray argument of its own, in either spelling.
+    expect(errorsOf(loadConfig(['--replica-of=leader:7070'], {}))).toEqual([
+      `--replica-of is no longer a setting: a follower of a fixed leader is gone; ${TO_CLUSTER_MODE}`,
+    ]);
+    expect(errorsOf(loadConfig(['--replica-of', 'leader:7070', '--followers', '1'], {}))).toHaveLength(2);
   });
 
-  it('refuses follower lists that are not node ids, or name a node twice or the leader itself', () => {
-    expect(errorsOf(loadConfig(['--followers', '1,x'], {}))).toEqual([
-      "--followers must be node ids separated by commas, e.g. 1,2; got '1,x'",
+  it('refuses the removed COHORT_REPLICA_OF and COHORT_FOLLOWERS variables, but not empty ones', () => {
+    expect(errorsOf(loadConfig([], { COHORT_REPLICA_OF: 'leader:7070', COHORT_FOLLOWERS: '1,2' }))).toEqual([
+      `COHORT_REPLICA_OF is no longer a setting: a follower of a fixed leader is gone; ${TO_CLUSTER_MODE}`,
+      `COHORT_FOLLOWERS is no longer a setting: a leader with fixed followers is gone; ${TO_CLUSTER_MODE}`,
     ]);
-    expect(errorsOf(loadConfig(['--followers', '1,1'], SECRET))).toEqual([
-      "--followers ('1,1') names a node twice; give each follower once",
-    ]);
-    expect(errorsOf(loadConfig(['--followers', '0,1'], SECRET))).toEqual([
-      "--followers ('0,1') must not include this process's own --node-id (default 0)",
-    ]);
-    expect(() => createConfig({ followers: [-1] })).toThrow(InvalidConfigError);
+    // An orchestrator's VAR= is unset, as for every other variable.
+    const loaded = loadConfig([], { COHORT_REPLICA_OF: '', COHORT_FOLLOWERS: '' });
+    expect(loaded).toEqual({ config: expect.anything(), warnings: [] });
   });
 
-  it('refuses a --replica-of that is not the address of a leader to connect to', () => {
-    expect(errorsOf(loadConfig(['--replica-of', 'nowhere'], {}))[0]).toContain(
-      "--replica-of ('nowhere') must be the HOST:PORT of a running leader",
-    );
-    expect(errorsOf(loadConfig(['--replica-of', '127.0.0.1:0'], {}))[0]).toContain('port from 1 to 65535');
-    const loaded = loadConfig(['--replica-of', '127.0.0.1:7070', '--node-id', '1'], SECRET);
-    expect('config' in loaded && loaded.config.replicaOf).toBe('127.0.0.1:7070');
-  });
-
-  it('refuses followers on a process that is itself a follower', () => {
-    expect(
-      errorsOf(loadConfig(['--node-id', '1', '--replica-of', '127.0.0.1:7070', '--followers', '2'], SECRET)),
-    ).toEqual([
-      "--followers ('2') is for a leader, but --replica-of ('127.0.0.1:7070') makes this process a " +
-        'follower; followers do not have followers of their own',
-    ]);
-  });
-
-  it('refuses --followers or --replica-of without a cluster secret, saying how to give one', () => {
-    const [leader] = errorsOf(loadConfig(['--followers', '1,2'], {}));
-    expect(leader).toContain("--followers ('1,2') replicates, and replication needs a cluster secret");
-    const [follower] = errorsOf(loadConfig(['--node-id', '1', '--replica-of', '127.0.0.1:7070'], {}));
-    expect(follower).toContain("--replica-of ('127.0.0.1:7070') replicates");
-    for (const remedy of ['--cluster-secret-file', 'COHORT_CLUSTER_SECRET', 'openssl rand']) {
-      expect(leader).toContain(remedy);
+  it('refuses the removed replicaOf and followers overrides of embedders', () => {
+    const removed = { replicaOf: 'leader:7070', followers: [1] } as unknown as Partial<CohortConfig>;
+    expect(() => createConfig(removed)).toThrow(InvalidConfigError);
+    try {
+      createConfig(removed);
+    } catch (error) {
+      expect((error as InvalidConfigError).problems).toEqual([
+        `replicaOf is no longer a setting: a follower of a fixed leader is gone; ${TO_CLUSTER_MODE}`,
+        `followers is no longer a setting: a leader with fixed followers is gone; ${TO_CLUSTER_MODE}`,
+      ]);
     }
-    expect(() => createConfig({ followers: [1] })).toThrow(InvalidConfigError);
-    expect(createConfig({ followers: [1], clusterSecretFile: '/run/secrets/cluster' }).followers).toEqual([
-      1,
-    ]);
-    // A process that replicates nothing needs no secret.
-    expect('config' in loadConfig(['--node-id', '1'], {})).toBe(true);
+  });
+
+  it('leaves the removed settings out of --help', () => {
+    expect(helpText()).not.toMatch(/--replica-of|--followers|COHORT_REPLICA_OF|COHORT_FOLLOWERS/);
   });
 
   it('takes -1 or a positive interval for --log-flush-interval-ms, never 0', () => {
@@ -81,7 +66,7 @@ describe('the replication and log settings', () => {
   });
 
   it('says "none" in --help for settings that are empty by default', () => {
-    expect(helpText()).toContain('env COHORT_REPLICA_OF, default none');
-    expect(helpText()).toContain('env COHORT_FOLLOWERS, default none');
+    expect(helpText()).toContain('env COHORT_ETCD_ENDPOINTS, default none');
+    expect(helpText()).toContain('env COHORT_ADVERTISED_ADDRESS, default none');
   });
 });

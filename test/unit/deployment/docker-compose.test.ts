@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
-import { runCli } from '../../../src/cli/run-cli';
-import { DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN } from '../../../src/config';
-import { captureContext } from '../cli/cli-harness';
+import type { CohortConfig } from '../../../src/config';
+import { DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, loadConfig, parseListenAddress } from '../../../src/config';
 
 const REPO_ROOT = join(__dirname, '..', '..', '..');
 const read = (file: string): string => readFileSync(join(REPO_ROOT, file), 'utf8');
@@ -11,15 +10,16 @@ const read = (file: string): string => readFileSync(join(REPO_ROOT, file), 'utf8
 interface Service {
   readonly build?: unknown;
   readonly image?: string;
-  readonly entrypoint?: string[];
   readonly command?: string[] | string;
   readonly environment?: Record<string, string>;
   readonly ports?: string[];
   readonly healthcheck?: { readonly test: string[] };
+  readonly depends_on?: Record<string, { readonly condition: string }>;
 }
 
 const compose = load(read('docker-compose.yml')) as { services: Record<string, Service> };
 const services = compose.services;
+const NODES = ['node-1', 'node-2', 'node-3'];
 
 /** The Dockerfile's HEALTHCHECK command, as the exec-form array it gives. */
 function dockerfileHealthcheck(): string[] {
@@ -27,98 +27,70 @@ function dockerfileHealthcheck(): string[] {
   return match === null ? [] : (JSON.parse(match[1]) as string[]);
 }
 
-/**
- * The `cohort` command lines in a shell text (compose's `$$` is the shell's `$`; `$HOSTNAME` becomes a
- * sample host name): each `node dist/src/cli/main.js ...` as its arguments, without redirections.
- */
-function cliCalls(shell: string): string[][] {
-  const text = shell.replace(/\$\$/g, '$').replace(/"\$HOSTNAME"/g, 'member-host');
-  const cli = 'dist/src/cli/main.js';
-  return text
-    .split(/\|\|?/)
-    .filter((part) => part.includes(cli))
-    .map((part) => {
-      const words = part.trim().split(/\s+/);
-      const args = words.slice(words.indexOf(cli) + 1);
-      return (args.includes('>') ? args.slice(0, args.indexOf('>')) : args).map((w) =>
-        w.replace(/^'(.*)'$/, '$1'),
-      );
-    });
+/** A node's configuration as the server reads it from the service's command and environment. */
+function configOf(name: string): CohortConfig {
+  const { command, environment } = services[name];
+  expect(Array.isArray(command) && command.slice(0, 2)).toEqual(['node', 'dist/src/main.js']);
+  const loaded = loadConfig((command as string[]).slice(2), environment ?? {});
+  if (!('config' in loaded)) throw new Error(`${name}: ${JSON.stringify(loaded)}`);
+  expect([name, loaded.warnings]).toEqual([name, []]);
+  return loaded.config;
 }
 
-const shellOf = (value: string[] | string | undefined): string =>
-  Array.isArray(value) ? value.join(' ') : (value ?? '');
-
 describe('docker-compose.yml', () => {
-  it('builds the image in every service that runs it, so none looks for it in a registry', () => {
-    const runsImage = Object.entries(services).filter(([, s]) => s.image === 'cohort:local');
-    expect(runsImage.map(([name]) => name).sort()).toEqual([
-      'demo-producer',
-      'demo-topic',
-      'follower-1',
-      'follower-2',
-      'leader',
-      'member-1',
-      'member-2',
-      'member-3',
-    ]);
-    for (const [name, service] of runsImage) expect([name, service.build]).toEqual([name, '.']);
+  it('runs etcd and three cohort nodes, building the image in every service that runs it', () => {
+    expect(Object.keys(services).sort()).toEqual(['etcd', ...NODES]);
+    for (const name of NODES)
+      expect([name, services[name].build, services[name].image]).toEqual([name, '.', 'cohort:local']);
   });
 
-  it('gives the nodes the image’s own health check, and the admin port of the defaults', () => {
+  it('pins etcd to a release a user can pull, and starts the nodes once it is healthy', () => {
+    expect(services.etcd.image).toMatch(/^quay\.io\/coreos\/etcd:v3\.5\.\d+$/);
+    expect(services.etcd.healthcheck?.test).toEqual(
+      expect.arrayContaining(['etcdctl', 'endpoint', 'health']),
+    );
+    for (const name of NODES)
+      expect([name, services[name].depends_on?.etcd]).toEqual([name, { condition: 'service_healthy' }]);
+  });
+
+  it('starts every node as a cluster node the server accepts: its own id, an address the others reach, etcd', () => {
+    const advertised = services.etcd.command as string[];
+    const etcdUrl = advertised.find((arg) => arg.startsWith('--advertise-client-urls='))!.split('=')[1];
+    const configs = NODES.map(configOf);
+    expect(configs.map((config) => config.nodeId)).toEqual([1, 2, 3]);
+    configs.forEach((config, i) => {
+      expect(config.etcdEndpoints).toEqual([etcdUrl]);
+      // What the others fetch from: the node's service name, at the port it listens on.
+      expect(config.advertisedAddress).toBe(`${NODES[i]}:${parseListenAddress(config.listen)!.port}`);
+      expect(config.clusterId).toBe(configs[0].clusterId);
+    });
+  });
+
+  it('gives the nodes the image’s own health check, and publishes them on loopback as docs/cluster.md numbers them', () => {
     const check = dockerfileHealthcheck();
     expect(check).toContain('--readyz');
-    for (const name of ['leader', 'follower-1', 'follower-2']) {
-      expect([name, services[name].healthcheck?.test]).toEqual([name, ['CMD', ...check]]);
-    }
-    const adminPort = DEFAULT_ADMIN_LISTEN.split(':')[1];
-    expect(services.leader.environment?.COHORT_ADMIN_LISTEN).toBe(`0.0.0.0:${adminPort}`);
-    expect(services.leader.ports).toContain(`127.0.0.1:${adminPort}:${adminPort}`);
-    expect(read('Dockerfile')).toMatch(
-      new RegExp(`^EXPOSE ${DEFAULT_LISTEN.split(':')[1]} ${adminPort}$`, 'm'),
-    );
+    const listenPort = Number(DEFAULT_LISTEN.split(':')[1]);
+    const adminPort = Number(DEFAULT_ADMIN_LISTEN.split(':')[1]);
+    NODES.forEach((name, i) => {
+      const service = services[name];
+      expect([name, service.healthcheck?.test]).toEqual([name, ['CMD', ...check]]);
+      expect(configOf(name).adminListen).toBe(`0.0.0.0:${adminPort}`);
+      // Node n on 7060 + 10 n: the walk-through's leader_of finds a node's port from its id.
+      const hostPort = 7060 + 10 * (i + 1);
+      expect([name, service.ports]).toEqual([
+        name,
+        [`127.0.0.1:${hostPort}:${listenPort}`, `127.0.0.1:${hostPort + 1}:${adminPort}`],
+      ]);
+    });
+    expect(read('Dockerfile')).toMatch(new RegExp(`^EXPOSE ${listenPort} ${adminPort}$`, 'm'));
+    expect(read('docs/cluster.md')).toContain('7060 + 10 × _n_');
   });
 
   it('gives the nodes, and only the nodes, one cluster secret distinct from the clients’ token', () => {
-    const nodes = ['leader', 'follower-1', 'follower-2'];
-    const secret = services.leader.environment?.COHORT_CLUSTER_SECRET;
-    expect(secret).toEqual(expect.any(String));
-    for (const name of nodes)
-      expect([name, services[name].environment?.COHORT_CLUSTER_SECRET]).toEqual([name, secret]);
-    expect(secret).not.toBe(services.leader.environment?.COHORT_TOKEN);
-    for (const [name, service] of Object.entries(services).filter(([n]) => !nodes.includes(n))) {
-      expect([name, service.environment?.COHORT_CLUSTER_SECRET]).toEqual([name, undefined]);
-    }
-  });
-
-  it('has each member print its group events, and be healthy only while it is in the group itself', () => {
-    for (const name of ['member-1', 'member-2', 'member-3']) {
-      const member = services[name];
-      const [consume] = cliCalls(shellOf(member.command));
-      expect(consume.slice(0, 2)).toEqual(['consume', 'demo']);
-      expect(consume).toContain('--print-group-events');
-      const clientId = consume[consume.indexOf('--client-id') + 1];
-      const group = consume[consume.indexOf('--group') + 1];
-      expect(clientId).toBe('member-host'); // the container's $HOSTNAME: one per member
-      expect(member.healthcheck?.test[0]).toBe('CMD-SHELL');
-      const [check] = cliCalls(member.healthcheck?.test[1] ?? '');
-      expect(check.slice(0, 3)).toEqual(['groups', 'describe', group]);
-      expect(check[check.indexOf('--client-id') + 1]).toBe(clientId);
-    }
-  });
-
-  it('runs only cohort command lines the CLI accepts', async () => {
-    const calls = Object.values(services).flatMap((s) => [
-      ...cliCalls(shellOf(s.command)),
-      ...(s.healthcheck?.test[0] === 'CMD-SHELL' ? cliCalls(s.healthcheck.test[1]) : []),
-    ]);
-    // Three consumers and their health checks, the topic's create-or-describe, the producer.
-    expect(calls).toHaveLength(9);
-    for (const args of calls) {
-      // With --help a command parses every flag, then prints its help instead of running.
-      const { context, err } = captureContext();
-      const status = await runCli([...args, '--help'], context);
-      expect([args.join(' '), status, err()]).toEqual([args.join(' '), 0, '']);
-    }
+    const secrets = NODES.map((name) => configOf(name).clusterSecret);
+    expect(secrets[0]).not.toBe('');
+    expect(new Set(secrets).size).toBe(1);
+    expect(secrets[0]).not.toBe(configOf('node-1').token);
+    expect(services.etcd.environment?.COHORT_CLUSTER_SECRET).toBeUndefined();
   });
 });

@@ -5,13 +5,12 @@ import type { BrokerConfig, FetchResponse, ProduceResponse, ReplicaManagerOption
 import { ReplicaManager } from '../../../src/log';
 import type { LogConfig, LogRecord } from '../../../src/log/storage';
 import { ManualTime } from '../../../src/time';
+import { FakeCluster } from './fake-cluster';
 
-/** Settings of a leader with followers 1 and 2, a 10 s lag, and fsync on every append. */
+/** Settings of node 0 with a 10 s lag and fsync on every append. */
 export function leaderConfig(dataDir: string, overrides: Partial<BrokerConfig> = {}): BrokerConfig {
   return {
     nodeId: 0,
-    isFollower: false,
-    followers: [1, 2],
     minInsyncReplicas: 1,
     replicaLagTimeMaxMs: 10_000,
     dataDir,
@@ -29,6 +28,8 @@ export class BrokerHarness {
   readonly time = new ManualTime();
   readonly isrChanges: { topic: string; partitionIndex: number; isr: readonly number[] }[] = [];
   readonly errors: unknown[] = [];
+  /** The in-memory metadata store `clusterNode` and `replicatedLeader` take their roles from. */
+  readonly cluster = new FakeCluster();
   private readonly managers: ReplicaManager[] = [];
 
   dir(name: string): string {
@@ -50,8 +51,62 @@ export class BrokerHarness {
     return manager;
   }
 
+  /** A single node (node 0): it leads every partition it creates, each with itself as the one replica. */
   leader(overrides: Partial<BrokerConfig> = {}, logConfig: Partial<LogConfig> = {}): ReplicaManager {
     return this.start(leaderConfig(this.dir('leader'), { ...overrides, logConfig }));
+  }
+
+  /**
+   * Node `nodeId` in cluster mode on `this.cluster`, live there: its roles come from applyClusterMetadata
+   * and its ISR changes are committed through the fake store. In `node-<id>` unless `overrides.dataDir`.
+   */
+  clusterNode(
+    nodeId: number,
+    overrides: Partial<BrokerConfig> = {},
+    options: Partial<ReplicaManagerOptions> = {},
+  ): ReplicaManager {
+    const config = leaderConfig(this.dir(`node-${nodeId}`), { nodeId, ...overrides });
+    const manager = this.start(config, { isrChangeProposer: this.cluster.proposerFor(nodeId), ...options });
+    this.cluster.managers.set(nodeId, manager);
+    this.liveNode(nodeId);
+    return manager;
+  }
+
+  /** Lists `nodeId` as live in the cluster (a node without a manager: a test fetches as it). */
+  liveNode(nodeId: number): void {
+    if (!this.cluster.liveNodes.some((node) => node.nodeId === nodeId)) {
+      this.cluster.liveNodes.push({ nodeId, host: `node-${nodeId}`, port: 9000 + nodeId });
+    }
+  }
+
+  /**
+   * A leader with followers as the controller makes one: node 0 in cluster mode, without replica
+   * authentication (a test fetches as followers 1 and 2 itself; the authentication tests require it).
+   * `leadTopic` gives it partitions.
+   */
+  replicatedLeader(
+    overrides: Partial<BrokerConfig> = {},
+    logConfig: Partial<LogConfig> = {},
+  ): ReplicaManager {
+    return this.clusterNode(0, {
+      dataDir: this.dir('leader'),
+      requireAuthenticatedReplicas: false,
+      ...overrides,
+      logConfig,
+    });
+  }
+
+  /**
+   * `numPartitions` partitions of `topic`, each on replicas 0 .. replicationFactor - 1, led by node 0 at
+   * epoch 0 with every replica in sync: what the controller writes for a new topic (published at once).
+   */
+  leadTopic(topic: string, replicationFactor: number, numPartitions = 1): void {
+    const replicas = Array.from({ length: replicationFactor }, (_, id) => id);
+    for (const id of replicas) this.liveNode(id);
+    for (let partitionIndex = 0; partitionIndex < numPartitions; partitionIndex++) {
+      this.cluster.set(topic, partitionIndex, { leader: 0, leaderEpoch: 0, isr: replicas, replicas }, false);
+    }
+    this.cluster.publish();
   }
 
   async cleanup(): Promise<void> {

@@ -50,7 +50,7 @@ describe('DelayedFetch', () => {
   const unsynced = { flushMessages: 1_000_000 };
 
   it('answers at once when min_bytes are already there', async () => {
-    const broker = h.leader({ followers: [] }, unsynced);
+    const broker = h.leader({}, unsynced);
     await createTopic(broker, 't');
     await broker.produce({
       acks: 1,
@@ -68,7 +68,7 @@ describe('DelayedFetch', () => {
   });
 
   it('waits until appends to several partitions together reach min_bytes', async () => {
-    const broker = h.leader({ followers: [] }, unsynced);
+    const broker = h.leader({}, unsynced);
     await createTopic(broker, 't', 2);
     const big = 'x'.repeat(100);
     // One 100-byte record makes a batch of about 150 bytes; min_bytes 250 needs two of them.
@@ -103,7 +103,7 @@ describe('DelayedFetch', () => {
   });
 
   it('answers after max_wait_ms with what arrived, possibly nothing, and not a millisecond earlier', async () => {
-    const broker = h.leader({ followers: [] }, unsynced);
+    const broker = h.leader({}, unsynced);
     await createTopic(broker, 't');
     const pending = track(
       broker.fetch(
@@ -138,8 +138,8 @@ describe('DelayedFetch', () => {
   });
 
   it('wakes a follower’s fetch on the append, and a consumer’s only when the HW moves', async () => {
-    const broker = h.leader({}, unsynced);
-    await createTopic(broker, 't', 1, 3);
+    const broker = h.replicatedLeader({}, unsynced);
+    h.leadTopic('t', 3);
     const follower = (
       replicaId: number,
       fetchOffset: number,
@@ -175,8 +175,8 @@ describe('DelayedFetch', () => {
   });
 
   it('answers a consumer at an offset between the HW and the LEO with nothing until the HW passes it', async () => {
-    const broker = h.leader({}, unsynced);
-    await createTopic(broker, 't', 1, 2);
+    const broker = h.replicatedLeader({}, unsynced);
+    h.leadTopic('t', 2);
     await broker.produce({
       acks: 1,
       timeoutMs: 0,
@@ -194,7 +194,7 @@ describe('DelayedFetch', () => {
   });
 
   it('answers at once with the error for an unknown partition or an offset out of range', async () => {
-    const broker = h.leader({ followers: [] }, unsynced);
+    const broker = h.leader({}, unsynced);
     await createTopic(broker, 't');
     const unknown = await broker.fetch(consumerFetch([{ topic: 'nope', partitionIndex: 0, fetchOffset: 0 }]));
     expect(fetched(unknown)).toMatchObject({
@@ -215,8 +215,8 @@ describe('DelayedFetch', () => {
   });
 
   it('refuses a follower fetch from a node that is not a replica, and bad sizes', async () => {
-    const broker = h.leader({}, unsynced);
-    await createTopic(broker, 't', 1, 2);
+    const broker = h.replicatedLeader({}, unsynced);
+    h.leadTopic('t', 2);
     const stranger = await broker.fetch(
       consumerFetch([{ topic: 't', partitionIndex: 0, fetchOffset: 0 }], { replicaId: 2 }),
     );
@@ -241,7 +241,7 @@ describe('DelayedFetch', () => {
   });
 
   it('does not park a fetch whose caller has already gone', async () => {
-    const broker = h.leader({ followers: [] }, unsynced);
+    const broker = h.leader({}, unsynced);
     await createTopic(broker, 't');
     const controller = new AbortController();
     controller.abort();
@@ -254,7 +254,7 @@ describe('DelayedFetch', () => {
   });
 
   it('releases a parked fetch whose caller goes away, without answering it', async () => {
-    const broker = h.leader({ followers: [] }, unsynced);
+    const broker = h.leader({}, unsynced);
     await createTopic(broker, 't');
     const controller = new AbortController();
     const parked = broker.fetch(
@@ -276,7 +276,7 @@ describe('DelayedFetch', () => {
   });
 
   it('answers every parked fetch with what is there when it shuts down', async () => {
-    const broker = h.leader({ followers: [] }, unsynced);
+    const broker = h.leader({}, unsynced);
     await createTopic(broker, 't');
     const parked = broker.fetch(
       consumerFetch([{ topic: 't', partitionIndex: 0, fetchOffset: 0 }], { minBytes: 1_000_000 }),
@@ -293,7 +293,7 @@ describe('DelayedFetch', () => {
   });
 
   it('completes a parked fetch when the log rolls to a new segment under it', async () => {
-    const broker = h.leader({ followers: [] }, { ...unsynced, segmentBytes: 1_024 });
+    const broker = h.leader({}, { ...unsynced, segmentBytes: 1_024 });
     await createTopic(broker, 't');
     const big = 'y'.repeat(600);
     await broker.produce({
@@ -317,7 +317,7 @@ describe('DelayedFetch', () => {
   });
 
   it('reads the log once for many consumers woken at the same offset, and gives each the records', async () => {
-    const broker = h.leader({ followers: [] }, unsynced);
+    const broker = h.leader({}, unsynced);
     await createTopic(broker, 't');
     const parked = Array.from({ length: 50 }, () =>
       broker.fetch(consumerFetch([{ topic: 't', partitionIndex: 0, fetchOffset: 0 }])),

@@ -56,8 +56,8 @@ describe('DelayedProduce and acks', () => {
   }
 
   it('completes acks=-1 once every in-sync follower has fetched past the records', async () => {
-    const broker = h.leader();
-    await createTopic(broker, 't', 3);
+    const broker = h.replicatedLeader();
+    h.leadTopic('t', 3);
     const pending = track(broker.produce(produceRequest(-1, ['a', 'b'])));
     await followerFetch(broker, 1, 2);
     await settle();
@@ -76,7 +76,7 @@ describe('DelayedProduce and acks', () => {
   });
 
   it('acknowledges acks=-1 and acks=1 only after the leader’s fsync covers the records', async () => {
-    const broker = h.leader({ followers: [] });
+    const broker = h.leader();
     await createTopic(broker, 't', 1);
     const log = broker.getPartition('t-0')!.log;
     const one = await broker.produce(produceRequest(1, ['a']));
@@ -88,7 +88,7 @@ describe('DelayedProduce and acks', () => {
   });
 
   it('answers acks=0 at once with the offsets, before any fsync', async () => {
-    const broker = h.leader({ followers: [] });
+    const broker = h.leader();
     await createTopic(broker, 't', 1);
     const log = broker.getPartition('t-0')!.log;
     const response = await broker.produce(produceRequest(0, ['a', 'b']));
@@ -100,8 +100,8 @@ describe('DelayedProduce and acks', () => {
   });
 
   it('completes a waiting acks=-1 when a silent follower leaves the ISR after the lag time', async () => {
-    const broker = h.leader({ replicaLagTimeMaxMs: LAG_MS });
-    await createTopic(broker, 't', 3);
+    const broker = h.replicatedLeader({ replicaLagTimeMaxMs: LAG_MS });
+    h.leadTopic('t', 3);
     const pending = track(broker.produce(produceRequest(-1, ['a'])));
     await followerFetch(broker, 1, 1);
     h.time.advance(LAG_MS);
@@ -120,12 +120,13 @@ describe('DelayedProduce and acks', () => {
   });
 
   it('fails with NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrinks below the minimum, then refuses new acks=-1', async () => {
-    const broker = h.leader({ replicaLagTimeMaxMs: LAG_MS, minInsyncReplicas: 3 });
-    await createTopic(broker, 't', 3);
+    const broker = h.replicatedLeader({ replicaLagTimeMaxMs: LAG_MS, minInsyncReplicas: 3 });
+    h.leadTopic('t', 3);
     const pending = track(broker.produce(produceRequest(-1, ['a'])));
     await followerFetch(broker, 1, 1);
-    // The leader's fsync is done before the ISR shrinks: the shrink alone must answer the produce.
-    await until(() => broker.getPartition('t-0')!.log.recoveryPoint >= 1, 'the fsync');
+    // The leader's fsync is done before the ISR shrinks: the shrink alone must answer the produce. The
+    // recovery point moves only once the leader-epoch file holds epoch 0 (several steps on the thread pool).
+    await until(() => broker.getPartition('t-0')!.log.recoveryPoint >= 1, 'the fsync', 200_000);
     await settle();
     expect(pending.isSettled).toBe(false);
     h.time.advance(LAG_MS + LAG_MS / 2);
@@ -140,8 +141,8 @@ describe('DelayedProduce and acks', () => {
   });
 
   it('answers REQUEST_TIMED_OUT when the ISR does not confirm in time, keeping the records', async () => {
-    const broker = h.leader();
-    await createTopic(broker, 't', 3);
+    const broker = h.replicatedLeader();
+    h.leadTopic('t', 3);
     const pending = track(broker.produce(produceRequest(-1, ['a'], { timeoutMs: 1_000 })));
     await followerFetch(broker, 1, 1);
     h.time.advance(999);
@@ -157,8 +158,8 @@ describe('DelayedProduce and acks', () => {
   });
 
   it('waits on every partition of the request and answers each with its own outcome', async () => {
-    const broker = h.leader({ followers: [1] });
-    await createTopic(broker, 't', 2, 2);
+    const broker = h.replicatedLeader();
+    h.leadTopic('t', 2, 2);
     const pending = track(
       broker.produce({
         acks: -1,
@@ -192,7 +193,7 @@ describe('DelayedProduce and acks', () => {
   });
 
   it('refuses invalid acks, negative timeouts, oversized and empty batches with their codes', async () => {
-    const broker = h.leader({ followers: [] }, { maxMessageBytes: 1_000 });
+    const broker = h.leader({}, { maxMessageBytes: 1_000 });
     await createTopic(broker, 't', 1);
     expect(produced(await broker.produce(produceRequest(2, ['a']))).errorCode).toBe(
       ErrorCode.INVALID_REQUIRED_ACKS,
@@ -215,8 +216,8 @@ describe('DelayedProduce and acks', () => {
   });
 
   it('does not park an acks=-1 whose caller has already gone; the records stay', async () => {
-    const broker = h.leader();
-    await createTopic(broker, 't', 3);
+    const broker = h.replicatedLeader();
+    h.leadTopic('t', 3);
     const controller = new AbortController();
     controller.abort();
     const parked = broker.produce(produceRequest(-1, ['a']), cancelOn(controller.signal));
@@ -226,8 +227,8 @@ describe('DelayedProduce and acks', () => {
   });
 
   it('releases a parked acks=-1 whose caller goes away; the records stay', async () => {
-    const broker = h.leader();
-    await createTopic(broker, 't', 3);
+    const broker = h.replicatedLeader();
+    h.leadTopic('t', 3);
     const controller = new AbortController();
     const parked = broker.produce(produceRequest(-1, ['a']), cancelOn(controller.signal));
     await until(() => broker.numDelayedProduce === 1, 'the produce to park');
@@ -238,8 +239,8 @@ describe('DelayedProduce and acks', () => {
   });
 
   it('answers a parked acks=-1 with REQUEST_TIMED_OUT when the broker shuts down', async () => {
-    const broker = h.leader();
-    await createTopic(broker, 't', 3);
+    const broker = h.replicatedLeader();
+    h.leadTopic('t', 3);
     const parked = broker.produce(produceRequest(-1, ['a']));
     await until(() => broker.numDelayedProduce === 1, 'the produce to park');
     broker.shutdown();

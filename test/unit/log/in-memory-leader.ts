@@ -20,7 +20,6 @@ export class InMemoryLeader implements LeaderEndpoint {
     private readonly authenticatedNodeId?: number,
   ) {}
 
-  metadata: LeaderEndpoint['metadata'] = (request) => this.call(() => this.leader.metadata(request));
   fetch: LeaderEndpoint['fetch'] = (request, signal) => {
     const first = request.topics[0]?.partitions[0];
     if (first !== undefined) this.fetchOffsets.push(first.fetchOffset);

@@ -41,7 +41,6 @@ describe('ReplicaManager in cluster mode', () => {
   ): ReplicaManager {
     const config = leaderConfig(h.dir(`node-${nodeId}`), {
       nodeId,
-      followers: [],
       replicaLagTimeMaxMs: LAG_MS,
       ...overrides,
     });

@@ -51,7 +51,6 @@ describe('ReplicaManager: CreateTopics in slices, within the file-descriptor bud
     const dataDir = h.dir('leader');
     const broker = h.start(
       leaderConfig(dataDir, {
-        followers: [],
         ...(budget.maxOpenFiles === undefined ? {} : { maxOpenFiles: budget.maxOpenFiles }),
       }),
       {
@@ -190,7 +189,7 @@ describe('ReplicaManager: CreateTopics in slices, within the file-descriptor bud
     expect(registryFiles(dataDir)).toEqual([]);
 
     // A restart finds no topic.
-    const restarted = h.start(leaderConfig(dataDir, { followers: [] }));
+    const restarted = h.start(leaderConfig(dataDir));
     expect(restarted.topicNames()).toEqual([]);
   });
 });

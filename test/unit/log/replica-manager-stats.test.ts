@@ -13,7 +13,7 @@ describe('ReplicaManager statistics', () => {
   });
 
   it("reports Kafka's Produce and Fetch purgatory gauges: a parked Fetch counts until a record wakes it", async () => {
-    const broker = h.leader({ followers: [] }, { flushMessages: 1_000_000 });
+    const broker = h.leader({}, { flushMessages: 1_000_000 });
     const { topics } = await broker.createTopics({
       topics: [{ name: 't', numPartitions: 2, replicationFactor: 1 }],
     });
@@ -50,9 +50,9 @@ describe('ReplicaManager statistics', () => {
   });
 
   it('lists every hosted partition with its log end offset, high watermark and ISR', async () => {
-    const broker = h.leader({ followers: [1] }, { flushMessages: 1_000_000 });
-    await broker.createTopics({ topics: [{ name: 'solo', numPartitions: 1, replicationFactor: 1 }] });
-    await broker.createTopics({ topics: [{ name: 'pair', numPartitions: 1, replicationFactor: 2 }] });
+    const broker = h.replicatedLeader({}, { flushMessages: 1_000_000 });
+    h.leadTopic('solo', 1);
+    h.leadTopic('pair', 2);
     await broker.produce({
       acks: 1,
       timeoutMs: 1_000,

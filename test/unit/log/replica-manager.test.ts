@@ -36,12 +36,12 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
     return produced(response).baseOffset;
   }
 
-  it('creates topics with the leader and the first followers as replicas, and reports them', async () => {
+  it('creates topics on a single node with itself as the one replica of each partition, and reports them', async () => {
     const broker = h.leader();
     broker.setLocalBroker({ nodeId: 0, host: '127.0.0.1', port: 7070 });
     const created = await broker.createTopics({
       topics: [
-        { name: 'one', numPartitions: 2, replicationFactor: 2 },
+        { name: 'one', numPartitions: 2, replicationFactor: 1 },
         { name: 'defaults', numPartitions: -1, replicationFactor: -1 },
       ],
     });
@@ -51,33 +51,17 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
     ]);
     const metadata = await broker.metadata({ topics: [] });
     expect(metadata.brokers).toEqual([{ nodeId: 0, host: '127.0.0.1', port: 7070 }]);
+    const partition = (partitionIndex: number) => ({
+      partitionIndex,
+      leaderId: 0,
+      replicaNodes: [0],
+      isrNodes: [0],
+      errorCode: ErrorCode.NONE,
+      leaderEpoch: 0,
+    });
     expect(metadata.topics).toEqual([
-      {
-        name: 'one',
-        errorCode: ErrorCode.NONE,
-        partitions: [0, 1].map((partitionIndex) => ({
-          partitionIndex,
-          leaderId: 0,
-          replicaNodes: [0, 1],
-          isrNodes: [0, 1],
-          errorCode: ErrorCode.NONE,
-          leaderEpoch: 0,
-        })),
-      },
-      {
-        name: 'defaults',
-        errorCode: ErrorCode.NONE,
-        partitions: [
-          {
-            partitionIndex: 0,
-            leaderId: 0,
-            replicaNodes: [0],
-            isrNodes: [0],
-            errorCode: ErrorCode.NONE,
-            leaderEpoch: 0,
-          },
-        ],
-      },
+      { name: 'one', errorCode: ErrorCode.NONE, partitions: [partition(0), partition(1)] },
+      { name: 'defaults', errorCode: ErrorCode.NONE, partitions: [partition(0)] },
     ]);
     expect(
       (await broker.metadata({ topics: ['one', 'missing', 'bad/name'] })).topics.map((t) => t.errorCode),
@@ -93,7 +77,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
         { name: 'zero', numPartitions: 0, replicationFactor: 1 },
         { name: 'huge', numPartitions: MAX_PARTITIONS_PER_TOPIC + 1, replicationFactor: 1 },
         { name: 'rf0', numPartitions: 1, replicationFactor: 0 },
-        { name: 'rf4', numPartitions: 1, replicationFactor: 4 },
+        { name: 'rf2', numPartitions: 1, replicationFactor: 2 },
         { name: 'a/b', numPartitions: 1, replicationFactor: 1 },
         { name: '', numPartitions: 1, replicationFactor: 1 },
         { name: '__consumer_offsets', numPartitions: 1, replicationFactor: 1 },
@@ -106,19 +90,22 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
       ['zero', ErrorCode.INVALID_PARTITIONS],
       ['huge', ErrorCode.INVALID_PARTITIONS],
       ['rf0', ErrorCode.INVALID_REPLICATION_FACTOR],
-      ['rf4', ErrorCode.INVALID_REPLICATION_FACTOR],
+      ['rf2', ErrorCode.INVALID_REPLICATION_FACTOR],
       ['a/b', ErrorCode.INVALID_TOPIC_EXCEPTION],
       ['', ErrorCode.INVALID_TOPIC_EXCEPTION],
       ['__consumer_offsets', ErrorCode.INVALID_TOPIC_EXCEPTION],
       ['twice', ErrorCode.INVALID_REQUEST],
       ['twice', ErrorCode.INVALID_REQUEST],
     ]);
-    expect(response.topics.find((t) => t.name === 'rf4')!.errorMessage).toContain('from 1 to 3');
+    // One node holds one replica: more need a cluster.
+    expect(response.topics.find((t) => t.name === 'rf2')!.errorMessage).toMatch(
+      /must be 1 .* on a single node, got 2; .*--etcd-endpoints/,
+    );
     expect(broker.topicNames()).toEqual(['taken']);
   });
 
   it('lists the earliest and latest offsets and finds offsets by timestamp below the HW', async () => {
-    const broker = h.leader({ followers: [] });
+    const broker = h.leader();
     await broker.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }] });
     await produce(broker, 't', 'a', 'b');
     h.time.advance(1_000);
@@ -157,16 +144,19 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
 
   it('recovers every topic and record after a restart, with the HW at the one checkpointed at close', async () => {
     const dataDir = h.dir('restart');
-    const first = h.start(leaderConfig(dataDir, { followers: [1] }));
-    await first.createTopics({ topics: [{ name: 't', numPartitions: 2, replicationFactor: 2 }] });
+    const first = h.replicatedLeader({ dataDir });
+    h.leadTopic('t', 2, 2);
     await produce(first, 't', 'a', 'b', 'c');
     // The follower has the first two records: the HW is 2 when the leader stops.
     first.getPartition('t-0')!.updateFollowerFetchState(1, 2, 0);
     expect(first.getPartition('t-0')!.highWatermark).toBe(2);
     await first.close();
 
-    const second = h.start(leaderConfig(dataDir, { followers: [1] }));
+    // The restarted node leads again, at the next epoch, as the controller re-elects it.
+    const second = h.replicatedLeader({ dataDir });
     expect(second.topicNames()).toEqual(['t']);
+    h.cluster.elect('t', 0, 0, [0, 1]);
+    h.cluster.elect('t', 1, 0, [0, 1]);
     const partition = second.getPartition('t-0')!;
     expect([partition.logEndOffset, partition.highWatermark, partition.isr]).toEqual([3, 2, [0, 1]]);
     // A consumer reads below the HW only: the follower may lack offset 2.
@@ -180,6 +170,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
       ],
     });
     expect(values(fetched(beforeFollower).records)).toEqual(['a', 'b']);
+    // The follower reaches where the new epoch began (LEO 3): the HW passes offset 2.
     partition.updateFollowerFetchState(1, 3, 0);
     const response = await second.fetch({
       replicaId: -1,
@@ -192,6 +183,31 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
     });
     expect(values(fetched(response).records)).toEqual(['a', 'b', 'c']);
     expect(await produce(second, 't', 'd')).toBe(3);
+  });
+
+  it('opens a data directory of partitions with more replicas on a single node: it leads them, and the absent followers leave the ISR', async () => {
+    // A directory a node of a cluster (or a leader of the removed fixed roles) wrote: replicas [0, 1].
+    const dataDir = h.dir('from-a-cluster');
+    const clustered = h.replicatedLeader({ dataDir });
+    h.leadTopic('t', 2);
+    await produce(clustered, 't', 'a', 'b');
+    clustered.getPartition('t-0')!.updateFollowerFetchState(1, 1, 0);
+    await clustered.close();
+
+    const single = h.start(leaderConfig(dataDir));
+    const partition = single.getPartition('t-0')!;
+    expect([partition.isLeader, partition.replicas, partition.isr]).toEqual([true, [0, 1], [0, 1]]);
+    expect([partition.logEndOffset, partition.highWatermark]).toEqual([2, 1]);
+    // Nobody fetches as node 1: after the lag time (checked every half of it) only node 0 is in sync.
+    h.time.advance(15_000);
+    expect(partition.isr).toEqual([0]);
+    expect(partition.highWatermark).toBe(2);
+    const acked = await single.produce({
+      acks: -1,
+      timeoutMs: 60_000,
+      topics: [{ name: 't', partitions: [{ partitionIndex: 0, records: [record('c')] }] }],
+    });
+    expect(produced(acked)).toMatchObject({ errorCode: ErrorCode.NONE, baseOffset: 2 });
   });
 
   it('writes nothing under the data directory until a topic is created', async () => {
@@ -216,8 +232,8 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
 
   it('checkpoints each partition’s HW every 5 s when it moved, and once more at close', async () => {
     const dataDir = h.dir('hw-checkpoint');
-    const broker = h.start(leaderConfig(dataDir, { followers: [1] }));
-    await broker.createTopics({ topics: [{ name: 't', numPartitions: 2, replicationFactor: 2 }] });
+    const broker = h.replicatedLeader({ dataDir });
+    h.leadTopic('t', 2, 2);
     await produce(broker, 't', 'a', 'b', 'c');
     const partition = broker.getPartition('t-0')!;
     const file = path.join(dataDir, 't-0', HIGH_WATERMARK_CHECKPOINT_FILE);
@@ -245,7 +261,6 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
   it('deletes segments past the retention time on its periodic check', async () => {
     const broker = h.start(
       leaderConfig(h.dir('retention'), {
-        followers: [],
         logConfig: { segmentBytes: 1_024, retentionMs: 60_000 },
       }),
       {
@@ -270,31 +285,11 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
     expect(latest.topics[0]!.partitions[0]!.offset).toBe(2);
   });
 
-  it('refuses Produce, CreateTopics and ListOffsets as a follower', async () => {
-    const follower = h.start(leaderConfig(h.dir('follower'), { nodeId: 1, isFollower: true, followers: [] }));
-    const created = await follower.createTopics({
-      topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }],
-    });
-    expect(created.topics[0]!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
-    follower.applyLeaderMetadata({
-      brokers: [{ nodeId: 0, host: 'leader', port: 1 }],
-      topics: [
-        {
-          name: 't',
-          errorCode: ErrorCode.NONE,
-          partitions: [
-            {
-              partitionIndex: 0,
-              leaderId: 0,
-              replicaNodes: [0, 1],
-              isrNodes: [0, 1],
-              errorCode: ErrorCode.NONE,
-              leaderEpoch: 0,
-            },
-          ],
-        },
-      ],
-    });
+  it('refuses Produce and ListOffsets as a follower, and reports its leader, replicas and ISR', async () => {
+    const follower = h.clusterNode(1);
+    h.liveNode(0);
+    h.cluster.set('t', 0, { leader: 0, leaderEpoch: 2, isr: [0, 1], replicas: [0, 1] });
+    expect(follower.getPartition('t-0')).toMatchObject({ isLeader: false, leaderId: 0 });
     const response = await follower.produce({
       acks: 1,
       timeoutMs: 0,
@@ -306,57 +301,22 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
     });
     expect(offsets.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     const metadata = await follower.metadata({ topics: [] });
-    expect(metadata.brokers).toEqual([{ nodeId: 0, host: 'leader', port: 1 }]);
+    expect(metadata.brokers.map((b) => b.nodeId)).toEqual([1, 0]);
     expect(metadata.topics[0]!.partitions[0]).toMatchObject({
       leaderId: 0,
+      leaderEpoch: 2,
       replicaNodes: [0, 1],
       isrNodes: [0, 1],
     });
   });
 
-  it("refuses a leader's Metadata that reports the follower's own node id, and takes nothing from it", async () => {
-    // Both processes at the default --node-id 0: the follower would lead every partition and copy nothing.
-    const follower = h.start(leaderConfig(h.dir('same-id'), { nodeId: 0, isFollower: true, followers: [] }));
-    const partitions = [
-      { partitionIndex: 0, leaderId: 0, replicaNodes: [0], isrNodes: [0], errorCode: 0, leaderEpoch: 0 },
-    ];
-    const topics = [{ name: 't', errorCode: ErrorCode.NONE, partitions }];
-    for (const metadata of [
-      { brokers: [{ nodeId: 0, host: 'leader', port: 1 }], topics: [] },
-      { brokers: [], topics },
-    ]) {
-      expect(() => follower.applyLeaderMetadata(metadata)).toThrow(
-        expect.objectContaining({ code: ErrorCode.INVALID_CONFIG }),
-      );
-    }
-    expect(follower.getPartition('t-0')).toBeUndefined();
-    expect((await follower.metadata({ topics: [] })).topics).toEqual([]);
-    const response = await follower.produce({
-      acks: 1,
-      timeoutMs: 0,
-      topics: [{ name: 't', partitions: [{ partitionIndex: 0, records: [record('a')] }] }],
-    });
-    expect(produced(response).errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
-  });
-
   it('tells a partition that does not exist (UNKNOWN_TOPIC_OR_PARTITION) from one hosted elsewhere', async () => {
-    // Follower 2 of a leader with followers [1, 2] learns topic t: partition 0 on [0, 1], partition 1 on
-    // [0, 2]. It hosts t-1 only; t-0 exists on other replicas; t-2 and t--1 do not exist at all.
-    const follower = h.start(leaderConfig(h.dir('partial'), { nodeId: 2, isFollower: true, followers: [] }));
-    const partition = (partitionIndex: number, replicaNodes: number[]) => ({
-      partitionIndex,
-      leaderId: 0,
-      replicaNodes,
-      isrNodes: replicaNodes,
-      errorCode: ErrorCode.NONE,
-      leaderEpoch: 0,
-    });
-    follower.applyLeaderMetadata({
-      brokers: [{ nodeId: 0, host: 'leader', port: 1 }],
-      topics: [
-        { name: 't', errorCode: ErrorCode.NONE, partitions: [partition(0, [0, 1]), partition(1, [0, 2])] },
-      ],
-    });
+    // Node 2 learns topic t: partition 0 on [0, 1], partition 1 on [0, 2]. It hosts t-1 only; t-0 exists
+    // on other replicas; t-2 and t--1 do not exist at all.
+    const follower = h.clusterNode(2);
+    h.liveNode(0);
+    h.cluster.set('t', 0, { leader: 0, leaderEpoch: 0, isr: [0, 1], replicas: [0, 1] }, false);
+    h.cluster.set('t', 1, { leader: 0, leaderEpoch: 0, isr: [0, 2], replicas: [0, 2] });
     expect(follower.getPartition('t-0')).toBeUndefined();
     expect(follower.getPartition('t-1')).toBeDefined();
     const indexes = [0, 2, -1];
@@ -401,31 +361,32 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
     expect(offsets.topics[0]!.partitions.map((p) => p.errorCode)).toEqual(expected);
   });
 
-  it('stops copying a partition the leader no longer lists this follower for, and starts one it now does', async () => {
-    const follower = h.start(leaderConfig(h.dir('moving'), { nodeId: 1, isFollower: true, followers: [] }));
-    const metadata = (replicas: number[][]) => ({
-      brokers: [],
-      topics: [
-        {
-          name: 't',
-          errorCode: ErrorCode.NONE,
-          partitions: replicas.map((replicaNodes, partitionIndex) => ({
-            partitionIndex,
-            leaderId: 0,
-            replicaNodes,
-            isrNodes: replicaNodes,
-            errorCode: ErrorCode.NONE,
-            leaderEpoch: 0,
-          })),
-        },
-      ],
-    });
-    follower.applyLeaderMetadata(metadata([[0, 1], [0]]));
-    expect(follower.followerFetchTargets().map((t) => t.key)).toEqual(['t-0']);
-    follower.applyLeaderMetadata(metadata([[0], [0, 1]]));
-    expect(follower.followerFetchTargets().map((t) => t.key)).toEqual(['t-1']);
+  it('stops copying a partition the cluster no longer assigns it, and starts one it now does', async () => {
+    const follower = h.clusterNode(1);
+    h.liveNode(0);
+    const assign = (replicas: number[][]): void => {
+      replicas.forEach((replicaNodes, partitionIndex) =>
+        h.cluster.set(
+          't',
+          partitionIndex,
+          { leader: 0, leaderEpoch: 0, isr: replicaNodes, replicas: replicaNodes },
+          false,
+        ),
+      );
+      h.cluster.publish();
+    };
+    /** What a fetcher of leader 0 copies: an empty log has no epoch boundary to find, so it fetches next. */
+    const copied = (): string[] => {
+      expect(follower.epochBoundaryTargets(0)).toEqual([]);
+      return follower.followerFetchTargets(0).map((t) => t.key);
+    };
+    assign([[0, 1], [0]]);
+    expect(follower.followedLeaders()).toEqual(new Set([0]));
+    expect(copied()).toEqual(['t-0']);
+    assign([[0], [0, 1]]);
+    expect(copied()).toEqual(['t-1']);
     expect(follower.getPartition('t-0')).toBeUndefined();
-    const registry = JSON.parse(fs.readFileSync(path.join(h.dir('moving'), 'topics', 't.json'), 'utf8')) as {
+    const registry = JSON.parse(fs.readFileSync(path.join(h.dir('node-1'), 'topics', 't.json'), 'utf8')) as {
       partitions: { replicas: number[] }[];
     };
     expect(registry.partitions.map((p) => p.replicas)).toEqual([[0], [0, 1]]);

@@ -1,7 +1,6 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LeaderLinkStatus } from '../../../../src/log';
 import { cohortVersion, UNKNOWN_VERSION } from '../../../../src/server/metrics/node-metrics';
 import { ServerMetrics } from '../../../../src/server/metrics/server-metrics';
 import { ManualTime } from '../../../../src/time';
@@ -32,33 +31,5 @@ describe('node metrics', () => {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
-  });
-
-  it('shows a follower’s link to its leader, and nothing of the kind on a leader', async () => {
-    const metrics = new ServerMetrics({ time: new ManualTime() });
-    const leaderSamples = await samplesOf(metrics.registry);
-    expect(leaderSamples.filter((s) => s.name.startsWith('cohort_follower_'))).toEqual([]);
-
-    let status: LeaderLinkStatus = { isReplicating: true, failure: undefined, failedRoundsTotal: 0 };
-    metrics.setSources({
-      follower: {
-        leader: 'leader:7070',
-        get leaderStatus() {
-          return status;
-        },
-      },
-    });
-    let samples = await samplesOf(metrics.registry);
-    expect(valueOf(samples, 'cohort_follower_leader_reachable', { leader: 'leader:7070' })).toBe(1);
-    expect(valueOf(samples, 'cohort_follower_fetch_failures_total', { leader: 'leader:7070' })).toBe(0);
-
-    status = {
-      isReplicating: false,
-      failure: { error: new Error('down'), kind: 'unreachable', failedRounds: 4, failingForMs: 3_000 },
-      failedRoundsTotal: 6,
-    };
-    samples = await samplesOf(metrics.registry);
-    expect(valueOf(samples, 'cohort_follower_leader_reachable', { leader: 'leader:7070' })).toBe(0);
-    expect(valueOf(samples, 'cohort_follower_fetch_failures_total', { leader: 'leader:7070' })).toBe(6);
   });
 });

@@ -91,6 +91,7 @@ import { ReplicaFetcherManager } from './replica-fetcher-manager';
 import type { LeaderEndpointFactory } from './replica-fetcher-manager';
 import {
   checkpointHighWatermarks,
+  DirtyRatioCompaction,
   HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
   type LogAppendInfo,
   type LogReadInfo,
@@ -322,6 +323,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   private readonly offsetsCommitTimeoutMs: number;
   /** shutdown() has begun: a store write answered from here on was cut by it, not timed out. */
   private isShuttingDown = false;
+  /** The compaction of each compacted follower replica (a leader's is its store's). */
+  private readonly followerCompactions = new WeakMap<Partition, DirtyRatioCompaction>();
 
   constructor(config: BrokerConfig, options: ReplicaManagerOptions) {
     this.config = config;
@@ -1424,7 +1427,33 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       }
     }
     if (partition.updateFollowerHighWatermark(data.highWatermark)) this.fetchPurgatory.checkAndComplete(key);
+    if (data.records.length > 0) this.maybeCompactFollower(partition);
     return 'appended';
+  }
+
+  /**
+   * Kafka's cleaner runs on every replica: a follower of a compacted topic compacts its own copy, by the
+   * same dirty ratio as the leader's store and only below its own HW (a record above it may still be
+   * truncated when it follows a new leader). Offsets never change, so the copy still matches the leader's
+   * offset for offset wherever both hold a record.
+   */
+  private maybeCompactFollower(partition: Partition): void {
+    if (partition.log.config.cleanupPolicy !== 'compact') return;
+    let compaction = this.followerCompactions.get(partition);
+    if (compaction === undefined) {
+      const ratio = this.offsetsTopic?.store?.minCleanableDirtyRatio;
+      compaction = new DirtyRatioCompaction(partition.log, {
+        maxOffset: () => partition.highWatermark,
+        ...(ratio === undefined ? {} : { minCleanableDirtyRatio: ratio }),
+        onError: (error) => {
+          if (!this.isShuttingDown && this.partitions.get(partition.key) === partition) {
+            this.reportError(error, `compaction of ${partition.key} failed`);
+          }
+        },
+      });
+      this.followerCompactions.set(partition, compaction);
+    }
+    compaction.maybeCompact();
   }
 
   // --- __consumer_offsets ---

@@ -2,6 +2,8 @@ import { CohortError, ErrorCode } from '../../errors';
 import {
   type CompactionResult,
   type CorruptRegion,
+  DEFAULT_MIN_CLEANABLE_DIRTY_RATIO,
+  DirtyRatioCompaction,
   isTombstone,
   type LogConfig,
   type LogRecord,
@@ -52,8 +54,8 @@ import { replayLog, type ReplayOptions, type ReplayResult } from './replay-log';
  * min.cleanable.dirty.ratio), a compaction starts in the background, over the sealed segments below the
  * high watermark. Each pass reads them once, yielding every MiB, and the next one waits for the log to
  * have grown by that ratio again, so cleaning costs a bounded amount of reading per byte appended; the
- * log stays within about twice its live data plus one segment. Followers do not compact their copy: a
- * replica compacts once it leads (docs/storage.md).
+ * log stays within about twice its live data plus one segment (DirtyRatioCompaction). Followers compact
+ * their own copy the same way (ReplicaManager), as Kafka's cleaner runs on every replica.
  *
  * Structurally this is the group layer's OffsetStore and GroupMetadataStore; it imports neither (the
  * server composes them).
@@ -66,8 +68,7 @@ export const CONSUMER_OFFSETS_TOPIC = '__consumer_offsets';
 export const CONSUMER_OFFSETS_PARTITION_DIR = `${CONSUMER_OFFSETS_TOPIC}-0`;
 /** Kafka's offsets.topic.segment.bytes. */
 export const CONSUMER_OFFSETS_SEGMENT_BYTES = 100 * 1024 * 1024;
-/** Kafka's min.cleanable.dirty.ratio. */
-export const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO = 0.5;
+export { DEFAULT_MIN_CLEANABLE_DIRTY_RATIO };
 
 /**
  * The internal topic's log settings (on top of the defaults, not the server's `--log-*` flags: the flush
@@ -132,7 +133,7 @@ export class ConsumerOffsetsStore {
   /** The leader epoch this store writes at. */
   readonly leaderEpoch: number;
   private readonly partition: OffsetsPartition;
-  private readonly minCleanableDirtyRatio: number;
+  private readonly compaction: DirtyRatioCompaction;
   private readonly replayOptions: ReplayOptions | undefined;
   private readonly onCompactionError: ((error: unknown) => void) | undefined;
   private readonly onCorruptData: ConsumerOffsetsStoreOptions['onCorruptData'];
@@ -145,21 +146,22 @@ export class ConsumerOffsetsStore {
   private readonly groups = new Map<string, StoredGroupRecord>();
   /** Settles (never rejects) once the last write has been applied or has failed. */
   private tail: Promise<void> = RESOLVED;
-  private compactingValue: Promise<CompactionResult> | null = null;
-  /** The log's size right after the last compaction: what is beyond it is dirty. */
-  private cleanBytes = 0;
   private closing: Promise<void> | null = null;
 
   /** No I/O: `load()` reads the log. */
   constructor(partition: OffsetsPartition, options: ConsumerOffsetsStoreOptions = {}) {
-    const ratio = options.minCleanableDirtyRatio ?? DEFAULT_MIN_CLEANABLE_DIRTY_RATIO;
-    if (!(ratio > 0 && ratio <= 1)) {
-      throw new RangeError(`minCleanableDirtyRatio must be in (0, 1], got ${ratio}`);
-    }
     this.partition = partition;
     this.key = partition.key;
     this.leaderEpoch = options.leaderEpoch ?? 0;
-    this.minCleanableDirtyRatio = ratio;
+    this.compaction = new DirtyRatioCompaction(partition.log, {
+      maxOffset: () => partition.highWatermark,
+      ...(options.minCleanableDirtyRatio === undefined
+        ? {}
+        : { minCleanableDirtyRatio: options.minCleanableDirtyRatio }),
+      onError: (error) => {
+        if (this.phase === 'ready') this.onCompactionError?.(error);
+      },
+    });
     this.replayOptions = options.replay;
     this.onCompactionError = options.onCompactionError;
     this.onCorruptData = options.onCorruptData;
@@ -187,7 +189,7 @@ export class ConsumerOffsetsStore {
 
   /** The compaction running now, if any. */
   get compacting(): Promise<CompactionResult> | null {
-    return this.compactingValue;
+    return this.compaction.compacting;
   }
 
   /**
@@ -327,16 +329,7 @@ export class ConsumerOffsetsStore {
    * dirty-ratio trigger calls this in the background.
    */
   compact(): Promise<CompactionResult> {
-    this.compactingValue ??= this.partition.log
-      .compact(this.partition.highWatermark)
-      .then((result) => {
-        if (!result.isAborted) this.cleanBytes = result.bytesAfter;
-        return result;
-      })
-      .finally(() => {
-        this.compactingValue = null;
-      });
-    return this.compactingValue;
+    return this.compaction.compact();
   }
 
   /**
@@ -351,7 +344,7 @@ export class ConsumerOffsetsStore {
   private async settle(): Promise<void> {
     this.phase = 'closed';
     await this.tail;
-    await this.compactingValue?.catch(ignore);
+    await this.compaction.compacting?.catch(ignore);
   }
 
   /**
@@ -369,7 +362,7 @@ export class ConsumerOffsetsStore {
       );
     }
     const committed = this.partition.appendCommitted(records, this.leaderEpoch);
-    this.maybeCompact();
+    this.compaction.maybeCompact();
     const applied = Promise.all([this.tail, committed]).then(() => {
       if (this.phase !== 'ready') throw this.unavailableError();
       apply();
@@ -386,17 +379,6 @@ export class ConsumerOffsetsStore {
           ErrorCode.NOT_LEADER_OR_FOLLOWER,
           `this node no longer leads ${this.key} at leader epoch ${this.leaderEpoch}`,
         );
-  }
-
-  private maybeCompact(): void {
-    if (this.compactingValue !== null) return;
-    const log = this.partition.log;
-    if (log.numberOfSegments < 2) return;
-    const size = log.sizeInBytes;
-    if (size - this.cleanBytes < size * this.minCleanableDirtyRatio) return;
-    this.compact().catch((error: unknown) => {
-      if (this.phase === 'ready') this.onCompactionError?.(error);
-    });
   }
 
   /**

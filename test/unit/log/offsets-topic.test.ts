@@ -11,6 +11,7 @@ import {
   record,
   settle,
   track,
+  until,
 } from './broker-harness';
 import { FakeCluster } from './fake-cluster';
 
@@ -293,23 +294,59 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
     cluster.set(TOPIC, 0, { leader: 0, leaderEpoch: 1, isr: [0, 1], replicas: [0, 1, 2] });
     const follower = two.getPartition(KEY)!;
     expect(follower.isLeader).toBe(false);
+    const sent: [number, string][] = [];
     for (let rounds = 0; follower.logEndOffset < leader.logEndOffset; rounds++) {
       expect(rounds).toBeLessThan(100);
       const data = fetched(
         await zero.fetch(replicaFetch(2, follower.logEndOffset, 150), { authenticatedNodeId: 2 }),
       );
+      for (const r of data.records) sent.push([r.offset, r.key!.toString('hex')]);
       expect(two.applyFetchedPartition(KEY, data, 1)).toBe('appended');
+      // What was just appended is there at the leader's offsets (the active segment is never compacted).
+      const appended = follower.read(data.records[0]!.offset, 1 << 20, true, true).records;
+      expect(appended.map((r) => r.offset)).toEqual(data.records.map((r) => r.offset));
     }
-    const copied = follower.read(0, 1 << 20, true, true).records;
-    expect(copied.map((r) => r.offset)).toEqual(leaderOffsets);
-    expect(copied.map((r) => r.key!.toString('hex'))).toEqual(
-      leader.read(0, 1 << 20, true, true).records.map((r) => r.key!.toString('hex')),
-    );
+    const leaderRecords = leader
+      .read(0, 1 << 20, true, true)
+      .records.map((r): [number, string] => [r.offset, r.key!.toString('hex')]);
+    expect(sent).toEqual(leaderRecords);
     expect(follower.logEndOffset).toBe(leader.logEndOffset);
+    // The follower may have compacted its copy meanwhile: whatever it holds is at the leader's offsets.
+    const byOffset = new Map(leaderRecords);
+    for (const r of follower.read(0, 1 << 20, true, true).records) {
+      expect(byOffset.get(r.offset)).toBe(r.key!.toString('hex'));
+    }
     // The copy loads the same view once node 2 leads.
     const view = store.list('g');
     cluster.elect(TOPIC, 0, 2, [2]);
     expect((await loadedStore(2)).list('g')).toEqual(view);
     void one;
+  });
+
+  it('a follower compacts its own copy below its HW, and the copy loads the same view when it leads', async () => {
+    const small = { logConfig: { segmentBytes: 400 } };
+    const zero = node(0, {}, small);
+    const one = node(1, {}, small);
+    cluster.set(TOPIC, 0, { leader: 0, leaderEpoch: 1, isr: [0, 1], replicas: [0, 1] });
+    const store = await loadedStore(0);
+    const leader = zero.getPartition(KEY)!;
+    const follower = one.getPartition(KEY)!;
+    const writes: Promise<void>[] = [];
+    for (let n = 0; n < 40; n++) writes.push(commit(store, n, n % 2));
+    // The follower copies everything, then learns the HW from its next fetch.
+    for (let rounds = 0; follower.highWatermark < leader.logEndOffset; rounds++) {
+      expect(rounds).toBeLessThan(100);
+      const data = fetched(
+        await zero.fetch(replicaFetch(1, follower.logEndOffset, 300), { authenticatedNodeId: 1 }),
+      );
+      one.applyFetchedPartition(KEY, data, 1);
+    }
+    await Promise.all(writes);
+    const recordsOf = (): number => follower.read(0, 1 << 20, true, true).records.length;
+    await until(() => recordsOf() < 40, "the follower's compaction");
+    expect(follower.read(0, 1 << 20, true, true).records.at(-1)!.offset).toBe(39);
+    const view = store.list('g');
+    cluster.elect(TOPIC, 0, 1, [1]);
+    expect((await loadedStore(1)).list('g')).toEqual(view);
   });
 });

@@ -504,8 +504,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
 
   let phase: ServerPhase = 'new';
   let isBound = false;
-  // Cluster mode has nothing to load before partition 0 is elected here (if ever).
-  let isGroupStateLoaded = groupState === undefined || cluster !== undefined;
+  // Cluster mode has nothing to load before partition 0 is elected here (if ever); a fixed-role follower
+  // hosts no __consumer_offsets (its group writes answer NOT_COORDINATOR).
+  let isGroupStateLoaded = groupState === undefined || cluster !== undefined || config.replicaOf !== '';
   let starting: Promise<BoundAddress> | undefined;
   let closing: Promise<void> | undefined;
   let resolveReady!: () => void;

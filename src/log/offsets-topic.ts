@@ -77,7 +77,13 @@ export class OffsetsTopicLeadership {
   /** Resigned stores' close(): their writes and compactions still settling. */
   private readonly settling = new Set<Promise<void>>();
 
-  constructor(private readonly options: OffsetsTopicOptions) {}
+  /** `onListenerError`: the listener threw (the change it was told of is made all the same). */
+  constructor(
+    private readonly options: OffsetsTopicOptions,
+    private readonly onListenerError: (error: unknown) => void = (error) => {
+      throw error;
+    },
+  ) {}
 
   /** The stores of the partitions led here now, by partition index. */
   get stores(): ReadonlyMap<number, Election> {
@@ -99,7 +105,11 @@ export class OffsetsTopicLeadership {
     if (!isLeading) return;
     const store = new ConsumerOffsetsStore(partition, { ...this.options.store, leaderEpoch });
     this.elections.set(partition.partitionIndex, { leaderEpoch, store });
-    this.options.listener.onElection(partition.partitionIndex, leaderEpoch, store);
+    try {
+      this.options.listener.onElection(partition.partitionIndex, leaderEpoch, store);
+    } catch (error) {
+      this.onListenerError(error);
+    }
   }
 
   /** This node no longer leads `partitionIndex` (if it did). */
@@ -110,7 +120,11 @@ export class OffsetsTopicLeadership {
     current.store.resign();
     const settled = current.store.close().finally(() => this.settling.delete(settled));
     this.settling.add(settled);
-    this.options.listener.onResignation(partitionIndex, current.leaderEpoch);
+    try {
+      this.options.listener.onResignation(partitionIndex, current.leaderEpoch);
+    } catch (error) {
+      this.onListenerError(error);
+    }
   }
 
   /** Resigns every partition (session lost, shutdown). */

@@ -342,7 +342,12 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     this.logManager = new LogManager(config.dataDir, config.logConfig, this.time, options.recovery);
     this.offsetsTopic = options.offsetsTopic;
     this.offsetsLeadership =
-      options.offsetsTopic === undefined ? undefined : new OffsetsTopicLeadership(options.offsetsTopic);
+      options.offsetsTopic === undefined
+        ? undefined
+        : // A listener that throws must not stop the partition changes it is told of halfway.
+          new OffsetsTopicLeadership(options.offsetsTopic, (error) =>
+            this.reportError(error, 'the __consumer_offsets listener failed'),
+          );
     this.offsetsCommitTimeoutMs = options.offsetsTopic?.commitTimeoutMs ?? DEFAULT_OFFSETS_COMMIT_TIMEOUT_MS;
     // The internal topic's own settings (not the server's --log-* flags), on every replica. Its logs
     // always open with truncateCorruptLogs: one damaged batch costs one group write, where refusing the

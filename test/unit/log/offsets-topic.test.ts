@@ -349,4 +349,27 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
     cluster.elect(TOPIC, 0, 1, [1]);
     expect((await loadedStore(1)).list('g')).toEqual(view);
   });
+
+  it('a listener that throws is reported, and the partition changes it was told of are made all the same', async () => {
+    const zero = h.start(leaderConfig(h.dir('node-0'), { nodeId: 0, followers: [] }), {
+      isrChangeProposer: cluster.proposerFor(0),
+      offsetsTopic: {
+        listener: {
+          onElection: () => {
+            throw new Error('election listener');
+          },
+          onResignation: () => {
+            throw new Error('resignation listener');
+          },
+        },
+      },
+    });
+    cluster.managers.set(0, zero);
+    cluster.liveNodes.push({ nodeId: 0, host: 'node-0', port: 9000 });
+    cluster.set(TOPIC, 0, { leader: 0, leaderEpoch: 0, isr: [0], replicas: [0] }, false);
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 0, isr: [0], replicas: [0] });
+    expect(zero.getPartition('t-0')!.isLeader).toBe(true);
+    zero.resignLeadership();
+    expect(h.errors.map((e) => (e as Error).message)).toEqual(['election listener', 'resignation listener']);
+  });
 });

@@ -1,3 +1,4 @@
+import { ErrorCode } from '../errors';
 import type { GroupEventReason } from '../protocol/group-event-reason';
 import type { DescribedGroup } from '../protocol/group-messages';
 import type { Time } from '../time';
@@ -78,6 +79,11 @@ export class GroupEvents {
     return this.subscriptions;
   }
 
+  /** The groups some subscription watches by name (a snapshot: emitting may change the subscriptions). */
+  namedGroupIds(): string[] {
+    return [...this.byGroup.keys()];
+  }
+
   /**
    * Hands `listener` a snapshot of each watched group now, then every change of them, until the function
    * returned is called. `groupIds` empty or undefined: every group.
@@ -114,14 +120,15 @@ export class GroupEvents {
     const group = this.describer.describeGroup(groupId);
     const change: GroupChange = { group, reason, timestampMs: this.time.nowMs(), isSnapshot: false };
     let first: GroupChange | undefined;
-    const isGone = group.groupState === 'Dead';
+    // Dead, or no longer coordinated here (unloaded: NOT_COORDINATOR, no state).
+    const isGone = group.groupState === 'Dead' || group.errorCode !== ErrorCode.NONE;
     if (named !== undefined) {
       for (const subscription of [...named]) this.deliver(subscription, change);
     }
     for (const subscription of [...this.all]) {
       const seen = subscription.seen!;
       const isNew = !seen.has(groupId);
-      // A group gone Dead leaves a watch of every group (its id may come back as a new group).
+      // A group gone Dead, or unloaded, leaves a watch of every group (its id may come back as a new group).
       if (isGone) seen.delete(groupId);
       else if (isNew) seen.add(groupId);
       if (isNew && isGone) continue; // never seen alive: nothing to tell

@@ -5,7 +5,15 @@ export {
   DEFAULT_REPLY_SLICE_SIZE,
   INVALID_OFFSET,
 } from './group-coordinator';
-export type { GroupCoordinatorOptions, GroupCoordinatorListener } from './group-coordinator';
+export type {
+  GroupCoordinatorOptions,
+  GroupCoordinatorListener,
+  GroupCoordinatorRuntimeOptions,
+  PartitionStores,
+  ShardStores,
+} from './group-coordinator';
+export { GroupCoordinatorRouter } from './group-coordinator-router';
+export type { GroupCoordinatorRouterOptions } from './group-coordinator-router';
 export type { OffsetRetentionCheckSummary } from './offset-retention-check';
 export type { GroupConfig } from './group-config';
 export {

@@ -17,7 +17,10 @@
  * - `rebalance-completed`: the leader's assignment is stored; the group is Stable, assignments included;
  * - `group-emptied`: the rebalance ended with no member left; the group is Empty;
  * - `group-deleted`: DeleteGroups removed the group (state Dead, GROUP_ID_NOT_FOUND): its last event;
- * - `group-expired`: offset retention removed the Empty group (state Dead): its last event.
+ * - `group-expired`: offset retention removed the Empty group (state Dead): its last event;
+ * - `group-unloaded`: this node stopped coordinating the group (its `__consumer_offsets` partition moved
+ *   to another leader): described NOT_COORDINATOR with no state; its last event from this node unless the
+ *   partition comes back (`group-loaded`).
  */
 export const GROUP_EVENT_REASONS = Object.freeze([
   'snapshot',
@@ -38,6 +41,7 @@ export const GROUP_EVENT_REASONS = Object.freeze([
   'group-emptied',
   'group-deleted',
   'group-expired',
+  'group-unloaded',
 ] as const);
 
 /** Why a WatchGroups event was sent: one of GROUP_EVENT_REASONS. */

@@ -1,0 +1,14 @@
+import type { GroupMetadata } from './group-metadata';
+
+/** What an Empty group that a store failed to delete comes back with. */
+export interface EmptyGroupSnapshot {
+  readonly groupId: string;
+  readonly protocolType: string | undefined;
+  readonly generationId: number;
+  readonly currentStateTimestampMs: number;
+}
+
+export function emptyGroupSnapshot(group: GroupMetadata): EmptyGroupSnapshot {
+  const { groupId, protocolType, generationId, currentStateTimestampMs } = group;
+  return { groupId, protocolType, generationId, currentStateTimestampMs };
+}

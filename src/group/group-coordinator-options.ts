@@ -1,0 +1,126 @@
+import type { ErrorCode } from '../errors';
+import type { GroupMetadataStore } from './group-metadata-store';
+import type { GroupState } from './group-state';
+import type { OffsetRetentionCheckSummary } from './offset-retention-check';
+import type { OffsetStore } from './offset-store';
+import type { RebalanceReason } from './rebalance-reason';
+
+/**
+ * A member that has not finished its first join lives on this fixed timeout instead of its session timeout
+ * (Kafka's NewMemberJoinTimeoutMs): it cannot heartbeat usefully yet, and a client that gave up on its
+ * JoinGroup must not hold a rebalance for a whole session.
+ */
+export const NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000;
+/**
+ * Replies of parked calls delivered per event-loop turn (see ReplyDispatcher). A reply costs the transport
+ * ~70 µs (encode, HTTP/2 frames, write), so 100 are ~7 ms: a turn that also meets a full garbage collection
+ * (20–33 ms at 5,000 parked calls) stays well under 50 ms. 250 made such turns 50–55 ms (docs/performance.md,
+ * G5).
+ */
+export const DEFAULT_REPLY_SLICE_SIZE = 100;
+/**
+ * Offsets the retention check looks at in one event-loop turn before it yields. A check over 1,000,000
+ * offsets of groups that never had members takes ~53 ms in one task, its longest turn ~4 ms in slices of
+ * 10,000 (`npm run bench:group -- --only=retention`; docs/performance.md, G12).
+ */
+export const RETENTION_CHECK_OFFSETS_PER_TURN = 10_000;
+/** OffsetFetch's answer for a partition without a committed offset. */
+export const INVALID_OFFSET = -1;
+
+/**
+ * What the coordinator tells the layers above it (logs, metrics) as it happens. Every hook is optional and
+ * runs synchronously inside the request or timer task that caused it, so it must be cheap and must not
+ * call back into the coordinator. None runs on a successful heartbeat.
+ */
+export interface GroupCoordinatorListener {
+  /** After every state change of a group (`group.state` is the new state). */
+  onStateChange?(groupId: string, previous: GroupState, next: GroupState, generationId: number): void;
+  /**
+   * A rebalance starts: the group has just moved to PreparingRebalance; `generationId` is the generation it
+   * is leaving. `memberId` is the member whose join, update, leave or expiry caused it ('' when no single
+   * member did: sync-expired, store-failed, over-capacity).
+   */
+  onPrepareRebalance?(groupId: string, generationId: number, reason: RebalanceReason, memberId: string): void;
+  /** A member's session ran out (or a new member never completed its first join) and it was removed. */
+  onMemberExpired?(groupId: string, memberId: string, groupInstanceId: string): void;
+  /**
+   * A request was fenced as it arrived: FENCED_INSTANCE_ID (another member id holds its group instance id)
+   * or ILLEGAL_GENERATION (it names a generation the group has left).
+   */
+  onFenced?(groupId: string, memberId: string, groupInstanceId: string, errorCode: ErrorCode): void;
+  /** A group's metadata record could not be stored (its members got `storeGroupErrorCode(error)`, if any). */
+  onGroupStoreFailed?(groupId: string, generationId: number, error: unknown): void;
+  /**
+   * Offsets of a group expired (offsets.retention.minutes) and their removal is durable; `isGroupRemoved`
+   * when the group went with them (it was Empty and has nothing left).
+   */
+  onOffsetsExpired?(groupId: string, partitions: number, isGroupRemoved: boolean): void;
+  /** Expired offsets, or an expired group, could not be removed from a store; the next check tries again. */
+  onOffsetExpiryFailed?(groupId: string, error: unknown): void;
+  /**
+   * `partitions` partitions of an OffsetCommit were refused one by one with `errorCode`:
+   * INVALID_TOPIC_EXCEPTION (a name no topic can have), UNKNOWN_TOPIC_OR_PARTITION (a negative partition),
+   * OFFSET_METADATA_TOO_LARGE, or INVALID_COMMIT_OFFSET_SIZE (past groupMaxCommittedPartitions).
+   */
+  onOffsetCommitRefused?(groupId: string, errorCode: ErrorCode, partitions: number): void;
+  /** A retention check's pass over the groups ended (Kafka logs the same after each cleanup). */
+  onOffsetRetentionCheckCompleted?(summary: OffsetRetentionCheckSummary): void;
+  /** An elected partition finished loading: its `groups` are served from now on. */
+  onShardLoaded?(partitionIndex: number, leaderEpoch: number, groups: number): void;
+  /** An elected partition's load failed: its groups get COORDINATOR_NOT_AVAILABLE until its next election. */
+  onShardLoadFailed?(partitionIndex: number, leaderEpoch: number, error: unknown): void;
+  /** A partition was unloaded (resigned, or superseded by a newer election); `groups` were dropped. */
+  onShardUnloaded?(partitionIndex: number, leaderEpoch: number, groups: number): void;
+  /**
+   * An election or resignation was ignored: its epoch is older than the partition's current one (a late
+   * notification of a leadership this node has already lost or replaced).
+   */
+  onStaleLeadership?(partitionIndex: number, leaderEpoch: number, currentEpoch: number): void;
+}
+
+/** What the coordinator runs on, whatever partitions it leads (the router's options, and GroupCoordinator's). */
+export interface GroupCoordinatorRuntimeOptions {
+  /** Parked replies delivered per event-loop turn; default DEFAULT_REPLY_SLICE_SIZE (100). */
+  replySliceSize?: number;
+  /** Offsets the retention check looks at per event-loop turn; default RETENTION_CHECK_OFFSETS_PER_TURN. */
+  retentionCheckOffsetsPerTurn?: number;
+  /** Makes a member id from the client id or group instance id; default `${prefix}-${randomUUID()}`. */
+  generateMemberId?: (prefix: string) => string;
+  listener?: GroupCoordinatorListener;
+  /** Errors thrown by timer callbacks (broken invariants). Without it they are rethrown by the timer. */
+  onTimerError?: (error: unknown) => void;
+  /**
+   * Errors thrown by a `watchGroups` listener (a bug: listeners must not throw); the listener is
+   * unsubscribed. Without it they are rethrown on a later microtask.
+   */
+  onWatchListenerError?: (error: unknown) => void;
+}
+
+/** The stores of one `__consumer_offsets` partition, as a shard uses them. */
+export interface PartitionStores {
+  /** Where committed offsets live; in memory unless given. */
+  offsetStore?: OffsetStore;
+  /**
+   * Where group metadata lives; none by default (groups then come back from offsets alone, Empty). It may be
+   * the same object as `offsetStore`.
+   */
+  metadataStore?: GroupMetadataStore;
+}
+
+/**
+ * What the router is given when it becomes the coordinator of a partition (the log layer's
+ * ConsumerOffsetsStore is structurally both stores).
+ */
+export interface ShardStores {
+  readonly offsetStore: OffsetStore;
+  readonly metadataStore?: GroupMetadataStore;
+  /**
+   * Settles when the stores hold the partition's state (its log replayed); until then the shard answers
+   * COORDINATOR_LOAD_IN_PROGRESS, with Kafka's exceptions per request. A rejection leaves the partition
+   * COORDINATOR_NOT_AVAILABLE until its next election.
+   */
+  readonly loading: Promise<unknown>;
+}
+
+/** GroupCoordinator's options: one partition, its stores given at construction. */
+export interface GroupCoordinatorOptions extends GroupCoordinatorRuntimeOptions, PartitionStores {}

@@ -1,0 +1,488 @@
+import { ErrorCode } from '../errors';
+import { brokenInvariant } from './broken-invariant';
+import { callStore } from './call-store';
+import { checkStoredGroup } from './check-stored-group';
+import { DelayedHeartbeat } from './delayed-heartbeat';
+import { emptyGroupSnapshot, type EmptyGroupSnapshot } from './empty-group-snapshot';
+import type { GroupConfig } from './group-config';
+import { NEW_MEMBER_JOIN_TIMEOUT_MS, type PartitionStores } from './group-coordinator-options';
+import type { GroupCoordinatorRuntime } from './group-coordinator-runtime';
+import { GroupMembership } from './group-membership';
+import { GroupMetadata } from './group-metadata';
+import type { GroupMetadataStore, StoredGroup, StoredMember } from './group-metadata-store';
+import { GroupOffsets } from './group-offsets';
+import type {
+  DeletableGroupResult,
+  DescribedGroup,
+  DescribedGroupMember,
+  ListGroupsResponse,
+} from './group-protocol';
+import { EMPTY_BUFFER, joinError, syncError } from './group-responses';
+import type { GroupState } from './group-state';
+import type { GroupStats } from './group-stats';
+import { InMemoryOffsetStore } from './in-memory-offset-store';
+import { MemberMetadata } from './member-metadata';
+import type { OffsetStore } from './offset-store';
+import { ParkedCall } from './parked-call';
+import { storeErrorCode, storeGroupErrorCode } from './store-error-code';
+
+type ListedGroup = ListGroupsResponse['groups'][number];
+
+/** A request waiting for a store; unloading the shard answers it at once with the unload's code. */
+export interface StoreWait {
+  abandon(errorCode: ErrorCode): void;
+}
+
+/** What DeleteGroups asks of each store. */
+interface GroupDeletion {
+  deleteGroup(groupId: string): Promise<void>;
+}
+
+/**
+ * The coordinator of the groups of one `__consumer_offsets` partition, for as long as this node leads it at
+ * one leader epoch: Kafka's coordinator shard (the group coordinator runtime keeps one per partition,
+ * GroupMetadataManager's state per partition before it). It holds the partition's groups, its stores (the
+ * offsets cache and the group records) and its load state; the timers, the rebalance purgatory and the reply
+ * dispatcher are the runtime's, shared with the other shards, and every task or key it puts there belongs
+ * to one of its groups.
+ *
+ * Life: created by an election, it loads (`load`: COORDINATOR_LOAD_IN_PROGRESS meanwhile, with Kafka's
+ * exceptions per request), serves, and ends with `unload` — a resignation (NOT_COORDINATOR) or shutdown
+ * (COORDINATOR_NOT_AVAILABLE) — after which every late store callback does nothing: a new election makes a
+ * new shard, so a deposed shard's writes can never touch its successor's state.
+ *
+ * The request families are in their own files, working on this state: GroupMembership (join, sync,
+ * heartbeat, leave and the rebalance), GroupOffsets (commit, fetch, retention's per-group work); admin
+ * (describe, list, delete) is small and lives here.
+ */
+export class GroupCoordinatorShard {
+  readonly config: GroupConfig;
+  readonly time: GroupCoordinatorRuntime['time'];
+  readonly partitionIndex: number;
+  readonly leaderEpoch: number;
+  /** This partition's groups (any state but Dead). */
+  readonly groups = new Map<string, GroupMetadata>();
+  readonly offsetStore: OffsetStore;
+  readonly metadataStore: GroupMetadataStore | undefined;
+  /** The distinct stores a group's deletion goes to (one when one object is both). */
+  readonly groupStores: readonly GroupDeletion[];
+  /** Requests waiting for a store (OffsetCommit, DeleteGroups); unload answers them. */
+  readonly storeWaits = new Set<StoreWait>();
+  readonly membership: GroupMembership;
+  readonly offsets: GroupOffsets;
+  /** False after unload: late store callbacks and a late load do nothing. */
+  isActive = true;
+  /**
+   * What every request of the shard's groups gets before anything else: NONE when serving,
+   * COORDINATOR_LOAD_IN_PROGRESS while loading, COORDINATOR_NOT_AVAILABLE after shutdown or a failed load,
+   * NOT_COORDINATOR after resignation.
+   */
+  availability: ErrorCode = ErrorCode.NONE;
+  private readonly runtime: GroupCoordinatorRuntime;
+
+  constructor(
+    runtime: GroupCoordinatorRuntime,
+    partitionIndex: number,
+    leaderEpoch: number,
+    stores: PartitionStores,
+  ) {
+    this.runtime = runtime;
+    this.config = runtime.config;
+    this.time = runtime.time;
+    this.partitionIndex = partitionIndex;
+    this.leaderEpoch = leaderEpoch;
+    this.offsetStore = stores.offsetStore ?? new InMemoryOffsetStore();
+    this.metadataStore = stores.metadataStore;
+    this.groupStores =
+      this.metadataStore === undefined || (this.metadataStore as unknown) === this.offsetStore
+        ? [this.offsetStore]
+        : [this.offsetStore, this.metadataStore];
+    this.membership = new GroupMembership(this, runtime);
+    this.offsets = new GroupOffsets(this, runtime);
+  }
+
+  /** Groups currently known (any state but Dead). */
+  get numGroups(): number {
+    return this.groups.size;
+  }
+
+  /** Loaded and leading: its groups are served. */
+  get isServing(): boolean {
+    return this.isActive && this.availability === ErrorCode.NONE;
+  }
+
+  /**
+   * Whatever the stores hold now comes back at once, without a load (GroupCoordinator's construction on
+   * stores already replayed, or in memory).
+   */
+  restoreNow(): void {
+    this.restoreGroups(this.checkedStoredGroups());
+  }
+
+  /** Adds this shard's groups and members, by state, to `stats` (metrics on scrape, never per request). */
+  addGroupStats(stats: GroupStats): void {
+    for (const group of this.groups.values()) {
+      const count = stats[group.state];
+      count.groups++;
+      count.members += group.size;
+    }
+  }
+
+  /**
+   * Loads group state that `loading` is bringing into the stores (a replay of `__consumer_offsets`).
+   * Until it resolves every group request gets COORDINATOR_LOAD_IN_PROGRESS (clients retry); then every
+   * stored group comes back — Stable with its generation, protocol, leader and members, or Empty — and
+   * every group that has only offsets comes back Empty. Each restored member's session timer starts
+   * afresh, as Kafka's does when a coordinator takes over groups: the members kept heartbeating to a
+   * coordinator that was not there and must not be expired for it.
+   *
+   * If `loading` rejects, or a stored group is unusable, the shard serves nothing
+   * (COORDINATOR_NOT_AVAILABLE) rather than partial state, and the returned promise rejects.
+   */
+  load(loading: Promise<unknown>): Promise<void> {
+    if (this.availability === ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) {
+      return Promise.reject(brokenInvariant('the coordinator is already loading'));
+    }
+    if (!this.isActive) return Promise.reject(brokenInvariant('the coordinator has shut down'));
+    this.availability = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
+    return loading.then(
+      () => {
+        if (!this.isActive) return;
+        try {
+          this.restoreGroups(this.checkedStoredGroups());
+        } catch (error) {
+          this.availability = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+          throw error;
+        }
+        this.availability = ErrorCode.NONE;
+        // Watches opened while loading saw COORDINATOR_LOAD_IN_PROGRESS: now every group as it is.
+        if (this.runtime.events.size > 0)
+          for (const groupId of [...this.groups.keys()]) this.runtime.notifyWatchers(groupId, 'group-loaded');
+      },
+      (error: unknown) => {
+        if (this.isActive) this.availability = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+        throw error;
+      },
+    );
+  }
+
+  /** The metadata store's groups, every one checked before any is restored: all or nothing. */
+  private checkedStoredGroups(): StoredGroup[] {
+    if (this.metadataStore === undefined) return [];
+    const stored = [...this.metadataStore.storedGroups()];
+    for (const group of stored) {
+      const problem = checkStoredGroup(group);
+      if (problem !== undefined) throw brokenInvariant(`cannot load group metadata: ${problem}`);
+    }
+    return stored;
+  }
+
+  /** Brings back stored groups, then groups known only by their offsets (Empty), skipping known ones. */
+  private restoreGroups(stored: readonly StoredGroup[]): void {
+    for (const group of stored) {
+      if (!this.groups.has(group.groupId)) this.restoreGroup(group);
+    }
+    for (const groupId of this.offsetStore.groupIds()) {
+      if (!this.groups.has(groupId)) this.createGroup(groupId);
+    }
+  }
+
+  private restoreGroup(stored: StoredGroup): void {
+    const group = this.createGroup(stored.groupId);
+    for (const each of stored.members) {
+      const member = new MemberMetadata(
+        each.memberId,
+        each.groupInstanceId,
+        each.clientId,
+        each.clientHost,
+        each.rebalanceTimeoutMs,
+        each.sessionTimeoutMs,
+        stored.protocolType,
+        each.protocols,
+      );
+      member.assignment = each.assignment;
+      member.heartbeat = new DelayedHeartbeat(this.membership, group, each.memberId, false);
+      group.add(member, undefined);
+    }
+    group.restore(stored.generationId, stored.protocolType, stored.protocolName, stored.leaderId);
+    // The stored time of its last change, not the restart's: an Empty group's offsets expire from it.
+    group.currentStateTimestampMs = stored.currentStateTimestampMs;
+    for (const member of group.allMembers()) this.scheduleSessionTimeout(member);
+    // A group.max.size lowered since the group was stored: rebalance so the members that rejoin last go
+    // (Kafka's onGroupLoaded does the same).
+    if (group.size > this.config.groupMaxSize) this.membership.prepareRebalance(group, 'over-capacity', '');
+  }
+  /** DescribeGroups' answer for one group of this shard (or the shard's own code while it cannot serve). */
+  describeGroup(groupId: string): DescribedGroup {
+    if (this.availability !== ErrorCode.NONE) return describedError(groupId, this.availability, '', '');
+    const group = this.groups.get(groupId);
+    if (group === undefined || group.is('Dead')) {
+      return describedError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, 'Dead', `Group ${groupId} not found.`);
+    }
+    // Member metadata is only meaningful for the protocol of a Stable group.
+    const protocolName = group.is('Stable') ? (group.protocolName ?? '') : '';
+    const members: DescribedGroupMember[] = [];
+    for (const member of group.allMembers()) {
+      members.push({
+        memberId: member.memberId,
+        groupInstanceId: member.groupInstanceId,
+        clientId: member.clientId,
+        clientHost: member.clientHost,
+        memberMetadata: protocolName === '' ? EMPTY_BUFFER : member.metadata(protocolName),
+        memberAssignment: member.assignment,
+      });
+    }
+    return {
+      errorCode: ErrorCode.NONE,
+      errorMessage: '',
+      groupId,
+      groupState: group.state,
+      protocolType: group.protocolType ?? '',
+      protocolData: protocolName,
+      members,
+      generationId: group.generationId,
+    };
+  }
+
+  /** ListGroups: adds the groups of this shard whose state `wanted` has (every group when undefined). */
+  addListedGroups(wanted: ReadonlySet<GroupState> | undefined, into: ListedGroup[]): void {
+    for (const group of this.groups.values()) {
+      if (wanted !== undefined && !wanted.has(group.state)) continue;
+      into.push({
+        groupId: group.groupId,
+        protocolType: group.protocolType ?? '',
+        groupState: group.state,
+      });
+    }
+  }
+
+  /**
+   * DeleteGroups for groups of this shard (each once): answered once every store has dropped what it had of
+   * every deleted group, one result per group in the order given.
+   */
+  deleteGroups(groupIds: readonly string[]): Promise<DeletableGroupResult[]> {
+    const results: DeletableGroupResult[] = [];
+    const deleted: DeletableGroupResult[] = [];
+    const removedGroups = new Map<string, EmptyGroupSnapshot>();
+    for (const groupId of groupIds) {
+      const result: DeletableGroupResult = { groupId, errorCode: ErrorCode.NONE };
+      results.push(result);
+      if (this.availability !== ErrorCode.NONE) {
+        result.errorCode = this.availability;
+        continue;
+      }
+      const group = this.groups.get(groupId);
+      if (group === undefined || group.is('Dead')) result.errorCode = ErrorCode.GROUP_ID_NOT_FOUND;
+      else if (!group.is('Empty')) result.errorCode = ErrorCode.NON_EMPTY_GROUP;
+      else {
+        removedGroups.set(groupId, emptyGroupSnapshot(group));
+        this.deleteGroup(group);
+        this.runtime.notifyWatchers(groupId, 'group-deleted');
+        deleted.push(result);
+      }
+    }
+    if (deleted.length === 0) return Promise.resolve(results);
+
+    // Answer once every store has dropped what it had of every deleted group.
+    const call = new ParkedCall<DeletableGroupResult[]>(this.runtime.dispatcher, undefined, undefined);
+    let remaining = deleted.length * this.groupStores.length;
+    const wait: StoreWait = {
+      abandon: (code) => {
+        for (const result of deleted) result.errorCode = code;
+        call.complete(results);
+      },
+    };
+    this.storeWaits.add(wait);
+    const done = (): void => {
+      if (--remaining > 0 || call.isDone) return;
+      this.storeWaits.delete(wait);
+      call.complete(results);
+    };
+    for (const result of deleted) {
+      for (const store of this.groupStores) {
+        const removal = callStore(() => store.deleteGroup(result.groupId));
+        removal.then(done, (error: unknown) => {
+          if (!call.isDone) {
+            result.errorCode = storeErrorCode(error);
+            // What the store kept (offsets, metadata) still belongs to a group.
+            const removed = removedGroups.get(result.groupId);
+            if (this.isActive && !this.groups.has(result.groupId) && removed !== undefined) {
+              this.bringBackEmptyGroup(removed);
+            }
+          }
+          done();
+        });
+      }
+    }
+    return call.promise;
+  }
+
+  createGroup(groupId: string): GroupMetadata {
+    const group = new GroupMetadata(groupId, this.runtime.onTransition);
+    group.currentStateTimestampMs = this.time.nowMs();
+    this.groups.set(groupId, group);
+    return group;
+  }
+
+  /**
+   * A removed Empty group back as it was (its protocol type, generation and state timestamp, so retention
+   * goes on counting from when it emptied), when a store could not delete what it had.
+   */
+  bringBackEmptyGroup(removed: EmptyGroupSnapshot): void {
+    const group = this.createGroup(removed.groupId);
+    group.restore(removed.generationId, removed.protocolType ?? '', '', '');
+    group.currentStateTimestampMs = removed.currentStateTimestampMs;
+    this.runtime.notifyWatchers(group.groupId, 'group-created');
+  }
+
+  /** An Empty group goes Dead and is forgotten; tasks still holding it find it Dead and do nothing. */
+  deleteGroup(group: GroupMetadata): void {
+    group.transitionTo('Dead');
+    group.clearPendingMembers();
+    if (this.groups.get(group.groupId) === group) this.groups.delete(group.groupId);
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Group metadata
+
+  /**
+   * Kafka's storeGroup: writes the group's record — its generation, protocol, leader and members, with
+   * `assignments` (default: the members' current ones) — and calls `onStored` with NONE once it is
+   * durable, or with the code members get for the failure. Without a metadata store `onStored(NONE)` runs
+   * at once, synchronously. After shutdown `onStored` is not called (shutdown answered everything).
+   */
+  storeGroup(
+    group: GroupMetadata,
+    assignments: ReadonlyMap<string, Buffer> | undefined,
+    onStored: (error: ErrorCode) => void,
+  ): void {
+    const store = this.metadataStore;
+    if (store === undefined) {
+      onStored(ErrorCode.NONE);
+      return;
+    }
+    const generationId = group.generationId;
+    const stored = callStore(() => store.storeGroup(this.storedGroupOf(group, assignments)));
+    stored.then(
+      () => {
+        if (this.isActive) onStored(ErrorCode.NONE);
+      },
+      (error: unknown) => {
+        this.runtime.listener?.onGroupStoreFailed?.(group.groupId, generationId, error);
+        if (this.isActive) onStored(storeGroupErrorCode(error));
+      },
+    );
+  }
+
+  private storedGroupOf(
+    group: GroupMetadata,
+    assignments: ReadonlyMap<string, Buffer> | undefined,
+  ): StoredGroup {
+    const members: StoredMember[] = [];
+    for (const member of group.allMembers()) {
+      members.push({
+        memberId: member.memberId,
+        groupInstanceId: member.groupInstanceId,
+        clientId: member.clientId,
+        clientHost: member.clientHost,
+        rebalanceTimeoutMs: member.rebalanceTimeoutMs,
+        sessionTimeoutMs: member.sessionTimeoutMs,
+        protocols: member.supportedProtocols,
+        assignment: assignments?.get(member.memberId) ?? member.assignment,
+      });
+    }
+    const isEmpty = members.length === 0;
+    return {
+      groupId: group.groupId,
+      protocolType: group.protocolType ?? '',
+      generationId: group.generationId,
+      protocolName: isEmpty ? '' : (group.protocolName ?? ''),
+      leaderId: isEmpty ? '' : (group.leaderId ?? ''),
+      currentStateTimestampMs: group.currentStateTimestampMs,
+      members,
+    };
+  }
+  /**
+   * KIP-345's fencing plus membership: an instance id must map to this member id (else FENCED_INSTANCE_ID,
+   * or UNKNOWN_MEMBER_ID for an unknown instance), and the member id must be in the group.
+   */
+  validateCurrentMember(group: GroupMetadata, memberId: string, groupInstanceId: string): ErrorCode {
+    if (groupInstanceId !== '') {
+      const currentMemberId = group.currentStaticMemberId(groupInstanceId);
+      if (currentMemberId === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
+      if (currentMemberId !== memberId) {
+        return this.fenced(group.groupId, memberId, groupInstanceId, ErrorCode.FENCED_INSTANCE_ID);
+      }
+    }
+    return group.has(memberId) ? ErrorCode.NONE : ErrorCode.UNKNOWN_MEMBER_ID;
+  }
+
+  /** Tells the listener a request was fenced, and returns the code it gets. */
+  fenced(groupId: string, memberId: string, groupInstanceId: string, errorCode: ErrorCode): ErrorCode {
+    this.runtime.listener?.onFenced?.(groupId, memberId, groupInstanceId, errorCode);
+    return errorCode;
+  }
+
+  /** Starts the member's session timer over: its session timeout, or the new-member timeout until its first join completes. */
+  scheduleSessionTimeout(member: MemberMetadata): void {
+    this.runtime.schedule(
+      member.heartbeat,
+      member.isNew ? NEW_MEMBER_JOIN_TIMEOUT_MS : member.sessionTimeoutMs,
+    );
+  }
+
+  /**
+   * A valid Heartbeat, SyncGroup or OffsetCommit restarts the session. A new member's fixed timeout is not
+   * extended this way: it ends with its first completed join or with the member.
+   */
+  keepAlive(member: MemberMetadata): void {
+    if (!member.isNew) this.runtime.schedule(member.heartbeat, member.sessionTimeoutMs);
+  }
+
+  /**
+   * Ends the shard: every parked call (JoinGroup, SyncGroup, an OffsetCommit or DeleteGroups waiting for a
+   * store) is answered `errorCode`, each member's session task, each pending member id and each group's
+   * DelayedJoin / DelayedSync is cancelled (they are on the shared timers, so one by one, not by shutting a
+   * timer down), and late store callbacks do nothing from now on. With `isResignation` (NOT_COORDINATOR)
+   * the heartbeat streams of its members hear the code too (their member now lives elsewhere) and the groups
+   * are unloaded; a shutdown leaves the streams to the server closing them. Idempotent.
+   */
+  unload(errorCode: ErrorCode, isResignation: boolean): void {
+    if (!this.isActive) return;
+    this.isActive = false;
+    this.availability = errorCode;
+    const purgatory = this.runtime.rebalancePurgatory;
+    for (const group of this.groups.values()) {
+      for (const member of group.allMembers()) {
+        group.maybeInvokeJoinCallback(member, joinError(member.memberId, errorCode));
+        group.maybeInvokeSyncCallback(member, syncError(errorCode));
+        member.heartbeat.cancel();
+        if (isResignation) member.notifyGone(errorCode);
+      }
+      group.clearPendingMembers();
+      purgatory.cancelForKey(group.joinKey);
+      purgatory.cancelForKey(group.syncKey);
+    }
+    for (const wait of [...this.storeWaits]) wait.abandon(errorCode);
+    this.storeWaits.clear();
+    if (isResignation) this.groups.clear();
+  }
+}
+
+export function describedError(
+  groupId: string,
+  errorCode: ErrorCode,
+  groupState: string,
+  errorMessage: string,
+): DescribedGroup {
+  return {
+    errorCode,
+    errorMessage,
+    groupId,
+    groupState,
+    protocolType: '',
+    protocolData: '',
+    members: [],
+    generationId: -1,
+  };
+}

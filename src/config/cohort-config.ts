@@ -84,6 +84,10 @@ export interface CohortConfig {
   readonly nodeSessionTimeoutMs: number;
   /** Elect a live replica outside the ISR when no in-sync one is alive (losing what it lacks). */
   readonly uncleanLeaderElection: boolean;
+  /** Partitions of `__consumer_offsets` when it is first created (a data directory or cluster keeps its own). */
+  readonly offsetsTopicNumPartitions: number;
+  /** Replicas per `__consumer_offsets` partition when it is first created in a cluster (at most the live nodes). */
+  readonly offsetsTopicReplicationFactor: number;
   readonly minInsyncReplicas: number;
   readonly replicaLagTimeMaxMs: number;
   /** -1 = never by time. */

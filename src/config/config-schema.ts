@@ -53,6 +53,9 @@ import {
   DEFAULT_NODE_SESSION_TIMEOUT_MS,
   MIN_NODE_SESSION_TIMEOUT_MS,
   DEFAULT_UNCLEAN_LEADER_ELECTION,
+  DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS,
+  DEFAULT_OFFSETS_TOPIC_REPLICATION_FACTOR,
+  MAX_OFFSETS_TOPIC_NUM_PARTITIONS,
   DEFAULT_REPLICA_LAG_TIME_MAX_MS,
   INT32_MAX,
   MIN_LOG_SEGMENT_BYTES,
@@ -466,6 +469,29 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     description:
       'When no in-sync replica of a partition is alive, elect a live out-of-sync one (losing the records ' +
       'it lacks) instead of leaving the partition offline.',
+  }),
+  offsetsTopicNumPartitions: setting('offsetsTopicNumPartitions', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS,
+    min: 1,
+    max: MAX_OFFSETS_TOPIC_NUM_PARTITIONS,
+    kafkaName: 'offsets.topic.num.partitions',
+    description:
+      'Partitions of the internal __consumer_offsets topic when it is first created; groups are spread ' +
+      'over them by a hash of the group id. A data directory or cluster keeps the count its topic was ' +
+      'created with (a different value later is logged and ignored).',
+  }),
+  offsetsTopicReplicationFactor: setting('offsetsTopicReplicationFactor', {
+    kind: 'integer',
+    valueName: 'N',
+    defaultValue: DEFAULT_OFFSETS_TOPIC_REPLICATION_FACTOR,
+    min: 1,
+    max: INT32_MAX,
+    kafkaName: 'offsets.topic.replication.factor',
+    description:
+      'Replicas of each __consumer_offsets partition when the topic is first created in a cluster: at ' +
+      'most the live nodes then (logged when fewer). Single-node mode has one replica.',
   }),
   minInsyncReplicas: setting('minInsyncReplicas', {
     kind: 'integer',

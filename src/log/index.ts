@@ -22,6 +22,12 @@ export type {
   ReplicationCheck,
 } from './partition';
 export type { PartitionLookup } from './partition-lookup';
+export {
+  DEFAULT_OFFSETS_COMMIT_TIMEOUT_MS,
+  DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS,
+  OffsetsTopicLeadership,
+} from './offsets-topic';
+export type { OffsetsTopicListener, OffsetsTopicOptions, OffsetsTopicStartup } from './offsets-topic';
 export { PeriodicTask } from './periodic-task';
 export {
   DEFAULT_IDLE_INTERVAL_MS,

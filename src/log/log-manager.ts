@@ -13,6 +13,11 @@ export interface TopicAssignment {
   readonly partitions: readonly { readonly partitionIndex: number; readonly replicas: readonly number[] }[];
 }
 
+interface TopicLogSettings {
+  readonly config: LogConfig;
+  readonly recovery: LogRecoveryOptions;
+}
+
 const TOPICS_DIR = 'topics';
 const TOPIC_FILE_SUFFIX = '.json';
 const TEMP_SUFFIX = '.tmp';
@@ -34,6 +39,7 @@ const TEMP_SUFFIX = '.tmp';
  */
 export class LogManager {
   readonly logConfig: LogConfig;
+  private readonly topicConfigs = new Map<string, TopicLogSettings>();
 
   constructor(
     readonly dataDir: string,
@@ -43,6 +49,27 @@ export class LogManager {
     private readonly recovery: LogRecoveryOptions = {},
   ) {
     this.logConfig = createLogConfig(logConfig);
+  }
+
+  /**
+   * Gives one topic its own log settings instead of the data directory's (Kafka's per-topic configs; the
+   * internal `__consumer_offsets` is compacted and always opens with `truncateCorruptLogs`). `config` is
+   * complete: it does not inherit the server's `--log-*` settings. Call before any of its logs opens.
+   */
+  setTopicConfig(
+    topic: string,
+    config: Partial<LogConfig>,
+    recovery: Partial<LogRecoveryOptions> = {},
+  ): void {
+    this.topicConfigs.set(topic, {
+      config: createLogConfig(config),
+      recovery: { ...this.recovery, ...recovery },
+    });
+  }
+
+  /** The settings a topic's logs open with. */
+  configOf(topic: string): LogConfig {
+    return this.topicConfigs.get(topic)?.config ?? this.logConfig;
   }
 
   /**
@@ -70,8 +97,8 @@ export class LogManager {
   openLog(topic: string, partitionIndex: number): PartitionLog {
     return PartitionLog.open(path.join(this.dataDir, topicPartitionKey(topic, partitionIndex)), {
       time: this.time,
-      config: this.logConfig,
-      recovery: this.recovery,
+      config: this.configOf(topic),
+      recovery: this.recoveryOf(topic),
     });
   }
 
@@ -84,9 +111,9 @@ export class LogManager {
     ensureDirectory(this.dataDir);
     return PartitionLog.open(path.join(this.dataDir, topicPartitionKey(topic, partitionIndex)), {
       time: this.time,
-      config: this.logConfig,
+      config: this.configOf(topic),
       // A directory left by a create that crashed is reused, and recovered like any other.
-      recovery: this.recovery,
+      recovery: this.recoveryOf(topic),
       syncDirectories: false,
     });
   }
@@ -97,6 +124,15 @@ export class LogManager {
    */
   syncNewLogs(): Promise<void> {
     return fsyncDirectory(this.dataDir);
+  }
+
+  private recoveryOf(topic: string): LogRecoveryOptions {
+    return this.topicConfigs.get(topic)?.recovery ?? this.recovery;
+  }
+
+  /** Whether a topic is in the registry (its file exists). */
+  hasTopic(name: string): boolean {
+    return fs.existsSync(path.join(this.dataDir, TOPICS_DIR, `${name}${TOPIC_FILE_SUFFIX}`));
   }
 
   /** Whether the partition's directory exists (a log, or what a create that crashed left of one). */

@@ -47,6 +47,11 @@ import type {
   ProduceResponse,
   TopicMetadata,
 } from './broker-protocol';
+import {
+  CONSUMER_OFFSETS_LOG_CONFIG,
+  CONSUMER_OFFSETS_TOPIC,
+  type OffsetsPartition,
+} from './consumer-offsets';
 import { DelayedFetch } from './delayed-fetch';
 import type { FetchParams, FetchPartitionStatus } from './delayed-fetch';
 import { DelayedProduce } from './delayed-produce';
@@ -73,6 +78,12 @@ import type {
   PartitionLeadership,
   PartitionRoleTarget,
 } from './partition-roles';
+import {
+  DEFAULT_OFFSETS_COMMIT_TIMEOUT_MS,
+  DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS,
+  OffsetsTopicLeadership,
+  type OffsetsTopicOptions,
+} from './offsets-topic';
 import { PeriodicTask } from './periodic-task';
 import { replicaAuthorizationError } from './replica-authorization';
 import type { ReplicaFetcherOptions } from './replica-fetcher';
@@ -80,6 +91,7 @@ import { ReplicaFetcherManager } from './replica-fetcher-manager';
 import type { LeaderEndpointFactory } from './replica-fetcher-manager';
 import {
   checkpointHighWatermarks,
+  DirtyRatioCompaction,
   HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
   type LogAppendInfo,
   type LogReadInfo,
@@ -136,6 +148,14 @@ export interface ReplicaManagerOptions {
   readonly leaderEndpointFactory?: LeaderEndpointFactory;
   /** The fetchers' settings (wait, backoff, reports); they run on this manager's time and timer. */
   readonly replicaFetcherOptions?: Omit<ReplicaFetcherOptions, 'time' | 'timer' | 'leaderId'>;
+  /**
+   * Hosts the internal topic `__consumer_offsets` for the group layer: a ConsumerOffsetsStore per
+   * partition led here, announced to `offsetsTopic.listener` (see OffsetsTopicOptions). Single-node mode
+   * creates the topic at `startup()` (replicas [this node], epoch 0); cluster mode takes it from the
+   * cluster's metadata like any topic. Absent: the topic is still hosted (compacted) if the cluster
+   * assigns it, but nobody is told of its leadership.
+   */
+  readonly offsetsTopic?: OffsetsTopicOptions;
 }
 
 /** Kafka's AlterPartition retry: a partition whose ISR proposal got no answer proposes again after this. */
@@ -297,6 +317,13 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   private highWatermarkCheckpointing: Promise<void> | null = null;
   /** Operations that expired, by kind (Kafka's ExpiresPerSec meters, as counts). */
   readonly expired = { produce: 0, consumerFetch: 0, followerFetch: 0 };
+  private readonly offsetsTopic: OffsetsTopicOptions | undefined;
+  private readonly offsetsLeadership: OffsetsTopicLeadership | undefined;
+  private readonly offsetsCommitTimeoutMs: number;
+  /** shutdown() has begun: a store write answered from here on was cut by it, not timed out. */
+  private isShuttingDown = false;
+  /** The compaction of each compacted follower replica (a leader's is its store's). */
+  private readonly followerCompactions = new WeakMap<Partition, DirtyRatioCompaction>();
 
   constructor(config: BrokerConfig, options: ReplicaManagerOptions) {
     this.config = config;
@@ -312,6 +339,23 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     this.leadershipGuard = options.leadershipGuard;
     this.requireAuthenticatedReplicas = config.requireAuthenticatedReplicas ?? this.isClusterMode;
     this.logManager = new LogManager(config.dataDir, config.logConfig, this.time, options.recovery);
+    this.offsetsTopic = options.offsetsTopic;
+    this.offsetsLeadership =
+      options.offsetsTopic === undefined
+        ? undefined
+        : // A listener that throws must not stop the partition changes it is told of halfway.
+          new OffsetsTopicLeadership(options.offsetsTopic, (error) =>
+            this.reportError(error, 'the __consumer_offsets listener failed'),
+          );
+    this.offsetsCommitTimeoutMs = options.offsetsTopic?.commitTimeoutMs ?? DEFAULT_OFFSETS_COMMIT_TIMEOUT_MS;
+    // The internal topic's own settings (not the server's --log-* flags), on every replica. Its logs
+    // always open with truncateCorruptLogs: one damaged batch costs one group write, where refusing the
+    // partition would cost every group on it (docs/operations.md).
+    this.logManager.setTopicConfig(
+      CONSUMER_OFFSETS_TOPIC,
+      { ...CONSUMER_OFFSETS_LOG_CONFIG, ...options.offsetsTopic?.logConfig, cleanupPolicy: 'compact' },
+      { truncateCorruptLogs: true },
+    );
     // One timer per purgatory, as in Kafka: numDelayed is its timer's size.
     const onTaskError = (error: unknown): void => this.reportError(error, 'a delayed operation failed');
     this.producePurgatory = new DelayedOperationPurgatory(
@@ -369,6 +413,9 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     if (this.isStarted) return;
     this.isStarted = true;
     for (const assignment of this.logManager.loadTopics()) this.registerTopic(assignment);
+    if (this.offsetsTopic !== undefined && !this.isClusterMode) {
+      this.createLocalOffsetsTopic(this.offsetsTopic);
+    }
     const periodMs = Math.max(1, Math.floor(this.config.replicaLagTimeMaxMs / 2));
     this.schedule(periodMs, () => this.maybeShrinkIsr());
     this.deleteOldSegments();
@@ -387,6 +434,15 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
 
   getPartition(key: string): Partition | undefined {
     return this.partitions.get(key);
+  }
+
+  /**
+   * The partition count of `__consumer_offsets` as this node knows the topic (the data directory's
+   * registry in single-node mode, the cluster's metadata in cluster mode), or undefined until the topic
+   * is known here. The group layer places groups over this count, never over the configured one.
+   */
+  offsetsTopicPartitionCount(): number | undefined {
+    return this.topics.get(CONSUMER_OFFSETS_TOPIC)?.partitions.length;
   }
 
   /** Topic names, in creation (or load) order. */
@@ -583,7 +639,12 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   // --- Metadata ---
 
   metadata(request: MetadataRequest): Promise<MetadataResponse> {
-    const names = request.topics.length === 0 ? [...this.topics.keys()] : request.topics;
+    // Every topic but the internal ones (Kafka's clients exclude them by default, exclude.internal.topics;
+    // the protocol here has no is_internal flag to let them): `__consumer_offsets` is listed when named.
+    const names =
+      request.topics.length === 0
+        ? [...this.topics.keys()].filter((name) => !RESERVED_TOPIC_NAMES.has(name))
+        : request.topics;
     const topics = names.map((name): TopicMetadata => {
       const state = this.topics.get(name);
       if (state === undefined) {
@@ -649,6 +710,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     });
     if (requestError !== ErrorCode.NONE) return failed(requestError);
     if (this.isShutdown) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    // Only the group layer writes the internal topic (through its stores), as in Kafka.
+    if (RESERVED_TOPIC_NAMES.has(topic)) return failed(ErrorCode.INVALID_TOPIC_EXCEPTION);
     const partition = this.partitions.get(key);
     if (partition === undefined) {
       return failed(this.unhostedPartitionError(topic, partitionIndex));
@@ -1057,7 +1120,10 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
         info.leaderId = state.leader;
         info.leaderEpoch = state.leaderEpoch;
         info.isr = Object.freeze([...state.isr]);
-        if (info.partition !== undefined) this.applyPartitionState(info.partition, state, nowMs);
+        if (info.partition !== undefined) {
+          this.applyPartitionState(info.partition, state, nowMs);
+          this.updateOffsetsLeadership(info.partition);
+        }
       }
     }
     for (const state of [...this.topics.values()]) {
@@ -1077,6 +1143,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
    */
   resignLeadership(): void {
     this.isResigned = true;
+    this.offsetsLeadership?.resignAll();
     for (const partition of this.partitions.values()) {
       if (partition.isLeader) this.producePurgatory.checkAndComplete(partition.key);
     }
@@ -1296,7 +1363,165 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       }
     }
     if (partition.updateFollowerHighWatermark(data.highWatermark)) this.fetchPurgatory.checkAndComplete(key);
+    if (data.records.length > 0) this.maybeCompactFollower(partition);
     return 'appended';
+  }
+
+  /**
+   * Kafka's cleaner runs on every replica: a follower of a compacted topic compacts its own copy, by the
+   * same dirty ratio as the leader's store and only below its own HW (a record above it may still be
+   * truncated when it follows a new leader). Offsets never change, so the copy still matches the leader's
+   * offset for offset wherever both hold a record.
+   */
+  private maybeCompactFollower(partition: Partition): void {
+    if (partition.log.config.cleanupPolicy !== 'compact') return;
+    let compaction = this.followerCompactions.get(partition);
+    if (compaction === undefined) {
+      const ratio = this.offsetsTopic?.store?.minCleanableDirtyRatio;
+      compaction = new DirtyRatioCompaction(partition.log, {
+        maxOffset: () => partition.highWatermark,
+        ...(ratio === undefined ? {} : { minCleanableDirtyRatio: ratio }),
+        onError: (error) => {
+          if (!this.isShuttingDown && this.partitions.get(partition.key) === partition) {
+            this.reportError(error, `compaction of ${partition.key} failed`);
+          }
+        },
+      });
+      this.followerCompactions.set(partition, compaction);
+    }
+    compaction.maybeCompact();
+  }
+
+  // --- __consumer_offsets ---
+
+  /**
+   * Single-node mode: the internal topic at start-up, every partition led here at epoch 0. A data
+   * directory that has the topic keeps its partition count (Kafka keeps its topic too); one from before
+   * the topic was replicated (`__consumer_offsets-0` alone, no registry entry) is registered as a topic
+   * of one partition, its log taken as it is; otherwise the topic is created with `numPartitions`, every
+   * partition directory at once (eagerly: docs/storage.md).
+   */
+  private createLocalOffsetsTopic(options: OffsetsTopicOptions): void {
+    const name = CONSUMER_OFFSETS_TOPIC;
+    const configuredNumPartitions = options.numPartitions ?? DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS;
+    const existing = this.topics.get(name);
+    let outcome: 'created' | 'adopted' | 'kept' = 'kept';
+    if (existing === undefined) {
+      // Partition 1's directory too means a create of several partitions that crashed before its
+      // registry file: nothing was written to it, and it is created again (reusing the directories).
+      const isAdopted = this.logManager.hasLog(name, 0) && !this.logManager.hasLog(name, 1);
+      outcome = isAdopted ? 'adopted' : 'created';
+      const numPartitions = isAdopted ? 1 : configuredNumPartitions;
+      const replicas = [this.config.nodeId];
+      this.applyAssignment(
+        {
+          name,
+          partitions: Array.from({ length: numPartitions }, (_, partitionIndex) => ({
+            partitionIndex,
+            replicas,
+          })),
+        },
+        false,
+      );
+    }
+    const state = this.topics.get(name)!;
+    options.onStartup?.({
+      outcome,
+      numPartitions: state.partitions.length,
+      configuredNumPartitions,
+    });
+    for (const info of state.partitions) {
+      if (info.partition !== undefined) this.updateOffsetsLeadership(info.partition);
+    }
+  }
+
+  /** Tells the offsets listener whether `partition` (of `__consumer_offsets`) is led here, and at which epoch. */
+  private updateOffsetsLeadership(partition: Partition): void {
+    if (this.offsetsLeadership === undefined || partition.topic !== CONSUMER_OFFSETS_TOPIC) return;
+    const isLeading = partition.isLeader && !this.isShuttingDown && this.isLeadershipActive();
+    this.offsetsLeadership.update(this.offsetsPartitionOf(partition), isLeading, partition.leaderEpoch);
+  }
+
+  private offsetsPartitionOf(partition: Partition): OffsetsPartition & { readonly partitionIndex: number } {
+    return {
+      key: partition.key,
+      partitionIndex: partition.partitionIndex,
+      log: partition.log,
+      get highWatermark() {
+        return partition.highWatermark;
+      },
+      appendCommitted: (records: readonly SimpleRecord[], leaderEpoch: number) =>
+        this.appendCommitted(partition, records, leaderEpoch),
+    };
+  }
+
+  /**
+   * A store's write (OffsetsPartition.appendCommitted): appended as leader at `leaderEpoch` with acks=-1
+   * semantics and parked as a DelayedProduce in the produce purgatory until the HW passes it with the ISR
+   * at the minimum and the leader's fsync covers it, or the commit timeout (REQUEST_TIMED_OUT). Once this
+   * node no longer leads the partition at that epoch (a new epoch, a follower, unassigned, the session
+   * lost, shutdown) it rejects NOT_LEADER_OR_FOLLOWER, whatever the purgatory found.
+   */
+  private appendCommitted(
+    partition: Partition,
+    records: readonly SimpleRecord[],
+    leaderEpoch: number,
+  ): Promise<void> {
+    const key = partition.key;
+    const isLeading = (): boolean =>
+      !this.isShuttingDown &&
+      this.partitions.get(key) === partition &&
+      partition.isLeader &&
+      partition.leaderEpoch === leaderEpoch &&
+      this.isLeadershipActive();
+    const notLeader = (): CohortError =>
+      new CohortError(
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        `node ${this.config.nodeId} does not lead ${key} at leader epoch ${leaderEpoch}`,
+      );
+    if (!isLeading()) return Promise.reject(notLeader());
+    let info: LogAppendInfo;
+    try {
+      info = partition.appendRecordsToLeader(records, -1);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const isHwIncreased = partition.maybeIncrementLeaderHW();
+    this.fetchPurgatory.checkAndComplete(key);
+    if (isHwIncreased) this.producePurgatory.checkAndComplete(key);
+    const status: ProducePartitionStatus = {
+      key,
+      requiredOffset: info.lastOffset + 1,
+      acksPending: true,
+      isFlushed: info.flushed === null,
+      errorCode: ErrorCode.REQUEST_TIMED_OUT,
+    };
+    // The partition as the DelayedProduce sees it: gone once it is no longer led here at the epoch.
+    const lookup: PartitionLookup = { getPartition: () => (isLeading() ? partition : undefined) };
+    return new Promise<void>((resolve, reject) => {
+      const respond = (): void => {
+        this.parked.delete(op);
+        if (!isLeading()) reject(notLeader());
+        else if (status.errorCode === ErrorCode.NONE) resolve();
+        else {
+          reject(
+            new CohortError(
+              status.errorCode,
+              status.errorCode === ErrorCode.REQUEST_TIMED_OUT
+                ? `${key}: not committed within ${this.offsetsCommitTimeoutMs} ms`
+                : `${key}: the write was not committed`,
+            ),
+          );
+        }
+      };
+      const op: DelayedProduce = new DelayedProduce(this.offsetsCommitTimeoutMs, [status], lookup, respond);
+      this.parked.add(op);
+      info.flushed?.then(
+        () => op.onFlushed(status),
+        (error: unknown) => op.onFlushFailed(status, codeOf(error)),
+      );
+      this.producePurgatory.tryCompleteElseWatch(op, [key]);
+    });
   }
 
   // --- shutdown ---
@@ -1308,6 +1533,9 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
    */
   shutdown(): void {
     if (this.isShutdown) return;
+    this.isShuttingDown = true;
+    // First: the stores stop acknowledging before their parked writes are cut below.
+    this.offsetsLeadership?.resignAll();
     this.stoppingFetchers = this.replicaFetcherManager?.shutdown() ?? null;
     for (const task of this.periodicTasks) task.cancel();
     for (const op of [...this.parked]) op.forceComplete();
@@ -1327,6 +1555,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       // The last HWs, so a restart starts from them; a failure (reported) must not keep the logs open.
       await this.highWatermarkCheckpointing?.catch(ignore);
       await this.checkpointHighWatermarks().catch(ignore);
+      // The resigned stores' compactions end before their logs close (a close would abort them anyway).
+      await this.offsetsLeadership?.settled();
       await Promise.all([...this.partitions.values()].map((partition) => partition.log.close()));
     })();
     return this.closing;
@@ -1423,6 +1653,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
 
   /** A replica this node no longer hosts: no longer copied or served; its files stay on disk. */
   private closeUnassigned(partition: Partition): void {
+    if (partition.topic === CONSUMER_OFFSETS_TOPIC) this.offsetsLeadership?.resign(partition.partitionIndex);
     this.followerFetches.delete(partition.key);
     this.completionReads.clear();
     this.producePurgatory.checkAndComplete(partition.key);

@@ -4,6 +4,7 @@ import { EtcdMetadataStore } from '../cluster/etcd-metadata-store';
 import type { MetadataStore } from '../cluster/metadata-store';
 import type { CohortConfig } from '../config';
 import { ErrorCode } from '../errors';
+import { CONSUMER_OFFSETS_TOPIC } from '../log/consumer-offsets';
 import {
   DEFAULT_NUM_PARTITIONS,
   DEFAULT_REPLICATION_FACTOR,
@@ -25,6 +26,13 @@ import type {
 } from '../log/partition-roles';
 import type { Time } from '../time';
 import { SystemTimer } from '../timer';
+
+/**
+ * `ensureOffsetsTopic`'s answer: the topic was in this node's view (`exists`; also when another node
+ * created it first), this node created it (`created`), or it could not be created now (`unavailable`: no
+ * session or view yet, etcd did not answer, no live node; retried by the next caller).
+ */
+export type OffsetsTopicOutcome = 'exists' | 'created' | 'unavailable';
 
 /** How many partition names one leadership log line lists per kind, at most. */
 const LOGGED_PARTITIONS_MAX = 5;
@@ -65,6 +73,8 @@ export class ClusterWiring {
   private readonly timer: SystemTimer;
   private node: ClusterNode | undefined;
   private closing: Promise<void> | undefined;
+  /** The creation of __consumer_offsets under way: concurrent callers share it. */
+  private ensuringOffsetsTopic: Promise<OffsetsTopicOutcome> | undefined;
 
   constructor(config: CohortConfig, options: ClusterWiringOptions) {
     this.config = config;
@@ -218,6 +228,61 @@ export class ClusterWiring {
         ? DEFAULT_REPLICATION_FACTOR
         : topic.replicationFactor;
     return resultOf(name, await node.createTopic(name, partitions, replicationFactor));
+  }
+
+  /**
+   * Creates the internal topic `__consumer_offsets` if this node's view of the cluster does not have it,
+   * as Kafka creates its offsets topic on the first FindCoordinator that needs it:
+   * `--offsets-topic-num-partitions` partitions of min(`--offsets-topic-replication-factor`, live nodes)
+   * replicas (fewer than configured is logged), through the same fenced creation as CreateTopics (only
+   * the reserved-name check is skipped: this is the server's own creation). Once created, the topic's
+   * count and replicas are the cluster's, whatever a later node is configured with. Concurrent calls
+   * share one creation. The new partitions reach this node's ReplicaManager with the next view; until then
+   * the caller answers COORDINATOR_NOT_AVAILABLE and clients retry.
+   */
+  ensureOffsetsTopic(): Promise<OffsetsTopicOutcome> {
+    const node = this.node;
+    if (node === undefined || this.closing !== undefined) return Promise.resolve('unavailable');
+    if (node.metadata?.partitions.some((p) => p.topic === CONSUMER_OFFSETS_TOPIC) === true) {
+      return Promise.resolve('exists');
+    }
+    this.ensuringOffsetsTopic ??= this.createOffsetsTopic(node).finally(() => {
+      this.ensuringOffsetsTopic = undefined;
+    });
+    return this.ensuringOffsetsTopic;
+  }
+
+  private async createOffsetsTopic(node: ClusterNode): Promise<OffsetsTopicOutcome> {
+    const liveNodes = node.metadata?.liveNodes.length ?? 0;
+    if (liveNodes === 0) return 'unavailable';
+    const numPartitions = this.config.offsetsTopicNumPartitions;
+    const configuredReplicationFactor = this.config.offsetsTopicReplicationFactor;
+    const replicationFactor = Math.min(configuredReplicationFactor, liveNodes);
+    const outcome = await node.createTopic(CONSUMER_OFFSETS_TOPIC, numPartitions, replicationFactor);
+    switch (outcome.outcome) {
+      case 'created':
+        if (replicationFactor < configuredReplicationFactor) {
+          this.logger.warn(
+            { numPartitions, replicationFactor, configuredReplicationFactor, liveNodes },
+            `${CONSUMER_OFFSETS_TOPIC} created with fewer replicas than configured: only ${liveNodes} nodes are live`,
+          );
+        } else {
+          this.logger.info({ numPartitions, replicationFactor }, `${CONSUMER_OFFSETS_TOPIC} created`);
+        }
+        return 'created';
+      case 'exists':
+        return 'exists';
+      case 'unavailable':
+        this.logger.debug({ reason: outcome.reason }, `${CONSUMER_OFFSETS_TOPIC} could not be created now`);
+        return 'unavailable';
+      default:
+        // The configuration was validated: a refusal here is a broken invariant, not a retriable state.
+        this.logger.error(
+          { outcome: outcome.outcome, reason: outcome.reason, numPartitions, replicationFactor },
+          `${CONSUMER_OFFSETS_TOPIC} cannot be created`,
+        );
+        return 'unavailable';
+    }
   }
 
   /** Resigns the controller role, revokes the lease, stops the watches and closes the store. Idempotent. */

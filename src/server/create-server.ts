@@ -1,4 +1,3 @@
-import * as path from 'node:path';
 import { Server } from '@grpc/grpc-js';
 import type { ServerInterceptor, ServerOptions } from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
@@ -12,7 +11,7 @@ import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { BrokerConfig, BrokerNode } from '../log';
 import type { ClusterNodeAddress } from '../log/partition-roles';
 import { ReplicaManager } from '../log';
-import { CONSUMER_OFFSETS_PARTITION_DIR, ConsumerOffsetsStore } from '../log/consumer-offsets';
+import { CONSUMER_OFFSETS_PARTITION_DIR, type ConsumerOffsetsStore } from '../log/consumer-offsets';
 import { DataDirLock, DEFAULT_FLUSH_INTERVAL_MS } from '../log/storage';
 import type { Time } from '../time';
 import { ManualTime, SYSTEM_TIME } from '../time';
@@ -24,6 +23,7 @@ import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { ClusterBoard } from './cluster-board';
 import { ClusterWiring } from './cluster-wiring';
+import { ElectedOffsetsStore } from './elected-offsets-store';
 import { fanOutListener } from './fan-out-listener';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
@@ -244,19 +244,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const recoveryLog = storageRecoveryLog(logger, metrics.recovery);
   const recovery = { truncateCorruptLogs: config.truncateCorruptLogs, listener: recoveryLog.listener };
 
-  // Group state is durable, as Kafka keeps it: offsets and group metadata are records of the compacted
-  // __consumer_offsets-0 under dataDir (docs/storage.md, "Durable group state"), which start() replays.
-  let groupState:
-    { readonly store: ConsumerOffsetsStore; readonly coordinator: GroupCoordinator } | undefined;
+  // Group state is durable, as Kafka keeps it: offsets and group metadata are records of the compacted,
+  // replicated __consumer_offsets topic (docs/storage.md, "Durable group state"), hosted by the
+  // ReplicaManager. The one coordinator works on partition 0's store, while this node leads it.
+  let groupState: { readonly store: ElectedOffsetsStore; readonly coordinator: GroupCoordinator } | undefined;
   // A timer task that throws has broken an invariant of one group; log it with its stack and keep
   // serving the others, as Kafka's timer threads do, rather than let the timer rethrow it into the loop.
   const defaultFactory: CoordinatorFactory = (groupConfig, clock) => {
-    const store = new ConsumerOffsetsStore(path.join(config.dataDir, CONSUMER_OFFSETS_PARTITION_DIR), {
-      time: clock,
-      onCompactionError: (error) => logger.warn({ err: error }, '__consumer_offsets compaction failed'),
-      recovery,
-      onCorruptData: recoveryLog.onCorruptData,
-    });
+    const store = new ElectedOffsetsStore(CONSUMER_OFFSETS_PARTITION_DIR);
     const groupCoordinator = new GroupCoordinator(groupConfig, clock, {
       offsetStore: store,
       metadataStore: store,
@@ -282,6 +277,42 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const replicaManager = new ReplicaManager(brokerConfigOf(config), {
     time,
     recovery,
+    ...(groupState === undefined
+      ? {}
+      : {
+          offsetsTopic: {
+            listener: {
+              onElection: (partitionIndex: number, leaderEpoch: number, store: ConsumerOffsetsStore) => {
+                if (partitionIndex !== 0) return;
+                groupState?.store.elect(store);
+                loadGroupState(store, leaderEpoch);
+              },
+              onResignation: (partitionIndex: number) => {
+                if (partitionIndex === 0) groupState?.store.resign();
+              },
+            },
+            // Single-node mode creates the topic with one partition while one coordinator serves every
+            // group from partition 0; cluster mode creates it (on demand) with the configured count.
+            numPartitions: 1,
+            store: {
+              onCompactionError: (error: unknown) =>
+                logger.warn({ err: error }, '__consumer_offsets compaction failed'),
+              onCorruptData: recoveryLog.onCorruptData,
+            },
+            onStartup: ({ outcome, numPartitions, configuredNumPartitions }) => {
+              if (outcome === 'kept' && numPartitions !== configuredNumPartitions) {
+                logger.info(
+                  { numPartitions, configuredNumPartitions },
+                  '__consumer_offsets keeps the partition count it was created with',
+                );
+              } else if (outcome === 'adopted') {
+                logger.info(
+                  '__consumer_offsets-0 of an earlier cohort registered as a topic of one partition',
+                );
+              }
+            },
+          },
+        }),
     listener: {
       onIsrChange: (topic, partition, isr, previousIsr) => {
         logger.info({ topic, partition, isr, previousIsr }, 'ISR changed');
@@ -474,7 +505,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
 
   let phase: ServerPhase = 'new';
   let isBound = false;
-  let isGroupStateLoaded = groupState === undefined;
+  // Cluster mode has nothing to load before partition 0 is elected here (if ever).
+  let isGroupStateLoaded = groupState === undefined || cluster !== undefined;
   let starting: Promise<BoundAddress> | undefined;
   let closing: Promise<void> | undefined;
   let resolveReady!: () => void;
@@ -523,29 +555,37 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   }
 
   /**
-   * Opens __consumer_offsets-0 (a data directory that cannot be used fails start()) and replays it in the
-   * background: the coordinator answers COORDINATOR_LOAD_IN_PROGRESS until it is done, so a large log delays
-   * no other service; the server is ready (health SERVING, /readyz 200) once it is.
+   * Loads partition 0's store, elected at `replicaManager.startup()` in single-node mode (whose opening
+   * of the logs fails start() for a data directory that cannot be used), in the background: the
+   * coordinator answers COORDINATOR_LOAD_IN_PROGRESS until it is done, so a large log delays no other
+   * service; the server is ready (health SERVING, /readyz 200) once the first load is. In cluster mode each
+   * election of partition 0 here loads it again; the coordinator's loads run one after the other.
    */
-  const startGroupState = (): void => {
+  let groupLoads: Promise<unknown> = Promise.resolve();
+  const loadGroupState = (store: ConsumerOffsetsStore, leaderEpoch: number): void => {
     if (groupState === undefined) return;
-    groupState.store.open();
-    const loading = groupState.store.load();
-    groupState.coordinator.load(loading).then(
+    const coordinator = groupState.coordinator;
+    const loading = store.load();
+    const loaded = groupLoads.catch(() => undefined).then(() => coordinator.load(loading));
+    groupLoads = loaded;
+    loaded.then(
       async () => {
-        logger.debug({ ...(await loading) }, 'group state loaded');
+        logger.debug({ leaderEpoch, ...(await loading) }, 'group state loaded');
         isGroupStateLoaded = true;
         if (phase === 'starting') return; // the bind completes it
         if (phase === 'loading') maybeServe();
       },
       (error: unknown) => {
+        if (store.isResigned) {
+          logger.info({ leaderEpoch }, 'group state load ended: no longer the leader of its partition');
+          return;
+        }
         logger.error({ err: error }, 'group state could not be loaded; groups are unavailable');
         if (phase === 'starting' || phase === 'loading') phase = 'failed';
         rejectReady(new Error('group state could not be loaded', { cause: error }));
       },
     );
   };
-  const closeGroupState = (): Promise<void> => groupState?.store.close() ?? Promise.resolve();
   let dataDirLock: DataDirLock | undefined;
 
   const bind = (): Promise<BoundAddress> =>
@@ -575,8 +615,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     starting = (async () => {
       // First: one process per data directory (a second one appending to the same segments corrupts them).
       dataDirLock = DataDirLock.acquire(config.dataDir);
-      startGroupState();
-      // Recover every partition before accepting a call: a Fetch must never see a half-opened log.
+      // Recover every partition before accepting a call: a Fetch must never see a half-opened log. In
+      // single-node mode this elects __consumer_offsets-0 here, which starts the group state's load.
       replicaManager.startup();
       const bound = await bind();
       localBroker = { nodeId: config.nodeId, host: bound.host, port: bound.port };
@@ -647,7 +687,6 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     // A close during start waits for the bind to settle, so the port is released rather than orphaned.
     closing = (starting ?? Promise.resolve())
       .then(shutdown, shutdown)
-      .finally(closeGroupState)
       // Only once every log is closed: the next server may open the directory from here on.
       .finally(() => dataDirLock?.release())
       .finally(async () => {

@@ -2,10 +2,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createConfig } from '../../src/config';
 import { ErrorCode } from '../../src/errors';
-import { CONSUMER_OFFSETS_PARTITION_DIR, ConsumerOffsetsStore } from '../../src/log/consumer-offsets';
+import { CONSUMER_OFFSETS_PARTITION_DIR } from '../../src/log/consumer-offsets';
 import { type CohortServer, createServer } from '../../src/server/create-server';
 import { ManualTime } from '../../src/time';
 import { captureLogger } from '../support/capture-logger';
+import { LocalOffsetsTopic } from '../unit/log/consumer-offsets/local-offsets-topic';
 import { makeTempDir, removeTempDir } from '../unit/log/storage/temp-dir';
 
 const offset = (committedOffset: number) => ({
@@ -36,14 +37,15 @@ describe('a server with a damaged __consumer_offsets', () => {
 
   it('loads every other commit, logs the skipped bytes at error and counts them', async () => {
     const dir = path.join(dataDir, CONSUMER_OFFSETS_PARTITION_DIR);
-    const store = new ConsumerOffsetsStore(dir, { time: new ManualTime() });
+    const topic = new LocalOffsetsTopic(dataDir, { time: new ManualTime() });
+    const store = topic.store(0);
     await store.load();
     await store.commit('g1', [{ topic: 't', partition: 0, offset: offset(1) }]);
     await store.commit('g1', [{ topic: 't', partition: 1, offset: offset(2) }]);
     await store.commit('g1', [{ topic: 't', partition: 0, offset: offset(3) }]);
     await store.commit('g2', [{ topic: 'u', partition: 0, offset: offset(7) }]);
     const [first, victim] = store.log.read(0, 1 << 20).batches;
-    await store.close();
+    await topic.close();
     // A byte of the victim's record value: only its CRC can tell.
     const file = path.join(dir, '00000000000000000000.log');
     const bytes = fs.readFileSync(file);

@@ -1,14 +1,13 @@
-import * as fs from 'node:fs';
 import { CohortError, ErrorCode } from '../../errors';
-import type { Time } from '../../time';
 import {
   type CompactionResult,
   type CorruptRegion,
+  DEFAULT_MIN_CLEANABLE_DIRTY_RATIO,
+  DirtyRatioCompaction,
   isTombstone,
   type LogConfig,
   type LogRecord,
-  type LogRecoveryOptions,
-  PartitionLog,
+  type PartitionLog,
   type SimpleRecord,
 } from '../storage';
 import {
@@ -23,49 +22,59 @@ import {
   type GroupMetadataValue,
   type OffsetCommitValue,
 } from './consumer-offsets-record';
+import type { OffsetsPartition } from './offsets-partition';
 import { replayLog, type ReplayOptions, type ReplayResult } from './replay-log';
 
 /**
  * Durable group state in the internal compacted topic `__consumer_offsets`, as Kafka keeps it: every
  * committed offset and every group's metadata is a keyed record (`consumer-offsets-record.ts`) appended to
- * one PartitionLog; the latest record per key is the truth, a tombstone deletes its key, and compaction
- * drops what later records superseded.
+ * one partition of the topic; the latest record per key is the truth, a tombstone deletes its key, and
+ * compaction drops what later records superseded.
  *
- * cohort has one coordinator per process, so the topic has one partition, `__consumer_offsets-0`, under the
- * data directory (Kafka hashes group ids over `offsets.topic.num.partitions`, 50, to spread coordinators).
+ * One store per partition this node leads, over that partition (`OffsetsPartition`): ReplicaManager
+ * hosts the topic like any replicated one and creates a store each time this node is elected leader of a
+ * partition, at that leader epoch (`offsets-topic.ts`). Groups are placed on partitions by
+ * `groupPartitionFor` (Kafka's hash over `offsets.topic.num.partitions`).
  *
  * The store keeps a materialised view (Kafka's offsets cache): the latest offset per group, topic and
- * partition, and the latest metadata per group. Writes append first and change the view only once the
- * append is durable (fsynced under the log's flush policy), and in append order, so the view always equals
- * a replay of a prefix of the log and a read never returns something a crash could take back. The promise
- * a write returns resolves at that moment: the coordinator acknowledges an OffsetCommit only then.
+ * partition, and the latest metadata per group. Writes append as leader at the store's epoch and change
+ * the view only once the append is committed (the HW passed it with the ISR at min.insync.replicas, and
+ * the leader's fsync covers it; with one replica that is the flush policy's fsync), and in append order, so
+ * the view always equals a replay of a prefix of the log and a read never returns something a crash or a
+ * failover could take back. The promise a write returns resolves at that moment: the coordinator
+ * acknowledges an OffsetCommit only then. Once the store is resigned (this node no longer leads the
+ * partition at its epoch) no write of it resolves any more: each rejects with NOT_LEADER_OR_FOLLOWER.
  *
- * Life cycle: `open()` recovers the log, `load()` replays it into the view (in bounded steps; writes are
- * refused with COORDINATOR_LOAD_IN_PROGRESS until it is done), `close()` flushes and closes. A partition
- * directory that does not exist yet is created by the first write, not by `open()`: like topics, a server
- * that never stores group state leaves no trace in its data directory.
+ * Life cycle: `load()` replays the log up to its log end offset into the view (in bounded steps; writes
+ * are refused with COORDINATOR_LOAD_IN_PROGRESS until it is done), `resign()` ends the leadership,
+ * `close()` waits for writes and compaction in flight. The log itself belongs to ReplicaManager.
  *
  * Compaction runs by size: after an append, once the log holds a sealed segment and at least
  * `minCleanableDirtyRatio` of its bytes were written since the last compaction (Kafka's
- * min.cleanable.dirty.ratio), a compaction starts in the background. Each pass reads the sealed segments
- * once, yielding every MiB, and the next one waits for the log to have grown by that ratio again, so
- * cleaning costs a bounded amount of reading per byte appended; the log stays within about twice its live
- * data plus one segment.
+ * min.cleanable.dirty.ratio), a compaction starts in the background, over the sealed segments below the
+ * high watermark. Each pass reads them once, yielding every MiB, and the next one waits for the log to
+ * have grown by that ratio again, so cleaning costs a bounded amount of reading per byte appended; the
+ * log stays within about twice its live data plus one segment (DirtyRatioCompaction). Followers compact
+ * their own copy the same way (ReplicaManager), as Kafka's cleaner runs on every replica.
  *
  * Structurally this is the group layer's OffsetStore and GroupMetadataStore; it imports neither (the
  * server composes them).
  */
 export const CONSUMER_OFFSETS_TOPIC = '__consumer_offsets';
-/** The one partition's directory under `--data-dir`. */
+/**
+ * Partition 0's directory under `--data-dir`: before the topic was replicated it was the only one, and a
+ * data directory holding it without a topic registry entry is taken over as a topic of one partition.
+ */
 export const CONSUMER_OFFSETS_PARTITION_DIR = `${CONSUMER_OFFSETS_TOPIC}-0`;
 /** Kafka's offsets.topic.segment.bytes. */
 export const CONSUMER_OFFSETS_SEGMENT_BYTES = 100 * 1024 * 1024;
-/** Kafka's min.cleanable.dirty.ratio. */
-export const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO = 0.5;
+export { DEFAULT_MIN_CLEANABLE_DIRTY_RATIO };
 
 /**
- * The internal topic's log settings. A group's metadata record grows with its members (thousands of
- * members with their subscriptions pass a megabyte), so any record that fits a segment is accepted.
+ * The internal topic's log settings (on top of the defaults, not the server's `--log-*` flags: the flush
+ * policy is the default one, every append fsynced before it is acknowledged). A group's metadata record
+ * grows with its members (thousands of members with their subscriptions pass a megabyte), so any record
+ * that fits a segment is accepted.
  */
 export const CONSUMER_OFFSETS_LOG_CONFIG: Readonly<Partial<LogConfig>> = Object.freeze({
   cleanupPolicy: 'compact',
@@ -90,19 +99,13 @@ export interface TopicPartitionOffsetRecord extends TopicPartitionRecord {
 }
 
 export interface ConsumerOffsetsStoreOptions {
-  readonly time: Time;
-  /** Overrides of CONSUMER_OFFSETS_LOG_CONFIG (tests use small segments); the policy is always compact. */
-  readonly logConfig?: Partial<LogConfig>;
+  /** The leader epoch this store's writes append at (0 in single-node mode). */
+  readonly leaderEpoch?: number;
   readonly minCleanableDirtyRatio?: number;
   /** How `load()` reads the log (step size, pause between steps). */
   readonly replay?: ReplayOptions;
   /** A background compaction failed (the log stays as it was; the next append may try again). */
   readonly onCompactionError?: (error: unknown) => void;
-  /**
-   * Whom opening the log tells what it repaired (see PartitionLog). Damage below the recovery point is
-   * always removed here (`truncateCorruptLogs` is forced on): only the damaged bytes go.
-   */
-  readonly recovery?: LogRecoveryOptions;
   /**
    * The load skipped damage: bytes holding no valid batch (`region`), or one record whose key or value
    * could not be decoded (`record`, with the decoding error). The rest of the log still loads.
@@ -119,30 +122,22 @@ export interface ConsumerOffsetsLoadResult extends ReplayResult {
   readonly corruptRecords: number;
 }
 
-type Phase = 'new' | 'opened' | 'loading' | 'ready' | 'closed';
+type Phase = 'new' | 'loading' | 'ready' | 'resigned' | 'closed';
 
 const RESOLVED: Promise<void> = Promise.resolve();
-const NOTHING_TO_COMPACT: CompactionResult = Object.freeze({
-  isAborted: false,
-  segmentsBefore: 0,
-  segmentsAfter: 0,
-  recordsRemoved: 0,
-  bytesBefore: 0,
-  bytesAfter: 0,
-});
 const ignore = (): void => undefined;
 
 export class ConsumerOffsetsStore {
-  readonly dir: string;
-  private readonly time: Time;
-  private readonly logConfig: Partial<LogConfig>;
-  private readonly minCleanableDirtyRatio: number;
+  /** The partition's key, "__consumer_offsets-<index>". */
+  readonly key: string;
+  /** The leader epoch this store writes at. */
+  readonly leaderEpoch: number;
+  private readonly partition: OffsetsPartition;
+  private readonly compaction: DirtyRatioCompaction;
   private readonly replayOptions: ReplayOptions | undefined;
   private readonly onCompactionError: ((error: unknown) => void) | undefined;
-  private readonly recovery: LogRecoveryOptions | undefined;
   private readonly onCorruptData: ConsumerOffsetsStoreOptions['onCorruptData'];
   private corruptRecords = 0;
-  private logValue: PartitionLog | null = null;
   private phase: Phase = 'new';
   // groupId → topic → partition → offset
   private readonly offsets = new Map<string, Map<string, Map<number, OffsetCommitValue>>>();
@@ -151,83 +146,84 @@ export class ConsumerOffsetsStore {
   private readonly groups = new Map<string, StoredGroupRecord>();
   /** Settles (never rejects) once the last write has been applied or has failed. */
   private tail: Promise<void> = RESOLVED;
-  private compactingValue: Promise<CompactionResult> | null = null;
-  /** The log's size right after the last compaction: what is beyond it is dirty. */
-  private cleanBytes = 0;
   private closing: Promise<void> | null = null;
 
-  /** No I/O: `open()` (or `load()`) touches the disk. */
-  constructor(dir: string, options: ConsumerOffsetsStoreOptions) {
-    const ratio = options.minCleanableDirtyRatio ?? DEFAULT_MIN_CLEANABLE_DIRTY_RATIO;
-    if (!(ratio > 0 && ratio <= 1)) {
-      throw new RangeError(`minCleanableDirtyRatio must be in (0, 1], got ${ratio}`);
-    }
-    this.dir = dir;
-    this.time = options.time;
-    this.logConfig = { ...CONSUMER_OFFSETS_LOG_CONFIG, ...options.logConfig, cleanupPolicy: 'compact' };
-    this.minCleanableDirtyRatio = ratio;
+  /** No I/O: `load()` reads the log. */
+  constructor(partition: OffsetsPartition, options: ConsumerOffsetsStoreOptions = {}) {
+    this.partition = partition;
+    this.key = partition.key;
+    this.leaderEpoch = options.leaderEpoch ?? 0;
+    this.compaction = new DirtyRatioCompaction(partition.log, {
+      maxOffset: () => partition.highWatermark,
+      ...(options.minCleanableDirtyRatio === undefined
+        ? {}
+        : { minCleanableDirtyRatio: options.minCleanableDirtyRatio }),
+      onError: (error) => {
+        if (this.phase === 'ready') this.onCompactionError?.(error);
+      },
+    });
     this.replayOptions = options.replay;
     this.onCompactionError = options.onCompactionError;
-    this.recovery = options.recovery;
     this.onCorruptData = options.onCorruptData;
   }
 
-  /** The partition's log; throws until it exists (after `open()` of an existing directory, or a first write). */
+  /** The partition's log. */
   get log(): PartitionLog {
-    if (this.logValue === null) {
-      throw new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `${this.dir} has no log yet`);
-    }
-    return this.logValue;
+    return this.partition.log;
   }
 
-  /** Bytes on disk (0 before the first write to a new directory). */
+  /** Bytes on disk. */
   get sizeInBytes(): number {
-    return this.logValue?.sizeInBytes ?? 0;
+    return this.partition.log.sizeInBytes;
   }
 
-  /** True once `load()` finished: writes are accepted. */
+  /** True once `load()` finished and until `resign()`: writes are accepted. */
   get isLoaded(): boolean {
     return this.phase === 'ready';
   }
 
+  /** True once `resign()` (or `close()`) was called: no write of this store resolves any more. */
+  get isResigned(): boolean {
+    return this.phase === 'resigned' || this.phase === 'closed';
+  }
+
   /** The compaction running now, if any. */
   get compacting(): Promise<CompactionResult> | null {
-    return this.compactingValue;
+    return this.compaction.compacting;
   }
 
   /**
-   * Opens and recovers the log if its directory exists (synchronously; throws if it cannot be used).
-   * Idempotent.
+   * Replays the log into the view, up to the log end offset it has when the load starts (Kafka's
+   * loadGroupsAndOffsets), in bounded steps; then writes are accepted. Call once. Rejects with
+   * NOT_LEADER_OR_FOLLOWER if the store was resigned meanwhile.
    */
-  open(): void {
-    if (this.phase === 'closed') throw closedError(this.dir);
-    if (this.phase !== 'new') return;
-    if (fs.existsSync(this.dir)) this.logValue = this.openLog();
-    this.phase = 'opened';
-  }
-
-  /** Opens the log if needed and replays it into the view; then writes are accepted. Call once. */
   async load(): Promise<ConsumerOffsetsLoadResult> {
-    this.open();
-    if (this.phase !== 'opened') {
-      throw new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `${this.dir} is ${this.phase}, not opened`);
+    if (this.phase !== 'new') {
+      throw new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `${this.key} is ${this.phase}, not new`);
     }
     this.phase = 'loading';
     const onCorruptBatch = (region: CorruptRegion): void => this.onCorruptData?.({ region });
-    const replayed =
-      this.logValue === null
-        ? { records: 0, bytes: 0, startOffset: 0, endOffset: 0, corruptBatches: 0, corruptBytes: 0 }
-        : await replayLog(this.logValue, (record) => this.replay(record), {
-            onCorruptBatch,
-            ...this.replayOptions,
-          });
-    if (this.phase !== 'loading') throw closedError(this.dir);
+    const replayed = await replayLog(this.partition.log, (record) => this.replay(record), {
+      onCorruptBatch,
+      ...this.replayOptions,
+    });
+    // A resignation or close during the load leaves the phase changed: the view is of no use.
+    if ((this.phase as Phase) !== 'loading') throw this.unavailableError();
     this.phase = 'ready';
     let offsets = 0;
     for (const topics of this.offsets.values()) {
       for (const partitions of topics.values()) offsets += partitions.size;
     }
     return { ...replayed, groups: this.groups.size, offsets, corruptRecords: this.corruptRecords };
+  }
+
+  /**
+   * This node no longer leads the partition at `leaderEpoch` (ReplicaManager calls it before telling the
+   * OffsetsTopicListener): later writes, and every write not yet applied, reject with
+   * NOT_LEADER_OR_FOLLOWER. Reads keep answering from the view. Idempotent.
+   */
+  resign(): void {
+    if (this.phase !== 'closed') this.phase = 'resigned';
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -278,8 +274,8 @@ export class ConsumerOffsetsStore {
 
   /**
    * Tombstones for the group's metadata and every offset it has now, in one batch (so a crash keeps all or
-   * none of them). Once durable, exactly those keys leave the view: a commit appended earlier but not yet
-   * durable has no tombstone here, and stays, as it does in the log.
+   * none of them). Once committed, exactly those keys leave the view: a commit appended earlier but not yet
+   * committed has no tombstone here, and stays, as it does in the log.
    */
   deleteGroup(groupId: string): Promise<void> {
     const deleted = this.list(groupId);
@@ -293,7 +289,7 @@ export class ConsumerOffsetsStore {
     });
   }
 
-  /** Tombstones for these offsets, in one batch; they leave the view once durable. */
+  /** Tombstones for these offsets, in one batch; they leave the view once committed. */
   deleteOffsets(groupId: string, partitions: readonly TopicPartitionRecord[]): Promise<void> {
     if (partitions.length === 0) return Promise.resolve();
     const records: SimpleRecord[] = partitions.map(({ topic, partition }) => ({
@@ -308,7 +304,7 @@ export class ConsumerOffsetsStore {
   // ---------------------------------------------------------------------------------------------------
   // GroupMetadataStore
 
-  /** Keeps `group` (not a copy) as the group's latest metadata once the record is durable. */
+  /** Keeps `group` (not a copy) as the group's latest metadata once the record is committed. */
   storeGroup(group: StoredGroupRecord): Promise<void> {
     const record: SimpleRecord = {
       timestampMs: group.currentStateTimestampMs,
@@ -328,77 +324,61 @@ export class ConsumerOffsetsStore {
   // ---------------------------------------------------------------------------------------------------
   // Compaction and shutdown
 
-  /** Compacts now (concurrent calls share one run); the dirty-ratio trigger calls this in the background. */
+  /**
+   * Compacts the sealed segments below the high watermark now (concurrent calls share one run); the
+   * dirty-ratio trigger calls this in the background.
+   */
   compact(): Promise<CompactionResult> {
-    if (this.logValue === null) return Promise.resolve(NOTHING_TO_COMPACT);
-    this.compactingValue ??= this.logValue
-      .compact()
-      .then((result) => {
-        if (!result.isAborted) this.cleanBytes = result.bytesAfter;
-        return result;
-      })
-      .finally(() => {
-        this.compactingValue = null;
-      });
-    return this.compactingValue;
-  }
-
-  /** Waits for writes in flight and compaction, flushes and closes the log. Idempotent. */
-  close(): Promise<void> {
-    this.closing ??= this.closeLog();
-    return this.closing;
-  }
-
-  private async closeLog(): Promise<void> {
-    this.phase = 'closed';
-    if (this.logValue !== null) await this.logValue.close();
-    await this.tail;
+    return this.compaction.compact();
   }
 
   /**
-   * Appends `records` as one batch, then runs `apply` once the batch is durable and every earlier write has
-   * been applied or has failed: the view changes in log order, whatever order fsyncs complete in.
+   * Refuses every later write and waits for the writes and the compaction in flight to settle. The log is
+   * ReplicaManager's, which flushes and closes it. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.settle();
+    return this.closing;
+  }
+
+  private async settle(): Promise<void> {
+    this.phase = 'closed';
+    await this.tail;
+    await this.compaction.compacting?.catch(ignore);
+  }
+
+  /**
+   * Appends `records` as one batch as leader at the store's epoch, then runs `apply` once the batch is
+   * committed and every earlier write has been applied or has failed: the view changes in log order,
+   * whatever order commits complete in. A write that commits after the store was resigned is not
+   * applied and rejects with NOT_LEADER_OR_FOLLOWER: its coordinator is gone.
    */
   private append(records: readonly SimpleRecord[], apply: () => void): Promise<void> {
     if (this.phase !== 'ready') {
       return Promise.reject(
-        this.phase === 'closed'
-          ? closedError(this.dir)
-          : new CohortError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, `${this.dir} is still loading`),
+        this.phase === 'new' || this.phase === 'loading'
+          ? new CohortError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, `${this.key} is still loading`)
+          : this.unavailableError(),
       );
     }
-    let flushed: Promise<void> | null;
-    try {
-      this.logValue ??= this.openLog();
-      flushed = this.logValue.append(records).flushed;
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    this.maybeCompact();
-    const applied = Promise.all([this.tail, flushed ?? RESOLVED]).then(apply);
+    const committed = this.partition.appendCommitted(records, this.leaderEpoch);
+    this.compaction.maybeCompact();
+    const applied = Promise.all([this.tail, committed]).then(() => {
+      if (this.phase !== 'ready') throw this.unavailableError();
+      apply();
+    });
     this.tail = applied.then(ignore, ignore);
     return applied;
   }
 
-  private openLog(): PartitionLog {
-    return PartitionLog.open(this.dir, {
-      time: this.time,
-      config: this.logConfig,
-      // Group state has no replica to restore from, and one damaged batch costs one write: removing only
-      // the damaged bytes (reported at error) beats refusing every group (docs/operations.md).
-      recovery: { ...this.recovery, truncateCorruptLogs: true },
-    });
-  }
-
-  private maybeCompact(): void {
-    if (this.compactingValue !== null) return;
-    const log = this.log;
-    if (log.numberOfSegments < 2) return;
-    const size = log.sizeInBytes;
-    if (size - this.cleanBytes < size * this.minCleanableDirtyRatio) return;
-    this.compact().catch((error: unknown) => {
-      if (this.phase !== 'closed') this.onCompactionError?.(error);
-    });
+  /** Why a write is refused once the store is resigned or closed. */
+  private unavailableError(): CohortError {
+    return this.phase === 'closed'
+      ? new CohortError(ErrorCode.NOT_LEADER_OR_FOLLOWER, `${this.key} is closed`)
+      : new CohortError(
+          ErrorCode.NOT_LEADER_OR_FOLLOWER,
+          `this node no longer leads ${this.key} at leader epoch ${this.leaderEpoch}`,
+        );
   }
 
   /**
@@ -454,8 +434,4 @@ export class ConsumerOffsetsStore {
     this.offsets.delete(groupId);
     this.offsetCounts.delete(groupId);
   }
-}
-
-function closedError(dir: string): CohortError {
-  return new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `${dir} is closed`);
 }

@@ -6,6 +6,7 @@ export {
   ConsumerOffsetsStore,
   DEFAULT_MIN_CLEANABLE_DIRTY_RATIO,
 } from './consumer-offsets-store';
+export type { OffsetsPartition } from './offsets-partition';
 export type {
   ConsumerOffsetsLoadResult,
   ConsumerOffsetsStoreOptions,

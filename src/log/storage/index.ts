@@ -1,3 +1,5 @@
+export { DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, DirtyRatioCompaction } from './dirty-ratio-compaction';
+export type { DirtyRatioCompactionOptions } from './dirty-ratio-compaction';
 export { PartitionLog, RECOVERY_POINT_CHECKPOINT_INTERVAL_MS } from './partition-log';
 export { CorruptLogError } from './log-recovery';
 export type {

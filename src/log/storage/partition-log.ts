@@ -661,8 +661,12 @@ export class PartitionLog {
    * Compacts a `compact` log: keeps the last record per key and drops tombstones in every segment but the
    * active one (see `log-cleaner.ts`). Runs in steps that yield to the event loop; a truncation or close
    * meanwhile aborts it. Concurrent calls share one run.
+   *
+   * With `maxOffset` (the owner passes the high watermark, as Kafka's cleaner stops at the last stable
+   * offset) only segments wholly below it are cleaned: a record above the HW may still be truncated away
+   * by a new leader, and the older records of its key must then still be there.
    */
-  compact(): Promise<CompactionResult> {
+  compact(maxOffset: number = Infinity): Promise<CompactionResult> {
     if (this.isClosed || this.isClosing) return Promise.reject(closedError(this.dir));
     if (this.config.cleanupPolicy !== 'compact') {
       return Promise.reject(
@@ -672,7 +676,7 @@ export class PartitionLog {
         ),
       );
     }
-    this.cleaning ??= this.runCompaction().finally(() => {
+    this.cleaning ??= this.runCompaction(maxOffset).finally(() => {
       this.cleaning = null;
     });
     return this.cleaning;
@@ -987,8 +991,15 @@ export class PartitionLog {
     return deleted;
   }
 
-  private async runCompaction(): Promise<CompactionResult> {
-    const cleanable = this.segments.slice(0, -1);
+  private async runCompaction(maxOffset: number): Promise<CompactionResult> {
+    let cleanableCount = 0;
+    while (
+      cleanableCount < this.segments.length - 1 &&
+      this.segments[cleanableCount + 1]!.baseOffset <= maxOffset
+    ) {
+      cleanableCount++;
+    }
+    const cleanable = this.segments.slice(0, cleanableCount);
     const segmentsBefore = this.segments.length;
     const bytesBefore = this.sizeInBytes;
     // The offset map describes every cleanable segment, so a change to any of them (not only to the group

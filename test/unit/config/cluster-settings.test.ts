@@ -28,6 +28,26 @@ describe('the cluster settings', () => {
     expect(config.uncleanLeaderElection).toBe(false);
   });
 
+  it("defaults the offsets topic to Kafka's 50 partitions of 3 replicas, and refuses counts it cannot create", () => {
+    const config = createConfig({});
+    expect([config.offsetsTopicNumPartitions, config.offsetsTopicReplicationFactor]).toEqual([50, 3]);
+    expect(
+      configOf(
+        loadConfig([...ETCD, '--node-id', '1', '--offsets-topic-num-partitions', '3'], {
+          ...SECRET,
+          COHORT_OFFSETS_TOPIC_REPLICATION_FACTOR: '1',
+        }),
+      ),
+    ).toMatchObject({ offsetsTopicNumPartitions: 3, offsetsTopicReplicationFactor: 1 });
+    const errors = errorsOf(
+      loadConfig(['--offsets-topic-num-partitions', '10001', '--offsets-topic-replication-factor', '0'], {}),
+    );
+    expect(errors).toEqual([
+      '--offsets-topic-num-partitions (10001) must be <= 10000',
+      '--offsets-topic-replication-factor (0) must be >= 1',
+    ]);
+  });
+
   it('reads the endpoints as comma-separated URLs from the flag or COHORT_ETCD_ENDPOINTS', () => {
     const fromEnv = configOf(
       loadConfig(['--node-id', '1'], {

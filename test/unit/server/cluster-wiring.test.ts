@@ -154,6 +154,47 @@ describe('ClusterWiring', () => {
     ).toBe(ErrorCode.TOPIC_ALREADY_EXISTS);
   });
 
+  it('creates __consumer_offsets on demand, once, with at most the live nodes as replicas, and logs that', async () => {
+    const offsets = new ClusterWiring(
+      createConfig({ ...config, offsetsTopicNumPartitions: 3, offsetsTopicReplicationFactor: 3 }),
+      { time, logger: log.logger, store: etcd.connect() },
+    );
+    await wiring.close();
+    wiring = offsets;
+    expect(await offsets.ensureOffsetsTopic()).toBe('unavailable');
+    offsets.start(target, { host: '127.0.0.1', port: 7074 });
+    await advance(500);
+    const [first, second] = await Promise.all([offsets.ensureOffsetsTopic(), offsets.ensureOffsetsTopic()]);
+    expect([first, second]).toEqual(['created', 'created']);
+    for (const partition of [0, 1, 2]) {
+      expect((await readPartitionState(admin, 'w1', '__consumer_offsets', partition))?.state.leader).toBe(4);
+    }
+    expect(await readPartitionState(admin, 'w1', '__consumer_offsets', 3)).toBeUndefined();
+    const created = log.lines.filter((line) => line.msg.startsWith('__consumer_offsets created'));
+    expect(created).toEqual([
+      expect.objectContaining({
+        level: 40,
+        numPartitions: 3,
+        replicationFactor: 1,
+        configuredReplicationFactor: 3,
+        liveNodes: 1,
+      }),
+    ]);
+    await advance(500);
+    const hosted = target.lastUpdate?.partitions.filter((p) => p.topic === '__consumer_offsets');
+    expect(hosted?.map((p) => [p.partitionIndex, p.replicas])).toEqual([
+      [0, [4]],
+      [1, [4]],
+      [2, [4]],
+    ]);
+    expect(await offsets.ensureOffsetsTopic()).toBe('exists');
+    // Still reserved for clients.
+    const byClient = await offsets.createTopics({
+      topics: [{ name: '__consumer_offsets', numPartitions: 1, replicationFactor: 1 }],
+    });
+    expect(byClient.topics[0]!.errorCode).toBe(ErrorCode.INVALID_TOPIC_EXCEPTION);
+  });
+
   it('sends CreateTopics to the cluster and every other Broker call to the log', async () => {
     const calls: string[] = [];
     const log: BrokerService = {

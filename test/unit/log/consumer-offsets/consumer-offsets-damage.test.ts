@@ -1,10 +1,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ConsumerOffsetsStore, type ConsumerOffsetsStoreOptions } from '../../../../src/log/consumer-offsets';
+import type { ConsumerOffsetsStore } from '../../../../src/log/consumer-offsets';
 import { CorruptLogError, PartitionLog } from '../../../../src/log/storage';
 import { writeRecoveryCheckpointSync } from '../../../../src/log/storage/recovery-checkpoint';
 import { ManualTime } from '../../../../src/time';
 import { makeTempDir, removeTempDir } from '../storage/temp-dir';
+import { LocalOffsetsTopic } from './local-offsets-topic';
 
 /**
  * One flipped byte in `__consumer_offsets` must cost the write it hit and nothing else: the load skips
@@ -43,7 +44,7 @@ describe('ConsumerOffsetsStore with a damaged log', () => {
   let dataDir: string;
   let dir: string;
   const time = new ManualTime();
-  const stores: ConsumerOffsetsStore[] = [];
+  const topics = new Map<ConsumerOffsetsStore, LocalOffsetsTopic>();
   let damage: unknown[];
 
   beforeEach(() => {
@@ -53,19 +54,26 @@ describe('ConsumerOffsetsStore with a damaged log', () => {
   });
 
   afterEach(async () => {
-    for (const store of stores.splice(0)) await store.close();
+    for (const topic of topics.values()) await topic.close();
+    topics.clear();
     removeTempDir(dataDir);
   });
 
-  const newStore = (options: Partial<ConsumerOffsetsStoreOptions> = {}): ConsumerOffsetsStore => {
-    const store = new ConsumerOffsetsStore(dir, {
+  /** Partition 0's store of a single-node server's `__consumer_offsets` on `dataDir`, not loaded. */
+  const newStore = (): ConsumerOffsetsStore => {
+    const topic = new LocalOffsetsTopic(dataDir, {
       time,
-      onCorruptData: (event) => damage.push(event),
+      store: { onCorruptData: (event) => damage.push(event) },
       recovery: { listener: { onTruncation: (event) => damage.push(event) } },
-      ...options,
     });
-    stores.push(store);
-    return store;
+    topics.set(topic.store(0), topic);
+    return topic.store(0);
+  };
+
+  /** Stops the server the store is on: every log fsynced and closed. */
+  const closeStore = async (store: ConsumerOffsetsStore): Promise<void> => {
+    await topics.get(store)!.close();
+    topics.delete(store);
   };
 
   /**
@@ -83,7 +91,7 @@ describe('ConsumerOffsetsStore with a damaged log', () => {
     await store.commit('g2', [{ topic: 'u', partition: 0, offset: offset(7) }]);
     await store.storeGroup(group('g3', 5));
     const batches = store.log.read(0, Number.MAX_SAFE_INTEGER).batches;
-    await store.close();
+    await closeStore(store);
     const position = batches.slice(0, 2).reduce((sum, batch) => sum + batch.sizeInBytes, 0);
     return { position, size: batches[2]!.sizeInBytes };
   }
@@ -154,7 +162,7 @@ describe('ConsumerOffsetsStore with a damaged log', () => {
         expect(loaded.corruptBytes).toBe(loaded.corruptBatches === 1 ? size : 0);
         // Writes go on after the load, and the next load skips the same bytes the same way.
         await store.commit('g1', [{ topic: 't', partition: 0, offset: offset(4) }]);
-        await store.close();
+        await closeStore(store);
         damage = [];
         const reopened = newStore();
         await reopened.load();
@@ -168,14 +176,14 @@ describe('ConsumerOffsetsStore with a damaged log', () => {
     const store = newStore();
     await store.load();
     await store.commit('g1', [{ topic: 't', partition: 0, offset: offset(1) }]);
-    await store.close();
+    await closeStore(store);
     const log = PartitionLog.open(dir, { time, config: { cleanupPolicy: 'compact' } });
     await log.append([{ key: Buffer.from([9, 0, 0, 0, 0]), value: Buffer.from('x') }]).flushed;
     await log.close();
     const writer = newStore();
     await writer.load();
     await writer.commit('g1', [{ topic: 't', partition: 0, offset: offset(2) }]);
-    await writer.close();
+    await closeStore(writer);
     damage = [];
     const reopened = newStore();
     const loaded = await reopened.load();

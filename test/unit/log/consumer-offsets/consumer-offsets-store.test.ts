@@ -2,17 +2,23 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CohortError, ErrorCode } from '../../../../src/errors';
 import {
-  ConsumerOffsetsStore,
+  type ConsumerOffsetsStore,
   type ConsumerOffsetsStoreOptions,
   decodeKey,
   encodeGroupMetadataKey,
   type OffsetCommitValue,
   type StoredGroupRecord,
 } from '../../../../src/log/consumer-offsets';
-import { type CompactionResult, type LogRecord, PartitionLog } from '../../../../src/log/storage';
+import {
+  type CompactionResult,
+  type LogConfig,
+  type LogRecord,
+  type PartitionLog,
+} from '../../../../src/log/storage';
 import { ManualTime } from '../../../../src/time';
 import { downgradeToMagic1 } from '../storage/magic-1';
 import { makeTempDir, removeTempDir } from '../storage/temp-dir';
+import { LocalOffsetsTopic } from './local-offsets-topic';
 
 function offset(committedOffset: number, metadata = ''): OffsetCommitValue {
   return { committedOffset, committedLeaderEpoch: -1, metadata, commitTimestampMs: 1_000 };
@@ -59,26 +65,42 @@ function allRecords(log: PartitionLog): LogRecord[] {
   return log.read(log.logStartOffset, Number.MAX_SAFE_INTEGER).records;
 }
 
+type StoreOptions = Partial<Omit<ConsumerOffsetsStoreOptions, 'leaderEpoch'>> & {
+  readonly logConfig?: Partial<LogConfig>;
+};
+
 describe('ConsumerOffsetsStore', () => {
   let dataDir: string;
   let dir: string;
   const time = new ManualTime();
-  const stores: ConsumerOffsetsStore[] = [];
+  /** The single-node topic each store is partition 0 of. */
+  const topics = new Map<ConsumerOffsetsStore, LocalOffsetsTopic>();
 
-  async function openStore(
-    options: Partial<ConsumerOffsetsStoreOptions> = {},
-  ): Promise<ConsumerOffsetsStore> {
-    const store = new ConsumerOffsetsStore(dir, { time, ...options });
-    stores.push(store);
+  /** Partition 0's store of a single-node server's `__consumer_offsets` on `dataDir`, not loaded. */
+  function newStore(options: StoreOptions = {}): ConsumerOffsetsStore {
+    const { logConfig, ...store } = options;
+    const topic = new LocalOffsetsTopic(dataDir, {
+      time,
+      store,
+      ...(logConfig === undefined ? {} : { logConfig }),
+    });
+    topics.set(topic.store(0), topic);
+    return topic.store(0);
+  }
+
+  async function openStore(options: StoreOptions = {}): Promise<ConsumerOffsetsStore> {
+    const store = newStore(options);
     await store.load();
     return store;
   }
 
+  /** Stops the server the store is on (every log fsynced and closed) and starts another on its data dir. */
   async function reopen(
     store: ConsumerOffsetsStore,
-    options: Partial<ConsumerOffsetsStoreOptions> = {},
+    options: StoreOptions = {},
   ): Promise<ConsumerOffsetsStore> {
-    await store.close();
+    await topics.get(store)!.close();
+    topics.delete(store);
     return openStore(options);
   }
 
@@ -88,7 +110,8 @@ describe('ConsumerOffsetsStore', () => {
   });
 
   afterEach(async () => {
-    for (const store of stores.splice(0)) await store.close();
+    for (const topic of topics.values()) await topic.close();
+    topics.clear();
     removeTempDir(dataDir);
   });
 
@@ -101,7 +124,8 @@ describe('ConsumerOffsetsStore', () => {
     await store.storeGroup(group('g1', 3));
     await store.commit('g2', [{ topic: 'payments', partition: 3, offset: offset(7) }]);
     const before = viewOf(store);
-    await store.close();
+    await topics.get(store)!.close();
+    topics.delete(store);
     downgradeToMagic1(dir);
 
     const upgraded = await openStore();
@@ -158,7 +182,7 @@ describe('ConsumerOffsetsStore', () => {
     expect([reopened.committedPartitions('g'), reopened.committedPartitions('h')]).toEqual([2, 0]);
   });
 
-  test('a commit reaches the view only when its append is durable, and resolves then', async () => {
+  test('a commit reaches the view only when its append is committed (single node: durable), and resolves then', async () => {
     const store = await openStore();
     const committed = store.commit('g', [{ topic: 't', partition: 0, offset: offset(5) }]);
     const appendedAt = store.log.logEndOffset - 1;
@@ -225,7 +249,7 @@ describe('ConsumerOffsetsStore', () => {
     const live = viewOf(store);
     expect(viewOf(await reopen(store))).toEqual(live);
 
-    const reopened = stores[stores.length - 1];
+    const reopened = [...topics.keys()].at(-1)!;
     await reopened.deleteOffsets('g', [
       { topic: 't', partition: 1 },
       { topic: 'u', partition: 2 },
@@ -249,12 +273,13 @@ describe('ConsumerOffsetsStore', () => {
     expect(viewOf(await reopen(store))).toEqual(live);
   });
 
-  test('a store that is never written leaves no directory behind; its first write creates it', async () => {
+  test('the partition directory exists from the start (created with the topic), empty until the first write', async () => {
     const store = await openStore();
-    expect(fs.existsSync(dir)).toBe(false);
+    expect(fs.existsSync(dir)).toBe(true);
+    expect(fs.existsSync(path.join(dataDir, 'topics', '__consumer_offsets.json'))).toBe(true);
+    expect(store.log.logEndOffset).toBe(0);
     expect([...store.storedGroups()]).toEqual([]);
     await store.commit('g', [{ topic: 't', partition: 0, offset: offset(1) }]);
-    expect(fs.existsSync(dir)).toBe(true);
     expect(viewOf(await reopen(store))).toEqual({
       offsets: { g: [{ topic: 't', partition: 0, offset: offset(1) }] },
       groups: [],
@@ -262,9 +287,7 @@ describe('ConsumerOffsetsStore', () => {
   });
 
   test('writes before the load has finished are refused with COORDINATOR_LOAD_IN_PROGRESS', async () => {
-    const store = new ConsumerOffsetsStore(dir, { time });
-    stores.push(store);
-    store.open();
+    const store = newStore();
     const error = await store.commit('g', [{ topic: 't', partition: 0, offset: offset(1) }]).catch((e) => e);
     expect(error).toBeInstanceOf(CohortError);
     expect((error as CohortError).code).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);

@@ -6,12 +6,12 @@ import type { Logger } from 'pino';
 import type { CohortConfig } from '../config';
 import { ADMIN_LISTEN_OFF, isLoopbackListen, parseListenAddress, parseUnixSocket } from '../config';
 import type { GroupConfig } from '../group/group-config';
-import { GroupCoordinator } from '../group/group-coordinator';
+import { GroupCoordinatorRouter } from '../group/group-coordinator-router';
 import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { BrokerConfig, BrokerNode } from '../log';
 import type { ClusterNodeAddress } from '../log/partition-roles';
 import { ReplicaManager } from '../log';
-import { CONSUMER_OFFSETS_PARTITION_DIR, type ConsumerOffsetsStore } from '../log/consumer-offsets';
+import type { ConsumerOffsetsStore } from '../log/consumer-offsets';
 import { DataDirLock, DEFAULT_FLUSH_INTERVAL_MS } from '../log/storage';
 import type { Time } from '../time';
 import { ManualTime, SYSTEM_TIME } from '../time';
@@ -23,8 +23,8 @@ import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { ClusterBoard } from './cluster-board';
 import { ClusterWiring } from './cluster-wiring';
-import { ElectedOffsetsStore } from './elected-offsets-store';
 import { fanOutListener } from './fan-out-listener';
+import { LedOffsetsStores } from './led-offsets-stores';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
 import { GroupBoard } from './group-board';
@@ -246,21 +246,20 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
 
   // Group state is durable, as Kafka keeps it: offsets and group metadata are records of the compacted,
   // replicated __consumer_offsets topic (docs/storage.md, "Durable group state"), hosted by the
-  // ReplicaManager. The one coordinator works on partition 0's store, while this node leads it.
-  let groupState: { readonly store: ElectedOffsetsStore; readonly coordinator: GroupCoordinator } | undefined;
+  // ReplicaManager. The coordinator is a router over one shard per partition this node leads: the
+  // ReplicaManager elects a partition's store here (single-node mode: every partition, at start()) and the
+  // router loads it; a resignation unloads it (docs/cluster.md, "Groups").
+  let groupState: { readonly router: GroupCoordinatorRouter; readonly stores: LedOffsetsStores } | undefined;
   // A timer task that throws has broken an invariant of one group; log it with its stack and keep
   // serving the others, as Kafka's timer threads do, rather than let the timer rethrow it into the loop.
   const defaultFactory: CoordinatorFactory = (groupConfig, clock) => {
-    const store = new ElectedOffsetsStore(CONSUMER_OFFSETS_PARTITION_DIR);
-    const groupCoordinator = new GroupCoordinator(groupConfig, clock, {
-      offsetStore: store,
-      metadataStore: store,
+    const router = new GroupCoordinatorRouter(groupConfig, clock, {
       onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
       onWatchListenerError: (error) => logger.error({ err: error }, 'a group watch listener failed'),
       listener: groupListener,
     });
-    groupState = { store, coordinator: groupCoordinator };
-    return groupCoordinator;
+    groupState = { router, stores: new LedOffsetsStores((groupId) => router.partitionFor(groupId)) };
+    return router;
   };
   const coordinator = (options.coordinatorFactory ?? defaultFactory)(groupConfigOf(config), time);
   // Cluster mode (--etcd-endpoints): a ClusterNode drives the log's partition roles (docs/cluster.md). Its
@@ -282,18 +281,16 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       : {
           offsetsTopic: {
             listener: {
-              onElection: (partitionIndex: number, leaderEpoch: number, store: ConsumerOffsetsStore) => {
-                if (partitionIndex !== 0) return;
-                groupState?.store.elect(store);
-                loadGroupState(store, leaderEpoch);
-              },
-              onResignation: (partitionIndex: number) => {
-                if (partitionIndex === 0) groupState?.store.resign();
+              onElection: (partitionIndex: number, leaderEpoch: number, store: ConsumerOffsetsStore) =>
+                electGroupPartition(partitionIndex, leaderEpoch, store),
+              onResignation: (partitionIndex: number, leaderEpoch: number) => {
+                groupState?.stores.resign(partitionIndex, leaderEpoch);
+                groupState?.router.onResignation(partitionIndex, leaderEpoch);
               },
             },
-            // Single-node mode creates the topic with one partition while one coordinator serves every
-            // group from partition 0; cluster mode creates it (on demand) with the configured count.
-            numPartitions: 1,
+            // Used when the topic is first created: a data directory (single-node mode) or the cluster
+            // keeps the count its topic was created with.
+            numPartitions: config.offsetsTopicNumPartitions,
             store: {
               onCompactionError: (error: unknown) =>
                 logger.warn({ err: error }, '__consumer_offsets compaction failed'),
@@ -338,13 +335,13 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
         }),
   });
   metrics.setSources({
-    ...(coordinator instanceof GroupCoordinator ? { coordinator } : {}),
+    ...(coordinator instanceof GroupCoordinatorRouter ? { coordinator } : {}),
     log: replicaManager,
     ...(groupState === undefined
       ? {}
       : {
           consumerLag: {
-            offsets: groupState.store,
+            offsets: groupState.stores,
             partition: (key: string) => replicaManager.getPartition(key),
           },
         }),
@@ -412,11 +409,16 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       metrics.callObservers,
       heartbeatStreams,
       groupWatches,
-      // Every node coordinates the groups sent to it until __consumer_offsets is a hosted topic: then the
-      // answer is that topic's partition leader.
+      // The group's __consumer_offsets partition leader, from this node's view. Cluster mode creates the
+      // topic on the first lookup that finds none, as Kafka does; a server with a coordinator of its own
+      // (coordinatorFactory) hosts no topic and names itself.
       findCoordinatorHandler({
         metadata: (topics) => replicaManager.metadata({ topics: [...topics] }),
-        localNode: () => localBroker,
+        ...(cluster !== undefined
+          ? { onMissingTopic: () => void ensureOffsetsTopic(cluster) }
+          : groupState === undefined
+            ? { localNode: () => localBroker }
+            : {}),
       }),
     ),
   );
@@ -464,7 +466,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
             groupState === undefined
               ? undefined
               : {
-                  offsets: groupState.store,
+                  offsets: groupState.stores,
                   highWatermark: (key) => replicaManager.getPartition(key)?.highWatermark,
                 },
           time,
@@ -554,32 +556,68 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     health.setStatus('', problem === undefined ? 'SERVING' : 'NOT_SERVING');
   }
 
+  /** Creates __consumer_offsets in etcd (one creation at a time), logging what could not be done. */
+  async function ensureOffsetsTopic(wiring: ClusterWiring): Promise<void> {
+    try {
+      const outcome = await wiring.ensureOffsetsTopic();
+      if (outcome === 'unavailable')
+        logger.warn('__consumer_offsets could not be created now; retried on the next lookup');
+    } catch (error) {
+      logger.warn({ err: error }, '__consumer_offsets could not be created; retried on the next lookup');
+    }
+  }
+
+  /** Loads started by start()'s elections (single-node mode: every partition); undefined afterwards. */
+  let startupLoads: Promise<unknown>[] | undefined = [];
+
   /**
-   * Loads partition 0's store, elected at `replicaManager.startup()` in single-node mode (whose opening
-   * of the logs fails start() for a data directory that cannot be used), in the background: the
-   * coordinator answers COORDINATOR_LOAD_IN_PROGRESS until it is done, so a large log delays no other
-   * service; the server is ready (health SERVING, /readyz 200) once the first load is. In cluster mode each
-   * election of partition 0 here loads it again; the coordinator's loads run one after the other.
+   * This node now leads `__consumer_offsets-<partitionIndex>` at `leaderEpoch`: the router's shard for it
+   * loads the partition's store in the background, answering COORDINATOR_LOAD_IN_PROGRESS for its groups
+   * until it is done, so a large log delays no other group and no other service. In single-node mode
+   * start() elects every partition, and the server is ready (health SERVING, /readyz 200) once all have
+   * loaded; a cluster node is ready without them (its partitions come and go with leadership).
    */
-  let groupLoads: Promise<unknown> = Promise.resolve();
-  const loadGroupState = (store: ConsumerOffsetsStore, leaderEpoch: number): void => {
+  function electGroupPartition(
+    partitionIndex: number,
+    leaderEpoch: number,
+    store: ConsumerOffsetsStore,
+  ): void {
     if (groupState === undefined) return;
-    const coordinator = groupState.coordinator;
+    const { router, stores } = groupState;
+    const numPartitions = replicaManager.offsetsTopicPartitionCount();
+    if (numPartitions !== undefined && router.numPartitions !== numPartitions) {
+      router.setNumPartitions(numPartitions);
+    }
+    stores.elect(partitionIndex, store);
     const loading = store.load();
-    const loaded = groupLoads.catch(() => undefined).then(() => coordinator.load(loading));
-    groupLoads = loaded;
-    loaded.then(
-      async () => {
-        logger.debug({ leaderEpoch, ...(await loading) }, 'group state loaded');
+    router.onElection(partitionIndex, leaderEpoch, { offsetStore: store, metadataStore: store, loading });
+    startupLoads?.push(loading);
+    loading.then(
+      (loaded) => logger.debug({ partitionIndex, leaderEpoch, ...loaded }, 'group partition loaded'),
+      (error: unknown) => {
+        if (store.isResigned) {
+          logger.info({ partitionIndex, leaderEpoch }, 'group partition load ended: no longer its leader');
+        } else {
+          logger.error(
+            { err: error, partitionIndex },
+            'group partition could not be loaded; its groups are unavailable',
+          );
+        }
+      },
+    );
+  }
+
+  /** Single-node mode: ready once every partition start() elected has loaded; start() fails if one cannot. */
+  const awaitStartupLoads = (): void => {
+    const loads = startupLoads ?? [];
+    startupLoads = undefined;
+    if (isGroupStateLoaded) return;
+    Promise.all(loads).then(
+      () => {
         isGroupStateLoaded = true;
-        if (phase === 'starting') return; // the bind completes it
         if (phase === 'loading') maybeServe();
       },
       (error: unknown) => {
-        if (store.isResigned) {
-          logger.info({ leaderEpoch }, 'group state load ended: no longer the leader of its partition');
-          return;
-        }
         logger.error({ err: error }, 'group state could not be loaded; groups are unavailable');
         if (phase === 'starting' || phase === 'loading') phase = 'failed';
         rejectReady(new Error('group state could not be loaded', { cause: error }));
@@ -616,8 +654,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       // First: one process per data directory (a second one appending to the same segments corrupts them).
       dataDirLock = DataDirLock.acquire(config.dataDir);
       // Recover every partition before accepting a call: a Fetch must never see a half-opened log. In
-      // single-node mode this elects __consumer_offsets-0 here, which starts the group state's load.
+      // single-node mode this elects every __consumer_offsets partition here, which starts their loads.
       replicaManager.startup();
+      awaitStartupLoads();
       const bound = await bind();
       localBroker = { nodeId: config.nodeId, host: bound.host, port: bound.port };
       replicaManager.setLocalBroker(localBroker);

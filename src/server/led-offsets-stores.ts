@@ -1,0 +1,45 @@
+import type { TopicPartitionOffset } from '../group';
+import type { ConsumerOffsetsStore } from '../log/consumer-offsets';
+
+/**
+ * The committed offsets of every `__consumer_offsets` partition this node leads, read as one store, for
+ * what reads offsets across groups outside the coordinator: the consumer-lag metrics and the live page.
+ * The coordinator's shards write through their own partition's store; this only keeps, per partition,
+ * the store of the current election (set on election, dropped on resignation), and finds a group's store
+ * by the group's partition.
+ */
+export class LedOffsetsStores {
+  private readonly stores = new Map<number, ConsumerOffsetsStore>();
+
+  /** `partitionFor`: the group's partition (undefined while the partition count is unknown). */
+  constructor(private readonly partitionFor: (groupId: string) => number | undefined) {}
+
+  /** This node now leads `partitionIndex` with `store`. */
+  elect(partitionIndex: number, store: ConsumerOffsetsStore): void {
+    this.stores.set(partitionIndex, store);
+  }
+
+  /** This node no longer leads `partitionIndex` (a later election's store stays if it came first). */
+  resign(partitionIndex: number, leaderEpoch: number): void {
+    const store = this.stores.get(partitionIndex);
+    if (store !== undefined && store.leaderEpoch <= leaderEpoch) this.stores.delete(partitionIndex);
+  }
+
+  list(groupId: string): TopicPartitionOffset[] {
+    return this.storeOf(groupId)?.list(groupId) ?? [];
+  }
+
+  committedPartitions(groupId: string): number {
+    return this.storeOf(groupId)?.committedPartitions(groupId) ?? 0;
+  }
+
+  /** Groups with offsets, over every led partition (a group lives on one partition only). */
+  *groupIds(): Iterable<string> {
+    for (const store of this.stores.values()) yield* store.groupIds();
+  }
+
+  private storeOf(groupId: string): ConsumerOffsetsStore | undefined {
+    const partitionIndex = this.partitionFor(groupId);
+    return partitionIndex === undefined ? undefined : this.stores.get(partitionIndex);
+  }
+}

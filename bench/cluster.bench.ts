@@ -14,14 +14,17 @@
  *    have fetched the record (replication may cost); the side that goes first alternates. Not a
  *    one-replica partition in the cluster: the cluster runs with --min-insync-replicas 2, and below the
  *    minimum the HW never advances (KAFKA-15583, docs/log.md), so its records are never readable.
- * 3. Failover: two acks=-1 producers following leadership on a three-replica topic (min ISR 2); the
+ * 3. Heartbeat cost (bench/cluster/heartbeat-cost.ts): one-member groups on one coordinator, unary
+ *    Heartbeats in flight; the coordinator process's CPU per Heartbeat. Goal: cluster ≤ 1.1 × single node
+ *    (etcd is not on the heartbeat path).
+ * 4. Failover: two acks=-1 producers following leadership on a three-replica topic (min ISR 2); the
  *    leader is killed with SIGKILL; the time from the kill to the first acks=-1 success on another node.
  *    Goal ≤ node session timeout + 1 s. The killed node restarts on its data directory and rejoins the
  *    ISR before the next round. Every round's history is then checked (test/support/log-history-checker):
  *    acknowledged writes lost over the runs must be 0.
  *
  * Run with `npm run bench:cluster` (`--quick`: one round, shorter runs; `--session-timeout-ms=N`, default
- * 5,000; `--only=throughput,wake,failover`). Every process is real (etcd, three cohort nodes, one single
+ * 5,000; `--only=throughput,wake,heartbeat,failover`). Every process is real (etcd, three cohort nodes, one single
  * node) on 127.0.0.1; this process is the client. The last line of output is a JSON object of the
  * figures: keys carry their unit, cluster ÷ single figures have "ratio" in their key.
  */
@@ -31,6 +34,7 @@ import { ClusterProducer, monotonicMs } from '../test/support/cluster-clients';
 import { CohortCluster, waitFor } from '../test/support/cohort-cluster';
 import { LogHistory, type PartitionRef } from '../test/support/log-history';
 import { checkLogHistory } from '../test/support/log-history-checker';
+import { HEARTBEAT_GROUPS, heartbeatSide, measureHeartbeatCost } from './cluster/heartbeat-cost';
 import { describeMachine } from './support/machine';
 import { processCpuUs } from './support/process-cpu';
 import { line, printFigures, round, table, verdict } from './support/report';
@@ -39,7 +43,7 @@ import { percentileOfSorted } from './support/stats';
 
 const QUICK = process.argv.includes('--quick');
 const ROUNDS = QUICK ? 1 : 3;
-const SECTIONS = ['throughput', 'wake', 'failover'] as const;
+const SECTIONS = ['throughput', 'wake', 'heartbeat', 'failover'] as const;
 type Section = (typeof SECTIONS)[number];
 const THROUGHPUT_SECONDS = QUICK ? 1 : 3;
 const THROUGHPUT_WARMUP_SECONDS = 0.5;
@@ -76,6 +80,45 @@ interface LeaderSide {
   readonly target: string;
   readonly pid: number;
   readonly leaderEpoch: number | undefined;
+}
+
+// --- heartbeat cost ---
+
+async function benchHeartbeat(
+  single: CohortCluster,
+  cluster: CohortCluster,
+): Promise<Record<string, number>> {
+  line('');
+  line(
+    `3. Heartbeat cost: ${HEARTBEAT_GROUPS} one-member groups on one coordinator, ${IN_FLIGHT} unary ` +
+      `Heartbeats in flight, ${THROUGHPUT_SECONDS} s per run; the coordinator's CPU per call`,
+  );
+  const sides = [await heartbeatSide(single, 'single'), await heartbeatSide(cluster, 'cluster')];
+  try {
+    const rounds = await measureHeartbeatCost(sides, ROUNDS, THROUGHPUT_SECONDS);
+    const ratio = round(rounds.medianRatio('cluster_cpu_us', 'single_cpu_us'), 2);
+    table([
+      ['side', 'heartbeats/s', 'coordinator CPU µs/heartbeat'],
+      ...sides.map((s) => [
+        s.label,
+        Math.round(rounds.median(`${s.label}_per_s`)),
+        rounds.median(`${s.label}_cpu_us`),
+      ]),
+    ]);
+    table([
+      ['cluster ÷ single (median of rounds)', 'ratio', 'goal'],
+      ['CPU per Heartbeat', ratio, `≤ ${CPU_TARGET_RATIO} ${verdict(ratio <= CPU_TARGET_RATIO)}`],
+    ]);
+    return {
+      heartbeat_single_per_s: Math.round(rounds.median('single_per_s')),
+      heartbeat_cluster_per_s: Math.round(rounds.median('cluster_per_s')),
+      heartbeat_single_cpu_us: round(rounds.median('single_cpu_us'), 1),
+      heartbeat_cluster_cpu_us: round(rounds.median('cluster_cpu_us'), 1),
+      cpu_per_heartbeat_cluster_vs_single_ratio: ratio,
+    };
+  } finally {
+    for (const side of sides) side.client.close();
+  }
 }
 
 async function leaderSide(cluster: CohortCluster, ref: PartitionRef): Promise<LeaderSide> {
@@ -325,7 +368,7 @@ async function benchWake(sides: { single: WakeSide; clusterRf3: WakeSide }): Pro
 
 async function benchFailover(cluster: CohortCluster): Promise<Record<string, number>> {
   line('');
-  line(`3. Failover: kill -9 of the leader under acks=-1 load → first acks=-1 success on another node (ms)`);
+  line(`4. Failover: kill -9 of the leader under acks=-1 load → first acks=-1 success on another node (ms)`);
   const rounds: { ref: PartitionRef; history: LogHistory; failoverMs: number; killed: number }[] = [];
   const allNodes = cluster.nodeIds();
   for (let r = 0; r < ROUNDS; r++) {
@@ -471,6 +514,7 @@ async function main(): Promise<void> {
         for (const side of Object.values(sides)) side.close();
       }
     }
+    if (sections.has('heartbeat')) figures = { ...figures, ...(await benchHeartbeat(single, cluster)) };
     // Last: it stops the cluster's nodes to read their data directories.
     if (sections.has('failover')) figures = { ...figures, ...(await benchFailover(cluster)) };
     printFigures({

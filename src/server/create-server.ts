@@ -9,7 +9,7 @@ import { ADMIN_LISTEN_OFF, isLoopbackListen, parseListenAddress, parseUnixSocket
 import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinator } from '../group/group-coordinator';
 import type { GroupCoordinatorService } from '../group/group-protocol';
-import type { BrokerConfig } from '../log';
+import type { BrokerConfig, BrokerNode } from '../log';
 import type { ClusterNodeAddress } from '../log/partition-roles';
 import { ReplicaFetcher, ReplicaManager } from '../log';
 import { CONSUMER_OFFSETS_PARTITION_DIR, ConsumerOffsetsStore } from '../log/consumer-offsets';
@@ -40,6 +40,7 @@ import { StreamingCalls } from './streaming-calls';
 import { testClockService } from './test-clock-service';
 import { storageRecoveryLog } from './storage-recovery-log';
 import { guardServiceDefinition } from './undecodable-request';
+import { findCoordinatorHandler } from './find-coordinator';
 
 export const GROUP_COORDINATOR_SERVICE = 'cohort.v1.GroupCoordinator';
 /** Member streams: bounded by the groups' members and ended by HeartbeatStreams, not StreamingCalls. */
@@ -383,6 +384,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   let stopBudgeting: (() => void) | undefined;
   let connections: ServerConnections | undefined;
   const services = [GROUP_COORDINATOR_SERVICE, BROKER_SERVICE];
+  /** This node's address as clients reach it, once bound (FindCoordinator, Metadata). */
+  let localBroker: BrokerNode | undefined;
   // Open HeartbeatStreams never end by themselves: close() ends them, or tryShutdown would wait out the grace.
   const heartbeatStreams = new HeartbeatStreams();
   // Nor do watches: close() ends them with OK.
@@ -392,7 +395,19 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   );
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
-    groupCoordinatorService(coordinator, logger, metrics.callObservers, heartbeatStreams, groupWatches),
+    groupCoordinatorService(
+      coordinator,
+      logger,
+      metrics.callObservers,
+      heartbeatStreams,
+      groupWatches,
+      // Every node coordinates the groups sent to it until __consumer_offsets is a hosted topic: then the
+      // answer is that topic's partition leader.
+      findCoordinatorHandler({
+        metadata: (topics) => replicaManager.metadata({ topics: [...topics] }),
+        localNode: () => localBroker,
+      }),
+    ),
   );
   server.addService(
     guardServiceDefinition(protos.broker, onEncodeFailure),
@@ -614,7 +629,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       // Recover every partition before accepting a call: a Fetch must never see a half-opened log.
       replicaManager.startup();
       const bound = await bind();
-      replicaManager.setLocalBroker({ nodeId: config.nodeId, host: bound.host, port: bound.port });
+      localBroker = { nodeId: config.nodeId, host: bound.host, port: bound.port };
+      replicaManager.setLocalBroker(localBroker);
       startFetcher();
       // Joins the cluster once the port is bound: the advertised address defaults to the bound one.
       cluster?.start(replicaManager, bound);

@@ -2,6 +2,7 @@ import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { GroupCoordinatorService, OffsetCommitRequest } from '../group/group-protocol';
 import { type HeartbeatStreams, heartbeatStreamHandler } from './heartbeat-stream';
+import type { FindCoordinatorRequest, FindCoordinatorResponse } from './find-coordinator';
 import { decodeInt64 } from './int64';
 import { type CallObservers, unaryHandler, type UnaryMethod } from './unary-handler';
 import { type GroupWatches, watchGroupsHandler } from './watch-groups';
@@ -37,7 +38,8 @@ function decodeOffsetCommit(wire: OffsetCommitWire): OffsetCommitRequest {
  * the domain's shapes (group-protocol.ts mirrors the proto), so only OffsetCommit's int64 offsets need
  * converting; responses are encoded as they are. HeartbeatStream is served when the server hands over the
  * registry that ends its streams on close (create-server.ts); without it the method is UNIMPLEMENTED. So is
- * WatchGroups, served when the server hands over its GroupWatches and the coordinator can be watched.
+ * WatchGroups, served when the server hands over its GroupWatches and the coordinator can be watched, and
+ * FindCoordinator, served from the node's view of the cluster (find-coordinator.ts).
  */
 export function groupCoordinatorService(
   coordinator: GroupCoordinatorService,
@@ -45,6 +47,7 @@ export function groupCoordinatorService(
   observers?: CallObservers,
   heartbeatStreams?: HeartbeatStreams,
   groupWatches?: GroupWatches,
+  findCoordinator?: (request: FindCoordinatorRequest) => Promise<FindCoordinatorResponse>,
 ): UntypedServiceImplementation {
   const service = 'cohort.v1.GroupCoordinator';
   const handler = <Req, Res>(method: string, handle: UnaryMethod<Req, Res>) =>
@@ -61,6 +64,9 @@ export function groupCoordinatorService(
     DescribeGroups: handler('DescribeGroups', coordinator.describeGroups.bind(coordinator)),
     ListGroups: handler('ListGroups', coordinator.listGroups.bind(coordinator)),
     DeleteGroups: handler('DeleteGroups', coordinator.deleteGroups.bind(coordinator)),
+    ...(findCoordinator === undefined
+      ? {}
+      : { FindCoordinator: handler('FindCoordinator', findCoordinator) }),
     ...(heartbeatStreams === undefined
       ? {}
       : {

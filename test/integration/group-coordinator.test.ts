@@ -251,3 +251,20 @@ describe('the group coordinator over gRPC', () => {
     expect(t.logs.filter((line) => line.level >= 50)).toEqual([]);
   });
 });
+
+describe('FindCoordinator on a single node', () => {
+  it('names this node, at the address clients reach it, for every group', async () => {
+    const client = t.groupCoordinator();
+    const { coordinators } = await client.findCoordinator({ keyType: 0, keys: [groupId, 'another', ''] });
+    expect(coordinators).toEqual(
+      [groupId, 'another', ''].map((key) => ({
+        key,
+        nodeId: expect.any(Number),
+        host: '127.0.0.1',
+        port: t.port,
+        errorCode: ErrorCode.NONE,
+        errorMessage: '',
+      })),
+    );
+  });
+});

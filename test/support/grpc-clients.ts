@@ -14,6 +14,7 @@ import type {
 import { loadFileDescriptorSetFromBuffer, loadSync } from '@grpc/proto-loader';
 import { service as healthService } from 'grpc-health-check';
 import type * as group from '../../src/group/group-protocol';
+import type { FindCoordinatorRequest, FindCoordinatorResponse } from '../../src/server/find-coordinator';
 import { PROTO_FILES, PROTO_LOADER_OPTIONS } from '../../src/server/load-protos';
 
 export interface CallOptions {
@@ -37,6 +38,7 @@ export interface GroupCoordinatorClient {
   readonly describeGroups: UnaryCall<group.DescribeGroupsRequest, group.DescribeGroupsResponse>;
   readonly listGroups: UnaryCall<group.ListGroupsRequest, group.ListGroupsResponse>;
   readonly deleteGroups: UnaryCall<group.DeleteGroupsRequest, group.DeleteGroupsResponse>;
+  readonly findCoordinator: UnaryCall<FindCoordinatorRequest, FindCoordinatorResponse>;
   /** Opens a HeartbeatStream (a bidi call); aborting `options.signal` cancels it. */
   heartbeatStream(
     options?: CallOptions,
@@ -125,6 +127,7 @@ export function groupCoordinatorClient(target: string, channel?: ChannelSettings
     describeGroups: unary(raw, 'DescribeGroups'),
     listGroups: unary(raw, 'ListGroups'),
     deleteGroups: unary(raw, 'DeleteGroups'),
+    findCoordinator: unary(raw, 'FindCoordinator'),
     heartbeatStream: (options = {}) => {
       const open = (raw as unknown as Record<string, (metadata: Metadata, callOptions: object) => unknown>)
         .HeartbeatStream;

@@ -42,6 +42,7 @@ const METHODS = [
   ['GroupCoordinator', 'ListGroups', 'checked, then by protobufjs'],
   ['GroupCoordinator', 'DeleteGroups', 'checked, then by protobufjs'],
   ['GroupCoordinator', 'WatchGroups', 'checked, then by protobufjs'],
+  ['GroupCoordinator', 'FindCoordinator', 'checked, then by protobufjs'],
   ['Broker', 'CreateTopics', 'checked, then by protobufjs'],
   ['Broker', 'Metadata', 'checked, then by protobufjs'],
   ['Broker', 'Produce', 'by hand'],

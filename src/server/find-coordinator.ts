@@ -1,0 +1,105 @@
+import { ErrorCode } from '../errors';
+import type { BrokerNode, MetadataResponse } from '../log';
+import { groupPartitionFor } from '../protocol/group-placement';
+
+/** Kafka's CoordinatorType.GROUP, the only key type cohort serves. */
+export const GROUP_KEY_TYPE = 0;
+/** The internal topic whose partition leaders coordinate the groups. */
+export const GROUP_METADATA_TOPIC = '__consumer_offsets';
+
+export interface FindCoordinatorRequest {
+  readonly keyType: number;
+  readonly keys: readonly string[];
+}
+
+export interface Coordinator {
+  readonly key: string;
+  readonly nodeId: number;
+  readonly host: string;
+  readonly port: number;
+  readonly errorCode: ErrorCode;
+  readonly errorMessage: string;
+}
+
+export interface FindCoordinatorResponse {
+  readonly coordinators: readonly Coordinator[];
+}
+
+export interface FindCoordinatorOptions {
+  /** This node's view of the cluster: Metadata for the internal topic (brokers and partition leaders). */
+  readonly metadata: (topics: readonly string[]) => Promise<MetadataResponse>;
+  /**
+   * The topic does not exist in this node's view. Cluster mode creates it here, as Kafka creates its
+   * offsets topic on the first FindCoordinator; the answer is COORDINATOR_NOT_AVAILABLE until the new
+   * partitions have leaders (clients retry). Without it (single-node mode before the topic is hosted),
+   * `localNode` coordinates every group.
+   */
+  readonly onMissingTopic?: () => void;
+  /** Single-node mode: this node, once bound. */
+  readonly localNode?: () => BrokerNode | undefined;
+}
+
+const NO_NODE = { nodeId: -1, host: '', port: -1 } as const;
+
+/**
+ * Kafka's FindCoordinator (v4, batched keys): which node coordinates each group. Any node answers for any
+ * key from its own view (the offsets topic's partition count and each partition's leader); only the owner
+ * serves the group, so a stale answer costs the client one NOT_COORDINATOR and a new lookup, never a
+ * second copy of the group.
+ */
+export function findCoordinatorHandler(
+  options: FindCoordinatorOptions,
+): (request: FindCoordinatorRequest) => Promise<FindCoordinatorResponse> {
+  return async (request) => {
+    if (request.keyType !== GROUP_KEY_TYPE) {
+      const message = `key_type ${request.keyType} is not served: only 0 (groups) is`;
+      return {
+        coordinators: request.keys.map((key) => failed(key, ErrorCode.INVALID_REQUEST, message)),
+      };
+    }
+    if (request.keys.length === 0) return { coordinators: [] };
+    const view = await options.metadata([GROUP_METADATA_TOPIC]);
+    const topic = view.topics.find((t) => t.name === GROUP_METADATA_TOPIC);
+    if (topic === undefined || topic.errorCode !== ErrorCode.NONE || topic.partitions.length === 0) {
+      const local = options.onMissingTopic === undefined ? options.localNode?.() : undefined;
+      if (local !== undefined) return { coordinators: request.keys.map((key) => located(key, local)) };
+      options.onMissingTopic?.();
+      return {
+        coordinators: request.keys.map((key) =>
+          failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, `${GROUP_METADATA_TOPIC} does not exist yet`),
+        ),
+      };
+    }
+    const brokers = new Map(view.brokers.map((node) => [node.nodeId, node]));
+    const partitions = topic.partitions;
+    return {
+      coordinators: request.keys.map((key) => {
+        const partitionIndex = groupPartitionFor(key, partitions.length);
+        const partition = partitions.find((p) => p.partitionIndex === partitionIndex);
+        const leader = partition === undefined ? undefined : brokers.get(partition.leaderId);
+        return leader === undefined
+          ? failed(
+              key,
+              ErrorCode.COORDINATOR_NOT_AVAILABLE,
+              `${GROUP_METADATA_TOPIC}-${partitionIndex} has no live leader`,
+            )
+          : located(key, leader);
+      }),
+    };
+  };
+}
+
+function located(key: string, node: BrokerNode): Coordinator {
+  return {
+    key,
+    nodeId: node.nodeId,
+    host: node.host,
+    port: node.port,
+    errorCode: ErrorCode.NONE,
+    errorMessage: '',
+  };
+}
+
+function failed(key: string, errorCode: ErrorCode, errorMessage: string): Coordinator {
+  return { key, ...NO_NODE, errorCode, errorMessage };
+}

@@ -8,6 +8,7 @@ import type { GroupAdminTransport } from './group-admin-transport';
 import { GroupMember } from './group-member';
 import type { GroupMemberOptions } from './group-member-options';
 import { ClusterTransport } from './cluster-transport';
+import type { CoordinatorNode } from './coordinator-cache';
 import { GrpcTransport, type TlsOptions } from './grpc-transport';
 import { bootstrapAddresses } from './node-address';
 import type { GroupTransport } from './group-transport';
@@ -180,6 +181,18 @@ export class CohortClient {
    */
   watchGroups(groupIds: readonly string[] = [], options: WatchGroupsOptions = {}): GroupWatch {
     return this.admin().watchGroups(groupIds, options);
+  }
+
+  /**
+   * The node that coordinates `groupId`, as FindCoordinator names it (and cached, as every call of the
+   * group uses it), or null with a transport that routes nothing itself (a test's). Rejects with a
+   * `CohortError` (COORDINATOR_NOT_AVAILABLE while the group's partition has no leader).
+   */
+  async findCoordinator(groupId: string, timeoutMs = 10_000): Promise<CoordinatorNode | null> {
+    this.checkOpen();
+    const t = this.transport;
+    if (!(t instanceof ClusterTransport)) return null;
+    return t.coordinatorFor(groupId, { timeoutMs });
   }
 
   /**

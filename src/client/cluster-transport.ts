@@ -164,7 +164,8 @@ export class ClusterTransport
     send: (node: NodeTransport) => Promise<R>,
   ): Promise<{ response: R; address: string }> {
     let last: unknown = errorFromCode(ErrorCode.COORDINATOR_NOT_AVAILABLE, `${what}: no node to ask`);
-    for (const address of this.anyAddresses()) {
+    const addresses = this.anyAddresses();
+    for (const [i, address] of addresses.entries()) {
       if (options.signal?.aborted) break;
       try {
         const response = await send(this.connections.get(address));
@@ -172,6 +173,11 @@ export class ClusterTransport
         return { response, address };
       } catch (error) {
         last = error;
+        // A node that does not answer in time is not asked first next time (the caller's retry goes to
+        // another), as Kafka's least-loaded node skips a node that failed.
+        if (error instanceof CohortError && error.code === ErrorCode.REQUEST_TIMED_OUT) {
+          this.preferred = addresses[(i + 1) % addresses.length];
+        }
         if (!isUnreachable(error)) throw error;
       }
     }

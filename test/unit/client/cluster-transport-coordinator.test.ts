@@ -138,6 +138,20 @@ describe('ClusterTransport: group calls go to the group coordinator', () => {
     await member.close();
   });
 
+  it('asks another bootstrap node next time after one did not answer in time', async () => {
+    const { cluster, transport, member } = setUp({ bootstrap: ['node-1:7070', 'node-3:7070'] });
+    await member.close(); // only the transport here
+    cluster.coordinate('h', 2);
+    const node1 = cluster.node(1);
+    node1.findCoordinator = () => Promise.reject(new CohortError(ErrorCode.REQUEST_TIMED_OUT, 'no answer'));
+    const options = { timeoutMs: 1_000 };
+    await expect(transport.coordinatorFor('h', options)).rejects.toMatchObject({
+      code: ErrorCode.REQUEST_TIMED_OUT,
+    });
+    expect((await transport.coordinatorFor('h', options)).nodeId).toBe(2);
+    expect(cluster.node(3).findCoordinatorCalls).toHaveLength(1);
+  });
+
   it('takes a node without FindCoordinator (an older cohort) as the coordinator of the group', async () => {
     const { cluster, member } = setUp();
     cluster.node(1).scriptFindCoordinator(null);

@@ -1,4 +1,5 @@
 import { ClusterTransport } from '../../../src/client/cluster-transport';
+import { Consumer } from '../../../src/client/consumer';
 import { Producer } from '../../../src/client/producer';
 import { ErrorCode } from '../../../src/errors';
 import { ManualTime } from '../../../src/time';
@@ -232,5 +233,54 @@ describe('Producer over ClusterTransport: a failover loses no acks=-1 record', (
     expect(metadata.offset).toBe(1n);
     expect(cluster.node(2).log.values('t', 0)).toEqual(['before', 'after']);
     await producer.close();
+  });
+});
+
+describe('Consumer over ClusterTransport: a leader change mid-stream', () => {
+  it('fetches each partition from its leader, and after NOT_LEADER_OR_FOLLOWER from the new one', async () => {
+    const { time, cluster, transport, advance } = setUp();
+    cluster.coordinate('g', 3);
+    const consumer = new Consumer(
+      {
+        groupId: 'g',
+        topics: ['t'],
+        sessionTimeoutMs: 10_000,
+        heartbeatIntervalMs: 3_000,
+        rebalanceTimeoutMs: 20_000,
+        autoOffsetReset: 'earliest',
+        maxWaitMs: 500,
+      },
+      { groupTransport: transport, brokerTransport: transport, time, random: () => 0.5, clientId: 'c' },
+    );
+    const seen: string[] = [];
+    void consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        seen.push(`${partition}:${message.offset}=${message.value.toString()}`);
+      },
+    });
+    cluster.node(1).log.append('t', 0, 'a');
+    cluster.node(2).log.append('t', 1, 'b');
+    for (let i = 0; i < 5 && seen.length < 2; i++) await advance(100);
+    expect(seen.sort()).toEqual(['0:0=a', '1:0=b']);
+    expect(cluster.node(3).callsOf('joinGroup')).toHaveLength(1); // the group at its coordinator
+
+    // Node 2 takes over partition 0 (it has 'a', replicated) and gets 'c'; node 1 now refuses it.
+    const asked = (): number =>
+      cluster.node(1).fetchCalls.filter((r) => r.topics[0]?.partitions.some((p) => p.partitionIndex === 0))
+        .length;
+    const askedBefore = asked();
+    cluster.elect('t', 0, 2);
+    cluster.node(2).log.append('t', 0, 'a', 'c');
+    for (let i = 0; i < 20 && seen.length < 3; i++) await advance(100);
+    expect(asked()).toBeGreaterThan(askedBefore); // the old leader was asked, and refused
+    expect(seen).toContain('0:1=c');
+    expect(seen.filter((s) => s.startsWith('0:'))).toEqual(['0:0=a', '0:1=c']);
+    const atNewLeader = cluster
+      .node(2)
+      .fetchCalls.flatMap((r) => r.topics[0].partitions)
+      .filter((p) => p.partitionIndex === 0);
+    expect(atNewLeader.length).toBeGreaterThan(0);
+    expect(atNewLeader.every((p) => p.currentLeaderEpoch === 1)).toBe(true);
+    await consumer.close();
   });
 });

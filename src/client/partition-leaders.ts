@@ -43,16 +43,17 @@ export function isStaleLeaderCode(code: ErrorCode): boolean {
  * jittered exponential backoff (100 ms doubling to 1 s), so a leader election in progress costs a few
  * Metadata calls, not one per retry; meanwhile calls go to the last leader known and retry on its answer.
  *
- * Addresses: a Metadata that lists a single node is a one-node cohort, reached at the address the answer
- * came through whatever it advertises (so a port mapping, a unix socket or a server bound to 0.0.0.0 work
- * as they always did). Otherwise a node is dialled at its advertised host:port (a wildcard host at the host
- * of the connection that told us).
+ * Addresses: a Metadata that lists a single node, from a cohort never seen with more, is a one-node
+ * cohort, reached at the address the answer came through whatever it advertises (so a port mapping, a unix
+ * socket or a server bound to 0.0.0.0 work as they always did). Otherwise a node is dialled at its
+ * advertised host:port (a wildcard host at the host of the connection that told us).
  */
 export class PartitionLeaders {
   private readonly addresses = new Map<number, string>();
   private readonly topics = new Map<string, readonly { leaderId: number; leaderEpoch: number }[]>();
   private readonly stale = new Set<string>();
   private readonly backoff: ExponentialBackoff;
+  private isCluster = false;
   private staleRefreshes = 0;
   private nextStaleRefreshMs = -Infinity;
 
@@ -69,7 +70,10 @@ export class PartitionLeaders {
 
   /** Takes in a Metadata answer that came through the connection to `via`. */
   update(response: MetadataResponse, via: string): void {
-    const single = response.brokers.length === 1;
+    // Once a Metadata has listed several nodes, this is a cluster: a one-node answer is then a node that
+    // sees only one live node (perhaps not itself), so it is dialled where it says.
+    if (response.brokers.length > 1) this.isCluster = true;
+    const single = response.brokers.length === 1 && !this.isCluster;
     for (const broker of response.brokers) {
       this.addresses.set(broker.nodeId, single ? via : nodeAddress(broker.host, broker.port, via));
     }

@@ -40,6 +40,9 @@ describe('node addresses', () => {
       'n1:7070',
     );
     expect(leaders.knownAddresses()).toEqual(['localhost:17070', 'n1:7070', 'n2:7070']);
+    // A cluster's node that sees only one live node is not taken for a one-node cohort.
+    leaders.update({ brokers: [{ nodeId: 2, host: 'n2', port: 7070 }], topics: [] }, 'n1:7070');
+    expect(leaders.addressOf(2)).toBe('n2:7070');
   });
 
   it('takes a bootstrap list or one address, not both, and not nothing', () => {

@@ -388,18 +388,20 @@ describe('cohort groups', () => {
 
 describe('cohort cluster', () => {
   it('describe shows the node, the controller and the groups each __consumer_offsets partition holds', async () => {
-    const [created] = await sdk('setup')
-      .admin()
-      .createTopics([{ name: 'ledger', numPartitions: 1 }]);
+    const setup = sdk('setup');
+    const [created] = await setup.admin().createTopics([{ name: 'ledger', numPartitions: 1 }]);
     expect(created.error).toBeNull();
+    await setup.producer({ acks: -1 }).send({ topic: 'ledger', value: 'entry' });
+    // Two groups that stay: each commits the record it printed.
     for (const group of ['one', 'two']) {
       const consumed = await runCli([
         'consume',
         'ledger',
         '--group',
         group,
-        '--idle-timeout-ms',
-        '200',
+        '--from-beginning',
+        '--max-messages',
+        '1',
         ...address,
       ]);
       expect(consumed.code).toBe(0);

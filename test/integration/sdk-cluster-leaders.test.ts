@@ -55,7 +55,7 @@ it('follows partition leaders from a bootstrap list, through a leader failover, 
         ? topic.partitions
         : undefined;
     }, 'orders led with three in sync');
-  const before = await led();
+  await led();
 
   const producer = client.producer({ acks: -1, lingerMs: 0 });
   const acked: RecordMetadata[] = [];
@@ -64,17 +64,23 @@ it('follows partition leaders from a bootstrap list, through a leader failover, 
   await send(0, 'a');
   await send(1, 'b');
 
-  // The leader of partition 0 stops; the producer is not told, it follows the election.
-  const leaderName = `n${before[0].leaderId}`;
+  // The leader of a partition whose replicas are all in sync stops (a partition whose ISR holds only its
+  // leader is rightly offline once that leader goes); the producer is not told, it follows the election.
+  const target = await eventually(async () => {
+    const [topic] = await admin.describeTopics(['orders']);
+    return topic?.partitions.find((p) => p.leaderId >= 0 && p.isr.length === 3);
+  }, 'a partition of orders with three in sync');
+  const other = 1 - target.partition;
+  const leaderName = `n${target.leaderId}`;
   await cluster.stop(leaderName);
-  await send(0, 'c');
-  await send(1, 'd');
+  await send(target.partition, 'c');
+  await send(other, 'd');
   // A survivor leads it now (as every node's view will say, once it has caught up with etcd).
   await eventually(async () => {
     const [topic] = await admin.describeTopics(['orders']);
-    const leaderId = topic?.partitions[0]?.leaderId;
-    return leaderId !== undefined && leaderId >= 0 && leaderId !== before[0].leaderId ? true : undefined;
-  }, 'a survivor to lead orders-0');
+    const leaderId = topic?.partitions[target.partition]?.leaderId;
+    return leaderId !== undefined && leaderId >= 0 && `n${leaderId}` !== leaderName ? true : undefined;
+  }, 'a survivor to lead the partition');
 
   const seen = new Map<string, string>();
   const consumer = client.consumer({
@@ -93,4 +99,5 @@ it('follows partition leaders from a bootstrap list, through a leader failover, 
     });
   });
   expect(acked.map((m) => seen.get(`${m.partition}@${m.offset}`))).toEqual(['a', 'b', 'c', 'd']);
+  expect(acked.map((m) => m.partition)).toEqual([0, 1, target.partition, other]);
 });

@@ -45,6 +45,7 @@ export { COHORT_ADMIN_DEFAULTS, CohortAdmin } from './client/cohort-admin';
 export type {
   BrokerDescription,
   ClusterDescription,
+  ClusterLayout,
   CohortAdminDependencies,
   CohortAdminOptions,
   ConsumerGroupDescription,
@@ -56,11 +57,14 @@ export type {
   ListedOffset,
   NewTopic,
   OffsetSpec,
+  OffsetsPartitionDescription,
   PartitionDescription,
   PartitionLag,
   TopicCreation,
   TopicDescription,
 } from './client/cohort-admin';
+// The node coordinating a group (`CohortClient.findCoordinator`).
+export type { CoordinatorNode } from './client/coordinator-cache';
 // Watching groups: a snapshot, then one event per change.
 export type { GroupWatch, GroupWatchEvent, WatchGroupsOptions } from './client/group-watch';
 export { GROUP_EVENT_REASONS } from './protocol/group-event-reason';

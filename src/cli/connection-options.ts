@@ -33,8 +33,8 @@ export function isServerAddress(address: string): boolean {
 export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   address: {
     type: 'string',
-    valueName: 'HOST:PORT',
-    description: `the cohort server, or unix:/path (default: $COHORT_ADDRESS, else ${DEFAULT_ADDRESS})`,
+    valueName: 'HOST:PORT[,...]',
+    description: `the cohort server, or nodes of a cluster to start from (comma-separated), or unix:/path (default: $COHORT_ADDRESS, else ${DEFAULT_ADDRESS})`,
   },
   token: {
     type: 'string',
@@ -92,11 +92,15 @@ export function connectionOf(
   const address = typeof v.address === 'string' ? v.address : fromEnv ? env.COHORT_ADDRESS! : DEFAULT_ADDRESS;
   const addressSource = typeof v.address !== 'string' && fromEnv ? 'COHORT_ADDRESS' : '--address';
   if (address === '') throw new UsageError('--address must not be empty', usageOf(spec));
-  if (!isServerAddress(address)) {
-    throw new UsageError(
-      `${addressSource} must be HOST:PORT (e.g. ${DEFAULT_ADDRESS}, [::1]:7070) or unix:/path, got '${address}'`,
-      usageOf(spec),
-    );
+  // A bootstrap list: any one of the nodes answering is enough, the client learns the others.
+  const bootstrap = address.split(',').map((entry) => entry.trim());
+  for (const entry of bootstrap) {
+    if (!isServerAddress(entry)) {
+      throw new UsageError(
+        `${addressSource} must be HOST:PORT (e.g. ${DEFAULT_ADDRESS}, [::1]:7070) or unix:/path, got '${entry}'${bootstrap.length > 1 ? ` in the list '${address}'` : ''}`,
+        usageOf(spec),
+      );
+    }
   }
   const file = (flag: string): Buffer | undefined => {
     const path = v[flag];
@@ -141,7 +145,11 @@ export function connectionOf(
     return value;
   };
   return {
-    options: { address, ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) },
+    options: {
+      ...(bootstrap.length === 1 ? { address: bootstrap[0] } : { bootstrap }),
+      ...(token !== undefined ? { token } : {}),
+      ...(tls !== undefined ? { tls } : {}),
+    },
     requestTimeoutMs: milliseconds('request-timeout-ms', DEFAULT_REQUEST_TIMEOUT_MS),
     connectTimeoutMs: milliseconds('timeout-ms', DEFAULT_CONNECT_TIMEOUT_MS),
     isJson: v.json === true,

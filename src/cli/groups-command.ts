@@ -1,5 +1,6 @@
 import type { ConsumerGroupDescription, GroupDescription } from '../client/cohort-admin';
 import type { GroupWatchEvent } from '../client/group-watch';
+import type { CoordinatorNode } from '../client/coordinator-cache';
 import type { TopicPartition } from '../client/topic-partition';
 import { ErrorCode } from '../errors';
 import type { CliCommand, CliContext } from './cli-context';
@@ -105,11 +106,25 @@ function assignmentText(partitions: readonly TopicPartition[] | null): string | 
   return [...byTopic].map(([topic, list]) => `${topic}(${list.join(',')})`).join(' ');
 }
 
-function describeText(group: ConsumerGroupDescription): string {
+/** `host:port (id)`, as Kafka's tool shows a coordinator; `-` when unknown. */
+function coordinatorText(coordinator: CoordinatorNode | null): string | null {
+  if (coordinator === null) return null;
+  return coordinator.nodeId < 0 ? coordinator.address : `${coordinator.address} (${coordinator.nodeId})`;
+}
+
+function describeText(group: ConsumerGroupDescription, coordinator: CoordinatorNode | null): string {
   const id = group.groupId;
   const parts = [
     renderTable(
-      ['GROUP', 'STATE', 'GENERATION', 'PROTOCOL-TYPE', 'ASSIGNMENT-STRATEGY', '#MEMBERS'],
+      [
+        'GROUP',
+        'STATE',
+        'GENERATION',
+        'PROTOCOL-TYPE',
+        'ASSIGNMENT-STRATEGY',
+        '#MEMBERS',
+        'COORDINATOR (ID)',
+      ],
       [
         [
           id,
@@ -118,6 +133,7 @@ function describeText(group: ConsumerGroupDescription): string {
           group.protocolType || null,
           group.protocol || null,
           group.members.length,
+          coordinatorText(coordinator),
         ],
       ],
     ),
@@ -192,8 +208,8 @@ function groupJson(group: GroupDescription): object {
   };
 }
 
-function describeJson(group: ConsumerGroupDescription): object {
-  return { ...groupJson(group), partitions: group.partitions };
+function describeJson(group: ConsumerGroupDescription, coordinator: CoordinatorNode | null): object {
+  return { ...groupJson(group), coordinator, partitions: group.partitions };
 }
 
 async function describeGroups(line: CommandLine, context: CliContext): Promise<number> {
@@ -204,15 +220,18 @@ async function describeGroups(line: CommandLine, context: CliContext): Promise<n
     let status: number = ExitCode.OK;
     const clientId = stringOption(line, 'client-id');
     const described: ConsumerGroupDescription[] = [];
+    const coordinators: (CoordinatorNode | null)[] = [];
     for (const groupId of line.positionals) {
       const group = await admin.describeConsumerGroup(groupId);
       described.push(clientId === undefined || group.error !== null ? group : membersOf(group, clientId));
+      // The node the describe went to (cached by it); unknown rather than an error if it moved meanwhile.
+      coordinators.push(await client.findCoordinator(groupId, connection.requestTimeoutMs).catch(() => null));
     }
     if (connection.isJson) {
-      context.stdout.write(toJson(described.map(describeJson)));
+      context.stdout.write(toJson(described.map((group, i) => describeJson(group, coordinators[i]))));
     }
     let first = true;
-    for (const group of described) {
+    for (const [i, group] of described.entries()) {
       if (group.error !== null) {
         const code = group.error.code;
         context.stderr.write(
@@ -224,7 +243,7 @@ async function describeGroups(line: CommandLine, context: CliContext): Promise<n
         continue;
       }
       if (!connection.isJson) {
-        context.stdout.write(`${first ? '' : '\n'}${describeText(group)}`);
+        context.stdout.write(`${first ? '' : '\n'}${describeText(group, coordinators[i])}`);
         first = false;
       }
       if (clientId !== undefined && group.members.length === 0) {

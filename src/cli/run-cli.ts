@@ -1,4 +1,5 @@
 import type { CliCommand, CliContext } from './cli-context';
+import { CLUSTER_COMMAND } from './cluster-command';
 import { CONSUME_COMMAND } from './consume-command';
 import { ExitCode } from './exit-code';
 import { GROUPS_COMMAND } from './groups-command';
@@ -11,6 +12,7 @@ export const COMMANDS: readonly CliCommand[] = [
   SERVE_COMMAND,
   TOPICS_COMMAND,
   GROUPS_COMMAND,
+  CLUSTER_COMMAND,
   PRODUCE_COMMAND,
   CONSUME_COMMAND,
 ];
@@ -27,7 +29,8 @@ export function mainHelp(): string {
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
     "Run 'cohort <command> --help' for its options. Every command but serve takes --address HOST:PORT",
-    '(default $COHORT_ADDRESS, else 127.0.0.1:7070), --token or --token-file (default $COHORT_TOKEN),',
+    '(a comma-separated list for a cluster; default $COHORT_ADDRESS, else 127.0.0.1:7070), --token or',
+    '--token-file (default $COHORT_TOKEN),',
     '--tls, --tls-ca, --tls-cert, --tls-key, --timeout-ms (how long to wait for the server at all, default',
     '2000), --request-timeout-ms and --json.',
     '',

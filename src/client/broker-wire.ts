@@ -77,6 +77,8 @@ export function fetchToWire(request: b.FetchRequest): object {
         partitionIndex: p.partitionIndex,
         fetchOffset: p.fetchOffset.toString(),
         partitionMaxBytes: p.partitionMaxBytes,
+        // The leader epoch the client believes current (KIP-320): a stale one is FENCED_LEADER_EPOCH.
+        ...(p.currentLeaderEpoch !== undefined ? { currentLeaderEpoch: p.currentLeaderEpoch } : {}),
       })),
     })),
   };

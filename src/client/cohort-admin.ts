@@ -14,6 +14,7 @@ import type * as b from './broker-messages';
 import type { BrokerTransport } from './broker-transport';
 import { CONSUMER_PROTOCOL_TYPE, decodeAssignment } from './consumer-protocol';
 import type * as m from '../protocol/group-messages';
+import { groupPartitionFor } from '../protocol/group-placement';
 import { lagPartitions, partitionLags, type PartitionLag } from '../protocol/partition-lag';
 import { errorFromCode } from './error-from-code';
 import { ExponentialBackoff } from './exponential-backoff';
@@ -88,6 +89,36 @@ export interface BrokerDescription {
 export interface ClusterDescription {
   readonly brokers: readonly BrokerDescription[];
   readonly topics: readonly TopicDescription[];
+}
+
+/** The internal topic whose partition leaders coordinate the groups (Kafka's name). */
+export const GROUP_METADATA_TOPIC = '__consumer_offsets';
+
+/** One `__consumer_offsets` partition: its leader (the coordinator of its groups) and how many groups it holds. */
+export interface OffsetsPartitionDescription {
+  readonly partition: number;
+  /** The node id of the leader; -1 when it has none. */
+  readonly leaderId: number;
+  readonly leaderEpoch: number;
+  readonly replicas: readonly number[];
+  readonly isr: readonly number[];
+  /** The groups of the cluster that belong to this partition (`abs(hashCode(groupId)) % partitions`). */
+  readonly groups: number;
+  readonly error: CohortError | null;
+}
+
+/** Where everything is: `CohortAdmin.describeCluster`. */
+export interface ClusterLayout {
+  readonly nodes: readonly BrokerDescription[];
+  /**
+   * The controller's node id. Always null: cohort's Metadata does not carry it (the controller is whoever
+   * holds the controller key in etcd).
+   */
+  readonly controllerId: number | null;
+  /** The partitions of `__consumer_offsets`; null when the cluster has no such topic (yet). */
+  readonly offsetsPartitions: readonly OffsetsPartitionDescription[] | null;
+  /** How many groups the cluster lists (ListGroups on every node). */
+  readonly groups: number;
 }
 
 /**
@@ -257,6 +288,48 @@ export class CohortAdmin {
         .map(describedTopic)
         .sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)),
     };
+  }
+
+  /**
+   * The cluster's nodes, and each `__consumer_offsets` partition with its leader, epoch, ISR and how many
+   * of the cluster's groups (ListGroups on every node) it holds.
+   */
+  async describeCluster(): Promise<ClusterLayout> {
+    const [response, groups] = await Promise.all([
+      this.caller.retry(
+        'Metadata',
+        (o) => this.broker.metadata({ topics: [GROUP_METADATA_TOPIC] }, o),
+        this.timeoutMs,
+      ),
+      this.listGroups(),
+    ]);
+    const nodes = response.brokers
+      .map((n) => ({ nodeId: n.nodeId, host: n.host, port: n.port }))
+      .sort((x, y) => x.nodeId - y.nodeId);
+    const topic = response.topics.find((t) => t.name === GROUP_METADATA_TOPIC);
+    if (topic === undefined || topic.errorCode !== ErrorCode.NONE || topic.partitions.length === 0) {
+      return { nodes, controllerId: null, offsetsPartitions: null, groups: groups.length };
+    }
+    const counts = new Map<number, number>();
+    for (const g of groups) {
+      const partition = groupPartitionFor(g.groupId, topic.partitions.length);
+      counts.set(partition, (counts.get(partition) ?? 0) + 1);
+    }
+    const offsetsPartitions = topic.partitions
+      .map((p) => ({
+        partition: p.partitionIndex,
+        leaderId: p.leaderId,
+        leaderEpoch: p.leaderEpoch,
+        replicas: p.replicaNodes,
+        isr: p.isrNodes,
+        groups: counts.get(p.partitionIndex) ?? 0,
+        error:
+          p.errorCode === ErrorCode.NONE
+            ? null
+            : errorFromCode(p.errorCode, `${GROUP_METADATA_TOPIC}-${p.partitionIndex}`),
+      }))
+      .sort((x, y) => x.partition - y.partition);
+    return { nodes, controllerId: null, offsetsPartitions, groups: groups.length };
   }
 
   /** The names of every topic, sorted. */

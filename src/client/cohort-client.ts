@@ -7,7 +7,10 @@ import type { ConsumerOptions } from './consumer-options';
 import type { GroupAdminTransport } from './group-admin-transport';
 import { GroupMember } from './group-member';
 import type { GroupMemberOptions } from './group-member-options';
+import { ClusterTransport } from './cluster-transport';
+import type { CoordinatorNode } from './coordinator-cache';
 import { GrpcTransport, type TlsOptions } from './grpc-transport';
+import { bootstrapAddresses } from './node-address';
 import type { GroupTransport } from './group-transport';
 import { Producer } from './producer';
 import type { ProducerOptions } from './producer-options';
@@ -22,8 +25,17 @@ export type ClientTransport = GroupTransport &
 
 /** How to reach cohort. */
 export interface CohortClientOptions {
-  /** `host:port` (e.g. `127.0.0.1:7070`) or `unix:/path/to.sock`. */
-  readonly address: string;
+  /**
+   * One node to start from: `host:port` (e.g. `127.0.0.1:7070`) or `unix:/path/to.sock`. The same as
+   * `bootstrap: [address]`; give one or the other.
+   */
+  readonly address?: string;
+  /**
+   * Nodes to start from (`['10.0.0.1:7070', '10.0.0.2:7070']`): the client asks them for the cluster's
+   * nodes (Metadata) and each group's coordinator (FindCoordinator), then talks to each node directly, one
+   * connection per node, opened when first needed. Any one of them answering is enough.
+   */
+  readonly bootstrap?: readonly string[];
   /** Names this application in the coordinator (shown by `cohort groups describe`). */
   readonly clientId: string;
   /** A bearer token, when the server requires one. */
@@ -44,8 +56,9 @@ export interface CohortClientOptions {
 export type JoinOptions = Omit<GroupMemberOptions, 'clientId'>;
 
 /**
- * The entry point of the SDK: one gRPC channel to a cohort server, shared by everything made from it —
- * consumers, producers, bare group members and the admin client.
+ * The entry point of the SDK: connections to a cohort cluster (one per node, or the one server), shared by
+ * everything made from it — consumers, producers, bare group members and the admin client. Each group's
+ * calls go to its coordinator and each partition's to its leader (docs/sdk.md, "Clusters").
  *
  * ```ts
  * const client = new CohortClient({ address: '127.0.0.1:7070', clientId: 'billing' });
@@ -83,13 +96,19 @@ export class CohortClient {
       this.transport = transport;
       this.closeTransport = () => transport.close?.();
     } else {
-      const transport = new GrpcTransport({
-        address: options.address,
-        ...(options.token !== undefined ? { token: options.token } : {}),
-        ...(options.tls !== undefined ? { tls: options.tls } : {}),
-        // Not `time`: a gRPC deadline is a moment on the real wall clock, and a ManualTime's wall clock stands
-        // still in the past, so every call would expire before it was sent. The member already times each
-        // call out on `time`.
+      const bootstrap = bootstrapAddresses(options);
+      const transport = new ClusterTransport({
+        bootstrap,
+        connect: (address) =>
+          new GrpcTransport({
+            address,
+            ...(options.token !== undefined ? { token: options.token } : {}),
+            ...(options.tls !== undefined ? { tls: options.tls } : {}),
+            // Not `time`: a gRPC deadline is a moment on the real wall clock, and a ManualTime's wall clock
+            // stands still in the past, so every call would expire before it was sent. The member already
+            // times each call out on `time`.
+          }),
+        ...(options.time !== undefined ? { time: options.time } : {}),
       });
       this.transport = transport;
       this.closeTransport = () => transport.close();
@@ -165,6 +184,18 @@ export class CohortClient {
   }
 
   /**
+   * The node that coordinates `groupId`, as FindCoordinator names it (and cached, as every call of the
+   * group uses it), or null with a transport that routes nothing itself (a test's). Rejects with a
+   * `CohortError` (COORDINATOR_NOT_AVAILABLE while the group's partition has no leader).
+   */
+  async findCoordinator(groupId: string, timeoutMs = 10_000): Promise<CoordinatorNode | null> {
+    this.checkOpen();
+    const t = this.transport;
+    if (!(t instanceof ClusterTransport)) return null;
+    return t.coordinatorFor(groupId, { timeoutMs });
+  }
+
+  /**
    * Resolves once the server answers on this client's channel, or rejects after `timeoutMs` with a
    * `ServerUnreachableError` saying what failed: the connection refused, the name not resolved, the TLS
    * handshake, or no answer. Nothing needs it: every call waits and retries within its own timeout. A
@@ -181,7 +212,7 @@ export class CohortClient {
 
   /**
    * Closes every consumer (each committing and leaving its group), every producer (sending what is
-   * queued) and every member still open, each within its own deadline, then the channel. Safe to call more
+   * queued) and every member still open, each within its own deadline, then every connection. Safe to call more
    * than once.
    */
   close(): Promise<void> {

@@ -23,6 +23,7 @@ import {
   type WireOf,
 } from './broker-wire';
 import type * as m from '../protocol/group-messages';
+import type { FindCoordinatorRequest, FindCoordinatorResponse } from '../protocol/find-coordinator-messages';
 import { errorFromCode } from './error-from-code';
 import { codeForStatus, errorFromStatus } from './error-from-status';
 import type { GroupAdminTransport } from './group-admin-transport';
@@ -209,6 +210,31 @@ export class GrpcTransport
       pause: () => call.pause(),
       resume: () => call.resume(),
     };
+  }
+
+  /**
+   * FindCoordinator; resolves null when the server does not serve it (gRPC UNIMPLEMENTED: a cohort from
+   * before clusters of coordinators, where the node asked coordinates every group it is sent).
+   */
+  async findCoordinator(
+    request: FindCoordinatorRequest,
+    options: CallOptions,
+  ): Promise<FindCoordinatorResponse | null> {
+    try {
+      return await this.unary<FindCoordinatorRequest, FindCoordinatorResponse>(
+        'findCoordinator',
+        'FindCoordinator',
+        request,
+        options,
+      );
+    } catch (error) {
+      if (
+        error instanceof CohortError &&
+        (error.cause as ServiceError | undefined)?.code === Status.UNIMPLEMENTED
+      )
+        return null;
+      throw error;
+    }
   }
 
   leaveGroup(request: m.LeaveGroupRequest, options: CallOptions): Promise<m.LeaveGroupResponse> {

@@ -77,3 +77,8 @@ export type { ExponentialBackoffOptions } from './exponential-backoff';
 export type { Scheduler, ScheduledTask } from './scheduler';
 export { TimeScheduler } from './time-scheduler';
 export { CohortError, ErrorCode } from '../errors';
+export { ClusterTransport } from './cluster-transport';
+export type { ClusterTransportOptions, NodeTransport } from './cluster-transport';
+export type { CoordinatorNode } from './coordinator-cache';
+export { PartitionLeaders } from './partition-leaders';
+export type * from '../protocol/find-coordinator-messages';

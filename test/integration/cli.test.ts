@@ -351,8 +351,12 @@ describe('cohort groups', () => {
     );
     const memberId = live.member?.memberId as string;
     expect(table.stdout).toMatch(/GROUP +STATE +GENERATION +PROTOCOL-TYPE +ASSIGNMENT-STRATEGY +#MEMBERS/);
+    // The coordinator as FindCoordinator named it: the one node, reached at the address given.
+    const coordinator = `${t.target.replace(/[.[\]]/g, '\\$&')} \\(0\\)`;
     expect(table.stdout).toMatch(
-      new RegExp(`billing +Stable +${live.member?.generationId} +consumer +cooperative-sticky +1\\n`),
+      new RegExp(
+        `billing +Stable +${live.member?.generationId} +consumer +cooperative-sticky +1 +${coordinator}\\n`,
+      ),
     );
     expect(table.stdout).toMatch(
       new RegExp(`billing +${memberId} +- +127\\.0\\.0\\.1 +billing-app +2 +ledger\\(0,1\\)`),
@@ -379,6 +383,64 @@ describe('cohort groups', () => {
     expect(gone.code).toBe(3);
     expect(described.code).toBe(3);
     expect(described.stderr).toContain("consumer group 'nobody' does not exist");
+  });
+});
+
+describe('cohort cluster', () => {
+  it('describe shows the node, the controller and the groups each __consumer_offsets partition holds', async () => {
+    const setup = sdk('setup');
+    const [created] = await setup.admin().createTopics([{ name: 'ledger', numPartitions: 1 }]);
+    expect(created.error).toBeNull();
+    await setup.producer({ acks: -1 }).send({ topic: 'ledger', value: 'entry' });
+    // Two groups that stay: each commits the record it printed.
+    for (const group of ['one', 'two']) {
+      const consumed = await runCli([
+        'consume',
+        'ledger',
+        '--group',
+        group,
+        '--from-beginning',
+        '--max-messages',
+        '1',
+        ...address,
+      ]);
+      expect(consumed.code).toBe(0);
+    }
+    const [text, json] = await Promise.all([
+      runCli(['cluster', 'describe', ...address]),
+      runCli(['cluster', 'describe', '--json', ...address]),
+    ]);
+    expect(text.code).toBe(0);
+    const [host, port] = [
+      t.target.slice(0, t.target.lastIndexOf(':')),
+      t.target.slice(t.target.lastIndexOf(':') + 1),
+    ];
+    expect(text.stdout).toMatch(new RegExp(`^NODE +ADDRESS\\n0 +${host.replace(/\./g, '\\.')}:${port}\\n`));
+    expect(text.stdout).toContain('CONTROLLER: not reported by Metadata');
+    expect(json.code).toBe(0);
+    const layout = JSON.parse(json.stdout) as {
+      nodes: unknown[];
+      controllerId: null;
+      groups: number;
+      offsetsPartitions: { leaderId: number; groups: number }[] | null;
+    };
+    expect(layout).toMatchObject({
+      nodes: [{ nodeId: 0, host, port: Number(port) }],
+      controllerId: null,
+      groups: 2,
+    });
+    // One node leads every partition there is, and the partitions hold every group between them.
+    if (layout.offsetsPartitions !== null) {
+      expect(layout.offsetsPartitions.every((p) => p.leaderId === 0)).toBe(true);
+      expect(layout.offsetsPartitions.reduce((sum, p) => sum + p.groups, 0)).toBe(2);
+    } else {
+      expect(text.stdout).toContain('__consumer_offsets is not a topic of this cluster (yet)');
+    }
+  });
+
+  it('takes a comma-separated --address, starting from whichever node answers', async () => {
+    const listed = await runCli(['topics', 'list', '--address', `127.0.0.1:1,${t.target}`]);
+    expect(listed.code).toBe(0);
   });
 });
 

@@ -109,6 +109,17 @@ describe('cohort (the command line)', () => {
       expect(connection(['--timeout-ms', '500']).connectTimeoutMs).toBe(500);
     });
 
+    it('takes a comma-separated bootstrap list in --address and $COHORT_ADDRESS, checking each entry', () => {
+      expect(connection(['--address', 'n1:7070,n2:7070, n3:7070']).options).toEqual({
+        bootstrap: ['n1:7070', 'n2:7070', 'n3:7070'],
+      });
+      expect(connection([], { COHORT_ADDRESS: '10.0.0.1:7070,10.0.0.2:7070' }).options).toEqual({
+        bootstrap: ['10.0.0.1:7070', '10.0.0.2:7070'],
+      });
+      expect(() => connection(['--address', 'n1:7070,nope'])).toThrow(/^--address must be HOST:PORT.*'nope'/);
+      expect(() => connection(['--address', 'n1:7070,'])).toThrow(/^--address must be HOST:PORT/);
+    });
+
     it('takes the address from --address, else $COHORT_ADDRESS, and names the one that is wrong', () => {
       const env = { COHORT_ADDRESS: '10.0.0.7:7070' };
       expect(connection(['--address', 'leader:7070'], env).options.address).toBe('leader:7070');

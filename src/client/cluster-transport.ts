@@ -1,0 +1,601 @@
+/**
+ * The SDK's view of a cohort cluster: a connection per node, each group's calls sent to its coordinator,
+ * each partition's calls to its leader.
+ *
+ * Nodes. The client starts from its bootstrap list and learns the others from Metadata (brokers) and
+ * FindCoordinator; connections are opened on first use (`NodeConnections`) and closed with the client.
+ * Calls for no node in particular (Metadata, CreateTopics, FindCoordinator) go to the node that answered
+ * last, and on to the next known one when it cannot be reached.
+ *
+ * Groups (Kafka's AbstractCoordinator): a group's coordinator is found with FindCoordinator and cached
+ * (`CoordinatorCache`). NOT_COORDINATOR (16) or COORDINATOR_NOT_AVAILABLE (15) in an answer, or a connection
+ * to it that fails, forgets it (`markCoordinatorUnknown`); the caller's retry, after its jittered exponential
+ * backoff, finds it again. COORDINATOR_LOAD_IN_PROGRESS (14) keeps it: the retry goes to the same node
+ * (KafkaJS re-discovers on 14, which sends members away from the one node that is about to serve them).
+ * Answers are returned unchanged, so the group member decides, as before, whether a code costs it its
+ * generation: a coordinator move alone never does.
+ *
+ * A server without FindCoordinator (gRPC UNIMPLEMENTED: cohort before coordinators were spread over a
+ * cluster) is taken as the coordinator of the group asked about: that is what those servers did, each
+ * coordinating every group it was sent.
+ *
+ * Partitions: see leader-routing.ts.
+ */
+import { ErrorCode, CohortError } from '../errors';
+import { SYSTEM_TIME, type Time } from '../time';
+import {
+  COORDINATOR_KEY_TYPE_GROUP,
+  type FindCoordinatorRequest,
+  type FindCoordinatorResponse,
+} from '../protocol/find-coordinator-messages';
+import type * as m from '../protocol/group-messages';
+import type * as b from './broker-messages';
+import type { BrokerTransport } from './broker-transport';
+import { CoordinatorCache, isCoordinatorMoved, type CoordinatorNode } from './coordinator-cache';
+import { errorFromCode } from './error-from-code';
+import type { GroupAdminTransport } from './group-admin-transport';
+import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
+import type { GroupWatchCall, GroupWatchTransport } from './group-watch';
+import {
+  fetchFromLeaders,
+  listOffsetsAtLeaders,
+  produceToLeaders,
+  type LeaderRoutingContext,
+} from './leader-routing';
+import { NodeConnections } from './node-connections';
+import { nodeAddress } from './node-address';
+import { PartitionLeaders } from './partition-leaders';
+
+/** One node's connection: every call of the SDK, on one channel (`GrpcTransport`). */
+export interface NodeTransport extends GroupTransport, GroupAdminTransport, BrokerTransport {
+  /** FindCoordinator; null when the server does not serve it (gRPC UNIMPLEMENTED). */
+  findCoordinator(
+    request: FindCoordinatorRequest,
+    options: CallOptions,
+  ): Promise<FindCoordinatorResponse | null>;
+  watchGroups: GroupWatchTransport['watchGroups'];
+  waitForServer?(timeoutMs: number): Promise<void>;
+  close(): void;
+}
+
+/** What a `ClusterTransport` is built from. */
+export interface ClusterTransportOptions {
+  /** Where to start: one or more nodes' `host:port` (or one `unix:/path`). */
+  readonly bootstrap: readonly string[];
+  /** Opens the connection to one node. */
+  readonly connect: (address: string) => NodeTransport;
+  /** The clock of the Metadata refresh backoff. Default: the system clock. */
+  readonly time?: Time;
+  /** Jitter source for that backoff, numbers in [0, 1). Default `Math.random`. */
+  readonly random?: () => number;
+}
+
+/** How long a heartbeat stream may look for its coordinator before the member's own bound cuts it off. */
+const STREAM_LOOKUP_TIMEOUT_MS = 30_000;
+
+/** A connection that failed or a server that went away: the node may be down, try another. */
+function isUnreachable(error: unknown): boolean {
+  return error instanceof CohortError && error.code === ErrorCode.COORDINATOR_NOT_AVAILABLE;
+}
+
+/**
+ * Every transport of the SDK over a cluster of nodes: `GroupTransport`, `GroupAdminTransport`,
+ * `GroupWatchTransport` and `BrokerTransport`, routed as the file's header says.
+ */
+export class ClusterTransport
+  implements GroupTransport, GroupAdminTransport, GroupWatchTransport, BrokerTransport
+{
+  /** The bootstrap list, deduplicated. */
+  readonly bootstrap: readonly string[];
+  /** The client's Metadata view (nodes, partition leaders and epochs). */
+  readonly leaders: PartitionLeaders;
+  private readonly connections: NodeConnections<NodeTransport>;
+  private readonly coordinators: CoordinatorCache;
+  private readonly routing: LeaderRoutingContext;
+  /** The node that answered the last call sent to any node; tried first next time. */
+  private preferred: string;
+
+  constructor(options: ClusterTransportOptions) {
+    if (options.bootstrap.length === 0) throw new RangeError('bootstrap must list at least one node');
+    this.bootstrap = [...new Set(options.bootstrap)];
+    this.preferred = this.bootstrap[0];
+    this.connections = new NodeConnections(options.connect);
+    this.leaders = new PartitionLeaders(options.time ?? SYSTEM_TIME, options.random);
+    this.coordinators = new CoordinatorCache((groupId, o) => this.lookUpCoordinator(groupId, o));
+    this.routing = {
+      leaders: this.leaders,
+      node: (address) => this.connections.get(address),
+      defaultAddress: () => this.preferred,
+      refresh: async (topics, o) => {
+        try {
+          await this.metadata({ topics: [...topics] }, o);
+        } catch {
+          // Routed with what is known; the calls' own answers say what is wrong.
+        }
+      },
+    };
+  }
+
+  /** The coordinator cached for `groupId`, if any (`cohort groups describe` shows it). */
+  cachedCoordinator(groupId: string): CoordinatorNode | undefined {
+    return this.coordinators.peek(groupId);
+  }
+
+  /** The coordinator of `groupId`: cached, or found now with FindCoordinator. */
+  coordinatorFor(groupId: string, options: CallOptions): Promise<CoordinatorNode> {
+    return this.coordinators.coordinatorFor(groupId, options);
+  }
+
+  /** The connection to the node at `address` (opened now if need be). */
+  node(address: string): NodeTransport {
+    return this.connections.get(address);
+  }
+
+  /**
+   * Resolves once any bootstrap node answers; rejects with the first node's failure when none does within
+   * `timeoutMs`.
+   */
+  async waitForServer(timeoutMs: number): Promise<void> {
+    const waits = this.bootstrap.map(
+      (address) => this.connections.get(address).waitForServer?.(timeoutMs) ?? Promise.resolve(),
+    );
+    try {
+      await Promise.any(waits);
+    } catch (error) {
+      throw (error as AggregateError).errors[0];
+    }
+  }
+
+  /** Closes every node's connection. */
+  close(): void {
+    this.connections.close();
+  }
+
+  // ---- calls to any node ----
+
+  private anyAddresses(): string[] {
+    return [...new Set([this.preferred, ...this.bootstrap, ...this.leaders.knownAddresses()])];
+  }
+
+  /** Sends to the preferred node, and on to the next known one while nodes cannot be reached. */
+  private async callAny<R>(
+    what: string,
+    options: CallOptions,
+    send: (node: NodeTransport) => Promise<R>,
+  ): Promise<{ response: R; address: string }> {
+    let last: unknown = errorFromCode(ErrorCode.COORDINATOR_NOT_AVAILABLE, `${what}: no node to ask`);
+    const addresses = this.anyAddresses();
+    for (const [i, address] of addresses.entries()) {
+      if (options.signal?.aborted) break;
+      try {
+        const response = await send(this.connections.get(address));
+        this.preferred = address;
+        return { response, address };
+      } catch (error) {
+        last = error;
+        // A node that does not answer in time is not asked first next time (the caller's retry goes to
+        // another), as Kafka's least-loaded node skips a node that failed.
+        if (error instanceof CohortError && error.code === ErrorCode.REQUEST_TIMED_OUT) {
+          this.preferred = addresses[(i + 1) % addresses.length];
+        }
+        if (!isUnreachable(error)) throw error;
+      }
+    }
+    throw last;
+  }
+
+  private async lookUpCoordinator(groupId: string, options: CallOptions): Promise<CoordinatorNode> {
+    const what = `FindCoordinator of group "${groupId}"`;
+    const request = { keyType: COORDINATOR_KEY_TYPE_GROUP, keys: [groupId] };
+    const { response, address } = await this.callAny(what, options, (node) =>
+      node.findCoordinator(request, options),
+    );
+    if (response === null) return { nodeId: -1, address }; // an older cohort: the node asked coordinates
+    const found = response.coordinators.find((c) => c.key === groupId);
+    if (found === undefined) {
+      throw errorFromCode(ErrorCode.COORDINATOR_NOT_AVAILABLE, `${what}: no answer for the group`);
+    }
+    if (found.errorCode !== ErrorCode.NONE) throw errorFromCode(found.errorCode, what);
+    let target = this.leaders.addressOf(found.nodeId);
+    if (target === undefined) {
+      // A node Metadata has not shown us yet: ask the same node for the brokers first, so that a one-node
+      // cohort is reached where we reached it rather than at whatever address it advertises.
+      try {
+        this.leaders.update(await this.connections.get(address).metadata({ topics: [] }, options), address);
+      } catch {
+        // Its advertised address will have to do.
+      }
+      target = this.leaders.addressOf(found.nodeId) ?? nodeAddress(found.host, found.port, address);
+    }
+    return { nodeId: found.nodeId, address: target };
+  }
+
+  // ---- group calls, to each group's coordinator ----
+
+  private async toCoordinator<R>(
+    groupId: string,
+    options: CallOptions,
+    send: (node: NodeTransport) => Promise<R>,
+    codesOf: (response: R) => Iterable<ErrorCode>,
+  ): Promise<R> {
+    const coordinator = await this.coordinators.coordinatorFor(groupId, options);
+    let response: R;
+    try {
+      response = await send(this.connections.get(coordinator.address));
+    } catch (error) {
+      if (isUnreachable(error)) this.coordinators.markUnknown(groupId, coordinator);
+      throw error;
+    }
+    for (const code of codesOf(response)) {
+      if (isCoordinatorMoved(code)) {
+        this.coordinators.markUnknown(groupId, coordinator);
+        break;
+      }
+    }
+    return response;
+  }
+
+  joinGroup(request: m.JoinGroupRequest, options: CallOptions): Promise<m.JoinGroupResponse> {
+    return this.toCoordinator(request.groupId, options, (n) => n.joinGroup(request, options), topLevel);
+  }
+
+  syncGroup(request: m.SyncGroupRequest, options: CallOptions): Promise<m.SyncGroupResponse> {
+    return this.toCoordinator(request.groupId, options, (n) => n.syncGroup(request, options), topLevel);
+  }
+
+  heartbeat(request: m.HeartbeatRequest, options: CallOptions): Promise<m.HeartbeatResponse> {
+    return this.toCoordinator(request.groupId, options, (n) => n.heartbeat(request, options), topLevel);
+  }
+
+  leaveGroup(request: m.LeaveGroupRequest, options: CallOptions): Promise<m.LeaveGroupResponse> {
+    return this.toCoordinator(request.groupId, options, (n) => n.leaveGroup(request, options), topLevel);
+  }
+
+  offsetCommit(request: m.OffsetCommitRequest, options: CallOptions): Promise<m.OffsetCommitResponse> {
+    return this.toCoordinator(
+      request.groupId,
+      options,
+      (n) => n.offsetCommit(request, options),
+      (r) => r.topics.flatMap((t) => t.partitions.map((p) => p.errorCode)),
+    );
+  }
+
+  offsetFetch(request: m.OffsetFetchRequest, options: CallOptions): Promise<m.OffsetFetchResponse> {
+    return this.toCoordinator(
+      request.groupId,
+      options,
+      (n) => n.offsetFetch(request, options),
+      (r) => [r.errorCode, ...r.topics.flatMap((t) => t.partitions.map((p) => p.errorCode))],
+    );
+  }
+
+  /** A stream that follows the group's coordinator: see `CoordinatorHeartbeatStream`. */
+  openHeartbeatStream(onPush: (code: ErrorCode) => void): HeartbeatStream {
+    return new CoordinatorHeartbeatStream(this.coordinators, this.connections, onPush);
+  }
+
+  /** Each group asked of its own coordinator; answers in the order asked. */
+  async describeGroups(
+    request: m.DescribeGroupsRequest,
+    options: CallOptions,
+  ): Promise<m.DescribeGroupsResponse> {
+    if (request.groups.length === 0) {
+      return (await this.callAny('DescribeGroups', options, (n) => n.describeGroups(request, options)))
+        .response;
+    }
+    const answers = await this.perCoordinator(
+      request.groups,
+      options,
+      (node, groups) => node.describeGroups({ groups }, options).then((r) => r.groups),
+      (g) => g.errorCode,
+      (groupId, error): m.DescribedGroup => ({
+        errorCode: error.code,
+        errorMessage: '',
+        groupId,
+        groupState: '',
+        protocolType: '',
+        protocolData: '',
+        members: [],
+        generationId: -1,
+      }),
+    );
+    return { groups: answers };
+  }
+
+  /** Each group deleted by its own coordinator; results in the order asked. */
+  async deleteGroups(request: m.DeleteGroupsRequest, options: CallOptions): Promise<m.DeleteGroupsResponse> {
+    const results = await this.perCoordinator(
+      request.groupsNames,
+      options,
+      (node, groupsNames) => node.deleteGroups({ groupsNames }, options).then((r) => r.results),
+      (r) => r.errorCode,
+      (groupId, error) => ({ groupId, errorCode: error.code }),
+    );
+    return { results };
+  }
+
+  /**
+   * Every group of the cluster: ListGroups on every node (each lists the groups it coordinates), merged.
+   * A node that fails makes the listing fail (its `errorCode`), rather than be silently incomplete.
+   */
+  async listGroups(request: m.ListGroupsRequest, options: CallOptions): Promise<m.ListGroupsResponse> {
+    const results = await this.onEveryNode(options, (node) => node.listGroups(request, options));
+    const groups = new Map<string, m.ListedGroup>();
+    let errorCode = ErrorCode.NONE;
+    for (const result of results) {
+      if ('error' in result) {
+        if (errorCode === ErrorCode.NONE) errorCode = result.error.code;
+        continue;
+      }
+      if (result.response.errorCode !== ErrorCode.NONE && errorCode === ErrorCode.NONE)
+        errorCode = result.response.errorCode;
+      for (const g of result.response.groups) if (!groups.has(g.groupId)) groups.set(g.groupId, g);
+    }
+    if (errorCode !== ErrorCode.NONE && results.every((r) => 'error' in r))
+      throw (results[0] as { error: unknown }).error;
+    return { errorCode, groups: [...groups.values()] };
+  }
+
+  /**
+   * ListGroups on every node separately (`cohort cluster describe` counts each node's groups), with the
+   * address each answer came from.
+   */
+  async onEveryNode<R>(
+    options: CallOptions,
+    send: (node: NodeTransport, address: string) => Promise<R>,
+  ): Promise<({ address: string; response: R } | { address: string; error: CohortError })[]> {
+    await this.routing.refresh([], options);
+    const addresses = this.leaders.knownAddresses();
+    if (addresses.length === 0) addresses.push(this.preferred);
+    return Promise.all(
+      addresses.map(async (address) => {
+        try {
+          return { address, response: await send(this.connections.get(address), address) };
+        } catch (error) {
+          return {
+            address,
+            error:
+              error instanceof CohortError
+                ? error
+                : errorFromCode(ErrorCode.UNKNOWN_SERVER_ERROR, address, error),
+          };
+        }
+      }),
+    );
+  }
+
+  /**
+   * Watches groups: named groups at their coordinators (one call per coordinator), every group (no ids) on
+   * every node; events of all of them on one watch. The watch ends when any of its calls ends; a call that
+   * ended because its coordinator moved forgets that coordinator, so watching again finds the new one.
+   */
+  watchGroups(
+    request: m.WatchGroupsRequest,
+    onEvent: (event: m.GroupEvent) => void,
+    onEnd: (error: CohortError | null) => void,
+  ): GroupWatchCall {
+    const calls: GroupWatchCall[] = [];
+    let isEnded = false;
+    let isPaused = false;
+    const lifetime = new AbortController();
+    const end = (error: CohortError | null): void => {
+      if (isEnded) return;
+      isEnded = true;
+      lifetime.abort();
+      for (const call of calls) call.cancel();
+      onEnd(error);
+    };
+    const open = (address: string, groupIds: string[], nodes: CoordinatorNode[]): void => {
+      if (isEnded) return;
+      const call = this.connections.get(address).watchGroups({ groupIds }, onEvent, (error) => {
+        if (
+          error !== null &&
+          (isCoordinatorMoved(error.code) || error.code === ErrorCode.REQUEST_TIMED_OUT)
+        ) {
+          groupIds.forEach((groupId, i) => this.coordinators.markUnknown(groupId, nodes[i]));
+        }
+        end(error);
+      });
+      calls.push(call);
+      if (isPaused) call.pause();
+    };
+    const options = { timeoutMs: STREAM_LOOKUP_TIMEOUT_MS, signal: lifetime.signal };
+    void (async () => {
+      if (request.groupIds.length === 0) {
+        await this.routing.refresh([], options);
+        const addresses = this.leaders.knownAddresses();
+        for (const address of addresses.length > 0 ? addresses : [this.preferred]) open(address, [], []);
+        return;
+      }
+      const byAddress = new Map<string, { groupIds: string[]; nodes: CoordinatorNode[] }>();
+      for (const groupId of request.groupIds) {
+        const node = await this.coordinators.coordinatorFor(groupId, options);
+        let entry = byAddress.get(node.address);
+        if (entry === undefined) byAddress.set(node.address, (entry = { groupIds: [], nodes: [] }));
+        entry.groupIds.push(groupId);
+        entry.nodes.push(node);
+      }
+      for (const [address, entry] of byAddress) open(address, entry.groupIds, entry.nodes);
+    })().catch((error: unknown) =>
+      end(
+        error instanceof CohortError
+          ? error
+          : errorFromCode(ErrorCode.UNKNOWN_SERVER_ERROR, 'WatchGroups', error),
+      ),
+    );
+    return {
+      cancel: () => {
+        if (isEnded) return;
+        isEnded = true;
+        lifetime.abort();
+        for (const call of calls) call.cancel();
+        onEnd(null);
+      },
+      pause: () => {
+        isPaused = true;
+        for (const call of calls) call.pause();
+      },
+      resume: () => {
+        isPaused = false;
+        for (const call of calls) call.resume();
+      },
+    };
+  }
+
+  private async perCoordinator<A>(
+    groupIds: readonly string[],
+    options: CallOptions,
+    send: (node: NodeTransport, groupIds: string[]) => Promise<A[]>,
+    codeOf: (answer: A) => ErrorCode,
+    failed: (groupId: string, error: CohortError) => A,
+  ): Promise<A[]> {
+    const answers = new Map<string, A>();
+    const byAddress = new Map<string, { node: CoordinatorNode; groupIds: string[] }>();
+    await Promise.all(
+      groupIds.map(async (groupId) => {
+        try {
+          const node = await this.coordinators.coordinatorFor(groupId, options);
+          let entry = byAddress.get(node.address);
+          if (entry === undefined) byAddress.set(node.address, (entry = { node, groupIds: [] }));
+          entry.groupIds.push(groupId);
+        } catch (error) {
+          if (!(error instanceof CohortError)) throw error;
+          answers.set(groupId, failed(groupId, error));
+        }
+      }),
+    );
+    await Promise.all(
+      [...byAddress].map(async ([address, { node, groupIds: ids }]) => {
+        try {
+          const list = await send(this.connections.get(address), ids);
+          list.forEach((answer, i) => {
+            const groupId = ids[i];
+            if (isCoordinatorMoved(codeOf(answer))) this.coordinators.markUnknown(groupId, node);
+            answers.set(groupId, answer);
+          });
+        } catch (error) {
+          if (!(error instanceof CohortError)) throw error;
+          if (isUnreachable(error)) for (const groupId of ids) this.coordinators.markUnknown(groupId, node);
+          if (byAddress.size === 1 && answers.size === 0) throw error; // the call failed as a whole
+          for (const groupId of ids) answers.set(groupId, failed(groupId, error));
+        }
+      }),
+    );
+    return groupIds.flatMap((groupId) => {
+      const answer = answers.get(groupId);
+      return answer === undefined ? [] : [answer];
+    });
+  }
+
+  // ---- broker calls ----
+
+  async createTopics(request: b.CreateTopicsRequest, options: CallOptions): Promise<b.CreateTopicsResponse> {
+    return (await this.callAny('CreateTopics', options, (n) => n.createTopics(request, options))).response;
+  }
+
+  /** Metadata from any node; its brokers and leaders update the client's view. */
+  async metadata(request: b.MetadataRequest, options: CallOptions): Promise<b.MetadataResponse> {
+    const { response, address } = await this.callAny('Metadata', options, (n) =>
+      n.metadata(request, options),
+    );
+    this.leaders.update(response, address);
+    return response;
+  }
+
+  produce(request: b.ProduceRequest, options: CallOptions): Promise<b.ProduceResponse> {
+    return produceToLeaders(this.routing, request, options);
+  }
+
+  fetch(request: b.FetchRequest, options: CallOptions): Promise<b.FetchResponse> {
+    return fetchFromLeaders(this.routing, request, options);
+  }
+
+  listOffsets(request: b.ListOffsetsRequest, options: CallOptions): Promise<b.ListOffsetsResponse> {
+    return listOffsetsAtLeaders(this.routing, request, options);
+  }
+}
+
+function topLevel(response: { errorCode: ErrorCode }): ErrorCode[] {
+  return [response.errorCode];
+}
+
+/**
+ * A member's heartbeat stream that follows its group's coordinator. Each send finds the coordinator (from
+ * the cache) and goes on the stream to that node, opened on first use; when the coordinator changed since,
+ * the old stream is closed and one to the new coordinator is opened, so a move costs no heartbeat. An
+ * answer or push of NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE forgets the coordinator and the stream to
+ * it. A stream that breaks rejects its sends (the member sends that heartbeat unary, as with one node).
+ */
+class CoordinatorHeartbeatStream implements HeartbeatStream {
+  private current: { node: CoordinatorNode; groupId: string; stream: HeartbeatStream } | null = null;
+  private readonly lifetime = new AbortController();
+  private isUnsupported = false;
+
+  constructor(
+    private readonly coordinators: CoordinatorCache,
+    private readonly connections: NodeConnections<NodeTransport>,
+    private readonly onPush: (code: ErrorCode) => void,
+  ) {}
+
+  get unsupported(): boolean {
+    return this.isUnsupported;
+  }
+
+  async send(request: m.HeartbeatRequest): Promise<ErrorCode> {
+    if (this.lifetime.signal.aborted) {
+      throw errorFromCode(ErrorCode.REQUEST_TIMED_OUT, 'HeartbeatStream was cancelled');
+    }
+    const node = await this.coordinators.coordinatorFor(request.groupId, {
+      timeoutMs: STREAM_LOOKUP_TIMEOUT_MS,
+      signal: this.lifetime.signal,
+    });
+    const current = this.streamTo(node, request.groupId);
+    try {
+      const code = await current.stream.send(request);
+      if (isCoordinatorMoved(code)) this.forget(current, true);
+      return code;
+    } catch (error) {
+      if (current.stream.unsupported) this.isUnsupported = true;
+      this.forget(current, isUnreachable(error));
+      throw error;
+    }
+  }
+
+  close(): void {
+    this.lifetime.abort();
+    this.current?.stream.close();
+    this.current = null;
+  }
+
+  private streamTo(
+    node: CoordinatorNode,
+    groupId: string,
+  ): NonNullable<CoordinatorHeartbeatStream['current']> {
+    const current = this.current;
+    if (current !== null && current.node.address === node.address && current.node.nodeId === node.nodeId) {
+      return current;
+    }
+    current?.stream.close();
+    const connection = this.connections.get(node.address);
+    if (connection.openHeartbeatStream === undefined) {
+      this.isUnsupported = true;
+      throw errorFromCode(ErrorCode.INVALID_REQUEST, 'the node has no HeartbeatStream');
+    }
+    const entry = { node, groupId, stream: undefined as unknown as HeartbeatStream };
+    entry.stream = connection.openHeartbeatStream((code) => {
+      if (this.current !== entry) return; // a push from a coordinator we left
+      if (isCoordinatorMoved(code)) this.forget(entry, true);
+      this.onPush(code);
+    });
+    this.current = entry;
+    return entry;
+  }
+
+  /** Drops the stream of `entry` (the next send opens another), and with `isMoved` its coordinator too. */
+  private forget(entry: NonNullable<CoordinatorHeartbeatStream['current']>, isMoved: boolean): void {
+    if (isMoved) this.coordinators.markUnknown(entry.groupId, entry.node);
+    if (this.current !== entry) return;
+    this.current = null;
+    entry.stream.close();
+  }
+}

@@ -1,0 +1,241 @@
+import { ClusterTransport } from '../../../src/client/cluster-transport';
+import { GroupMember } from '../../../src/client/group-member';
+import { CohortError, ErrorCode } from '../../../src/errors';
+import { ManualTime } from '../../../src/time';
+import { FakeCluster } from './support/fake-cluster';
+import { BASE_OPTIONS } from './support/member-harness';
+import type { HeartbeatResponse } from '../../../src/protocol/group-messages';
+import { flush, Held } from './support/scripted-transport';
+
+/** Member backoffs with random 0.5 are exact: retryBackoffMs (100) doubling, capped at 1,000. */
+function setUp(options: { bootstrap?: string[]; heartbeatOverStream?: boolean } = {}) {
+  const time = new ManualTime();
+  const cluster = new FakeCluster(time).coordinate('g', 2);
+  const transport = new ClusterTransport({
+    bootstrap: options.bootstrap ?? ['node-1:7070'],
+    connect: cluster.connect,
+    time,
+    random: () => 0.5,
+  });
+  const member = new GroupMember(
+    { ...BASE_OPTIONS, heartbeatOverStream: options.heartbeatOverStream ?? false },
+    { transport, time, random: () => 0.5 },
+  );
+  const lost: unknown[] = [];
+  member.on('lost', (event) => lost.push(event));
+  member.on('error', () => {});
+  const advance = async (ms: number): Promise<void> => {
+    time.advance(ms);
+    await flush();
+  };
+  return { time, cluster, transport, member, lost, advance };
+}
+
+describe('ClusterTransport: group calls go to the group coordinator', () => {
+  it('finds the coordinator on the bootstrap node, then sends every group call to it', async () => {
+    const { cluster, member, advance } = setUp();
+    await flush();
+    expect(member.state).toBe('stable');
+    expect(cluster.node(1).findCoordinatorCalls).toEqual([{ keyType: 0, keys: ['g'] }]);
+    expect(cluster.node(1).callsOf('joinGroup')).toHaveLength(0);
+    expect(cluster.node(2).callsOf('joinGroup')).toHaveLength(1);
+    expect(cluster.node(2).callsOf('syncGroup')).toHaveLength(1);
+    await advance(3_000);
+    await advance(3_000);
+    expect(cluster.node(2).callsOf('heartbeat')).toHaveLength(2);
+    // Cached: one lookup for all of it.
+    expect(cluster.node(1).findCoordinatorCalls).toHaveLength(1);
+    await member.close();
+  });
+
+  it('dials the coordinator at the address Metadata lists for its node id, one connection per node', async () => {
+    const { cluster, member } = setUp();
+    await flush();
+    expect(cluster.node(1).metadataCalls).toHaveLength(1); // node 2 was not known yet
+    expect(cluster.dialled).toEqual(['node-1:7070', 'node-2:7070']);
+    await member.close();
+  });
+
+  it('keeps member id and generation when NOT_COORDINATOR moves the group, and rejoins only when told', async () => {
+    const { cluster, member, lost, advance } = setUp();
+    await flush();
+    const { memberId, generationId } = member;
+    cluster.coordinate('g', 3);
+    cluster.node(2).script('heartbeat', { errorCode: ErrorCode.NOT_COORDINATOR });
+    await advance(3_000); // heartbeat → NOT_COORDINATOR
+    expect(cluster.node(1).findCoordinatorCalls).toHaveLength(1); // not before the backoff
+    await advance(99);
+    expect(cluster.node(1).findCoordinatorCalls).toHaveLength(1);
+    await advance(1); // the member's backoff (100 ms): the retry looks the coordinator up again
+    expect(cluster.node(1).findCoordinatorCalls).toHaveLength(2);
+    const moved = cluster.node(3).callsOf('heartbeat');
+    expect(moved).toHaveLength(1);
+    expect(moved[0].request).toMatchObject({ memberId, generationId });
+    expect(member.state).toBe('stable');
+    expect(cluster.node(3).callsOf('joinGroup')).toHaveLength(0);
+    expect(lost).toEqual([]);
+    // The new coordinator decides: it does not know the generation, so the member rejoins, keeping its id.
+    cluster.node(3).script('heartbeat', { errorCode: ErrorCode.ILLEGAL_GENERATION });
+    await advance(3_000);
+    expect(cluster.node(3).callsOf('joinGroup')).toHaveLength(1);
+    expect(cluster.node(3).callsOf('joinGroup')[0].request.memberId).toBe(memberId);
+    await member.close();
+  });
+
+  it('retries the same coordinator after COORDINATOR_LOAD_IN_PROGRESS, without looking it up again', async () => {
+    const { cluster, member, advance } = setUp();
+    await flush();
+    cluster.node(2).script('heartbeat', { errorCode: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS });
+    cluster.node(2).script('heartbeat', { errorCode: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS });
+    await advance(3_000);
+    await advance(100);
+    await advance(200);
+    expect(cluster.node(2).callsOf('heartbeat')).toHaveLength(3);
+    expect(cluster.node(1).findCoordinatorCalls).toHaveLength(1);
+    expect(member.state).toBe('stable');
+    await member.close();
+  });
+
+  it('backs off exponentially while FindCoordinator answers COORDINATOR_NOT_AVAILABLE', async () => {
+    const { time, cluster, member, advance } = setUp();
+    const node1 = cluster.node(1);
+    const unavailable = { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, nodeId: -1 };
+    node1.scriptFindCoordinator(unavailable, unavailable, unavailable);
+    const at: number[] = [];
+    const find = node1.findCoordinator.bind(node1);
+    node1.findCoordinator = (request) => {
+      at.push(time.monotonicMs());
+      return find(request);
+    };
+    await flush();
+    for (let i = 0; i < 20; i++) await advance(50);
+    expect(at.map((ms) => ms - at[0])).toEqual([0, 100, 300, 700]);
+    expect(member.state).toBe('stable');
+    expect(cluster.node(2).callsOf('joinGroup')).toHaveLength(1);
+    await member.close();
+  });
+
+  it('forgets a coordinator it cannot reach and finds the new one, keeping the generation', async () => {
+    const { cluster, member, lost, advance } = setUp();
+    await flush();
+    const generationId = member.generationId;
+    cluster.node(2).isDown = true;
+    cluster.coordinate('g', 3);
+    await advance(3_000);
+    await advance(100);
+    expect(cluster.node(3).callsOf('heartbeat')).toHaveLength(1);
+    expect(cluster.node(3).callsOf('heartbeat')[0].request.generationId).toBe(generationId);
+    expect(lost).toEqual([]);
+    await member.close();
+  });
+
+  it('goes on to the next bootstrap node when the first cannot be reached', async () => {
+    const { cluster, member } = setUp({ bootstrap: ['node-1:7070', 'node-3:7070'] });
+    cluster.node(1).isDown = true;
+    await flush();
+    expect(cluster.node(3).findCoordinatorCalls).toHaveLength(1);
+    expect(member.state).toBe('stable');
+    await member.close();
+  });
+
+  it('asks another bootstrap node next time after one did not answer in time', async () => {
+    const { cluster, transport, member } = setUp({ bootstrap: ['node-1:7070', 'node-3:7070'] });
+    await member.close(); // only the transport here
+    cluster.coordinate('h', 2);
+    const node1 = cluster.node(1);
+    node1.findCoordinator = () => Promise.reject(new CohortError(ErrorCode.REQUEST_TIMED_OUT, 'no answer'));
+    const options = { timeoutMs: 1_000 };
+    await expect(transport.coordinatorFor('h', options)).rejects.toMatchObject({
+      code: ErrorCode.REQUEST_TIMED_OUT,
+    });
+    expect((await transport.coordinatorFor('h', options)).nodeId).toBe(2);
+    expect(cluster.node(3).findCoordinatorCalls).toHaveLength(1);
+  });
+
+  it('takes a node without FindCoordinator (an older cohort) as the coordinator of the group', async () => {
+    const { cluster, member } = setUp();
+    cluster.node(1).scriptFindCoordinator(null);
+    await flush();
+    expect(member.state).toBe('stable');
+    expect(cluster.node(1).callsOf('joinGroup')).toHaveLength(1);
+    expect(cluster.node(2).callsOf('joinGroup')).toHaveLength(0);
+    await member.close();
+  });
+
+  it('a late NOT_COORDINATOR from the old coordinator does not undo a newer discovery', async () => {
+    const { cluster, transport } = setUp();
+    const options = { timeoutMs: 1_000 };
+    const heartbeat = { groupId: 'h', generationId: 1, memberId: 'm', groupInstanceId: '' };
+    cluster.coordinate('h', 2);
+    const late = new Held<HeartbeatResponse>();
+    cluster.node(2).script('heartbeat', late, { errorCode: ErrorCode.NOT_COORDINATOR });
+    const slow = transport.heartbeat(heartbeat, options); // parked at node 2
+    await flush();
+    await transport.heartbeat(heartbeat, options); // NOT_COORDINATOR: forgotten
+    expect(transport.cachedCoordinator('h')).toBeUndefined();
+    cluster.coordinate('h', 3);
+    expect((await transport.coordinatorFor('h', options)).nodeId).toBe(3);
+    late.resolve({ errorCode: ErrorCode.NOT_COORDINATOR }); // node 2's answer, arriving now
+    await slow;
+    expect(transport.cachedCoordinator('h')?.nodeId).toBe(3);
+  });
+});
+
+describe('ClusterTransport: the heartbeat stream follows the coordinator', () => {
+  it('re-opens the stream to the new coordinator after NOT_COORDINATOR', async () => {
+    const { cluster, member, lost, advance } = setUp({ heartbeatOverStream: true });
+    await flush();
+    await advance(3_000);
+    expect(cluster.node(2).streams).toHaveLength(1);
+    cluster.coordinate('g', 3);
+    cluster.node(2).script('heartbeat', { errorCode: ErrorCode.NOT_COORDINATOR });
+    await advance(3_000);
+    expect(cluster.node(2).streams[0].isClosed).toBe(true);
+    await advance(100);
+    expect(cluster.node(3).streams).toHaveLength(1);
+    expect(cluster.node(3).streams[0].sent).toHaveLength(1);
+    expect(cluster.node(3).streams[0].sent[0].generationId).toBe(member.generationId);
+    expect(lost).toEqual([]);
+    await member.close();
+  });
+});
+
+describe('ClusterTransport: admin calls', () => {
+  it('describes each group at its own coordinator and lists the groups of every node', async () => {
+    const time = new ManualTime();
+    const cluster = new FakeCluster(time).coordinate('a', 1).coordinate('b', 2).coordinate('c', 3);
+    const transport = new ClusterTransport({ bootstrap: ['node-1:7070'], connect: cluster.connect, time });
+    const options = { timeoutMs: 1_000 };
+    const described = await transport.describeGroups({ groups: ['c', 'a', 'b'] }, options);
+    expect(described.groups.map((g) => [g.groupId, g.errorCode, g.generationId])).toEqual([
+      ['c', ErrorCode.NONE, 3],
+      ['a', ErrorCode.NONE, 1],
+      ['b', ErrorCode.NONE, 2],
+    ]);
+    const listed = await transport.listGroups({ statesFilter: [] }, options);
+    expect(listed.groups.map((g) => g.groupId).sort()).toEqual(['a', 'b', 'c']);
+    cluster.node(3).isDown = true;
+    const partial = await transport.listGroups({ statesFilter: [] }, options);
+    expect(partial.errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+  });
+
+  it('opens a watch of named groups at their coordinators', async () => {
+    const time = new ManualTime();
+    const cluster = new FakeCluster(time).coordinate('a', 1).coordinate('b', 2);
+    const transport = new ClusterTransport({ bootstrap: ['node-1:7070'], connect: cluster.connect, time });
+    const ended: (CohortError | null)[] = [];
+    transport.watchGroups(
+      { groupIds: ['a', 'b'] },
+      () => {},
+      (e) => ended.push(e),
+    );
+    await flush();
+    expect(cluster.node(1).watchCalls.map((c) => c.request.groupIds)).toEqual([['a']]);
+    expect(cluster.node(2).watchCalls.map((c) => c.request.groupIds)).toEqual([['b']]);
+    // Its coordinator moved: the watch ends, and the next lookup asks again.
+    cluster.node(2).watchCalls[0].onEnd(new CohortError(ErrorCode.NOT_COORDINATOR, 'moved'));
+    expect(ended.map((e) => e?.code)).toEqual([ErrorCode.NOT_COORDINATOR]);
+    expect(transport.cachedCoordinator('b')).toBeUndefined();
+    expect(transport.cachedCoordinator('a')?.nodeId).toBe(1);
+  });
+});

@@ -1,0 +1,243 @@
+import { performance } from 'node:perf_hooks';
+import { ErrorCode } from '../../src/errors';
+import { CohortCluster, waitFor } from '../support/cohort-cluster';
+import { GroupCommitWorkload } from '../support/group-commit-workload';
+import { GroupHistory } from '../support/group-history';
+import { checkGroupHistory, describeGroupViolations } from '../support/group-history-checker';
+import { groupCoordinatorClient } from '../support/grpc-clients';
+
+/**
+ * Groups across a cluster (issue 15): three cohort nodes and etcd as real processes, the members SDK
+ * clients started from every node's address, finding their coordinator as users' members do.
+ *
+ * 1. kill -9 of the coordinator of a group of 50 members that commit offsets continuously (and a reader
+ *    that fetches them): the group is Stable again on another node, and the recorded history passes the
+ *    checker (test/support/group-history-checker.ts): no acknowledged commit lost, nothing read and later
+ *    gone, no member handed two assignments in one generation, no partition handed twice.
+ * 2. SIGSTOP of the coordinator past its session, SIGCONT after another node took the group over: the old
+ *    coordinator answers nothing but NOT_COORDINATOR for the group (Heartbeat, OffsetCommit, OffsetFetch,
+ *    JoinGroup).
+ * 3. A rolling restart (kill -9 and start, one node after the other) under a group of static members: no
+ *    more rebalances than coordinator moves (the members keep their ids and generation across a move).
+ */
+const SESSION_TIMEOUT_MS = 5_000;
+/** Elections, loads and the members' backoffs on a loaded 2-core machine: the bound adds this. */
+const TAKEOVER_SLACK_MS = 20_000;
+const MEMBERS = 50;
+const PARTITIONS = 50;
+const MEMBER_SESSION_MS = 30_000;
+
+let cluster: CohortCluster | undefined;
+
+beforeAll(async () => {
+  cluster = await CohortCluster.start({
+    nodeCount: 3,
+    sessionTimeoutMs: SESSION_TIMEOUT_MS,
+    minInsyncReplicas: 2,
+    // Few partitions: each node leads two, and the test's groups still move with their partition.
+    extraArgs: ['--offsets-topic-num-partitions', '6', '--group-initial-rebalance-delay-ms', '500'],
+  });
+}, 300_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function bootstrap(c: CohortCluster): string[] {
+  return c.nodeIds().map((id) => c.node(id).target);
+}
+
+/** The node that coordinates `groupId`, asked of a running node other than `except`. */
+async function coordinatorOf(c: CohortCluster, groupId: string, except?: number): Promise<number> {
+  return waitFor(
+    `a coordinator of ${groupId}${except === undefined ? '' : ` other than node ${except}`}`,
+    60_000,
+    async () => {
+      for (const id of c.runningNodeIds()) {
+        const client = groupCoordinatorClient(c.node(id).target);
+        try {
+          const { coordinators } = await client.findCoordinator({ keyType: 0, keys: [groupId] });
+          const found = coordinators[0];
+          if (found?.errorCode === ErrorCode.NONE && found.nodeId !== except) return found.nodeId;
+        } catch {
+          // that node is not answering: ask the next
+        } finally {
+          client.close();
+        }
+      }
+      return undefined;
+    },
+  );
+}
+
+function workload(
+  c: CohortCluster,
+  history: GroupHistory,
+  groupId: string,
+  extra: { static?: boolean; commits?: boolean } = {},
+) {
+  return new GroupCommitWorkload(history, {
+    bootstrap: bootstrap(c),
+    groupId,
+    topic: 'work',
+    partitions: PARTITIONS,
+    members: extra.static === true ? 10 : MEMBERS,
+    sessionTimeoutMs: MEMBER_SESSION_MS,
+    heartbeatIntervalMs: 1_000,
+    rebalanceTimeoutMs: 15_000,
+    ...(extra.static === true ? { groupInstanceIdPrefix: `${groupId}-instance` } : {}),
+    ...(extra.commits === false ? { commits: false } : {}),
+  });
+}
+
+test('kill -9 of a group coordinator: the group is Stable on another node and no acknowledged commit is lost', async () => {
+  const c = cluster!;
+  const history = new GroupHistory();
+  const groupId = 'faults-kill';
+  const load = workload(c, history, groupId);
+  try {
+    load.start();
+    await waitFor('the group Stable with every member', 120_000, () => load.isStable());
+    const before = await coordinatorOf(c, groupId);
+    await sleep(2_000);
+    const killedAt = performance.now();
+    await c.kill(before);
+    const after = await coordinatorOf(c, groupId, before);
+    await waitFor('a commit acknowledged after the kill', SESSION_TIMEOUT_MS + TAKEOVER_SLACK_MS, async () =>
+      load.lastAck !== undefined && load.lastAck.invokedAtMs > killedAt ? true : undefined,
+    );
+    const takeoverMs = load.lastAck!.ackedAtMs - killedAt;
+    await waitFor('the group Stable again with every member', 120_000, () => load.isStable());
+    await sleep(2_000);
+    await load.stopTraffic();
+    await load.recordFinalOffsets();
+    const verdict = checkGroupHistory(history.close());
+    process.stdout.write(
+      `coordinator node ${before} killed, node ${after} took over; first acknowledged commit after ` +
+        `${Math.round(takeoverMs)} ms; ${JSON.stringify(verdict.stats)}\n`,
+    );
+    expect(describeGroupViolations(verdict)).toBe('');
+    expect(verdict.stats.acknowledgedCommits).toBeGreaterThan(0);
+    expect(verdict.stats.generations).toBeGreaterThan(0);
+  } finally {
+    await load.close();
+    await c.startNode(c.nodeIds().find((id) => c.node(id).state === 'killed') ?? -1).catch(() => undefined);
+  }
+}, 400_000);
+
+test('SIGSTOP of a coordinator past its session: after SIGCONT it answers NOT_COORDINATOR for the moved group', async () => {
+  const c = cluster!;
+  const history = new GroupHistory();
+  const groupId = 'faults-pause';
+  const load = workload(c, history, groupId);
+  try {
+    load.start();
+    await waitFor('the group Stable with every member', 120_000, () => load.isStable());
+    const paused = await coordinatorOf(c, groupId);
+    const identity = load.memberIdentity()!;
+    c.pause(paused);
+    try {
+      await coordinatorOf(c, groupId, paused);
+      await waitFor('the group Stable on its new coordinator', 120_000, () => load.isStable());
+    } finally {
+      c.resume(paused);
+    }
+    const old = groupCoordinatorClient(c.node(paused).target);
+    try {
+      const heartbeat = await old.heartbeat({
+        groupId,
+        memberId: identity.memberId,
+        generationId: identity.generationId,
+      });
+      const commit = await old.offsetCommit({
+        groupId,
+        memberId: identity.memberId,
+        generationId: identity.generationId,
+        topics: [
+          {
+            name: 'work',
+            partitions: [
+              { partitionIndex: 0, committedOffset: 1, committedLeaderEpoch: -1, committedMetadata: '' },
+            ],
+          },
+        ],
+      });
+      const fetched = await old.offsetFetch({ groupId, topics: [{ name: 'work', partitionIndexes: [0] }] });
+      const join = await old.joinGroup({
+        groupId,
+        memberId: identity.memberId,
+        sessionTimeoutMs: MEMBER_SESSION_MS,
+        rebalanceTimeoutMs: 15_000,
+        protocolType: 'consumer',
+        protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+      });
+      expect({
+        heartbeat: heartbeat.errorCode,
+        commit: commit.topics[0]?.partitions[0]?.errorCode,
+        fetch: fetched.errorCode,
+        join: join.errorCode,
+      }).toEqual({
+        heartbeat: ErrorCode.NOT_COORDINATOR,
+        commit: ErrorCode.NOT_COORDINATOR,
+        fetch: ErrorCode.NOT_COORDINATOR,
+        join: ErrorCode.NOT_COORDINATOR,
+      });
+    } finally {
+      old.close();
+    }
+    await load.stopTraffic();
+    await load.recordFinalOffsets();
+    const verdict = checkGroupHistory(history.close());
+    process.stdout.write(
+      `coordinator node ${paused} paused past its session; ${JSON.stringify(verdict.stats)}\n`,
+    );
+    expect(describeGroupViolations(verdict)).toBe('');
+  } finally {
+    await load.close();
+  }
+}, 400_000);
+
+test('a rolling restart under static members causes no more rebalances than coordinator moves', async () => {
+  const c = cluster!;
+  const history = new GroupHistory();
+  const groupId = 'faults-rolling';
+  const load = workload(c, history, groupId, { static: true, commits: false });
+  try {
+    load.start();
+    const first = await waitFor('the group Stable with every member', 120_000, () => load.isStable());
+    // Every coordinator change, polled while the nodes restart (a partition may move away and back).
+    let moves = 0;
+    let coordinator = await coordinatorOf(c, groupId);
+    let isPolling = true;
+    const poller = (async () => {
+      while (isPolling) {
+        const now = await coordinatorOf(c, groupId).catch(() => coordinator);
+        if (now !== coordinator) moves++;
+        coordinator = now;
+        await sleep(250);
+      }
+    })();
+    try {
+      for (const nodeId of c.nodeIds()) {
+        await c.restart(nodeId);
+        await waitFor(`the group Stable after node ${nodeId} restarted`, 120_000, () => load.isStable());
+      }
+    } finally {
+      isPolling = false;
+      await poller;
+    }
+    const last = await waitFor('the group Stable at the end', 120_000, () => load.isStable());
+    const rebalances = last.generationId - first.generationId;
+    const verdict = checkGroupHistory(history.close());
+    process.stdout.write(
+      `rolling restart: generation ${first.generationId} → ${last.generationId}, ${moves} coordinator moves observed; ` +
+        `${JSON.stringify(verdict.stats)}\n`,
+    );
+    expect(describeGroupViolations(verdict)).toBe('');
+    expect(rebalances).toBeLessThanOrEqual(moves);
+  } finally {
+    await load.close();
+  }
+}, 600_000);

@@ -1,29 +1,17 @@
 import { ErrorCode } from '../errors';
 import type { BrokerNode, MetadataResponse } from '../log';
+import {
+  COORDINATOR_KEY_TYPE_GROUP,
+  type Coordinator,
+  type FindCoordinatorRequest,
+  type FindCoordinatorResponse,
+} from '../protocol/find-coordinator-messages';
 import { groupPartitionFor } from '../protocol/group-placement';
 
-/** Kafka's CoordinatorType.GROUP, the only key type cohort serves. */
-export const GROUP_KEY_TYPE = 0;
+export type { FindCoordinatorRequest, FindCoordinatorResponse };
+
 /** The internal topic whose partition leaders coordinate the groups. */
 export const GROUP_METADATA_TOPIC = '__consumer_offsets';
-
-export interface FindCoordinatorRequest {
-  readonly keyType: number;
-  readonly keys: readonly string[];
-}
-
-export interface Coordinator {
-  readonly key: string;
-  readonly nodeId: number;
-  readonly host: string;
-  readonly port: number;
-  readonly errorCode: ErrorCode;
-  readonly errorMessage: string;
-}
-
-export interface FindCoordinatorResponse {
-  readonly coordinators: readonly Coordinator[];
-}
 
 export interface FindCoordinatorOptions {
   /** This node's view of the cluster: Metadata for the internal topic (brokers and partition leaders). */
@@ -51,7 +39,7 @@ export function findCoordinatorHandler(
   options: FindCoordinatorOptions,
 ): (request: FindCoordinatorRequest) => Promise<FindCoordinatorResponse> {
   return async (request) => {
-    if (request.keyType !== GROUP_KEY_TYPE) {
+    if (request.keyType !== COORDINATOR_KEY_TYPE_GROUP) {
       const message = `key_type ${request.keyType} is not served: only 0 (groups) is`;
       return {
         coordinators: request.keys.map((key) => failed(key, ErrorCode.INVALID_REQUEST, message)),

@@ -62,6 +62,14 @@ export interface GroupCoordinatorRouterOptions extends GroupCoordinatorRuntimeOp
    * until `setNumPartitions`.
    */
   readonly numPartitions?: number;
+  /**
+   * Whether this node may act as a coordinator right now (cluster mode: its session with etcd is certainly
+   * alive, read from the clock on every request). While it says no, every group request is NOT_COORDINATOR
+   * even before the shards have been told to resign: a node resumed after a pause past its session must not
+   * answer a single heartbeat for groups another node took over, whichever of the expiry timer and the
+   * queued requests the event loop runs first. Absent: always (single-node mode).
+   */
+  readonly leadershipGuard?: { isActive(): boolean };
 }
 
 type ListedGroup = ListGroupsResponse['groups'][number];
@@ -98,8 +106,10 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
    */
   private readonly epochs: number[];
   private isActive = true;
+  private readonly leadershipGuard: { isActive(): boolean } | undefined;
 
   constructor(config: GroupConfig, time: Time, options: GroupCoordinatorRouterOptions) {
+    this.leadershipGuard = options.leadershipGuard;
     this.shards = [];
     this.epochs = [];
     if (options.numPartitions !== undefined) this.setNumPartitions(options.numPartitions);
@@ -288,10 +298,14 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
     if (!this.isActive) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
     const partitionIndex = this.partitionFor(groupId);
     if (partitionIndex === undefined) return ErrorCode.NOT_COORDINATOR;
-    return this.shards[partitionIndex] ?? ErrorCode.NOT_COORDINATOR;
+    const shard = this.shards[partitionIndex];
+    if (shard === undefined || this.leadershipGuard?.isActive() === false) return ErrorCode.NOT_COORDINATOR;
+    return shard;
   }
 
+  /** The shards of the partitions led here; none while the leadership guard says this node may not act. */
   private *ledShards(): Iterable<GroupCoordinatorShard> {
+    if (this.leadershipGuard?.isActive() === false) return;
     for (const shard of this.shards) if (shard !== undefined) yield shard;
   }
 
@@ -483,7 +497,7 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   shutdown(): void {
     if (!this.isActive) return;
     this.isActive = false;
-    for (const shard of this.ledShards()) shard.unload(ErrorCode.COORDINATOR_NOT_AVAILABLE, false);
+    for (const shard of this.shards) shard?.unload(ErrorCode.COORDINATOR_NOT_AVAILABLE, false);
     this.retention.shutdown();
     this.runtime.shutdown();
   }

@@ -244,6 +244,17 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   const recoveryLog = storageRecoveryLog(logger, metrics.recovery);
   const recovery = { truncateCorruptLogs: config.truncateCorruptLogs, listener: recoveryLog.listener };
 
+  // Cluster mode (--etcd-endpoints): a ClusterNode drives the log's partition roles (docs/cluster.md). Its
+  // guard and ISR proposer exist before the node does (it starts once the port is bound), for the log.
+  const cluster =
+    config.etcdEndpoints.length === 0
+      ? undefined
+      : new ClusterWiring(config, {
+          time,
+          logger,
+          onReadinessChange: () => refreshWholeServerHealth(),
+          onViewApplied: () => clusterBoard?.changed(),
+        });
   // Group state is durable, as Kafka keeps it: offsets and group metadata are records of the compacted,
   // replicated __consumer_offsets topic (docs/storage.md, "Durable group state"), hosted by the
   // ReplicaManager. The coordinator is a router over one shard per partition this node leads: the
@@ -257,22 +268,13 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       onTimerError: (error) => logger.error({ err: error }, 'a group timer task failed'),
       onWatchListenerError: (error) => logger.error({ err: error }, 'a group watch listener failed'),
       listener: groupListener,
+      // Cluster mode: no group request is served once the node's session may be gone (its clock says so).
+      ...(cluster === undefined ? {} : { leadershipGuard: cluster.guard }),
     });
     groupState = { router, stores: new LedOffsetsStores((groupId) => router.partitionFor(groupId)) };
     return router;
   };
   const coordinator = (options.coordinatorFactory ?? defaultFactory)(groupConfigOf(config), time);
-  // Cluster mode (--etcd-endpoints): a ClusterNode drives the log's partition roles (docs/cluster.md). Its
-  // guard and ISR proposer exist before the node does (it starts once the port is bound), for the log.
-  const cluster =
-    config.etcdEndpoints.length === 0
-      ? undefined
-      : new ClusterWiring(config, {
-          time,
-          logger,
-          onReadinessChange: () => refreshWholeServerHealth(),
-          onViewApplied: () => clusterBoard?.changed(),
-        });
   const replicaManager = new ReplicaManager(brokerConfigOf(config), {
     time,
     recovery,

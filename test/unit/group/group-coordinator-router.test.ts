@@ -95,9 +95,10 @@ class RouterHarness {
   readonly stale: Array<[number, number, number]> = [];
   readonly unloaded: Array<[number, number, number]> = [];
 
-  constructor(listener: GroupCoordinatorListener = {}) {
+  constructor(listener: GroupCoordinatorListener = {}, leadershipGuard?: { isActive(): boolean }) {
     this.router = new GroupCoordinatorRouter(TEST_GROUP_CONFIG, this.time, {
       numPartitions: NUM_PARTITIONS,
+      ...(leadershipGuard === undefined ? {} : { leadershipGuard }),
       listener: {
         ...listener,
         onStaleLeadership: (p, e, current) => this.stale.push([p, e, current]),
@@ -251,8 +252,11 @@ class RouterHarness {
 }
 
 const harnesses: RouterHarness[] = [];
-function harness(listener?: GroupCoordinatorListener): RouterHarness {
-  const h = new RouterHarness(listener);
+function harness(
+  listener?: GroupCoordinatorListener,
+  leadershipGuard?: { isActive(): boolean },
+): RouterHarness {
+  const h = new RouterHarness(listener, leadershipGuard);
   harnesses.push(h);
   return h;
 }
@@ -442,6 +446,31 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
 });
 
 describe('resignation', () => {
+  test('while the leadership guard says no, every group request is NOT_COORDINATOR before any resignation', async () => {
+    // A node resumed after a pause past its session: its requests may run before the expiry timer that
+    // resigns its shards; the guard reads the clock and answers for it.
+    let isSessionAlive = true;
+    const h = harness({}, { isActive: () => isSessionAlive });
+    h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
+    await settle();
+    const groupId = groupOn(0);
+    const { memberId, generationId } = await h.stableGroup(groupId);
+    expect(await h.heartbeat(groupId, memberId, generationId)).toBe(ErrorCode.NONE);
+    isSessionAlive = false;
+    expect(await h.heartbeat(groupId, memberId, generationId)).toBe(ErrorCode.NOT_COORDINATOR);
+    expect((await h.sendSync(groupId, memberId, generationId, 'instance').promise).errorCode).toBe(
+      ErrorCode.NOT_COORDINATOR,
+    );
+    expect((await h.sendJoin(groupId, 'instance', memberId).promise).errorCode).toBe(
+      ErrorCode.NOT_COORDINATOR,
+    );
+    expect((await h.describe(groupId)).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
+    expect((await h.router.listGroups({ statesFilter: [] }, CONTEXT)).groups).toEqual([]);
+    // The shard is still there (nobody resigned it): a session that comes back serves it again.
+    isSessionAlive = true;
+    expect(await h.heartbeat(groupId, memberId, generationId)).toBe(ErrorCode.NONE);
+  });
+
   test('a parked JoinGroup is answered NOT_COORDINATOR, and so is every later request', async () => {
     const h = harness();
     h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));

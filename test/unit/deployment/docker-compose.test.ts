@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
+import { runCli } from '../../../src/cli/run-cli';
 import type { CohortConfig } from '../../../src/config';
 import { DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, loadConfig, parseListenAddress } from '../../../src/config';
+import { captureContext } from '../cli/cli-harness';
 
 const REPO_ROOT = join(__dirname, '..', '..', '..');
 const read = (file: string): string => readFileSync(join(REPO_ROOT, file), 'utf8');
@@ -10,16 +12,21 @@ const read = (file: string): string => readFileSync(join(REPO_ROOT, file), 'utf8
 interface Service {
   readonly build?: unknown;
   readonly image?: string;
+  readonly entrypoint?: string[];
   readonly command?: string[] | string;
   readonly environment?: Record<string, string>;
   readonly ports?: string[];
   readonly healthcheck?: { readonly test: string[] };
   readonly depends_on?: Record<string, { readonly condition: string }>;
+  readonly init?: boolean;
 }
 
 const compose = load(read('docker-compose.yml')) as { services: Record<string, Service> };
 const services = compose.services;
 const NODES = ['node-1', 'node-2', 'node-3'];
+const MEMBERS = ['member-1', 'member-2', 'member-3'];
+/** The services that run the CLI against the cluster. */
+const CLIENTS = ['demo-topic', ...MEMBERS, 'demo-producer'];
 
 /** The Dockerfile's HEALTHCHECK command, as the exec-form array it gives. */
 function dockerfileHealthcheck(): string[] {
@@ -37,10 +44,40 @@ function configOf(name: string): CohortConfig {
   return loaded.config;
 }
 
+/**
+ * The `cohort` command lines in a shell text (compose's `$$` is the shell's `$`; `$HOSTNAME` becomes a
+ * sample host name): each `node dist/src/cli/main.js ...` as its arguments, without redirections.
+ */
+function cliCalls(shell: string): string[][] {
+  const text = shell.replace(/\$\$/g, '$').replace(/"\$HOSTNAME"/g, 'member-host');
+  const cli = 'dist/src/cli/main.js';
+  return text
+    .split(/\|\|?/)
+    .filter((part) => part.includes(cli))
+    .map((part) => {
+      const words = part.trim().split(/\s+/);
+      const args = words.slice(words.indexOf(cli) + 1);
+      return (args.includes('>') ? args.slice(0, args.indexOf('>')) : args).map((w) =>
+        w.replace(/^'(.*)'$/, '$1'),
+      );
+    });
+}
+
+const shellOf = (value: string[] | string | undefined): string =>
+  Array.isArray(value) ? value.join(' ') : (value ?? '');
+
+/** Every CLI call of a service: its command's, and its health check's. */
+function cliCallsOf(service: Service): string[][] {
+  return [
+    ...cliCalls(shellOf(service.command)),
+    ...(service.healthcheck?.test[0] === 'CMD-SHELL' ? cliCalls(service.healthcheck.test[1]) : []),
+  ];
+}
+
 describe('docker-compose.yml', () => {
-  it('runs etcd and three cohort nodes, building the image in every service that runs it', () => {
-    expect(Object.keys(services).sort()).toEqual(['etcd', ...NODES]);
-    for (const name of NODES)
+  it('runs etcd, three cohort nodes and the demo’s clients, building the image in every service that runs it', () => {
+    expect(Object.keys(services).sort()).toEqual(['etcd', ...CLIENTS, ...NODES].sort());
+    for (const name of [...NODES, ...CLIENTS])
       expect([name, services[name].build, services[name].image]).toEqual([name, '.', 'cohort:local']);
   });
 
@@ -92,5 +129,72 @@ describe('docker-compose.yml', () => {
     expect(new Set(secrets).size).toBe(1);
     expect(secrets[0]).not.toBe(configOf('node-1').token);
     expect(services.etcd.environment?.COHORT_CLUSTER_SECRET).toBeUndefined();
+  });
+
+  it('starts every client from a bootstrap list naming every node, at the address it advertises', () => {
+    const advertised = NODES.map((name) => configOf(name).advertisedAddress).sort();
+    for (const name of CLIENTS) {
+      const service = services[name];
+      const calls = cliCallsOf(service);
+      expect([name, calls.length > 0]).toEqual([name, true]);
+      for (const args of calls) {
+        // --address wins over COHORT_ADDRESS, as in the CLI.
+        const given = args.includes('--address') ? args[args.indexOf('--address') + 1] : undefined;
+        const address = given ?? service.environment?.COHORT_ADDRESS ?? '';
+        const bootstrap = address.split(',').map((entry) => entry.trim());
+        expect([name, args.join(' '), bootstrap.sort()]).toEqual([name, args.join(' '), advertised]);
+      }
+      // The clients send the nodes' bearer token, and never hold the nodes' secret.
+      expect([name, service.environment?.COHORT_TOKEN]).toEqual([name, configOf('node-1').token]);
+      expect([name, service.environment?.COHORT_CLUSTER_SECRET]).toEqual([name, undefined]);
+    }
+  });
+
+  it('creates the demo topic on all three nodes once every node is healthy, and starts the clients after it', () => {
+    const [create, describe] = cliCallsOf(services['demo-topic']);
+    expect(create.slice(0, 3)).toEqual(['topics', 'create', 'demo']);
+    expect(create[create.indexOf('--replication-factor') + 1]).toBe(String(NODES.length));
+    expect(describe.slice(0, 3)).toEqual(['topics', 'describe', 'demo']);
+    expect(services['demo-topic'].depends_on).toEqual(
+      Object.fromEntries(NODES.map((name) => [name, { condition: 'service_healthy' }])),
+    );
+    for (const name of [...MEMBERS, 'demo-producer']) {
+      expect([name, services[name].depends_on]).toEqual([
+        name,
+        { 'demo-topic': { condition: 'service_completed_successfully' } },
+      ]);
+    }
+  });
+
+  it('has each member print its group events, and be healthy only while it is in the group itself', () => {
+    for (const name of MEMBERS) {
+      const member = services[name];
+      const [consume] = cliCalls(shellOf(member.command));
+      expect(consume.slice(0, 2)).toEqual(['consume', 'demo']);
+      expect(consume).toContain('--print-group-events');
+      const clientId = consume[consume.indexOf('--client-id') + 1];
+      const group = consume[consume.indexOf('--group') + 1];
+      expect(clientId).toBe('member-host'); // the container's $HOSTNAME: one per member
+      expect(member.healthcheck?.test[0]).toBe('CMD-SHELL');
+      const [check] = cliCalls(member.healthcheck?.test[1] ?? '');
+      expect(check.slice(0, 3)).toEqual(['groups', 'describe', group]);
+      expect(check[check.indexOf('--client-id') + 1]).toBe(clientId);
+    }
+    const [produce] = cliCalls(shellOf(services['demo-producer'].command));
+    expect(produce.slice(0, 2)).toEqual(['produce', 'demo']);
+    // sh as PID 1 ignores SIGTERM: the init process passes docker stop's on to the pipeline.
+    expect(services['demo-producer'].init).toBe(true);
+  });
+
+  it('runs only cohort command lines the CLI accepts', async () => {
+    const calls = Object.values(services).flatMap(cliCallsOf);
+    // Three consumers and their health checks, the topic's create-or-describe, the producer.
+    expect(calls).toHaveLength(9);
+    for (const args of calls) {
+      // With --help a command parses every flag, then prints its help instead of running.
+      const { context, err } = captureContext();
+      const status = await runCli([...args, '--help'], context);
+      expect([args.join(' '), status, err()]).toEqual([args.join(' '), 0, '']);
+    }
   });
 });

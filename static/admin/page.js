@@ -234,7 +234,32 @@
     );
   }
 
+  /** The selected group's "last heartbeat" cells and their timestamps, for refreshHeartbeatAges. */
+  let heartbeatCells = [];
+
+  function heartbeatCell(lastHeartbeatMs) {
+    const cell = el(
+      'td',
+      { class: 'muted', 'data-testid': 'member-heartbeat' },
+      lastHeartbeatMs === null ? '—' : ago(lastHeartbeatMs),
+    );
+    if (lastHeartbeatMs !== null) heartbeatCells.push({ cell, ms: lastHeartbeatMs });
+    return cell;
+  }
+
+  /**
+   * A heartbeat's age grows between the server's frames: the page computes it from the timestamp and the
+   * server's clock (the skew), once a second, rewriting only those cells.
+   */
+  function refreshHeartbeatAges() {
+    for (const { cell, ms } of heartbeatCells) {
+      const text = ago(ms);
+      if (cell.textContent !== text) cell.textContent = text;
+    }
+  }
+
   function renderDetail() {
+    heartbeatCells = [];
     const detail = $('detail');
     const group = state.selected === null ? undefined : groups.get(state.selected);
     if (group === undefined) {
@@ -277,6 +302,7 @@
         el('td', null, m.clientId),
         el('td', null, m.clientHost),
         el('td', { 'data-testid': 'member-assignment' }, assignmentText(m.assignment)),
+        heartbeatCell(m.lastHeartbeatMs),
       ),
     );
     for (const d of [...group.departed].reverse()) {
@@ -293,6 +319,7 @@
             { class: 'how' },
             `${d.reason === 'session-expired' ? 'session expired' : d.reason === 'member-left' ? 'left' : d.reason} ${ago(d.atMs)}`,
           ),
+          el('td', { class: 'muted' }, '—'),
         ),
       );
     }
@@ -300,7 +327,7 @@
       group.members.length + group.departed.length === 0
         ? el('p', { class: 'empty' }, 'No members.')
         : table(
-            [['Member id'], ['Instance id'], ['Client id'], ['Host'], ['Partitions']],
+            [['Member id'], ['Instance id'], ['Client id'], ['Host'], ['Partitions'], ['Last heartbeat']],
             memberRows,
             'members-table',
           );
@@ -602,6 +629,19 @@
         if (state.selected === null) state.selected = data.groupId;
         if (data.groupId === state.selected) state.detailDirty = true;
         break;
+      case 'heartbeats':
+        // Heartbeats change nothing in the groups table: the group's view is updated in place, so its
+        // row is not rebuilt; only the selected group's detail shows them.
+        for (const change of data) {
+          const group = groups.get(change.groupId);
+          if (group === undefined) continue;
+          const latest = new Map(change.members);
+          group.members = group.members.map((m) =>
+            latest.has(m.memberId) ? { ...m, lastHeartbeatMs: latest.get(m.memberId) } : m,
+          );
+          if (change.groupId === state.selected) state.detailDirty = true;
+        }
+        break;
       case 'cluster':
         cluster = data;
         state.clusterDirty = true;
@@ -742,5 +782,6 @@
     scheduleRender();
   });
 
+  window.setInterval(refreshHeartbeatAges, 1000);
   connect();
 })();

@@ -195,6 +195,68 @@ it('shows a three-member group with its assignment and lag, then a session expir
   await page.close();
 }, 60_000);
 
+/** The age a member's "last heartbeat" cell shows, in seconds; null while it shows none. */
+async function heartbeatAgeS(page: Page): Promise<number | null> {
+  const text = await textOf(page, '[data-testid=member-heartbeat]');
+  const match = /^(\d+)s ago$/.exec(text ?? '');
+  return match === null ? null : Number(match[1]);
+}
+
+/** Waits until the page shows a last heartbeat age for which `accept` holds, and returns it. */
+async function waitForHeartbeatAge(page: Page, accept: (ageS: number) => boolean): Promise<number> {
+  for (;;) {
+    const ageS = await heartbeatAgeS(page);
+    if (ageS !== null && accept(ageS)) return ageS;
+    await page.waitForFunction(
+      (shown) =>
+        (globalThis as unknown as InPage).document.querySelector('[data-testid=member-heartbeat]')
+          ?.textContent !== shown,
+      { timeout: 20_000 },
+      ageS === null ? null : `${ageS}s ago`,
+    );
+  }
+}
+
+it("shows a member's last heartbeat age, growing while it is silent and reset by its next heartbeat", async () => {
+  t = await startTestServer({
+    manualClock: true,
+    groupInitialRebalanceDelayMs: 0,
+    adminListen: '127.0.0.1:0',
+  });
+  const clock = t.testClock();
+  await client('heartbeat-admin')
+    .admin()
+    .createTopics([{ name: TOPIC, numPartitions: 1 }]);
+  const groupId = `heartbeats-${process.pid}`;
+  const transport = new ObservedTransport(t.target);
+  const member = client('heartbeat-worker', transport).join({
+    ...MEMBER_DEFAULTS,
+    groupId,
+    topics: [TOPIC],
+    partitionsPerTopic: new Map([[TOPIC, 1]]),
+  });
+  await settled([member], partitionsOf(TOPIC, 1));
+
+  const page = await browser.newPage();
+  await page.goto(`${t.adminUrl}/#group=${encodeURIComponent(groupId)}`);
+  await waitForText(page, '[data-testid=group-state]', 'Stable');
+  await waitForHeartbeatAge(page, () => true);
+
+  // The member goes silent while the server's clock moves 3 s (well within its 10 s session): one lag
+  // round, after which the page lets the age grow on its own.
+  transport.hold('heartbeat');
+  await clock.advance({ ms: 3_000 });
+  const silentS = await waitForHeartbeatAge(page, (ageS) => ageS >= 2);
+
+  // Its next heartbeat reaches the page with the next round.
+  const heartbeat = nextHeartbeats([transport]);
+  transport.release('heartbeat');
+  await heartbeat;
+  await clock.advance({ ms: 1_000 });
+  expect(await waitForHeartbeatAge(page, (ageS) => ageS < silentS && ageS <= 1)).toBeLessThan(silentS);
+  await page.close();
+}, 60_000);
+
 it('shows this node in the Cluster panel as leader of every partition, and a topic created later, live', async () => {
   t = await startTestServer({ nodeId: 7, adminListen: '127.0.0.1:0' });
   const admin = client('cluster-admin').admin();

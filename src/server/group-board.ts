@@ -370,7 +370,13 @@ export class GroupBoard {
    */
   private sampleHeartbeats(): BoardHeartbeats[] {
     const changes: BoardHeartbeats[] = [];
-    if (this.groups.size === 0) return changes;
+    let hasMembers = false;
+    for (const entry of this.groups.values()) {
+      if (entry.members.length === 0) continue;
+      hasMembers = true;
+      break;
+    }
+    if (!hasMembers) return changes;
     const unsubscribe = this.options.watchGroups([], ({ group }) => {
       const entry = this.groups.get(group.groupId);
       if (entry === undefined || entry.members.length === 0) return;

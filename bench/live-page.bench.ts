@@ -3,8 +3,9 @@
  * real server in this process:
  *
  * 1. First render of the groups table with 1,000 groups: from the page's navigation start to the moment
- *    all 1,000 rows are in the table (performance.now() in the page, checked every animation frame), over
- *    `--rounds` reloads. Goal ≤ 1 s.
+ *    the table lists all 1,000 (its `aria-rowcount`; the table is windowed, so only the rows in view are in
+ *    the DOM) and shows its first rows (performance.now() in the page, checked every animation frame),
+ *    over `--rounds` reloads. Goal ≤ 1 s.
  * 2. Time from a rebalance completing to the page showing it: one SDK member stays in a group; a second
  *    joins and leaves, `--rebalances` times in all. For each generation, the server's wall clock at its
  *    `rebalance-completed` event (from a WatchGroups watch) against the page's wall clock when its
@@ -56,7 +57,9 @@ function percentile(sorted: readonly number[], p: number): number {
 interface InPage {
   readonly document: {
     querySelectorAll(selector: string): { length: number };
-    querySelector(selector: string): { textContent: string | null } | null;
+    querySelector(
+      selector: string,
+    ): { textContent: string | null; getAttribute(name: string): string | null } | null;
   };
   readonly performance: { now(): number; readonly timeOrigin: number };
   readonly MutationObserver: new (callback: () => void) => {
@@ -265,7 +268,10 @@ async function inBrowser(): Promise<Record<string, number>> {
       const handle = await page.waitForFunction(
         (n) => {
           const g = globalThis as unknown as InPage;
-          return g.document.querySelectorAll('#groups-body tr').length >= n ? g.performance.now() : false;
+          const listed = Number(g.document.querySelector('#groups-table')?.getAttribute('aria-rowcount'));
+          return listed >= n + 1 && g.document.querySelectorAll('#groups-body tr[data-group]').length > 0
+            ? g.performance.now()
+            : false;
         },
         { polling: 'raf', timeout: 30_000 },
         GROUPS,

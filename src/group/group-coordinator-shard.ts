@@ -222,6 +222,9 @@ export class GroupCoordinatorShard {
     // Member metadata is only meaningful for the protocol of a Stable group.
     const protocolName = group.is('Stable') ? (group.protocolName ?? '') : '';
     const members: DescribedGroupMember[] = [];
+    // One read of each clock for the whole group: ages derived from session deadlines (member-metadata.ts).
+    const wallNowMs = this.time.nowMs();
+    const monotonicNowMs = this.time.monotonicMs();
     for (const member of group.allMembers()) {
       members.push({
         memberId: member.memberId,
@@ -230,6 +233,7 @@ export class GroupCoordinatorShard {
         clientHost: member.clientHost,
         memberMetadata: protocolName === '' ? EMPTY_BUFFER : member.metadata(protocolName),
         memberAssignment: member.assignment,
+        lastHeartbeatMs: member.lastHeartbeatMs(wallNowMs, monotonicNowMs),
       });
     }
     return {

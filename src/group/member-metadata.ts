@@ -103,6 +103,28 @@ export class MemberMetadata {
     return this.isAwaitingJoin || this.isAwaitingSync;
   }
 
+  /**
+   * When the coordinator last heard from the member (a Heartbeat, SyncGroup or OffsetCommit that restarted
+   * its session, or its completed join), on the wall clock; 0 when it does not know: a member still on its
+   * first join (it lives on the fixed new-member timeout, not on heartbeats), or one whose session timer is
+   * not running (it expired while the member is parked in JoinGroup or SyncGroup).
+   *
+   * Nothing is recorded per heartbeat: the session task's deadline is the last restart plus the session
+   * timeout it was armed with, so the restart is derived from the task when asked. The task's deadline is
+   * on the monotonic clock; `wallNowMs` and `monotonicNowMs`, read together by the caller once for a whole
+   * description, turn it into wall-clock time.
+   *
+   * Worked example: session timeout 10,000 ms, a heartbeat at monotonic 5,000 arms the task for 15,000; asked
+   * at monotonic 8,000 and wall 1,700,000,008,000, the last heartbeat is 15,000 - 10,000 = 5,000, which is
+   * 3,000 ms ago: wall 1,700,000,005,000.
+   */
+  lastHeartbeatMs(wallNowMs: number, monotonicNowMs: number): number {
+    const task = this.heartbeat;
+    if (this.isNew || !task.isPending) return 0;
+    const restartedAtMs = task.deadlineMs - Math.ceil(task.delayMs);
+    return wallNowMs - Math.max(0, monotonicNowMs - restartedAtMs);
+  }
+
   /** The metadata the member sent for `protocolName`. */
   metadata(protocolName: string): Buffer {
     for (const protocol of this.supportedProtocols) {

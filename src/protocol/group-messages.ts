@@ -196,6 +196,11 @@ export interface DescribedGroupMember {
   memberMetadata: Buffer;
   /** The member's assignment (consumers: encoded with the consumer protocol); empty unless Stable. */
   memberAssignment: Buffer;
+  /**
+   * When the coordinator last heard from the member (Heartbeat, SyncGroup, OffsetCommit or a completed
+   * join), on its wall clock in ms; 0 when it does not know (a member on its first join). A cohort extension.
+   */
+  lastHeartbeatMs: number;
 }
 /** One group: its state, protocol and members, or why it cannot be described. */
 export interface DescribedGroup {

@@ -34,6 +34,11 @@ export interface BoardMember {
   readonly clientHost: string;
   /** Owned partitions; null unless the group is a consumer group whose assignment decodes. */
   readonly assignment: readonly TopicPartition[] | null;
+  /**
+   * When the coordinator last heard from the member (its wall clock, ms), at most a lag round old; null
+   * when it does not know (a member on its first join). The page shows the age and lets it grow.
+   */
+  readonly lastHeartbeatMs: number | null;
 }
 
 /** A member that left the group, and how. */
@@ -89,10 +94,21 @@ export interface BoardGroup {
   readonly lagSamples: readonly (readonly [number, number])[];
 }
 
-/** What a page hears: a group's whole view (on a change), its lag (at most once a second), or its end. */
+/** The members of one group whose last heartbeat moved since the previous round: `[memberId, ms]` pairs. */
+export interface BoardHeartbeats {
+  readonly groupId: string;
+  readonly members: readonly (readonly [string, number | null])[];
+}
+
+/**
+ * What a page hears: a group's whole view (on a change), its lag (at most once a second), its members'
+ * heartbeats (once a second), or its end.
+ */
 export interface BoardListener {
   onGroup(group: BoardGroup): void;
   onLag(group: BoardGroup): void;
+  /** Once per lag round with pages open, before `onTick`, for the groups whose heartbeats moved (never empty). */
+  onHeartbeats(changes: readonly BoardHeartbeats[]): void;
   /** The group went Dead (deleted or expired): its last message. */
   onGone(groupId: string, reason: string, atMs: number): void;
   /** Once per lag round, after every `onLag` of the round. */
@@ -155,6 +171,7 @@ function membersOf(group: DescribedGroup): BoardMember[] {
       clientId: m.clientId,
       clientHost: m.clientHost,
       assignment,
+      lastHeartbeatMs: m.lastHeartbeatMs === 0 ? null : m.lastHeartbeatMs,
     };
   });
 }
@@ -175,7 +192,10 @@ function pushBounded<T>(list: T[], item: T, max: number): void {
  * coordinator: each is a few Map operations and no I/O), so the timeline is exact even when a slow page's
  * stream coalesces its events. Lag has no events: committed offsets and high watermarks are sampled every
  * BOARD_LAG_INTERVAL_MS while a page is open, computed as the CLI computes them (partition-lag.ts), and
- * pages hear only of groups whose lag changed.
+ * pages hear only of groups whose lag changed. Heartbeats have no events either (the heartbeat path stays
+ * as it is): on the same round the board describes every group once (a watch opened and closed at once:
+ * its snapshots are the coordinator's descriptions now) and pages hear, in one small `onHeartbeats`, the
+ * members whose last heartbeat moved. A page computes the age itself, so it grows between rounds.
  *
  * Worked example: a Stable group at generation 3 whose member's session expires gives (session-expired,
  * PreparingRebalance): a rebalance opens with reasons [session-expired], the member is departed as
@@ -210,10 +230,13 @@ export class GroupBoard {
       this.unsubscribe = this.options.watchGroups([], (change) => this.onChange(change));
       this.timer = new SystemTimer({ name: 'admin-page', time: this.options.time });
       this.sampleLag();
-    } else if (this.options.lag !== undefined && this.listeners.size === 0) {
-      // No page was open, so lag was not sampled: a page opened now must not see it stale. (With pages
-      // open, the lag is at most a second old, and sampling again for each page would cost every page.)
-      for (const entry of this.groups.values()) this.sampleGroup(entry, this.options.lag);
+    } else if (this.listeners.size === 0) {
+      // No page was open, so lag and heartbeats were not sampled: a page opened now must not see them
+      // stale. (With pages open they are at most a second old, and sampling again for each page would cost
+      // every page.)
+      const lag = this.options.lag;
+      if (lag !== undefined) for (const entry of this.groups.values()) this.sampleGroup(entry, lag);
+      this.sampleHeartbeats();
     }
     this.listeners.add(listener);
     for (const entry of this.groups.values()) listener.onGroup(this.viewOf(entry));
@@ -331,9 +354,50 @@ export class GroupBoard {
         for (const l of this.listeners) l.onLag(view);
       }
     }
+    if (this.listeners.size > 0) {
+      const heartbeats = this.sampleHeartbeats();
+      if (heartbeats.length > 0) for (const l of this.listeners) l.onHeartbeats(heartbeats);
+    }
     const nowMs = this.options.time.nowMs();
     for (const l of this.listeners) l.onTick(nowMs);
     if (!this.isClosed) this.timer?.add(this.tick);
+  }
+
+  /**
+   * Reads every group's last heartbeats from the coordinator's descriptions now and keeps those that
+   * moved; returns them by group. Members are matched by id: the board hears every membership change
+   * synchronously, so the description has the same members, and a member it lacks is left as it is.
+   */
+  private sampleHeartbeats(): BoardHeartbeats[] {
+    const changes: BoardHeartbeats[] = [];
+    let hasMembers = false;
+    for (const entry of this.groups.values()) {
+      if (entry.members.length === 0) continue;
+      hasMembers = true;
+      break;
+    }
+    if (!hasMembers) return changes;
+    const unsubscribe = this.options.watchGroups([], ({ group }) => {
+      const entry = this.groups.get(group.groupId);
+      if (entry === undefined || entry.members.length === 0) return;
+      let moved: [string, number | null][] | undefined;
+      const lastHeartbeats = new Map<string, number>();
+      for (const m of group.members) lastHeartbeats.set(m.memberId, m.lastHeartbeatMs);
+      const members = entry.members.map((m) => {
+        const latest = lastHeartbeats.get(m.memberId);
+        if (latest === undefined) return m;
+        const lastHeartbeatMs = latest === 0 ? null : latest;
+        if (lastHeartbeatMs === m.lastHeartbeatMs) return m;
+        (moved ??= []).push([m.memberId, lastHeartbeatMs]);
+        return { ...m, lastHeartbeatMs };
+      });
+      if (moved === undefined) return;
+      entry.members = members;
+      entry.view = undefined;
+      changes.push({ groupId: group.groupId, members: moved });
+    });
+    unsubscribe();
+    return changes;
   }
 
   /** True if the group's lag changed. */

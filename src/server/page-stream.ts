@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Time } from '../time';
 import type { ClusterListener, ClusterView } from './cluster-board';
 import { CoalescingQueue } from './coalescing-queue';
-import type { BoardGroup, BoardListener } from './group-board';
+import type { BoardGroup, BoardHeartbeats, BoardListener } from './group-board';
 import type { WatchLimits } from './watch-groups';
 
 /** How long a dropped page's connection may take to read its last message before it is cut. */
@@ -47,13 +47,17 @@ interface PendingFrame {
  * Frames: `group` (a group's view, on each change and for each group on open), `lag` (a group's view
  * after its lag changed, at most once a second), `gone` (the group was deleted or expired), `cluster`
  * (the cluster panel's whole view, cluster-board.ts: on open and after each change; one waits at most,
- * the latest, written after the groups' frames of the same turn), `tick` (the server's clock, once a
- * second: the page shows the stream is alive) and `dropped`.
+ * the latest, written after the groups' frames of the same turn), `heartbeats` (the members whose last
+ * heartbeat moved, once a second; one waits at most, the latest, written after the groups' frames so that a
+ * group's older view never overwrites it), `tick` (the server's clock, once a second: the page shows the
+ * stream is alive) and `dropped`.
  */
 export class PageStream implements BoardListener, ClusterListener {
   private readonly queue = new CoalescingQueue<PendingFrame>();
   /** The latest cluster view not yet written: it replaces any older one. */
   private pendingCluster: ClusterView | undefined;
+  /** The latest heartbeats not yet written: a page that fell behind catches up on its next group frames. */
+  private pendingHeartbeats: readonly BoardHeartbeats[] | undefined;
   private blockedSinceMs: number | undefined;
   private isFlushScheduled = false;
   private leave: (() => void) | undefined;
@@ -100,6 +104,12 @@ export class PageStream implements BoardListener, ClusterListener {
     this.send(groupId, { event: 'gone', data: { groupId, reason, atMs } });
   }
 
+  onHeartbeats(changes: readonly BoardHeartbeats[]): void {
+    if (this.isEnded) return;
+    this.pendingHeartbeats = changes;
+    this.scheduleFlush();
+  }
+
   onCluster(view: ClusterView): void {
     if (this.isEnded) return;
     this.pendingCluster = view;
@@ -120,6 +130,7 @@ export class PageStream implements BoardListener, ClusterListener {
     this.leave?.();
     this.queue.clear();
     this.pendingCluster = undefined;
+    this.pendingHeartbeats = undefined;
     if (!this.response.writableEnded) this.response.end();
   }
 
@@ -156,10 +167,13 @@ export class PageStream implements BoardListener, ClusterListener {
   /** Writes every waiting frame, oldest group first, then the cluster's, in one write. */
   private flush(): void {
     if (this.isEnded || this.blockedSinceMs !== undefined) return;
-    if (this.queue.size === 0 && this.pendingCluster === undefined) return;
+    if (this.queue.size === 0 && this.pendingCluster === undefined && this.pendingHeartbeats === undefined)
+      return;
     let chunk = '';
     for (let frame = this.queue.shift(); frame !== undefined; frame = this.queue.shift())
       chunk += sharedFrame(frame.event, frame.data);
+    if (this.pendingHeartbeats !== undefined) chunk += sharedFrame('heartbeats', this.pendingHeartbeats);
+    this.pendingHeartbeats = undefined;
     if (this.pendingCluster !== undefined) chunk += sharedFrame('cluster', this.pendingCluster);
     this.pendingCluster = undefined;
     this.write(chunk);
@@ -176,6 +190,7 @@ export class PageStream implements BoardListener, ClusterListener {
     this.leave?.();
     this.queue.clear();
     this.pendingCluster = undefined;
+    this.pendingHeartbeats = undefined;
     // The last frame waits behind what the page has not read; a page that never reads is cut.
     this.response.socket?.setTimeout(DROPPED_SOCKET_TIMEOUT_MS, () => this.response.socket?.destroy());
     this.response.end(sseFrame('dropped', { message: `${message}: reload the page` }));

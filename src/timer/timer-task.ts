@@ -42,6 +42,16 @@ export abstract class TimerTask {
     if (list !== null) list.remove(this);
   }
 
+  /**
+   * The deadline as the timer knows it now: `expirationMs`, or while a SystemTimer has yet to fix a
+   * re-armed task's deadline (until the end of the synchronous run that re-armed it), its lower bound,
+   * which is earlier by at most that run's length. Reads fields only: no clock, no allocation.
+   */
+  get deadlineMs(): number {
+    const expirationMs = this.expirationMs;
+    return expirationMs >= 0 ? expirationMs : -expirationMs - 1;
+  }
+
   /** Scheduled, and neither run nor cancelled yet. */
   get isPending(): boolean {
     return this.timerList !== null;

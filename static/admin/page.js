@@ -130,16 +130,43 @@
     }
   }
 
-  /** groupId → its row in the groups table, the view it shows, and its "ago" cell. */
+  // The groups table is windowed: only the rows in view (and ROW_OVERSCAN on each side) are in the DOM,
+  // between two spacer rows that keep the scroll height of every row. With 1,000 groups a change then
+  // costs the browser the paint, pre-paint and layout of a few dozen rows, not of 1,001. Filter and sort
+  // still run over every group; rows have one fixed height (page.css), measured once.
+  const ROW_OVERSCAN = 10;
+  const viewport = { scrollTop: 0, heightPx: 600, rowHeightPx: 32, isRowHeightMeasured: false };
+
+  /** groupId → its row in the window, the view it shows, its index and its "ago" cell. */
   const rowCache = new Map();
   let renderedOrder = [];
+  /** The groups the table lists now, filtered and sorted (keyboard navigation walks it). */
+  let listedOrder = [];
 
-  function buildRow(group) {
+  function spacer() {
+    const td = el('td', { colspan: '7' });
+    return { tr: el('tr', { class: 'spacer', 'aria-hidden': 'true' }, td), td, heightPx: -1 };
+  }
+  const topSpacer = spacer();
+  const bottomSpacer = spacer();
+
+  function setSpacer(s, heightPx) {
+    if (s.heightPx === heightPx) return;
+    s.heightPx = heightPx;
+    s.td.style.height = `${heightPx}px`;
+  }
+
+  function buildRow(group, index) {
     const isSelected = group.groupId === state.selected;
     const agoCell = el('td', { class: 'muted' }, ago(lastRebalanceMs(group)));
     const tr = el(
       'tr',
-      { 'data-group': group.groupId, class: isSelected ? 'selected' : null },
+      {
+        'data-group': group.groupId,
+        'aria-rowindex': String(index + 2),
+        'aria-selected': isSelected ? 'true' : 'false',
+        class: isSelected ? 'selected' : null,
+      },
       el('td', { class: 'group-id', title: group.groupId }, group.groupId),
       el('td', null, stateBadge(group.state)),
       el('td', { class: 'num' }, group.generationId),
@@ -148,10 +175,10 @@
       el('td', { class: 'num' }, formatLag(group.totalLag)),
       agoCell,
     );
-    return { tr, group, isSelected, agoCell };
+    return { tr, group, isSelected, index, agoCell };
   }
 
-  /** "12s ago" moves on without any change: once a second, only those cells are rewritten. */
+  /** "12s ago" moves on without any change: once a second, only those cells (of the window) are rewritten. */
   function refreshAges() {
     for (const row of rowCache.values()) {
       const text = ago(lastRebalanceMs(row.group));
@@ -159,7 +186,7 @@
     }
   }
 
-  function renderGroups() {
+  function listedGroups() {
     const filter = state.filter.toLowerCase();
     const rows = [];
     for (const group of groups.values()) {
@@ -180,39 +207,116 @@
       if (x > y) return sortDir;
       return a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0;
     });
-    // Rows are built only for groups that changed since the last render (rowCache holds the others), and
-    // the table is reordered only when the order changed: a change of one group among 1,000 costs one row.
-    const order = rows.map((g) => g.groupId);
-    for (const group of rows) {
+    return rows;
+  }
+
+  function renderGroups() {
+    const rows = listedGroups();
+    listedOrder = rows.map((g) => g.groupId);
+    const { rowHeightPx } = viewport;
+    const first = Math.max(
+      0,
+      Math.min(rows.length, Math.floor(viewport.scrollTop / rowHeightPx) - ROW_OVERSCAN),
+    );
+    const last = Math.min(rows.length, first + Math.ceil(viewport.heightPx / rowHeightPx) + 2 * ROW_OVERSCAN);
+    // Rows are built only for groups that changed since the last render or that scrolled into the window,
+    // and the body is rebuilt only when the window's order changed: a change of one group costs one row.
+    const order = listedOrder.slice(first, last);
+    const inWindow = new Set(order);
+    for (const [groupId, row] of rowCache) {
+      if (inWindow.has(groupId)) continue;
+      row.tr.remove();
+      rowCache.delete(groupId);
+    }
+    for (let i = first; i < last; i++) {
+      const group = rows[i];
       const cached = rowCache.get(group.groupId);
       if (
         cached !== undefined &&
         cached.group === group &&
         cached.isSelected === (group.groupId === state.selected)
-      )
+      ) {
+        if (cached.index !== i) {
+          cached.index = i;
+          cached.tr.setAttribute('aria-rowindex', String(i + 2));
+        }
         continue;
-      const row = buildRow(group);
+      }
+      const row = buildRow(group, i);
       if (cached !== undefined) cached.tr.replaceWith(row.tr);
       rowCache.set(group.groupId, row);
     }
-    for (const [groupId, row] of rowCache) {
-      if (groups.has(groupId)) continue;
-      row.tr.remove();
-      rowCache.delete(groupId);
-    }
+    setSpacer(topSpacer, first * rowHeightPx);
+    setSpacer(bottomSpacer, (rows.length - last) * rowHeightPx);
     const body = $('groups-body');
     if (order.length !== renderedOrder.length || order.some((id, i) => id !== renderedOrder[i])) {
       const fragment = document.createDocumentFragment();
+      if (first > 0) fragment.append(topSpacer.tr);
       for (const groupId of order) fragment.append(rowCache.get(groupId).tr);
+      if (last < rows.length) fragment.append(bottomSpacer.tr);
       body.replaceChildren(fragment);
       renderedOrder = order;
+    } else {
+      // Same rows: only the spacers may have come or gone (the list grew or shrank past the window).
+      if (first > 0 !== topSpacer.tr.isConnected) {
+        if (first > 0) body.prepend(topSpacer.tr);
+        else topSpacer.tr.remove();
+      }
+      if (last < rows.length !== bottomSpacer.tr.isConnected) {
+        if (last < rows.length) body.append(bottomSpacer.tr);
+        else bottomSpacer.tr.remove();
+      }
     }
+    if (!viewport.isRowHeightMeasured && order.length > 0) measureRows();
+    $('groups-table').setAttribute('aria-rowcount', String(rows.length + 1));
     $('group-count').textContent = String(groups.size);
     $('groups-empty').hidden = groups.size > 0;
+    const { sortKey, sortDir } = state;
     for (const th of document.querySelectorAll('#groups-table th[data-sort]')) {
       if (th.dataset.sort === sortKey) th.setAttribute('aria-sort', sortDir > 0 ? 'ascending' : 'descending');
       else th.removeAttribute('aria-sort');
     }
+  }
+
+  /** Once, after the first rows are in: the rows' real height and the scroller's, for the window. */
+  function measureRows() {
+    const sample = rowCache.values().next().value.tr;
+    const heightPx = sample.getBoundingClientRect().height;
+    if (heightPx > 0) viewport.rowHeightPx = heightPx;
+    viewport.isRowHeightMeasured = heightPx > 0;
+    viewport.heightPx = $('groups-scroll').clientHeight || viewport.heightPx;
+    // The window assumed a height: render again with the measured one.
+    scheduleRender();
+  }
+
+  /** Keyboard: the arrows, Page Up/Down, Home and End move the selection through the listed groups. */
+  function moveSelection(key) {
+    if (listedOrder.length === 0) return false;
+    const page = Math.max(1, Math.floor(viewport.heightPx / viewport.rowHeightPx) - 1);
+    const at = listedOrder.indexOf(state.selected);
+    const steps = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page };
+    let next;
+    if (key === 'Home') next = 0;
+    else if (key === 'End') next = listedOrder.length - 1;
+    else if (key in steps) next = at < 0 ? 0 : at + steps[key];
+    else return false;
+    next = Math.max(0, Math.min(listedOrder.length - 1, next));
+    select(listedOrder[next]);
+    // Bring the row into view: the scroll event renders the new window.
+    const scroller = $('groups-scroll');
+    const headPx = viewport.rowHeightPx;
+    const topPx = next * viewport.rowHeightPx;
+    if (topPx < scroller.scrollTop) scroller.scrollTop = topPx;
+    else if (topPx + 2 * headPx > scroller.scrollTop + viewport.heightPx)
+      scroller.scrollTop = topPx + 2 * headPx - viewport.heightPx;
+    return true;
+  }
+
+  function select(groupId) {
+    state.selected = groupId;
+    history.replaceState(null, '', `#group=${encodeURIComponent(groupId)}`);
+    state.detailDirty = true;
+    scheduleRender();
   }
 
   function card(label, value, testId) {
@@ -234,7 +338,32 @@
     );
   }
 
+  /** The selected group's "last heartbeat" cells and their timestamps, for refreshHeartbeatAges. */
+  let heartbeatCells = [];
+
+  function heartbeatCell(lastHeartbeatMs) {
+    const cell = el(
+      'td',
+      { class: 'muted', 'data-testid': 'member-heartbeat' },
+      lastHeartbeatMs === null ? '—' : ago(lastHeartbeatMs),
+    );
+    if (lastHeartbeatMs !== null) heartbeatCells.push({ cell, ms: lastHeartbeatMs });
+    return cell;
+  }
+
+  /**
+   * A heartbeat's age grows between the server's frames: the page computes it from the timestamp and the
+   * server's clock (the skew), once a second, rewriting only those cells.
+   */
+  function refreshHeartbeatAges() {
+    for (const { cell, ms } of heartbeatCells) {
+      const text = ago(ms);
+      if (cell.textContent !== text) cell.textContent = text;
+    }
+  }
+
   function renderDetail() {
+    heartbeatCells = [];
     const detail = $('detail');
     const group = state.selected === null ? undefined : groups.get(state.selected);
     if (group === undefined) {
@@ -277,6 +406,7 @@
         el('td', null, m.clientId),
         el('td', null, m.clientHost),
         el('td', { 'data-testid': 'member-assignment' }, assignmentText(m.assignment)),
+        heartbeatCell(m.lastHeartbeatMs),
       ),
     );
     for (const d of [...group.departed].reverse()) {
@@ -293,6 +423,7 @@
             { class: 'how' },
             `${d.reason === 'session-expired' ? 'session expired' : d.reason === 'member-left' ? 'left' : d.reason} ${ago(d.atMs)}`,
           ),
+          el('td', { class: 'muted' }, '—'),
         ),
       );
     }
@@ -300,7 +431,7 @@
       group.members.length + group.departed.length === 0
         ? el('p', { class: 'empty' }, 'No members.')
         : table(
-            [['Member id'], ['Instance id'], ['Client id'], ['Host'], ['Partitions']],
+            [['Member id'], ['Instance id'], ['Client id'], ['Host'], ['Partitions'], ['Last heartbeat']],
             memberRows,
             'members-table',
           );
@@ -602,6 +733,19 @@
         if (state.selected === null) state.selected = data.groupId;
         if (data.groupId === state.selected) state.detailDirty = true;
         break;
+      case 'heartbeats':
+        // Heartbeats change nothing in the groups table: the group's view is updated in place, so its
+        // row is not rebuilt; only the selected group's detail shows them.
+        for (const change of data) {
+          const group = groups.get(change.groupId);
+          if (group === undefined) continue;
+          const latest = new Map(change.members);
+          group.members = group.members.map((m) =>
+            latest.has(m.memberId) ? { ...m, lastHeartbeatMs: latest.get(m.memberId) } : m,
+          );
+          if (change.groupId === state.selected) state.detailDirty = true;
+        }
+        break;
       case 'cluster':
         cluster = data;
         state.clusterDirty = true;
@@ -708,25 +852,43 @@
     state.filter = event.target.value;
     scheduleRender();
   });
-  $('groups-table')
-    .querySelector('thead')
-    .addEventListener('click', (event) => {
-      const key = event.target.closest('th')?.dataset.sort;
-      if (key === undefined) return;
-      if (state.sortKey === key) state.sortDir = -state.sortDir;
-      else {
-        state.sortKey = key;
-        state.sortDir = key === 'totalLag' || key === 'lastRebalanceMs' ? -1 : 1;
-      }
-      scheduleRender();
-    });
+  function sortBy(key) {
+    if (state.sortKey === key) state.sortDir = -state.sortDir;
+    else {
+      state.sortKey = key;
+      state.sortDir = key === 'totalLag' || key === 'lastRebalanceMs' ? -1 : 1;
+    }
+    scheduleRender();
+  }
+  const head = $('groups-table').querySelector('thead');
+  for (const th of head.querySelectorAll('th[data-sort]')) th.tabIndex = 0;
+  head.addEventListener('click', (event) => {
+    const key = event.target.closest('th')?.dataset.sort;
+    if (key !== undefined) sortBy(key);
+  });
+  head.addEventListener('keydown', (event) => {
+    const key = event.target.closest('th')?.dataset.sort;
+    if (key === undefined || (event.key !== 'Enter' && event.key !== ' ')) return;
+    event.preventDefault();
+    sortBy(key);
+  });
   $('groups-body').addEventListener('click', (event) => {
     const row = event.target.closest('tr');
-    if (row === null) return;
-    state.selected = row.dataset.group;
-    history.replaceState(null, '', `#group=${encodeURIComponent(state.selected)}`);
-    state.detailDirty = true;
-    scheduleRender();
+    if (row === null || row.dataset.group === undefined) return;
+    select(row.dataset.group);
+  });
+  const scroller = $('groups-scroll');
+  scroller.addEventListener(
+    'scroll',
+    () => {
+      viewport.scrollTop = scroller.scrollTop;
+      scheduleRender();
+    },
+    { passive: true },
+  );
+  scroller.addEventListener('keydown', (event) => {
+    if (event.target.closest('thead') !== null) return;
+    if (moveSelection(event.key)) event.preventDefault();
   });
   // A link or the address bar naming another group (#group=<id>) selects it without a reload.
   window.addEventListener('hashchange', () => {
@@ -737,10 +899,12 @@
     scheduleRender();
   });
   window.addEventListener('resize', () => {
+    viewport.heightPx = scroller.clientHeight || viewport.heightPx;
     destroyChart();
     state.detailDirty = true;
     scheduleRender();
   });
 
+  window.setInterval(refreshHeartbeatAges, 1000);
   connect();
 })();

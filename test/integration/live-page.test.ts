@@ -33,7 +33,11 @@ const SCREENSHOT =
  * and these casts compile away, so the functions reach the browser as written.
  */
 interface InPage {
-  readonly document: { querySelector(selector: string): { textContent: string | null } | null };
+  readonly document: {
+    querySelector(
+      selector: string,
+    ): { textContent: string | null; getAttribute?(name: string): string | null } | null;
+  };
   pwned?: number;
   notReloaded?: boolean;
 }
@@ -195,6 +199,68 @@ it('shows a three-member group with its assignment and lag, then a session expir
   await page.close();
 }, 60_000);
 
+/** The age a member's "last heartbeat" cell shows, in seconds; null while it shows none. */
+async function heartbeatAgeS(page: Page): Promise<number | null> {
+  const text = await textOf(page, '[data-testid=member-heartbeat]');
+  const match = /^(\d+)s ago$/.exec(text ?? '');
+  return match === null ? null : Number(match[1]);
+}
+
+/** Waits until the page shows a last heartbeat age for which `accept` holds, and returns it. */
+async function waitForHeartbeatAge(page: Page, accept: (ageS: number) => boolean): Promise<number> {
+  for (;;) {
+    const ageS = await heartbeatAgeS(page);
+    if (ageS !== null && accept(ageS)) return ageS;
+    await page.waitForFunction(
+      (shown) =>
+        (globalThis as unknown as InPage).document.querySelector('[data-testid=member-heartbeat]')
+          ?.textContent !== shown,
+      { timeout: 20_000 },
+      ageS === null ? null : `${ageS}s ago`,
+    );
+  }
+}
+
+it("shows a member's last heartbeat age, growing while it is silent and reset by its next heartbeat", async () => {
+  t = await startTestServer({
+    manualClock: true,
+    groupInitialRebalanceDelayMs: 0,
+    adminListen: '127.0.0.1:0',
+  });
+  const clock = t.testClock();
+  await client('heartbeat-admin')
+    .admin()
+    .createTopics([{ name: TOPIC, numPartitions: 1 }]);
+  const groupId = `heartbeats-${process.pid}`;
+  const transport = new ObservedTransport(t.target);
+  const member = client('heartbeat-worker', transport).join({
+    ...MEMBER_DEFAULTS,
+    groupId,
+    topics: [TOPIC],
+    partitionsPerTopic: new Map([[TOPIC, 1]]),
+  });
+  await settled([member], partitionsOf(TOPIC, 1));
+
+  const page = await browser.newPage();
+  await page.goto(`${t.adminUrl}/#group=${encodeURIComponent(groupId)}`);
+  await waitForText(page, '[data-testid=group-state]', 'Stable');
+  await waitForHeartbeatAge(page, () => true);
+
+  // The member goes silent while the server's clock moves 3 s (well within its 10 s session): one lag
+  // round, after which the page lets the age grow on its own.
+  transport.hold('heartbeat');
+  await clock.advance({ ms: 3_000 });
+  const silentS = await waitForHeartbeatAge(page, (ageS) => ageS >= 2);
+
+  // Its next heartbeat reaches the page with the next round.
+  const heartbeat = nextHeartbeats([transport]);
+  transport.release('heartbeat');
+  await heartbeat;
+  await clock.advance({ ms: 1_000 });
+  expect(await waitForHeartbeatAge(page, (ageS) => ageS < silentS && ageS <= 1)).toBeLessThan(silentS);
+  await page.close();
+}, 60_000);
+
 it('shows this node in the Cluster panel as leader of every partition, and a topic created later, live', async () => {
   t = await startTestServer({ nodeId: 7, adminListen: '127.0.0.1:0' });
   const admin = client('cluster-admin').admin();
@@ -230,6 +296,81 @@ it('shows this node in the Cluster panel as leader of every partition, and a top
   expect(await page.evaluate(() => (globalThis as unknown as InPage).notReloaded)).toBe(true);
   await page.close();
 }, 30_000);
+
+it('keeps only the rows in view of a long groups table in the page, and scrolls, filters and selects by keyboard over all of them', async () => {
+  t = await startTestServer({ adminListen: '127.0.0.1:0' });
+  const groupCount = 300;
+  const ids = Array.from({ length: groupCount }, (_, i) => `window-${String(i).padStart(4, '0')}`);
+  // Groups made by commits outside group membership: nothing to keep alive.
+  const raw = t.groupCoordinator();
+  for (const groupId of ids) {
+    await raw.offsetCommit({
+      groupId,
+      generationId: -1,
+      memberId: '',
+      groupInstanceId: '',
+      topics: [
+        {
+          name: TOPIC,
+          partitions: [
+            { partitionIndex: 0, committedOffset: 0, committedLeaderEpoch: -1, committedMetadata: '' },
+          ],
+        },
+      ],
+    });
+  }
+  const rowsInPage = (p: Page): Promise<string[]> =>
+    p.$$eval('#groups-body tr[data-group]', (rows) => rows.map((r) => r.getAttribute('data-group') ?? ''));
+
+  const page = await browser.newPage();
+  await page.goto(`${t.adminUrl}/`);
+  await page.waitForFunction(
+    (n) =>
+      (globalThis as unknown as InPage).document
+        .querySelector('#groups-table')
+        ?.getAttribute?.('aria-rowcount') === String(n + 1),
+    { timeout: 20_000 },
+    groupCount,
+  );
+  const first = await rowsInPage(page);
+  expect(first[0]).toBe(ids[0]);
+  expect(first.length).toBeLessThan(groupCount / 3);
+
+  // Scrolled to the end, the last groups are in the page, numbered for screen readers.
+  await page.$eval('#groups-scroll', (scroller) => (scroller.scrollTop = scroller.scrollHeight));
+  await page.waitForSelector(`#groups-body tr[data-group="${ids[groupCount - 1]}"]`);
+  expect(
+    await page.$eval(`#groups-body tr[data-group="${ids[groupCount - 1]}"]`, (r) =>
+      r.getAttribute('aria-rowindex'),
+    ),
+  ).toBe(String(groupCount + 1));
+  expect((await rowsInPage(page)).length).toBeLessThan(groupCount / 3);
+
+  // The filter runs over every group, those out of the window included.
+  await page.type('#filter', ids[150]);
+  await page.waitForFunction(
+    (id) => {
+      const rows = (globalThis as unknown as InPage).document.querySelector('#groups-body');
+      return rows?.textContent?.includes(id) === true && rows.textContent.length < 200;
+    },
+    { timeout: 20_000 },
+    ids[150],
+  );
+  expect(await rowsInPage(page)).toEqual([ids[150]]);
+  await page.$eval('#filter', (input) => ((input as unknown as { value: string }).value = ''));
+  await page.type('#filter', 'window-');
+
+  // Keyboard: End selects the last group listed, Home the first.
+  await page.focus('#groups-scroll');
+  await page.keyboard.press('End');
+  await waitForText(page, '[data-testid=group-title]', ids[groupCount - 1]);
+  await page.waitForSelector(`#groups-body tr.selected[data-group="${ids[groupCount - 1]}"]`);
+  await page.keyboard.press('Home');
+  await waitForText(page, '[data-testid=group-title]', ids[0]);
+  await page.keyboard.press('ArrowDown');
+  await waitForText(page, '[data-testid=group-title]', ids[1]);
+  await page.close();
+}, 60_000);
 
 it('shows a group id holding markup as text, never running it', async () => {
   t = await startTestServer({ groupInitialRebalanceDelayMs: 0, adminListen: '127.0.0.1:0' });

@@ -88,6 +88,14 @@ export class Tracked<T> {
 }
 
 /** Lets every resolved promise run its callbacks and the reply dispatcher finish its turns. */
+/**
+ * A description without each member's lastHeartbeatMs, for comparing descriptions taken at different
+ * times: a heartbeat moves it without being a change of the group (no event, nothing stored).
+ */
+export function withoutLastHeartbeats(group: DescribedGroup): unknown {
+  return { ...group, members: group.members.map(({ lastHeartbeatMs: _, ...rest }) => rest) };
+}
+
 export async function settle(turns = 3): Promise<void> {
   for (let i = 0; i < turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }

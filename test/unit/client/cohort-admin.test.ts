@@ -94,6 +94,7 @@ function member(memberId: string, partitions: number[], protocolType = 'consumer
       protocolType === 'consumer'
         ? encodeAssignment({ partitions: partitions.map((partition) => ({ topic: 'orders', partition })) })
         : Buffer.from('opaque'),
+    lastHeartbeatMs: 0,
   };
 }
 

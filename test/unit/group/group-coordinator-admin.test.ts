@@ -202,6 +202,8 @@ describe('DescribeGroups', () => {
           clientHost: CLIENT_HOST,
           memberMetadata: metadata,
           memberAssignment: Buffer.from('assigned'),
+          // The SyncGroup that made the group Stable restarted the member's session.
+          lastHeartbeatMs: h.time.nowMs(),
         },
       ],
       generationId: 1,

@@ -104,6 +104,7 @@ const examples: Record<string, object> = {
     clientHost: '',
     memberMetadata: Buffer.alloc(0),
     memberAssignment: Buffer.alloc(0),
+    lastHeartbeatMs: 0,
   } satisfies m.DescribedGroupMember,
   DescribedGroup: {
     errorCode: 0,

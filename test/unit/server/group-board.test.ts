@@ -1,15 +1,25 @@
 import type { GroupChange, GroupChangeListener } from '../../../src/group';
 import { encodeAssignment } from '../../../src/protocol/consumer-protocol';
 import type { DescribedGroup, DescribedGroupMember } from '../../../src/protocol/group-messages';
-import { GroupBoard, type BoardGroup, type BoardListener } from '../../../src/server/group-board';
+import {
+  GroupBoard,
+  type BoardGroup,
+  type BoardHeartbeats,
+  type BoardListener,
+} from '../../../src/server/group-board';
 import { ManualTime } from '../../../src/time';
 
 /** A GroupEvents stand-in: the test emits each change itself, as the coordinator would. */
 class Changes {
   listeners: GroupChangeListener[] = [];
   subscriptions = 0;
+  /** The coordinator's description of each group now, handed to a new subscription as its snapshots. */
+  readonly current = new Map<string, DescribedGroup>();
   readonly watchGroups = (_ids: readonly string[], listener: GroupChangeListener): (() => void) => {
     this.subscriptions++;
+    for (const group of this.current.values()) {
+      listener({ group, reason: 'snapshot', timestampMs: 0, isSnapshot: true } as GroupChange);
+    }
     this.listeners.push(listener);
     return () => (this.listeners = this.listeners.filter((l) => l !== listener));
   };
@@ -20,7 +30,7 @@ class Changes {
   }
 }
 
-function member(id: string, partitions: number[]): DescribedGroupMember {
+function member(id: string, partitions: number[], lastHeartbeatMs = 0): DescribedGroupMember {
   return {
     memberId: id,
     groupInstanceId: '',
@@ -30,6 +40,7 @@ function member(id: string, partitions: number[]): DescribedGroupMember {
     memberAssignment: encodeAssignment({
       partitions: partitions.map((partition) => ({ topic: 't', partition })),
     }),
+    lastHeartbeatMs,
   };
 }
 
@@ -52,12 +63,16 @@ class Page implements BoardListener {
   lagEvents = 0;
   ticks: number[] = [];
   gone: string[] = [];
+  heartbeats: BoardHeartbeats[][] = [];
   onGroup(g: BoardGroup): void {
     this.views.set(g.groupId, g);
   }
   onLag(g: BoardGroup): void {
     this.lagEvents++;
     this.views.set(g.groupId, g);
+  }
+  onHeartbeats(changes: readonly BoardHeartbeats[]): void {
+    this.heartbeats.push([...changes]);
   }
   onGone(groupId: string): void {
     this.gone.push(groupId);
@@ -162,6 +177,24 @@ describe('GroupBoard', () => {
       { topic: 't', partition: 0, committedOffset: '90', highWatermark: '100', lag: '10', memberId: 'a' },
     ]);
     expect(view.lagSamples.map(([, lag]) => lag)).toEqual([60, 10]);
+  });
+
+  it("reads members' last heartbeats once a second and tells pages only of those that moved", () => {
+    const page = new Page();
+    board.open(page);
+    changes.emit(group('Stable', 1, [member('a', [0], 900), member('b', [1])]), 'snapshot', 1_000);
+    expect(page.views.get('g')!.members.map((m) => m.lastHeartbeatMs)).toEqual([900, null]);
+
+    changes.current.set('g', group('Stable', 1, [member('a', [0], 900), member('b', [1], 1_500)]));
+    time.advance(1_000);
+    expect(page.heartbeats).toEqual([[{ groupId: 'g', members: [['b', 1_500]] }]]);
+    time.advance(1_000);
+    expect(page.heartbeats).toHaveLength(1);
+
+    // A page opened later gets the latest in its group view.
+    const later = new Page();
+    board.open(later);
+    expect(later.views.get('g')!.members.map((m) => m.lastHeartbeatMs)).toEqual([900, 1_500]);
   });
 
   it('samples lag again for a page that opens after every page had closed', () => {

@@ -104,6 +104,18 @@ describe('PageStream', () => {
     expect(response.frames().slice(4)).toEqual(['event: cluster\ndata: {"partitionCount":9}\n\n']);
   });
 
+  it("writes members' heartbeats after the groups' frames of the turn, so an older group view never overwrites them", async () => {
+    stream.onGroup(view('a', 1));
+    stream.onHeartbeats([{ groupId: 'a', members: [['m', 100]] }]);
+    stream.onHeartbeats([{ groupId: 'a', members: [['m', 200]] }]);
+    await nextTurn();
+    expect(response.written).toHaveLength(2);
+    expect(response.frames().slice(1)).toEqual([
+      'event: group\ndata: {"groupId":"a","generationId":1}\n\n',
+      'event: heartbeats\ndata: [{"groupId":"a","members":[["m",200]]}]\n\n',
+    ]);
+  });
+
   it('keeps only the latest frame of each group while the page is slow, and sends them on drain', async () => {
     response.isFull = true;
     stream.onGroup(view('a', 1));

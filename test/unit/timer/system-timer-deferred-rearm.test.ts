@@ -46,6 +46,16 @@ describe('SystemTimer adding on a real-time clock', () => {
   });
   afterEach(() => timer.shutdown());
 
+  it('gives a deferred task its lower bound as deadlineMs until the run ends, then the exact deadline', async () => {
+    const task = new RecordingTask(100, clock);
+    timer.add(task);
+    clock.ms = 1_050;
+    timer.add(task);
+    expect(task.deadlineMs).toBe(1_100);
+    await endOfRun();
+    expect(task.deadlineMs).toBe(1_150);
+  });
+
   it('counts the new deadline from a clock read taken after the re-arm, at the end of the run', async () => {
     const task = new RecordingTask(100, clock);
     timer.add(task);

@@ -211,10 +211,14 @@ export function toClusterMetadataUpdate(
   const partitions: PartitionLeadership[] = [];
   for (const topic of [...cluster.topics.keys()].sort()) {
     const assignment = cluster.topics.get(topic)!;
+    // A topic is in the update only once every partition of its assignment has a state: a node that
+    // creates a topic writes its assignment first and the controller the partitions' states after, and a
+    // view between the two must not show a topic of fewer partitions than it has (a group's partition is
+    // its hash modulo the count, and a replica set grown one partition at a time is not the topic's).
+    if (!assignment.partitions.every((_, i) => cluster.partitions.has(`${topic}/${i}`))) continue;
     assignment.partitions.forEach((replicas, partitionIndex) => {
       const name = `${topic}/${partitionIndex}`;
-      const stored = cluster.partitions.get(name);
-      if (stored === undefined) return;
+      const stored = cluster.partitions.get(name)!;
       let leadership = cache.get(name);
       if (leadership?.partitionEpoch !== stored.modRevision || leadership.replicas !== replicas) {
         leadership = toPartitionLeadership(topic, partitionIndex, replicas, stored);

@@ -66,6 +66,10 @@ describe('ClusterMetadataView', () => {
 
   it('reads everything in one revision and emits a complete update', async () => {
     await seed();
+    await admin.put(
+      partitionKey(clusterId, 't', 1),
+      encodePartitionState({ leader: 2, leaderEpoch: 0, isr: [2, 1], controllerEpoch: 4 }),
+    );
     const stateRevision = etcd.revision;
     view.start();
     await settle();
@@ -84,12 +88,39 @@ describe('ClusterMetadataView', () => {
             leader: 1,
             leaderEpoch: 3,
             isr: [1, 2],
+            partitionEpoch: stateRevision - 1,
+          },
+          {
+            topic: 't',
+            partitionIndex: 1,
+            replicas: [2, 1],
+            leader: 2,
+            leaderEpoch: 0,
+            isr: [2, 1],
             partitionEpoch: stateRevision,
           },
         ],
       },
     ]);
     expect(view.revision).toBe(stateRevision);
+  });
+
+  it('leaves a topic out until every partition of its assignment has a state', async () => {
+    // The assignment is written first and the states after (a topic created on a node that is not the
+    // controller): a view in between must not show a topic of one partition that has two.
+    await seed();
+    view.start();
+    await settle();
+    expect(updates.at(-1)!.partitions).toEqual([]);
+    await admin.put(
+      partitionKey(clusterId, 't', 1),
+      encodePartitionState({ leader: 2, leaderEpoch: 0, isr: [2, 1], controllerEpoch: 4 }),
+    );
+    await settle();
+    expect(updates.at(-1)!.partitions.map((p) => [p.topic, p.partitionIndex])).toEqual([
+      ['t', 0],
+      ['t', 1],
+    ]);
   });
 
   it('emits one update for a batch of changes, not one per change', async () => {

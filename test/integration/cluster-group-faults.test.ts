@@ -43,6 +43,22 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
+/** A test whose failure prints what the nodes said last: that explains it (a lost session, a load, a move). */
+function scenario(name: string, body: () => Promise<void>, timeoutMs: number): void {
+  test(
+    name,
+    async () => {
+      try {
+        await body();
+      } catch (error) {
+        if (cluster !== undefined) process.stderr.write(`${cluster.describeNodes(60)}\n`);
+        throw error;
+      }
+    },
+    timeoutMs,
+  );
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function bootstrap(c: CohortCluster): string[] {
@@ -72,6 +88,45 @@ async function coordinatorOf(c: CohortCluster, groupId: string, except?: number)
   );
 }
 
+/** Heartbeat, OffsetCommit, OffsetFetch and JoinGroup of a member of `groupId`, sent at once; their codes. */
+async function queuedRequests(
+  client: ReturnType<typeof groupCoordinatorClient>,
+  groupId: string,
+  identity: { memberId: string; generationId: number },
+): Promise<Record<string, number | undefined>> {
+  const [heartbeat, commit, fetched, join] = await Promise.all([
+    client.heartbeat({ groupId, memberId: identity.memberId, generationId: identity.generationId }),
+    client.offsetCommit({
+      groupId,
+      memberId: identity.memberId,
+      generationId: identity.generationId,
+      topics: [
+        {
+          name: 'work',
+          partitions: [
+            { partitionIndex: 0, committedOffset: 1, committedLeaderEpoch: -1, committedMetadata: '' },
+          ],
+        },
+      ],
+    }),
+    client.offsetFetch({ groupId, topics: [{ name: 'work', partitionIndexes: [0] }] }),
+    client.joinGroup({
+      groupId,
+      memberId: identity.memberId,
+      sessionTimeoutMs: MEMBER_SESSION_MS,
+      rebalanceTimeoutMs: 15_000,
+      protocolType: 'consumer',
+      protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+    }),
+  ]);
+  return {
+    heartbeat: heartbeat.errorCode,
+    commit: commit.topics[0]?.partitions[0]?.errorCode,
+    fetch: fetched.errorCode,
+    join: join.errorCode,
+  };
+}
+
 function workload(
   c: CohortCluster,
   history: GroupHistory,
@@ -92,152 +147,152 @@ function workload(
   });
 }
 
-test('kill -9 of a group coordinator: the group is Stable on another node and no acknowledged commit is lost', async () => {
-  const c = cluster!;
-  const history = new GroupHistory();
-  const groupId = 'faults-kill';
-  const load = workload(c, history, groupId);
-  try {
-    load.start();
-    await waitFor('the group Stable with every member', 120_000, () => load.isStable());
-    const before = await coordinatorOf(c, groupId);
-    await sleep(2_000);
-    const killedAt = performance.now();
-    await c.kill(before);
-    const after = await coordinatorOf(c, groupId, before);
-    await waitFor('a commit acknowledged after the kill', SESSION_TIMEOUT_MS + TAKEOVER_SLACK_MS, async () =>
-      load.lastAck !== undefined && load.lastAck.invokedAtMs > killedAt ? true : undefined,
-    );
-    const takeoverMs = load.lastAck!.ackedAtMs - killedAt;
-    await waitFor('the group Stable again with every member', 120_000, () => load.isStable());
-    await sleep(2_000);
-    await load.stopTraffic();
-    await load.recordFinalOffsets();
-    const verdict = checkGroupHistory(history.close());
-    process.stdout.write(
-      `coordinator node ${before} killed, node ${after} took over; first acknowledged commit after ` +
-        `${Math.round(takeoverMs)} ms; ${JSON.stringify(verdict.stats)}\n`,
-    );
-    expect(describeGroupViolations(verdict)).toBe('');
-    expect(verdict.stats.acknowledgedCommits).toBeGreaterThan(0);
-    expect(verdict.stats.generations).toBeGreaterThan(0);
-  } finally {
-    await load.close();
-    await c.startNode(c.nodeIds().find((id) => c.node(id).state === 'killed') ?? -1).catch(() => undefined);
-  }
-}, 400_000);
+scenario(
+  'kill -9 of a group coordinator: the group is Stable on another node and no acknowledged commit is lost',
+  async () => {
+    const c = cluster!;
+    const history = new GroupHistory();
+    const groupId = 'faults-kill';
+    const load = workload(c, history, groupId);
+    try {
+      load.start();
+      await waitFor('the group Stable with every member', 120_000, () => load.isStable());
+      const before = await coordinatorOf(c, groupId);
+      await sleep(2_000);
+      const killedAt = performance.now();
+      await c.kill(before);
+      const after = await coordinatorOf(c, groupId, before);
+      await waitFor(
+        'a commit acknowledged after the kill',
+        SESSION_TIMEOUT_MS + TAKEOVER_SLACK_MS,
+        async () => (load.lastAck !== undefined && load.lastAck.invokedAtMs > killedAt ? true : undefined),
+      );
+      const takeoverMs = load.lastAck!.ackedAtMs - killedAt;
+      await waitFor('the group Stable again with every member', 120_000, () => load.isStable());
+      await sleep(2_000);
+      await load.stopTraffic();
+      await load.recordFinalOffsets();
+      const verdict = checkGroupHistory(history.close());
+      process.stdout.write(
+        `coordinator node ${before} killed, node ${after} took over; first acknowledged commit after ` +
+          `${Math.round(takeoverMs)} ms; ${JSON.stringify(verdict.stats)}\n`,
+      );
+      expect(describeGroupViolations(verdict)).toBe('');
+      expect(verdict.stats.acknowledgedCommits).toBeGreaterThan(0);
+      expect(verdict.stats.generations).toBeGreaterThan(0);
+    } finally {
+      await load.close();
+      await c.startNode(c.nodeIds().find((id) => c.node(id).state === 'killed') ?? -1).catch(() => undefined);
+    }
+  },
+  400_000,
+);
 
-test('SIGSTOP of a coordinator past its session: after SIGCONT it answers NOT_COORDINATOR for the moved group', async () => {
-  const c = cluster!;
-  const history = new GroupHistory();
-  const groupId = 'faults-pause';
-  const load = workload(c, history, groupId);
-  try {
-    load.start();
-    await waitFor('the group Stable with every member', 120_000, () => load.isStable());
-    const paused = await coordinatorOf(c, groupId);
-    const identity = load.memberIdentity()!;
-    c.pause(paused);
+scenario(
+  'SIGSTOP of a coordinator past its session: after SIGCONT it answers NOT_COORDINATOR for the moved group',
+  async () => {
+    const c = cluster!;
+    const history = new GroupHistory();
+    const groupId = 'faults-pause';
+    const load = workload(c, history, groupId);
     try {
-      await coordinatorOf(c, groupId, paused);
-      await waitFor('the group Stable on its new coordinator', 120_000, () => load.isStable());
+      load.start();
+      await waitFor('the group Stable with every member', 120_000, () => load.isStable());
+      const paused = await coordinatorOf(c, groupId);
+      const identity = load.memberIdentity()!;
+      // A connection to the coordinator opened before the pause: the requests sent while it is stopped wait
+      // in its socket and are read right after SIGCONT, possibly before the session's expiry timer runs.
+      const old = groupCoordinatorClient(c.node(paused).target);
+      try {
+        await old.findCoordinator({ keyType: 0, keys: [groupId] });
+        c.pause(paused);
+        let answers: Promise<Record<string, number | undefined>>;
+        try {
+          await coordinatorOf(c, groupId, paused);
+          await waitFor('the group Stable on its new coordinator', 120_000, () => load.isStable());
+          answers = queuedRequests(old, groupId, identity);
+          await sleep(200);
+        } finally {
+          c.resume(paused);
+        }
+        expect(await answers).toEqual({
+          heartbeat: ErrorCode.NOT_COORDINATOR,
+          commit: ErrorCode.NOT_COORDINATOR,
+          fetch: ErrorCode.NOT_COORDINATOR,
+          join: ErrorCode.NOT_COORDINATOR,
+        });
+        // And on a fresh connection, once it has caught up with its own clock.
+        const fresh = groupCoordinatorClient(c.node(paused).target);
+        try {
+          expect(await queuedRequests(fresh, groupId, identity)).toEqual({
+            heartbeat: ErrorCode.NOT_COORDINATOR,
+            commit: ErrorCode.NOT_COORDINATOR,
+            fetch: ErrorCode.NOT_COORDINATOR,
+            join: ErrorCode.NOT_COORDINATOR,
+          });
+        } finally {
+          fresh.close();
+        }
+      } finally {
+        old.close();
+      }
+      await load.stopTraffic();
+      await load.recordFinalOffsets();
+      const verdict = checkGroupHistory(history.close());
+      process.stdout.write(
+        `coordinator node ${paused} paused past its session; ${JSON.stringify(verdict.stats)}\n`,
+      );
+      expect(describeGroupViolations(verdict)).toBe('');
     } finally {
-      c.resume(paused);
+      await load.close();
     }
-    const old = groupCoordinatorClient(c.node(paused).target);
-    try {
-      const heartbeat = await old.heartbeat({
-        groupId,
-        memberId: identity.memberId,
-        generationId: identity.generationId,
-      });
-      const commit = await old.offsetCommit({
-        groupId,
-        memberId: identity.memberId,
-        generationId: identity.generationId,
-        topics: [
-          {
-            name: 'work',
-            partitions: [
-              { partitionIndex: 0, committedOffset: 1, committedLeaderEpoch: -1, committedMetadata: '' },
-            ],
-          },
-        ],
-      });
-      const fetched = await old.offsetFetch({ groupId, topics: [{ name: 'work', partitionIndexes: [0] }] });
-      const join = await old.joinGroup({
-        groupId,
-        memberId: identity.memberId,
-        sessionTimeoutMs: MEMBER_SESSION_MS,
-        rebalanceTimeoutMs: 15_000,
-        protocolType: 'consumer',
-        protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
-      });
-      expect({
-        heartbeat: heartbeat.errorCode,
-        commit: commit.topics[0]?.partitions[0]?.errorCode,
-        fetch: fetched.errorCode,
-        join: join.errorCode,
-      }).toEqual({
-        heartbeat: ErrorCode.NOT_COORDINATOR,
-        commit: ErrorCode.NOT_COORDINATOR,
-        fetch: ErrorCode.NOT_COORDINATOR,
-        join: ErrorCode.NOT_COORDINATOR,
-      });
-    } finally {
-      old.close();
-    }
-    await load.stopTraffic();
-    await load.recordFinalOffsets();
-    const verdict = checkGroupHistory(history.close());
-    process.stdout.write(
-      `coordinator node ${paused} paused past its session; ${JSON.stringify(verdict.stats)}\n`,
-    );
-    expect(describeGroupViolations(verdict)).toBe('');
-  } finally {
-    await load.close();
-  }
-}, 400_000);
+  },
+  400_000,
+);
 
-test('a rolling restart under static members causes no more rebalances than coordinator moves', async () => {
-  const c = cluster!;
-  const history = new GroupHistory();
-  const groupId = 'faults-rolling';
-  const load = workload(c, history, groupId, { static: true, commits: false });
-  try {
-    load.start();
-    const first = await waitFor('the group Stable with every member', 120_000, () => load.isStable());
-    // Every coordinator change, polled while the nodes restart (a partition may move away and back).
-    let moves = 0;
-    let coordinator = await coordinatorOf(c, groupId);
-    let isPolling = true;
-    const poller = (async () => {
-      while (isPolling) {
-        const now = await coordinatorOf(c, groupId).catch(() => coordinator);
-        if (now !== coordinator) moves++;
-        coordinator = now;
-        await sleep(250);
-      }
-    })();
+scenario(
+  'a rolling restart under static members causes no more rebalances than coordinator moves',
+  async () => {
+    const c = cluster!;
+    const history = new GroupHistory();
+    const groupId = 'faults-rolling';
+    const load = workload(c, history, groupId, { static: true, commits: false });
     try {
-      for (const nodeId of c.nodeIds()) {
-        await c.restart(nodeId);
-        await waitFor(`the group Stable after node ${nodeId} restarted`, 120_000, () => load.isStable());
+      load.start();
+      const first = await waitFor('the group Stable with every member', 120_000, () => load.isStable());
+      // Every coordinator change, polled while the nodes restart (a partition may move away and back).
+      let moves = 0;
+      let coordinator = await coordinatorOf(c, groupId);
+      let isPolling = true;
+      const poller = (async () => {
+        while (isPolling) {
+          const now = await coordinatorOf(c, groupId).catch(() => coordinator);
+          if (now !== coordinator) moves++;
+          coordinator = now;
+          await sleep(250);
+        }
+      })();
+      try {
+        for (const nodeId of c.nodeIds()) {
+          await c.restart(nodeId);
+          await waitFor(`the group Stable after node ${nodeId} restarted`, 120_000, () => load.isStable());
+        }
+      } finally {
+        isPolling = false;
+        await poller;
       }
+      const last = await waitFor('the group Stable at the end', 120_000, () => load.isStable());
+      const rebalances = last.generationId - first.generationId;
+      const verdict = checkGroupHistory(history.close());
+      process.stdout.write(
+        `rolling restart: generation ${first.generationId} → ${last.generationId}, ${moves} coordinator moves observed; ` +
+          `${JSON.stringify(verdict.stats)}\n`,
+      );
+      expect(describeGroupViolations(verdict)).toBe('');
+      expect(rebalances).toBeLessThanOrEqual(moves);
     } finally {
-      isPolling = false;
-      await poller;
+      await load.close();
     }
-    const last = await waitFor('the group Stable at the end', 120_000, () => load.isStable());
-    const rebalances = last.generationId - first.generationId;
-    const verdict = checkGroupHistory(history.close());
-    process.stdout.write(
-      `rolling restart: generation ${first.generationId} → ${last.generationId}, ${moves} coordinator moves observed; ` +
-        `${JSON.stringify(verdict.stats)}\n`,
-    );
-    expect(describeGroupViolations(verdict)).toBe('');
-    expect(rebalances).toBeLessThanOrEqual(moves);
-  } finally {
-    await load.close();
-  }
-}, 600_000);
+  },
+  600_000,
+);

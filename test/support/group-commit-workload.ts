@@ -30,6 +30,9 @@ export interface GroupCommitWorkloadOptions {
   readonly commits?: boolean;
 }
 
+const REQUEST_TIMEOUT_MS = 5_000;
+const MEMBER_REQUEST_TIMEOUT_MS = 15_000;
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface MemberSlot {
@@ -56,7 +59,8 @@ export class GroupCommitWorkload {
     private readonly options: GroupCommitWorkloadOptions,
   ) {
     this.client = new CohortClient({ bootstrap: [...options.bootstrap], clientId: 'group-faults' });
-    this.admin = this.client.admin();
+    // A coordinator paused mid-call answers nothing: calls give up after 5 s (not 30) and find it again.
+    this.admin = this.client.admin({ requestTimeoutMs: REQUEST_TIMEOUT_MS });
   }
 
   start(): void {
@@ -70,6 +74,9 @@ export class GroupCommitWorkload {
         sessionTimeoutMs: options.sessionTimeoutMs,
         heartbeatIntervalMs: options.heartbeatIntervalMs,
         rebalanceTimeoutMs: options.rebalanceTimeoutMs,
+        // Long enough for 50 members to form on a loaded machine; a paused coordinator's heartbeats give up
+        // after it, and the member finds the new coordinator.
+        requestTimeoutMs: MEMBER_REQUEST_TIMEOUT_MS,
         retryBackoffMs: 100,
         retryBackoffMaxMs: 1_000,
         ...(options.groupInstanceIdPrefix === undefined
@@ -115,15 +122,29 @@ export class GroupCommitWorkload {
     };
   }
 
-  /** Every member holds an assignment of one generation, and the group says Stable with all of them. */
-  async isStable(): Promise<{ generationId: number } | undefined> {
+  /**
+   * Every member holds an assignment of one generation, and the group says Stable with all of them.
+   * Otherwise throws what is missing (waitFor reports the last one when it gives up).
+   */
+  async isStable(): Promise<{ generationId: number }> {
     const generations = new Set(this.slots.map((s) => s.generationId));
-    if (generations.size !== 1 || generations.has(-1)) return undefined;
+    const states = new Map<string, number>();
+    for (const slot of this.slots) states.set(slot.member.state, (states.get(slot.member.state) ?? 0) + 1);
+    const members = `members in generations [${[...generations].join(', ')}], states ${JSON.stringify(Object.fromEntries(states))}`;
+    if (generations.size !== 1 || generations.has(-1)) throw new Error(members);
     const [described] = await this.admin.describeGroups([this.options.groupId]);
-    if (described === undefined || described.state !== 'Stable') return undefined;
-    if (described.members.length !== this.options.members) return undefined;
     const generationId = [...generations][0]!;
-    return described.generationId === generationId ? { generationId } : undefined;
+    if (
+      described === undefined ||
+      described.state !== 'Stable' ||
+      described.members.length !== this.options.members ||
+      described.generationId !== generationId
+    ) {
+      throw new Error(
+        `${members}; the group is ${described?.state} in generation ${described?.generationId} with ${described?.members.length} members`,
+      );
+    }
+    return { generationId };
   }
 
   /** Stops committing and reading, and waits for the calls in flight. */

@@ -10,12 +10,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import pino from 'pino';
 import { createConfig } from '../../src/config';
 import { createServer } from '../../src/server';
 import { serveParent } from './child-rpc';
-import { mainThreadCpuUs } from '../support/main-thread-cpu';
+import { TurnProbe } from '../support/turn-probe';
 
 export interface CreateTopicsLoopProbe {
   /** The longest gap between two turns of a 1 ms timer chain, in wall-clock ms: the longest loop turn. */
@@ -48,44 +48,6 @@ const bound = server.start().then(async (address) => {
   await server.ready();
   return address.port;
 });
-
-/** A 1 ms timer chain: the gap between two of its turns holds whatever ran in between. */
-class TurnProbe {
-  longestMs = 0;
-  longestCpuMs = 0;
-  over100 = 0;
-  private lastMs = 0;
-  private lastCpuMs = 0;
-  private timer: NodeJS.Timeout | undefined;
-
-  start(): void {
-    this.longestMs = 0;
-    this.longestCpuMs = 0;
-    this.over100 = 0;
-    this.lastMs = performance.now();
-    this.lastCpuMs = mainThreadCpuUs() / 1_000;
-    this.timer = setTimeout(this.tick, 1);
-  }
-
-  stop(): void {
-    clearTimeout(this.timer);
-    this.tick();
-    clearTimeout(this.timer);
-  }
-
-  private readonly tick = (): void => {
-    const nowMs = performance.now();
-    const cpuMs = mainThreadCpuUs() / 1_000;
-    const cpuGapMs = cpuMs - this.lastCpuMs;
-    if (cpuGapMs > this.longestCpuMs || Number.isNaN(cpuGapMs)) this.longestCpuMs = cpuGapMs;
-    this.lastCpuMs = cpuMs;
-    const gapMs = nowMs - this.lastMs;
-    if (gapMs > this.longestMs) this.longestMs = gapMs;
-    if (gapMs > 100) this.over100++;
-    this.lastMs = nowMs;
-    this.timer = setTimeout(this.tick, 1);
-  };
-}
 
 const probe = new TurnProbe();
 let histogram: IntervalHistogram | undefined;

@@ -41,6 +41,30 @@ interface MemberSlot {
   owned: readonly number[];
   generationId: number;
   memberId: string;
+  /** performance.now() of the latest assignment. */
+  assignedAtMs: number;
+  /** Every acknowledged commit of this member, in order. */
+  readonly acks: MemberAck[];
+}
+
+/** One acknowledged commit of one member: when it was sent and answered, in which generation. */
+export interface MemberAck {
+  readonly invokedAtMs: number;
+  readonly ackedAtMs: number;
+  readonly generationId: number;
+}
+
+/** What one member did since a moment (GroupCommitWorkload.membersSince). */
+export interface MemberSince {
+  readonly name: string;
+  /** The generation it holds now (-1 before its first assignment). */
+  readonly generationId: number;
+  /** performance.now() of its latest assignment. */
+  readonly assignedAtMs: number;
+  /** Its first commit sent after the moment and acknowledged, if any. */
+  readonly firstAck: MemberAck | undefined;
+  /** Its first such commit in the generation it holds now, if any. */
+  readonly firstAckInGeneration: MemberAck | undefined;
 }
 
 export class GroupCommitWorkload {
@@ -51,6 +75,8 @@ export class GroupCommitWorkload {
   /** Assignments observed, in order: one per member per generation it was handed. */
   assignments = 0;
   private readonly slots: MemberSlot[] = [];
+  /** performance.now() of every revocation or loss a member was told of. */
+  private readonly rebalanceNotices: number[] = [];
   private isRunning = true;
   private readonly loops: Promise<void>[] = [];
 
@@ -83,9 +109,18 @@ export class GroupCommitWorkload {
           ? {}
           : { groupInstanceId: `${options.groupInstanceIdPrefix}-${i}` }),
       });
-      const slot: MemberSlot = { name, member, owned: [], generationId: -1, memberId: '' };
+      const slot: MemberSlot = {
+        name,
+        member,
+        owned: [],
+        generationId: -1,
+        memberId: '',
+        assignedAtMs: 0,
+        acks: [],
+      };
       member.on('assigned', ({ generationId, memberId, partitions }) => {
         slot.generationId = generationId;
+        slot.assignedAtMs = performance.now();
         slot.memberId = memberId;
         slot.owned = partitions.filter((p) => p.topic === options.topic).map((p) => p.partition);
         this.assignments++;
@@ -99,6 +134,7 @@ export class GroupCommitWorkload {
       });
       const drop = (): void => {
         slot.owned = [];
+        this.rebalanceNotices.push(performance.now());
       };
       member.on('revoked', drop);
       member.on('lost', drop);
@@ -145,6 +181,24 @@ export class GroupCommitWorkload {
       );
     }
     return { generationId };
+  }
+
+  /** Per member: its generation now and its first acknowledged commits sent after `sinceMs`. */
+  membersSince(sinceMs: number): MemberSince[] {
+    return this.slots.map((slot) => ({
+      name: slot.name,
+      generationId: slot.generationId,
+      assignedAtMs: slot.assignedAtMs,
+      firstAck: slot.acks.find((a) => a.invokedAtMs > sinceMs),
+      firstAckInGeneration: slot.acks.find(
+        (a) => a.invokedAtMs > sinceMs && a.generationId === slot.generationId,
+      ),
+    }));
+  }
+
+  /** When members were told of a revocation or a loss, since `sinceMs`. */
+  rebalanceNoticesSince(sinceMs: number): number[] {
+    return this.rebalanceNotices.filter((atMs) => atMs > sinceMs);
   }
 
   /** Stops committing and reading, and waits for the calls in flight. */
@@ -199,6 +253,7 @@ export class GroupCommitWorkload {
         return { op, partition, offset };
       });
       const invokedAtMs = performance.now();
+      const generationId = slot.generationId;
       try {
         await slot.member.commitOffsets(
           commits.map(({ partition, offset }) => ({ topic, partition, offset: BigInt(offset) })),
@@ -206,6 +261,7 @@ export class GroupCommitWorkload {
         );
         for (const { op } of commits) this.history.commitOk(op);
         this.lastAck = { invokedAtMs, ackedAtMs: performance.now() };
+        slot.acks.push({ invokedAtMs, ackedAtMs: this.lastAck.ackedAtMs, generationId });
       } catch (error) {
         const reason = error instanceof CohortError ? `${error.code}` : String(error);
         for (const { op } of commits) this.history.completeWithError(op, 'info', reason);

@@ -427,6 +427,42 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     expect((await h.describe(GROUP_A)).members).toBe(0);
   });
 
+  test('a partition of many groups is restored in slices, one per turn; sessions start after the last', async () => {
+    const h = harness();
+    const store = new MemoryGroupStore();
+    const sessionMs = 1_000;
+    const groupIds: string[] = [];
+    // Ten slices of RESTORE_GROUPS_PER_SLICE (100).
+    for (let n = 0; groupIds.length < 1_000; n++) {
+      const groupId = `many-${n}`;
+      if (groupPartitionFor(groupId, NUM_PARTITIONS) !== 0) continue;
+      groupIds.push(groupId);
+      store.seed(storedGroup(groupId, `member-${n}`, sessionMs));
+    }
+    const first = groupIds[0]!;
+    const last = groupIds[groupIds.length - 1]!;
+    const loading = deferred();
+    h.router.onElection(0, 2, storesOn(store, loading.promise));
+    loading.resolve();
+    // One turn after the replay: the first slices are in, not all, and the shard is still loading.
+    await settle(1);
+    expect(await h.commit(first, 1)).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
+    expect((await h.describe(last)).errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
+    // The clock moves while slices are restored: no session may run before the last slice is in.
+    h.advance(sessionMs);
+    await settle(12);
+    expect(await h.describe(first)).toMatchObject({ state: 'Stable', members: 1 });
+    expect(await h.describe(last)).toMatchObject({ state: 'Stable', members: 1 });
+    expect(h.router.numGroups).toBe(groupIds.length);
+    h.advance(sessionMs - 1);
+    await settle();
+    expect((await h.describe(first)).members).toBe(1);
+    h.advance(1);
+    await settle();
+    expect((await h.describe(first)).members).toBe(0);
+    expect((await h.describe(last)).members).toBe(0);
+  });
+
   test('a failed load serves nothing until the next election', async () => {
     const failures: unknown[] = [];
     const h = harness({ onShardLoadFailed: (_p, _e, error) => failures.push(error) });

@@ -20,12 +20,10 @@
  * lost over the runs must be 0. The killed node restarts on its data directory after each round.
  */
 import { performance } from 'node:perf_hooks';
-import { ErrorCode } from '../../src/errors';
 import { CohortCluster, waitFor } from '../../test/support/cohort-cluster';
 import { GroupCommitWorkload } from '../../test/support/group-commit-workload';
 import { GroupHistory } from '../../test/support/group-history';
 import { checkGroupHistory } from '../../test/support/group-history-checker';
-import { groupCoordinatorClient } from '../../test/support/grpc-clients';
 import { line, table, verdict } from '../support/report';
 import { median } from '../support/stats';
 
@@ -38,25 +36,6 @@ const REBALANCE_TIMEOUT_MS = 15_000;
 const SLACK_MS = 1_000;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The node coordinating `groupId`, asked of a running node other than `except`. */
-async function coordinatorOf(cluster: CohortCluster, groupId: string, except?: number): Promise<number> {
-  return waitFor(`a coordinator of ${groupId}`, 60_000, async () => {
-    for (const id of cluster.runningNodeIds()) {
-      const client = groupCoordinatorClient(cluster.node(id).target);
-      try {
-        const { coordinators } = await client.findCoordinator({ keyType: 0, keys: [groupId] });
-        const found = coordinators[0];
-        if (found?.errorCode === ErrorCode.NONE && found.nodeId !== except) return found.nodeId;
-      } catch {
-        // that node is not answering: ask the next
-      } finally {
-        client.close();
-      }
-    }
-    return undefined;
-  });
-}
 
 interface FailoverRound {
   readonly killed: number;
@@ -94,10 +73,10 @@ async function failoverRound(cluster: CohortCluster, index: number): Promise<Fai
       load.membersSince(formedAtMs).every((m) => m.firstAck !== undefined) ? true : undefined,
     );
     await sleep(1_000);
-    killed = await coordinatorOf(cluster, groupId);
+    killed = await cluster.coordinatorOf(groupId);
     const killedAtMs = performance.now();
     await cluster.kill(killed);
-    const tookOver = await coordinatorOf(cluster, groupId, killed);
+    const tookOver = await cluster.coordinatorOf(groupId, killed);
     // Every member confirmed in the generation it holds, and that generation the group's on its new node.
     const confirmed = await waitFor(
       'every member confirmed on the new coordinator',

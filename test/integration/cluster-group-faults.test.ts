@@ -65,29 +65,6 @@ function bootstrap(c: CohortCluster): string[] {
   return c.nodeIds().map((id) => c.node(id).target);
 }
 
-/** The node that coordinates `groupId`, asked of a running node other than `except`. */
-async function coordinatorOf(c: CohortCluster, groupId: string, except?: number): Promise<number> {
-  return waitFor(
-    `a coordinator of ${groupId}${except === undefined ? '' : ` other than node ${except}`}`,
-    60_000,
-    async () => {
-      for (const id of c.runningNodeIds()) {
-        const client = groupCoordinatorClient(c.node(id).target);
-        try {
-          const { coordinators } = await client.findCoordinator({ keyType: 0, keys: [groupId] });
-          const found = coordinators[0];
-          if (found?.errorCode === ErrorCode.NONE && found.nodeId !== except) return found.nodeId;
-        } catch {
-          // that node is not answering: ask the next
-        } finally {
-          client.close();
-        }
-      }
-      return undefined;
-    },
-  );
-}
-
 /** Heartbeat, OffsetCommit, OffsetFetch and JoinGroup of a member of `groupId`, sent at once; their codes. */
 async function queuedRequests(
   client: ReturnType<typeof groupCoordinatorClient>,
@@ -157,11 +134,11 @@ scenario(
     try {
       load.start();
       await waitFor('the group Stable with every member', 120_000, () => load.isStable());
-      const before = await coordinatorOf(c, groupId);
+      const before = await c.coordinatorOf(groupId);
       await sleep(2_000);
       const killedAt = performance.now();
       await c.kill(before);
-      const after = await coordinatorOf(c, groupId, before);
+      const after = await c.coordinatorOf(groupId, before);
       await waitFor(
         'a commit acknowledged after the kill',
         SESSION_TIMEOUT_MS + TAKEOVER_SLACK_MS,
@@ -198,7 +175,7 @@ scenario(
     try {
       load.start();
       await waitFor('the group Stable with every member', 120_000, () => load.isStable());
-      const paused = await coordinatorOf(c, groupId);
+      const paused = await c.coordinatorOf(groupId);
       const identity = load.memberIdentity()!;
       // A connection to the coordinator opened before the pause: the requests sent while it is stopped wait
       // in its socket and are read right after SIGCONT, possibly before the session's expiry timer runs.
@@ -208,7 +185,7 @@ scenario(
         c.pause(paused);
         let answers: Promise<Record<string, number | undefined>>;
         try {
-          await coordinatorOf(c, groupId, paused);
+          await c.coordinatorOf(groupId, paused);
           await waitFor('the group Stable on its new coordinator', 120_000, () => load.isStable());
           answers = queuedRequests(old, groupId, identity);
           await sleep(200);
@@ -262,11 +239,11 @@ scenario(
       const first = await waitFor('the group Stable with every member', 120_000, () => load.isStable());
       // Every coordinator change, polled while the nodes restart (a partition may move away and back).
       let moves = 0;
-      let coordinator = await coordinatorOf(c, groupId);
+      let coordinator = await c.coordinatorOf(groupId);
       let isPolling = true;
       const poller = (async () => {
         while (isPolling) {
-          const now = await coordinatorOf(c, groupId).catch(() => coordinator);
+          const now = await c.coordinatorOf(groupId).catch(() => coordinator);
           if (now !== coordinator) moves++;
           coordinator = now;
           await sleep(250);

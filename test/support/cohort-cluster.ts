@@ -10,6 +10,7 @@ import { clusterBrokerClient, fetchOne, seenRecords } from './cluster-broker-cli
 import type { PartitionMetadataWire } from './cluster-broker-client';
 import { leaderFinder, monotonicMs, type LeaderInfo } from './cluster-clients';
 import { freePorts, startEtcd, type EtcdProcess } from './etcd';
+import { groupCoordinatorClient } from './grpc-clients';
 import type { FinalReplicaLog, LogHistory, PartitionRef, SeenRecord } from './log-history';
 import { spawnCohort, type CohortProcess } from './spawn-cohort';
 
@@ -261,6 +262,29 @@ export class CohortCluster {
   async restart(nodeId: number): Promise<void> {
     await this.kill(nodeId);
     await this.startNode(nodeId);
+  }
+
+  /**
+   * The node that coordinates `groupId` (FindCoordinator), asked of each running node in turn until one
+   * names a node other than `except`; a node that does not answer is skipped.
+   */
+  async coordinatorOf(groupId: string, except?: number, timeoutMs = 60_000): Promise<number> {
+    const other = except === undefined ? '' : ` other than node ${except}`;
+    return waitFor(`a coordinator of ${groupId}${other}`, timeoutMs, async () => {
+      for (const id of this.runningNodeIds()) {
+        const client = groupCoordinatorClient(this.node(id).target);
+        try {
+          const { coordinators } = await client.findCoordinator({ keyType: 0, keys: [groupId] });
+          const found = coordinators[0];
+          if (found?.errorCode === ErrorCode.NONE && found.nodeId !== except) return found.nodeId;
+        } catch {
+          // that node is not answering: ask the next
+        } finally {
+          client.close();
+        }
+      }
+      return undefined;
+    });
   }
 
   /** Creates a topic through the first node that accepts it (the request may reach one before the controller knows it is one). */

@@ -11,6 +11,7 @@ export type { FetchParams, FetchPartitionStatus } from './delayed-fetch';
 export { DelayedProduce } from './delayed-produce';
 export type { ProducePartitionStatus } from './delayed-produce';
 export type { LeaderEndpoint } from './leader-endpoint';
+export { LeaderRefusedCall } from './leader-endpoint';
 export { LogManager } from './log-manager';
 export type { TopicAssignment } from './log-manager';
 export { checkLeaderEpoch, Partition, UNKNOWN_OFFSET } from './partition';

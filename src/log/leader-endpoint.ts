@@ -6,6 +6,15 @@ import type {
 } from './broker-protocol';
 
 /**
+ * A call the leader answered with a refusal (its credentials check, an unknown method) rather than one
+ * that could not reach it: the follower reports the two differently, since only one of them is an
+ * operator's to mend. An endpoint rejects with this; anything else it rejects with counts as unreachable.
+ */
+export class LeaderRefusedCall extends Error {
+  override readonly name = 'LeaderRefusedCall';
+}
+
+/**
  * How a follower reaches its leader: the Broker RPCs replication needs. The log layer knows nothing of
  * the transport; the server layer implements this over grpc-js (and tests with an in-memory leader).
  *

@@ -1,7 +1,7 @@
 import type { LeaderEndpoint } from './leader-endpoint';
 import type { ClusterNodeAddress } from './partition-roles';
 import { ReplicaFetcher } from './replica-fetcher';
-import type { ReplicaFetcherOptions } from './replica-fetcher';
+import type { LeaderLinkStatus, ReplicaFetcherOptions } from './replica-fetcher';
 import type { ReplicaManager } from './replica-manager';
 
 /**
@@ -73,6 +73,11 @@ export class ReplicaFetcherManager {
   /** The fetcher copying from `leaderId`, if any (status, metrics, tests). */
   fetcherFor(leaderId: number): ReplicaFetcher | undefined {
     return this.fetchers.get(leaderId)?.fetcher;
+  }
+
+  /** How the link to each leader fetched from now stands (metrics). */
+  leaderLinks(): { leaderId: number; status: LeaderLinkStatus }[] {
+    return [...this.fetchers].map(([leaderId, entry]) => ({ leaderId, status: entry.fetcher.leaderStatus }));
   }
 
   /** The leaders fetched from now. */

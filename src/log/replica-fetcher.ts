@@ -3,7 +3,7 @@ import type { Time } from '../time';
 import type { Timer } from '../timer';
 import { TimerTask } from '../timer';
 import type { FetchRequest, OffsetForLeaderEpochRequest } from './broker-protocol';
-import type { LeaderEndpoint } from './leader-endpoint';
+import { LeaderRefusedCall, type LeaderEndpoint } from './leader-endpoint';
 import type {
   EpochBoundaryOutcome,
   EpochBoundaryTarget,
@@ -39,6 +39,8 @@ const MAX_EPOCH_BOUNDARY_PASSES = 16;
 
 /** A run of failed rounds: the leader could not be reached, or refused the fetch. */
 export interface LeaderFailure {
+  /** The node this fetcher copies from. */
+  readonly leaderId: number;
   /** Why the latest round failed. */
   readonly error: unknown;
   /** `unreachable`: a call to the leader failed; `refused`: the leader answered the fetch with an error. */
@@ -230,7 +232,7 @@ export class ReplicaFetcher {
         isBackoff = await this.round();
       } catch (error) {
         if (this.isStopped) break;
-        this.roundFailed(error, 'unreachable');
+        this.roundFailed(error, error instanceof LeaderRefusedCall ? 'refused' : 'unreachable');
         isBackoff = true;
       }
       this.rounds++;
@@ -340,6 +342,7 @@ export class ReplicaFetcher {
       this.nextReportAtMs = nowMs;
     }
     const failure: LeaderFailure = {
+      leaderId: this.leaderId,
       error,
       kind,
       failedRounds: (previous?.failedRounds ?? 0) + 1,

@@ -86,7 +86,7 @@ import {
 } from './offsets-topic';
 import { PeriodicTask } from './periodic-task';
 import { replicaAuthorizationError } from './replica-authorization';
-import type { ReplicaFetcherOptions } from './replica-fetcher';
+import type { LeaderLinkStatus, ReplicaFetcherOptions } from './replica-fetcher';
 import { ReplicaFetcherManager } from './replica-fetcher-manager';
 import type { LeaderEndpointFactory } from './replica-fetcher-manager';
 import {
@@ -403,6 +403,11 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
    */
   hostedPartitions(): IterableIterator<Partition> {
     return this.partitions.values();
+  }
+
+  /** Each leader this node fetches from, and whether its fetches succeed: for metrics read on scrape. */
+  followedLeaderLinks(): { leaderId: number; status: LeaderLinkStatus }[] {
+    return this.replicaFetcherManager?.leaderLinks() ?? [];
   }
 
   /**

@@ -1,4 +1,4 @@
-import { credentials, makeClientConstructor, Metadata } from '@grpc/grpc-js';
+import { credentials, makeClientConstructor, Metadata, status } from '@grpc/grpc-js';
 import type { ChannelCredentials } from '@grpc/grpc-js';
 import type { Client, ServiceError } from '@grpc/grpc-js';
 import type {
@@ -8,7 +8,7 @@ import type {
   OffsetForLeaderEpochRequest,
   OffsetForLeaderEpochResponse,
 } from '../log/broker-protocol';
-import type { LeaderEndpoint } from '../log/leader-endpoint';
+import { LeaderRefusedCall, type LeaderEndpoint } from '../log/leader-endpoint';
 import type { ClusterNodeAddress } from '../log/partition-roles';
 import type { LeaderEndpointFactory } from '../log/replica-fetcher-manager';
 import type { LogRecord } from '../log/storage';
@@ -21,6 +21,16 @@ import { NODE_AUTH_METADATA_KEY, NODE_ID_METADATA_KEY } from './node-credentials
 const MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** How long beyond the leader's own wait a call may take before the follower gives up on the connection. */
 const CALL_DEADLINE_MARGIN_MS = 30_000;
+/**
+ * Statuses that mean the leader received the call and turned it down (credentials, a method it does not
+ * serve, a request it cannot read); every other failure is the transport's (unreachable, deadline, reset).
+ */
+const REFUSAL_STATUSES: ReadonlySet<number> = new Set([
+  status.INVALID_ARGUMENT,
+  status.PERMISSION_DENIED,
+  status.UNIMPLEMENTED,
+  status.UNAUTHENTICATED,
+]);
 /**
  * grpc-js backs off reconnecting up to 2 minutes by default; a follower must find a restarted leader
  * about as fast as its own fetch backoff (1 s) retries.
@@ -188,8 +198,10 @@ export class BrokerLeaderEndpoint implements LeaderEndpoint {
         { deadline: Date.now() + waitMs + CALL_DEADLINE_MARGIN_MS },
         (error, response) => {
           signal.removeEventListener('abort', onAbort);
-          if (error !== null) reject(error);
-          else resolve(response as T);
+          if (error === null) resolve(response as T);
+          else if (REFUSAL_STATUSES.has(error.code))
+            reject(new LeaderRefusedCall(error.message, { cause: error }));
+          else reject(error);
         },
       );
       const onAbort = (): void => call.cancel();

@@ -334,6 +334,30 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           // guard its session, and fetchers to the leader nodes proving this node by the cluster secret.
           isrChangeProposer: cluster.isrChangeProposer,
           leadershipGuard: cluster.guard,
+          // A fetcher retries every second; its failures are told once as a run begins, then at a
+          // backoff up to once a minute, and once more when the leader answers again. The follower stays
+          // ready: the controller, not a probe, moves leadership away from a dead leader.
+          replicaFetcherOptions: {
+            onLeaderFailure: ({ leaderId, error, kind, failedRounds, failingForMs }) => {
+              logger.warn(
+                {
+                  leader: leaderId,
+                  reason: error instanceof Error ? error.message : String(error),
+                  failedRounds,
+                  failingForMs,
+                },
+                kind === 'unreachable'
+                  ? 'the leader cannot be reached; replication is paused and retried every second'
+                  : 'the leader refuses to be fetched from; replication is paused and retried every second',
+              );
+            },
+            onLeaderRecovered: ({ leaderId, failedRounds, failingForMs }) => {
+              logger.info(
+                { leader: leaderId, failedRounds, failingForMs },
+                'the leader answers again; replication resumes',
+              );
+            },
+          },
           leaderEndpointFactory: (leader: ClusterNodeAddress) =>
             new BrokerLeaderEndpoint(`${leader.host}:${leader.port}`, {
               credentials: security.leaderCredentials,

@@ -162,6 +162,20 @@ describe('replication in a cluster', () => {
       'the leader to refuse the follower’s replication',
     );
     expect(refusal).toMatchObject({ method: expect.stringMatching(/Fetch|OffsetForLeaderEpoch/) });
+    // The follower says so once as the run of refusals begins (then at a backoff), and its metric shows it.
+    const leaderId = Number(leader.name.slice(1));
+    await eventually(
+      () =>
+        follower.logs.find(
+          (line) =>
+            line.msg ===
+              'the leader refuses to be fetched from; replication is paused and retried every second' &&
+            line.leader === leaderId,
+        ),
+      'the follower to log that its leader refuses it',
+    );
+    const metrics = await follower.server.metrics.registry.metrics();
+    expect(metrics).toContain(`cohort_follower_leader_reachable{leader="${leaderId}"} 0`);
     // Not one record reached the follower, and the leader serves what it has to consumers.
     expect(partitionOn(follower, 't')?.logEndOffset ?? 0).toBe(0);
     const read = await leader.client.fetch(fetchRequest('t', 0));

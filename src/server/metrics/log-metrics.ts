@@ -16,6 +16,11 @@ export interface PartitionView {
 /** What the log metrics read on scrape: the ReplicaManager has it. */
 export interface PartitionSource {
   hostedPartitions(): Iterable<PartitionView>;
+  /** Each leader this node fetches from, and whether its fetches succeed (cluster mode). */
+  followedLeaderLinks(): Iterable<{
+    readonly leaderId: number;
+    readonly status: { readonly isReplicating: boolean };
+  }>;
   /** Delayed operations that expired, by kind (Kafka's ExpiresPerSec meters, as counts). */
   readonly expired: {
     readonly produce: number;
@@ -100,6 +105,21 @@ export class LogMetrics {
         this.inc({ operation: 'produce' }, expired.produce);
         this.inc({ operation: 'consumer_fetch' }, expired.consumerFetch);
         this.inc({ operation: 'follower_fetch' }, expired.followerFetch);
+      },
+    });
+    new Gauge({
+      name: 'cohort_follower_leader_reachable',
+      help:
+        'Per leader this node fetches from: 1 while its fetches succeed, 0 from a failed round until the ' +
+        'next one the leader answers.',
+      labelNames: ['leader'],
+      registers,
+      collect() {
+        this.reset();
+        const links = source()?.followedLeaderLinks();
+        if (links === undefined) return;
+        for (const { leaderId, status } of links)
+          this.set({ leader: String(leaderId) }, status.isReplicating ? 1 : 0);
       },
     });
     const shrinks = new Counter({

@@ -1,6 +1,6 @@
 import { ErrorCode } from '../../../src/errors';
 import type { LeaderFailure, ReplicaManager } from '../../../src/log';
-import { ReplicaFetcher } from '../../../src/log';
+import { LeaderRefusedCall, ReplicaFetcher } from '../../../src/log';
 import { SystemTimer } from '../../../src/timer';
 import { BrokerHarness, record, settle, until } from './broker-harness';
 import { InMemoryLeader } from './in-memory-leader';
@@ -145,6 +145,17 @@ describe('ReplicaFetcher', () => {
       ['recovered', 3],
     ]);
     expect(one.fetcher.leaderStatus.isReplicating).toBe(true);
+  });
+
+  it('counts a call the leader turned down (its credentials check) as refused, not unreachable', async () => {
+    const { leader, followerManager } = cluster();
+    const endpoint = new InMemoryLeader(leader, 1);
+    endpoint.fetch = () => Promise.reject(new LeaderRefusedCall('16 UNAUTHENTICATED: not accepted'));
+    endpoint.offsetForLeaderEpoch = endpoint.fetch as never;
+    const one = follower(followerManager, leader, endpoint);
+    await until(() => reports.length === 1, 'the first refusal');
+    expect(reports[0].failure).toMatchObject({ leaderId: 0, kind: 'refused', failedRounds: 1 });
+    expect(one.fetcher.leaderStatus.isReplicating).toBe(false);
   });
 
   it('stops promptly, releasing the fetch parked on the leader', async () => {

@@ -37,6 +37,10 @@ describe('log and consumer lag metrics', () => {
     ['mirror-0', partition('mirror', 0, { isLeader: false, isr: [5], replicas: [5, 0] })],
   ]);
   const expired = { produce: 2, consumerFetch: 7, followerFetch: 0 };
+  const links = [
+    { leaderId: 5, status: { isReplicating: true } },
+    { leaderId: 7, status: { isReplicating: false } },
+  ];
   const offsets = new Map<string, TopicPartitionOffset[]>([
     ['billing', [committed('orders', 0, 90), committed('orders', 1, 40)]],
     // Ahead of the HW (a follower's view may lag): no negative lag. And a partition not hosted here.
@@ -49,6 +53,7 @@ describe('log and consumer lag metrics', () => {
         { name: 'Fetch', watched: 8, numDelayed: 4 },
       ],
       hostedPartitions: () => partitions.values(),
+      followedLeaderLinks: () => links,
       expired,
     },
     consumerLag: {
@@ -108,6 +113,12 @@ describe('log and consumer lag metrics', () => {
     partitions.set('orders-1', partition('orders', 1, { logEndOffset: 55, highWatermark: 55 }));
     samples = await samplesOf(metrics.registry);
     expect(valueOf(samples, 'cohort_consumer_group_lag', { group: 'billing' })).toBe(15);
+  });
+
+  it('shows per followed leader whether its fetches succeed', async () => {
+    const samples = await samplesOf(metrics.registry);
+    expect(valueOf(samples, 'cohort_follower_leader_reachable', { leader: '5' })).toBe(1);
+    expect(valueOf(samples, 'cohort_follower_leader_reachable', { leader: '7' })).toBe(0);
   });
 
   it('counts ISR shrinks and expansions from the log listener', async () => {

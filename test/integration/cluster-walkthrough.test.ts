@@ -15,6 +15,7 @@ import {
 } from '../support/doc-shell';
 import { findEtcd, freePorts } from '../support/etcd';
 import { monotonicMs } from '../support/cluster-clients';
+import { demoPids, expectDemoStory } from '../support/demo-story';
 
 /**
  * docs/cluster.md's walk-through ("Run a cluster"), run as a newcomer runs it: every ```sh block marked
@@ -117,6 +118,15 @@ const printed = (job: TerminalJob): number[] =>
     return match === null ? [] : [Number(match[1])];
   });
 
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const range = (from: number, to: number): number[] =>
   Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
@@ -178,7 +188,7 @@ describe('docs/cluster.md, "Run a cluster"', () => {
     expect([...steps.keys()]).toEqual([...STEPS]);
   });
 
-  it('starts etcd and three nodes, loses the group coordinator to kill -9, and loses no record', async () => {
+  it('starts etcd and three nodes, loses the group coordinator to kill -9, loses no record, and runs the demo on it', async () => {
     // First terminal: the secret and etcd.
     const etcd = job(code('etcd'));
     await until(
@@ -297,6 +307,39 @@ describe('docs/cluster.md, "Run a cluster"', () => {
     consumer.signal('SIGINT');
     expect(await consumer.exited).toEqual({ code: 0, signal: null });
     expect(printed(consumer)).toEqual(range(1, 40));
+
+    // The killed node, started again with its own command, comes back into the ISR of payments.
+    const restarted = job(nodeCommands[coordinator - 1]);
+    await until(
+      'the restarted node to log "cluster view applied"',
+      90_000,
+      () => {
+        if (!restarted.isRunning()) throw new Error('the restarted node exited');
+        return logged(restarted, 'cluster view applied');
+      },
+      describeJobs,
+    );
+
+    // The demo on the cluster, from any terminal, as the doc gives it (its own timeline: about 20 s).
+    const demo = await run(code('demo'), 180_000);
+    expect({ code: demo.code }).toEqual({ code: 0 });
+    expect(demo.output).toMatch(/\] cluster +3 live nodes: 1 at 127\.0\.0\.1:\d+, 2 at .*, 3 at /);
+    expect(demo.output).toMatch(/\] cluster +created topic demo-orders: 6 partitions, 3 replicas each/);
+    // A 6 s session, waited out from the dead member's last heartbeat (every 1.2 s).
+    expectDemoStory(demo.output, 4.8);
+    expect(demoPids(demo.output).filter(isRunning)).toEqual([]);
+
+    const describe = topic.split('\n').find((line) => line.includes('topics describe'))!;
+    await until(
+      'the restarted node back in the ISR of payments',
+      60_000,
+      async () => {
+        const described = await run(describe);
+        const isr = table(described.output, 'LEADER')[0]?.ISR.split(',').sort();
+        return isr?.join() === '1,2,3' ? true : undefined;
+      },
+      describeJobs,
+    );
     expect(etcd.isRunning()).toBe(true);
   }, 300_000);
 });

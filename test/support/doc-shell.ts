@@ -8,7 +8,9 @@ import { REPO_ROOT } from './doc-examples';
  * the package's bin as it is after a real `npm link`).
  *
  * `npm run build` is the one command not repeated: it is the package's `prepare`, which `npm ci` already
- * ran, and rebuilding dist/ here would rewrite files other tests are running.
+ * ran, and rebuilding dist/ here would rewrite files other tests are running. For the same reason npm runs
+ * no lifecycle scripts here (`npm link` would run `prepare`, a whole build, each time: a minute on a
+ * loaded machine).
  */
 const BUILD = /\bnpm run build && /g;
 
@@ -23,6 +25,7 @@ export function docShellEnv(prefix: string, extra: Record<string, string> = {}):
     npm_config_audit: 'false',
     npm_config_fund: 'false',
     npm_config_prefer_offline: 'true',
+    npm_config_ignore_scripts: 'true',
     ...extra,
   };
 }

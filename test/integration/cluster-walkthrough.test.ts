@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { liveChildProcesses } from '../support/child-processes';
+import { isRunning, liveChildProcesses } from '../support/child-processes';
 import { REPO_ROOT, shellBlocks, type ShellBlock } from '../support/doc-examples';
 import {
   cleanEnv,
@@ -118,15 +118,6 @@ const printed = (job: TerminalJob): number[] =>
     return match === null ? [] : [Number(match[1])];
   });
 
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const range = (from: number, to: number): number[] =>
   Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
@@ -158,6 +149,18 @@ describe('docs/cluster.md, "Run a cluster"', () => {
           `job ${i} (${j.isRunning() ? 'running' : 'exited'}):\n${j.lines.slice(-15).join('\n')}\n${j.stderr().slice(-1_500)}`,
       )
       .join('\n');
+
+  /** Waits until a node's job logs `cluster view applied` (registered in etcd, its first view applied). */
+  const viewApplied = (node: TerminalJob) =>
+    until(
+      'a node to log "cluster view applied"',
+      90_000,
+      () => {
+        if (!node.isRunning()) throw new Error('a node exited');
+        return logged(node, 'cluster view applied');
+      },
+      describeJobs,
+    );
 
   beforeAll(async () => {
     if (!existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js')))
@@ -204,16 +207,7 @@ describe('docs/cluster.md, "Run a cluster"', () => {
       .filter((line) => line.trim() !== '');
     expect(nodeCommands).toHaveLength(3);
     const nodes = nodeCommands.map((command) => job(command));
-    for (const node of nodes)
-      await until(
-        'every node to log "cluster view applied"',
-        90_000,
-        () => {
-          if (!node.isRunning()) throw new Error('a node exited');
-          return logged(node, 'cluster view applied');
-        },
-        describeJobs,
-      );
+    for (const node of nodes) await viewApplied(node);
     for (const node of nodes) {
       expect(logged(node, 'cohort listening')).toBeDefined();
       expect(logged(node, 'cluster session registered')).toBeDefined();
@@ -310,15 +304,7 @@ describe('docs/cluster.md, "Run a cluster"', () => {
 
     // The killed node, started again with its own command, comes back into the ISR of payments.
     const restarted = job(nodeCommands[coordinator - 1]);
-    await until(
-      'the restarted node to log "cluster view applied"',
-      90_000,
-      () => {
-        if (!restarted.isRunning()) throw new Error('the restarted node exited');
-        return logged(restarted, 'cluster view applied');
-      },
-      describeJobs,
-    );
+    await viewApplied(restarted);
 
     // The demo on the cluster, from any terminal, as the doc gives it (its own timeline: about 20 s).
     const demo = await run(code('demo'), 180_000);

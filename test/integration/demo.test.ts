@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { isRunning } from '../support/child-processes';
 import { demoPids, expectDemoStory } from '../support/demo-story';
 
 /**
@@ -10,15 +11,6 @@ import { demoPids, expectDemoStory } from '../support/demo-story';
  */
 
 const REPO_ROOT = join(__dirname, '..', '..');
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 it('tells the story of a group losing a member and exits 0, cleaning up after itself', async () => {
   const child = spawn(

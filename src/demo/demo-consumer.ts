@@ -8,7 +8,7 @@ import { CohortClient } from '../client/cohort-client';
 import { report, type DemoChildConfig } from './demo-events';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as DemoChildConfig;
-const client = new CohortClient({ address: config.address, clientId: config.name });
+const client = new CohortClient({ bootstrap: config.bootstrap, clientId: config.name });
 const consumer = client.consumer({
   groupId: config.groupId,
   topics: [config.topic],

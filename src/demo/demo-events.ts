@@ -1,7 +1,8 @@
 /** How a demo child (producer or consumer process) is set up: one JSON argument. */
 export interface DemoChildConfig {
   readonly name: string;
-  readonly address: string;
+  /** The nodes to start from: the demo's own server, or the cluster of `--address`. */
+  readonly bootstrap: readonly string[];
   readonly topic: string;
   readonly groupId: string;
   readonly sessionTimeoutMs: number;

@@ -10,7 +10,7 @@ import { report, type DemoChildConfig } from './demo-events';
 const CUSTOMERS = 12;
 
 const config = JSON.parse(process.argv[2] ?? '{}') as DemoChildConfig;
-const client = new CohortClient({ address: config.address, clientId: config.name });
+const client = new CohortClient({ bootstrap: config.bootstrap, clientId: config.name });
 const producer = client.producer({ acks: -1, lingerMs: 5 });
 
 let sent = 0;

@@ -16,6 +16,18 @@ export interface DemoSettings {
   readonly timeoutMs: number;
 }
 
+/**
+ * `--address`'s nodes: where the demo's group and producer run instead of a server of its own. Null: the
+ * demo starts one in its process.
+ */
+export type DemoCluster = readonly string[] | null;
+
+/**
+ * The session timeout against a cluster, unless `--session-timeout-ms` says otherwise: a node started with
+ * the defaults refuses sessions below its `--group-min-session-timeout-ms` (6 s, Kafka's).
+ */
+export const CLUSTER_SESSION_TIMEOUT_MS = 6_000;
+
 /** The demo as `npm run demo` plays it. */
 export const DEMO_DEFAULTS: DemoSettings = Object.freeze({
   sessionTimeoutMs: 5_000,
@@ -62,8 +74,12 @@ export function demoHelp(): string {
     'Starts a cohort server, a producer and three consumers in one group (each in a process of its own),',
     'stops one consumer without letting it leave, and shows the group rebalance after the session timeout',
     'and the lag drain back to zero. Exits 0 when done, 1 if it did not get there in time.',
+    'With --address, the producer and the consumers run against that cluster instead of a server of the',
+    'demo\'s own (docs/cluster.md, "Run a cluster").',
     '',
     'options:',
+    '  --address HOST:PORT,...'.padEnd(28) +
+      `the nodes of a running cluster to start from (default: none, a server of its own)`,
     ...rows,
     '  -h, --help'.padEnd(28) + 'show this help',
     '',
@@ -73,13 +89,14 @@ export function demoHelp(): string {
 /** The settings from the command line; `help` when asked; `error` for a flag it cannot use. */
 export function demoSettingsOf(
   args: readonly string[],
-): { settings: DemoSettings } | { help: string } | { error: string } {
+): { settings: DemoSettings; cluster: DemoCluster } | { help: string } | { error: string } {
   let values: Record<string, string | boolean | undefined>;
   try {
     values = parseArgs({
       args: [...args],
       options: {
         help: { type: 'boolean', short: 'h' },
+        address: { type: 'string' },
         ...Object.fromEntries(Object.values(FLAGS).map((f) => [f.flag, { type: 'string' as const }])),
       },
       strict: true,
@@ -88,7 +105,19 @@ export function demoSettingsOf(
     return { error: String((error as { message?: unknown }).message ?? error).split('. ')[0] };
   }
   if (values.help === true) return { help: demoHelp() };
-  const settings: Record<string, number> = { ...DEMO_DEFAULTS };
+  let cluster: DemoCluster = null;
+  if (values.address !== undefined) {
+    const nodes = String(values.address)
+      .split(',')
+      .map((node) => node.trim());
+    if (nodes.some((node) => !/^[^\s:]+:\d{1,5}$/.test(node)))
+      return { error: `--address must be HOST:PORT[,HOST:PORT...], got '${String(values.address)}'` };
+    cluster = nodes;
+  }
+  const settings: Record<string, number> = {
+    ...DEMO_DEFAULTS,
+    ...(cluster === null ? {} : { sessionTimeoutMs: CLUSTER_SESSION_TIMEOUT_MS }),
+  };
   for (const key of Object.keys(FLAGS) as (keyof DemoSettings)[]) {
     const f = FLAGS[key];
     const raw = values[f.flag];
@@ -101,5 +130,5 @@ export function demoSettingsOf(
     }
     settings[key] = n;
   }
-  return { settings: Object.freeze(settings as unknown as DemoSettings) };
+  return { settings: Object.freeze(settings as unknown as DemoSettings), cluster };
 }

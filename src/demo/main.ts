@@ -7,13 +7,18 @@
  * the group rebalances only once that member's session times out; then the producer stops and the lag
  * drains back to zero. It exits 0 when done, 1 if it did not get there within `--timeout-ms`, and removes
  * its children and its data directory either way. `--help` lists the timeline's settings.
+ *
+ * With `--address HOST:PORT,...` it starts no server: the producer and the consumers run against the
+ * cluster those nodes belong to (docs/cluster.md, "Run a cluster"), on a topic replicated to up to three
+ * of its nodes, which stays when the demo ends (a second run uses it again, and the group's offsets).
  */
 import { CohortClient } from '../client/cohort-client';
+import { ErrorCode } from '../errors';
 import type { ConsumerGroupDescription } from '../client/cohort-admin';
 import { startServer } from '../server/start-server';
 import { DemoChild } from './demo-child';
 import type { DemoChildConfig, DemoChildEvent } from './demo-events';
-import { demoSettingsOf, type DemoSettings } from './demo-settings';
+import { demoSettingsOf, type DemoCluster, type DemoSettings } from './demo-settings';
 
 const TOPIC = 'demo-orders';
 const GROUP_ID = 'demo-group';
@@ -36,10 +41,13 @@ async function main(): Promise<number> {
     process.stderr.write(`demo: ${parsed.error}\nRun with --help for the options.\n`);
     return 2;
   }
-  return runDemo(parsed.settings);
+  return runDemo(parsed.settings, parsed.cluster);
 }
 
-async function runDemo(settings: DemoSettings): Promise<number> {
+/** Most replicas of the demo topic on a cluster: one leader and two followers, as a cluster is run. */
+const REPLICATION_FACTOR = 3;
+
+async function runDemo(settings: DemoSettings, cluster: DemoCluster): Promise<number> {
   const startedMs = Date.now();
   const say = (who: string, text: string): void => {
     const seconds = ((Date.now() - startedMs) / 1_000).toFixed(1).padStart(5);
@@ -47,8 +55,9 @@ async function runDemo(settings: DemoSettings): Promise<number> {
   };
   const sessionSeconds = settings.sessionTimeoutMs / 1_000;
   process.stdout.write(
-    `cohort demo: a server, a producer and three consumers in group "${GROUP_ID}" on topic "${TOPIC}" ` +
-      `(${settings.partitions} partitions); session timeout ${sessionSeconds}s\n\n`,
+    `cohort demo: ${cluster === null ? 'a server' : `the cluster at ${cluster.join(',')}`}, a producer and ` +
+      `three consumers in group "${GROUP_ID}" on topic "${TOPIC}" (${settings.partitions} partitions); ` +
+      `session timeout ${sessionSeconds}s\n\n`,
   );
 
   // Everything the demo starts, so every way out stops it.
@@ -86,26 +95,62 @@ async function runDemo(settings: DemoSettings): Promise<number> {
     await until(() => Date.now() >= endMs);
   };
 
-  const server = await startServer({
-    // Long enough for the three consumers, told to start together, to join one generation.
-    groupInitialRebalanceDelayMs: 1_000,
-    groupMinSessionTimeoutMs: Math.min(settings.sessionTimeoutMs, 6_000),
-    // The live page (docs/live-page.md) shows the same story as this output, as it happens.
-    adminListen: '127.0.0.1:0',
-  });
-  const client = new CohortClient({ address: server.address, clientId: 'demo' });
+  const server =
+    cluster === null
+      ? await startServer({
+          // Long enough for the three consumers, told to start together, to join one generation.
+          groupInitialRebalanceDelayMs: 1_000,
+          groupMinSessionTimeoutMs: Math.min(settings.sessionTimeoutMs, 6_000),
+          // The live page (docs/live-page.md) shows the same story as this output, as it happens.
+          adminListen: '127.0.0.1:0',
+        })
+      : null;
+  const bootstrap = server === null ? cluster! : [server.address];
+  const client = new CohortClient({ bootstrap, clientId: 'demo' });
   const admin = client.admin({ requestTimeoutMs: 5_000 });
-  say('server', `listening on ${server.address}; data in ${server.dataDir} (removed at the end)`);
-  say('server', `live page: ${server.adminUrl}/ (open it to watch the group and its lag)`);
+  if (server !== null) {
+    say('server', `listening on ${server.address}; data in ${server.dataDir} (removed at the end)`);
+    say('server', `live page: ${server.adminUrl}/ (open it to watch the group and its lag)`);
+  }
 
   try {
-    const [created] = await admin.createTopics([{ name: TOPIC, numPartitions: settings.partitions }]);
-    if (created.error !== null) throw created.error;
-    say('server', `created topic ${TOPIC} with ${settings.partitions} partitions`);
+    let partitions = settings.partitions;
+    if (server !== null) {
+      const [created] = await admin.createTopics([{ name: TOPIC, numPartitions: partitions }]);
+      if (created.error !== null) throw created.error;
+      say('server', `created topic ${TOPIC} with ${partitions} partitions`);
+    } else {
+      const { brokers } = await admin.metadata();
+      say(
+        'cluster',
+        `${brokers.length} live node${brokers.length === 1 ? '' : 's'}: ` +
+          brokers
+            .map((b) => `${b.nodeId} at ${b.host}:${b.port}`)
+            .sort()
+            .join(', '),
+      );
+      const replicationFactor = Math.min(REPLICATION_FACTOR, brokers.length);
+      const [created] = await admin.createTopics([
+        { name: TOPIC, numPartitions: partitions, replicationFactor },
+      ]);
+      if (created.error === null) {
+        say(
+          'cluster',
+          `created topic ${TOPIC}: ${partitions} partitions, ${replicationFactor} replicas each`,
+        );
+      } else if (created.error.code === ErrorCode.TOPIC_ALREADY_EXISTS) {
+        const [described] = await admin.describeTopics([TOPIC]);
+        if (described.error !== null) throw described.error;
+        partitions = described.partitions.length;
+        say('cluster', `topic ${TOPIC} exists (an earlier run): ${partitions} partitions, used as it is`);
+      } else {
+        throw created.error;
+      }
+    }
 
     const config = (name: string): DemoChildConfig => ({
       name,
-      address: server.address,
+      bootstrap,
       topic: TOPIC,
       groupId: GROUP_ID,
       sessionTimeoutMs: settings.sessionTimeoutMs,
@@ -203,7 +248,7 @@ async function runDemo(settings: DemoSettings): Promise<number> {
     const assignedTo = (described: ConsumerGroupDescription, members: number): boolean =>
       described.state === 'Stable' &&
       described.members.length === members &&
-      described.members.reduce((n, m) => n + (m.assignment?.length ?? 0), 0) === settings.partitions;
+      described.members.reduce((n, m) => n + (m.assignment?.length ?? 0), 0) === partitions;
 
     await until(async () => assignedTo(await look(), 3));
     say('demo', `every partition has an owner; the group runs for ${settings.steadyMs / 1_000}s`);
@@ -231,7 +276,7 @@ async function runDemo(settings: DemoSettings): Promise<number> {
     await until(async () => {
       const described = await look();
       return (
-        described.partitions.length === settings.partitions &&
+        described.partitions.length === partitions &&
         described.partitions.every((p) => p.lag === 0n && p.highWatermark !== null && p.highWatermark > 0n)
       );
     });
@@ -240,7 +285,10 @@ async function runDemo(settings: DemoSettings): Promise<number> {
       0n,
     );
     say('lag', `back to 0 on every partition: all ${records} records consumed and committed`);
-    say('demo', 'stopping the consumers (they commit and leave the group) and the server');
+    say(
+      'demo',
+      `stopping the consumers (they commit and leave the group)${server === null ? '' : ' and the server'}`,
+    );
     await Promise.all(consumers.slice(0, 2).map((c) => c.stop('SIGTERM')));
     say('demo', `done in ${((Date.now() - startedMs) / 1_000).toFixed(1)}s`);
     return 0;
@@ -254,7 +302,7 @@ async function runDemo(settings: DemoSettings): Promise<number> {
     process.removeListener('SIGTERM', onSignal);
     await Promise.all(children.map((c) => c.stop('SIGTERM', 3_000)));
     await client.close();
-    await server.close();
+    await server?.close();
   }
 }
 

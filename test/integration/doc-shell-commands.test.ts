@@ -1,51 +1,22 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { docFiles, REPO_ROOT, shellBlocks } from '../support/doc-examples';
+import { docShellEnv, runBash, withoutBuild } from '../support/doc-shell';
 import { startTestServer, type TestServer } from '../support/start-test-server';
 
 /**
- * Every ```sh block in README.md and docs/ is run here, as a user would paste it into bash, or says above
- * it why not (`<!-- not run: ... -->`, naming the test that covers it instead). A block runs with
- * `set -euo pipefail` from the repository's root against a fresh server of its own, with the defaults a
- * user's shell would have pointed at that server instead of the default ports: COHORT_ADDRESS for the CLI,
- * COHORT_LISTEN / COHORT_ADMIN_LISTEN for the health probe, and the literal addresses 127.0.0.1:7070 and
- * 127.0.0.1:7071 rewritten to the server's. `npm link` links into a throwaway npm prefix whose bin/ is on
- * PATH, so `cohort` is the package's bin as it is after a real `npm link`.
- *
- * `npm run build` is the one command not repeated: it is the package's `prepare`, which `npm ci` already
- * ran, and rebuilding dist/ here would rewrite files other tests are running.
+ * Every ```sh block in README.md and docs/ is run here, as a user would paste it into bash
+ * (test/support/doc-shell.ts), or says above it which test runs it instead (`<!-- run by ...: step -->`,
+ * one step of a walk-through that needs what earlier blocks started) or why nothing runs it
+ * (`<!-- not run: ... -->`, naming the test that covers it instead). A block runs from the repository's
+ * root against a fresh server of its own, with the defaults a user's shell would have pointed at that
+ * server instead of the default ports: COHORT_ADDRESS for the CLI, COHORT_LISTEN / COHORT_ADMIN_LISTEN for
+ * the health probe, and the literal addresses 127.0.0.1:7070 and 127.0.0.1:7071 rewritten to the server's.
  */
-const BUILD = /\bnpm run build && /g;
-
-interface Outcome {
-  readonly code: number | null;
-  readonly output: string;
-}
-
-function runBash(script: string, env: Record<string, string>): Promise<Outcome> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', `set -euo pipefail\n${script}`], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-  });
-}
-
 describe('the shell commands in the docs', () => {
   const blocks = docFiles().flatMap(shellBlocks);
-  const runnable = blocks.filter((b) => b.notRun === undefined);
+  const runnable = blocks.filter((b) => b.notRun === undefined && b.runBy === undefined);
   let prefix: string;
   let server: TestServer | undefined;
 
@@ -64,6 +35,8 @@ describe('the shell commands in the docs', () => {
   it('runs most of them, and says why for the others', () => {
     expect(runnable.length).toBeGreaterThanOrEqual(4);
     for (const block of blocks) {
+      if (block.runBy !== undefined)
+        expect([block.where, existsSync(join(REPO_ROOT, block.runBy.test))]).toEqual([block.where, true]);
       if (block.notRun === undefined) continue;
       // The reason names the test or check that covers the block, or why nothing can.
       expect([block.where, /test|\.ci\/run|not a Debian package|no Docker/.test(block.notRun)]).toEqual([
@@ -78,20 +51,17 @@ describe('the shell commands in the docs', () => {
     async (_where, code) => {
       server = await startTestServer({ adminListen: '127.0.0.1:0', groupInitialRebalanceDelayMs: 0 });
       const admin = new URL(server.adminUrl!).host;
-      const script = code
-        .replace(BUILD, '')
+      const script = withoutBuild(code)
         .replaceAll('127.0.0.1:7070', server.target)
         .replaceAll('127.0.0.1:7071', admin);
-      const outcome = await runBash(script, {
-        PATH: `${join(prefix, 'bin')}:${process.env.PATH ?? ''}`,
-        npm_config_prefix: prefix,
-        npm_config_audit: 'false',
-        npm_config_fund: 'false',
-        npm_config_prefer_offline: 'true',
-        COHORT_ADDRESS: server.target,
-        COHORT_LISTEN: server.target,
-        COHORT_ADMIN_LISTEN: admin,
-      });
+      const outcome = await runBash(
+        script,
+        docShellEnv(prefix, {
+          COHORT_ADDRESS: server.target,
+          COHORT_LISTEN: server.target,
+          COHORT_ADMIN_LISTEN: admin,
+        }),
+      );
       expect({ code: outcome.code, output: outcome.output }).toEqual({ code: 0, output: expect.any(String) });
       // What the comments promise shows up: a consume prints its records, a probe its verdict.
       if (/cohort consume .*--max-messages 2/.test(code))

@@ -31,3 +31,13 @@ export function liveChildProcesses(parentPid = process.pid): ChildProcessInfo[] 
   }
   return children;
 }
+
+/** Whether a process with this pid exists (signal 0 reaches it). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

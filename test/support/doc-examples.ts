@@ -79,12 +79,20 @@ export function exampleText(file: string, region?: string): string {
 /** `<!-- not run: why -->` right above a ```sh block: the tests do not execute it, and say why here. */
 const NOT_RUN_MARKER = /^<!-- not run: (.+) -->$/;
 
+/**
+ * `<!-- run by test/x.test.ts: step -->` right above a ```sh block: that test runs it, as step `step` of
+ * a story the docs tell over several blocks (a walk-through whose commands need what earlier ones started).
+ */
+const RUN_BY_MARKER = /^<!-- run by (\S+\.test\.ts): ([\w-]+) -->$/;
+
 /** A ```sh block of a doc. */
 export interface ShellBlock {
   readonly where: string;
   readonly code: string;
   /** Why the tests do not run it (its `<!-- not run: ... -->` marker), or undefined: they run it. */
   readonly notRun: string | undefined;
+  /** The test that runs it as one step of a walk-through (its `<!-- run by ... -->` marker), if any. */
+  readonly runBy: { readonly test: string; readonly step: string } | undefined;
 }
 
 /** The text of every ```sh block in `doc`, with where it starts and whether the tests run it. */
@@ -100,10 +108,12 @@ export function shellBlocks(doc: string): ShellBlock[] {
       let above = i - 1;
       while (above >= 0 && lines[above].trim() === '') above--;
       const notRun = above >= 0 ? NOT_RUN_MARKER.exec(lines[above]) : null;
+      const runBy = above >= 0 ? RUN_BY_MARKER.exec(lines[above]) : null;
       blocks.push({
         where: `${doc}:${i + 1}`,
         code: lines.slice(i + 1, end).join('\n'),
         notRun: notRun?.[1],
+        runBy: runBy === null ? undefined : { test: runBy[1], step: runBy[2] },
       });
     }
     i = end;

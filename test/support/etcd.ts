@@ -45,7 +45,8 @@ export interface StartEtcdOptions {
 /** The binary, once found or installed in this worker. */
 let etcdBinary: Promise<string> | undefined;
 
-function findEtcd(): Promise<string> {
+/** The path of the etcd binary, installed first if it is missing (see startEtcd). */
+export function findEtcd(): Promise<string> {
   etcdBinary ??= ensureCommand('etcd', {
     debianPackage: 'etcd-server',
     servicePort: 2379,

@@ -1,16 +1,39 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEMO_DEFAULTS, demoHelp, demoSettingsOf } from '../../../src/demo/demo-settings';
+import {
+  CLUSTER_SESSION_TIMEOUT_MS,
+  DEMO_DEFAULTS,
+  demoHelp,
+  demoSettingsOf,
+} from '../../../src/demo/demo-settings';
 
 describe('the demo’s settings', () => {
   it('plays the default timeline without flags', () => {
-    expect(demoSettingsOf([])).toEqual({ settings: DEMO_DEFAULTS });
+    expect(demoSettingsOf([])).toEqual({ settings: DEMO_DEFAULTS, cluster: null });
     expect(DEMO_DEFAULTS.timeoutMs).toBeGreaterThan(DEMO_DEFAULTS.sessionTimeoutMs + DEMO_DEFAULTS.steadyMs);
   });
 
   it('takes a shorter timeline from flags', () => {
     expect(demoSettingsOf(['--session-timeout-ms', '2000', '--steady-ms=500'])).toEqual({
       settings: { ...DEMO_DEFAULTS, sessionTimeoutMs: 2_000, steadyMs: 500 },
+      cluster: null,
+    });
+  });
+
+  it('runs against the cluster of --address, with a session a node allows by default', () => {
+    expect(demoSettingsOf(['--address', '127.0.0.1:7070, 127.0.0.1:7080,node-3:7070'])).toEqual({
+      settings: { ...DEMO_DEFAULTS, sessionTimeoutMs: CLUSTER_SESSION_TIMEOUT_MS },
+      cluster: ['127.0.0.1:7070', '127.0.0.1:7080', 'node-3:7070'],
+    });
+    expect(demoSettingsOf(['--address=127.0.0.1:7070', '--session-timeout-ms', '8000'])).toEqual({
+      settings: { ...DEMO_DEFAULTS, sessionTimeoutMs: 8_000 },
+      cluster: ['127.0.0.1:7070'],
+    });
+    expect(demoSettingsOf(['--address', '127.0.0.1'])).toEqual({
+      error: "--address must be HOST:PORT[,HOST:PORT...], got '127.0.0.1'",
+    });
+    expect(demoSettingsOf(['--address', '127.0.0.1:7070,'])).toEqual({
+      error: expect.stringContaining('--address'),
     });
   });
 
@@ -30,6 +53,7 @@ describe('the demo’s settings', () => {
       '--records-per-second',
       '--partitions',
       '--timeout-ms',
+      '--address',
     ]) {
       expect(demoHelp()).toContain(flag);
     }

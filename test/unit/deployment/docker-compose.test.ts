@@ -112,7 +112,7 @@ describe('docker-compose.yml', () => {
       const service = services[name];
       expect([name, service.healthcheck?.test]).toEqual([name, ['CMD', ...check]]);
       expect(configOf(name).adminListen).toBe(`0.0.0.0:${adminPort}`);
-      // Node n on 7060 + 10 n: the walk-through's leader_of finds a node's port from its id.
+      // Node n on 7060 + 10 n, as docs/cluster.md's table numbers the nodes of its walk-through.
       const hostPort = 7060 + 10 * (i + 1);
       expect([name, service.ports]).toEqual([
         name,
@@ -172,6 +172,8 @@ describe('docker-compose.yml', () => {
       const [consume] = cliCalls(shellOf(member.command));
       expect(consume.slice(0, 2)).toEqual(['consume', 'demo']);
       expect(consume).toContain('--print-group-events');
+      // The producer starts with the members: what it writes before the first assignment is consumed too.
+      expect(consume).toContain('--from-beginning');
       const clientId = consume[consume.indexOf('--client-id') + 1];
       const group = consume[consume.indexOf('--group') + 1];
       expect(clientId).toBe('member-host'); // the container's $HOSTNAME: one per member

@@ -448,7 +448,10 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       findCoordinatorHandler({
         metadata: (topics) => replicaManager.metadata({ topics: [...topics] }),
         ...(cluster !== undefined
-          ? { onMissingTopic: () => void ensureOffsetsTopic(cluster) }
+          ? {
+              onMissingTopic: () => void ensureOffsetsTopic(cluster),
+              isViewCurrent: () => cluster.guard.isActive(),
+            }
           : groupState === undefined
             ? { localNode: () => localBroker }
             : {}),

@@ -25,6 +25,13 @@ export interface FindCoordinatorOptions {
   readonly onMissingTopic?: () => void;
   /** Single-node mode: this node, once bound. */
   readonly localNode?: () => BrokerNode | undefined;
+  /**
+   * Cluster mode: false while this node's session may be gone (its leadership guard). Its view is then
+   * stale by definition: a deposed coordinator would name itself and send every client into a
+   * NOT_COORDINATOR loop until its view caught up, so it answers COORDINATOR_NOT_AVAILABLE instead and
+   * the client asks again (another node of its list, or this one once it is back).
+   */
+  readonly isViewCurrent?: () => boolean;
 }
 
 const NO_NODE = { nodeId: -1, host: '', port: -1 } as const;
@@ -46,6 +53,12 @@ export function findCoordinatorHandler(
       };
     }
     if (request.keys.length === 0) return { coordinators: [] };
+    if (options.isViewCurrent?.() === false) {
+      const message = "this node's cluster session may be lost: its view of the coordinators is stale";
+      return {
+        coordinators: request.keys.map((key) => failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, message)),
+      };
+    }
     const view = await options.metadata([GROUP_METADATA_TOPIC]);
     const topic = view.topics.find((t) => t.name === GROUP_METADATA_TOPIC);
     if (topic === undefined || topic.errorCode !== ErrorCode.NONE || topic.partitions.length === 0) {

@@ -184,10 +184,12 @@ scenario(
         await old.findCoordinator({ keyType: 0, keys: [groupId] });
         c.pause(paused);
         let answers: Promise<Record<string, number | undefined>>;
+        let found: ReturnType<typeof old.findCoordinator>;
         try {
           await c.coordinatorOf(groupId, paused);
           await waitFor('the group Stable on its new coordinator', 120_000, () => load.isStable());
           answers = queuedRequests(old, groupId, identity);
+          found = old.findCoordinator({ keyType: 0, keys: [groupId] });
           await sleep(200);
         } finally {
           c.resume(paused);
@@ -198,6 +200,10 @@ scenario(
           fetch: ErrorCode.NOT_COORDINATOR,
           join: ErrorCode.NOT_COORDINATOR,
         });
+        // Nor does it name itself: 15 while its session may be gone, or the new coordinator once it knows.
+        const [located] = (await found).coordinators;
+        expect(located.nodeId).not.toBe(paused);
+        if (located.nodeId < 0) expect(located.errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
         // And on a fresh connection, once it has caught up with its own clock.
         const fresh = groupCoordinatorClient(c.node(paused).target);
         try {

@@ -57,6 +57,25 @@ describe('FindCoordinator', () => {
     expect(coordinators[2]!.errorMessage).toContain(`${GROUP_METADATA_TOPIC}-2`);
   });
 
+  it('answers 15 for every key while the node may have lost its session, and from its view again after', async () => {
+    let isActive = false;
+    const find = findCoordinatorHandler({
+      metadata: () => Promise.resolve(VIEW),
+      isViewCurrent: () => isActive,
+    });
+    const key = groupOn(0);
+    const stale = await find({ keyType: 0, keys: [key] });
+    expect(stale.coordinators).toEqual([
+      expect.objectContaining({ key, nodeId: -1, errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE }),
+    ]);
+    expect(stale.coordinators[0]!.errorMessage).toContain('session');
+    isActive = true;
+    const current = await find({ keyType: 0, keys: [key] });
+    expect(current.coordinators).toEqual([
+      expect.objectContaining({ key, nodeId: 1, errorCode: ErrorCode.NONE }),
+    ]);
+  });
+
   it('answers 15 when the leader is not a live node of the view', async () => {
     const find = findCoordinatorHandler({
       metadata: () => Promise.resolve({ ...VIEW, brokers: NODES.filter((n) => n.nodeId !== 2) }),

@@ -5,18 +5,21 @@
  * the probe (bench/support/turn-probe.ts, a 1 ms timer chain) sees the very loop that loads.
  *
  * The partition is written once with cohort's own storage code and encoders, as the coordinator writes
- * it: per group one OffsetCommit batch of 100 partitions, then the group's metadata record, a Stable
- * `consumer` group of 10 members (generation, protocol, leader, each member's subscription and
- * assignment), so the load restores 10,000 members and schedules their sessions too. Per round:
+ * it (test/support/stored-groups-partition.ts): per group one OffsetCommit batch of 100 partitions, then
+ * the group's metadata record, a Stable `consumer` group of 10 members (generation, protocol, leader, each
+ * member's subscription and assignment), so the load restores 10,000 members and schedules their sessions
+ * too. Every case loads with the production defaults (steps of 10 ms on the node's clock, TurnBudget;
+ * the store and the shard set them, not the server). Per round:
  * - the server: a whole cohort server (createServer, as main.ts builds it; single-node mode, whose start
  *   elects the partition) on that data directory, from start() to ready (every partition loaded into the
  *   router's shard, its groups restored);
  * - a fresh GroupCoordinatorRouter elected for the partition, on a ConsumerOffsetsStore of its log: the
- *   replay (election → the store's load resolved) and the restore (→ the shard serving; in slices of
- *   RESTORE_GROUPS_PER_SLICE groups, one per turn) timed apart;
+ *   replay (election → the store's load resolved) and the restore (→ the shard serving; in 10 ms steps)
+ *   timed apart;
  * - baseline, bare replay: the same log opened and replayed by a ConsumerOffsetsStore alone, no server,
  *   no router;
- * - the bare replay again in 256 KiB steps instead of the default 5 MiB (the step the server uses since its 5 MiB loads held the loop for 170-280 ms);
+ * - baseline, the bare replay unsliced: in one step (a clock that does not move, no byte bound), what one
+ *   turn would hold without the steps;
  * - baseline, empty directory: the same server on an empty data directory (the fixed cost of a start).
  * After each server start a client reads back a sample of groups (Stable, 10 members, the generation)
  * and their committed offsets, and throws on any difference. The rounds alternate the order.
@@ -26,23 +29,24 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { CohortClient, CONSUMER_PROTOCOL_TYPE } from '../../src/client';
+import { CohortClient } from '../../src/client';
 import { createConfig } from '../../src/config';
 import {
   CONSUMER_OFFSETS_LOG_CONFIG,
   CONSUMER_OFFSETS_PARTITION_DIR,
   ConsumerOffsetsStore,
-  encodeGroupMetadataKey,
-  encodeGroupMetadataValue,
-  encodeOffsetCommitKey,
-  encodeOffsetCommitValue,
-  type MemberMetadataValue,
   type ReplayOptions,
 } from '../../src/log/consumer-offsets';
-import { PartitionLog, type SimpleRecord } from '../../src/log/storage';
+import { PartitionLog } from '../../src/log/storage';
 import { GroupCoordinatorRouter, type GroupConfig } from '../../src/group';
 import { createServer } from '../../src/server';
-import { SYSTEM_TIME } from '../../src/time';
+import { ManualTime, SYSTEM_TIME } from '../../src/time';
+import {
+  storedGenerationOf as generationOf,
+  storedGroupIdOf as groupIdOf,
+  storedOffsetOf as offsetOf,
+  writeStoredGroupsPartition,
+} from '../../test/support/stored-groups-partition';
 import { line, round, table, verdict } from '../support/report';
 import { median } from '../support/stats';
 import { TurnProbe } from '../support/turn-probe';
@@ -51,19 +55,10 @@ export const LOAD_GROUPS = 1_000;
 const PARTITIONS_PER_GROUP = 100;
 const MEMBERS_PER_GROUP = 10;
 const LONGEST_TURN_GOAL_MS = 50;
-/**
- * A replay step smaller than the store's default (DEFAULT_LOAD_BUFFER_BYTES, 5 MiB, Kafka's
- * offsets.load.buffer.size), for the bare replay only: what the longest iteration would be with it.
- */
-const SMALL_STEP_BYTES = 256 * 1024;
+/** The unsliced baseline: a clock that never moves and no byte bound, so the replay is one step. */
+const UNSLICED: ReplayOptions = { time: new ManualTime(), maxBytesPerRead: Number.MAX_SAFE_INTEGER };
 const SAMPLED_GROUPS = 10;
 const TOPIC = 'load-commits';
-
-const groupIdOf = (group: number): string => `load-group-${String(group).padStart(4, '0')}`;
-const offsetOf = (group: number, partition: number): number => group * 1_000 + partition;
-const generationOf = (group: number): number => 1 + (group % 5);
-const memberIdOf = (group: number, member: number): string =>
-  `consumer-${group}-${member}-00000000-0000-4000-8000-${String(group * 100 + member).padStart(12, '0')}`;
 
 interface Measured {
   readonly ms: number;
@@ -123,64 +118,6 @@ async function probed(work: () => Promise<void>): Promise<Measured> {
     longestTaskCpuMs: probe.longestCpuMs,
     longestIterationMs: iterations.longestMs,
   };
-}
-
-/** `__consumer_offsets-0` as the coordinator writes it; returns the log's size in bytes. */
-async function writePartition(dir: string): Promise<number> {
-  const log = PartitionLog.open(dir, {
-    time: SYSTEM_TIME,
-    config: { ...CONSUMER_OFFSETS_LOG_CONFIG, flushMessages: Number.MAX_SAFE_INTEGER },
-  });
-  try {
-    const commits = new Array<SimpleRecord>(PARTITIONS_PER_GROUP);
-    for (let group = 0; group < LOAD_GROUPS; group++) {
-      const groupId = groupIdOf(group);
-      const nowMs = SYSTEM_TIME.nowMs();
-      for (let partition = 0; partition < PARTITIONS_PER_GROUP; partition++) {
-        commits[partition] = {
-          timestampMs: nowMs,
-          key: encodeOffsetCommitKey(groupId, TOPIC, partition),
-          value: encodeOffsetCommitValue({
-            committedOffset: offsetOf(group, partition),
-            committedLeaderEpoch: -1,
-            metadata: '',
-            commitTimestampMs: nowMs,
-          }),
-        };
-      }
-      log.append(commits);
-      const members: MemberMetadataValue[] = Array.from({ length: MEMBERS_PER_GROUP }, (_, m) => ({
-        memberId: memberIdOf(group, m),
-        groupInstanceId: '',
-        clientId: `client-${m}`,
-        clientHost: '/127.0.0.1',
-        rebalanceTimeoutMs: 60_000,
-        sessionTimeoutMs: 45_000,
-        protocols: [{ name: 'range', metadata: Buffer.alloc(32, m) }],
-        assignment: Buffer.alloc(64, m),
-      }));
-      log.append([
-        {
-          timestampMs: nowMs,
-          key: encodeGroupMetadataKey(groupId),
-          value: encodeGroupMetadataValue({
-            protocolType: CONSUMER_PROTOCOL_TYPE,
-            generationId: generationOf(group),
-            protocolName: 'range',
-            leaderId: memberIdOf(group, 0),
-            currentStateTimestampMs: nowMs,
-            members,
-          }),
-        },
-      ]);
-    }
-  } finally {
-    await log.close();
-  }
-  return fs
-    .readdirSync(dir)
-    .filter((f) => f.endsWith('.log'))
-    .reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0);
 }
 
 /** A whole server on `dataDir`, start() → ready; `verify` runs against it before it closes. */
@@ -281,7 +218,7 @@ function defaultGroupConfig(): GroupConfig {
 interface RouterLoad extends Measured {
   /** Election → the store's replay done (the log read into the view). */
   readonly replayMs: number;
-  /** The replay done → the shard serving: its groups restored (RESTORE_GROUPS_PER_SLICE per turn). */
+  /** The replay done → the shard serving: its groups restored (in 10 ms steps). */
   readonly restoreMs: number;
   /** The longest iteration from the replay's end to the shard serving: the longest restore slice. */
   readonly restoreLongestIterationMs: number;
@@ -289,7 +226,8 @@ interface RouterLoad extends Measured {
 
 /**
  * A fresh GroupCoordinatorRouter elected for the partition, on a ConsumerOffsetsStore of its log, as the
- * server elects one (the store's default replay steps), until the shard says it is loaded.
+ * server elects one (the store's and the shard's default steps, the server's), until the shard says it is
+ * loaded.
  */
 async function routerElection(partitionDir: string): Promise<RouterLoad> {
   let replayedAtMs = 0;
@@ -356,7 +294,12 @@ export async function benchOffsetsLoad(rounds: number): Promise<Record<string, n
   try {
     const dataDir = path.join(root, 'data');
     const partitionDir = path.join(dataDir, CONSUMER_OFFSETS_PARTITION_DIR);
-    const logBytes = await writePartition(partitionDir);
+    const logBytes = await writeStoredGroupsPartition(partitionDir, {
+      groups: LOAD_GROUPS,
+      partitionsPerGroup: PARTITIONS_PER_GROUP,
+      membersPerGroup: MEMBERS_PER_GROUP,
+      topic: TOPIC,
+    });
     line(`   partition log: ${logBytes.toLocaleString('en-US')} bytes (page cache warm: just written)`);
     const step = Math.floor(LOAD_GROUPS / SAMPLED_GROUPS);
     const sampled = Array.from({ length: SAMPLED_GROUPS }, (_, i) => i * step + (i % step));
@@ -366,7 +309,7 @@ export async function benchOffsetsLoad(rounds: number): Promise<Record<string, n
     const server: Measured[] = [];
     const bare: Measured[] = [];
     const empty: Measured[] = [];
-    const smallSteps: Measured[] = [];
+    const unsliced: Measured[] = [];
     const routed: RouterLoad[] = [];
     for (let r = 0; r < rounds; r++) {
       const cases = [
@@ -379,10 +322,10 @@ export async function benchOffsetsLoad(rounds: number): Promise<Record<string, n
         },
         async () => void routed.push(await routerElection(partitionDir)),
         async () => {
-          const replayed = await bareReplay(partitionDir, { maxBytesPerRead: SMALL_STEP_BYTES });
+          const replayed = await bareReplay(partitionDir, UNSLICED);
           if (replayed.offsets !== LOAD_GROUPS * PARTITIONS_PER_GROUP)
-            throw new Error(`the bare replay in small steps found ${replayed.offsets} offsets`);
-          smallSteps.push(replayed.measured);
+            throw new Error(`the unsliced bare replay found ${replayed.offsets} offsets`);
+          unsliced.push(replayed.measured);
         },
         async () => {
           const emptyDir = path.join(root, `empty-${r}`);
@@ -423,8 +366,8 @@ export async function benchOffsetsLoad(rounds: number): Promise<Record<string, n
       load_bare_replay_longest_turn_ms: med(bare, 'longestTurnMs'),
       load_bare_replay_longest_task_cpu_ms: med(bare, 'longestTaskCpuMs'),
       load_bare_replay_longest_iteration_ms: med(bare, 'longestIterationMs'),
-      load_bare_replay_small_steps_ms: med(smallSteps, 'ms'),
-      load_bare_replay_small_steps_longest_iteration_ms: med(smallSteps, 'longestIterationMs'),
+      load_bare_replay_unsliced_ms: med(unsliced, 'ms'),
+      load_bare_replay_unsliced_longest_iteration_ms: med(unsliced, 'longestIterationMs'),
       load_empty_server_ready_ms: med(empty, 'ms'),
       load_empty_server_longest_turn_ms: med(empty, 'longestTurnMs'),
       load_empty_server_longest_task_cpu_ms: med(empty, 'longestTaskCpuMs'),
@@ -461,11 +404,11 @@ export async function benchOffsetsLoad(rounds: number): Promise<Record<string, n
         figures.load_bare_replay_longest_iteration_ms,
       ],
       [
-        `bare replay, ${SMALL_STEP_BYTES / 1024} KiB steps (the server's step)`,
-        figures.load_bare_replay_small_steps_ms,
+        'bare replay unsliced (one step; baseline)',
+        figures.load_bare_replay_unsliced_ms,
         '',
         '',
-        figures.load_bare_replay_small_steps_longest_iteration_ms,
+        figures.load_bare_replay_unsliced_longest_iteration_ms,
       ],
       [
         'server start → ready, empty directory',

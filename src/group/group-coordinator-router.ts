@@ -185,12 +185,17 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
    * (`stores.loading`), answering COORDINATOR_LOAD_IN_PROGRESS meanwhile; its members' sessions start from
    * the end of the load. Ignored if `leaderEpoch` is not newer than the newest epoch heard of for the
    * partition; a shard of an older epoch is unloaded first (NOT_COORDINATOR to its parked calls).
+   *
+   * Returns the load's end: it resolves once the shard serves its groups (or at once when the election is
+   * ignored, or once the shard is unloaded before it finished) and rejects when the load failed (the
+   * listener hears of it too). A single-node server is ready only once its partitions' loads resolved.
    */
-  onElection(partitionIndex: number, leaderEpoch: number, stores: ShardStores): void {
+  onElection(partitionIndex: number, leaderEpoch: number, stores: ShardStores): Promise<void> {
     const shard = this.elect(partitionIndex, leaderEpoch, stores);
-    if (shard === undefined) return;
+    if (shard === undefined) return Promise.resolve();
     const listener = this.runtime.listener;
-    shard.load(stores.loading).then(
+    const loaded = shard.load(stores.loading);
+    loaded.then(
       () => {
         if (!shard.isActive) return;
         // The shard told the watchers of its groups; a group watched by name that the partition does not
@@ -202,6 +207,7 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
         if (shard.isActive) listener?.onShardLoadFailed?.(partitionIndex, leaderEpoch, error);
       },
     );
+    return loaded;
   }
 
   /**

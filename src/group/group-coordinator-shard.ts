@@ -1,4 +1,5 @@
 import { ErrorCode } from '../errors';
+import { TurnBudget } from '../time';
 import { brokenInvariant } from './broken-invariant';
 import { callStore } from './call-store';
 import { checkStoredGroup } from './check-stored-group';
@@ -27,12 +28,17 @@ import { ParkedCall } from './parked-call';
 import { storeErrorCode, storeGroupErrorCode } from './store-error-code';
 
 /**
- * Stored groups a load restores per event-loop turn: a slice of 100 groups of 10 members takes a few ms,
- * where a partition of 1,000 such groups in one turn took 22–214 ms (bench:cluster's load section).
+ * Groups a load's step handles at most (checks, restores, or starts the sessions of), for a clock that
+ * does not move (a ManualTime); on a real clock a step ends after DEFAULT_TURN_BUDGET_MS (10 ms) first,
+ * whatever a group costs (TurnBudget).
  */
 export const RESTORE_GROUPS_PER_SLICE = 100;
 
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** A stored group the coordinator cannot take back as it is fails the load (checkStoredGroup). */
+function checkOrThrow(group: StoredGroup): void {
+  const problem = checkStoredGroup(group);
+  if (problem !== undefined) throw brokenInvariant(`cannot load group metadata: ${problem}`);
+}
 
 type ListedGroup = ListGroupsResponse['groups'][number];
 
@@ -140,8 +146,8 @@ export class GroupCoordinatorShard {
    * Loads group state that `loading` is bringing into the stores (a replay of `__consumer_offsets`).
    * Until it resolves every group request gets COORDINATOR_LOAD_IN_PROGRESS (clients retry); then every
    * stored group comes back — Stable with its generation, protocol, leader and members, or Empty — and
-   * every group that has only offsets comes back Empty, RESTORE_GROUPS_PER_SLICE stored groups per
-   * event-loop turn. Each restored member's session timer starts afresh once the last slice is in, as
+   * every group that has only offsets comes back Empty, in steps of at most 10 ms of the event loop
+   * (restoreInSlices). Each restored member's session timer starts afresh once every group is in, as
    * Kafka's does when a coordinator takes over groups: the members kept heartbeating to a coordinator that
    * was not there and must not be expired for it.
    *
@@ -164,37 +170,53 @@ export class GroupCoordinatorShard {
   }
 
   /**
-   * The loaded stores' groups come back RESTORE_GROUPS_PER_SLICE stored groups per event-loop turn, so a
-   * partition of thousands of groups never holds the loop (heartbeats of other partitions, replication)
-   * for long; the shard answers COORDINATOR_LOAD_IN_PROGRESS until the last slice is in. The members'
-   * sessions are scheduled after the last slice: they start from the end of the load.
+   * The loaded stores' groups come back in steps of at most 10 ms (or RESTORE_GROUPS_PER_SLICE groups on a
+   * clock that does not move), one per event-loop turn, so a partition of thousands of groups never holds
+   * the loop (heartbeats of other partitions, replication) for long: every stored group is checked, then
+   * restored, then the groups with offsets only, then the restored members' sessions start. The shard
+   * answers COORDINATOR_LOAD_IN_PROGRESS until the last step is done. The sessions start in the last steps,
+   * after every group is in: from the end of the load (a step or two before it, on a real clock).
    */
   private async restoreInSlices(): Promise<void> {
     if (!this.isActive) return;
     try {
-      await this.restoreSlices(this.checkedStoredGroups());
+      await this.restoreSlices();
     } catch (error) {
       if (this.isActive) this.availability = ErrorCode.COORDINATOR_NOT_AVAILABLE;
       throw error;
     }
   }
 
-  private async restoreSlices(stored: readonly StoredGroup[]): Promise<void> {
+  private async restoreSlices(): Promise<void> {
+    const budget = new TurnBudget(this.time, { maxUnits: RESTORE_GROUPS_PER_SLICE });
+    /** Runs `each` over `items` in the budget's steps; false if the shard was unloaded during a pause. */
+    const inSteps = async <T>(items: readonly T[], each: (item: T) => void): Promise<boolean> => {
+      for (const item of items) {
+        each(item);
+        budget.spend(1);
+        if (budget.isSpent()) {
+          await budget.nextStep();
+          // Unloaded meanwhile (resigned, shut down): its successor loads on its own.
+          if (!this.isActive) return false;
+        }
+      }
+      return true;
+    };
+    const stored = this.storedGroups();
+    // All or nothing: every group is checked before any is restored.
+    if (!(await inSteps(stored, checkOrThrow))) return;
     const restored: GroupMetadata[] = [];
-    for (let start = 0; start < stored.length; start += RESTORE_GROUPS_PER_SLICE) {
-      if (start > 0) {
-        await nextTurn();
-        // Unloaded meanwhile (resigned, shut down): its successor loads on its own.
-        if (!this.isActive) return;
-      }
-      const end = Math.min(start + RESTORE_GROUPS_PER_SLICE, stored.length);
-      for (let i = start; i < end; i++) {
-        const group = stored[i]!;
-        if (!this.groups.has(group.groupId)) restored.push(this.restoreGroup(group));
-      }
+    const restore = (group: StoredGroup): void => {
+      if (!this.groups.has(group.groupId)) restored.push(this.restoreGroup(group));
+    };
+    if (!(await inSteps(stored, restore))) return;
+    // The offset store is this shard's alone, and it writes nothing while loading: the ids stay true.
+    if (
+      !(await inSteps([...this.offsetStore.groupIds()], (groupId) => this.restoreOffsetOnlyGroup(groupId)))
+    ) {
+      return;
     }
-    this.restoreOffsetOnlyGroups();
-    for (const group of restored) this.startRestoredSessions(group);
+    if (!(await inSteps(restored, (group) => this.startRestoredSessions(group)))) return;
     this.availability = ErrorCode.NONE;
     // Watches opened while loading saw COORDINATOR_LOAD_IN_PROGRESS: now every group as it is.
     if (this.runtime.events.size > 0)
@@ -203,13 +225,13 @@ export class GroupCoordinatorShard {
 
   /** The metadata store's groups, every one checked before any is restored: all or nothing. */
   private checkedStoredGroups(): StoredGroup[] {
-    if (this.metadataStore === undefined) return [];
-    const stored = [...this.metadataStore.storedGroups()];
-    for (const group of stored) {
-      const problem = checkStoredGroup(group);
-      if (problem !== undefined) throw brokenInvariant(`cannot load group metadata: ${problem}`);
-    }
+    const stored = this.storedGroups();
+    for (const group of stored) checkOrThrow(group);
     return stored;
+  }
+
+  private storedGroups(): StoredGroup[] {
+    return this.metadataStore === undefined ? [] : [...this.metadataStore.storedGroups()];
   }
 
   /** Brings back stored groups, then groups known only by their offsets (Empty), skipping known ones. */
@@ -222,9 +244,11 @@ export class GroupCoordinatorShard {
 
   /** Groups that have offsets and no stored record come back Empty. */
   private restoreOffsetOnlyGroups(): void {
-    for (const groupId of this.offsetStore.groupIds()) {
-      if (!this.groups.has(groupId)) this.createGroup(groupId);
-    }
+    for (const groupId of this.offsetStore.groupIds()) this.restoreOffsetOnlyGroup(groupId);
+  }
+
+  private restoreOffsetOnlyGroup(groupId: string): void {
+    if (!this.groups.has(groupId)) this.createGroup(groupId);
   }
 
   /** A stored group and its members, without their sessions (startRestoredSessions starts them). */

@@ -4,6 +4,7 @@ import {
   type OffsetsPartition,
 } from './consumer-offsets';
 import type { LogConfig } from './storage';
+import type { Time } from '../time';
 
 /**
  * Told by the ReplicaManager whenever this node starts or stops leading a `__consumer_offsets` partition
@@ -77,9 +78,13 @@ export class OffsetsTopicLeadership {
   /** Resigned stores' close(): their writes and compactions still settling. */
   private readonly settling = new Set<Promise<void>>();
 
-  /** `onListenerError`: the listener threw (the change it was told of is made all the same). */
+  /**
+   * `time`: the node's clock, which each store's load measures its steps on. `onListenerError`: the
+   * listener threw (the change it was told of is made all the same).
+   */
   constructor(
     private readonly options: OffsetsTopicOptions,
+    private readonly time: Time,
     private readonly onListenerError: (error: unknown) => void = (error) => {
       throw error;
     },
@@ -103,7 +108,12 @@ export class OffsetsTopicLeadership {
     if (isLeading && current?.leaderEpoch === leaderEpoch) return;
     if (current !== undefined) this.resign(partition.partitionIndex);
     if (!isLeading) return;
-    const store = new ConsumerOffsetsStore(partition, { ...this.options.store, leaderEpoch });
+    const { store: storeOptions } = this.options;
+    const store = new ConsumerOffsetsStore(partition, {
+      ...storeOptions,
+      leaderEpoch,
+      replay: { time: this.time, ...storeOptions?.replay },
+    });
     this.elections.set(partition.partitionIndex, { leaderEpoch, store });
     try {
       this.options.listener.onElection(partition.partitionIndex, leaderEpoch, store);

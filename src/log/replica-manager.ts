@@ -344,7 +344,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       options.offsetsTopic === undefined
         ? undefined
         : // A listener that throws must not stop the partition changes it is told of halfway.
-          new OffsetsTopicLeadership(options.offsetsTopic, (error) =>
+          new OffsetsTopicLeadership(options.offsetsTopic, this.time, (error) =>
             this.reportError(error, 'the __consumer_offsets listener failed'),
           );
     this.offsetsCommitTimeoutMs = options.offsetsTopic?.commitTimeoutMs ?? DEFAULT_OFFSETS_COMMIT_TIMEOUT_MS;

@@ -53,9 +53,6 @@ export const HEALTH_SERVICE = 'grpc.health.v1.Health';
 /** How long `close()` lets in-flight calls finish before cutting every connection, unless configured. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 
-/** Bytes of a `__consumer_offsets` partition's log replayed per event-loop turn when it loads. */
-const OFFSETS_LOAD_STEP_BYTES = 256 * 1024;
-
 export type CoordinatorFactory = (config: GroupConfig, time: Time) => GroupCoordinatorService;
 
 export interface CreateServerOptions {
@@ -300,10 +297,6 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
               onCompactionError: (error: unknown) =>
                 logger.warn({ err: error }, '__consumer_offsets compaction failed'),
               onCorruptData: recoveryLog.onCorruptData,
-              // A partition's load yields every 256 KiB, not every 5 MiB (Kafka's
-              // offsets.load.buffer.size): a 5 MiB step decodes for 170-280 ms in one event-loop turn,
-              // holding up every other partition's heartbeats (bench:cluster, "load").
-              replay: { maxBytesPerRead: OFFSETS_LOAD_STEP_BYTES },
             },
             onStartup: ({ outcome, numPartitions, configuredNumPartitions }) => {
               if (outcome === 'kept' && numPartitions !== configuredNumPartitions) {
@@ -603,15 +596,16 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     }
   }
 
-  /** Loads started by start()'s elections (single-node mode: every partition); undefined afterwards. */
+  /** Shard loads started by start()'s elections (single-node mode: every partition); undefined afterwards. */
   let startupLoads: Promise<unknown>[] | undefined = [];
 
   /**
    * This node now leads `__consumer_offsets-<partitionIndex>` at `leaderEpoch`: the router's shard for it
    * loads the partition's store in the background, answering COORDINATOR_LOAD_IN_PROGRESS for its groups
    * until it is done, so a large log delays no other group and no other service. In single-node mode
-   * start() elects every partition, and the server is ready (health SERVING, /readyz 200) once all have
-   * loaded; a cluster node is ready without them (its partitions come and go with leadership).
+   * start() elects every partition, and the server is ready (health SERVING, /readyz 200) once every
+   * shard has loaded (the store replayed, then its groups restored); a cluster node is ready without them
+   * (its partitions come and go with leadership).
    */
   function electGroupPartition(
     partitionIndex: number,
@@ -626,8 +620,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     }
     stores.elect(partitionIndex, store);
     const loading = store.load();
-    router.onElection(partitionIndex, leaderEpoch, { offsetStore: store, metadataStore: store, loading });
-    startupLoads?.push(loading);
+    // Ready means a stored group is served, not answered COORDINATOR_LOAD_IN_PROGRESS: the store's replay
+    // is followed by the shard's restore of its groups, and a start waits for both.
+    const restored = router.onElection(partitionIndex, leaderEpoch, {
+      offsetStore: store,
+      metadataStore: store,
+      loading,
+    });
+    startupLoads?.push(restored);
     loading.then(
       (loaded) => logger.debug({ partitionIndex, leaderEpoch, ...loaded }, 'group partition loaded'),
       (error: unknown) => {
@@ -643,7 +643,10 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     );
   }
 
-  /** Single-node mode: ready once every partition start() elected has loaded; start() fails if one cannot. */
+  /**
+   * Single-node mode: ready once every partition start() elected has loaded into its shard; readiness
+   * fails if one cannot.
+   */
   const awaitStartupLoads = (): void => {
     const loads = startupLoads ?? [];
     startupLoads = undefined;

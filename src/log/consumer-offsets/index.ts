@@ -35,5 +35,5 @@ export type {
   OffsetCommitKey,
   OffsetCommitValue,
 } from './consumer-offsets-record';
-export { DEFAULT_LOAD_BUFFER_BYTES, replayLog } from './replay-log';
+export { DEFAULT_LOAD_STEP_BYTES, replayLog } from './replay-log';
 export type { ReplayOptions, ReplayResult } from './replay-log';

@@ -11,7 +11,7 @@ import type {
   SyncGroupResponse,
 } from '../../../src/group/group-protocol';
 import { groupPartitionFor } from '../../../src/protocol/group-placement';
-import { ManualTime } from '../../../src/time';
+import { DEFAULT_TURN_BUDGET_MS, ManualTime } from '../../../src/time';
 import {
   CLIENT_HOST,
   CLIENT_ID,
@@ -432,7 +432,8 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     const store = new MemoryGroupStore();
     const sessionMs = 1_000;
     const groupIds: string[] = [];
-    // Ten slices of RESTORE_GROUPS_PER_SLICE (100).
+    // The clock stands still while loading: steps of RESTORE_GROUPS_PER_SLICE (100), ten to check the
+    // groups, ten to restore them, ten to start their sessions.
     for (let n = 0; groupIds.length < 1_000; n++) {
       const groupId = `many-${n}`;
       if (groupPartitionFor(groupId, NUM_PARTITIONS) !== 0) continue;
@@ -450,7 +451,7 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     expect((await h.describe(last)).errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     // The clock moves while slices are restored: no session may run before the last slice is in.
     h.advance(sessionMs);
-    await settle(12);
+    await settle(32);
     expect(await h.describe(first)).toMatchObject({ state: 'Stable', members: 1 });
     expect(await h.describe(last)).toMatchObject({ state: 'Stable', members: 1 });
     expect(h.router.numGroups).toBe(groupIds.length);
@@ -461,6 +462,49 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     await settle();
     expect((await h.describe(first)).members).toBe(0);
     expect((await h.describe(last)).members).toBe(0);
+  });
+
+  test('a restore step ends once it has used its time, however few groups it handled', async () => {
+    const h = harness();
+    const store = new MemoryGroupStore();
+    const groupIds: string[] = [];
+    const costMs = 3;
+    for (let n = 0; groupIds.length < 40; n++) {
+      const groupId = `costly-${n}`;
+      if (groupPartitionFor(groupId, NUM_PARTITIONS) !== 0) continue;
+      groupIds.push(groupId);
+      const stored = storedGroup(groupId, `member-${n}`);
+      // Each read of a group's members (its check, its restore) takes 3 ms on the loading node's clock.
+      store.seed({
+        ...stored,
+        get members() {
+          h.advance(costMs);
+          return stored.members;
+        },
+      });
+    }
+    const loading = deferred();
+    const loaded = h.router.onElection(0, 2, storesOn(store, loading.promise));
+    let isLoaded = false;
+    void loaded.then(() => (isLoaded = true));
+    loading.resolve();
+    const duringLoad = h.commit(groupIds[0]!, 1);
+    // One sample per event-loop turn, as the shard takes one step per turn.
+    const perTurn: number[] = [];
+    let previous = h.router.numGroups;
+    for (let turn = 0; turn < 200 && !isLoaded; turn++) {
+      await settle(1);
+      perTurn.push(h.router.numGroups - previous);
+      previous = h.router.numGroups;
+    }
+    expect(await duringLoad).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
+    expect(isLoaded).toBe(true);
+    expect(perTurn.reduce((sum, n) => sum + n, 0)).toBe(groupIds.length);
+    // A 10 ms step holds 4 groups of 3 ms: the one that crosses the line is the last of its step.
+    expect(Math.max(...perTurn)).toBeLessThanOrEqual(Math.ceil(DEFAULT_TURN_BUDGET_MS / costMs));
+    // Checking 40 groups took 10 steps before the first was restored, restoring them 10 more.
+    expect(perTurn.filter((n) => n > 0).length).toBeGreaterThanOrEqual(10);
+    expect(await h.describe(groupIds[groupIds.length - 1]!)).toMatchObject({ state: 'Stable', members: 1 });
   });
 
   test('a failed load serves nothing until the next election', async () => {

@@ -15,7 +15,7 @@ import {
   type LogRecord,
   type PartitionLog,
 } from '../../../../src/log/storage';
-import { ManualTime } from '../../../../src/time';
+import { DEFAULT_TURN_BUDGET_MS, ManualTime } from '../../../../src/time';
 import { downgradeToMagic1 } from '../storage/magic-1';
 import { makeTempDir, removeTempDir } from '../storage/temp-dir';
 import { LocalOffsetsTopic } from './local-offsets-topic';
@@ -305,6 +305,8 @@ describe('ConsumerOffsetsStore', () => {
     let pauses = 0;
     const reopened = await reopen(store, {
       replay: {
+        // The node's clock does not move (a ManualTime): the byte bound alone ends a step.
+        time,
         maxBytesPerRead: 256,
         pause: async () => {
           pauses++;
@@ -319,6 +321,43 @@ describe('ConsumerOffsetsStore', () => {
     );
     expect(pauses).toBeGreaterThanOrEqual(Math.floor(log.sizeInBytes / (256 + largest)));
     expect(pauses).toBeLessThanOrEqual(Math.ceil(log.sizeInBytes / 256));
+  });
+
+  test('a load step ends once it has run 10 ms on the node clock, however few bytes it read', async () => {
+    const store = await openStore();
+    const partitions = 10;
+    for (let i = 0; i < 20; i++) {
+      await store.commit(
+        `g${i % 5}`,
+        Array.from({ length: partitions }, (_, p) => ({
+          topic: 't',
+          partition: p,
+          offset: offset(i * partitions + p),
+        })),
+      );
+    }
+    const before = viewOf(store);
+    const records = store.log.logEndOffset - store.log.logStartOffset;
+    // A clock that moves 1 ms each time it is read: the replay reads it once per record it has applied,
+    // so every record costs it 1 ms, and a batch of 10 records as much as the whole budget.
+    let nowMs = 0;
+    const ticking = { monotonicMs: () => ++nowMs, nowMs: () => time.nowMs() };
+    let pauses = 0;
+    const reopened = await reopen(store, {
+      replay: {
+        time: ticking,
+        // No byte bound: only the time ends a step.
+        maxBytesPerRead: Number.MAX_SAFE_INTEGER,
+        pause: async () => {
+          pauses++;
+        },
+      },
+    });
+    expect(viewOf(reopened)).toEqual(before);
+    expect(reopened.isLoaded).toBe(true);
+    // A step holds at most 10 records (10 ms): one pause per 10 records at least, not one per batch.
+    expect(pauses).toBeGreaterThanOrEqual(Math.floor(records / DEFAULT_TURN_BUDGET_MS) - 1);
+    expect(pauses).toBeLessThanOrEqual(records);
   });
 
   describe('compaction', () => {

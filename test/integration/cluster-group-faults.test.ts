@@ -19,6 +19,10 @@ import { groupCoordinatorClient } from '../support/grpc-clients';
  *    JoinGroup).
  * 3. A rolling restart (kill -9 and start, one node after the other) under a group of static members: no
  *    more rebalances than coordinator moves (the members keep their ids and generation across a move).
+ * 4. etcd killed and restarted on its data dir and port, at once (shorter than the session: nothing a
+ *    member sees changes) and after the session timeout (every node stops coordinating on its own clock:
+ *    no commit sent after the timeout is acknowledged while etcd is down; commits are acknowledged again
+ *    within ETCD_RECOVERY_MS after etcd returns, and the group is Stable), the history checked.
  */
 const SESSION_TIMEOUT_MS = 5_000;
 /** Elections, loads and the members' backoffs on a loaded 2-core machine: the bound adds this. */

@@ -10,7 +10,8 @@
  * Groups (Kafka's AbstractCoordinator): a group's coordinator is found with FindCoordinator and cached
  * (`CoordinatorCache`). NOT_COORDINATOR (16) or COORDINATOR_NOT_AVAILABLE (15) in an answer, or a connection
  * to it that fails, forgets it (`markCoordinatorUnknown`); the caller's retry, after its jittered exponential
- * backoff, finds it again. COORDINATOR_LOAD_IN_PROGRESS (14) keeps it: the retry goes to the same node
+ * backoff, finds it again, and that backoff ends early once the group's one shared poll (every 100 ms
+ * while members wait: `onCoordinatorFound`) has found a coordinator other than the one forgotten. COORDINATOR_LOAD_IN_PROGRESS (14) keeps it: the retry goes to the same node
  * (KafkaJS re-discovers on 14, which sends members away from the one node that is about to serve them).
  * Answers are returned unchanged, so the group member decides, as before, whether a code costs it its
  * generation: a coordinator move alone never does.
@@ -45,6 +46,7 @@ import {
 import { NodeConnections } from './node-connections';
 import { nodeAddress } from './node-address';
 import { PartitionLeaders } from './partition-leaders';
+import { TimeScheduler } from './time-scheduler';
 
 /** One node's connection: every call of the SDK, on one channel (`GrpcTransport`). */
 export interface NodeTransport extends GroupTransport, GroupAdminTransport, BrokerTransport {
@@ -68,6 +70,8 @@ export interface ClusterTransportOptions {
   readonly time?: Time;
   /** Jitter source for that backoff, numbers in [0, 1). Default `Math.random`. */
   readonly random?: () => number;
+  /** How often a group is looked up while its members wait for its coordinator; default 100 ms. */
+  readonly coordinatorPollMs?: number;
 }
 
 /** How long a heartbeat stream may look for its coordinator before the member's own bound cuts it off. */
@@ -91,6 +95,7 @@ export class ClusterTransport
   readonly leaders: PartitionLeaders;
   private readonly connections: NodeConnections<NodeTransport>;
   private readonly coordinators: CoordinatorCache;
+  private readonly scheduler: TimeScheduler;
   private readonly routing: LeaderRoutingContext;
   /** The node that answered the last call sent to any node; tried first next time. */
   private preferred: string;
@@ -101,7 +106,12 @@ export class ClusterTransport
     this.preferred = this.bootstrap[0];
     this.connections = new NodeConnections(options.connect);
     this.leaders = new PartitionLeaders(options.time ?? SYSTEM_TIME, options.random);
-    this.coordinators = new CoordinatorCache((groupId, o) => this.lookUpCoordinator(groupId, o));
+    this.scheduler = new TimeScheduler(options.time ?? SYSTEM_TIME);
+    this.coordinators = new CoordinatorCache(
+      (groupId, o) => this.lookUpCoordinator(groupId, o),
+      this.scheduler,
+      options.coordinatorPollMs,
+    );
     this.routing = {
       leaders: this.leaders,
       node: (address) => this.connections.get(address),
@@ -148,7 +158,14 @@ export class ClusterTransport
 
   /** Closes every node's connection. */
   close(): void {
+    this.coordinators.close();
+    this.scheduler.shutdown();
     this.connections.close();
+  }
+
+  /** See `GroupTransport.onCoordinatorFound` and `CoordinatorCache.onCoordinatorFound`. */
+  onCoordinatorFound(groupId: string, onFound: () => void): () => void {
+    return this.coordinators.onCoordinatorFound(groupId, onFound);
   }
 
   // ---- calls to any node ----

@@ -48,6 +48,7 @@ import type {
   OffsetFetchResponse,
   SyncGroupAssignment,
 } from '../protocol/group-messages';
+import { isCoordinatorMoved } from './coordinator-cache';
 import { errorFromCode, isRetriable } from './error-from-code';
 import { ExponentialBackoff } from './exponential-backoff';
 import type { GroupMemberEvents, LostReason, RevokeReason, RevokedEvent } from './group-member-events';
@@ -390,8 +391,8 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     }
     const rebalanceCallMs = Math.max(o.requestTimeoutMs, o.rebalanceTimeoutMs + REBALANCE_CALL_GRACE_MS);
     let failures = 0;
-    const backOff = async (): Promise<boolean> => {
-      await this.sleep(this.backoff.backoffMs(failures++));
+    const backOff = async (code: ErrorCode): Promise<boolean> => {
+      if (await this.backOffFrom(code, this.backoff.backoffMs(failures++))) failures = 0;
       return epoch === this.epoch;
     };
 
@@ -420,7 +421,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
           continue;
         }
         if (joinCode === ErrorCode.REBALANCE_IN_PROGRESS) continue;
-        if (isRetriable(joinCode) && (await backOff())) continue;
+        if (isRetriable(joinCode) && (await backOff(joinCode))) continue;
         if (epoch === this.epoch) this.fail(error, false);
         return;
       }
@@ -470,7 +471,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
           this.loseAssignment(lostReasonFor(syncCode), error);
           continue;
         }
-        if (isRetriable(syncCode) && (await backOff())) continue;
+        if (isRetriable(syncCode) && (await backOff(syncCode))) continue;
         if (epoch === this.epoch) this.fail(error, false);
         return;
       }
@@ -644,10 +645,6 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   }
 
   /** A wait that also ends when the attempt is abandoned. */
-  private sleep(ms: number): Promise<void> {
-    return this.sleepHandle(ms).promise;
-  }
-
   private sleepHandle(ms: number): { promise: Promise<void>; cancel: () => void } {
     let wake = (): void => {};
     const promise = new Promise<void>((resolve) => {
@@ -660,6 +657,52 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       this.sleepers.add(wake);
     });
     return { promise, cancel: wake };
+  }
+
+  /**
+   * The backoff after a retriable `code`: `ms`, or, when the code says the coordinator moved or went away,
+   * until the transport knows another one if that is sooner (the member can do nothing before; see
+   * CoordinatorCache.onCoordinatorFound). Resolves whether a new coordinator ended it: the retry then
+   * goes to a node that was not failing, so the caller starts its backoff over.
+   */
+  private async backOffFrom(code: ErrorCode, ms: number): Promise<boolean> {
+    let isFound = false;
+    const sleep = this.sleepHandle(ms);
+    const stop = this.watchCoordinator(code, () => {
+      isFound = true;
+      sleep.cancel();
+    });
+    await sleep.promise;
+    stop();
+    return isFound;
+  }
+
+  /** `run` after `ms`, or as soon as a new coordinator is known (see `backOffFrom`); cancellable. */
+  private retryTask(code: ErrorCode, ms: number, run: (isFound: boolean) => void): ScheduledTask {
+    const stop = this.watchCoordinator(code, () => {
+      if (!task.isPending) return;
+      task.cancel();
+      run(true);
+    });
+    const task = this.scheduler.schedule(ms, () => {
+      stop();
+      run(false);
+    });
+    return {
+      cancel: () => {
+        task.cancel();
+        stop();
+      },
+      get isPending() {
+        return task.isPending;
+      },
+    };
+  }
+
+  private watchCoordinator(code: ErrorCode, onFound: () => void): () => void {
+    const transport = this.transport;
+    if (transport.onCoordinatorFound === undefined || !isCoordinatorMoved(code)) return () => {};
+    return transport.onCoordinatorFound(this.options.groupId, onFound);
   }
 
   // ---- heartbeats ----
@@ -821,8 +864,13 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       return;
     }
     if (isRetriable(code)) {
-      this.heartbeatTask = this.scheduler.schedule(this.backoff.backoffMs(this.heartbeatFailures++), () =>
-        this.sendHeartbeat(),
+      this.heartbeatTask = this.retryTask(
+        code,
+        this.backoff.backoffMs(this.heartbeatFailures++),
+        (isFound) => {
+          if (isFound) this.heartbeatFailures = 0;
+          this.sendHeartbeat();
+        },
       );
       return;
     }
@@ -999,7 +1047,8 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       const waitMs = this.backoff.backoffMs(failures);
       if (!error.retriable || this.isTerminal() || this.time.monotonicMs() + waitMs >= deadlineMs)
         throw error;
-      await this.sleep(waitMs); // woken early by a rejoin (harmless: one earlier retry) or by close
+      // Woken early by a rejoin (harmless: one earlier retry), by close, or by the new coordinator found.
+      if (await this.backOffFrom(error.code, waitMs)) failures = -1;
       if (this.isTerminal()) throw error;
     }
   }

@@ -56,4 +56,11 @@ export interface GroupTransport {
   leaveGroup(request: LeaveGroupRequest, options: CallOptions): Promise<LeaveGroupResponse>;
   offsetCommit(request: OffsetCommitRequest, options: CallOptions): Promise<OffsetCommitResponse>;
   offsetFetch(request: OffsetFetchRequest, options: CallOptions): Promise<OffsetFetchResponse>;
+  /**
+   * Calls `onFound` once a coordinator of `groupId` is known other than the one the transport last found
+   * moved (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) or unreachable; returns a function that stops the
+   * wait. The member ends a backoff after such a failure early with it. Optional: a transport to one
+   * node has no coordinator to find.
+   */
+  onCoordinatorFound?(groupId: string, onFound: () => void): () => void;
 }

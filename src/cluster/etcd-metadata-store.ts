@@ -49,6 +49,9 @@ export const DEFAULT_ETCD_REQUEST_TIMEOUT_MS = 5_000;
 
 const PROTO_FILE = 'etcd/v3/etcd_api_subset.proto';
 
+/** The longest wait of the channel between two attempts to reach etcd again (see the constructor). */
+export const MAX_RECONNECT_BACKOFF_MS = 1_000;
+
 /** `proto/` holding the etcd subset, found walking up (src/cluster and dist/src/cluster sit at different depths). */
 function findProtoDir(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
@@ -281,6 +284,12 @@ export class EtcdMetadataStore implements MetadataStore {
       'grpc.keepalive_permit_without_calls': 0,
       // Fail calls at once while the channel is down rather than queueing them past their purpose.
       'grpc.enable_retries': 0,
+      // grpc-js backs off reconnecting up to 2 minutes by default (×1.6 per failed attempt): after an etcd
+      // outage of a few seconds the channel would still be waiting when etcd is back, failing every
+      // renewal at once, and a session that had time left expired (or, after a long outage, every node
+      // registered again only seconds later). Reconnect at least every second instead: one TCP connect.
+      'grpc.initial_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS / 10,
+      'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS,
     });
     const clientOptions = { channelOverride: this.channel };
     this.kv = new KV('', grpc.credentials.createInsecure(), clientOptions);

@@ -37,6 +37,7 @@ import { TimerAction } from './timer-action';
  */
 
 export const DEFAULT_NODE_SESSION_TIMEOUT_MS = 10_000;
+const DEFAULT_RENEW_RETRY_MS = 500;
 
 export interface NodeSessionOptions {
   readonly store: MetadataStore;
@@ -53,6 +54,11 @@ export interface NodeSessionOptions {
   readonly renewIntervalMs?: number;
   /** Wait before retrying a registration that failed; the renewal interval by default. */
   readonly retryBackoffMs?: number;
+  /**
+   * Wait before the next renewal after one failed (etcd unreachable), if sooner than the regular one:
+   * 500 ms by default (etcd's own client retries its keep-alive stream after 500 ms), at most the interval.
+   */
+  readonly renewRetryMs?: number;
 }
 
 export type NodeSessionState = 'idle' | 'registering' | 'active' | 'expired' | 'closed';
@@ -110,6 +116,7 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
   readonly safetyMarginMs: number;
   readonly renewIntervalMs: number;
   readonly retryBackoffMs: number;
+  readonly renewRetryMs: number;
   private readonly store: MetadataStore;
   private readonly time: Time;
   private readonly timer: Timer;
@@ -118,6 +125,8 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
   private currentLease: LeaseId | undefined;
   private currentIncarnation = 0;
   private deadline = 0;
+  /** When the renewal task runs next (monotonic), while one is scheduled. */
+  private nextRenewalMs = 0;
   /** Leases this session granted and has not seen revoked: its own keys may be taken over from them. */
   private readonly ownLeases = new Set<LeaseId>();
   private readonly renewTask = new TimerAction(() => this.renew());
@@ -137,6 +146,7 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
     this.safetyMarginMs = options.safetyMarginMs ?? Math.floor(timeoutMs / 10);
     this.renewIntervalMs = options.renewIntervalMs ?? Math.floor(timeoutMs / 3);
     this.retryBackoffMs = options.retryBackoffMs ?? this.renewIntervalMs;
+    this.renewRetryMs = Math.min(options.renewRetryMs ?? DEFAULT_RENEW_RETRY_MS, this.renewIntervalMs);
     if (this.safetyMarginMs < 0 || this.safetyMarginMs >= timeoutMs - this.renewIntervalMs) {
       throw new RangeError(
         `safetyMarginMs (${this.safetyMarginMs}) must leave room for a renewal: below ` +
@@ -283,8 +293,10 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
     return Math.min(this.sessionTimeoutMs, grantedTtlSeconds * 1000);
   }
 
-  private scheduleRenewal(): void {
-    this.renewTask.delayMs = this.renewIntervalMs;
+  private scheduleRenewal(delayMs = this.renewIntervalMs): void {
+    this.renewTask.cancel();
+    this.renewTask.delayMs = delayMs;
+    this.nextRenewalMs = this.time.monotonicMs() + delayMs;
     this.timer.add(this.renewTask);
   }
 
@@ -299,9 +311,20 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
     this.scheduleRenewal();
     this.store.keepAliveOnce(lease).then(
       ({ ttlSeconds }) => this.onRenewed(incarnation, sentAtMs, ttlSeconds),
-      // A failed renewal changes nothing: the deadline stands, and the next renewal may get through.
-      () => undefined,
+      () => this.onRenewalFailed(incarnation),
     );
+  }
+
+  /**
+   * A failed renewal leaves the deadline as it was; the next one goes out after `renewRetryMs` rather
+   * than a whole interval later. Waiting the interval, an etcd outage ending just after a failed renewal
+   * would still cost the session up to two intervals of its TTL, and a restart of etcd shorter than the
+   * TTL could expire every node (with the defaults, any outage over TTL − margin − 2 × interval).
+   */
+  private onRenewalFailed(incarnation: number): void {
+    if (this.isStale(incarnation) || !this.isActive()) return;
+    const retryAtMs = this.time.monotonicMs() + this.renewRetryMs;
+    if (retryAtMs < this.nextRenewalMs) this.scheduleRenewal(this.renewRetryMs);
   }
 
   private onRenewed(incarnation: number, sentAtMs: number, ttlSeconds: number): void {

@@ -19,10 +19,19 @@ import { groupCoordinatorClient } from '../support/grpc-clients';
  *    JoinGroup).
  * 3. A rolling restart (kill -9 and start, one node after the other) under a group of static members: no
  *    more rebalances than coordinator moves (the members keep their ids and generation across a move).
+ * 4. etcd killed and restarted on its data dir and port, at once (shorter than the session: nothing a
+ *    member sees changes) and after the session timeout (every node stops coordinating on its own clock:
+ *    no commit sent after the timeout is acknowledged while etcd is down; commits are acknowledged again
+ *    within ETCD_RECOVERY_MS after etcd returns, and the group is Stable), the history checked.
  */
 const SESSION_TIMEOUT_MS = 5_000;
 /** Elections, loads and the members' backoffs on a loaded 2-core machine: the bound adds this. */
 const TAKEOVER_SLACK_MS = 20_000;
+/**
+ * After a long etcd outage: the nodes register again (their retry backoff), a controller is elected and
+ * elects every partition's leader again, the new shards load and the members find them.
+ */
+const ETCD_RECOVERY_MS = SESSION_TIMEOUT_MS + TAKEOVER_SLACK_MS;
 const MEMBERS = 50;
 const PARTITIONS = 50;
 const MEMBER_SESSION_MS = 30_000;
@@ -278,4 +287,74 @@ scenario(
     }
   },
   600_000,
+);
+
+scenario(
+  'etcd killed and restarted: a short outage changes nothing, a long one fences every coordinator until etcd is back',
+  async () => {
+    const c = cluster!;
+    const history = new GroupHistory();
+    const groupId = 'faults-etcd';
+    const load = workload(c, history, groupId);
+    try {
+      load.start();
+      const stable = await waitFor('the group Stable with every member', 120_000, () => load.isStable());
+      const coordinator = await c.coordinatorOf(groupId);
+      await sleep(1_000);
+
+      // 1. etcd down for less than half the session: the sessions outlive it, nobody notices.
+      const shortFromMs = performance.now();
+      await c.killEtcd();
+      await c.restartEtcd();
+      const shortOutageMs = performance.now() - shortFromMs;
+      // Past the moment a session that could not renew would have expired.
+      await sleep(Math.max(0, shortFromMs + SESSION_TIMEOUT_MS + 1_000 - performance.now()));
+      const isShortChecked = shortOutageMs <= SESSION_TIMEOUT_MS / 2;
+      if (isShortChecked) {
+        expect(load.commitFailuresSince(shortFromMs)).toEqual([]);
+        expect(load.rebalanceNoticesSince(shortFromMs)).toEqual([]);
+        expect(await c.coordinatorOf(groupId)).toBe(coordinator);
+        expect((await load.isStable()).generationId).toBe(stable.generationId);
+      }
+
+      // 2. etcd down for longer than the session: every node stops coordinating on its own clock.
+      const longFromMs = performance.now();
+      await c.killEtcd();
+      await waitFor('a commit refused after etcd went away', SESSION_TIMEOUT_MS + TAKEOVER_SLACK_MS, () =>
+        load.commitFailuresSince(longFromMs).length > 0 ? true : undefined,
+      );
+      await sleep(Math.max(0, longFromMs + SESSION_TIMEOUT_MS + 1_000 - performance.now()));
+      const etcdBackMs = performance.now();
+      // Sent after every session's deadline and acknowledged before etcd returned: a deposed coordinator's.
+      const fencedAcks = load
+        .acknowledgedCommits()
+        .filter((a) => a.invokedAtMs >= longFromMs + SESSION_TIMEOUT_MS && a.ackedAtMs < etcdBackMs);
+      expect(fencedAcks).toEqual([]);
+      await c.restartEtcd();
+      await waitFor('a commit acknowledged after etcd returned', ETCD_RECOVERY_MS, () =>
+        load.acknowledgedCommits().some((a) => a.invokedAtMs > etcdBackMs) ? true : undefined,
+      );
+      const recoveryMs =
+        Math.min(
+          ...load
+            .acknowledgedCommits()
+            .filter((a) => a.invokedAtMs > etcdBackMs)
+            .map((a) => a.ackedAtMs),
+        ) - etcdBackMs;
+      await waitFor('the group Stable after etcd returned', 120_000, () => load.isStable());
+      await sleep(1_000);
+      await load.stopTraffic();
+      await load.recordFinalOffsets();
+      const verdict = checkGroupHistory(history.close());
+      process.stdout.write(
+        `etcd outages: short ${Math.round(shortOutageMs)} ms (checked: ${isShortChecked}); long: first ` +
+          `acknowledged commit ${Math.round(recoveryMs)} ms after etcd returned; ${JSON.stringify(verdict.stats)}\n`,
+      );
+      expect(describeGroupViolations(verdict)).toBe('');
+      expect(verdict.stats.acknowledgedCommits).toBeGreaterThan(0);
+    } finally {
+      await load.close();
+    }
+  },
+  400_000,
 );

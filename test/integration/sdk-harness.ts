@@ -25,7 +25,7 @@ import { groupCoordinatorClient } from '../support/grpc-clients';
  * answer. Tests await events and outcomes, never durations.
  */
 
-type Method = Exclude<keyof GroupTransport, 'openHeartbeatStream'>;
+type Method = Exclude<keyof GroupTransport, 'openHeartbeatStream' | 'onCoordinatorFound'>;
 
 /** One call's end: the coordinator's error code, or the CohortError the transport rejected with. */
 export interface Outcome {

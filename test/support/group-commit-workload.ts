@@ -54,6 +54,13 @@ export interface MemberAck {
   readonly generationId: number;
 }
 
+/** One commit that was not acknowledged: when it was sent and gave up, and why. */
+export interface CommitFailure {
+  readonly invokedAtMs: number;
+  readonly failedAtMs: number;
+  readonly reason: string;
+}
+
 /** What one member did since a moment (GroupCommitWorkload.membersSince). */
 export interface MemberSince {
   readonly name: string;
@@ -75,6 +82,8 @@ export class GroupCommitWorkload {
   /** Assignments observed, in order: one per member per generation it was handed. */
   assignments = 0;
   private readonly slots: MemberSlot[] = [];
+  /** Every commit that rejected, in order. */
+  private readonly failures: CommitFailure[] = [];
   /** performance.now() of every revocation or loss a member was told of. */
   private readonly rebalanceNotices: number[] = [];
   private isRunning = true;
@@ -196,6 +205,16 @@ export class GroupCommitWorkload {
     }));
   }
 
+  /** Every acknowledged commit of every member, in no particular order. */
+  acknowledgedCommits(): MemberAck[] {
+    return this.slots.flatMap((slot) => slot.acks);
+  }
+
+  /** The commits that rejected after `sinceMs` (by when they gave up). */
+  commitFailuresSince(sinceMs: number): CommitFailure[] {
+    return this.failures.filter((f) => f.failedAtMs > sinceMs);
+  }
+
   /** When members were told of a revocation or a loss, since `sinceMs`. */
   rebalanceNoticesSince(sinceMs: number): number[] {
     return this.rebalanceNotices.filter((atMs) => atMs > sinceMs);
@@ -265,6 +284,7 @@ export class GroupCommitWorkload {
       } catch (error) {
         const reason = error instanceof CohortError ? `${error.code}` : String(error);
         for (const { op } of commits) this.history.completeWithError(op, 'info', reason);
+        this.failures.push({ invokedAtMs, failedAtMs: performance.now(), reason });
       }
       await sleep(intervalMs);
     }

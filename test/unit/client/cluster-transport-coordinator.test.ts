@@ -96,7 +96,7 @@ describe('ClusterTransport: group calls go to the group coordinator', () => {
     await member.close();
   });
 
-  it('backs off exponentially while FindCoordinator answers COORDINATOR_NOT_AVAILABLE', async () => {
+  it('looks the group up every 100 ms, not after its own backoff, while FindCoordinator answers COORDINATOR_NOT_AVAILABLE', async () => {
     const { time, cluster, member, advance } = setUp();
     const node1 = cluster.node(1);
     const unavailable = { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, nodeId: -1 };
@@ -109,7 +109,9 @@ describe('ClusterTransport: group calls go to the group coordinator', () => {
     };
     await flush();
     for (let i = 0; i < 20; i++) await advance(50);
-    expect(at.map((ms) => ms - at[0])).toEqual([0, 100, 300, 700]);
+    // The member's own retry (backoff 100, then 200, 400) and the group's poll (every 100 ms); the poll's
+    // answer at 200 ends the member's wait, where its backoff alone would have joined at 700.
+    expect(at.map((ms) => ms - at[0])).toEqual([0, 100, 100, 200]);
     expect(member.state).toBe('stable');
     expect(cluster.node(2).callsOf('joinGroup')).toHaveLength(1);
     await member.close();
@@ -125,6 +127,27 @@ describe('ClusterTransport: group calls go to the group coordinator', () => {
     await advance(100);
     expect(cluster.node(3).callsOf('heartbeat')).toHaveLength(1);
     expect(cluster.node(3).callsOf('heartbeat')[0].request.generationId).toBe(generationId);
+    expect(lost).toEqual([]);
+    await member.close();
+  });
+
+  it('reaches the new coordinator within a poll of its being found, not after its grown backoff', async () => {
+    const { time, cluster, member, lost, advance } = setUp();
+    await flush();
+    const generationId = member.generationId;
+    cluster.node(2).isDown = true; // killed; FindCoordinator names it until its session expires
+    await advance(3_000); // the heartbeat fails: backoffs 100, 200, 400, 800, then 1,000 each
+    for (let i = 0; i < 40; i++) await advance(100);
+    expect(cluster.node(3).callsOf('heartbeat')).toHaveLength(0);
+    const heartbeatsToDeadNode = cluster.node(2).callsOf('heartbeat').length;
+    expect(heartbeatsToDeadNode).toBeLessThan(10); // its own retries stayed exponential
+    const movedAt = time.monotonicMs();
+    cluster.coordinate('g', 3);
+    await advance(100); // the group's next poll finds node 3 and wakes the member
+    const moved = cluster.node(3).callsOf('heartbeat');
+    expect(moved).toHaveLength(1);
+    expect(moved[0].request.generationId).toBe(generationId);
+    expect(time.monotonicMs() - movedAt).toBeLessThanOrEqual(100);
     expect(lost).toEqual([]);
     await member.close();
   });

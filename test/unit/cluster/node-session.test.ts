@@ -112,6 +112,41 @@ describe('NodeSession', () => {
     expect(etcd.leaseIds()).not.toContain(lease);
   });
 
+  it('retries a failed renewal after 500 ms, so an etcd restart shorter than the TTL leaves it active', async () => {
+    const session = newSession();
+    session.start();
+    await settle();
+    const lease = session.leaseId!;
+    const expired = jest.fn();
+    session.on('expired', expired);
+    // Acknowledged at 3,333: deadline 12,333. etcd goes away just before the next renewal, at 6,666.
+    await advance(6_600, 1);
+    expect(session.deadlineMs).toBe(12_333);
+    store.failRequests();
+    const renewals: number[] = [];
+    const keepAliveOnce = store.keepAliveOnce.bind(store);
+    store.keepAliveOnce = (id) => {
+      renewals.push(time.monotonicMs());
+      return keepAliveOnce(id);
+    };
+    // Back at 10,000, just after a failed attempt; waiting for the regular one (13,332) would be too late.
+    await advance(10_000 - 6_600, 1);
+    store.restoreRequests();
+    await advance(1_000, 1);
+    expect(renewals.slice(0, 3)).toEqual([6_666, 7_166, 7_666]);
+    expect(
+      renewals.filter((at) => at < 10_000).every((at, i, all) => i === 0 || at - all[i - 1] === 500),
+    ).toBe(true);
+    expect(expired).not.toHaveBeenCalled();
+    expect(session.isActive()).toBe(true);
+    expect(session.leaseId).toBe(lease);
+    expect(session.deadlineMs).toBeGreaterThan(19_000);
+    // Acknowledged again: the regular interval from then on.
+    const acknowledged = renewals.length;
+    await advance(3_333, 1);
+    expect(renewals.length).toBe(acknowledged + 1);
+  });
+
   it('comes back on a new lease, never the old one, once etcd answers again', async () => {
     const session = newSession();
     const active = jest.fn();

@@ -4,7 +4,7 @@ import { decodeSubscription, encodeAssignment } from '../../../../src/client/con
 import type * as m from '../../../../src/protocol/group-messages';
 import type { CallOptions, GroupTransport } from '../../../../src/client/group-transport';
 
-type Method = Exclude<keyof GroupTransport, 'openHeartbeatStream'>;
+type Method = Exclude<keyof GroupTransport, 'openHeartbeatStream' | 'onCoordinatorFound'>;
 type RequestOf<K extends Method> = Parameters<GroupTransport[K]>[0];
 type ResponseOf<K extends Method> = Awaited<ReturnType<GroupTransport[K]>>;
 

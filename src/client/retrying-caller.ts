@@ -57,7 +57,10 @@ export class RetryingCaller {
       };
       const timer = this.scheduler.schedule(timeoutMs, () => {
         controller.abort(ABANDONED);
-        const error = errorFromCode(ErrorCode.REQUEST_TIMED_OUT, `${what} got no answer within ${timeoutMs} ms`);
+        const error = errorFromCode(
+          ErrorCode.REQUEST_TIMED_OUT,
+          `${what} got no answer within ${timeoutMs} ms`,
+        );
         settle({ kind: 'failed', error });
       });
       const settle = (outcome: CallOutcome<R>): void => {

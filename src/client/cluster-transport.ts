@@ -560,7 +560,8 @@ class CoordinatorHeartbeatStream implements HeartbeatStream {
       return code;
     } catch (error) {
       if (current.stream.unsupported) this.isUnsupported = true;
-      this.forget(current, isUnreachable(error));
+      // Gone away (COORDINATOR_NOT_AVAILABLE) or ended by a node that no longer coordinates the group.
+      this.forget(current, error instanceof CohortError && isCoordinatorMoved(error.code));
       throw error;
     }
   }

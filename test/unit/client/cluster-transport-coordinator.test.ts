@@ -200,6 +200,23 @@ describe('ClusterTransport: the heartbeat stream follows the coordinator', () =>
   });
 });
 
+describe('ClusterTransport: a stream ended by a node that no longer coordinates', () => {
+  it('forgets that coordinator, so the next heartbeat finds the new one', async () => {
+    const { cluster, member, lost, advance } = setUp({ heartbeatOverStream: true });
+    await flush();
+    await advance(3_000);
+    cluster.coordinate('g', 3);
+    // The stream ends with status FAILED_PRECONDITION, trailer NOT_COORDINATOR (read as NOT_COORDINATOR).
+    cluster.node(2).script('heartbeat', new CohortError(ErrorCode.NOT_COORDINATOR, 'stream ended'));
+    await advance(3_000); // that heartbeat goes unary, to the coordinator found again (node 3)
+    await advance(3_000);
+    expect(cluster.node(3).streams).toHaveLength(1);
+    expect(cluster.node(3).streams[0].sent[0].generationId).toBe(member.generationId);
+    expect(lost).toEqual([]);
+    await member.close();
+  });
+});
+
 describe('ClusterTransport: admin calls', () => {
   it('describes each group at its own coordinator and lists the groups of every node', async () => {
     const time = new ManualTime();

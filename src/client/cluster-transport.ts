@@ -33,7 +33,9 @@ import type * as m from '../protocol/group-messages';
 import type * as b from './broker-messages';
 import type { BrokerTransport } from './broker-transport';
 import { CoordinatorCache, isCoordinatorMoved, type CoordinatorNode } from './coordinator-cache';
+import { CoordinatorWatch } from './coordinator-watch';
 import { errorFromCode } from './error-from-code';
+import { ExponentialBackoff } from './exponential-backoff';
 import type { GroupAdminTransport } from './group-admin-transport';
 import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
 import type { GroupWatchCall, GroupWatchTransport } from './group-watch';
@@ -46,6 +48,7 @@ import {
 import { NodeConnections } from './node-connections';
 import { nodeAddress } from './node-address';
 import { PartitionLeaders } from './partition-leaders';
+import { asCohortError } from './retrying-caller';
 import { TimeScheduler } from './time-scheduler';
 
 /** One node's connection: every call of the SDK, on one channel (`GrpcTransport`). */
@@ -66,9 +69,9 @@ export interface ClusterTransportOptions {
   readonly bootstrap: readonly string[];
   /** Opens the connection to one node. */
   readonly connect: (address: string) => NodeTransport;
-  /** The clock of the Metadata refresh backoff. Default: the system clock. */
+  /** The clock of the Metadata refresh backoff and of a watch's re-opens. Default: the system clock. */
   readonly time?: Time;
-  /** Jitter source for that backoff, numbers in [0, 1). Default `Math.random`. */
+  /** Jitter source for those backoffs, numbers in [0, 1). Default `Math.random`. */
   readonly random?: () => number;
   /** How often a group is looked up while its members wait for its coordinator; default 100 ms. */
   readonly coordinatorPollMs?: number;
@@ -76,6 +79,9 @@ export interface ClusterTransportOptions {
 
 /** How long a heartbeat stream may look for its coordinator before the member's own bound cuts it off. */
 const STREAM_LOOKUP_TIMEOUT_MS = 30_000;
+/** A watched group that moved is watched again after this, doubling per failed try up to the max (Kafka's retry.backoff.ms). */
+const WATCH_RETRY_BACKOFF_MS = 100;
+const WATCH_RETRY_BACKOFF_MAX_MS = 1_000;
 
 /** A connection that failed or a server that went away: the node may be down, try another. */
 function isUnreachable(error: unknown): boolean {
@@ -95,10 +101,12 @@ export class ClusterTransport
   readonly leaders: PartitionLeaders;
   private readonly connections: NodeConnections<NodeTransport>;
   private readonly coordinators: CoordinatorCache;
-  private readonly scheduler: TimeScheduler;
   private readonly routing: LeaderRoutingContext;
   /** The node that answered the last call sent to any node; tried first next time. */
   private preferred: string;
+  /** The timers of the coordinator cache's polls and of watches' re-opens. */
+  private readonly scheduler: TimeScheduler;
+  private readonly watchBackoff: ExponentialBackoff;
 
   constructor(options: ClusterTransportOptions) {
     if (options.bootstrap.length === 0) throw new RangeError('bootstrap must list at least one node');
@@ -107,6 +115,11 @@ export class ClusterTransport
     this.connections = new NodeConnections(options.connect);
     this.leaders = new PartitionLeaders(options.time ?? SYSTEM_TIME, options.random);
     this.scheduler = new TimeScheduler(options.time ?? SYSTEM_TIME);
+    this.watchBackoff = new ExponentialBackoff({
+      initialMs: WATCH_RETRY_BACKOFF_MS,
+      maxMs: WATCH_RETRY_BACKOFF_MAX_MS,
+      ...(options.random !== undefined ? { random: options.random } : {}),
+    });
     this.coordinators = new CoordinatorCache(
       (groupId, o) => this.lookUpCoordinator(groupId, o),
       this.scheduler,
@@ -382,15 +395,29 @@ export class ClusterTransport
   }
 
   /**
-   * Watches groups: named groups at their coordinators (one call per coordinator), every group (no ids) on
-   * every node; events of all of them on one watch. The watch ends when any of its calls ends; a call that
-   * ended because its coordinator moved forgets that coordinator, so watching again finds the new one.
+   * Watches groups. Named groups at their coordinators, following each group when it moves
+   * (`CoordinatorWatch`: re-found and watched again, from a new snapshot, until cancelled). Every group (no
+   * ids): a call on every node, the watch ending when any of them ends. Events of all of them on one watch.
    */
   watchGroups(
     request: m.WatchGroupsRequest,
     onEvent: (event: m.GroupEvent) => void,
     onEnd: (error: CohortError | null) => void,
   ): GroupWatchCall {
+    if (request.groupIds.length > 0) {
+      return new CoordinatorWatch(
+        {
+          coordinators: this.coordinators,
+          node: (address) => this.connections.get(address),
+          scheduler: this.scheduler,
+          backoff: this.watchBackoff,
+          lookupTimeoutMs: STREAM_LOOKUP_TIMEOUT_MS,
+        },
+        request.groupIds,
+        onEvent,
+        onEnd,
+      );
+    }
     const calls: GroupWatchCall[] = [];
     let isEnded = false;
     let isPaused = false;
@@ -402,44 +429,17 @@ export class ClusterTransport
       for (const call of calls) call.cancel();
       onEnd(error);
     };
-    const open = (address: string, groupIds: string[], nodes: CoordinatorNode[]): void => {
-      if (isEnded) return;
-      const call = this.connections.get(address).watchGroups({ groupIds }, onEvent, (error) => {
-        if (
-          error !== null &&
-          (isCoordinatorMoved(error.code) || error.code === ErrorCode.REQUEST_TIMED_OUT)
-        ) {
-          groupIds.forEach((groupId, i) => this.coordinators.markUnknown(groupId, nodes[i]));
-        }
-        end(error);
-      });
-      calls.push(call);
-      if (isPaused) call.pause();
-    };
     const options = { timeoutMs: STREAM_LOOKUP_TIMEOUT_MS, signal: lifetime.signal };
     void (async () => {
-      if (request.groupIds.length === 0) {
-        await this.routing.refresh([], options);
-        const addresses = this.leaders.knownAddresses();
-        for (const address of addresses.length > 0 ? addresses : [this.preferred]) open(address, [], []);
-        return;
+      await this.routing.refresh([], options);
+      const addresses = this.leaders.knownAddresses();
+      for (const address of addresses.length > 0 ? addresses : [this.preferred]) {
+        if (isEnded) return;
+        const call = this.connections.get(address).watchGroups({ groupIds: [] }, onEvent, end);
+        calls.push(call);
+        if (isPaused) call.pause();
       }
-      const byAddress = new Map<string, { groupIds: string[]; nodes: CoordinatorNode[] }>();
-      for (const groupId of request.groupIds) {
-        const node = await this.coordinators.coordinatorFor(groupId, options);
-        let entry = byAddress.get(node.address);
-        if (entry === undefined) byAddress.set(node.address, (entry = { groupIds: [], nodes: [] }));
-        entry.groupIds.push(groupId);
-        entry.nodes.push(node);
-      }
-      for (const [address, entry] of byAddress) open(address, entry.groupIds, entry.nodes);
-    })().catch((error: unknown) =>
-      end(
-        error instanceof CohortError
-          ? error
-          : errorFromCode(ErrorCode.UNKNOWN_SERVER_ERROR, 'WatchGroups', error),
-      ),
-    );
+    })().catch((error: unknown) => end(asCohortError(error, 'WatchGroups')));
     return {
       cancel: () => {
         if (isEnded) return;
@@ -573,7 +573,8 @@ class CoordinatorHeartbeatStream implements HeartbeatStream {
       return code;
     } catch (error) {
       if (current.stream.unsupported) this.isUnsupported = true;
-      this.forget(current, isUnreachable(error));
+      // Gone away (COORDINATOR_NOT_AVAILABLE) or ended by a node that no longer coordinates the group.
+      this.forget(current, error instanceof CohortError && isCoordinatorMoved(error.code));
       throw error;
     }
   }

@@ -428,8 +428,11 @@ export class CohortAdmin {
    * could not send); one that falls behind every bound is ended by the server (a `CohortError`).
    *
    * `break` (or `return`) ends the watch, as does aborting `options.signal`: the iteration then just
-   * finishes. The iteration throws a `CohortError` when the watch ends otherwise: the server unreachable
-   * or shutting down (COORDINATOR_NOT_AVAILABLE), or gone away. Nothing is retried: watch again.
+   * finishes. A named group whose coordinator moves (NOT_COORDINATOR, cluster mode) is followed: the event
+   * that says so is passed on, and after a backoff the group is watched at its new coordinator, from a new
+   * snapshot (docs/sdk.md, "Watching groups"). The iteration throws a `CohortError` when the watch ends
+   * otherwise: the server unreachable or shutting down (COORDINATOR_NOT_AVAILABLE), a refusal, or a watch
+   * ended for lagging. Those are not retried: watch again.
    *
    * ```ts
    * for await (const event of admin.watchGroups(['billing'])) {

@@ -20,10 +20,12 @@
  * (its timer started before our last success arrived), so the assignment is `lost` and the member rejoins.
  *
  * Heartbeats go over a HeartbeatStream when the transport has one (`heartbeatOverStream`): one stream per
- * heartbeat run (opened at its first heartbeat, closed when heartbeats stop, so a new member id always gets
- * a new stream), the same requests and answers, plus pushes handled as the same code from a heartbeat
- * answer would be, at once. UNIMPLEMENTED means unary heartbeats from then on; a stream that breaks
- * otherwise costs that one heartbeat its stream (it goes unary) and the next one opens a new stream.
+ * member id, opened at its first heartbeat and kept across generations (the protocol lets the generation
+ * change from request to request; a rebalance then costs no stream), closed when the member id changes or
+ * the member stops. The same requests and answers, plus pushes handled as the same code from a heartbeat
+ * answer would be, at once; a push that comes while no heartbeats run (JoinGroup in flight) is left to the
+ * JoinGroup answer. UNIMPLEMENTED means unary heartbeats from then on; a stream that breaks otherwise costs
+ * that one heartbeat its stream (it goes unary) and the next one opens a new stream.
  *
  * Nothing here waits on user code except `waitUntil` promises, and those only with a bound; user code can
  * never delay a heartbeat short of blocking the event loop itself.
@@ -60,7 +62,7 @@ import {
 import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
 import type { ScheduledTask } from './scheduler';
 import { TimeScheduler } from './time-scheduler';
-import { RetryingCaller, type CallOutcome } from './retrying-caller';
+import { ABANDONED, RetryingCaller, type CallOutcome } from './retrying-caller';
 import { compareTopicPartitions, topicPartitionKey, type TopicPartition } from './topic-partition';
 
 /**
@@ -114,6 +116,29 @@ interface Work {
 }
 
 /**
+ * One run of heartbeats, from a JoinGroup answer to the next JoinGroup (or a stop). Identity is what counts:
+ * an answer for a run that is over is dropped. Its signal, aborted when the run ends, is made only if a unary
+ * heartbeat asks for one: stream heartbeats never do.
+ */
+class HeartbeatRun {
+  private controller: AbortController | null = null;
+  private isOver = false;
+
+  get signal(): AbortSignal {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.isOver) this.controller.abort(ABANDONED);
+    }
+    return this.controller.signal;
+  }
+
+  end(): void {
+    this.isOver = true;
+    this.controller?.abort(ABANDONED);
+  }
+}
+
+/**
  * A member of a cohort consumer group. Create it with `CohortClient.join` (or directly, with any
  * `GroupTransport`); it starts joining on the next microtask, so attach listeners right away.
  *
@@ -154,13 +179,15 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   private rebalancing = false;
   private rejoinReason = 'initial join';
 
-  private heartbeatScope: AbortController | null = null;
+  private heartbeatScope: HeartbeatRun | null = null;
   private heartbeatTask: ScheduledTask | null = null;
   private sessionTask: ScheduledTask | null = null;
   private heartbeatFailures = 0;
   private lastHeartbeatSentMs = 0;
-  /** The stream of the current heartbeat run, opened at its first heartbeat; null when none is open. */
+  /** The member id's stream, opened at its first heartbeat; null when none is open. */
   private heartbeatStream: HeartbeatStream | null = null;
+  /** The member id `heartbeatStream` carries (its first request fixed it). */
+  private heartbeatStreamMemberId = '';
   /** Set when the server answered HeartbeatStream with UNIMPLEMENTED: unary heartbeats from then on. */
   private streamUnsupported = false;
 
@@ -631,7 +658,10 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this._generationId = NO_GENERATION;
     this._protocolName = '';
     this._leaderId = '';
-    if (resetMemberId) this._memberId = '';
+    if (resetMemberId) {
+      this._memberId = '';
+      this.closeHeartbeatStream(); // its first request fixed the id we just dropped
+    }
     this.stopHeartbeats();
     this.setState('unjoined');
   }
@@ -639,7 +669,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   /** Invalidates the attempt in progress: its calls are aborted, its sleeps end, its loop returns. */
   private abandonAttempt(): void {
     this.epoch++;
-    this.attempt.abort();
+    this.attempt.abort(ABANDONED);
     this.attempt = new AbortController();
     for (const wake of [...this.sleepers]) wake();
   }
@@ -709,7 +739,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
 
   private startHeartbeats(): void {
     this.stopHeartbeats();
-    this.heartbeatScope = new AbortController();
+    this.heartbeatScope = new HeartbeatRun();
     this.resetSessionTimer();
     this.heartbeatTask = this.scheduler.schedule(this.options.heartbeatIntervalMs, () =>
       this.sendHeartbeat(),
@@ -720,9 +750,13 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.heartbeatTask?.cancel();
     this.sessionTask?.cancel();
     this.heartbeatTask = this.sessionTask = null;
-    this.heartbeatScope?.abort();
+    this.heartbeatScope?.end();
     this.heartbeatScope = null;
     this.heartbeatFailures = 0;
+  }
+
+  /** Ends the member id's stream (a new member id, or the member stops). */
+  private closeHeartbeatStream(): void {
     this.heartbeatStream?.close();
     this.heartbeatStream = null;
   }
@@ -749,21 +783,25 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     if (!this.options.heartbeatOverStream || this.streamUnsupported) return null;
     const open = this.transport.openHeartbeatStream;
     if (open === undefined) return null;
+    // A stream's first request fixed its member id: another id needs another stream.
+    if (this.heartbeatStream !== null && this.heartbeatStreamMemberId !== this._memberId) {
+      this.closeHeartbeatStream();
+    }
     if (this.heartbeatStream === null) {
       const stream: HeartbeatStream = open.call(this.transport, (code) => this.onPush(stream, code));
       this.heartbeatStream = stream;
+      this.heartbeatStreamMemberId = this._memberId;
     }
     return this.heartbeatStream;
   }
 
   private sendOnStream(
     stream: HeartbeatStream,
-    scope: AbortController,
+    scope: HeartbeatRun,
     request: { groupId: string; generationId: number; memberId: string; groupInstanceId: string },
     sent: { generationId: number; memberId: string },
   ): void {
     const o = this.options;
-    const what = `Heartbeat of group "${o.groupId}"`;
     let settled = false;
     // The same bound as a unary heartbeat's deadline: an answer that never comes is a timed-out heartbeat.
     const timeout = this.scheduler.schedule(Math.min(o.requestTimeoutMs, o.sessionTimeoutMs), () => {
@@ -772,8 +810,11 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       if (this.heartbeatStream === stream) this.heartbeatStream = null;
       stream.close();
       if (scope !== this.heartbeatScope) return;
-      const error = errorFromCode(ErrorCode.REQUEST_TIMED_OUT, `${what}: no answer on the stream`);
-      this.onHeartbeat(error.code, error, sent);
+      const error = errorFromCode(
+        ErrorCode.REQUEST_TIMED_OUT,
+        `Heartbeat of group "${o.groupId}": no answer on the stream`,
+      );
+      this.onHeartbeat(error.code, sent, error);
     });
     stream.send(request).then(
       (code) => {
@@ -781,7 +822,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
         settled = true;
         timeout.cancel();
         if (scope !== this.heartbeatScope) return;
-        this.onHeartbeat(code, errorFromCode(code, what), sent);
+        this.onHeartbeat(code, sent);
       },
       () => {
         if (settled) return;
@@ -798,22 +839,24 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
 
   /** A push on `stream`: handled as the same code in a heartbeat answer, but now rather than at the next one. */
   private onPush(stream: HeartbeatStream, code: ErrorCode): void {
-    // Pushes of a stream whose heartbeat run is over (closed with it) are about a generation we left.
+    // A stream we closed (another member id) speaks of an id we left. With no heartbeats running a
+    // JoinGroup is in flight, and its answer says the same.
     if (stream !== this.heartbeatStream || this.heartbeatScope === null || this.isShut()) return;
-    const error = errorFromCode(code, `HeartbeatStream of group "${this.options.groupId}" pushed`);
+    const error = (): CohortError =>
+      errorFromCode(code, `HeartbeatStream of group "${this.options.groupId}" pushed`);
     if (code === ErrorCode.REBALANCE_IN_PROGRESS) {
       if (this._state === 'stable' && !this.rebalancing) this.rejoin('the group is rebalancing (pushed)');
     } else if (code === ErrorCode.UNKNOWN_MEMBER_ID) {
       this.resetGeneration(true);
-      this.loseAssignment('unknown-member', error);
+      this.loseAssignment('unknown-member', error());
       this.rejoin('HeartbeatStream pushed UNKNOWN_MEMBER_ID');
     } else if (code === ErrorCode.FENCED_INSTANCE_ID) {
-      this.fail(error, false);
+      this.fail(error(), false);
     }
   }
 
   private sendUnary(
-    scope: AbortController,
+    scope: HeartbeatRun,
     request: { groupId: string; generationId: number; memberId: string; groupInstanceId: string },
     sent: { generationId: number; memberId: string },
   ): void {
@@ -825,18 +868,22 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       scope.signal,
     ).then((outcome) => {
       if (outcome.kind === 'aborted' || scope !== this.heartbeatScope) return;
-      const code = outcome.kind === 'response' ? outcome.response.errorCode : outcome.error.code;
-      const error =
-        outcome.kind === 'failed' ? outcome.error : errorFromCode(code, `Heartbeat of group "${o.groupId}"`);
-      this.onHeartbeat(code, error, sent);
+      if (outcome.kind === 'failed') this.onHeartbeat(outcome.error.code, sent, outcome.error);
+      else this.onHeartbeat(outcome.response.errorCode, sent);
     });
   }
 
+  /**
+   * A heartbeat's outcome: `code`, and `failure` when it failed without an answer. The error a code stands
+   * for is built only when it is reported: an answer NONE costs no error object.
+   */
   private onHeartbeat(
     code: ErrorCode,
-    error: CohortError,
     sent: { generationId: number; memberId: string },
+    failure?: CohortError,
   ): void {
+    const error = (): CohortError =>
+      failure ?? errorFromCode(code, `Heartbeat of group "${this.options.groupId}"`);
     const unchanged = sent.generationId === this._generationId && sent.memberId === this._memberId;
     if (code === ErrorCode.NONE || code === ErrorCode.REBALANCE_IN_PROGRESS) {
       // Both prove the coordinator holds our session; heartbeats go on while the group rebalances (Kafka).
@@ -856,11 +903,11 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     if (code === ErrorCode.ILLEGAL_GENERATION || code === ErrorCode.UNKNOWN_MEMBER_ID) {
       if (!unchanged) return; // an answer about a generation we already left
       this.resetGeneration(code === ErrorCode.UNKNOWN_MEMBER_ID);
-      this.loseAssignment(lostReasonFor(code), error);
+      this.loseAssignment(lostReasonFor(code), error());
       return this.rejoin(`Heartbeat answered ${ErrorCode[code]}`);
     }
     if (code === ErrorCode.FENCED_INSTANCE_ID) {
-      if (unchanged) this.fail(error, false);
+      if (unchanged) this.fail(error(), false);
       return;
     }
     if (isRetriable(code)) {
@@ -874,7 +921,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       );
       return;
     }
-    this.fail(error, false);
+    this.fail(error(), false);
   }
 
   private onSessionTimeout(): void {
@@ -971,6 +1018,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
 
   private finish(state: 'closed' | 'failed'): void {
     this.stopHeartbeats();
+    this.closeHeartbeatStream();
     this.stallTask?.cancel();
     this.abortWork(new Error(`group member ${state}`));
     if (this._state === 'closed') return;

@@ -8,6 +8,7 @@ import {
   type ClientDuplexStream,
   type ClientReadableStream,
   type ServiceError,
+  type StatusObject,
 } from '@grpc/grpc-js';
 import { CohortError, ErrorCode } from '../errors';
 import { SYSTEM_TIME, type Time } from '../time';
@@ -25,7 +26,7 @@ import {
 import type * as m from '../protocol/group-messages';
 import type { FindCoordinatorRequest, FindCoordinatorResponse } from '../protocol/find-coordinator-messages';
 import { errorFromCode } from './error-from-code';
-import { codeForStatus, errorFromStatus } from './error-from-status';
+import { errorFromStatus } from './error-from-status';
 import type { GroupAdminTransport } from './group-admin-transport';
 import { groupCoordinatorClient } from './group-coordinator-proto';
 import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
@@ -195,11 +196,11 @@ export class GrpcTransport
     });
     // grpc-js emits 'error' for every status but OK, and 'status' for all of them.
     call.on('error', (error: ServiceError) => end(errorFromStatus(error, WATCH_GROUPS)));
-    call.on('status', ({ code }: { code: Status }) =>
+    call.on('status', (status: StatusObject) =>
       end(
-        code === Status.OK
+        status.code === Status.OK
           ? errorFromCode(ErrorCode.COORDINATOR_NOT_AVAILABLE, `${WATCH_GROUPS} was ended by the server`)
-          : errorFromCode(codeForStatus(code), `${WATCH_GROUPS} ended with gRPC status ${Status[code]}`),
+          : errorFromStatus(status, WATCH_GROUPS),
       ),
     );
     return {
@@ -377,12 +378,12 @@ class GrpcHeartbeatStream implements HeartbeatStream {
     });
     // grpc-js emits 'error' for every status but OK, and 'status' for all of them.
     call.on('error', (error: ServiceError) => this.end(error.code, errorFromStatus(error, HEARTBEAT_STREAM)));
-    call.on('status', ({ code }: { code: Status }) =>
+    call.on('status', (status: StatusObject) =>
       this.end(
-        code,
-        code === Status.OK
+        status.code,
+        status.code === Status.OK
           ? errorFromCode(ErrorCode.COORDINATOR_NOT_AVAILABLE, `${HEARTBEAT_STREAM} was ended by the server`)
-          : errorFromCode(codeForStatus(code), `${HEARTBEAT_STREAM} ended with gRPC status ${Status[code]}`),
+          : errorFromStatus(status, HEARTBEAT_STREAM),
       ),
     );
   }

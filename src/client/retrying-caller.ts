@@ -5,6 +5,13 @@ import type { ExponentialBackoff } from './exponential-backoff';
 import type { CallOptions } from './group-transport';
 import type { Scheduler } from './scheduler';
 
+/**
+ * The reason the SDK gives when it aborts a call of its own (a deadline, an abandoned attempt, a closed
+ * owner). `abort()` without a reason builds a DOMException, stack trace included, per signal; a rebalance
+ * aborts several per member, and no transport reads the reason. One shared error instead.
+ */
+export const ABANDONED = new Error('the call was abandoned by the SDK');
+
 /** How one call ended: its response, a failure rebuilt as a CohortError, or aborted by its scope. */
 export type CallOutcome<R> =
   | { readonly kind: 'response'; readonly response: R }
@@ -30,7 +37,8 @@ export class RetryingCaller {
 
   /**
    * One call, ended after `timeoutMs` (REQUEST_TIMED_OUT) or when `scope` aborts (`aborted`). Always
-   * resolves. The timeout error is created now, so its stack shows the caller rather than a timer.
+   * resolves. The timeout error is built only when the call times out (its stack then shows the timer; its
+   * message names the call): building one per call, with its stack trace, was most of this method's cost.
    */
   call<R>(
     what: string,
@@ -38,22 +46,22 @@ export class RetryingCaller {
     timeoutMs: number,
     scope?: AbortSignal,
   ): Promise<CallOutcome<R>> {
-    const timeout = errorFromCode(
-      ErrorCode.REQUEST_TIMED_OUT,
-      `${what} got no answer within ${timeoutMs} ms`,
-    );
     const lifetime = this.lifetime;
     return new Promise((resolve) => {
       if (scope?.aborted || lifetime?.aborted) return resolve({ kind: 'aborted' });
       const controller = new AbortController();
       let isSettled = false;
       const onAbort = (): void => {
-        controller.abort();
+        controller.abort(ABANDONED);
         settle({ kind: 'aborted' });
       };
       const timer = this.scheduler.schedule(timeoutMs, () => {
-        controller.abort();
-        settle({ kind: 'failed', error: timeout });
+        controller.abort(ABANDONED);
+        const error = errorFromCode(
+          ErrorCode.REQUEST_TIMED_OUT,
+          `${what} got no answer within ${timeoutMs} ms`,
+        );
+        settle({ kind: 'failed', error });
       });
       const settle = (outcome: CallOutcome<R>): void => {
         if (isSettled) return;

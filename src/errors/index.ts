@@ -1,4 +1,4 @@
 export { ErrorCode } from './error-code';
-export { ERROR_TABLE, GrpcStatus, errorInfo } from './error-table';
+export { ERROR_CODE_TRAILER, ERROR_TABLE, GrpcStatus, errorInfo } from './error-table';
 export type { ErrorInfo } from './error-table';
 export { CohortError } from './cohort-error';

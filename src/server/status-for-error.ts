@@ -1,9 +1,8 @@
 import { Metadata, status as Status } from '@grpc/grpc-js';
 import type { StatusObject } from '@grpc/grpc-js';
-import { CohortError, ErrorCode, GrpcStatus, errorInfo } from '../errors';
+import { CohortError, ERROR_CODE_TRAILER, ErrorCode, GrpcStatus, errorInfo } from '../errors';
 
-/** Trailer carrying the numeric ErrorCode of a call that ended with a non-OK status. */
-export const ERROR_CODE_TRAILER = 'cohort-error-code';
+export { ERROR_CODE_TRAILER };
 
 /** All a client ever learns about a failure we did not expect; the details stay in the server's log. */
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error; the server log has the details.';

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { CohortClient, type GroupWatchEvent } from '../../src';
 import { ErrorCode } from '../../src/errors';
 import { CohortCluster, waitFor } from '../support/cohort-cluster';
 import { GroupCommitWorkload } from '../support/group-commit-workload';
@@ -16,7 +17,7 @@ import { groupCoordinatorClient } from '../support/grpc-clients';
  *    gone, no member handed two assignments in one generation, no partition handed twice.
  * 2. SIGSTOP of the coordinator past its session, SIGCONT after another node took the group over: the old
  *    coordinator answers nothing but NOT_COORDINATOR for the group (Heartbeat, OffsetCommit, OffsetFetch,
- *    JoinGroup).
+ *    JoinGroup), and an SDK watch of the group, opened before, follows it to the new coordinator.
  * 3. A rolling restart (kill -9 and start, one node after the other) under a group of static members: no
  *    more rebalances than coordinator moves (the members keep their ids and generation across a move).
  * 4. etcd killed and restarted on its data dir and port, at once (shorter than the session: nothing a
@@ -181,11 +182,24 @@ scenario(
     const history = new GroupHistory();
     const groupId = 'faults-pause';
     const load = workload(c, history, groupId);
+    const watcher = new CohortClient({ bootstrap: bootstrap(c), clientId: 'faults-watch' });
     try {
       load.start();
       await waitFor('the group Stable with every member', 120_000, () => load.isStable());
       const paused = await c.coordinatorOf(groupId);
       const identity = load.memberIdentity()!;
+      // An SDK watch of the group, on its coordinator before the move.
+      const events: GroupWatchEvent[] = [];
+      let watchError: unknown;
+      const watch = watcher.watchGroups([groupId]);
+      const reading = (async () => {
+        try {
+          for await (const event of watch) events.push(event);
+        } catch (error) {
+          watchError = error;
+        }
+      })();
+      await waitFor('the watch snapshot', 30_000, async () => (events.length > 0 ? true : undefined));
       // A connection to the coordinator opened before the pause: the requests sent while it is stopped wait
       // in its socket and are read right after SIGCONT, possibly before the session's expiry timer runs.
       const old = groupCoordinatorClient(c.node(paused).target);
@@ -228,6 +242,21 @@ scenario(
       } finally {
         old.close();
       }
+      // The old coordinator told the watch the group left it (NOT_COORDINATOR); the SDK found the new one
+      // and watches there, from a new snapshot.
+      const moved = await waitFor('the watch on the new coordinator', 60_000, async () => {
+        if (watchError !== undefined) return { watchError };
+        const unloaded = events.findIndex((e) => e.reason === 'group-unloaded');
+        const again = events.findIndex((e, i) => i > unloaded && e.isSnapshot && e.group.error === null);
+        return unloaded >= 0 && again >= 0 ? { unloaded: events[unloaded], again: events[again] } : undefined;
+      });
+      expect(moved).not.toHaveProperty('watchError');
+      if ('watchError' in moved) return;
+      expect(moved.unloaded.group.error?.code).toBe(ErrorCode.NOT_COORDINATOR);
+      expect(moved.again.group.state).not.toBe('Dead');
+      expect(events[0].isSnapshot).toBe(true);
+      await watch.return();
+      await reading;
       await load.stopTraffic();
       await load.recordFinalOffsets();
       const verdict = checkGroupHistory(history.close());
@@ -236,6 +265,7 @@ scenario(
       );
       expect(describeGroupViolations(verdict)).toBe('');
     } finally {
+      await watcher.close();
       await load.close();
     }
   },

@@ -223,6 +223,23 @@ describe('ClusterTransport: the heartbeat stream follows the coordinator', () =>
   });
 });
 
+describe('ClusterTransport: a stream ended by a node that no longer coordinates', () => {
+  it('forgets that coordinator, so the next heartbeat finds the new one', async () => {
+    const { cluster, member, lost, advance } = setUp({ heartbeatOverStream: true });
+    await flush();
+    await advance(3_000);
+    cluster.coordinate('g', 3);
+    // The stream ends with status FAILED_PRECONDITION, trailer NOT_COORDINATOR (read as NOT_COORDINATOR).
+    cluster.node(2).script('heartbeat', new CohortError(ErrorCode.NOT_COORDINATOR, 'stream ended'));
+    await advance(3_000); // that heartbeat goes unary, to the coordinator found again (node 3)
+    await advance(3_000);
+    expect(cluster.node(3).streams).toHaveLength(1);
+    expect(cluster.node(3).streams[0].sent[0].generationId).toBe(member.generationId);
+    expect(lost).toEqual([]);
+    await member.close();
+  });
+});
+
 describe('ClusterTransport: admin calls', () => {
   it('describes each group at its own coordinator and lists the groups of every node', async () => {
     const time = new ManualTime();
@@ -255,10 +272,144 @@ describe('ClusterTransport: admin calls', () => {
     await flush();
     expect(cluster.node(1).watchCalls.map((c) => c.request.groupIds)).toEqual([['a']]);
     expect(cluster.node(2).watchCalls.map((c) => c.request.groupIds)).toEqual([['b']]);
-    // Its coordinator moved: the watch ends, and the next lookup asks again.
-    cluster.node(2).watchCalls[0].onEnd(new CohortError(ErrorCode.NOT_COORDINATOR, 'moved'));
-    expect(ended.map((e) => e?.code)).toEqual([ErrorCode.NOT_COORDINATOR]);
+    // Its coordinator went away: the watch ends, and the next lookup asks again.
+    cluster.node(2).watchCalls[0].onEnd(new CohortError(ErrorCode.COORDINATOR_NOT_AVAILABLE, 'gone'));
+    expect(ended.map((e) => e?.code)).toEqual([ErrorCode.COORDINATOR_NOT_AVAILABLE]);
+    expect(cluster.node(1).watchCalls[0].isCancelled).toBe(true);
     expect(transport.cachedCoordinator('b')).toBeUndefined();
     expect(transport.cachedCoordinator('a')?.nodeId).toBe(1);
+  });
+});
+
+/** An event of `groupId` as a coordinator sends it: described with `errorCode` (state Stable when NONE). */
+function groupEvent(groupId: string, reason: string, errorCode = ErrorCode.NONE, isSnapshot = false) {
+  return {
+    group: {
+      errorCode,
+      errorMessage: '',
+      groupId,
+      groupState: errorCode === ErrorCode.NONE ? 'Stable' : '',
+      protocolType: '',
+      protocolData: '',
+      members: [],
+      generationId: errorCode === ErrorCode.NONE ? 1 : -1,
+    },
+    reason,
+    timestampMs: 0,
+    isSnapshot,
+  };
+}
+
+/** A named watch on a FakeCluster; backoffs with random 0.5 are exact: 100 ms doubling, capped at 1,000. */
+function watching(groupIds: string[]) {
+  const time = new ManualTime();
+  const cluster = new FakeCluster(time).coordinate('a', 1).coordinate('b', 2);
+  const transport = new ClusterTransport({
+    bootstrap: ['node-1:7070'],
+    connect: cluster.connect,
+    time,
+    random: () => 0.5,
+  });
+  const seen: string[] = [];
+  const ended: (CohortError | null)[] = [];
+  const watch = transport.watchGroups(
+    { groupIds },
+    (e) =>
+      seen.push(
+        `${e.group.groupId} ${e.reason} ${ErrorCode[e.group.errorCode]}${e.isSnapshot ? ' snapshot' : ''}`,
+      ),
+    (e) => ended.push(e),
+  );
+  const advance = async (ms: number): Promise<void> => {
+    time.advance(ms);
+    await flush();
+  };
+  return { cluster, transport, watch, seen, ended, advance };
+}
+
+describe('ClusterTransport: a named watch follows its groups when they move', () => {
+  it('on group-unloaded (NOT_COORDINATOR) finds the new coordinator after a backoff and watches there', async () => {
+    const { cluster, transport, seen, ended, advance } = watching(['a', 'b']);
+    await flush();
+    const [onB] = cluster.node(2).watchCalls;
+    onB.onEvent(groupEvent('b', 'snapshot', ErrorCode.NONE, true));
+    cluster.coordinate('b', 3);
+    onB.onEvent(groupEvent('b', 'group-unloaded', ErrorCode.NOT_COORDINATOR));
+    expect(transport.cachedCoordinator('b')).toBeUndefined();
+    expect(onB.isCancelled).toBe(true); // it watched nothing else for us
+    onB.onEvent(groupEvent('b', 'group-loaded')); // the old node's news: stale from now on
+    await advance(99);
+    expect(cluster.node(3).watchCalls).toHaveLength(0);
+    await advance(1);
+    expect(cluster.node(3).watchCalls.map((c) => c.request.groupIds)).toEqual([['b']]);
+    cluster.node(3).watchCalls[0].onEvent(groupEvent('b', 'snapshot', ErrorCode.NONE, true));
+    expect(seen).toEqual([
+      'b snapshot NONE snapshot',
+      'b group-unloaded NOT_COORDINATOR',
+      'b snapshot NONE snapshot',
+    ]);
+    expect(ended).toEqual([]);
+    expect(cluster.node(1).watchCalls[0].isCancelled).toBe(false); // group a is not disturbed
+  });
+
+  it('backs off, doubling, while the coordinator found does not lead the group yet; tells of the move once', async () => {
+    const { cluster, seen, advance } = watching(['b']);
+    await flush();
+    cluster.node(2).watchCalls[0].onEvent(groupEvent('b', 'group-unloaded', ErrorCode.NOT_COORDINATOR));
+    // FindCoordinator still names node 2 (the election is not seen yet): its snapshot says NOT_COORDINATOR.
+    for (const waitMs of [100, 200, 400]) {
+      await advance(waitMs - 1);
+      const calls = cluster.node(2).watchCalls.length;
+      await advance(1);
+      expect(cluster.node(2).watchCalls).toHaveLength(calls + 1);
+      cluster.node(2).watchCalls[calls].onEvent(groupEvent('b', 'snapshot', ErrorCode.NOT_COORDINATOR, true));
+    }
+    cluster.coordinate('b', 3);
+    await advance(800);
+    cluster.node(3).watchCalls[0].onEvent(groupEvent('b', 'snapshot', ErrorCode.NONE, true));
+    expect(seen).toEqual(['b group-unloaded NOT_COORDINATOR', 'b snapshot NONE snapshot']);
+    // A good snapshot starts the backoff over.
+    cluster.coordinate('b', 2);
+    cluster.node(3).watchCalls[0].onEvent(groupEvent('b', 'group-unloaded', ErrorCode.NOT_COORDINATOR));
+    await advance(100);
+    expect(cluster.node(2).watchCalls).toHaveLength(5);
+  });
+
+  it('re-opens after a call ended with NOT_COORDINATOR, and retries a lookup that finds no coordinator', async () => {
+    const { cluster, seen, ended, advance } = watching(['b']);
+    await flush();
+    cluster.node(1).scriptFindCoordinator({ errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE });
+    cluster.node(2).watchCalls[0].onEnd(new CohortError(ErrorCode.NOT_COORDINATOR, 'moved'));
+    await advance(100); // lookup: COORDINATOR_NOT_AVAILABLE (no leader elected yet)
+    expect(cluster.node(2).watchCalls).toHaveLength(1);
+    cluster.coordinate('b', 3);
+    await advance(199);
+    expect(cluster.node(3).watchCalls).toHaveLength(0);
+    await advance(1);
+    expect(cluster.node(3).watchCalls).toHaveLength(1);
+    expect(seen).toEqual([]);
+    expect(ended).toEqual([]);
+  });
+
+  it('stops every retry and call when cancelled', async () => {
+    const { cluster, watch, ended, advance } = watching(['a', 'b']);
+    await flush();
+    cluster.node(2).watchCalls[0].onEvent(groupEvent('b', 'group-unloaded', ErrorCode.NOT_COORDINATOR));
+    const lookups = cluster.node(1).findCoordinatorCalls.length;
+    watch.cancel();
+    expect(ended).toEqual([null]);
+    expect(cluster.node(1).watchCalls[0].isCancelled).toBe(true);
+    await advance(10_000);
+    expect(cluster.node(1).findCoordinatorCalls).toHaveLength(lookups);
+    expect(cluster.node(2).watchCalls).toHaveLength(1);
+  });
+
+  it('ends on a refusal, which no re-open would change', async () => {
+    const { cluster, ended, advance } = watching(['b']);
+    await flush();
+    cluster.node(1).scriptFindCoordinator(new CohortError(ErrorCode.GROUP_AUTHORIZATION_FAILED, 'no'));
+    cluster.node(2).watchCalls[0].onEvent(groupEvent('b', 'group-unloaded', ErrorCode.NOT_COORDINATOR));
+    await advance(100);
+    expect(ended.map((e) => e?.code)).toEqual([ErrorCode.GROUP_AUTHORIZATION_FAILED]);
   });
 });

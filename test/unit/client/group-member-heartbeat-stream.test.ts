@@ -83,12 +83,52 @@ describe('GroupMember heartbeats over a stream', () => {
     transport.autoAnswer = null;
     const { member, advance, names } = await joined({}, transport);
     await advance(3_000);
+    transport.generationId = 2;
     transport.streams[0].answer(ErrorCode.ILLEGAL_GENERATION);
     await flush();
     expect(names()).toEqual(['assigned', 'lost', 'assigned']);
     expect(transport.callsOf('joinGroup')).toHaveLength(2);
-    expect(transport.streams[0].closed).toBe(true); // the run's stream ends with it
     expect(member.state).toBe('stable');
+    // Same member id: the stream stays, and carries the new generation.
+    await advance(3_000);
+    expect(transport.streams).toHaveLength(1);
+    expect(transport.streams[0].closed).toBe(false);
+    expect(transport.streams[0].sent.map((r) => r.generationId)).toEqual([1, 2]);
+  });
+
+  it('keeps its stream across generations: a pushed rebalance costs no new stream', async () => {
+    const transport = new StreamingTransport();
+    const { member, advance, names } = await joined({}, transport);
+    await advance(3_000);
+    transport.generationId = 2;
+    transport.streams[0].push(ErrorCode.REBALANCE_IN_PROGRESS);
+    await flush();
+    expect(member.generationId).toBe(2);
+    expect(names()).toEqual(['assigned', 'assigned']);
+    await advance(3_000);
+    transport.generationId = 3;
+    transport.streams[0].push(ErrorCode.REBALANCE_IN_PROGRESS); // the next rebalance, on the same stream
+    await flush();
+    expect(member.generationId).toBe(3);
+    await advance(3_000);
+    expect(transport.streams).toHaveLength(1);
+    expect(transport.streams[0].closed).toBe(false);
+    expect(transport.streams[0].sent.map((r) => r.generationId)).toEqual([1, 2, 3]);
+    expect(transport.callsOf('joinGroup')).toHaveLength(3);
+  });
+
+  it('opens a new stream when JoinGroup gives the member another id', async () => {
+    const transport = new StreamingTransport();
+    const { advance } = await joined({}, transport);
+    await advance(3_000);
+    transport.script('joinGroup', { errorCode: ErrorCode.UNKNOWN_MEMBER_ID, memberId: '' });
+    transport.assignedMemberId = 'member-2';
+    transport.streams[0].push(ErrorCode.REBALANCE_IN_PROGRESS);
+    await flush(); // JoinGroup: UNKNOWN_MEMBER_ID, then again with no id: member-2
+    expect(transport.streams[0].closed).toBe(true);
+    await advance(3_000);
+    expect(transport.streams).toHaveLength(2);
+    expect(transport.streams[1].sent.map((r) => r.memberId)).toEqual(['member-2']);
   });
 
   it('rejoins at once on a pushed REBALANCE_IN_PROGRESS, before the next heartbeat is due', async () => {
@@ -130,18 +170,35 @@ describe('GroupMember heartbeats over a stream', () => {
     expect(names()).toEqual(['assigned', 'lost', 'error']);
   });
 
-  it('ignores a push on a stream whose heartbeat run is over', async () => {
+  it('ignores a push on a stream of a member id it left', async () => {
     const transport = new StreamingTransport();
     const { advance } = await joined({}, transport);
     await advance(3_000);
     const old = transport.streams[0];
-    old.push(ErrorCode.REBALANCE_IN_PROGRESS); // rejoins, closes the stream, opens a new one next tick
+    transport.assignedMemberId = 'member-2';
+    old.push(ErrorCode.UNKNOWN_MEMBER_ID); // rejoins as member-2: the stream of member-1 is closed
     await flush();
     await advance(3_000);
     expect(transport.streams).toHaveLength(2);
     old.push(ErrorCode.UNKNOWN_MEMBER_ID);
+    old.push(ErrorCode.REBALANCE_IN_PROGRESS);
     await flush();
     expect(transport.callsOf('joinGroup')).toHaveLength(2);
+  });
+
+  it('leaves a push that comes while JoinGroup is in flight to the JoinGroup answer', async () => {
+    const transport = new StreamingTransport();
+    const { member, advance } = await joined({}, transport);
+    await advance(3_000);
+    transport.script('joinGroup', 'hang');
+    transport.streams[0].push(ErrorCode.REBALANCE_IN_PROGRESS);
+    await flush();
+    transport.streams[0].push(ErrorCode.UNKNOWN_MEMBER_ID); // no heartbeats run: nothing is done on it
+    await flush();
+    expect(transport.callsOf('joinGroup')).toHaveLength(2);
+    expect(member.state).toBe('preparing-rebalance');
+    expect(member.memberId).toBe('member-1');
+    expect(transport.streams[0].closed).toBe(false);
   });
 
   it('falls back to unary heartbeats for good when the server does not serve the stream', async () => {

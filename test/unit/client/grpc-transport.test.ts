@@ -33,6 +33,30 @@ describe('gRPC status mapping', () => {
     expect(error).toMatchObject({ code, retriable });
   });
 
+  it('reads the cohort-error-code trailer for a status that says no more, when the table agrees', () => {
+    const withTrailer = (code: status, trailer: string): ServiceError => {
+      const error = serviceError(code, 'x');
+      error.metadata.set('cohort-error-code', trailer);
+      return error;
+    };
+    const moved = errorFromStatus(withTrailer(status.FAILED_PRECONDITION, '16'), 'WatchGroups');
+    expect(moved).toMatchObject({ code: ErrorCode.NOT_COORDINATOR, retriable: true });
+    // A code the table sends with another status, an unknown code, garbage: the status decides.
+    expect(codeForStatus(status.FAILED_PRECONDITION, withTrailer(status.OK, '15').metadata)).toBe(
+      ErrorCode.UNKNOWN_SERVER_ERROR,
+    );
+    expect(codeForStatus(status.FAILED_PRECONDITION, withTrailer(status.OK, '99999').metadata)).toBe(
+      ErrorCode.UNKNOWN_SERVER_ERROR,
+    );
+    expect(codeForStatus(status.FAILED_PRECONDITION, withTrailer(status.OK, '16x').metadata)).toBe(
+      ErrorCode.UNKNOWN_SERVER_ERROR,
+    );
+    // A status with a mapping of its own keeps it.
+    expect(codeForStatus(status.UNAVAILABLE, withTrailer(status.OK, '16').metadata)).toBe(
+      ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    );
+  });
+
   it('never carries the server text in the message, only as the cause', () => {
     const cause = serviceError(status.INTERNAL, 'stack trace of the server');
     const error = errorFromStatus(cause, 'JoinGroup to the group coordinator');

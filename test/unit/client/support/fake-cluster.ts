@@ -37,7 +37,13 @@ export class FakeNode extends ScriptedTransport implements NodeTransport {
   readonly produceCalls: b.ProduceRequest[] = [];
   readonly fetchCalls: b.FetchRequest[] = [];
   readonly listOffsetsCalls: b.ListOffsetsRequest[] = [];
-  readonly watchCalls: { request: m.WatchGroupsRequest; onEnd: (error: CohortError | null) => void }[] = [];
+  /** Every WatchGroups call opened here: the test sends its events and ends it. */
+  readonly watchCalls: {
+    request: m.WatchGroupsRequest;
+    onEvent: (event: m.GroupEvent) => void;
+    onEnd: (error: CohortError | null) => void;
+    isCancelled: boolean;
+  }[] = [];
   readonly streams: { isClosed: boolean; sent: m.HeartbeatRequest[] }[] = [];
   private readonly findReplies: FindCoordinatorReply[] = [];
   closed = false;
@@ -129,11 +135,12 @@ export class FakeNode extends ScriptedTransport implements NodeTransport {
 
   watchGroups(
     request: m.WatchGroupsRequest,
-    _onEvent: (event: m.GroupEvent) => void,
+    onEvent: (event: m.GroupEvent) => void,
     onEnd: (error: CohortError | null) => void,
   ): GroupWatchCall {
-    this.watchCalls.push({ request, onEnd });
-    return { cancel: () => {}, pause: () => {}, resume: () => {} };
+    const call = { request, onEvent, onEnd, isCancelled: false };
+    this.watchCalls.push(call);
+    return { cancel: () => void (call.isCancelled = true), pause: () => {}, resume: () => {} };
   }
 
   findCoordinator(request: FindCoordinatorRequest): Promise<FindCoordinatorResponse | null> {

@@ -410,6 +410,8 @@ it('with a token, refuses the stream and /metrics without it, and the page asks 
     expect(wrong.status).toBe(401);
     expect(await wrong.text()).not.toContain(TOKEN);
   }
+  // Saying which group a page shows needs the token too.
+  expect((await fetch(`${admin}/api/stream/select?stream=x&group=y`, { method: 'POST' })).status).toBe(401);
   const metrics = await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
   expect(metrics.status).toBe(200);
   expect(await metrics.text()).toContain('cohort_');

@@ -31,6 +31,7 @@ export default tseslint.config(
         sessionStorage: 'readonly',
         fetch: 'readonly',
         TextDecoder: 'readonly',
+        URLSearchParams: 'readonly',
         requestAnimationFrame: 'readonly',
         setTimeout: 'readonly',
         uPlot: 'readonly',

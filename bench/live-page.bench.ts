@@ -16,18 +16,32 @@
  *    this process and long tasks of the page that overlapped; and the page's main-thread time by kind
  *    (script, layout, style: Chromium's Performance metrics) over the rebalances.
  *
- * 3. Server CPU that open pages cost during a rebalance storm: a server in a child process, 20 groups
- *    each cycling JoinGroup → SyncGroup → LeaveGroup over raw gRPC (two rebalances a cycle: one completed,
- *    one emptied) paced at `--storm-rate` rebalances/s for `--storm-ms`; first with no page ever opened,
- *    then with 10 streams open (fetch readers: a page costs the server the same whatever reads it). The
- *    child's CPU (/proc/PID/stat) per rebalance, and what the pages add as a share of the run without.
+ * 3. Server CPU that 10 open pages cost during a rebalance storm: 20 groups each cycling JoinGroup →
+ *    SyncGroup → LeaveGroup over raw gRPC (two rebalances a cycle: one completed, one emptied) paced at
+ *    `--storm-rate` rebalances/s. `--pairs` pairs of windows of `--storm-ms` each, every pair on two fresh
+ *    servers in child processes, alike but for the pages: one never sees a page (the board never
+ *    subscribes), the other has had 10 pages open since its warm-up (the board's subscription, its
+ *    once-a-second rounds and the streams all count, as they would on a real server). Both are warmed up
+ *    with the same storm; the pair's two windows run one after the other, in alternating order (even
+ *    pairs without pages first), so warm-up and drift do not always favour the same side. Per window, the
+ *    stormed child's CPU (every thread's run time from /proc/PID/task/<tid>/schedstat, in ns; /proc/PID/stat's
+ *    10 ms ticks are too coarse for a 5% target) per rebalance; per pair, what the pages add as a share of
+ *    the window without; printed: the median share over the pairs and their spread (min, max).
+ *    The pages are readers that make exactly a real page's requests (the page's files, its stream, the
+ *    select request naming the group it shows: the first it hears of), and read the stream as fast as it
+ *    comes: the server's cost is the same whoever reads, and 10 Chromium pages rendering a storm would take
+ *    the 2 cores the server and the storm need. First, one real page in headless Chromium is opened
+ *    against a third server for a few seconds and every request it makes is recorded; the run fails if it
+ *    made one the readers do not, or made any request again after loading (a periodic refresh).
  *    Goal: ≤ 5% with 10 pages at 100 rebalances/s.
  *
  * Run with `npm run bench:live-page`. Options: `--rounds=N` (default 5), `--rebalances=N` (default 100),
- * `--storm-rate=N` (default 100), `--storm-ms=N` (default 10,000), `--only=render,rebalance,cpu`.
+ * `--storm-rate=N` (default 100), `--storm-ms=N` (default 8,000), `--pairs=N` (default 6), `--pages=N`
+ * (default 10; `--pages=0` compares two servers without pages: the spread between alike processes),
+ * `--only=render,rebalance,cpu`.
  * The last line of output is a JSON object of the figures.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { ServerResponse } from 'node:http';
 import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
@@ -105,10 +119,20 @@ function overlapMs(intervals: readonly (readonly [number, number])[], fromMs: nu
   return Math.round(sum);
 }
 
-/** CPU seconds (user + system) the process has used, from /proc (clock ticks of 10 ms). */
+/**
+ * CPU seconds the process has used: the run time of each of its threads (/proc/PID/task/TID/schedstat, ns),
+ * summed. Node's threads (main, libuv pool, V8's helpers) live as long as the process.
+ */
 function cpuSecondsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return ns / 1e9;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -159,35 +183,170 @@ async function storm(target: string, ratePerS: number, durationMs: number): Prom
   return rebalances;
 }
 
-/** Server CPU per rebalance without pages, then with 10 open streams, on a server in a child process. */
-async function pageCpu(ratePerS: number, durationMs: number): Promise<{ withoutUs: number; withUs: number }> {
+/** What index.html loads, in its order (the browser also asks for a favicon: a 404). */
+const PAGE_FILES = [
+  '/',
+  '/assets/uPlot.min.css',
+  '/assets/page.css',
+  '/assets/uPlot.iife.min.js',
+  '/assets/page.js',
+  '/favicon.ico',
+];
+
+/**
+ * One page as the server sees it (static/admin/page.js): it loads the page's files, opens the stream, and
+ * once it has heard the stream's id and a group (a page opened at `/` shows the first group it hears of)
+ * says so with one select request; then it reads until `signal` aborts. Resolves once the select is sent.
+ */
+async function openPage(adminUrl: string, signal: AbortSignal): Promise<{ reading: Promise<void> }> {
+  for (const path of PAGE_FILES) await (await fetch(`${adminUrl}${path}`, { signal })).arrayBuffer();
+  const response = await fetch(`${adminUrl}/api/stream`, { signal });
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  let streamId: string | undefined;
+  let groupId: string | undefined;
+  while (streamId === undefined || groupId === undefined) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error('the stream ended before a group was shown');
+    text += decoder.decode(value, { stream: true });
+    streamId ??= /"streamId":"([^"]+)"/.exec(text)?.[1];
+    groupId ??= /event: group\ndata: \{"groupId":("(?:[^"\\]|\\.)*")/.exec(text)?.[1];
+  }
+  const query = new URLSearchParams({ stream: streamId, group: JSON.parse(groupId) as string });
+  const selected = await fetch(`${adminUrl}/api/stream/select?${query}`, { method: 'POST', signal });
+  if (selected.status !== 204) throw new Error(`select answered ${selected.status}`);
+  const reading = (async () => {
+    for (;;) if ((await reader.read()).done) return;
+  })().catch(() => undefined);
+  return { reading };
+}
+
+/** `METHOD /path` of a request, query left out. */
+function requestKey(method: string, url: string): string {
+  return `${method} ${new URL(url).pathname}`;
+}
+
+/**
+ * Opens the page in headless Chromium against a server with groups, records every request it makes while
+ * it loads and over the next `watchMs`, and checks that the readers make the same ones and that the page
+ * makes none again (no polling).
+ */
+async function checkPageRequests(ratePerS: number, watchMs: number): Promise<string[]> {
   const cohort = spawnCohort(['--listen', '127.0.0.1:0', '--group-initial-rebalance-delay-ms', '0']);
+  const browser = await launchChromium();
   try {
     const listening = (await cohort.waitForLog('cohort listening')) as unknown as {
       address: string;
       adminAddress: string;
     };
-    const pid = cohort.child.pid!;
-    await storm(listening.address, ratePerS, 2_000); // warm-up: JIT, buffers
-    const measure = async (): Promise<number> => {
-      const before = cpuSecondsOf(pid);
-      const made = await storm(listening.address, ratePerS, durationMs);
-      return ((cpuSecondsOf(pid) - before) * 1e6) / made;
-    };
-    const withoutUs = await measure();
-    const aborts = Array.from({ length: 10 }, () => new AbortController());
-    const readers = aborts.map(async (abort) => {
-      const response = await fetch(`http://${listening.adminAddress}/api/stream`, { signal: abort.signal });
-      const reader = response.body!.getReader();
-      for (;;) if ((await reader.read()).done) return;
-    });
-    const withUs = await measure();
-    for (const abort of aborts) abort.abort();
-    await Promise.allSettled(readers);
-    return { withoutUs, withUs };
+    const storming = storm(listening.address, ratePerS, 1_500 + watchMs);
+    await sleep(500); // groups exist before the page opens, as in the measured windows
+    const page = await browser.newPage();
+    const requests: { key: string; atMs: number }[] = [];
+    page.on('request', (r) => requests.push({ key: requestKey(r.method(), r.url()), atMs: Date.now() }));
+    await page.goto(`http://${listening.adminAddress}/`);
+    await page.waitForFunction(
+      () => (globalThis as unknown as InPage).document.querySelector('[data-testid=group-title]') !== null,
+      { timeout: 10_000 },
+    );
+    const loadedAtMs = Date.now();
+    await sleep(watchMs);
+    await page.close();
+    await storming;
+    const made = [...new Set(requests.map((r) => r.key))];
+    const readers = new Set([
+      ...PAGE_FILES.map((p) => `GET ${p}`),
+      'GET /api/stream',
+      'POST /api/stream/select',
+    ]);
+    const unmatched = made.filter((key) => !readers.has(key));
+    if (unmatched.length > 0)
+      throw new Error(`the page made requests the readers do not: ${unmatched.join(', ')}`);
+    // The select request goes out on the first render after the first group: allow it a second.
+    const later = requests.filter((r) => r.atMs > loadedAtMs + 1_000);
+    if (later.length > 0)
+      throw new Error(`the page kept making requests: ${later.map((r) => r.key).join(', ')}`);
+    return made;
   } finally {
+    await browser.close();
     await cohort.kill();
   }
+}
+
+interface CpuPair {
+  readonly withoutUs: number;
+  readonly withUs: number;
+  /** (with − without) / without. */
+  readonly share: number;
+}
+
+/**
+ * `pairs` pairs of windows (see the header): per pair, two fresh servers warmed up alike, 10 pages opened
+ * on one; CPU per rebalance of a window on each, in alternating order.
+ */
+async function pageCpu(
+  ratePerS: number,
+  durationMs: number,
+  pairs: number,
+  pageCount: number,
+): Promise<CpuPair[]> {
+  const results: CpuPair[] = [];
+  const args = ['--listen', '127.0.0.1:0', '--group-initial-rebalance-delay-ms', '0'];
+  for (let pair = 0; pair < pairs; pair++) {
+    const servers = [spawnCohort(args), spawnCohort(args)];
+    const aborts = Array.from({ length: pageCount }, () => new AbortController());
+    try {
+      const [bare, paged] = await Promise.all(
+        servers.map(async (cohort) => {
+          const listening = (await cohort.waitForLog('cohort listening')) as unknown as {
+            address: string;
+            adminAddress: string;
+          };
+          return { pid: cohort.child.pid!, ...listening };
+        }),
+      );
+      // Warm-up (JIT, buffers), the same storm on each, and the pages opened once it has made groups.
+      await storm(bare.address, ratePerS, 2_000);
+      const warming = storm(paged.address, ratePerS, 2_000);
+      await sleep(500);
+      const pages = await Promise.all(aborts.map((a) => openPage(`http://${paged.adminAddress}`, a.signal)));
+      await warming;
+      const measure = async (pid: number, address: string): Promise<number> => {
+        const before = cpuSecondsOf(pid);
+        const made = await storm(address, ratePerS, durationMs);
+        return ((cpuSecondsOf(pid) - before) * 1e6) / made;
+      };
+      let withoutUs: number;
+      let withUs: number;
+      if (pair % 2 === 0) {
+        withoutUs = await measure(bare.pid, bare.address);
+        withUs = await measure(paged.pid, paged.address);
+      } else {
+        withUs = await measure(paged.pid, paged.address);
+        withoutUs = await measure(bare.pid, bare.address);
+      }
+      for (const a of aborts) a.abort();
+      await Promise.all(pages.map((p) => p.reading));
+      const result = { withoutUs, withUs, share: (withUs - withoutUs) / withoutUs };
+      console.log(
+        `  pair ${pair + 1}/${pairs} (${pair % 2 === 0 ? 'without first' : 'with first'}): ` +
+          `${withoutUs.toFixed(0)} µs without, ${withUs.toFixed(0)} µs with: ` +
+          `${result.share >= 0 ? '+' : ''}${(result.share * 100).toFixed(1)}%`,
+      );
+      results.push(result);
+    } finally {
+      for (const a of aborts) a.abort();
+      await Promise.all(servers.map((c) => c.kill()));
+    }
+  }
+  return results;
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 async function main(): Promise<void> {
@@ -198,16 +357,32 @@ async function main(): Promise<void> {
   if (only.includes('render') || only.includes('rebalance')) Object.assign(figures, await inBrowser());
   if (only.includes('cpu')) {
     const rate = option('storm-rate', 100);
-    const { withoutUs, withUs } = await pageCpu(rate, option('storm-ms', 10_000));
-    const share = (withUs - withoutUs) / withoutUs;
+    const made = await checkPageRequests(rate, 3_000);
     console.log(
-      `server CPU per rebalance at ${rate} rebalances/s: ${withoutUs.toFixed(0)} µs without pages, ` +
-        `${withUs.toFixed(0)} µs with 10 open: +${(share * 100).toFixed(1)}%`,
+      `a real page's requests (Chromium), all made by the readers, none repeated: ${made.join(', ')}`,
     );
+    const pageCount = option('pages', 10);
+    const pairs = await pageCpu(rate, option('storm-ms', 8_000), option('pairs', 6), pageCount);
+    const shares = pairs.map((p) => p.share * 100);
+    const share = median(shares);
+    const percent = (x: number): string => `${x >= 0 ? '+' : ''}${x.toFixed(1)}%`;
+    const withoutUs = median(pairs.map((p) => p.withoutUs));
+    const withUs = median(pairs.map((p) => p.withUs));
+    console.log(
+      `server CPU per rebalance at ${rate} rebalances/s, median of ${pairs.length} pairs: ` +
+        `${withoutUs.toFixed(0)} µs without pages, ${withUs.toFixed(0)} µs with ${pageCount} open; ` +
+        `what the pages add: median ${percent(share)} (pairs from ${percent(Math.min(...shares))} ` +
+        `to ${percent(Math.max(...shares))})`,
+    );
+    const tenth = (x: number): number => Math.round(x * 10) / 10;
     Object.assign(figures, {
       cpuPerRebalanceWithoutPagesUs: Math.round(withoutUs),
       cpuPerRebalanceWith10PagesUs: Math.round(withUs),
-      tenPagesCpuSharePercent: Math.round(share * 1000) / 10,
+      tenPagesCpuSharePercent: tenth(share),
+      tenPagesCpuShareMinPercent: tenth(Math.min(...shares)),
+      tenPagesCpuShareMaxPercent: tenth(Math.max(...shares)),
+      tenPagesCpuRatio: Math.round(median(pairs.map((p) => p.withUs / p.withoutUs)) * 1000) / 1000,
+      cpuPairs: pairs.length,
     });
   }
   console.log(JSON.stringify(figures));

@@ -40,6 +40,7 @@ import type {
   LeaveGroupResponse,
   ListGroupsRequest,
   ListGroupsResponse,
+  MemberLastHeartbeat,
   OffsetCommitRequest,
   OffsetCommitResponse,
   OffsetFetchRequest,
@@ -418,6 +419,12 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
     const shard = this.route(groupId);
     if (typeof shard === 'number') return describedError(groupId, shard, '', '');
     return shard.describeGroup(groupId);
+  }
+
+  /** The last heartbeat of each member of `groupId`, from its shard; undefined where it is not served here. */
+  lastHeartbeats(groupId: string): readonly MemberLastHeartbeat[] | undefined {
+    const shard = this.route(groupId);
+    return typeof shard === 'number' ? undefined : shard.lastHeartbeats(groupId);
   }
 
   /**

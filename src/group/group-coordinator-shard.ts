@@ -17,6 +17,7 @@ import type {
   DescribedGroup,
   DescribedGroupMember,
   ListGroupsResponse,
+  MemberLastHeartbeat,
 } from './group-protocol';
 import { EMPTY_BUFFER, joinError, syncError } from './group-responses';
 import type { GroupState } from './group-state';
@@ -317,6 +318,19 @@ export class GroupCoordinatorShard {
       members,
       generationId: group.generationId,
     };
+  }
+
+  /** The last heartbeat of each member of `groupId` (group-protocol.ts), or undefined while not served. */
+  lastHeartbeats(groupId: string): MemberLastHeartbeat[] | undefined {
+    if (this.availability !== ErrorCode.NONE) return undefined;
+    const group = this.groups.get(groupId);
+    if (group === undefined || group.is('Dead')) return undefined;
+    const wallNowMs = this.time.nowMs();
+    const monotonicNowMs = this.time.monotonicMs();
+    const heartbeats: MemberLastHeartbeat[] = [];
+    for (const member of group.allMembers())
+      heartbeats.push([member.memberId, member.lastHeartbeatMs(wallNowMs, monotonicNowMs)]);
+    return heartbeats;
   }
 
   /** ListGroups: adds the groups of this shard whose state `wanted` has (every group when undefined). */

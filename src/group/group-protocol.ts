@@ -27,6 +27,12 @@ import type {
 } from '../protocol/group-messages';
 import type { GroupChangeListener } from './group-events';
 
+/**
+ * A member and its last heartbeat on the coordinator's wall clock (ms); 0 when it does not know (a member
+ * on its first join), as DescribeGroups' `last_heartbeat_ms`.
+ */
+export type MemberLastHeartbeat = readonly [memberId: string, lastHeartbeatMs: number];
+
 // The messages themselves live in src/protocol, shared with the SDK; the group layer re-exports them.
 export type * from '../protocol/group-messages';
 
@@ -88,6 +94,12 @@ export interface GroupCoordinatorService {
    * the server does not serve WatchGroups (UNIMPLEMENTED).
    */
   watchGroups?(groupIds: readonly string[], listener: GroupChangeListener): () => void;
+  /**
+   * Each member of `groupId` and when the coordinator last heard from it, read now: far cheaper than a
+   * description (no metadata, no assignment), for a page that shows the group's heartbeat ages. Undefined
+   * when this coordinator does not serve the group (another node's, not loaded, unknown). Optional.
+   */
+  lastHeartbeats?(groupId: string): readonly MemberLastHeartbeat[] | undefined;
   /** Answers every parked call with COORDINATOR_NOT_AVAILABLE and stops all timers. Idempotent. */
   shutdown(): void;
 }

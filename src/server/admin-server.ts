@@ -49,6 +49,8 @@ export interface AdminAddress {
 }
 
 const TEXT = 'text/plain; charset=utf-8';
+/** Where a page says which group it shows. */
+const SELECT_PATH = '/api/stream/select';
 
 /**
  * The page loads only its own files and talks only to its own origin; nothing inline runs, so a group id
@@ -80,17 +82,22 @@ function authorizationHeaders(request: IncomingMessage): string[] {
  *   or shuts down (a readiness probe: take the pod out of rotation, do not restart it);
  * - `GET /metrics`: every metric of the server, in the Prometheus text format;
  * - `GET /` and `/assets/*`: the live page of groups, rebalances, lag and the cluster (docs/live-page.md);
- * - `GET /api/stream`: the page's data, as Server-Sent Events (page-stream.ts).
+ * - `GET /api/stream[?group=ID]`: the page's data, as Server-Sent Events (page-stream.ts); `group` names
+ *   the group whose detail the page shows (its members' heartbeat ages are sent);
+ * - `POST /api/stream/select?stream=ID[&group=ID]`: the page now shows another group (or none, without
+ *   `group`); `stream` is the id of the stream's `hello` frame. 204, or 404 for a stream that is gone.
  *
- * HEAD works wherever GET does (the stream excepted); other methods get 405, other paths 404. With a bearer
- * token configured, /metrics and /api/stream answer 401 without it; /healthz and /readyz never ask for it
- * (probes carry no secrets), nor do the page's static files, which hold no data.
+ * HEAD works wherever GET does (the stream excepted); the select path takes POST only; other methods get
+ * 405, other paths 404. With a bearer token configured, /metrics and /api/stream* answer 401 without it;
+ * /healthz and /readyz never ask for it (probes carry no secrets), nor do the page's static files, which
+ * hold no data.
  */
 export class AdminServer {
   private readonly http = createHttpServer((request, response) => void this.handle(request, response));
   private bound: AdminAddress | undefined;
   private assets: ReadonlyMap<string, AdminPageAsset> | undefined;
-  private readonly streams = new Set<PageStream>();
+  /** Open page streams by id. */
+  private readonly streams = new Map<string, PageStream>();
 
   constructor(private readonly options: AdminServerOptions) {
     // Keep-alive connections of a scraper must not hold close() up.
@@ -132,7 +139,7 @@ export class AdminServer {
 
   /** Stops listening and ends every open connection. Idempotent. */
   close(): Promise<void> {
-    for (const stream of [...this.streams]) stream.end();
+    for (const stream of [...this.streams.values()]) stream.end();
     if (!this.http.listening) return Promise.resolve();
     return new Promise((resolve) => {
       this.http.close(() => resolve());
@@ -141,10 +148,13 @@ export class AdminServer {
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const path = (request.url ?? '/').split('?')[0];
+    const url = new URL(request.url ?? '/', 'http://admin');
+    const path = url.pathname;
     const method = request.method ?? 'GET';
-    if (method !== 'GET' && method !== 'HEAD') {
-      this.reply(response, method, 405, TEXT, 'only GET and HEAD\n', { allow: 'GET, HEAD' });
+    const isSelect = path === SELECT_PATH && this.options.page !== undefined;
+    if (isSelect ? method !== 'POST' : method !== 'GET' && method !== 'HEAD') {
+      const allowed = isSelect ? 'POST' : 'GET, HEAD';
+      this.reply(response, method, 405, TEXT, `only ${allowed.replace(', ', ' and ')}\n`, { allow: allowed });
       return;
     }
     if (path !== '/healthz' && path !== '/readyz' && this.options.tokenCheck !== undefined) {
@@ -162,6 +172,19 @@ export class AdminServer {
       return;
     }
     switch (path) {
+      case SELECT_PATH: {
+        const page = this.options.page;
+        if (page === undefined) break;
+        request.resume();
+        const stream = this.streams.get(url.searchParams.get('stream') ?? '');
+        if (stream === undefined) {
+          this.reply(response, method, 404, TEXT, 'no such stream: it closed, or the page must reconnect\n');
+          return;
+        }
+        page.board.select(stream, url.searchParams.get('group') ?? undefined);
+        response.writeHead(204, { 'cache-control': 'no-store' }).end();
+        return;
+      }
       case '/api/stream': {
         const page = this.options.page;
         if (page === undefined || method === 'HEAD') break;
@@ -169,11 +192,13 @@ export class AdminServer {
           this.options.logger.info({ pendingGroups: pending }, 'an admin page fell behind and was dropped');
           page.onPageDropped?.(pending);
         });
-        this.streams.add(stream);
-        response.on('close', () => this.streams.delete(stream));
+        this.streams.set(stream.id, stream);
+        response.on('close', () => this.streams.delete(stream.id));
+        const selected = url.searchParams.get('group') ?? undefined;
         stream.open((listener) => {
           const leaveGroups = page.board.open(listener);
           if (leaveGroups === undefined) return undefined;
+          if (selected !== undefined) page.board.select(listener, selected);
           const leaveCluster = page.cluster?.open(listener);
           return () => {
             leaveGroups();

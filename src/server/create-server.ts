@@ -491,6 +491,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       ? undefined
       : new GroupBoard({
           watchGroups: coordinator.watchGroups.bind(coordinator),
+          lastHeartbeats: coordinator.lastHeartbeats?.bind(coordinator),
           lag:
             groupState === undefined
               ? undefined

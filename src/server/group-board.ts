@@ -1,4 +1,4 @@
-import type { GroupChange, GroupChangeListener, OffsetStore } from '../group';
+import type { GroupChange, GroupChangeListener, MemberLastHeartbeat, OffsetStore } from '../group';
 import { REBALANCE_REASONS } from '../group';
 import { topicPartitionKey } from '../log';
 import { CONSUMER_PROTOCOL_TYPE, decodeAssignment } from '../protocol/consumer-protocol';
@@ -35,8 +35,9 @@ export interface BoardMember {
   /** Owned partitions; null unless the group is a consumer group whose assignment decodes. */
   readonly assignment: readonly TopicPartition[] | null;
   /**
-   * When the coordinator last heard from the member (its wall clock, ms), at most a lag round old; null
-   * when it does not know (a member on its first join). The page shows the age and lets it grow.
+   * When the coordinator last heard from the member (its wall clock, ms); null when it does not know (a
+   * member on its first join). As of the group's last change, and at most a lag round old while a page
+   * shows the group (GroupBoard.select). The page shows the age and lets it grow.
    */
   readonly lastHeartbeatMs: number | null;
 }
@@ -94,7 +95,10 @@ export interface BoardGroup {
   readonly lagSamples: readonly (readonly [number, number])[];
 }
 
-/** The members of one group whose last heartbeat moved since the previous round: `[memberId, ms]` pairs. */
+/**
+ * Members of one group and their last heartbeat (`[memberId, ms]` pairs): those that moved since the
+ * previous round, or every member when a page has just selected the group.
+ */
 export interface BoardHeartbeats {
   readonly groupId: string;
   readonly members: readonly (readonly [string, number | null])[];
@@ -107,7 +111,10 @@ export interface BoardHeartbeats {
 export interface BoardListener {
   onGroup(group: BoardGroup): void;
   onLag(group: BoardGroup): void;
-  /** Once per lag round with pages open, before `onTick`, for the groups whose heartbeats moved (never empty). */
+  /**
+   * For the group the page selected (GroupBoard.select): every member at once, then once per lag round,
+   * before `onTick`, the members whose last heartbeat moved (never empty).
+   */
   onHeartbeats(changes: readonly BoardHeartbeats[]): void;
   /** The group went Dead (deleted or expired): its last message. */
   onGone(groupId: string, reason: string, atMs: number): void;
@@ -124,6 +131,11 @@ export interface BoardLagSources {
 export interface GroupBoardOptions {
   /** The coordinator's `watchGroups` (GroupEvents.subscribe). */
   readonly watchGroups: (groupIds: readonly string[], listener: GroupChangeListener) => () => void;
+  /**
+   * The coordinator's `lastHeartbeats` (group-protocol.ts); without it heartbeat ages are those of each
+   * group's last change.
+   */
+  readonly lastHeartbeats: ((groupId: string) => readonly MemberLastHeartbeat[] | undefined) | undefined;
   readonly lag: BoardLagSources | undefined;
   readonly time: Time;
 }
@@ -193,9 +205,11 @@ function pushBounded<T>(list: T[], item: T, max: number): void {
  * stream coalesces its events. Lag has no events: committed offsets and high watermarks are sampled every
  * BOARD_LAG_INTERVAL_MS while a page is open, computed as the CLI computes them (partition-lag.ts), and
  * pages hear only of groups whose lag changed. Heartbeats have no events either (the heartbeat path stays
- * as it is): on the same round the board describes every group once (a watch opened and closed at once:
- * its snapshots are the coordinator's descriptions now) and pages hear, in one small `onHeartbeats`, the
- * members whose last heartbeat moved. A page computes the age itself, so it grows between rounds.
+ * as it is), and only a group's detail shows them, not the groups table: a page says which group it shows
+ * (`select`), and on the same round the board reads the last heartbeats of those groups only, one
+ * `lastHeartbeats` call per group selected by any page (members' ids and times, no description), and each
+ * page hears, in one small `onHeartbeats`, the members of its group whose heartbeat moved. A page computes
+ * the age itself, so it grows between rounds.
  *
  * Worked example: a Stable group at generation 3 whose member's session expires gives (session-expired,
  * PreparingRebalance): a rebalance opens with reasons [session-expired], the member is departed as
@@ -205,6 +219,8 @@ function pushBounded<T>(list: T[], item: T, max: number): void {
 export class GroupBoard {
   private readonly groups = new Map<string, GroupEntry>();
   private readonly listeners = new Set<BoardListener>();
+  /** The group each page shows, for those that show one. */
+  private readonly selections = new Map<BoardListener, string>();
   private unsubscribe: (() => void) | undefined;
   private timer: SystemTimer | undefined;
   private readonly tick: TimerTask;
@@ -231,18 +247,41 @@ export class GroupBoard {
       this.timer = new SystemTimer({ name: 'admin-page', time: this.options.time });
       this.sampleLag();
     } else if (this.listeners.size === 0) {
-      // No page was open, so lag and heartbeats were not sampled: a page opened now must not see them
-      // stale. (With pages open they are at most a second old, and sampling again for each page would cost
-      // every page.)
+      // No page was open, so lag was not sampled: a page opened now must not see it stale. (With pages
+      // open it is at most a second old, and sampling again for each page would cost every page.)
       const lag = this.options.lag;
       if (lag !== undefined) for (const entry of this.groups.values()) this.sampleGroup(entry, lag);
-      this.sampleHeartbeats();
     }
     this.listeners.add(listener);
     for (const entry of this.groups.values()) listener.onGroup(this.viewOf(entry));
     return () => {
       this.listeners.delete(listener);
+      this.selections.delete(listener);
     };
+  }
+
+  /**
+   * The page `listener` shows `groupId`'s detail (undefined: none): it hears every member's last heartbeat
+   * now, read from the coordinator, then once a second those that moved. Pages showing the same group hear
+   * of the members that moved now. Nothing for a page that left, or for a group not known yet (the next
+   * rounds read it once it is).
+   */
+  select(listener: BoardListener, groupId: string | undefined): void {
+    if (!this.listeners.has(listener)) return;
+    if (groupId === undefined) {
+      this.selections.delete(listener);
+      return;
+    }
+    this.selections.set(listener, groupId);
+    const moved = this.sampleHeartbeats(groupId);
+    if (moved !== undefined) {
+      const changes = [moved];
+      for (const [other, selected] of this.selections)
+        if (other !== listener && selected === groupId) other.onHeartbeats(changes);
+    }
+    const entry = this.groups.get(groupId);
+    if (entry === undefined || entry.members.length === 0) return;
+    listener.onHeartbeats([{ groupId, members: entry.members.map((m) => [m.memberId, m.lastHeartbeatMs]) }]);
   }
 
   /** Unsubscribes and stops sampling. Idempotent. */
@@ -253,6 +292,7 @@ export class GroupBoard {
     this.timer?.shutdown();
     this.timer = undefined;
     this.listeners.clear();
+    this.selections.clear();
   }
 
   private onChange(change: GroupChange): void {
@@ -354,9 +394,15 @@ export class GroupBoard {
         for (const l of this.listeners) l.onLag(view);
       }
     }
-    if (this.listeners.size > 0) {
-      const heartbeats = this.sampleHeartbeats();
-      if (heartbeats.length > 0) for (const l of this.listeners) l.onHeartbeats(heartbeats);
+    // Each selected group is read once however many pages show it, and its pages share one message.
+    const heartbeats = new Map<string, readonly BoardHeartbeats[] | null>();
+    for (const [l, groupId] of this.selections) {
+      let changes = heartbeats.get(groupId);
+      if (changes === undefined) {
+        const moved = this.sampleHeartbeats(groupId);
+        heartbeats.set(groupId, (changes = moved === undefined ? null : [moved]));
+      }
+      if (changes !== null) l.onHeartbeats(changes);
     }
     const nowMs = this.options.time.nowMs();
     for (const l of this.listeners) l.onTick(nowMs);
@@ -364,40 +410,30 @@ export class GroupBoard {
   }
 
   /**
-   * Reads every group's last heartbeats from the coordinator's descriptions now and keeps those that
-   * moved; returns them by group. Members are matched by id: the board hears every membership change
-   * synchronously, so the description has the same members, and a member it lacks is left as it is.
+   * Reads the group's last heartbeats from the coordinator now and returns the members whose heartbeat
+   * moved, or undefined when none did (or the group is not known, or has no members). Members are matched
+   * by id: the board hears every membership change synchronously, so the coordinator has the same members,
+   * and a member it lacks is left as it is.
    */
-  private sampleHeartbeats(): BoardHeartbeats[] {
-    const changes: BoardHeartbeats[] = [];
-    let hasMembers = false;
-    for (const entry of this.groups.values()) {
-      if (entry.members.length === 0) continue;
-      hasMembers = true;
-      break;
-    }
-    if (!hasMembers) return changes;
-    const unsubscribe = this.options.watchGroups([], ({ group }) => {
-      const entry = this.groups.get(group.groupId);
-      if (entry === undefined || entry.members.length === 0) return;
-      let moved: [string, number | null][] | undefined;
-      const lastHeartbeats = new Map<string, number>();
-      for (const m of group.members) lastHeartbeats.set(m.memberId, m.lastHeartbeatMs);
-      const members = entry.members.map((m) => {
-        const latest = lastHeartbeats.get(m.memberId);
-        if (latest === undefined) return m;
-        const lastHeartbeatMs = latest === 0 ? null : latest;
-        if (lastHeartbeatMs === m.lastHeartbeatMs) return m;
-        (moved ??= []).push([m.memberId, lastHeartbeatMs]);
-        return { ...m, lastHeartbeatMs };
-      });
-      if (moved === undefined) return;
-      entry.members = members;
-      entry.view = undefined;
-      changes.push({ groupId: group.groupId, members: moved });
+  private sampleHeartbeats(groupId: string): BoardHeartbeats | undefined {
+    const entry = this.groups.get(groupId);
+    if (entry === undefined || entry.members.length === 0) return undefined;
+    const latest = this.options.lastHeartbeats?.(groupId);
+    if (latest === undefined) return undefined;
+    const lastHeartbeats = new Map(latest);
+    let moved: [string, number | null][] | undefined;
+    const members = entry.members.map((m) => {
+      const ms = lastHeartbeats.get(m.memberId);
+      if (ms === undefined) return m;
+      const lastHeartbeatMs = ms === 0 ? null : ms;
+      if (lastHeartbeatMs === m.lastHeartbeatMs) return m;
+      (moved ??= []).push([m.memberId, lastHeartbeatMs]);
+      return { ...m, lastHeartbeatMs };
     });
-    unsubscribe();
-    return changes;
+    if (moved === undefined) return undefined;
+    entry.members = members;
+    entry.view = undefined;
+    return { groupId, members: moved };
   }
 
   /** True if the group's lag changed. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Time } from '../time';
 import type { ClusterListener, ClusterView } from './cluster-board';
@@ -27,6 +28,20 @@ function sharedFrame(event: string, data: object): string {
   return frame;
 }
 
+/** `later` over `earlier`: each group's members once, the latest time of each, groups in first-seen order. */
+function mergeHeartbeats(
+  earlier: readonly BoardHeartbeats[],
+  later: readonly BoardHeartbeats[],
+): BoardHeartbeats[] {
+  const byGroup = new Map<string, Map<string, number | null>>();
+  for (const change of [...earlier, ...later]) {
+    let members = byGroup.get(change.groupId);
+    if (members === undefined) byGroup.set(change.groupId, (members = new Map()));
+    for (const [memberId, ms] of change.members) members.set(memberId, ms);
+  }
+  return [...byGroup].map(([groupId, members]) => ({ groupId, members: [...members] }));
+}
+
 interface PendingFrame {
   readonly event: string;
   readonly data: object;
@@ -47,12 +62,16 @@ interface PendingFrame {
  * Frames: `group` (a group's view, on each change and for each group on open), `lag` (a group's view
  * after its lag changed, at most once a second), `gone` (the group was deleted or expired), `cluster`
  * (the cluster panel's whole view, cluster-board.ts: on open and after each change; one waits at most,
- * the latest, written after the groups' frames of the same turn), `heartbeats` (the members whose last
- * heartbeat moved, once a second; one waits at most, the latest, written after the groups' frames so that a
- * group's older view never overwrites it), `tick` (the server's clock, once a second: the page shows the
- * stream is alive) and `dropped`.
+ * the latest, written after the groups' frames of the same turn), `heartbeats` (members of the group the
+ * page shows and their last heartbeat: all of them when it selects the group, then those that moved, once
+ * a second; those waiting are merged into one, written after the groups' frames so that a group's older
+ * view never overwrites it), `tick` (the server's clock, once a second: the page shows the stream is
+ * alive) and `dropped`. The first frame, `hello`, carries the server's clock and the stream's id, which
+ * the page names when it tells the server which group it shows (`POST /api/stream/select`).
  */
 export class PageStream implements BoardListener, ClusterListener {
+  /** The stream's name for `POST /api/stream/select`: random, so that no page can steer another's. */
+  readonly id = randomUUID();
   private readonly queue = new CoalescingQueue<PendingFrame>();
   /** The latest cluster view not yet written: it replaces any older one. */
   private pendingCluster: ClusterView | undefined;
@@ -85,7 +104,7 @@ export class PageStream implements BoardListener, ClusterListener {
     });
     this.response.on('drain', () => this.onDrain());
     this.response.on('close', () => this.end());
-    this.write(sseFrame('hello', { nowMs: this.time.nowMs() }));
+    this.write(sseFrame('hello', { nowMs: this.time.nowMs(), streamId: this.id }));
     const leave = join(this);
     if (leave === undefined) this.end();
     else if (this.isEnded) leave();
@@ -106,7 +125,9 @@ export class PageStream implements BoardListener, ClusterListener {
 
   onHeartbeats(changes: readonly BoardHeartbeats[]): void {
     if (this.isEnded) return;
-    this.pendingHeartbeats = changes;
+    // One waiting is the common case (shared, serialized once for every page); merged only when behind.
+    this.pendingHeartbeats =
+      this.pendingHeartbeats === undefined ? changes : mergeHeartbeats(this.pendingHeartbeats, changes);
     this.scheduleFlush();
   }
 

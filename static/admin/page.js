@@ -22,6 +22,9 @@
     detailDirty: true,
     clusterDirty: false,
     problemsOnly: false,
+    /** The stream's id (its hello frame), and the group the server was last told this page shows. */
+    streamId: null,
+    toldSelected: null,
   };
   /** The server's view of the cluster (cluster-board.ts, ClusterView); null before the first. */
   let cluster = null;
@@ -114,7 +117,26 @@
       state.detailDirty = false;
       if (state.clusterDirty) renderCluster();
       state.clusterDirty = false;
+      tellSelection();
     });
+  }
+
+  /**
+   * The server sends the heartbeats of the group this page shows only (the groups table has none): tell it
+   * when that changes. One small request per change of selection, never periodic; a stream that is gone
+   * answers 404 and the reconnect names the group in its URL.
+   */
+  function tellSelection() {
+    if (state.streamId === null || state.selected === state.toldSelected) return;
+    state.toldSelected = state.selected;
+    const query = new URLSearchParams({ stream: state.streamId });
+    if (state.selected !== null) query.set('group', state.selected);
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    fetch(`/api/stream/select?${query}`, {
+      method: 'POST',
+      headers: token === null ? {} : { authorization: `Bearer ${token}` },
+      cache: 'no-store',
+    }).catch(() => undefined);
   }
 
   function sortValue(group, key) {
@@ -722,6 +744,7 @@
     switch (event) {
       case 'hello':
         state.skewMs = data.nowMs - Date.now();
+        state.streamId = data.streamId;
         groups.clear();
         setStatus('live', 'live');
         banner(null);
@@ -779,8 +802,12 @@
     const token = sessionStorage.getItem(TOKEN_KEY);
     setStatus('connecting…', 'connecting');
     let response;
+    // The stream's URL names the group shown, so that its heartbeats come from the first frames on.
+    state.streamId = null;
+    state.toldSelected = state.selected;
+    const query = state.selected === null ? '' : `?${new URLSearchParams({ group: state.selected })}`;
     try {
-      response = await fetch('/api/stream', {
+      response = await fetch(`/api/stream${query}`, {
         headers: token === null ? {} : { authorization: `Bearer ${token}` },
         cache: 'no-store',
       });

@@ -221,7 +221,7 @@ async function waitForHeartbeatAge(page: Page, accept: (ageS: number) => boolean
   }
 }
 
-it("shows a member's last heartbeat age, growing while it is silent and reset by its next heartbeat", async () => {
+it("shows a member's last heartbeat age, growing while it is silent and reset by its next heartbeat, for the group the page shows", async () => {
   t = await startTestServer({
     manualClock: true,
     groupInitialRebalanceDelayMs: 0,
@@ -239,7 +239,11 @@ it("shows a member's last heartbeat age, growing while it is silent and reset by
     topics: [TOPIC],
     partitionsPerTopic: new Map([[TOPIC, 1]]),
   });
+  // A second group, which the page does not show at first: its member heartbeats all along.
+  const otherId = `heartbeats-other-${process.pid}`;
+  const other = client('heartbeat-other').join({ ...MEMBER_DEFAULTS, groupId: otherId, topics: [] });
   await settled([member], partitionsOf(TOPIC, 1));
+  await new Promise((resolve) => other.once('assigned', resolve));
 
   const page = await browser.newPage();
   await page.goto(`${t.adminUrl}/#group=${encodeURIComponent(groupId)}`);
@@ -258,6 +262,14 @@ it("shows a member's last heartbeat age, growing while it is silent and reset by
   await heartbeat;
   await clock.advance({ ms: 1_000 });
   expect(await waitForHeartbeatAge(page, (ageS) => ageS < silentS && ageS <= 1)).toBeLessThan(silentS);
+
+  // The other group's heartbeats were not sent while the page showed this one (its view holds the time
+  // of its join, 4 s ago on the server's clock); once the page shows it, the server sends them.
+  await page.evaluate((id) => {
+    (globalThis as unknown as { location: { hash: string } }).location.hash = `#group=${id}`;
+  }, encodeURIComponent(otherId));
+  await waitForText(page, '[data-testid=group-title]', otherId);
+  expect(await waitForHeartbeatAge(page, (ageS) => ageS <= 1)).toBeLessThanOrEqual(1);
   await page.close();
 }, 60_000);
 
@@ -398,6 +410,8 @@ it('with a token, refuses the stream and /metrics without it, and the page asks 
     expect(wrong.status).toBe(401);
     expect(await wrong.text()).not.toContain(TOKEN);
   }
+  // Saying which group a page shows needs the token too.
+  expect((await fetch(`${admin}/api/stream/select?stream=x&group=y`, { method: 'POST' })).status).toBe(401);
   const metrics = await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
   expect(metrics.status).toBe(200);
   expect(await metrics.text()).toContain('cohort_');

@@ -48,6 +48,11 @@ describe('the admin listener', () => {
     expect((await get(`${t.adminUrl}/readyz`, { method: 'HEAD' })).status).toBe(200);
     expect((await get(`${t.adminUrl}/nothing`)).status).toBe(404);
     expect((await get(`${t.adminUrl}/metrics`, { method: 'POST' })).status).toBe(405);
+    // A page's select request takes POST only, and names a stream that is open.
+    const select = await fetch(`${t.adminUrl}/api/stream/select?stream=gone&group=g`);
+    expect(select.status).toBe(405);
+    expect(select.headers.get('allow')).toBe('POST');
+    expect((await get(`${t.adminUrl}/api/stream/select?stream=gone`, { method: 'POST' })).status).toBe(404);
   });
 
   it('fails to start on a taken port, naming the setting that moves it', async () => {

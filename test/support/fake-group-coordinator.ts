@@ -4,7 +4,10 @@ import type {
   RequestContext,
 } from '../../src/group/group-protocol';
 
-type Method = Exclude<keyof GroupCoordinatorService, 'shutdown' | 'unwatchMember' | 'watchGroups'>;
+type Method = Exclude<
+  keyof GroupCoordinatorService,
+  'shutdown' | 'unwatchMember' | 'watchGroups' | 'lastHeartbeats'
+>;
 type Handlers = {
   [M in Method]?: (
     request: Parameters<GroupCoordinatorService[M]>[0],

@@ -323,6 +323,23 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
     expect(h.router.numGroups).toBe(0);
   });
 
+  test("lastHeartbeats: a led group's members and their last heartbeat, nothing for a group not led", async () => {
+    const h = harness();
+    h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
+    await settle();
+    const { memberId, generationId } = await h.stableGroup(GROUP_A);
+    h.advance(100);
+    expect(await h.heartbeat(GROUP_A, memberId, generationId, CONTEXT, 'instance')).toBe(ErrorCode.NONE);
+    const heartbeatAtMs = h.time.nowMs();
+    h.advance(50);
+    // As DescribeGroups tells it (member-metadata.ts), without the description.
+    expect(h.router.lastHeartbeats(GROUP_A)).toEqual([[memberId, heartbeatAtMs]]);
+    const [described] = (await h.router.describeGroups({ groups: [GROUP_A] }, CONTEXT)).groups;
+    expect(described.members[0].lastHeartbeatMs).toBe(heartbeatAtMs);
+    expect(h.router.lastHeartbeats(GROUP_B)).toBeUndefined();
+    expect(h.router.lastHeartbeats('unknown-group-on-0')).toBeUndefined();
+  });
+
   test('while the partition count is unknown every group is NOT_COORDINATOR; it is fixed while led', async () => {
     const h = new RouterHarness();
     const router = new GroupCoordinatorRouter(TEST_GROUP_CONFIG, h.time, {});

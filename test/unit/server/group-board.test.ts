@@ -1,4 +1,4 @@
-import type { GroupChange, GroupChangeListener } from '../../../src/group';
+import type { GroupChange, GroupChangeListener, MemberLastHeartbeat } from '../../../src/group';
 import { encodeAssignment } from '../../../src/protocol/consumer-protocol';
 import type { DescribedGroup, DescribedGroupMember } from '../../../src/protocol/group-messages';
 import {
@@ -24,6 +24,13 @@ class Changes {
     return () => (this.listeners = this.listeners.filter((l) => l !== listener));
   };
 
+  /** Groups whose last heartbeats were read, in order. */
+  readonly heartbeatReads: string[] = [];
+  readonly lastHeartbeats = (groupId: string): MemberLastHeartbeat[] | undefined => {
+    this.heartbeatReads.push(groupId);
+    return this.current.get(groupId)?.members.map((m) => [m.memberId, m.lastHeartbeatMs] as const);
+  };
+
   emit(group: DescribedGroup, reason: string, timestampMs: number): void {
     const change = { group, reason, timestampMs, isSnapshot: false } as GroupChange;
     for (const l of this.listeners) l(change);
@@ -44,11 +51,16 @@ function member(id: string, partitions: number[], lastHeartbeatMs = 0): Describe
   };
 }
 
-function group(state: string, generationId: number, members: DescribedGroupMember[]): DescribedGroup {
+function group(
+  state: string,
+  generationId: number,
+  members: DescribedGroupMember[],
+  groupId = 'g',
+): DescribedGroup {
   return {
     errorCode: 0,
     errorMessage: '',
-    groupId: 'g',
+    groupId,
     groupState: state,
     protocolType: 'consumer',
     protocolData: state === 'Stable' ? 'range' : '',
@@ -96,6 +108,7 @@ describe('GroupBoard', () => {
     highWatermark = 100;
     board = new GroupBoard({
       watchGroups: changes.watchGroups,
+      lastHeartbeats: changes.lastHeartbeats,
       time,
       lag: {
         offsets: {
@@ -179,22 +192,89 @@ describe('GroupBoard', () => {
     expect(view.lagSamples.map(([, lag]) => lag)).toEqual([60, 10]);
   });
 
-  it("reads members' last heartbeats once a second and tells pages only of those that moved", () => {
+  it('reads the last heartbeats of the group a page shows, once a second, and tells it those that moved', () => {
     const page = new Page();
     board.open(page);
-    changes.emit(group('Stable', 1, [member('a', [0], 900), member('b', [1])]), 'snapshot', 1_000);
+    const g = group('Stable', 1, [member('a', [0], 900), member('b', [1])]);
+    const h = group('Stable', 1, [member('c', [0], 800)], 'h');
+    changes.current.set('g', g).set('h', h);
+    changes.emit(g, 'snapshot', 1_000);
+    changes.emit(h, 'snapshot', 1_000);
     expect(page.views.get('g')!.members.map((m) => m.lastHeartbeatMs)).toEqual([900, null]);
 
+    // A page that shows no group's detail costs no read.
+    time.advance(1_000);
+    expect(changes.heartbeatReads).toEqual([]);
+    expect(page.heartbeats).toEqual([]);
+
+    // Selecting a group sends every member's at once.
+    board.select(page, 'g');
+    expect(page.heartbeats).toEqual([
+      [
+        {
+          groupId: 'g',
+          members: [
+            ['a', 900],
+            ['b', null],
+          ],
+        },
+      ],
+    ]);
     changes.current.set('g', group('Stable', 1, [member('a', [0], 900), member('b', [1], 1_500)]));
+    changes.current.set('h', group('Stable', 1, [member('c', [0], 1_700)], 'h'));
+    changes.heartbeatReads.length = 0;
     time.advance(1_000);
-    expect(page.heartbeats).toEqual([[{ groupId: 'g', members: [['b', 1_500]] }]]);
+    expect(page.heartbeats[1]).toEqual([{ groupId: 'g', members: [['b', 1_500]] }]);
+    expect(changes.heartbeatReads).toEqual(['g']);
     time.advance(1_000);
-    expect(page.heartbeats).toHaveLength(1);
+    expect(page.heartbeats).toHaveLength(2);
+
+    // Two pages on one group: one read a round, one message object for both (serialized once).
+    const other = new Page();
+    board.open(other);
+    board.select(other, 'g');
+    changes.current.set('g', group('Stable', 1, [member('a', [0], 2_900), member('b', [1], 1_500)]));
+    changes.heartbeatReads.length = 0;
+    time.advance(1_000);
+    expect(changes.heartbeatReads).toEqual(['g']);
+    expect(page.heartbeats[2]).toEqual([{ groupId: 'g', members: [['a', 2_900]] }]);
+    expect(other.heartbeats[1][0]).toBe(page.heartbeats[2][0]);
+
+    // Switching to another group: its members at once, read now; the other page still hears of g.
+    board.select(page, 'h');
+    expect(page.heartbeats[3]).toEqual([{ groupId: 'h', members: [['c', 1_700]] }]);
+    // A page that left is read for no more.
+    const leave = board.open(new Page())!;
+    leave();
+    changes.heartbeatReads.length = 0;
+    time.advance(1_000);
+    expect(changes.heartbeatReads.sort()).toEqual(['g', 'h']);
 
     // A page opened later gets the latest in its group view.
     const later = new Page();
     board.open(later);
-    expect(later.views.get('g')!.members.map((m) => m.lastHeartbeatMs)).toEqual([900, 1_500]);
+    expect(later.views.get('g')!.members.map((m) => m.lastHeartbeatMs)).toEqual([2_900, 1_500]);
+  });
+
+  it('forgets what a page showed once it leaves or shows none', () => {
+    const page = new Page();
+    const leave = board.open(page)!;
+    const g = group('Stable', 1, [member('a', [0], 900)]);
+    changes.current.set('g', g);
+    changes.emit(g, 'snapshot', 1_000);
+    board.select(page, 'g');
+    board.select(page, undefined);
+    changes.heartbeatReads.length = 0;
+    time.advance(1_000);
+    expect(changes.heartbeatReads).toEqual([]);
+    board.select(page, 'g');
+    leave();
+    changes.heartbeatReads.length = 0;
+    time.advance(1_000);
+    expect(changes.heartbeatReads).toEqual([]);
+    // Selecting after leaving does nothing.
+    board.select(page, 'g');
+    expect(changes.heartbeatReads).toEqual([]);
   });
 
   it('samples lag again for a page that opens after every page had closed', () => {

@@ -116,6 +116,31 @@ describe('PageStream', () => {
     ]);
   });
 
+  it('merges heartbeats that wait, so a member sent once and another sent later both arrive', async () => {
+    // Every member when the page selects a group, then a round's move of one of them in the same turn.
+    stream.onHeartbeats([
+      {
+        groupId: 'a',
+        members: [
+          ['m', 100],
+          ['n', null],
+        ],
+      },
+    ]);
+    stream.onHeartbeats([{ groupId: 'a', members: [['n', 300]] }]);
+    await nextTurn();
+    expect(response.frames().slice(1)).toEqual([
+      'event: heartbeats\ndata: [{"groupId":"a","members":[["m",100],["n",300]]}]\n\n',
+    ]);
+  });
+
+  it("names the stream in its hello frame, for the page's select requests", () => {
+    expect(response.frames()[0]).toBe(
+      `event: hello\ndata: {"nowMs":${time.nowMs()},"streamId":"${stream.id}"}\n\n`,
+    );
+    expect(stream.id).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   it('keeps only the latest frame of each group while the page is slow, and sends them on drain', async () => {
     response.isFull = true;
     stream.onGroup(view('a', 1));

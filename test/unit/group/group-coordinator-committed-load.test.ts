@@ -3,16 +3,14 @@ import { GroupCoordinatorRouter } from '../../../src/group/group-coordinator-rou
 import type { ReplicaManager } from '../../../src/log';
 import type { ConsumerOffsetsStore } from '../../../src/log/consumer-offsets';
 import {
-  CLIENT_ID,
   CONTEXT,
-  DEFAULT_REBALANCE_TIMEOUT_MS,
-  DEFAULT_SESSION_TIMEOUT_MS,
   GROUP_INITIAL_REBALANCE_DELAY_MS,
-  PROTOCOL_TYPE,
-  PROTOCOLS,
   TEST_GROUP_CONFIG,
   Tracked,
+  joinRequest,
+  offsetCommitRequest,
   settle,
+  syncRequest,
 } from '../../support/group-harness';
 import { BrokerHarness, fetched, until } from '../log/broker-harness';
 
@@ -80,42 +78,13 @@ describe('a coordinator that takes over records not yet committed', () => {
     memberId = '',
   ): Tracked<{ errorCode: ErrorCode; memberId: string; generationId: number }> {
     return new Tracked(
-      router.joinGroup(
-        {
-          groupId: GROUP,
-          memberId,
-          groupInstanceId: INSTANCE,
-          sessionTimeoutMs: DEFAULT_SESSION_TIMEOUT_MS,
-          rebalanceTimeoutMs: DEFAULT_REBALANCE_TIMEOUT_MS,
-          protocolType: PROTOCOL_TYPE,
-          protocols: PROTOCOLS,
-          clientId: CLIENT_ID,
-          reason: '',
-        },
-        CONTEXT,
-      ),
+      router.joinGroup(joinRequest({ groupId: GROUP, memberId, groupInstanceId: INSTANCE }), CONTEXT),
     );
   }
 
   /** A commit of OFFSETS_GROUP outside any generation; the code of its one partition. */
   async function commit(router: GroupCoordinatorRouter, offset: number): Promise<ErrorCode> {
-    const response = await router.offsetCommit(
-      {
-        groupId: OFFSETS_GROUP,
-        generationId: -1,
-        memberId: '',
-        groupInstanceId: '',
-        topics: [
-          {
-            name: 'topic',
-            partitions: [
-              { partitionIndex: 0, committedOffset: offset, committedLeaderEpoch: -1, committedMetadata: '' },
-            ],
-          },
-        ],
-      },
-      CONTEXT,
-    );
+    const response = await router.offsetCommit(offsetCommitRequest(OFFSETS_GROUP, offset), CONTEXT);
     return response.topics[0]!.partitions[0]!.errorCode;
   }
 
@@ -153,15 +122,13 @@ describe('a coordinator that takes over records not yet committed', () => {
     expect([errorCode, generationId]).toEqual([ErrorCode.NONE, 1]);
     const synced = new Tracked(
       coordinator.syncGroup(
-        {
+        syncRequest({
           groupId: GROUP,
           memberId,
           generationId,
           groupInstanceId: INSTANCE,
-          protocolType: '',
-          protocolName: '',
-          assignments: [{ memberId, assignment: Buffer.from('assignment') }],
-        },
+          assignments: [[memberId, Buffer.from('assignment')]],
+        }),
         CONTEXT,
       ),
     );

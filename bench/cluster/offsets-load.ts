@@ -183,6 +183,7 @@ async function bareReplay(
           log,
           highWatermark: 0,
           appendCommitted: () => Promise.reject(new Error('the bare replay writes nothing')),
+          awaitHighWatermark: () => Promise.resolve(),
         },
         replay === undefined ? {} : { replay },
       );
@@ -240,6 +241,7 @@ async function routerElection(partitionDir: string): Promise<RouterLoad> {
     log,
     highWatermark: log.logEndOffset,
     appendCommitted: () => Promise.reject(new Error('the load writes nothing')),
+    awaitHighWatermark: () => Promise.resolve(),
   });
   let router: GroupCoordinatorRouter | undefined;
   try {

@@ -1,7 +1,7 @@
 import { CohortError, ErrorCode } from '../errors';
 import { DelayedOperationPurgatory, type PurgatoryStats } from '../purgatory';
 import type { Time } from '../time';
-import { SystemTimer } from '../timer';
+import { MAX_DELAY_MS, SystemTimer } from '../timer';
 import type { Timer } from '../timer';
 import {
   CREATE_PARTITIONS_PER_TURN,
@@ -54,6 +54,7 @@ import {
 } from './consumer-offsets';
 import { DelayedFetch } from './delayed-fetch';
 import type { FetchParams, FetchPartitionStatus } from './delayed-fetch';
+import { DelayedHighWatermark } from './delayed-high-watermark';
 import { DelayedProduce } from './delayed-produce';
 import type { ProducePartitionStatus } from './delayed-produce';
 import { LogManager } from './log-manager';
@@ -271,7 +272,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   private readonly logManager: LogManager;
   private readonly topics = new Map<string, TopicState>();
   private readonly partitions = new Map<string, Partition>();
-  private readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce>;
+  private readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce | DelayedHighWatermark>;
   private readonly fetchPurgatory: DelayedOperationPurgatory<DelayedFetch>;
   private readonly maintenanceTimer: Timer;
   private readonly periodicTasks: PeriodicTask[] = [];
@@ -280,7 +281,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   private readonly completionReads = new Map<string, LogReadInfo>();
   private readonly clearCompletionReads = (): void => this.completionReads.clear();
   /** Parked operations, answered at shutdown. */
-  private readonly parked = new Set<DelayedFetch | DelayedProduce>();
+  private readonly parked = new Set<DelayedFetch | DelayedProduce | DelayedHighWatermark>();
   /** Topics whose partitions CreateTopics is creating, slice by slice: their names are taken. */
   private readonly creations = new Map<string, Promise<CreatableTopicResult>>();
   /**
@@ -383,7 +384,10 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     return this.isrChangeProposer !== undefined;
   }
 
-  /** Parked Produces (acks=-1) and Fetches. */
+  /**
+   * Parked Produces (acks=-1), with the stores' writes and their loads' waits for the HW (one per
+   * `__consumer_offsets` partition whose load waits), and parked Fetches.
+   */
   get numDelayedProduce(): number {
     return this.producePurgatory.numDelayed;
   }
@@ -1457,6 +1461,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       },
       appendCommitted: (records: readonly SimpleRecord[], leaderEpoch: number) =>
         this.appendCommitted(partition, records, leaderEpoch),
+      awaitHighWatermark: (offset: number, leaderEpoch: number) =>
+        this.awaitHighWatermark(partition, offset, leaderEpoch),
     };
   }
 
@@ -1473,17 +1479,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     leaderEpoch: number,
   ): Promise<void> {
     const key = partition.key;
-    const isLeading = (): boolean =>
-      !this.isShuttingDown &&
-      this.partitions.get(key) === partition &&
-      partition.isLeader &&
-      partition.leaderEpoch === leaderEpoch &&
-      this.isLeadershipActive();
-    const notLeader = (): CohortError =>
-      new CohortError(
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        `node ${this.config.nodeId} does not lead ${key} at leader epoch ${leaderEpoch}`,
-      );
+    const { isLeading, notLeader, lookup } = this.leadershipAt(partition, leaderEpoch);
     if (!isLeading()) return Promise.reject(notLeader());
     let info: LogAppendInfo;
     try {
@@ -1501,8 +1497,6 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       isFlushed: info.flushed === null,
       errorCode: ErrorCode.REQUEST_TIMED_OUT,
     };
-    // The partition as the DelayedProduce sees it: gone once it is no longer led here at the epoch.
-    const lookup: PartitionLookup = { getPartition: () => (isLeading() ? partition : undefined) };
     return new Promise<void>((resolve, reject) => {
       const respond = (): void => {
         this.parked.delete(op);
@@ -1527,6 +1521,53 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       );
       this.producePurgatory.tryCompleteElseWatch(op, [key]);
     });
+  }
+
+  /**
+   * A store's wait for its load to be committed (OffsetsPartition.awaitHighWatermark): parked as a
+   * DelayedHighWatermark in the produce purgatory, under the partition's key, until the HW reaches
+   * `offset`; rejected NOT_LEADER_OR_FOLLOWER once this node no longer leads the partition at `leaderEpoch`
+   * (every such change checks the key's watchers; shutdown completes every parked operation).
+   */
+  private awaitHighWatermark(partition: Partition, offset: number, leaderEpoch: number): Promise<void> {
+    const { isLeading, notLeader, lookup } = this.leadershipAt(partition, leaderEpoch);
+    if (!isLeading()) return Promise.reject(notLeader());
+    if (partition.highWatermark >= offset) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const respond = (): void => {
+        this.parked.delete(op);
+        if (!isLeading()) reject(notLeader());
+        else if (op.errorCode === ErrorCode.NONE) resolve();
+        else reject(new CohortError(op.errorCode, `${partition.key}: the HW did not reach ${offset}`));
+      };
+      const op = new DelayedHighWatermark(MAX_DELAY_MS, partition.key, offset, lookup, respond);
+      this.parked.add(op);
+      this.producePurgatory.tryCompleteElseWatch(op, [partition.key]);
+    });
+  }
+
+  /**
+   * Whether this node still leads `partition` at `leaderEpoch` (not shutting down, the same replica, its
+   * leader at that epoch, the session active), the error a store's call gets once it does not, and the
+   * partition as a delayed operation sees it: gone once it is no longer led here at the epoch.
+   */
+  private leadershipAt(
+    partition: Partition,
+    leaderEpoch: number,
+  ): { isLeading: () => boolean; notLeader: () => CohortError; lookup: PartitionLookup } {
+    const key = partition.key;
+    const isLeading = (): boolean =>
+      !this.isShuttingDown &&
+      this.partitions.get(key) === partition &&
+      partition.isLeader &&
+      partition.leaderEpoch === leaderEpoch &&
+      this.isLeadershipActive();
+    const notLeader = (): CohortError =>
+      new CohortError(
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        `node ${this.config.nodeId} does not lead ${key} at leader epoch ${leaderEpoch}`,
+      );
+    return { isLeading, notLeader, lookup: { getPartition: () => (isLeading() ? partition : undefined) } };
   }
 
   // --- shutdown ---

@@ -6,7 +6,8 @@ import type { ConsumerOffsetsStore } from '../log/consumer-offsets';
  * what reads offsets across groups outside the coordinator: the consumer-lag metrics and the live page.
  * The coordinator's shards write through their own partition's store; this only keeps, per partition,
  * the store of the current election (set on election, dropped on resignation), and finds a group's store
- * by the group's partition.
+ * by the group's partition. A store is read only once loaded: before, its view is partial, or holds
+ * records not yet committed (the load waits for the HW), which a failover could still take back.
  */
 export class LedOffsetsStores {
   private readonly stores = new Map<number, ConsumerOffsetsStore>();
@@ -35,11 +36,12 @@ export class LedOffsetsStores {
 
   /** Groups with offsets, over every led partition (a group lives on one partition only). */
   *groupIds(): Iterable<string> {
-    for (const store of this.stores.values()) yield* store.groupIds();
+    for (const store of this.stores.values()) if (store.isLoaded) yield* store.groupIds();
   }
 
   private storeOf(groupId: string): ConsumerOffsetsStore | undefined {
     const partitionIndex = this.partitionFor(groupId);
-    return partitionIndex === undefined ? undefined : this.stores.get(partitionIndex);
+    const store = partitionIndex === undefined ? undefined : this.stores.get(partitionIndex);
+    return store?.isLoaded === true ? store : undefined;
   }
 }

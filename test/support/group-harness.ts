@@ -123,6 +123,51 @@ export interface SyncOptions {
   context?: RequestContext;
 }
 
+/** A JoinGroup with Kafka's test settings, unless `options` says otherwise. */
+export function joinRequest(options: JoinOptions = {}): JoinGroupRequest {
+  return {
+    groupId: options.groupId ?? GROUP_ID,
+    memberId: options.memberId ?? '',
+    groupInstanceId: options.groupInstanceId ?? '',
+    sessionTimeoutMs: options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS,
+    rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? DEFAULT_REBALANCE_TIMEOUT_MS,
+    protocolType: options.protocolType ?? PROTOCOL_TYPE,
+    protocols: options.protocols ?? PROTOCOLS,
+    clientId: options.clientId ?? CLIENT_ID,
+    reason: '',
+  };
+}
+
+export function syncRequest(options: SyncOptions): SyncGroupRequest {
+  return {
+    groupId: options.groupId ?? GROUP_ID,
+    generationId: options.generationId,
+    memberId: options.memberId,
+    groupInstanceId: options.groupInstanceId ?? '',
+    protocolType: options.protocolType ?? '',
+    protocolName: options.protocolName ?? '',
+    assignments: (options.assignments ?? []).map(([memberId, assignment]) => ({ memberId, assignment })),
+  };
+}
+
+/** An OffsetCommit of `offset` for partition 0 of "topic", outside any generation. */
+export function offsetCommitRequest(groupId: string, offset: number): OffsetCommitRequest {
+  return {
+    groupId,
+    generationId: -1,
+    memberId: '',
+    groupInstanceId: '',
+    topics: [
+      {
+        name: 'topic',
+        partitions: [
+          { partitionIndex: 0, committedOffset: offset, committedLeaderEpoch: -1, committedMetadata: '' },
+        ],
+      },
+    ],
+  };
+}
+
 export interface RebalanceResult {
   generation: number;
   leaderId: string;
@@ -168,17 +213,7 @@ export class GroupHarness {
   }
 
   joinRequest(options: JoinOptions = {}): JoinGroupRequest {
-    return {
-      groupId: options.groupId ?? GROUP_ID,
-      memberId: options.memberId ?? '',
-      groupInstanceId: options.groupInstanceId ?? '',
-      sessionTimeoutMs: options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS,
-      rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? DEFAULT_REBALANCE_TIMEOUT_MS,
-      protocolType: options.protocolType ?? PROTOCOL_TYPE,
-      protocols: options.protocols ?? PROTOCOLS,
-      clientId: options.clientId ?? CLIENT_ID,
-      reason: '',
-    };
+    return joinRequest(options);
   }
 
   /** Sends a JoinGroup and returns at once; the answer may come later. */
@@ -224,15 +259,7 @@ export class GroupHarness {
   }
 
   syncRequest(options: SyncOptions): SyncGroupRequest {
-    return {
-      groupId: options.groupId ?? GROUP_ID,
-      generationId: options.generationId,
-      memberId: options.memberId,
-      groupInstanceId: options.groupInstanceId ?? '',
-      protocolType: options.protocolType ?? '',
-      protocolName: options.protocolName ?? '',
-      assignments: (options.assignments ?? []).map(([memberId, assignment]) => ({ memberId, assignment })),
-    };
+    return syncRequest(options);
   }
 
   sendSync(options: SyncOptions): Tracked<SyncGroupResponse> {

@@ -45,8 +45,9 @@ import { replayLog, type ReplayOptions, type ReplayResult } from './replay-log';
  * acknowledges an OffsetCommit only then. Once the store is resigned (this node no longer leads the
  * partition at its epoch) no write of it resolves any more: each rejects with NOT_LEADER_OR_FOLLOWER.
  *
- * Life cycle: `load()` replays the log up to its log end offset into the view (in bounded steps; writes
- * are refused with COORDINATOR_LOAD_IN_PROGRESS until it is done), `resign()` ends the leadership,
+ * Life cycle: `load()` replays the log up to its log end offset into the view (in bounded steps) and
+ * waits for the HW to reach that offset, so that what it loaded is committed too (writes are refused with
+ * COORDINATOR_LOAD_IN_PROGRESS until it is done), `resign()` ends the leadership,
  * `close()` waits for writes and compaction in flight. The log itself belongs to ReplicaManager.
  *
  * Compaction runs by size: after an append, once the log holds a sealed segment and at least
@@ -194,8 +195,14 @@ export class ConsumerOffsetsStore {
 
   /**
    * Replays the log into the view, up to the log end offset it has when the load starts (Kafka's
-   * loadGroupsAndOffsets), in bounded steps; then writes are accepted. Call once. Rejects with
-   * NOT_LEADER_OR_FOLLOWER if the store was resigned meanwhile.
+   * loadGroupsAndOffsets), in bounded steps, then waits until the partition's HW has reached that offset:
+   * a new leader's log may hold records of the old leader's that no follower has yet, which a failover
+   * to such a follower would take back, so the view is not served before they are committed (Kafka's
+   * coordinator runtime exposes its state only up to the last committed offset). The HW of a new leader
+   * moves as soon as its in-sync followers fetch, or once the ISR drops those that do not; with no
+   * follower in the ISR (single-node mode) it is there already. Then writes are accepted, and `isLoaded`
+   * is true. Call once. Rejects with NOT_LEADER_OR_FOLLOWER if the store was resigned meanwhile (or the
+   * leadership ended during the wait).
    */
   async load(): Promise<ConsumerOffsetsLoadResult> {
     if (this.phase !== 'new') {
@@ -208,6 +215,15 @@ export class ConsumerOffsetsStore {
       ...this.replayOptions,
     });
     // A resignation or close during the load leaves the phase changed: the view is of no use.
+    if ((this.phase as Phase) !== 'loading') throw this.unavailableError();
+    // The replay read past the HW: those records came from the old leader and a failover may still take
+    // them back. Nothing of the view is read or written on until they are committed.
+    try {
+      await this.partition.awaitHighWatermark(replayed.endOffset, this.leaderEpoch);
+    } catch (error) {
+      if ((this.phase as Phase) !== 'loading') throw this.unavailableError();
+      throw error;
+    }
     if ((this.phase as Phase) !== 'loading') throw this.unavailableError();
     this.phase = 'ready';
     let offsets = 0;

@@ -25,4 +25,12 @@ export interface OffsetsPartition {
    * storage error (KAFKA_STORAGE_ERROR, MESSAGE_TOO_LARGE, ...).
    */
   appendCommitted(records: readonly SimpleRecord[], leaderEpoch: number): Promise<void>;
+  /**
+   * Resolves once the HW has reached `offset` (every record below it is committed: a failover keeps it)
+   * while this node leads the partition at `leaderEpoch`; at once if it already has. It waits as long as
+   * the leadership lasts: the HW of a new leader moves as soon as its in-sync followers fetch, or once the
+   * ISR drops those that do not (replica.lag.time.max.ms). Rejects with NOT_LEADER_OR_FOLLOWER once this
+   * node no longer leads the partition at `leaderEpoch`.
+   */
+  awaitHighWatermark(offset: number, leaderEpoch: number): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import { CohortError, ErrorCode } from '../../../src/errors';
 import { InMemoryOffsetStore } from '../../../src/group/in-memory-offset-store';
 import type { OffsetStore, TopicPartition, TopicPartitionOffset } from '../../../src/group/offset-store';
-import { GROUP_ID, GroupHarness, settle, Tracked } from '../../support/group-harness';
+import { GROUP_ID, GroupHarness, offsetCommitRequest, settle, Tracked } from '../../support/group-harness';
 
 let h: GroupHarness;
 afterEach(() => h.shutdown());
@@ -249,28 +249,7 @@ describe('an asynchronous, durable offset store', () => {
 
   function sendCommit(offset: number): Tracked<unknown> {
     return new Tracked(
-      h.coordinator.offsetCommit(
-        {
-          groupId: GROUP_ID,
-          generationId: -1,
-          memberId: '',
-          groupInstanceId: '',
-          topics: [
-            {
-              name: 'topic',
-              partitions: [
-                {
-                  partitionIndex: 0,
-                  committedOffset: offset,
-                  committedLeaderEpoch: -1,
-                  committedMetadata: '',
-                },
-              ],
-            },
-          ],
-        },
-        { clientHost: 'h' },
-      ),
+      h.coordinator.offsetCommit(offsetCommitRequest(GROUP_ID, offset), { clientHost: 'h' }),
     );
   }
 

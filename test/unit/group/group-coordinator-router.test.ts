@@ -23,6 +23,7 @@ import {
   PROTOCOLS,
   TEST_GROUP_CONFIG,
   Tracked,
+  offsetCommitRequest,
   settle,
 } from '../../support/group-harness';
 import { MemoryGroupStore } from './memory-group-store';
@@ -192,20 +193,7 @@ class RouterHarness {
   }
 
   commitRequest(groupId: string, offset: number): OffsetCommitRequest {
-    return {
-      groupId,
-      generationId: -1,
-      memberId: '',
-      groupInstanceId: '',
-      topics: [
-        {
-          name: 'topic',
-          partitions: [
-            { partitionIndex: 0, committedOffset: offset, committedLeaderEpoch: -1, committedMetadata: '' },
-          ],
-        },
-      ],
-    };
+    return offsetCommitRequest(groupId, offset);
   }
 
   /** A commit outside any membership (generation -1); the code of its one partition. */

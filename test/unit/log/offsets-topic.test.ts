@@ -187,6 +187,93 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
     expect(partition.read(0, 1 << 20, true, true).records.map((r) => r.leaderEpoch)).toEqual([1, 2]);
   });
 
+  /**
+   * Node 1 takes over __consumer_offsets-0 from node 0 holding a record node 0 appended (a commit of 5)
+   * that follower 2 does not have yet: node 1 fetched it, but not the HW past it (its HW is 0, its LEO 1).
+   * Node 0 is gone; node 1 leads at epoch 2 with 2 still in sync. Returns node 1 and its store, not loaded.
+   */
+  async function takeOverAboveHw(): Promise<{ one: ReplicaManager; store: ConsumerOffsetsStore }> {
+    const zero = node(0);
+    const one = node(1);
+    node(2);
+    cluster.set(TOPIC, 0, { leader: 0, leaderEpoch: 1, isr: [0, 1, 2], replicas: [0, 1, 2] });
+    const old = await loadedStore(0);
+    // Never committed: node 0 is gone before anyone acknowledges the fetch (its close rejects it).
+    void commit(old, 5).catch(() => undefined);
+    const data = fetched(await zero.fetch(replicaFetch(1, 0), { authenticatedNodeId: 1 }));
+    expect(one.applyFetchedPartition(KEY, data, 1)).toBe('appended');
+    cluster.liveNodes = cluster.liveNodes.filter((n) => n.nodeId !== 0);
+    cluster.elect(TOPIC, 0, 1, [1, 2]);
+    const leader = one.getPartition(KEY)!;
+    expect([leader.isLeader, leader.highWatermark, leader.logEndOffset]).toEqual([true, 0, 1]);
+    return { one, store: stores.get(1)!.get(0)! };
+  }
+
+  it("a new leader's load ends only once the HW covers what it loaded: the old leader's records above it are not served before", async () => {
+    const { one, store } = await takeOverAboveHw();
+    const loading = track(store.load());
+    await settle();
+    // Replayed, but not committed: nothing is served or written, nothing counts as loaded.
+    expect(loading.isSettled).toBe(false);
+    expect(store.isLoaded).toBe(false);
+    expect(one.numDelayedProduce).toBe(1);
+    expect(await errorOf(commit(store, 6))).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
+    // Follower 2 fetches the record, then asks for the next one: the HW passes it and the load ends.
+    await one.fetch(replicaFetch(2, 0), { authenticatedNodeId: 2 });
+    await settle();
+    expect(loading.isSettled).toBe(false);
+    await one.fetch(replicaFetch(2, 1), { authenticatedNodeId: 2 });
+    const loaded = await loading.value;
+    expect([loaded.endOffset, one.getPartition(KEY)!.highWatermark]).toEqual([1, 1]);
+    expect(store.isLoaded).toBe(true);
+    expect(store.get('g', 't', 0)).toEqual(offset(5));
+    expect(one.numDelayedProduce).toBe(0);
+  });
+
+  it("a new leader's load waits for the ISR to drop a follower that does not fetch, then ends", async () => {
+    const { one, store } = await takeOverAboveHw();
+    const loading = track(store.load());
+    h.time.advance(9_999);
+    await settle();
+    expect(loading.isSettled).toBe(false);
+    // Past replica.lag.time.max.ms (10 s) follower 2 leaves the ISR: node 1 alone, its LEO is the HW.
+    h.time.advance(10_000);
+    await loading.value;
+    expect(one.getPartition(KEY)!.isr).toEqual([1]);
+    expect(store.get('g', 't', 0)).toEqual(offset(5));
+  });
+
+  it("a resignation during the load's wait for the HW rejects it NOT_LEADER_OR_FOLLOWER and leaves nothing parked", async () => {
+    const { one, store } = await takeOverAboveHw();
+    const loading = store.load();
+    await settle();
+    expect(one.numDelayedProduce).toBe(1);
+    cluster.elect(TOPIC, 0, 2, [2]);
+    expect(await errorOf(loading)).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    expect(store.isLoaded).toBe(false);
+    expect(one.numDelayedProduce).toBe(0);
+    expect(calls.get(1)).toEqual([
+      ['election', 0, 2],
+      ['resignation', 0, 2],
+    ]);
+  });
+
+  it('a lost session or a shutdown during the wait rejects the load too', async () => {
+    const { one, store } = await takeOverAboveHw();
+    const loading = store.load();
+    await settle();
+    one.resignLeadership();
+    expect(await errorOf(loading)).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    expect(one.numDelayedProduce).toBe(0);
+    // The session is back: a new store, whose wait the shutdown ends.
+    cluster.publish();
+    const again = stores.get(1)!.get(0)!.load();
+    await settle();
+    expect(one.numDelayedProduce).toBe(1);
+    one.shutdown();
+    expect(await errorOf(again)).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+  });
+
   it('answers REQUEST_TIMED_OUT after the commit timeout, NOT_ENOUGH_REPLICAS below the minimum ISR', async () => {
     node(0, { minInsyncReplicas: 2 }, { commitTimeoutMs: 5_000 });
     cluster.liveNodes.push({ nodeId: 1, host: 'node-1', port: 9001 });

@@ -53,16 +53,19 @@ export interface DepartedMember {
   readonly atMs: number;
 }
 
-/** One rebalance: from the change that started it until the group was Stable (or Empty) again. */
+/**
+ * One rebalance: from the change that started it until the group was Stable (or Empty) again. Never
+ * changed once made: a change of the rebalance replaces it (views share them, see GroupEntry).
+ */
 export interface Rebalance {
   readonly startMs: number;
   /** Every reason that joined in, first the one that started it (deduplicated, in order). */
-  readonly reasons: string[];
+  readonly reasons: readonly string[];
   /** The generation the rebalance made (set at join-completed); the previous one until then. */
-  generationId: number;
-  endMs: number | null;
+  readonly generationId: number;
+  readonly endMs: number | null;
   /** `Stable` or `Empty` once done. */
-  endState: string | null;
+  readonly endState: string | null;
 }
 
 /** One partition's lag as the stream sends it (offsets as decimal strings: JSON has no int64). */
@@ -140,18 +143,24 @@ export interface GroupBoardOptions {
   readonly time: Time;
 }
 
+/**
+ * What the board knows of one group. Its lists are never changed in place, only replaced (a new list, or a
+ * new rebalance in a list's place), so a view can hold them as they are: building a view copies nothing,
+ * and a view already handed to the pages (and serialised once for all of them, page-stream.ts) never
+ * changes under them.
+ */
 class GroupEntry {
   members: BoardMember[] = [];
   described!: DescribedGroup;
   reason = 'snapshot';
   changedAtMs = 0;
-  readonly rebalances: Rebalance[] = [];
-  readonly departed: DepartedMember[] = [];
+  rebalances: readonly Rebalance[] = [];
+  departed: readonly DepartedMember[] = [];
   partitions: BoardPartitionLag[] = [];
   totalLag: string | null = null;
   /** The partitions' lag as one string, to tell a changed sample from an unchanged one cheaply. */
   lagSignature = '';
-  readonly lagSamples: [number, number][] = [];
+  lagSamples: readonly (readonly [number, number])[] = [];
   view: BoardGroup | undefined;
 }
 
@@ -188,9 +197,18 @@ function membersOf(group: DescribedGroup): BoardMember[] {
   });
 }
 
-function pushBounded<T>(list: T[], item: T, max: number): void {
-  list.push(item);
-  if (list.length > max) list.splice(0, list.length - max);
+/** `list` with `item` added last, its oldest items left out beyond `max`: a new list. */
+function appendBounded<T>(list: readonly T[], item: T, max: number): T[] {
+  const next = list.slice(Math.max(0, list.length + 1 - max));
+  next.push(item);
+  return next;
+}
+
+/** `list` with its last item replaced by `item`: a new list. */
+function replaceLast<T>(list: readonly T[], item: T): T[] {
+  const next = list.slice();
+  next[next.length - 1] = item;
+  return next;
 }
 
 /**
@@ -331,7 +349,7 @@ export class GroupBoard {
     const remaining = new Set(members.map((m) => m.memberId));
     for (const m of entry.members) {
       if (remaining.has(m.memberId)) continue;
-      pushBounded(
+      entry.departed = appendBounded(
         entry.departed,
         {
           memberId: m.memberId,
@@ -344,16 +362,21 @@ export class GroupBoard {
         BOARD_HISTORY_LENGTH,
       );
     }
-    const last = entry.rebalances[entry.rebalances.length - 1];
+    let last = entry.rebalances[entry.rebalances.length - 1];
     const isOpen = last !== undefined && last.endMs === null;
+    const update = (changed: Partial<Rebalance>): void => {
+      last = { ...last!, ...changed };
+      entry.rebalances = replaceLast(entry.rebalances, last);
+    };
     const isRebalancing =
       after.groupState === 'PreparingRebalance' || after.groupState === 'CompletingRebalance';
     if (REBALANCE_CAUSES.has(reason) || reason === 'join-completed') {
       if (isOpen) {
-        if (REBALANCE_CAUSES.has(reason) && !last.reasons.includes(reason)) last.reasons.push(reason);
-        if (reason === 'join-completed') last.generationId = after.generationId;
+        if (REBALANCE_CAUSES.has(reason) && !last.reasons.includes(reason))
+          update({ reasons: [...last.reasons, reason] });
+        if (reason === 'join-completed') update({ generationId: after.generationId });
       } else if (isRebalancing) {
-        pushBounded(
+        entry.rebalances = appendBounded(
           entry.rebalances,
           {
             startMs: atMs,
@@ -367,13 +390,12 @@ export class GroupBoard {
       }
     }
     if (isOpen && !isRebalancing && (after.groupState === 'Stable' || after.groupState === 'Empty')) {
-      last.generationId = after.generationId;
-      last.endMs = atMs;
-      last.endState = after.groupState;
+      update({ generationId: after.generationId, endMs: atMs, endState: after.groupState });
     }
   }
 
   private relabelOwners(entry: GroupEntry): void {
+    if (entry.partitions.length === 0) return;
     const owners = new Map<string, string>();
     for (const m of entry.members) {
       for (const tp of m.assignment ?? []) owners.set(topicPartitionKey(tp.topic, tp.partition), m.memberId);
@@ -468,7 +490,11 @@ export class GroupBoard {
     }));
     entry.totalLag = total === null ? null : String(total);
     if (total !== null) {
-      pushBounded(entry.lagSamples, [this.options.time.nowMs(), Number(total)], BOARD_LAG_SAMPLES);
+      entry.lagSamples = appendBounded(
+        entry.lagSamples,
+        [this.options.time.nowMs(), Number(total)] as const,
+        BOARD_LAG_SAMPLES,
+      );
     }
     entry.view = undefined;
     return true;
@@ -486,11 +512,11 @@ export class GroupBoard {
       members: entry.members,
       reason: entry.reason,
       changedAtMs: entry.changedAtMs,
-      rebalances: entry.rebalances.map((r) => ({ ...r, reasons: [...r.reasons] })),
-      departed: [...entry.departed],
+      rebalances: entry.rebalances,
+      departed: entry.departed,
       partitions: entry.partitions,
       totalLag: entry.totalLag,
-      lagSamples: [...entry.lagSamples],
+      lagSamples: entry.lagSamples,
     });
   }
 }

@@ -2,6 +2,7 @@ import type { GroupChange, GroupChangeListener, MemberLastHeartbeat } from '../.
 import { encodeAssignment } from '../../../src/protocol/consumer-protocol';
 import type { DescribedGroup, DescribedGroupMember } from '../../../src/protocol/group-messages';
 import {
+  BOARD_HISTORY_LENGTH,
   GroupBoard,
   type BoardGroup,
   type BoardHeartbeats,
@@ -168,6 +169,44 @@ describe('GroupBoard', () => {
         { topic: 't', partition: 1 },
       ],
     ]);
+  });
+
+  it('never changes a view it has handed out: a later change makes a new one (pages serialise views once)', () => {
+    const page = new Page();
+    board.open(page);
+    committed.set(0, 40);
+    changes.emit(group('Stable', 3, [member('a', [0]), member('b', [1])]), 'snapshot', 1_000);
+    changes.emit(group('PreparingRebalance', 3, [member('a', [])]), 'session-expired', 2_000);
+    const during = page.views.get('g')!;
+    const before = JSON.stringify(during);
+    changes.emit(group('PreparingRebalance', 3, [member('a', [])]), 'member-joined', 2_100);
+    changes.emit(group('CompletingRebalance', 4, [member('a', [])]), 'join-completed', 2_500);
+    changes.emit(group('Stable', 4, [member('a', [0, 1])]), 'rebalance-completed', 2_600);
+    committed.set(0, 90);
+    time.advance(1_000);
+    const after = page.views.get('g')!;
+    expect(JSON.stringify(during)).toBe(before);
+    expect(during.rebalances[0]).toMatchObject({ reasons: ['session-expired'], endMs: null });
+    expect(after.rebalances[0]).toMatchObject({ reasons: ['session-expired', 'member-joined'], endMs: 2_600 });
+    expect(after.lagSamples.map(([, lag]) => lag)).toEqual([60, 10]);
+    expect(during.lagSamples.map(([, lag]) => lag)).toEqual([60]);
+  });
+
+  it('keeps the last BOARD_HISTORY_LENGTH rebalances and departed members, oldest left out first', () => {
+    const page = new Page();
+    board.open(page);
+    changes.emit(group('Empty', 0, []), 'snapshot', 0);
+    for (let i = 1; i <= BOARD_HISTORY_LENGTH + 2; i++) {
+      changes.emit(group('PreparingRebalance', i - 1, [member(`m${i}`, [])]), 'member-joined', i * 10);
+      changes.emit(group('Empty', i, []), 'member-left', i * 10 + 5);
+    }
+    const view = page.views.get('g')!;
+    expect(view.rebalances).toHaveLength(BOARD_HISTORY_LENGTH);
+    expect(view.rebalances[0].startMs).toBe(30);
+    expect(view.rebalances.at(-1)).toMatchObject({ startMs: 220, endMs: 225, endState: 'Empty' });
+    expect(view.departed.map((d) => d.memberId)).toEqual(
+      Array.from({ length: BOARD_HISTORY_LENGTH }, (_, i) => `m${i + 3}`),
+    );
   });
 
   it('samples lag once a second while a page is open, and tells pages only of changed lag', () => {

@@ -37,6 +37,11 @@ export interface AdminPageOptions {
   readonly cluster?: ClusterBoard;
   readonly limits: WatchLimits;
   readonly time: Time;
+  /**
+   * The clock the streams' flushes wait on (PageFlushes); default `time`. The server passes the machine's
+   * even on a manual clock, so that a page shows a change without the clock being moved.
+   */
+  readonly flushTime?: Time;
   /** A page was dropped for falling behind (for the log and a metric). */
   readonly onPageDropped?: (pendingGroups: number) => void;
 }
@@ -192,7 +197,7 @@ export class AdminServer {
       case '/api/stream': {
         const page = this.options.page;
         if (page === undefined || method === 'HEAD') break;
-        this.flushes ??= new PageFlushes(page.time);
+        this.flushes ??= new PageFlushes(page.flushTime ?? page.time);
         const stream = new PageStream(response, page.limits, page.time, this.flushes, (pending) => {
           this.options.logger.info({ pendingGroups: pending }, 'an admin page fell behind and was dropped');
           page.onPageDropped?.(pending);

@@ -99,6 +99,24 @@ export interface BoardGroup {
 }
 
 /**
+ * One group as the groups table shows it: what every page hears of every group. A few hundred bytes,
+ * where a whole view (BoardGroup) holds a timeline, departed members, partitions and lag samples that
+ * only the page showing the group needs. `groupId`, `state` and `generationId` come first, as in a view.
+ */
+export interface BoardGroupRow {
+  readonly groupId: string;
+  readonly state: string;
+  readonly generationId: number;
+  readonly protocolType: string;
+  readonly protocol: string;
+  readonly memberCount: number;
+  /** As in the view: lag summed over the partitions whose lag is known; null when none is. */
+  readonly totalLag: string | null;
+  /** When the last rebalance ended, or started while it is in progress; null before any. */
+  readonly lastRebalanceMs: number | null;
+}
+
+/**
  * Members of one group and their last heartbeat (`[memberId, ms]` pairs): those that moved since the
  * previous round, or every member when a page has just selected the group.
  */
@@ -108,12 +126,14 @@ export interface BoardHeartbeats {
 }
 
 /**
- * What a page hears: a group's whole view (on a change), its lag (at most once a second), its members'
- * heartbeats (once a second), or its end.
+ * What a page hears: every group's row (on a change, and at most once a second when its lag changed), the
+ * whole view of the group it shows (GroupBoard.select: when it selects it, then on the same occasions),
+ * that group's members' heartbeats (once a second), or a group's end.
  */
 export interface BoardListener {
+  onRow(row: BoardGroupRow): void;
+  /** The whole view of the group the page selected; never of another. */
   onGroup(group: BoardGroup): void;
-  onLag(group: BoardGroup): void;
   /**
    * For the group the page selected (GroupBoard.select): every member at once, then once per lag round,
    * before `onTick`, the members whose last heartbeat moved (never empty).
@@ -121,7 +141,7 @@ export interface BoardListener {
   onHeartbeats(changes: readonly BoardHeartbeats[]): void;
   /** The group went Dead (deleted or expired): its last message. */
   onGone(groupId: string, reason: string, atMs: number): void;
-  /** Once per lag round, after every `onLag` of the round. */
+  /** Once per lag round, after every row and view of the round. */
   onTick(nowMs: number): void;
 }
 
@@ -162,6 +182,7 @@ class GroupEntry {
   lagSignature = '';
   lagSamples: readonly (readonly [number, number])[] = [];
   view: BoardGroup | undefined;
+  row: BoardGroupRow | undefined;
 }
 
 /** The board's once-a-second lag sample, re-added after each run. */
@@ -271,7 +292,7 @@ export class GroupBoard {
       if (lag !== undefined) for (const entry of this.groups.values()) this.sampleGroup(entry, lag);
     }
     this.listeners.add(listener);
-    for (const entry of this.groups.values()) listener.onGroup(this.viewOf(entry));
+    for (const entry of this.groups.values()) listener.onRow(this.rowOf(entry));
     return () => {
       this.listeners.delete(listener);
       this.selections.delete(listener);
@@ -279,8 +300,9 @@ export class GroupBoard {
   }
 
   /**
-   * The page `listener` shows `groupId`'s detail (undefined: none): it hears every member's last heartbeat
-   * now, read from the coordinator, then once a second those that moved. Pages showing the same group hear
+   * The page `listener` shows `groupId`'s detail (undefined: none): it hears the group's whole view now and
+   * after each change, and every member's last heartbeat now, read from the coordinator, then once a
+   * second those that moved. Pages showing the same group hear
    * of the members that moved now. Nothing for a page that left, or for a group not known yet (the next
    * rounds read it once it is).
    */
@@ -298,7 +320,9 @@ export class GroupBoard {
         if (other !== listener && selected === groupId) other.onHeartbeats(changes);
     }
     const entry = this.groups.get(groupId);
-    if (entry === undefined || entry.members.length === 0) return;
+    if (entry === undefined) return;
+    listener.onGroup(this.viewOf(entry));
+    if (entry.members.length === 0) return;
     listener.onHeartbeats([{ groupId, members: entry.members.map((m) => [m.memberId, m.lastHeartbeatMs]) }]);
   }
 
@@ -333,9 +357,18 @@ export class GroupBoard {
     if (isNew && this.options.lag !== undefined) this.sampleGroup(entry, this.options.lag);
     else this.relabelOwners(entry);
     entry.view = undefined;
+    entry.row = undefined;
+    this.tellChanged(entry);
+  }
+
+  /** Every page hears the group's row, and the pages that show it its whole view (built once for all). */
+  private tellChanged(entry: GroupEntry): void {
     if (this.listeners.size === 0) return;
-    const view = this.viewOf(entry);
-    for (const l of this.listeners) l.onGroup(view);
+    const row = this.rowOf(entry);
+    for (const l of this.listeners) l.onRow(row);
+    let view: BoardGroup | undefined;
+    for (const [l, groupId] of this.selections)
+      if (groupId === row.groupId) l.onGroup((view ??= this.viewOf(entry)));
   }
 
   /** The rebalance timeline and departed members, from one change of a known group. */
@@ -410,11 +443,7 @@ export class GroupBoard {
   private sampleLag(): void {
     const lag = this.options.lag;
     if (lag !== undefined && this.listeners.size > 0) {
-      for (const entry of this.groups.values()) {
-        if (!this.sampleGroup(entry, lag)) continue;
-        const view = this.viewOf(entry);
-        for (const l of this.listeners) l.onLag(view);
-      }
+      for (const entry of this.groups.values()) if (this.sampleGroup(entry, lag)) this.tellChanged(entry);
     }
     // Each selected group is read once however many pages show it, and its pages share one message.
     const heartbeats = new Map<string, readonly BoardHeartbeats[] | null>();
@@ -489,6 +518,7 @@ export class GroupBoard {
       memberId: r.memberId,
     }));
     entry.totalLag = total === null ? null : String(total);
+    entry.row = undefined;
     if (total !== null) {
       entry.lagSamples = appendBounded(
         entry.lagSamples,
@@ -498,6 +528,22 @@ export class GroupBoard {
     }
     entry.view = undefined;
     return true;
+  }
+
+  private rowOf(entry: GroupEntry): BoardGroupRow {
+    if (entry.row !== undefined) return entry.row;
+    const g = entry.described;
+    const last = entry.rebalances[entry.rebalances.length - 1];
+    return (entry.row = {
+      groupId: g.groupId,
+      state: g.groupState,
+      generationId: g.generationId,
+      protocolType: g.protocolType,
+      protocol: g.protocolData,
+      memberCount: entry.members.length,
+      totalLag: entry.totalLag,
+      lastRebalanceMs: last === undefined ? null : (last.endMs ?? last.startMs),
+    });
   }
 
   private viewOf(entry: GroupEntry): BoardGroup {

@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { Time } from '../time';
 import type { ClusterListener, ClusterView } from './cluster-board';
 import { CoalescingQueue } from './coalescing-queue';
-import type { BoardGroup, BoardHeartbeats, BoardListener } from './group-board';
+import type { BoardGroup, BoardGroupRow, BoardHeartbeats, BoardListener } from './group-board';
 import { SystemTimer, TimerTask } from '../timer';
 import type { WatchLimits } from './watch-groups';
 
@@ -111,32 +111,35 @@ interface PendingFrame {
 
 /**
  * One open admin page: its Server-Sent Events stream (`GET /api/stream`), fed by the GroupBoard. Frames
- * wait in a CoalescingQueue, one per group, each replaced by the group's latest (a group's frame holds its
- * whole view, timeline included, so nothing a page shows is lost), and go out in one write on the next
- * flush of `flushes` (PageFlushes: every PAGE_FLUSH_INTERVAL_MS while frames wait, all pages in the same
- * turn): a storm of changes costs a page one write an interval, not one per change, and a rebalance's
- * intermediate states within an interval are never sent. The snapshot of every group on open goes out at
- * once, in one write. Once `write` returns false (the page
- * reads slower than groups change) they keep waiting until 'drain'. The board never waits: each call is a
- * Map.set. A page
- * with more groups waiting than `maxPendingGroups`, or frames waiting longer than `maxLagMs` (checked on
- * each change and each second), is dropped: its queue is cleared, it leaves the board, and it is sent an
- * `event: dropped` frame saying why (the page shows it and reconnects for a fresh snapshot).
+ * wait in a CoalescingQueue, one per group, each replaced by the group's latest (a group's frame holds all
+ * the page shows of it, so nothing is lost), and go out in one write on the next flush of `flushes`
+ * (PageFlushes: every PAGE_FLUSH_INTERVAL_MS while frames wait, all pages in the same turn): a storm of
+ * changes costs a page one write an interval, not one per change, and a rebalance's intermediate states
+ * within an interval are never sent. The snapshot of every group on open goes out at once, in one write.
+ * Once `write` returns false (the page reads slower than groups change) they keep waiting until 'drain'.
+ * The board never waits: each call is a Map.set. A page with more groups waiting than `maxPendingGroups`,
+ * or frames waiting longer than `maxLagMs` (checked on each change and each second), is dropped: its queue
+ * is cleared, it leaves the board, and it is sent an `event: dropped` frame saying why (the page shows it
+ * and reconnects for a fresh snapshot).
  *
- * Frames: `group` (a group's view, on each change and for each group on open), `lag` (a group's view
- * after its lag changed, at most once a second), `gone` (the group was deleted or expired), `cluster`
- * (the cluster panel's whole view, cluster-board.ts: on open and after each change; one waits at most,
- * the latest, written after the groups' frames of the same turn), `heartbeats` (members of the group the
- * page shows and their last heartbeat: all of them when it selects the group, then those that moved, once
- * a second; those waiting are merged into one, written after the groups' frames so that a group's older
- * view never overwrites it), `tick` (the server's clock, once a second: the page shows the stream is
- * alive) and `dropped`. The first frame, `hello`, carries the server's clock and the stream's id, which
- * the page names when it tells the server which group it shows (`POST /api/stream/select`).
+ * Frames: `row` (a group's row of the groups table, BoardGroupRow: for each group on open, on each change,
+ * and after its lag changed, at most once a second), `group` (the whole view of the group the page shows,
+ * timeline, departed members, partitions and lag samples included: when the page selects it, then on the
+ * same occasions as its row; one waits at most, the latest, written after the rows), `gone` (the group was
+ * deleted or expired), `cluster` (the cluster panel's whole view, cluster-board.ts: on open and after each
+ * change; one waits at most, the latest, written last), `heartbeats` (members of the group the page shows
+ * and their last heartbeat: all of them when it selects the group, then those that moved, once a second;
+ * those waiting are merged into one, written after the group's view so that an older view never
+ * overwrites them), `tick` (the server's clock, once a second: the page shows the stream is alive) and
+ * `dropped`. The first frame, `hello`, carries the server's clock and the stream's id, which the page
+ * names when it tells the server which group it shows (`POST /api/stream/select`).
  */
 export class PageStream implements BoardListener, ClusterListener {
   /** The stream's name for `POST /api/stream/select`: random, so that no page can steer another's. */
   readonly id = randomUUID();
   private readonly queue = new CoalescingQueue<PendingFrame>();
+  /** The latest whole view of the group the page shows, not yet written (one: a page shows one group). */
+  private pendingDetail: BoardGroup | undefined;
   /** The latest cluster view not yet written: it replaces any older one. */
   private pendingCluster: ClusterView | undefined;
   /** The latest heartbeats not yet written: a page that fell behind catches up on its next group frames. */
@@ -179,15 +182,18 @@ export class PageStream implements BoardListener, ClusterListener {
     }
   }
 
-  onGroup(group: BoardGroup): void {
-    this.send(group.groupId, { event: 'group', data: group });
+  onRow(row: BoardGroupRow): void {
+    this.send(row.groupId, { event: 'row', data: row });
   }
 
-  onLag(group: BoardGroup): void {
-    this.send(group.groupId, { event: 'lag', data: group });
+  onGroup(group: BoardGroup): void {
+    if (this.isEnded) return;
+    this.pendingDetail = group;
+    this.scheduleFlush();
   }
 
   onGone(groupId: string, reason: string, atMs: number): void {
+    if (this.pendingDetail?.groupId === groupId) this.pendingDetail = undefined;
     this.send(groupId, { event: 'gone', data: { groupId, reason, atMs } });
   }
 
@@ -218,6 +224,7 @@ export class PageStream implements BoardListener, ClusterListener {
     this.isEnded = true;
     this.leave?.();
     this.queue.clear();
+    this.pendingDetail = undefined;
     this.pendingCluster = undefined;
     this.pendingHeartbeats = undefined;
     if (!this.response.writableEnded) this.response.end();
@@ -248,16 +255,24 @@ export class PageStream implements BoardListener, ClusterListener {
   }
 
   /**
-   * Writes every waiting frame, oldest group first, then the heartbeats and the cluster's, in one write
+   * Writes every waiting frame, oldest group first, then the shown group's view, the heartbeats and the
+   * cluster's, in one write
    * (PageFlushes calls it; nothing while the page has not read the last write).
    */
   flush(): void {
     if (this.isEnded || this.blockedSinceMs !== undefined) return;
-    if (this.queue.size === 0 && this.pendingCluster === undefined && this.pendingHeartbeats === undefined)
+    if (
+      this.queue.size === 0 &&
+      this.pendingDetail === undefined &&
+      this.pendingCluster === undefined &&
+      this.pendingHeartbeats === undefined
+    )
       return;
     let chunk = '';
     for (let frame = this.queue.shift(); frame !== undefined; frame = this.queue.shift())
       chunk += sharedFrame(frame.event, frame.data);
+    if (this.pendingDetail !== undefined) chunk += sharedFrame('group', this.pendingDetail);
+    this.pendingDetail = undefined;
     if (this.pendingHeartbeats !== undefined) chunk += sharedFrame('heartbeats', this.pendingHeartbeats);
     this.pendingHeartbeats = undefined;
     if (this.pendingCluster !== undefined) chunk += sharedFrame('cluster', this.pendingCluster);
@@ -275,6 +290,7 @@ export class PageStream implements BoardListener, ClusterListener {
     this.isEnded = true;
     this.leave?.();
     this.queue.clear();
+    this.pendingDetail = undefined;
     this.pendingCluster = undefined;
     this.pendingHeartbeats = undefined;
     // The last frame waits behind what the page has not read; a page that never reads is cut.

@@ -236,6 +236,8 @@ function replaceLast<T>(list: readonly T[], item: T): T[] {
  * The admin page's model of every group: one subscription to the coordinator's group changes, shared by
  * every open page, turned into what the page shows: members and their partitions, a timeline of
  * rebalances (start, reasons, generation, end), members that left or expired, and lag per partition.
+ * Every page hears each group's row (BoardGroupRow, the groups table's few fields) on each change; only
+ * the pages that show a group (`select`) hear its whole view, which is most of the bytes.
  *
  * The board subscribes when the first page opens and stays subscribed until `close()`, so that a page
  * reloaded a minute later still sees the rebalance it missed; before any page opened nobody watches and

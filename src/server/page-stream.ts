@@ -13,7 +13,7 @@ const DROPPED_SOCKET_TIMEOUT_MS = 10_000;
  * How long a page's frames wait for more before they go out: during a storm every group's changes of
  * that time become one frame, and a page gets one write per interval, not one per change.
  */
-export const PAGE_FLUSH_INTERVAL_MS = 50;
+export const PAGE_FLUSH_INTERVAL_MS = 100;
 
 /** One Server-Sent Events frame. JSON.stringify escapes newlines, so `data` is always one line. */
 export function sseFrame(event: string, data: unknown): string {
@@ -69,8 +69,8 @@ class FlushTask extends TimerTask {
  * each page one frame, and since every page writes the same group views in the same turn, each view is
  * serialised once for all of them (`sharedFrame`).
  *
- * Worked example, interval 50 ms: group a changes at 0, 10 and 30 ms, b at 40 ms: at 50 ms every page
- * waiting writes a (its 30 ms view) and b in one write each; a change at 60 ms goes out at 110 ms.
+ * Worked example, interval 100 ms: group a changes at 0, 20 and 60 ms, b at 80 ms: at 100 ms every page
+ * waiting writes a (its 60 ms row) and b in one write each; a change at 120 ms goes out at 220 ms.
  */
 export class PageFlushes {
   private readonly waiting = new Set<PageStream>();

@@ -90,7 +90,6 @@
     return BigInt(text).toLocaleString('en-US');
   }
 
-
   function assignmentText(assignment) {
     if (assignment === null) return '—';
     if (assignment.length === 0) return 'none';

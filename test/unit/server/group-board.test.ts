@@ -191,7 +191,10 @@ describe('GroupBoard', () => {
     const after = page.views.get('g')!;
     expect(JSON.stringify(during)).toBe(before);
     expect(during.rebalances[0]).toMatchObject({ reasons: ['session-expired'], endMs: null });
-    expect(after.rebalances[0]).toMatchObject({ reasons: ['session-expired', 'member-joined'], endMs: 2_600 });
+    expect(after.rebalances[0]).toMatchObject({
+      reasons: ['session-expired', 'member-joined'],
+      endMs: 2_600,
+    });
     expect(after.lagSamples.map(([, lag]) => lag)).toEqual([60, 10]);
     expect(during.lagSamples.map(([, lag]) => lag)).toEqual([60]);
   });

@@ -35,7 +35,6 @@ class FakeResponse extends EventEmitter {
   }
 }
 
-
 function row(groupId: string, generationId: number): BoardGroupRow {
   return { groupId, generationId } as BoardGroupRow;
 }

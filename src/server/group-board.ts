@@ -304,9 +304,9 @@ export class GroupBoard {
   /**
    * The page `listener` shows `groupId`'s detail (undefined: none): it hears the group's whole view now and
    * after each change, and every member's last heartbeat now, read from the coordinator, then once a
-   * second those that moved. Pages showing the same group hear
-   * of the members that moved now. Nothing for a page that left, or for a group not known yet (the next
-   * rounds read it once it is).
+   * second those that moved. Pages showing the same group hear of the members that moved now. Nothing for
+   * a page that left; for a group not known yet, its view once it appears (and the next rounds read its
+   * heartbeats).
    */
   select(listener: BoardListener, groupId: string | undefined): void {
     if (!this.listeners.has(listener)) return;

@@ -211,7 +211,7 @@ async function openPage(adminUrl: string, signal: AbortSignal): Promise<{ readin
     if (done) throw new Error('the stream ended before a group was shown');
     text += decoder.decode(value, { stream: true });
     streamId ??= /"streamId":"([^"]+)"/.exec(text)?.[1];
-    groupId ??= /event: group\ndata: \{"groupId":("(?:[^"\\]|\\.)*")/.exec(text)?.[1];
+    groupId ??= /event: row\ndata: \{"groupId":("(?:[^"\\]|\\.)*")/.exec(text)?.[1];
   }
   const query = new URLSearchParams({ stream: streamId, group: JSON.parse(groupId) as string });
   const selected = await fetch(`${adminUrl}/api/stream/select?${query}`, { method: 'POST', signal });

@@ -7,7 +7,7 @@ import { loadAdminPageAssets, type AdminPageAsset } from './admin-page-assets';
 import { AUTHORIZATION_METADATA_KEY, type BearerTokenCheck } from './bearer-token-interceptor';
 import type { ClusterBoard } from './cluster-board';
 import type { GroupBoard } from './group-board';
-import { PageStream } from './page-stream';
+import { PageFlushes, PageStream } from './page-stream';
 import type { WatchLimits } from './watch-groups';
 
 /** Why the server is not ready, or undefined when it serves. */
@@ -37,6 +37,11 @@ export interface AdminPageOptions {
   readonly cluster?: ClusterBoard;
   readonly limits: WatchLimits;
   readonly time: Time;
+  /**
+   * The clock the streams' flushes wait on (PageFlushes); default `time`. The server passes the machine's
+   * even on a manual clock, so that a page shows a change without the clock being moved.
+   */
+  readonly flushTime?: Time;
   /** A page was dropped for falling behind (for the log and a metric). */
   readonly onPageDropped?: (pendingGroups: number) => void;
 }
@@ -98,6 +103,8 @@ export class AdminServer {
   private assets: ReadonlyMap<string, AdminPageAsset> | undefined;
   /** Open page streams by id. */
   private readonly streams = new Map<string, PageStream>();
+  /** When the pages' streams write (one timer for all of them); made with the first stream. */
+  private flushes: PageFlushes | undefined;
 
   constructor(private readonly options: AdminServerOptions) {
     // Keep-alive connections of a scraper must not hold close() up.
@@ -140,6 +147,8 @@ export class AdminServer {
   /** Stops listening and ends every open connection. Idempotent. */
   close(): Promise<void> {
     for (const stream of [...this.streams.values()]) stream.end();
+    this.flushes?.close();
+    this.flushes = undefined;
     if (!this.http.listening) return Promise.resolve();
     return new Promise((resolve) => {
       this.http.close(() => resolve());
@@ -188,7 +197,8 @@ export class AdminServer {
       case '/api/stream': {
         const page = this.options.page;
         if (page === undefined || method === 'HEAD') break;
-        const stream = new PageStream(response, page.limits, page.time, (pending) => {
+        this.flushes ??= new PageFlushes(page.flushTime ?? page.time);
+        const stream = new PageStream(response, page.limits, page.time, this.flushes, (pending) => {
           this.options.logger.info({ pendingGroups: pending }, 'an admin page fell behind and was dropped');
           page.onPageDropped?.(pending);
         });

@@ -531,6 +531,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
                   ...(clusterBoard === undefined ? {} : { cluster: clusterBoard }),
                   limits: groupWatches.limits,
                   time,
+                  // Paced on the machine's clock even on --manual-clock: the page stays live without the
+                  // clock being moved (what it shows still carries the server's clock).
+                  flushTime: SYSTEM_TIME,
                 },
               }),
         });

@@ -53,16 +53,19 @@ export interface DepartedMember {
   readonly atMs: number;
 }
 
-/** One rebalance: from the change that started it until the group was Stable (or Empty) again. */
+/**
+ * One rebalance: from the change that started it until the group was Stable (or Empty) again. Never
+ * changed once made: a change of the rebalance replaces it (views share them, see GroupEntry).
+ */
 export interface Rebalance {
   readonly startMs: number;
   /** Every reason that joined in, first the one that started it (deduplicated, in order). */
-  readonly reasons: string[];
+  readonly reasons: readonly string[];
   /** The generation the rebalance made (set at join-completed); the previous one until then. */
-  generationId: number;
-  endMs: number | null;
+  readonly generationId: number;
+  readonly endMs: number | null;
   /** `Stable` or `Empty` once done. */
-  endState: string | null;
+  readonly endState: string | null;
 }
 
 /** One partition's lag as the stream sends it (offsets as decimal strings: JSON has no int64). */
@@ -96,6 +99,24 @@ export interface BoardGroup {
 }
 
 /**
+ * One group as the groups table shows it: what every page hears of every group. A few hundred bytes,
+ * where a whole view (BoardGroup) holds a timeline, departed members, partitions and lag samples that
+ * only the page showing the group needs. `groupId`, `state` and `generationId` come first, as in a view.
+ */
+export interface BoardGroupRow {
+  readonly groupId: string;
+  readonly state: string;
+  readonly generationId: number;
+  readonly protocolType: string;
+  readonly protocol: string;
+  readonly memberCount: number;
+  /** As in the view: lag summed over the partitions whose lag is known; null when none is. */
+  readonly totalLag: string | null;
+  /** When the last rebalance ended, or started while it is in progress; null before any. */
+  readonly lastRebalanceMs: number | null;
+}
+
+/**
  * Members of one group and their last heartbeat (`[memberId, ms]` pairs): those that moved since the
  * previous round, or every member when a page has just selected the group.
  */
@@ -105,12 +126,14 @@ export interface BoardHeartbeats {
 }
 
 /**
- * What a page hears: a group's whole view (on a change), its lag (at most once a second), its members'
- * heartbeats (once a second), or its end.
+ * What a page hears: every group's row (on a change, and at most once a second when its lag changed), the
+ * whole view of the group it shows (GroupBoard.select: when it selects it, then on the same occasions),
+ * that group's members' heartbeats (once a second), or a group's end.
  */
 export interface BoardListener {
+  onRow(row: BoardGroupRow): void;
+  /** The whole view of the group the page selected; never of another. */
   onGroup(group: BoardGroup): void;
-  onLag(group: BoardGroup): void;
   /**
    * For the group the page selected (GroupBoard.select): every member at once, then once per lag round,
    * before `onTick`, the members whose last heartbeat moved (never empty).
@@ -118,7 +141,7 @@ export interface BoardListener {
   onHeartbeats(changes: readonly BoardHeartbeats[]): void;
   /** The group went Dead (deleted or expired): its last message. */
   onGone(groupId: string, reason: string, atMs: number): void;
-  /** Once per lag round, after every `onLag` of the round. */
+  /** Once per lag round, after every row and view of the round. */
   onTick(nowMs: number): void;
 }
 
@@ -140,19 +163,26 @@ export interface GroupBoardOptions {
   readonly time: Time;
 }
 
+/**
+ * What the board knows of one group. Its lists are never changed in place, only replaced (a new list, or a
+ * new rebalance in a list's place), so a view can hold them as they are: building a view copies nothing,
+ * and a view already handed to the pages (and serialised once for all of them, page-stream.ts) never
+ * changes under them.
+ */
 class GroupEntry {
   members: BoardMember[] = [];
   described!: DescribedGroup;
   reason = 'snapshot';
   changedAtMs = 0;
-  readonly rebalances: Rebalance[] = [];
-  readonly departed: DepartedMember[] = [];
+  rebalances: readonly Rebalance[] = [];
+  departed: readonly DepartedMember[] = [];
   partitions: BoardPartitionLag[] = [];
   totalLag: string | null = null;
   /** The partitions' lag as one string, to tell a changed sample from an unchanged one cheaply. */
   lagSignature = '';
-  readonly lagSamples: [number, number][] = [];
+  lagSamples: readonly (readonly [number, number])[] = [];
   view: BoardGroup | undefined;
+  row: BoardGroupRow | undefined;
 }
 
 /** The board's once-a-second lag sample, re-added after each run. */
@@ -188,15 +218,26 @@ function membersOf(group: DescribedGroup): BoardMember[] {
   });
 }
 
-function pushBounded<T>(list: T[], item: T, max: number): void {
-  list.push(item);
-  if (list.length > max) list.splice(0, list.length - max);
+/** `list` with `item` added last, its oldest items left out beyond `max`: a new list. */
+function appendBounded<T>(list: readonly T[], item: T, max: number): T[] {
+  const next = list.slice(Math.max(0, list.length + 1 - max));
+  next.push(item);
+  return next;
+}
+
+/** `list` with its last item replaced by `item`: a new list. */
+function replaceLast<T>(list: readonly T[], item: T): T[] {
+  const next = list.slice();
+  next[next.length - 1] = item;
+  return next;
 }
 
 /**
  * The admin page's model of every group: one subscription to the coordinator's group changes, shared by
  * every open page, turned into what the page shows: members and their partitions, a timeline of
  * rebalances (start, reasons, generation, end), members that left or expired, and lag per partition.
+ * Every page hears each group's row (BoardGroupRow, the groups table's few fields) on each change; only
+ * the pages that show a group (`select`) hear its whole view, which is most of the bytes.
  *
  * The board subscribes when the first page opens and stays subscribed until `close()`, so that a page
  * reloaded a minute later still sees the rebalance it missed; before any page opened nobody watches and
@@ -253,7 +294,7 @@ export class GroupBoard {
       if (lag !== undefined) for (const entry of this.groups.values()) this.sampleGroup(entry, lag);
     }
     this.listeners.add(listener);
-    for (const entry of this.groups.values()) listener.onGroup(this.viewOf(entry));
+    for (const entry of this.groups.values()) listener.onRow(this.rowOf(entry));
     return () => {
       this.listeners.delete(listener);
       this.selections.delete(listener);
@@ -261,10 +302,11 @@ export class GroupBoard {
   }
 
   /**
-   * The page `listener` shows `groupId`'s detail (undefined: none): it hears every member's last heartbeat
-   * now, read from the coordinator, then once a second those that moved. Pages showing the same group hear
-   * of the members that moved now. Nothing for a page that left, or for a group not known yet (the next
-   * rounds read it once it is).
+   * The page `listener` shows `groupId`'s detail (undefined: none): it hears the group's whole view now and
+   * after each change, and every member's last heartbeat now, read from the coordinator, then once a
+   * second those that moved. Pages showing the same group hear of the members that moved now. Nothing for
+   * a page that left; for a group not known yet, its view once it appears (and the next rounds read its
+   * heartbeats).
    */
   select(listener: BoardListener, groupId: string | undefined): void {
     if (!this.listeners.has(listener)) return;
@@ -280,7 +322,9 @@ export class GroupBoard {
         if (other !== listener && selected === groupId) other.onHeartbeats(changes);
     }
     const entry = this.groups.get(groupId);
-    if (entry === undefined || entry.members.length === 0) return;
+    if (entry === undefined) return;
+    listener.onGroup(this.viewOf(entry));
+    if (entry.members.length === 0) return;
     listener.onHeartbeats([{ groupId, members: entry.members.map((m) => [m.memberId, m.lastHeartbeatMs]) }]);
   }
 
@@ -315,9 +359,18 @@ export class GroupBoard {
     if (isNew && this.options.lag !== undefined) this.sampleGroup(entry, this.options.lag);
     else this.relabelOwners(entry);
     entry.view = undefined;
+    entry.row = undefined;
+    this.tellChanged(entry);
+  }
+
+  /** Every page hears the group's row, and the pages that show it its whole view (built once for all). */
+  private tellChanged(entry: GroupEntry): void {
     if (this.listeners.size === 0) return;
-    const view = this.viewOf(entry);
-    for (const l of this.listeners) l.onGroup(view);
+    const row = this.rowOf(entry);
+    for (const l of this.listeners) l.onRow(row);
+    let view: BoardGroup | undefined;
+    for (const [l, groupId] of this.selections)
+      if (groupId === row.groupId) l.onGroup((view ??= this.viewOf(entry)));
   }
 
   /** The rebalance timeline and departed members, from one change of a known group. */
@@ -331,7 +384,7 @@ export class GroupBoard {
     const remaining = new Set(members.map((m) => m.memberId));
     for (const m of entry.members) {
       if (remaining.has(m.memberId)) continue;
-      pushBounded(
+      entry.departed = appendBounded(
         entry.departed,
         {
           memberId: m.memberId,
@@ -344,16 +397,21 @@ export class GroupBoard {
         BOARD_HISTORY_LENGTH,
       );
     }
-    const last = entry.rebalances[entry.rebalances.length - 1];
+    let last = entry.rebalances[entry.rebalances.length - 1];
     const isOpen = last !== undefined && last.endMs === null;
+    const update = (changed: Partial<Rebalance>): void => {
+      last = { ...last!, ...changed };
+      entry.rebalances = replaceLast(entry.rebalances, last);
+    };
     const isRebalancing =
       after.groupState === 'PreparingRebalance' || after.groupState === 'CompletingRebalance';
     if (REBALANCE_CAUSES.has(reason) || reason === 'join-completed') {
       if (isOpen) {
-        if (REBALANCE_CAUSES.has(reason) && !last.reasons.includes(reason)) last.reasons.push(reason);
-        if (reason === 'join-completed') last.generationId = after.generationId;
+        if (REBALANCE_CAUSES.has(reason) && !last.reasons.includes(reason))
+          update({ reasons: [...last.reasons, reason] });
+        if (reason === 'join-completed') update({ generationId: after.generationId });
       } else if (isRebalancing) {
-        pushBounded(
+        entry.rebalances = appendBounded(
           entry.rebalances,
           {
             startMs: atMs,
@@ -367,13 +425,12 @@ export class GroupBoard {
       }
     }
     if (isOpen && !isRebalancing && (after.groupState === 'Stable' || after.groupState === 'Empty')) {
-      last.generationId = after.generationId;
-      last.endMs = atMs;
-      last.endState = after.groupState;
+      update({ generationId: after.generationId, endMs: atMs, endState: after.groupState });
     }
   }
 
   private relabelOwners(entry: GroupEntry): void {
+    if (entry.partitions.length === 0) return;
     const owners = new Map<string, string>();
     for (const m of entry.members) {
       for (const tp of m.assignment ?? []) owners.set(topicPartitionKey(tp.topic, tp.partition), m.memberId);
@@ -388,11 +445,7 @@ export class GroupBoard {
   private sampleLag(): void {
     const lag = this.options.lag;
     if (lag !== undefined && this.listeners.size > 0) {
-      for (const entry of this.groups.values()) {
-        if (!this.sampleGroup(entry, lag)) continue;
-        const view = this.viewOf(entry);
-        for (const l of this.listeners) l.onLag(view);
-      }
+      for (const entry of this.groups.values()) if (this.sampleGroup(entry, lag)) this.tellChanged(entry);
     }
     // Each selected group is read once however many pages show it, and its pages share one message.
     const heartbeats = new Map<string, readonly BoardHeartbeats[] | null>();
@@ -467,11 +520,32 @@ export class GroupBoard {
       memberId: r.memberId,
     }));
     entry.totalLag = total === null ? null : String(total);
+    entry.row = undefined;
     if (total !== null) {
-      pushBounded(entry.lagSamples, [this.options.time.nowMs(), Number(total)], BOARD_LAG_SAMPLES);
+      entry.lagSamples = appendBounded(
+        entry.lagSamples,
+        [this.options.time.nowMs(), Number(total)] as const,
+        BOARD_LAG_SAMPLES,
+      );
     }
     entry.view = undefined;
     return true;
+  }
+
+  private rowOf(entry: GroupEntry): BoardGroupRow {
+    if (entry.row !== undefined) return entry.row;
+    const g = entry.described;
+    const last = entry.rebalances[entry.rebalances.length - 1];
+    return (entry.row = {
+      groupId: g.groupId,
+      state: g.groupState,
+      generationId: g.generationId,
+      protocolType: g.protocolType,
+      protocol: g.protocolData,
+      memberCount: entry.members.length,
+      totalLag: entry.totalLag,
+      lastRebalanceMs: last === undefined ? null : (last.endMs ?? last.startMs),
+    });
   }
 
   private viewOf(entry: GroupEntry): BoardGroup {
@@ -486,11 +560,11 @@ export class GroupBoard {
       members: entry.members,
       reason: entry.reason,
       changedAtMs: entry.changedAtMs,
-      rebalances: entry.rebalances.map((r) => ({ ...r, reasons: [...r.reasons] })),
-      departed: [...entry.departed],
+      rebalances: entry.rebalances,
+      departed: entry.departed,
       partitions: entry.partitions,
       totalLag: entry.totalLag,
-      lagSamples: [...entry.lagSamples],
+      lagSamples: entry.lagSamples,
     });
   }
 }

@@ -3,11 +3,17 @@ import type { ServerResponse } from 'node:http';
 import type { Time } from '../time';
 import type { ClusterListener, ClusterView } from './cluster-board';
 import { CoalescingQueue } from './coalescing-queue';
-import type { BoardGroup, BoardHeartbeats, BoardListener } from './group-board';
+import type { BoardGroup, BoardGroupRow, BoardHeartbeats, BoardListener } from './group-board';
+import { SystemTimer, TimerTask } from '../timer';
 import type { WatchLimits } from './watch-groups';
 
 /** How long a dropped page's connection may take to read its last message before it is cut. */
 const DROPPED_SOCKET_TIMEOUT_MS = 10_000;
+/**
+ * How long a page's frames wait for more before they go out: during a storm every group's changes of
+ * that time become one frame, and a page gets one write per interval, not one per change.
+ */
+export const PAGE_FLUSH_INTERVAL_MS = 100;
 
 /** One Server-Sent Events frame. JSON.stringify escapes newlines, so `data` is always one line. */
 export function sseFrame(event: string, data: unknown): string {
@@ -42,6 +48,62 @@ function mergeHeartbeats(
   return [...byGroup].map(([groupId, members]) => ({ groupId, members: [...members] }));
 }
 
+/** The streams' one flush task, re-added whenever a stream has frames waiting and it is not pending. */
+class FlushTask extends TimerTask {
+  constructor(
+    delayMs: number,
+    private readonly flush: () => void,
+  ) {
+    super(delayMs);
+  }
+
+  run(): void {
+    this.flush();
+  }
+}
+
+/**
+ * When page streams write: one timer for every page of a server, so that all of them flush in the same
+ * turn, every `intervalMs` while any has frames waiting (and never otherwise). The first frame of a quiet
+ * stream waits at most `intervalMs`; in a storm, a group that changed ten times within an interval costs
+ * each page one frame, and since every page writes the same group views in the same turn, each view is
+ * serialised once for all of them (`sharedFrame`).
+ *
+ * Worked example, interval 100 ms: group a changes at 0, 20 and 60 ms, b at 80 ms: at 100 ms every page
+ * waiting writes a (its 60 ms row) and b in one write each; a change at 120 ms goes out at 220 ms.
+ */
+export class PageFlushes {
+  private readonly waiting = new Set<PageStream>();
+  private readonly timer: SystemTimer;
+  private readonly task: FlushTask;
+  private isClosed = false;
+
+  constructor(time: Time, intervalMs: number = PAGE_FLUSH_INTERVAL_MS) {
+    this.timer = new SystemTimer({ name: 'admin-page-flush', time });
+    this.task = new FlushTask(intervalMs, () => this.flushAll());
+  }
+
+  /** `stream` has frames waiting: it writes them on the next flush. */
+  request(stream: PageStream): void {
+    if (this.isClosed) return;
+    this.waiting.add(stream);
+    if (!this.task.isPending) this.timer.add(this.task);
+  }
+
+  /** Stops the timer; frames still waiting are not written (their streams are being ended). Idempotent. */
+  close(): void {
+    this.isClosed = true;
+    this.waiting.clear();
+    this.timer.shutdown();
+  }
+
+  private flushAll(): void {
+    const streams = [...this.waiting];
+    this.waiting.clear();
+    for (const stream of streams) stream.flush();
+  }
+}
+
 interface PendingFrame {
   readonly event: string;
   readonly data: object;
@@ -49,36 +111,40 @@ interface PendingFrame {
 
 /**
  * One open admin page: its Server-Sent Events stream (`GET /api/stream`), fed by the GroupBoard. Frames
- * wait in a CoalescingQueue, one per group, each replaced by the group's latest (a group's frame holds its
- * whole view, timeline included, so nothing a page shows is lost), and go out in one write per event-loop
- * turn (setImmediate): a storm of changes costs a page one write a turn, not one per change, and a
- * rebalance's intermediate states within a turn are never sent. Once `write` returns false (the page
- * reads slower than groups change) they keep waiting until 'drain'. The board never waits: each call is a
- * Map.set. A page
- * with more groups waiting than `maxPendingGroups`, or frames waiting longer than `maxLagMs` (checked on
- * each change and each second), is dropped: its queue is cleared, it leaves the board, and it is sent an
- * `event: dropped` frame saying why (the page shows it and reconnects for a fresh snapshot).
+ * wait in a CoalescingQueue, one per group, each replaced by the group's latest (a group's frame holds all
+ * the page shows of it, so nothing is lost), and go out in one write on the next flush of `flushes`
+ * (PageFlushes: every PAGE_FLUSH_INTERVAL_MS while frames wait, all pages in the same turn): a storm of
+ * changes costs a page one write an interval, not one per change, and a rebalance's intermediate states
+ * within an interval are never sent. The snapshot of every group on open goes out at once, in one write.
+ * Once `write` returns false (the page reads slower than groups change) they keep waiting until 'drain'.
+ * The board never waits: each call is a Map.set. A page with more groups waiting than `maxPendingGroups`,
+ * or frames waiting longer than `maxLagMs` (checked on each change and each second), is dropped: its queue
+ * is cleared, it leaves the board, and it is sent an `event: dropped` frame saying why (the page shows it
+ * and reconnects for a fresh snapshot).
  *
- * Frames: `group` (a group's view, on each change and for each group on open), `lag` (a group's view
- * after its lag changed, at most once a second), `gone` (the group was deleted or expired), `cluster`
- * (the cluster panel's whole view, cluster-board.ts: on open and after each change; one waits at most,
- * the latest, written after the groups' frames of the same turn), `heartbeats` (members of the group the
- * page shows and their last heartbeat: all of them when it selects the group, then those that moved, once
- * a second; those waiting are merged into one, written after the groups' frames so that a group's older
- * view never overwrites it), `tick` (the server's clock, once a second: the page shows the stream is
- * alive) and `dropped`. The first frame, `hello`, carries the server's clock and the stream's id, which
- * the page names when it tells the server which group it shows (`POST /api/stream/select`).
+ * Frames: `row` (a group's row of the groups table, BoardGroupRow: for each group on open, on each change,
+ * and after its lag changed, at most once a second), `group` (the whole view of the group the page shows,
+ * timeline, departed members, partitions and lag samples included: when the page selects it, then on the
+ * same occasions as its row; one waits at most, the latest, written after the rows), `gone` (the group was
+ * deleted or expired), `cluster` (the cluster panel's whole view, cluster-board.ts: on open and after each
+ * change; one waits at most, the latest, written last), `heartbeats` (members of the group the page shows
+ * and their last heartbeat: all of them when it selects the group, then those that moved, once a second;
+ * those waiting are merged into one, written after the group's view so that an older view never
+ * overwrites them), `tick` (the server's clock, once a second: the page shows the stream is alive) and
+ * `dropped`. The first frame, `hello`, carries the server's clock and the stream's id, which the page
+ * names when it tells the server which group it shows (`POST /api/stream/select`).
  */
 export class PageStream implements BoardListener, ClusterListener {
   /** The stream's name for `POST /api/stream/select`: random, so that no page can steer another's. */
   readonly id = randomUUID();
   private readonly queue = new CoalescingQueue<PendingFrame>();
+  /** The latest whole view of the group the page shows, not yet written (one: a page shows one group). */
+  private pendingDetail: BoardGroup | undefined;
   /** The latest cluster view not yet written: it replaces any older one. */
   private pendingCluster: ClusterView | undefined;
   /** The latest heartbeats not yet written: a page that fell behind catches up on its next group frames. */
   private pendingHeartbeats: readonly BoardHeartbeats[] | undefined;
   private blockedSinceMs: number | undefined;
-  private isFlushScheduled = false;
   private leave: (() => void) | undefined;
   private isEnded = false;
 
@@ -86,6 +152,7 @@ export class PageStream implements BoardListener, ClusterListener {
     private readonly response: ServerResponse,
     private readonly limits: WatchLimits,
     private readonly time: Time,
+    private readonly flushes: PageFlushes,
     private readonly onDropped: (pendingGroups: number) => void,
   ) {}
 
@@ -108,18 +175,25 @@ export class PageStream implements BoardListener, ClusterListener {
     const leave = join(this);
     if (leave === undefined) this.end();
     else if (this.isEnded) leave();
-    else this.leave = leave;
+    else {
+      this.leave = leave;
+      // The snapshot (every group, the cluster) is what the page renders first: it does not wait.
+      this.flush();
+    }
+  }
+
+  onRow(row: BoardGroupRow): void {
+    this.send(row.groupId, { event: 'row', data: row });
   }
 
   onGroup(group: BoardGroup): void {
-    this.send(group.groupId, { event: 'group', data: group });
-  }
-
-  onLag(group: BoardGroup): void {
-    this.send(group.groupId, { event: 'lag', data: group });
+    if (this.isEnded) return;
+    this.pendingDetail = group;
+    this.scheduleFlush();
   }
 
   onGone(groupId: string, reason: string, atMs: number): void {
+    if (this.pendingDetail?.groupId === groupId) this.pendingDetail = undefined;
     this.send(groupId, { event: 'gone', data: { groupId, reason, atMs } });
   }
 
@@ -150,6 +224,7 @@ export class PageStream implements BoardListener, ClusterListener {
     this.isEnded = true;
     this.leave?.();
     this.queue.clear();
+    this.pendingDetail = undefined;
     this.pendingCluster = undefined;
     this.pendingHeartbeats = undefined;
     if (!this.response.writableEnded) this.response.end();
@@ -163,13 +238,7 @@ export class PageStream implements BoardListener, ClusterListener {
 
   private scheduleFlush(): void {
     if (this.blockedSinceMs !== undefined) this.checkLimits();
-    else if (!this.isFlushScheduled) {
-      this.isFlushScheduled = true;
-      setImmediate(() => {
-        this.isFlushScheduled = false;
-        this.flush();
-      });
-    }
+    else this.flushes.request(this);
   }
 
   private checkLimits(): void {
@@ -185,14 +254,25 @@ export class PageStream implements BoardListener, ClusterListener {
     if (!this.response.write(frame)) this.blockedSinceMs = this.time.monotonicMs();
   }
 
-  /** Writes every waiting frame, oldest group first, then the cluster's, in one write. */
-  private flush(): void {
+  /**
+   * Writes every waiting frame, oldest group first, then the shown group's view, the heartbeats and the
+   * cluster's, in one write
+   * (PageFlushes calls it; nothing while the page has not read the last write).
+   */
+  flush(): void {
     if (this.isEnded || this.blockedSinceMs !== undefined) return;
-    if (this.queue.size === 0 && this.pendingCluster === undefined && this.pendingHeartbeats === undefined)
+    if (
+      this.queue.size === 0 &&
+      this.pendingDetail === undefined &&
+      this.pendingCluster === undefined &&
+      this.pendingHeartbeats === undefined
+    )
       return;
     let chunk = '';
     for (let frame = this.queue.shift(); frame !== undefined; frame = this.queue.shift())
       chunk += sharedFrame(frame.event, frame.data);
+    if (this.pendingDetail !== undefined) chunk += sharedFrame('group', this.pendingDetail);
+    this.pendingDetail = undefined;
     if (this.pendingHeartbeats !== undefined) chunk += sharedFrame('heartbeats', this.pendingHeartbeats);
     this.pendingHeartbeats = undefined;
     if (this.pendingCluster !== undefined) chunk += sharedFrame('cluster', this.pendingCluster);
@@ -210,6 +290,7 @@ export class PageStream implements BoardListener, ClusterListener {
     this.isEnded = true;
     this.leave?.();
     this.queue.clear();
+    this.pendingDetail = undefined;
     this.pendingCluster = undefined;
     this.pendingHeartbeats = undefined;
     // The last frame waits behind what the page has not read; a page that never reads is cut.

@@ -9,8 +9,13 @@
   const TOKEN_KEY = 'cohort-admin-token';
   const RECONNECT_MS = 2000;
 
-  /** groupId → the server's view of the group (group-board.ts, BoardGroup). */
+  /** groupId → the group's row of the groups table (group-board.ts, BoardGroupRow). */
   const groups = new Map();
+  /**
+   * The whole view of the group whose detail the page shows (group-board.ts, BoardGroup): the server sends
+   * it for that group only, once told which (tellSelection); null until it has.
+   */
+  let shown = null;
   const state = {
     selected: decodeURIComponent(location.hash.replace(/^#group=/, '')) || null,
     filter: '',
@@ -85,11 +90,6 @@
     return BigInt(text).toLocaleString('en-US');
   }
 
-  function lastRebalanceMs(group) {
-    const last = group.rebalances[group.rebalances.length - 1];
-    return last === undefined ? null : (last.endMs ?? last.startMs);
-  }
-
   function assignmentText(assignment) {
     if (assignment === null) return '—';
     if (assignment.length === 0) return 'none';
@@ -142,11 +142,11 @@
   function sortValue(group, key) {
     switch (key) {
       case 'members':
-        return group.members.length;
+        return group.memberCount;
       case 'totalLag':
         return group.totalLag === null ? -1 : Number(group.totalLag);
       case 'lastRebalanceMs':
-        return lastRebalanceMs(group) ?? 0;
+        return group.lastRebalanceMs ?? 0;
       default:
         return group[key];
     }
@@ -180,7 +180,7 @@
 
   function buildRow(group, index) {
     const isSelected = group.groupId === state.selected;
-    const agoCell = el('td', { class: 'muted' }, ago(lastRebalanceMs(group)));
+    const agoCell = el('td', { class: 'muted' }, ago(group.lastRebalanceMs));
     const tr = el(
       'tr',
       {
@@ -193,7 +193,7 @@
       el('td', null, stateBadge(group.state)),
       el('td', { class: 'num' }, group.generationId),
       el('td', null, group.protocol || el('span', { class: 'muted' }, group.protocolType || '—')),
-      el('td', { class: 'num' }, group.members.length),
+      el('td', { class: 'num' }, group.memberCount),
       el('td', { class: 'num' }, formatLag(group.totalLag)),
       agoCell,
     );
@@ -203,7 +203,7 @@
   /** "12s ago" moves on without any change: once a second, only those cells (of the window) are rewritten. */
   function refreshAges() {
     for (const row of rowCache.values()) {
-      const text = ago(lastRebalanceMs(row.group));
+      const text = ago(row.group.lastRebalanceMs);
       if (row.agoCell.textContent !== text) row.agoCell.textContent = text;
     }
   }
@@ -387,12 +387,13 @@
   function renderDetail() {
     heartbeatCells = [];
     const detail = $('detail');
-    const group = state.selected === null ? undefined : groups.get(state.selected);
+    const group = shown !== null && shown.groupId === state.selected ? shown : undefined;
     if (group === undefined) {
       destroyChart();
-      detail.replaceChildren(
-        el('p', { class: 'empty' }, state.selected === null ? 'Select a group.' : 'This group is gone.'),
-      );
+      let text = 'This group is gone.';
+      if (state.selected === null) text = 'Select a group.';
+      else if (groups.has(state.selected)) text = 'Loading…';
+      detail.replaceChildren(el('p', { class: 'empty' }, text));
       return;
     }
     const last = group.rebalances[group.rebalances.length - 1];
@@ -746,27 +747,31 @@
         state.skewMs = data.nowMs - Date.now();
         state.streamId = data.streamId;
         groups.clear();
+        shown = null;
         setStatus('live', 'live');
         banner(null);
         state.detailDirty = true;
         break;
-      case 'group':
-      case 'lag':
+      case 'row':
         groups.set(data.groupId, data);
         if (state.selected === null) state.selected = data.groupId;
         if (data.groupId === state.selected) state.detailDirty = true;
         break;
+      case 'group':
+        // A late view of a group shown before is of no use: the one selected now follows.
+        if (data.groupId !== state.selected) break;
+        shown = data;
+        state.detailDirty = true;
+        break;
       case 'heartbeats':
-        // Heartbeats change nothing in the groups table: the group's view is updated in place, so its
-        // row is not rebuilt; only the selected group's detail shows them.
+        // Only the shown group's detail has heartbeats (the groups table has none).
         for (const change of data) {
-          const group = groups.get(change.groupId);
-          if (group === undefined) continue;
+          if (shown === null || change.groupId !== shown.groupId) continue;
           const latest = new Map(change.members);
-          group.members = group.members.map((m) =>
+          shown.members = shown.members.map((m) =>
             latest.has(m.memberId) ? { ...m, lastHeartbeatMs: latest.get(m.memberId) } : m,
           );
-          if (change.groupId === state.selected) state.detailDirty = true;
+          state.detailDirty = true;
         }
         break;
       case 'cluster':
@@ -775,6 +780,7 @@
         break;
       case 'gone':
         groups.delete(data.groupId);
+        if (shown !== null && shown.groupId === data.groupId) shown = null;
         if (data.groupId === state.selected) state.detailDirty = true;
         break;
       case 'tick':

@@ -2,8 +2,10 @@ import type { GroupChange, GroupChangeListener, MemberLastHeartbeat } from '../.
 import { encodeAssignment } from '../../../src/protocol/consumer-protocol';
 import type { DescribedGroup, DescribedGroupMember } from '../../../src/protocol/group-messages';
 import {
+  BOARD_HISTORY_LENGTH,
   GroupBoard,
   type BoardGroup,
+  type BoardGroupRow,
   type BoardHeartbeats,
   type BoardListener,
 } from '../../../src/server/group-board';
@@ -69,18 +71,19 @@ function group(
   };
 }
 
-/** A page that keeps the last view of each group. */
+/** A page that keeps the last row of each group, and the last view of the group it selected. */
 class Page implements BoardListener {
+  readonly rows = new Map<string, BoardGroupRow>();
+  rowEvents = 0;
   readonly views = new Map<string, BoardGroup>();
-  lagEvents = 0;
   ticks: number[] = [];
   gone: string[] = [];
   heartbeats: BoardHeartbeats[][] = [];
-  onGroup(g: BoardGroup): void {
-    this.views.set(g.groupId, g);
+  onRow(row: BoardGroupRow): void {
+    this.rowEvents++;
+    this.rows.set(row.groupId, row);
   }
-  onLag(g: BoardGroup): void {
-    this.lagEvents++;
+  onGroup(g: BoardGroup): void {
     this.views.set(g.groupId, g);
   }
   onHeartbeats(changes: readonly BoardHeartbeats[]): void {
@@ -136,6 +139,7 @@ describe('GroupBoard', () => {
   it('records a session expiry as a departed member and a rebalance that ends with the new generation', () => {
     const page = new Page();
     board.open(page);
+    board.select(page, 'g');
     changes.emit(group('Stable', 3, [member('a', [0]), member('b', [1])]), 'snapshot', 1_000);
     changes.emit(group('PreparingRebalance', 3, [member('a', [])]), 'session-expired', 2_000);
     changes.emit(group('PreparingRebalance', 3, [member('a', [])]), 'member-joined', 2_100);
@@ -170,20 +174,104 @@ describe('GroupBoard', () => {
     ]);
   });
 
+  it('never changes a view it has handed out: a later change makes a new one (pages serialise views once)', () => {
+    const page = new Page();
+    board.open(page);
+    board.select(page, 'g');
+    committed.set(0, 40);
+    changes.emit(group('Stable', 3, [member('a', [0]), member('b', [1])]), 'snapshot', 1_000);
+    changes.emit(group('PreparingRebalance', 3, [member('a', [])]), 'session-expired', 2_000);
+    const during = page.views.get('g')!;
+    const before = JSON.stringify(during);
+    changes.emit(group('PreparingRebalance', 3, [member('a', [])]), 'member-joined', 2_100);
+    changes.emit(group('CompletingRebalance', 4, [member('a', [])]), 'join-completed', 2_500);
+    changes.emit(group('Stable', 4, [member('a', [0, 1])]), 'rebalance-completed', 2_600);
+    committed.set(0, 90);
+    time.advance(1_000);
+    const after = page.views.get('g')!;
+    expect(JSON.stringify(during)).toBe(before);
+    expect(during.rebalances[0]).toMatchObject({ reasons: ['session-expired'], endMs: null });
+    expect(after.rebalances[0]).toMatchObject({
+      reasons: ['session-expired', 'member-joined'],
+      endMs: 2_600,
+    });
+    expect(after.lagSamples.map(([, lag]) => lag)).toEqual([60, 10]);
+    expect(during.lagSamples.map(([, lag]) => lag)).toEqual([60]);
+  });
+
+  it('keeps the last BOARD_HISTORY_LENGTH rebalances and departed members, oldest left out first', () => {
+    const page = new Page();
+    board.open(page);
+    board.select(page, 'g');
+    changes.emit(group('Empty', 0, []), 'snapshot', 0);
+    for (let i = 1; i <= BOARD_HISTORY_LENGTH + 2; i++) {
+      changes.emit(group('PreparingRebalance', i - 1, [member(`m${i}`, [])]), 'member-joined', i * 10);
+      changes.emit(group('Empty', i, []), 'member-left', i * 10 + 5);
+    }
+    const view = page.views.get('g')!;
+    expect(view.rebalances).toHaveLength(BOARD_HISTORY_LENGTH);
+    expect(view.rebalances[0].startMs).toBe(30);
+    expect(view.rebalances.at(-1)).toMatchObject({ startMs: 220, endMs: 225, endState: 'Empty' });
+    expect(view.departed.map((d) => d.memberId)).toEqual(
+      Array.from({ length: BOARD_HISTORY_LENGTH }, (_, i) => `m${i + 3}`),
+    );
+    expect(page.rows.get('g')).toEqual({
+      groupId: 'g',
+      state: 'Empty',
+      generationId: BOARD_HISTORY_LENGTH + 2,
+      protocolType: 'consumer',
+      protocol: '',
+      memberCount: 0,
+      totalLag: null,
+      lastRebalanceMs: 225,
+    });
+  });
+
+  it('sends every page the rows of all groups, and the whole view only to the pages that show the group', () => {
+    const shows = new Page();
+    const other = new Page();
+    board.open(shows);
+    board.open(other);
+    changes.emit(group('Stable', 1, [member('a', [0])]), 'snapshot', 1_000);
+    changes.emit(group('Stable', 1, [member('b', [0])], 'h'), 'snapshot', 1_000);
+    expect([...other.rows.keys()]).toEqual(['g', 'h']);
+    expect(shows.views.size).toBe(0);
+    // Selecting: the view at once, then with each change; the other page still hears rows only.
+    board.select(shows, 'g');
+    expect(shows.views.get('g')!.members.map((m) => m.memberId)).toEqual(['a']);
+    changes.emit(group('PreparingRebalance', 1, [member('a', [0])]), 'member-joined', 2_000);
+    expect(shows.views.get('g')!.rebalances).toHaveLength(1);
+    expect(shows.rows.get('g')).toMatchObject({ state: 'PreparingRebalance', lastRebalanceMs: 2_000 });
+    expect(other.rows.get('g')).toBe(shows.rows.get('g'));
+    changes.emit(group('PreparingRebalance', 1, [], 'h'), 'member-left', 2_000);
+    expect([...shows.views.keys()]).toEqual(['g']);
+    expect(other.views.size).toBe(0);
+    // Showing none: rows only again.
+    board.select(shows, undefined);
+    const before = shows.views.get('g');
+    changes.emit(group('Stable', 2, [member('a', [0])]), 'rebalance-completed', 2_100);
+    expect(shows.views.get('g')).toBe(before);
+    expect(shows.rows.get('g')!.generationId).toBe(2);
+  });
+
   it('samples lag once a second while a page is open, and tells pages only of changed lag', () => {
     const page = new Page();
     board.open(page);
+    board.select(page, 'g');
     committed.set(0, 40);
     changes.emit(group('Stable', 1, [member('a', [0])]), 'snapshot', 1_000);
     expect(page.views.get('g')!.totalLag).toBe('60');
+    expect(page.rows.get('g')!.totalLag).toBe('60');
+    expect(page.rowEvents).toBe(1);
     time.advance(1_000);
-    expect(page.lagEvents).toBe(0);
+    expect(page.rowEvents).toBe(1);
     expect(page.ticks).toHaveLength(1);
     committed.set(0, 90);
     time.advance(999);
-    expect(page.lagEvents).toBe(0);
+    expect(page.rowEvents).toBe(1);
     time.advance(1);
-    expect(page.lagEvents).toBe(1);
+    expect(page.rowEvents).toBe(2);
+    expect(page.rows.get('g')!.totalLag).toBe('10');
     const view = page.views.get('g')!;
     expect(view.totalLag).toBe('10');
     expect(view.partitions).toEqual([
@@ -200,15 +288,17 @@ describe('GroupBoard', () => {
     changes.current.set('g', g).set('h', h);
     changes.emit(g, 'snapshot', 1_000);
     changes.emit(h, 'snapshot', 1_000);
-    expect(page.views.get('g')!.members.map((m) => m.lastHeartbeatMs)).toEqual([900, null]);
+    expect(page.rows.get('g')!.memberCount).toBe(2);
+    expect(page.views.size).toBe(0);
 
     // A page that shows no group's detail costs no read.
     time.advance(1_000);
     expect(changes.heartbeatReads).toEqual([]);
     expect(page.heartbeats).toEqual([]);
 
-    // Selecting a group sends every member's at once.
+    // Selecting a group sends its view and every member's heartbeat at once.
     board.select(page, 'g');
+    expect(page.views.get('g')!.members.map((m) => m.lastHeartbeatMs)).toEqual([900, null]);
     expect(page.heartbeats).toEqual([
       [
         {
@@ -253,6 +343,7 @@ describe('GroupBoard', () => {
     // A page opened later gets the latest in its group view.
     const later = new Page();
     board.open(later);
+    board.select(later, 'g');
     expect(later.views.get('g')!.members.map((m) => m.lastHeartbeatMs)).toEqual([2_900, 1_500]);
   });
 
@@ -285,7 +376,7 @@ describe('GroupBoard', () => {
     committed.set(0, 70);
     const late = new Page();
     board.open(late);
-    expect(late.views.get('g')!.totalLag).toBe('30');
+    expect(late.rows.get('g')!.totalLag).toBe('30');
   });
 
   it('hands a page opened later every group, its timeline included, and drops a group gone Dead', () => {
@@ -295,6 +386,7 @@ describe('GroupBoard', () => {
     changes.emit(group('Empty', 2, []), 'group-emptied', 2_100);
     const late = new Page();
     board.open(late);
+    board.select(late, 'g');
     expect(late.views.get('g')!.rebalances).toMatchObject([{ reasons: ['member-left'], endState: 'Empty' }]);
     expect(late.views.get('g')!.departed).toMatchObject([{ memberId: 'a', reason: 'member-left' }]);
     changes.emit({ ...group('Dead', -1, []), errorCode: 69 }, 'group-deleted', 3_000);

@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { ClusterView } from '../../../src/server/cluster-board';
-import type { BoardGroup, BoardListener } from '../../../src/server/group-board';
-import { PageStream } from '../../../src/server/page-stream';
+import type { BoardGroup, BoardGroupRow, BoardListener } from '../../../src/server/group-board';
+import { PAGE_FLUSH_INTERVAL_MS, PageFlushes, PageStream } from '../../../src/server/page-stream';
 import { ManualTime } from '../../../src/time';
 
 /** A response whose write buffer the test fills and drains. */
@@ -35,15 +35,17 @@ class FakeResponse extends EventEmitter {
   }
 }
 
-/** Frames go out once per event-loop turn. */
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+function row(groupId: string, generationId: number): BoardGroupRow {
+  return { groupId, generationId } as BoardGroupRow;
+}
 
 function view(groupId: string, generationId: number): BoardGroup {
-  return { groupId, generationId } as BoardGroup;
+  return { groupId, generationId, rebalances: [] } as unknown as BoardGroup;
 }
 
 describe('PageStream', () => {
   let time: ManualTime;
+  let flushes: PageFlushes;
   let response: FakeResponse;
   let stream: PageStream;
   let left: number;
@@ -51,50 +53,112 @@ describe('PageStream', () => {
 
   beforeEach(() => {
     time = new ManualTime();
+    flushes = new PageFlushes(time);
     response = new FakeResponse();
     left = 0;
     dropped = [];
-    stream = new PageStream(
-      response as unknown as ServerResponse,
-      { maxPendingGroups: 2, maxLagMs: 5_000 },
-      time,
-      (pending) => dropped.push(pending),
-    );
+    stream = newStream(response);
     stream.open((_listener: BoardListener) => () => left++);
   });
 
-  it('writes the frames of one turn in one write, one per group, the latest', async () => {
-    for (let generation = 1; generation <= 10; generation++) stream.onGroup(view('a', generation));
-    stream.onGroup(view('b', 1));
+  afterEach(() => flushes.close());
+
+  function newStream(into: FakeResponse): PageStream {
+    return new PageStream(
+      into as unknown as ServerResponse,
+      { maxPendingGroups: 2, maxLagMs: 5_000 },
+      time,
+      flushes,
+      (pending) => dropped.push(pending),
+    );
+  }
+
+  /** Frames go out on the next flush, PAGE_FLUSH_INTERVAL_MS after the first waited. */
+  const nextFlush = (): void => void time.advance(PAGE_FLUSH_INTERVAL_MS);
+
+  it('writes nothing before the flush interval has passed since the first frame waited', () => {
+    stream.onRow(row('a', 1));
+    time.advance(PAGE_FLUSH_INTERVAL_MS - 1);
+    stream.onRow(row('a', 2));
     expect(response.events()).toEqual(['hello']);
-    await nextTurn();
+    time.advance(1);
+    expect(response.frames().slice(1)).toEqual(['event: row\ndata: {"groupId":"a","generationId":2}\n\n']);
+    // Nothing waits: no flush is due, and the next frame waits a whole interval again.
+    time.advance(10 * PAGE_FLUSH_INTERVAL_MS);
+    expect(response.written).toHaveLength(2);
+    stream.onRow(row('b', 1));
+    time.advance(PAGE_FLUSH_INTERVAL_MS - 1);
+    expect(response.written).toHaveLength(2);
+    time.advance(1);
+    expect(response.events()).toEqual(['hello', 'row', 'row']);
+  });
+
+  it('flushes every page in the same run, each writing the same frames', () => {
+    const other = new FakeResponse();
+    const second = newStream(other);
+    second.open(() => () => undefined);
+    time.advance(PAGE_FLUSH_INTERVAL_MS / 2);
+    const shared = row('a', 1);
+    stream.onRow(shared);
+    time.advance(PAGE_FLUSH_INTERVAL_MS / 2);
+    second.onRow(shared);
+    expect(other.events()).toEqual(['hello']);
+    // The second page's frame waited half an interval: it goes out with the first page's, not later.
+    time.advance(PAGE_FLUSH_INTERVAL_MS / 2);
+    expect(response.written[1]).toBe('event: row\ndata: {"groupId":"a","generationId":1}\n\n');
+    expect(other.written[1]).toBe(response.written[1]);
+  });
+
+  it('writes the snapshot of a page that opens at once, in one write, without waiting for a flush', () => {
+    const other = new FakeResponse();
+    newStream(other).open((listener) => {
+      listener.onRow(row('a', 1));
+      listener.onRow(row('b', 1));
+      return () => undefined;
+    });
+    expect(other.written).toHaveLength(2);
+    expect(other.events()).toEqual(['hello', 'row', 'row']);
+  });
+
+  it('writes nothing once the flushes are closed (the server is closing)', () => {
+    stream.onRow(row('a', 1));
+    flushes.close();
+    time.advance(PAGE_FLUSH_INTERVAL_MS);
+    expect(response.events()).toEqual(['hello']);
+  });
+
+  it('writes the frames of one flush in one write, one per group, the latest', () => {
+    for (let generation = 1; generation <= 10; generation++) stream.onRow(row('a', generation));
+    stream.onRow(row('b', 1));
+    expect(response.events()).toEqual(['hello']);
+    nextFlush();
     expect(response.written).toHaveLength(2);
     expect(response.frames().slice(1)).toEqual([
-      'event: group\ndata: {"groupId":"a","generationId":10}\n\n',
-      'event: group\ndata: {"groupId":"b","generationId":1}\n\n',
+      'event: row\ndata: {"groupId":"a","generationId":10}\n\n',
+      'event: row\ndata: {"groupId":"b","generationId":1}\n\n',
     ]);
     stream.onTick(7);
     expect(response.status).toBe(200);
-    expect(response.events()).toEqual(['hello', 'group', 'group', 'tick']);
+    expect(response.events()).toEqual(['hello', 'row', 'row', 'tick']);
   });
 
-  it("writes the cluster's latest view after the groups' frames of the turn, and holds one while the page is slow", async () => {
+  it("writes the cluster's latest view after the groups' frames of the flush, and holds one while the page is slow", () => {
     const cluster = (partitionCount: number): ClusterView => ({ partitionCount }) as ClusterView;
     stream.onCluster(cluster(1));
-    stream.onGroup(view('a', 1));
+    stream.onRow(row('a', 1));
     stream.onCluster(cluster(2));
-    await nextTurn();
+    nextFlush();
     expect(response.written).toHaveLength(2);
     expect(response.frames().slice(1)).toEqual([
-      'event: group\ndata: {"groupId":"a","generationId":1}\n\n',
+      'event: row\ndata: {"groupId":"a","generationId":1}\n\n',
       'event: cluster\ndata: {"partitionCount":2}\n\n',
     ]);
     // This write fills the buffer: the views after it wait.
     response.isFull = true;
     stream.onCluster(cluster(3));
-    await nextTurn();
+    nextFlush();
     for (let count = 4; count <= 9; count++) stream.onCluster(cluster(count));
-    await nextTurn();
+    nextFlush();
     // Blocked: nothing more written, and only the latest view waits (no group counts against the limit).
     expect(response.frames().slice(4)).toEqual([]);
     expect(stream.pendingFrames).toBe(0);
@@ -104,20 +168,38 @@ describe('PageStream', () => {
     expect(response.frames().slice(4)).toEqual(['event: cluster\ndata: {"partitionCount":9}\n\n']);
   });
 
-  it("writes members' heartbeats after the groups' frames of the turn, so an older group view never overwrites them", async () => {
-    stream.onGroup(view('a', 1));
+  it("writes members' heartbeats after the groups' frames of the flush, so an older group view never overwrites them", () => {
+    stream.onRow(row('a', 1));
     stream.onHeartbeats([{ groupId: 'a', members: [['m', 100]] }]);
     stream.onHeartbeats([{ groupId: 'a', members: [['m', 200]] }]);
-    await nextTurn();
+    nextFlush();
     expect(response.written).toHaveLength(2);
     expect(response.frames().slice(1)).toEqual([
-      'event: group\ndata: {"groupId":"a","generationId":1}\n\n',
+      'event: row\ndata: {"groupId":"a","generationId":1}\n\n',
       'event: heartbeats\ndata: [{"groupId":"a","members":[["m",200]]}]\n\n',
     ]);
   });
 
-  it('merges heartbeats that wait, so a member sent once and another sent later both arrive', async () => {
-    // Every member when the page selects a group, then a round's move of one of them in the same turn.
+  it("writes the shown group's latest view after the rows, and none once the group is gone", () => {
+    stream.onGroup(view('a', 1));
+    stream.onRow(row('b', 1));
+    stream.onGroup(view('a', 2));
+    stream.onHeartbeats([{ groupId: 'a', members: [['m', 100]] }]);
+    nextFlush();
+    expect(response.written).toHaveLength(2);
+    expect(response.frames().slice(1)).toEqual([
+      'event: row\ndata: {"groupId":"b","generationId":1}\n\n',
+      'event: group\ndata: {"groupId":"a","generationId":2,"rebalances":[]}\n\n',
+      'event: heartbeats\ndata: [{"groupId":"a","members":[["m",100]]}]\n\n',
+    ]);
+    stream.onGroup(view('a', 3));
+    stream.onGone('a', 'group-deleted', 5);
+    nextFlush();
+    expect(response.events().slice(4)).toEqual(['gone']);
+  });
+
+  it('merges heartbeats that wait, so a member sent once and another sent later both arrive', () => {
+    // Every member when the page selects a group, then a round's move of one of them before the flush.
     stream.onHeartbeats([
       {
         groupId: 'a',
@@ -128,7 +210,7 @@ describe('PageStream', () => {
       },
     ]);
     stream.onHeartbeats([{ groupId: 'a', members: [['n', 300]] }]);
-    await nextTurn();
+    nextFlush();
     expect(response.frames().slice(1)).toEqual([
       'event: heartbeats\ndata: [{"groupId":"a","members":[["m",100],["n",300]]}]\n\n',
     ]);
@@ -141,16 +223,16 @@ describe('PageStream', () => {
     expect(stream.id).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it('keeps only the latest frame of each group while the page is slow, and sends them on drain', async () => {
+  it('keeps only the latest frame of each group while the page is slow, and sends them on drain', () => {
     response.isFull = true;
-    stream.onGroup(view('a', 1));
-    await nextTurn(); // written: the buffer is now full
-    stream.onGroup(view('a', 2));
-    stream.onGroup(view('b', 1));
-    stream.onLag(view('a', 3));
-    await nextTurn();
+    stream.onRow(row('a', 1));
+    nextFlush(); // written: the buffer is now full
+    stream.onRow(row('a', 2));
+    stream.onRow(row('b', 1));
+    stream.onRow(row('a', 3));
+    nextFlush();
     expect(stream.pendingFrames).toBe(2);
-    expect(response.events()).toEqual(['hello', 'group']);
+    expect(response.events()).toEqual(['hello', 'row']);
     response.isFull = false;
     response.emit('drain');
     expect(
@@ -165,11 +247,11 @@ describe('PageStream', () => {
     expect(stream.pendingFrames).toBe(0);
   });
 
-  it('drops a page behind on more groups than allowed, saying why, and leaves the board', async () => {
+  it('drops a page behind on more groups than allowed, saying why, and leaves the board', () => {
     response.isFull = true;
-    stream.onGroup(view('a', 1));
-    await nextTurn();
-    for (const id of ['b', 'c', 'd']) stream.onGroup(view(id, 1));
+    stream.onRow(row('a', 1));
+    nextFlush();
+    for (const id of ['b', 'c', 'd']) stream.onRow(row(id, 1));
     expect(dropped).toEqual([3]);
     expect(left).toBe(1);
     expect(stream.pendingFrames).toBe(0);
@@ -179,10 +261,10 @@ describe('PageStream', () => {
     expect(response.socket.setTimeout).toHaveBeenCalled();
   });
 
-  it('drops a page that reads nothing for longer than maxLagMs, even with no group changing', async () => {
+  it('drops a page that reads nothing for longer than maxLagMs, even with no group changing', () => {
     response.isFull = true;
-    stream.onGroup(view('a', 1));
-    await nextTurn();
+    stream.onRow(row('a', 1));
+    nextFlush();
     time.advance(5_000);
     stream.onTick(time.nowMs());
     expect(dropped).toEqual([]);
@@ -192,11 +274,11 @@ describe('PageStream', () => {
     expect(response.frames().at(-1)).toContain('watchMaxLagMs');
   });
 
-  it('leaves the board when the page goes away', async () => {
+  it('leaves the board when the page goes away', () => {
     response.emit('close');
     expect(left).toBe(1);
-    stream.onGroup(view('a', 1));
-    await nextTurn();
+    stream.onRow(row('a', 1));
+    nextFlush();
     expect(response.events()).toEqual(['hello']);
   });
 });

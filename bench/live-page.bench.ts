@@ -53,6 +53,7 @@ import { createServer } from '../src/server';
 import { readFileSync } from 'node:fs';
 import { launchChromium } from '../test/support/chromium';
 import { groupCoordinatorClient } from '../test/support/grpc-clients';
+import { offsetCommitRequest } from '../test/support/group-harness';
 import { spawnCohort } from '../test/support/spawn-cohort';
 
 const GROUPS = 1_000;
@@ -419,20 +420,7 @@ async function inBrowser(): Promise<Record<string, number>> {
     // 1,000 groups, each made by a commit outside group membership (no member to keep alive).
     const raw = groupCoordinatorClient(target);
     for (let i = 0; i < GROUPS; i++) {
-      await raw.offsetCommit({
-        groupId: `bench-group-${String(i).padStart(4, '0')}`,
-        generationId: -1,
-        memberId: '',
-        groupInstanceId: '',
-        topics: [
-          {
-            name: TOPIC,
-            partitions: [
-              { partitionIndex: 0, committedOffset: 0, committedLeaderEpoch: -1, committedMetadata: '' },
-            ],
-          },
-        ],
-      });
+      await raw.offsetCommit(offsetCommitRequest(`bench-group-${String(i).padStart(4, '0')}`, 0, TOPIC));
     }
     raw.close();
 

@@ -107,6 +107,8 @@ export class ClusterTransport
   /** The timers of the coordinator cache's polls and of watches' re-opens. */
   private readonly scheduler: TimeScheduler;
   private readonly watchBackoff: ExponentialBackoff;
+  /** Named watches not yet ended, so that close() ends them. */
+  private readonly watches = new Set<CoordinatorWatch>();
 
   constructor(options: ClusterTransportOptions) {
     if (options.bootstrap.length === 0) throw new RangeError('bootstrap must list at least one node');
@@ -169,8 +171,9 @@ export class ClusterTransport
     }
   }
 
-  /** Closes every node's connection. */
+  /** Closes every node's connection; a watch waiting to re-open (its timer cancelled here) ends too. */
   close(): void {
+    for (const watch of [...this.watches]) watch.cancel();
     this.coordinators.close();
     this.scheduler.shutdown();
     this.connections.close();
@@ -405,7 +408,7 @@ export class ClusterTransport
     onEnd: (error: CohortError | null) => void,
   ): GroupWatchCall {
     if (request.groupIds.length > 0) {
-      return new CoordinatorWatch(
+      const watch: CoordinatorWatch = new CoordinatorWatch(
         {
           coordinators: this.coordinators,
           node: (address) => this.connections.get(address),
@@ -415,8 +418,13 @@ export class ClusterTransport
         },
         request.groupIds,
         onEvent,
-        onEnd,
+        (error) => {
+          this.watches.delete(watch);
+          onEnd(error);
+        },
       );
+      this.watches.add(watch);
+      return watch;
     }
     const calls: GroupWatchCall[] = [];
     let isEnded = false;

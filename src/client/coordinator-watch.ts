@@ -74,7 +74,7 @@ export class CoordinatorWatch implements GroupWatchCall {
         this.groups.set(groupId, { call: undefined, failures: 0, isMoving: false, retry: undefined });
       }
     }
-    void this.watch([...this.groups.keys()]);
+    this.start([...this.groups.keys()]);
   }
 
   cancel(): void {
@@ -89,6 +89,11 @@ export class CoordinatorWatch implements GroupWatchCall {
   resume(): void {
     this.isPaused = false;
     for (const c of this.calls) c.call?.resume();
+  }
+
+  /** `watch`, ending the whole watch if it throws (the client closed under a lookup, say). */
+  private start(groupIds: readonly string[]): void {
+    this.watch(groupIds).catch((error: unknown) => this.end(asCohortError(error, 'WatchGroups')));
   }
 
   /** Looks `groupIds` up and opens one call per coordinator for them. */
@@ -187,7 +192,7 @@ export class CoordinatorWatch implements GroupWatchCall {
     if (this.isEnded || group.retry !== undefined) return;
     group.retry = this.context.scheduler.schedule(this.context.backoff.backoffMs(group.failures++), () => {
       group.retry = undefined;
-      if (!this.isEnded) void this.watch([groupId]);
+      if (!this.isEnded) this.start([groupId]);
     });
   }
 

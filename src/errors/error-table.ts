@@ -1,15 +1,15 @@
 import { ErrorCode } from './error-code';
 
 /**
- * gRPC status codes (numbers from the gRPC spec), so this layer needs no gRPC import. The server maps a
- * thrown `CohortError` to `grpcStatus`; protocol outcomes in a response always travel with status OK.
- */
-/**
  * The trailer that carries the numeric ErrorCode of a call a cohort server ended with a non-OK status
  * (the server sets it, the SDK reads it; see statusForError and codeForStatus).
  */
 export const ERROR_CODE_TRAILER = 'cohort-error-code';
 
+/**
+ * gRPC status codes (numbers from the gRPC spec), so this layer needs no gRPC import. The server maps a
+ * thrown `CohortError` to `grpcStatus`; protocol outcomes in a response always travel with status OK.
+ */
 export const GrpcStatus = {
   OK: 0,
   CANCELLED: 1,

@@ -213,9 +213,14 @@ function membersOf(group: DescribedGroup): BoardMember[] {
       clientId: m.clientId,
       clientHost: m.clientHost,
       assignment,
-      lastHeartbeatMs: m.lastHeartbeatMs === 0 ? null : m.lastHeartbeatMs,
+      lastHeartbeatMs: heartbeatMsOf(m.lastHeartbeatMs),
     };
   });
+}
+
+/** A member's last heartbeat as the page shows it: the coordinator's 0 (not known) is null. */
+function heartbeatMsOf(ms: number): number | null {
+  return ms === 0 ? null : ms;
 }
 
 /** `list` with `item` added last, its oldest items left out beyond `max`: a new list. */
@@ -478,7 +483,7 @@ export class GroupBoard {
     const members = entry.members.map((m) => {
       const ms = lastHeartbeats.get(m.memberId);
       if (ms === undefined) return m;
-      const lastHeartbeatMs = ms === 0 ? null : ms;
+      const lastHeartbeatMs = heartbeatMsOf(ms);
       if (lastHeartbeatMs === m.lastHeartbeatMs) return m;
       (moved ??= []).push([m.memberId, lastHeartbeatMs]);
       return { ...m, lastHeartbeatMs };

@@ -221,13 +221,18 @@ export class PageStream implements BoardListener, ClusterListener {
   /** Ends the stream (the server closes, or the page went away). Idempotent. */
   end(): void {
     if (this.isEnded) return;
+    this.stop();
+    if (!this.response.writableEnded) this.response.end();
+  }
+
+  /** Marks the stream ended, leaves the board and lets go of every frame still waiting. */
+  private stop(): void {
     this.isEnded = true;
     this.leave?.();
     this.queue.clear();
     this.pendingDetail = undefined;
     this.pendingCluster = undefined;
     this.pendingHeartbeats = undefined;
-    if (!this.response.writableEnded) this.response.end();
   }
 
   private send(groupId: string, frame: PendingFrame): void {
@@ -287,12 +292,7 @@ export class PageStream implements BoardListener, ClusterListener {
 
   private drop(message: string): void {
     this.onDropped(this.queue.size);
-    this.isEnded = true;
-    this.leave?.();
-    this.queue.clear();
-    this.pendingDetail = undefined;
-    this.pendingCluster = undefined;
-    this.pendingHeartbeats = undefined;
+    this.stop();
     // The last frame waits behind what the page has not read; a page that never reads is cut.
     this.response.socket?.setTimeout(DROPPED_SOCKET_TIMEOUT_MS, () => this.response.socket?.destroy());
     this.response.end(sseFrame('dropped', { message: `${message}: reload the page` }));

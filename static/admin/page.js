@@ -30,6 +30,8 @@
     /** The stream's id (its hello frame), and the group the server was last told this page shows. */
     streamId: null,
     toldSelected: null,
+    /** The last selection request, so the next waits for it (see tellSelection). */
+    selectionSent: Promise.resolve(),
   };
   /** The server's view of the cluster (cluster-board.ts, ClusterView); null before the first. */
   let cluster = null;
@@ -132,11 +134,17 @@
     const query = new URLSearchParams({ stream: state.streamId });
     if (state.selected !== null) query.set('group', state.selected);
     const token = sessionStorage.getItem(TOKEN_KEY);
-    fetch(`/api/stream/select?${query}`, {
-      method: 'POST',
-      headers: token === null ? {} : { authorization: `Bearer ${token}` },
-      cache: 'no-store',
-    }).catch(() => undefined);
+    // One after another: two in flight may travel on separate connections and arrive swapped, leaving the
+    // server on the group the page left.
+    state.selectionSent = state.selectionSent
+      .then(() =>
+        fetch(`/api/stream/select?${query}`, {
+          method: 'POST',
+          headers: token === null ? {} : { authorization: `Bearer ${token}` },
+          cache: 'no-store',
+        }),
+      )
+      .catch(() => undefined);
   }
 
   function sortValue(group, key) {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import { CohortClient, type GroupMember } from '../../src';
 import { launchChromium } from '../support/chromium';
+import { offsetCommitRequest } from '../support/group-harness';
 import type { TestServer } from '../support/start-test-server';
 import { startTestServer } from '../support/start-test-server';
 import { MEMBER_DEFAULTS, ObservedTransport, partitionsOf, settled } from './sdk-harness';
@@ -316,20 +317,7 @@ it('keeps only the rows in view of a long groups table in the page, and scrolls,
   // Groups made by commits outside group membership: nothing to keep alive.
   const raw = t.groupCoordinator();
   for (const groupId of ids) {
-    await raw.offsetCommit({
-      groupId,
-      generationId: -1,
-      memberId: '',
-      groupInstanceId: '',
-      topics: [
-        {
-          name: TOPIC,
-          partitions: [
-            { partitionIndex: 0, committedOffset: 0, committedLeaderEpoch: -1, committedMetadata: '' },
-          ],
-        },
-      ],
-    });
+    await raw.offsetCommit(offsetCommitRequest(groupId, 0, TOPIC));
   }
   const rowsInPage = (p: Page): Promise<string[]> =>
     p.$$eval('#groups-body tr[data-group]', (rows) => rows.map((r) => r.getAttribute('data-group') ?? ''));

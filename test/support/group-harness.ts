@@ -150,8 +150,11 @@ export function syncRequest(options: SyncOptions): SyncGroupRequest {
   };
 }
 
-/** An OffsetCommit of `offset` for partition 0 of "topic", outside any generation. */
-export function offsetCommitRequest(groupId: string, offset: number): OffsetCommitRequest {
+/**
+ * An OffsetCommit of `offset` for partition 0 of `topic`, outside any generation: also how tests make a
+ * group that has offsets and no member to keep alive.
+ */
+export function offsetCommitRequest(groupId: string, offset: number, topic = 'topic'): OffsetCommitRequest {
   return {
     groupId,
     generationId: -1,
@@ -159,7 +162,7 @@ export function offsetCommitRequest(groupId: string, offset: number): OffsetComm
     groupInstanceId: '',
     topics: [
       {
-        name: 'topic',
+        name: topic,
         partitions: [
           { partitionIndex: 0, committedOffset: offset, committedLeaderEpoch: -1, committedMetadata: '' },
         ],

@@ -404,6 +404,17 @@ describe('ClusterTransport: a named watch follows its groups when they move', ()
     expect(cluster.node(2).watchCalls).toHaveLength(1);
   });
 
+  it('ends when the client closes while a group waits out its backoff, instead of hanging', async () => {
+    const { cluster, transport, ended, advance } = watching(['b']);
+    await flush();
+    cluster.node(2).watchCalls[0].onEvent(groupEvent('b', 'group-unloaded', ErrorCode.NOT_COORDINATOR));
+    await advance(50); // the re-open's timer is pending
+    transport.close();
+    expect(ended).toEqual([null]);
+    await advance(10_000);
+    expect(ended).toEqual([null]);
+  });
+
   it('ends on a refusal, which no re-open would change', async () => {
     const { cluster, ended, advance } = watching(['b']);
     await flush();

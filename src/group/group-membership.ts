@@ -99,7 +99,7 @@ export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHan
       // Before the round starts, changing nothing: a group record the store cannot take would keep the
       // group from ever becoming Stable.
       result = Promise.resolve(joinError(memberId, ErrorCode.GROUP_MAX_SIZE_REACHED));
-    } else if (!this.acceptJoiningMember(group, memberId)) {
+    } else if (!this.acceptJoiningMember(group, this.joiningMemberSlot(group, request))) {
       const member = group.get(memberId);
       if (member !== undefined) {
         this.removeMember(group, member, joinError('', ErrorCode.GROUP_MAX_SIZE_REACHED));
@@ -122,6 +122,18 @@ export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHan
       else this.runtime.notifyWatchers(groupId, 'group-created');
     }
     return result;
+  }
+
+  /**
+   * The member a join asks to be counted as for group.max.size: its own id, or, for a static instance that
+   * restarted (no member id, an instance id the group knows), the member it replaces. Kafka counts such a
+   * rejoin as a newcomer, so a restarted instance of a full group was refused its own place and its old
+   * member expired; the replacement does not grow the group, as wouldOverfillMetadata already reckons.
+   */
+  private joiningMemberSlot(group: GroupMetadata, request: JoinGroupRequest): string {
+    const { memberId, groupInstanceId } = request;
+    if (memberId !== '' || groupInstanceId === '') return memberId;
+    return group.currentStaticMemberId(groupInstanceId) ?? '';
   }
 
   /**

@@ -275,6 +275,54 @@ describe('group.max.size (KIP-389)', () => {
     expect(rejoins.map((j) => j.result.errorCode)).toEqual(errors);
   });
 
+  test('a restarted static instance of a full group takes back its own place', async () => {
+    // Four static members fill the group. An instance that restarts (no member id) replaces its old
+    // member, so the group does not grow: it is not refused, in Stable or while CompletingRebalance, and
+    // its old member id is fenced at once instead of expiring later.
+    const instanceIds = Array.from({ length: GROUP_MAX_SIZE }, (_, i) => `instance-${i}`);
+    const joins = instanceIds.map((groupInstanceId) => h.sendJoin({ groupInstanceId }));
+    h.advance(GROUP_INITIAL_REBALANCE_DELAY_MS);
+    h.advance(GROUP_INITIAL_REBALANCE_DELAY_MS);
+    await settle();
+    const first = joins.map((j) => j.result);
+    expect(first.map((r) => r.errorCode)).toEqual(first.map(() => ErrorCode.NONE));
+    const syncs = first.map((r, i) =>
+      h.sendSync({
+        memberId: r.memberId,
+        groupInstanceId: instanceIds[i],
+        generationId: r.generationId,
+        assignments: r.members.map((m) => [m.memberId, Buffer.from('a')]),
+      }),
+    );
+    await settle();
+    expect(syncs.map((s) => s.result.errorCode)).toEqual(syncs.map(() => ErrorCode.NONE));
+    expect(await h.state()).toBe('Stable');
+
+    const restarted = await h.join({ groupInstanceId: instanceIds[1] });
+    expect(restarted.errorCode).toBe(ErrorCode.NONE);
+    expect(restarted.generationId).toBe(first[1].generationId);
+    expect(await h.heartbeat(first[1].memberId, first[1].generationId, instanceIds[1])).toBe(
+      ErrorCode.FENCED_INSTANCE_ID,
+    );
+    expect(await h.state()).toBe('Stable');
+
+    // A leader's rejoin starts a round; once it completes (everyone static, so the round waits for the
+    // rebalance timeout at most), the group is CompletingRebalance and full again.
+    const rejoins = first.map((r, i) =>
+      h.sendJoin({ memberId: i === 1 ? restarted.memberId : r.memberId, groupInstanceId: instanceIds[i] }),
+    );
+    await settle();
+    expect(rejoins.map((j) => j.isSettled && j.result.errorCode)).toEqual(rejoins.map(() => ErrorCode.NONE));
+    expect(await h.state()).toBe('CompletingRebalance');
+    const again = h.sendJoin({ groupInstanceId: instanceIds[2] });
+    await settle();
+    expect(again.isSettled && again.result.errorCode).not.toBe(ErrorCode.GROUP_MAX_SIZE_REACHED);
+    expect(await h.heartbeat(first[2].memberId, rejoins[2].result.generationId, instanceIds[2])).toBe(
+      ErrorCode.FENCED_INSTANCE_ID,
+    );
+    expect((await h.describe()).members).toHaveLength(GROUP_MAX_SIZE);
+  });
+
   test('a pending member id refused for size stops holding up the rebalance', async () => {
     // A stable group of one; GROUP_MAX_SIZE newcomers get pending ids. The member rejoins (a rebalance
     // starts), all but one newcomer rejoin with their ids and fill the group, the last is refused: the

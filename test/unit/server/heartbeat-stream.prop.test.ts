@@ -173,7 +173,8 @@ async function run(steps: readonly Step[]): Promise<Outcome> {
         m.join = h.sendJoin({ memberId: m.memberId, groupInstanceId: instance });
         break;
       case 'restart':
-        // A static instance comes back with no member id: the coordinator fences the old one.
+        // A static instance comes back with no member id: the coordinator fences the old one. It takes the
+        // old one's place, so group.max.size never refuses it (MEMBERS is the test group's maximum).
         if (instance === '' || m.join !== undefined) break;
         fencedId = m.memberId;
         forget(m);

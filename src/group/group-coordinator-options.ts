@@ -65,8 +65,12 @@ export interface GroupCoordinatorListener {
   onOffsetCommitRefused?(groupId: string, errorCode: ErrorCode, partitions: number): void;
   /** A retention check's pass over the groups ended (Kafka logs the same after each cleanup). */
   onOffsetRetentionCheckCompleted?(summary: OffsetRetentionCheckSummary): void;
-  /** An elected partition finished loading: its `groups` are served from now on. */
-  onShardLoaded?(partitionIndex: number, leaderEpoch: number, groups: number): void;
+  /**
+   * An elected partition finished loading: its `groups` are served from now on. `durationMs` runs from the
+   * election to here, on the coordinator's monotonic clock (the replay, the restore, and the wait for the
+   * high watermark to cover what was replayed).
+   */
+  onShardLoaded?(partitionIndex: number, leaderEpoch: number, groups: number, durationMs: number): void;
   /** An elected partition's load failed: its groups get COORDINATOR_NOT_AVAILABLE until its next election. */
   onShardLoadFailed?(partitionIndex: number, leaderEpoch: number, error: unknown): void;
   /** A partition was unloaded (resigned, or superseded by a newer election); `groups` were dropped. */

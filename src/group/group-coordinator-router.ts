@@ -108,9 +108,11 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   private readonly epochs: number[];
   private isActive = true;
   private readonly leadershipGuard: { isActive(): boolean } | undefined;
+  private readonly time: Time;
 
   constructor(config: GroupConfig, time: Time, options: GroupCoordinatorRouterOptions) {
     this.leadershipGuard = options.leadershipGuard;
+    this.time = time;
     this.shards = [];
     this.epochs = [];
     if (options.numPartitions !== undefined) this.setNumPartitions(options.numPartitions);
@@ -195,6 +197,7 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
     const shard = this.elect(partitionIndex, leaderEpoch, stores);
     if (shard === undefined) return Promise.resolve();
     const listener = this.runtime.listener;
+    const electedAtMs = this.time.monotonicMs();
     const loaded = shard.load(stores.loading);
     loaded.then(
       () => {
@@ -202,7 +205,12 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
         // The shard told the watchers of its groups; a group watched by name that the partition does not
         // have was NOT_COORDINATOR (or loading) to its watchers, and is now GROUP_ID_NOT_FOUND here.
         this.notifyNamedWatchers(partitionIndex, (groupId) => !shard.groups.has(groupId), 'group-loaded');
-        listener?.onShardLoaded?.(partitionIndex, leaderEpoch, shard.numGroups);
+        listener?.onShardLoaded?.(
+          partitionIndex,
+          leaderEpoch,
+          shard.numGroups,
+          this.time.monotonicMs() - electedAtMs,
+        );
       },
       (error: unknown) => {
         if (shard.isActive) listener?.onShardLoadFailed?.(partitionIndex, leaderEpoch, error);

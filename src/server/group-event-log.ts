@@ -18,6 +18,11 @@ import type { Time } from '../time';
  * - info: offsets expired (offsets.retention.minutes), or an Empty group removed with its last ones; a
  *   retention check's totals when it removed anything (debug when it did not);
  * - warn: group metadata that could not be stored, expired offsets that could not be removed.
+ * - info: a `__consumer_offsets` partition with groups finished loading on this node (how many, and how
+ *   long from the election: Kafka's "Finished loading offsets and group metadata"), or was unloaded (debug
+ *   for a partition without groups); error: its load
+ *   failed (its groups answer COORDINATOR_NOT_AVAILABLE until the next election); debug: a stale election
+ *   or resignation ignored.
  *
  * Child loggers are kept only while a group is active: one that goes Empty or Dead drops its own.
  */
@@ -80,6 +85,22 @@ export function groupEventLog(logger: Logger, time: Time): GroupCoordinatorListe
     },
     onOffsetExpiryFailed: (groupId: string, error: unknown) => {
       transient(groupId).warn({ err: error }, 'expired offsets could not be removed');
+    },
+    // A partition with no groups is debug: a node starts with fifty of them, and says nothing by them.
+    onShardLoaded: (partition: number, leaderEpoch: number, groups: number, durationMs: number) => {
+      const fields = { partition, leaderEpoch, groups, durationMs };
+      if (groups > 0) logger.info(fields, 'offsets partition loaded');
+      else logger.debug(fields, 'offsets partition loaded');
+    },
+    onShardLoadFailed: (partition: number, leaderEpoch: number, error: unknown) => {
+      logger.error({ err: error, partition, leaderEpoch }, 'offsets partition failed to load');
+    },
+    onShardUnloaded: (partition: number, leaderEpoch: number, groups: number) => {
+      if (groups > 0) logger.info({ partition, leaderEpoch, groups }, 'offsets partition unloaded');
+      else logger.debug({ partition, leaderEpoch, groups }, 'offsets partition unloaded');
+    },
+    onStaleLeadership: (partition: number, leaderEpoch: number, currentEpoch: number) => {
+      logger.debug({ partition, leaderEpoch, currentEpoch }, 'stale offsets partition leadership ignored');
     },
     onOffsetRetentionCheckCompleted: (summary: OffsetRetentionCheckSummary) => {
       const removedAny = summary.offsetsExpired > 0 || summary.groupsExpired > 0;

@@ -93,4 +93,32 @@ describe('groupEventLog', () => {
     groupEventLog(logger, new ManualTime()).onFenced?.('g', 'm', '', ErrorCode.ILLEGAL_GENERATION);
     expect(lines).toEqual([]);
   });
+
+  it('logs offsets partitions loaded and unloaded at info when they hold groups, a failed load at error', () => {
+    const { logger, lines } = captureLogger('info');
+    const log = groupEventLog(logger, new ManualTime());
+    log.onShardLoaded?.(7, 3, 0, 2);
+    log.onShardLoaded?.(8, 3, 12, 840);
+    log.onShardUnloaded?.(7, 3, 0);
+    log.onShardUnloaded?.(8, 3, 12);
+    log.onShardLoadFailed?.(9, 1, new Error('disk'));
+    log.onStaleLeadership?.(9, 0, 1);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: INFO,
+        msg: 'offsets partition loaded',
+        partition: 8,
+        leaderEpoch: 3,
+        groups: 12,
+        durationMs: 840,
+      }),
+      expect.objectContaining({ level: INFO, msg: 'offsets partition unloaded', partition: 8, groups: 12 }),
+      expect.objectContaining({
+        level: 50,
+        msg: 'offsets partition failed to load',
+        partition: 9,
+        err: expect.objectContaining({ message: 'disk' }),
+      }),
+    ]);
+  });
 });

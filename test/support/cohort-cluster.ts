@@ -350,12 +350,18 @@ export class CohortCluster {
     });
   }
 
-  /** The partition's HW and LEO on a node, from its /metrics (undefined if it is not running or hosts none). */
-  async replicaOffsets(nodeId: number, ref: PartitionRef): Promise<ReplicaOffsets | undefined> {
+  /** A running node's /metrics text (Prometheus exposition), or undefined if it is not running. */
+  async metrics(nodeId: number): Promise<string | undefined> {
     const slot = this.slot(nodeId);
     if (slot.state !== 'running' || slot.adminAddress === undefined) return undefined;
     const { status, body } = await httpGet(slot.adminAddress, '/metrics');
-    if (status !== 200) return undefined;
+    return status === 200 ? body : undefined;
+  }
+
+  /** The partition's HW and LEO on a node, from its /metrics (undefined if it is not running or hosts none). */
+  async replicaOffsets(nodeId: number, ref: PartitionRef): Promise<ReplicaOffsets | undefined> {
+    const body = await this.metrics(nodeId);
+    if (body === undefined) return undefined;
     const highWatermark = metricOf(body, 'cohort_partition_high_watermark', ref);
     const logEndOffset = metricOf(body, 'cohort_partition_log_end_offset', ref);
     return highWatermark === undefined || logEndOffset === undefined

@@ -705,7 +705,10 @@ export class PartitionLog {
     }
     if (this.segments.length < segmentsBefore) this.syncDirectorySoon();
     this.activeSegment.truncateTo(offset);
-    // The LEO can end below `offset` (a compaction gap): nothing from it on is durable any more.
+    // The LEO can end below `offset` (a compaction gap): nothing from it on is durable any more, and the
+    // recovery point must come down to it too, or records appended there next would lie below the
+    // checkpoint and a crash's open would take them as fsynced (not scanned, their epochs not rebuilt).
+    this.lowerCheckpoint(this.logEndOffset);
     this.lowerFlushState(this.logEndOffset);
     this.lowerHighWatermarkCheckpoint(this.logEndOffset);
     // After the records: a crash in between leaves the cache ahead of the log, which the open trims.

@@ -20,6 +20,18 @@ export class LogFixture {
     return log;
   }
 
+  private crashes = 0;
+
+  /**
+   * What a process crash leaves of the partition: its files as they are now (page cache included, writes
+   * under way as far as they got), copied to a new directory for `open`.
+   */
+  crashCopy(): string {
+    const copy = path.join(this.dir, `crash-${++this.crashes}`, 'topic-0');
+    fs.cpSync(this.partitionDir, copy, { recursive: true });
+    return copy;
+  }
+
   async cleanup(): Promise<void> {
     for (const log of this.logs) await log.close();
     removeTempDir(this.dir);

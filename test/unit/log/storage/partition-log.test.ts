@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import { CohortError, ErrorCode } from '../../../../src/errors';
 import { positionDiff, type PartitionLog, type SimpleRecord } from '../../../../src/log/storage';
 import * as fileIo from '../../../../src/log/storage/file-io';
+import { readRecoveryCheckpoint } from '../../../../src/log/storage/recovery-checkpoint';
 import { LogFixture, readAll, segmentFiles, text, values } from './log-fixture';
 
 function codeOf(fn: () => unknown): ErrorCode | 'none' {
@@ -329,6 +330,43 @@ describe('PartitionLog', () => {
         [1, 'b'],
       ]);
       expect(log.append([record('e')]).firstOffset).toBe(2);
+    });
+
+    test('truncateTo into a gap lowers the recovery point to the new log end, not to the offset', async () => {
+      // A batch of records 0-1, then one of 5 (a gap, as compaction leaves): truncating to 4 ends the
+      // log at 2. A record appended there must lie above the checkpointed recovery point, so that a crash's
+      // open scans it (and rebuilds its epoch) instead of taking it as fsynced.
+      const first = fixture.open();
+      const at = (offset: number) => ({
+        offset,
+        timestampMs: 7,
+        key: null,
+        value: text(`r${offset}`),
+        headers: [],
+        leaderEpoch: 0,
+      });
+      first.appendAsFollower([at(0), at(1)]);
+      first.appendAsFollower([at(5)]);
+      // A clean close checkpoints the recovery point at the log end, 6.
+      await first.close();
+      const log = fixture.open();
+      log.truncateTo(4);
+      expect(log.logEndOffset).toBe(2);
+      expect(readRecoveryCheckpoint(fixture.partitionDir)).toEqual(
+        expect.objectContaining({ recoveryPoint: 2 }),
+      );
+      log.append([record('after')], false, 3);
+      const crashed = fixture.crashCopy();
+      const reopened = fixture.open({}, crashed);
+      expect(values(readAll(reopened))).toEqual([
+        [0, 'r0'],
+        [1, 'r1'],
+        [2, 'after'],
+      ]);
+      expect(reopened.epochEntries().map((e) => [e.epoch, e.startOffset])).toEqual([
+        [0, 0],
+        [3, 2],
+      ]);
     });
 
     test('truncateTo at or after the log end offset changes nothing', () => {

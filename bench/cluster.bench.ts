@@ -588,7 +588,7 @@ async function main(): Promise<void> {
       }
       if (sections.has('heartbeat')) figures = { ...figures, ...(await benchHeartbeat(single, cluster)) };
       if (sections.has('coordinator-failover'))
-        figures = { ...figures, ...(await benchCoordinatorFailover(cluster, ROUNDS)) };
+        figures = { ...figures, ...(await benchCoordinatorFailover(cluster, ROUNDS, offsetsPartitions)) };
       // Last: it stops the cluster's nodes to read their data directories.
       if (sections.has('failover')) figures = { ...figures, ...(await benchFailover(cluster)) };
     } catch (error) {

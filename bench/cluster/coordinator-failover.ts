@@ -15,6 +15,9 @@
  * - all members confirmed: the last member's first confirming commit;
  * - the rebalance, when there was one: the first revocation or assignment after the kill → the last
  *   member's assignment in the final generation.
+ * - from the new coordinator's log: when it was elected leader of the group's `__consumer_offsets`
+ *   partition and when that partition was loaded (`offsets partition loaded`: its time less its
+ *   `durationMs`, and its time), so a slow round shows which step was slow.
  * Goal for all members confirmed: ≤ node session timeout + the round's rebalance time (0 without one)
  * + 1 s. Every round's history is checked (test/support/group-history-checker.ts): acknowledged commits
  * lost over the runs must be 0. The killed node restarts on its data directory after each round.
@@ -24,6 +27,8 @@ import { CohortCluster, waitFor } from '../../test/support/cohort-cluster';
 import { GroupCommitWorkload } from '../../test/support/group-commit-workload';
 import { GroupHistory } from '../../test/support/group-history';
 import { checkGroupHistory } from '../../test/support/group-history-checker';
+import { groupPartitionFor } from '../../src/protocol/group-placement';
+import type { LogLine } from '../../test/support/capture-logger';
 import { line, table, verdict } from '../support/report';
 import { median } from '../support/stats';
 
@@ -40,6 +45,9 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 interface FailoverRound {
   readonly killed: number;
   readonly tookOver: number;
+  /** From the kill: the new coordinator elected for the group's partition, and the partition loaded. */
+  readonly electedMs: number;
+  readonly loadedMs: number;
   readonly firstAckMs: number;
   readonly allConfirmedMs: number;
   readonly rebalanced: boolean;
@@ -50,7 +58,35 @@ interface FailoverRound {
   readonly isValid: boolean;
 }
 
-async function failoverRound(cluster: CohortCluster, index: number): Promise<FailoverRound> {
+/**
+ * The partition's load on `nodeId` after `sinceWallMs`, from the node's log: [elected, loaded] in ms after
+ * `sinceWallMs` (NaN when the line is not there).
+ */
+function loadTimes(
+  cluster: CohortCluster,
+  nodeId: number,
+  partition: number,
+  sinceWallMs: number,
+): [number, number] {
+  const lines = cluster.node(nodeId).process?.lines ?? [];
+  const loaded = lines.find(
+    (l): l is LogLine =>
+      typeof l !== 'string' &&
+      l.msg === 'offsets partition loaded' &&
+      l.partition === partition &&
+      typeof l.time === 'number' &&
+      l.time >= sinceWallMs,
+  );
+  if (loaded === undefined) return [NaN, NaN];
+  const at = (loaded.time as number) - sinceWallMs;
+  return [at - (loaded.durationMs as number), at];
+}
+
+async function failoverRound(
+  cluster: CohortCluster,
+  index: number,
+  offsetsPartitions: number,
+): Promise<FailoverRound> {
   const groupId = `coordinator-failover-${index}`;
   const history = new GroupHistory();
   const load = new GroupCommitWorkload(history, {
@@ -75,6 +111,7 @@ async function failoverRound(cluster: CohortCluster, index: number): Promise<Fai
     await sleep(1_000);
     killed = await cluster.coordinatorOf(groupId);
     const killedAtMs = performance.now();
+    const killedAtWallMs = Date.now();
     await cluster.kill(killed);
     const tookOver = await cluster.coordinatorOf(groupId, killed);
     // Every member confirmed in the generation it holds, and that generation the group's on its new node.
@@ -105,6 +142,12 @@ async function failoverRound(cluster: CohortCluster, index: number): Promise<Fai
           ),
         )
       : 0;
+    const [electedMs, loadedMs] = loadTimes(
+      cluster,
+      tookOver,
+      groupPartitionFor(groupId, offsetsPartitions),
+      killedAtWallMs,
+    );
     await sleep(1_000);
     await load.stopTraffic();
     await load.recordFinalOffsets();
@@ -112,6 +155,8 @@ async function failoverRound(cluster: CohortCluster, index: number): Promise<Fai
     return {
       killed,
       tookOver,
+      electedMs,
+      loadedMs,
       firstAckMs,
       allConfirmedMs,
       rebalanced,
@@ -131,6 +176,7 @@ async function failoverRound(cluster: CohortCluster, index: number): Promise<Fai
 export async function benchCoordinatorFailover(
   cluster: CohortCluster,
   rounds: number,
+  offsetsPartitions: number,
 ): Promise<Record<string, number>> {
   line('');
   line(
@@ -138,15 +184,28 @@ export async function benchCoordinatorFailover(
       'members → first acknowledged commit, every member confirmed on the new coordinator (ms)',
   );
   const results: FailoverRound[] = [];
-  for (let r = 0; r < rounds; r++) results.push(await failoverRound(cluster, r));
+  for (let r = 0; r < rounds; r++) results.push(await failoverRound(cluster, r, offsetsPartitions));
   const lost = results.reduce((n, r) => n + r.lost, 0);
   const invalid = results.filter((r) => !r.isValid).length;
   const overGoal = results.filter((r) => r.allConfirmedMs > r.goalMs).length;
   table([
-    ['round', 'killed → new', 'first ack', 'all confirmed', 'rebalanced', 'rebalance', 'goal', 'acks'],
+    [
+      'round',
+      'killed → new',
+      'elected',
+      'loaded',
+      'first ack',
+      'all confirmed',
+      'rebalanced',
+      'rebalance',
+      'goal',
+      'acks',
+    ],
     ...results.map((r, i) => [
       i,
       `${r.killed} → ${r.tookOver}`,
+      Math.round(r.electedMs),
+      Math.round(r.loadedMs),
       Math.round(r.firstAckMs),
       Math.round(r.allConfirmedMs),
       r.rebalanced ? 'yes' : 'no',
@@ -163,6 +222,8 @@ export async function benchCoordinatorFailover(
   return {
     coordinator_failover_members: COORDINATOR_FAILOVER_MEMBERS,
     coordinator_failover_rounds: results.length,
+    coordinator_failover_elected_median_ms: Math.round(median(results.map((r) => r.electedMs))),
+    coordinator_failover_loaded_median_ms: Math.round(median(results.map((r) => r.loadedMs))),
     coordinator_failover_first_ack_median_ms: Math.round(median(results.map((r) => r.firstAckMs))),
     coordinator_failover_all_confirmed_median_ms: Math.round(median(results.map((r) => r.allConfirmedMs))),
     coordinator_failover_all_confirmed_max_ms: Math.round(Math.max(...results.map((r) => r.allConfirmedMs))),

@@ -1,4 +1,9 @@
-import { Controller, type ControllerOptions, type ControllerRole } from '../../../src/cluster/controller';
+import {
+  Controller,
+  SETTLE_CONCURRENCY,
+  type ControllerOptions,
+  type ControllerRole,
+} from '../../../src/cluster/controller';
 import { ControllerElection, controllerKey } from '../../../src/cluster/controller-election';
 import { InMemoryEtcd, type InMemoryMetadataStore } from '../../../src/cluster/in-memory-metadata-store';
 import type { WatchEvent } from '../../../src/cluster/metadata-store';
@@ -257,6 +262,37 @@ describe('Controller', () => {
     await leave(2);
     await flush();
     expect(await stateOf('t')).toEqual(state(4, 6, [3, 4], epoch));
+  });
+
+  it("writes a leaving node's partitions together, not one etcd round trip after another", async () => {
+    // 100 partitions, every one led or followed by node 2. Its leave changes them all: the writes go out
+    // SETTLE_CONCURRENCY at a time, so the last partition's leader does not wait on 99 round trips.
+    await join(2, 3, 4);
+    const replicas = Array.from({ length: 100 }, (_, p) => (p % 2 === 0 ? [2, 3, 4] : [3, 2, 4]));
+    await seedTopic(
+      't',
+      replicas,
+      replicas.map((r) => state(r[0], 5, [2, 3, 4])),
+    );
+    const node = startControllerNode(1);
+    await flush();
+    const epoch = node.election.controllerEpoch!;
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const txn = node.store.txn.bind(node.store);
+    jest.spyOn(node.store, 'txn').mockImplementation(async (request) => {
+      mostInFlight = Math.max(mostInFlight, ++inFlight);
+      try {
+        return await txn(request);
+      } finally {
+        inFlight--;
+      }
+    });
+    await leave(2);
+    await flush();
+    expect(mostInFlight).toBe(SETTLE_CONCURRENCY);
+    // Led by 2: 3 leads next; led by 3: 2 leaves the ISR. Either way one epoch up.
+    for (let p = 0; p < 100; p++) expect(await stateOf('t', p)).toEqual(state(3, 6, [3, 4], epoch));
   });
 
   it("when a follower's node leaves, takes it out of the ISR with the leader epoch bumped (Kafka's removeReplicasFromIsr)", async () => {

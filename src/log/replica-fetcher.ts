@@ -2,7 +2,7 @@ import { ErrorCode } from '../errors';
 import type { Time } from '../time';
 import type { Timer } from '../timer';
 import { TimerTask } from '../timer';
-import type { FetchRequest, OffsetForLeaderEpochRequest } from './broker-protocol';
+import type { FetchRequest, FetchResponse, OffsetForLeaderEpochRequest } from './broker-protocol';
 import { LeaderRefusedCall, type LeaderEndpoint } from './leader-endpoint';
 import type {
   EpochBoundaryOutcome,
@@ -169,6 +169,9 @@ export class ReplicaFetcher {
   private reportIntervalMs = 0;
   private failedRoundsTotal = 0;
   private readonly controller = new AbortController();
+  /** Aborts the Fetch in flight alone (see `wake`); undefined while none is. */
+  private fetchInFlight: AbortController | undefined;
+  private isFetchInterrupted = false;
   private readonly wakeup = new Wakeup(0);
   /** Partitions sitting out after an error, until this time. */
   private readonly retryAtMs = new Map<string, number>();
@@ -207,11 +210,20 @@ export class ReplicaFetcher {
   }
 
   /**
-   * Ends a wait (idle or backoff) now: the partitions to fetch changed (new followers, newer epochs). A
-   * fetch in flight is not disturbed; the next round sees the change.
+   * The partitions to fetch changed (new followers, newer epochs): ends a wait (idle or backoff) now, and
+   * cuts short a long-poll Fetch in flight when a partition now waits for its epoch-boundary truncation
+   * (it just became a follower of this leader), so that its first fetch goes out at once rather than
+   * after up to `fetchMaxWaitMs`. That first fetch is what lets a newly elected leader's HW advance, and
+   * a new group coordinator waits for it before serving its groups. The cut-short call is not a failure:
+   * no backoff, nothing reported; records it was bringing come in the next round, from the same offsets.
    */
   wake(): void {
-    if (!this.isStopped) this.wakeup.cancel();
+    if (this.isStopped) return;
+    this.wakeup.cancel();
+    if (this.fetchInFlight !== undefined && this.replicaManager.hasPendingTruncation(this.leaderId)) {
+      this.isFetchInterrupted = true;
+      this.fetchInFlight.abort();
+    }
   }
 
   /** Ends the loop: aborts the call in flight, cancels any wait, closes the endpoint. Idempotent. */
@@ -219,6 +231,7 @@ export class ReplicaFetcher {
     if (!this.isStopped) {
       this.isStopped = true;
       this.controller.abort();
+      this.fetchInFlight?.abort();
       this.wakeup.cancel();
     }
     await this.running;
@@ -255,7 +268,18 @@ export class ReplicaFetcher {
     const request = this.fetchRequest(targets);
     // The epoch each partition's fetch was sent in: an answer may come back after the epoch moved.
     const sentEpochs = sentLeaderEpochs(targets);
-    const response = await this.leader.fetch(request, signal);
+    const inFlight = new AbortController();
+    this.fetchInFlight = inFlight;
+    this.isFetchInterrupted = false;
+    let response: FetchResponse;
+    try {
+      response = await this.leader.fetch(request, inFlight.signal);
+    } catch (error) {
+      if (this.isFetchInterrupted && !this.isStopped) return false;
+      throw error;
+    } finally {
+      this.fetchInFlight = undefined;
+    }
     if (this.isStopped) return false;
     if (response.errorCode !== ErrorCode.NONE) {
       this.roundFailed(

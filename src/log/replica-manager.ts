@@ -1247,6 +1247,17 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   }
 
   /**
+   * Whether a partition following `leaderId` waits for its epoch-boundary truncation (it just became a
+   * follower of that leader, or its epoch moved): the leader's fetcher starts its next round with it.
+   */
+  hasPendingTruncation(leaderId: number): boolean {
+    for (const state of this.followerFetches.values()) {
+      if (state.leaderId === leaderId && state.needsTruncation && !state.isFenced) return true;
+    }
+    return false;
+  }
+
+  /**
    * Cluster mode: the partitions following `leaderId` that must find their epoch boundary before they
    * fetch. One whose log records no leader epoch has nothing to ask: it is truncated to its HW here (every
    * record below it is on the leader, as before KIP-101) and fetches next.

@@ -158,6 +158,44 @@ describe('ReplicaFetcher', () => {
     expect(one.fetcher.leaderStatus.isReplicating).toBe(false);
   });
 
+  it('cuts short its parked fetch when it gains a partition, and fetches that one at once', async () => {
+    // The clock never moves: the parked long poll would wait for ever. A partition that just became a
+    // follower of this leader (a new leader elected for it) gets its first fetch now, not after
+    // fetchMaxWaitMs: that fetch is what lets the leader's HW advance.
+    const { leader, followerManager } = cluster();
+    const one = follower(followerManager, leader);
+    await until(() => leader.numDelayedFetch === 1, 'the follower to park a fetch');
+    const roundsBefore = one.fetcher.rounds;
+    h.leadTopic('u', 2);
+    await leader.produce({
+      acks: 1,
+      timeoutMs: 60_000,
+      topics: [{ name: 'u', partitions: [{ partitionIndex: 0, records: [record('first')] }] }],
+    });
+    one.fetcher.wake();
+    await until(
+      () => followerManager.getPartition('u-0')?.logEndOffset === 1,
+      'the follower to copy u-0 without the clock moving',
+    );
+    await until(() => leader.getPartition('u-0')!.highWatermark === 1, "the leader's HW to advance");
+    expect(one.fetcher.rounds).toBeGreaterThan(roundsBefore);
+    // Not a failure: nothing reported, nothing logged, no backoff.
+    expect(reports).toEqual([]);
+    expect(errors).toEqual([]);
+    expect(one.fetcher.leaderStatus.failedRoundsTotal).toBe(0);
+  });
+
+  it('leaves its parked fetch alone when nothing new is to be fetched', async () => {
+    const { leader, followerManager } = cluster();
+    const one = follower(followerManager, leader);
+    await until(() => leader.numDelayedFetch === 1, 'the follower to park a fetch');
+    const roundsBefore = one.fetcher.rounds;
+    one.fetcher.wake();
+    await settle();
+    expect(one.fetcher.rounds).toBe(roundsBefore);
+    expect(leader.numDelayedFetch).toBe(1);
+  });
+
   it('stops promptly, releasing the fetch parked on the leader', async () => {
     const { leader, followerManager } = cluster();
     const one = follower(followerManager, leader);

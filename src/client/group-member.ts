@@ -419,7 +419,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     const rebalanceCallMs = Math.max(o.requestTimeoutMs, o.rebalanceTimeoutMs + REBALANCE_CALL_GRACE_MS);
     let failures = 0;
     const backOff = async (code: ErrorCode): Promise<boolean> => {
-      if (await this.backOffFrom(code, this.backoff.backoffMs(failures++))) failures = 0;
+      if (await this.backOffFrom(code, this.retryWaitMs(code, failures++))) failures = 0;
       return epoch === this.epoch;
     };
 
@@ -690,6 +690,17 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   }
 
   /**
+   * The wait before retrying after `code`, the `failures`-th failure in a row (from 0): the jittered
+   * exponential backoff, except that COORDINATOR_LOAD_IN_PROGRESS does not grow it. That coordinator is
+   * found and serves once its partition is loaded, a few hundred ms after its election; doubled waits
+   * would hold members back for up to as long again after it (a takeover's last members confirmed 1.4 s
+   * after the load). Each retry costs it one answer from memory.
+   */
+  private retryWaitMs(code: ErrorCode, failures: number): number {
+    return this.backoff.backoffMs(code === ErrorCode.COORDINATOR_LOAD_IN_PROGRESS ? 0 : failures);
+  }
+
+  /**
    * The backoff after a retriable `code`: `ms`, or, when the code says the coordinator moved or went away,
    * until the transport knows another one if that is sooner (the member can do nothing before; see
    * CoordinatorCache.onCoordinatorFound). Resolves whether a new coordinator ended it: the retry then
@@ -913,7 +924,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     if (isRetriable(code)) {
       this.heartbeatTask = this.retryTask(
         code,
-        this.backoff.backoffMs(this.heartbeatFailures++),
+        this.retryWaitMs(code, this.heartbeatFailures++),
         (isFound) => {
           if (isFound) this.heartbeatFailures = 0;
           this.sendHeartbeat();
@@ -1092,7 +1103,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       } else {
         throw errorFromCode(ErrorCode.REQUEST_TIMED_OUT, `${what} was cancelled`);
       }
-      const waitMs = this.backoff.backoffMs(failures);
+      const waitMs = this.retryWaitMs(error.code, failures);
       if (!error.retriable || this.isTerminal() || this.time.monotonicMs() + waitMs >= deadlineMs)
         throw error;
       // Woken early by a rejoin (harmless: one earlier retry), by close, or by the new coordinator found.

@@ -11,8 +11,8 @@ describe('GroupMember retries', () => {
     const transport = new ScriptedTransport().script(
       'joinGroup',
       { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE },
-      { errorCode: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS },
       { errorCode: ErrorCode.NOT_COORDINATOR },
+      { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE },
     );
     const { member, advance } = harness({}, transport);
     await flush();
@@ -29,6 +29,49 @@ describe('GroupMember retries', () => {
     await advance(400); // then 400 ms
     expect(joins()).toBe(4);
     expect(member.state).toBe('stable');
+  });
+
+  it('retries COORDINATOR_LOAD_IN_PROGRESS at the first backoff, without doubling it', async () => {
+    // The coordinator is found and serves once its partition is loaded: JoinGroup, OffsetCommit and
+    // Heartbeat each retry it every 100 ms, however many times it comes.
+    const loading = { errorCode: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS };
+    const transport = new ScriptedTransport().script('joinGroup', loading, loading, loading, loading);
+    const { member, advance } = harness({}, transport);
+    await flush();
+    for (let attempt = 2; attempt <= 5; attempt++) {
+      await advance(99);
+      expect(transport.callsOf('joinGroup')).toHaveLength(attempt - 1);
+      await advance(1);
+      expect(transport.callsOf('joinGroup')).toHaveLength(attempt);
+    }
+    expect(member.state).toBe('stable');
+
+    transport.script(
+      'offsetCommit',
+      offsetCommitAnswer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+      offsetCommitAnswer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+      offsetCommitAnswer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+    );
+    let done = false;
+    const commit = member.commitOffsets([{ topic: 't', partition: 0, offset: 5n }]).then(() => (done = true));
+    await flush();
+    for (let attempt = 2; attempt <= 4; attempt++) {
+      expect(done).toBe(false);
+      await advance(100);
+      expect(transport.callsOf('offsetCommit')).toHaveLength(attempt);
+    }
+    await flush();
+    expect(done).toBe(true);
+    await commit;
+
+    const heartbeats = transport.callsOf('heartbeat').length;
+    transport.script('heartbeat', loading, loading, loading);
+    await advance(3_000); // the next heartbeat is due
+    expect(transport.callsOf('heartbeat')).toHaveLength(heartbeats + 1);
+    for (let retry = 1; retry <= 3; retry++) {
+      await advance(100);
+      expect(transport.callsOf('heartbeat')).toHaveLength(heartbeats + 1 + retry);
+    }
   });
 
   it('caps the backoff at retryBackoffMaxMs and jitters it', async () => {

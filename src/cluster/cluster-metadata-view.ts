@@ -1,11 +1,10 @@
 import { EventEmitter } from 'node:events';
 import type { ClusterMetadataUpdate, ClusterNodeAddress, PartitionLeadership } from '../log/partition-roles';
 import { NO_LEADER_ID } from '../log/partition-roles';
-import type { Timer } from '../timer';
+import { TimerAction, type Timer } from '../timer';
 import { readClusterState, type ClusterState } from './cluster-state';
 import type { MetadataStore, MetadataWatch, WatchEvent } from './metadata-store';
 import type { StoredPartitionState } from './partition-state';
-import { TimerAction } from './timer-action';
 
 /**
  * Every node's view of the cluster (Kafka's ZooKeeper-era MetadataCache, which each broker kept from the

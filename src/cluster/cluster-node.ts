@@ -8,7 +8,7 @@ import {
   type PartitionRoleTarget,
 } from '../log/partition-roles';
 import type { Time } from '../time';
-import type { Timer } from '../timer';
+import { TimerAction, type Timer } from '../timer';
 import { ClusterMetadataView } from './cluster-metadata-view';
 import { Controller } from './controller';
 import { ControllerElection, type ResignReason } from './controller-election';
@@ -16,7 +16,6 @@ import { EtcdIsrChangeProposer } from './etcd-isr-change-proposer';
 import { MetadataStoreError, type LeaseId, type MetadataStore } from './metadata-store';
 import { NodeSession, type SessionExpiryReason } from './node-session';
 import { planTopic, writeTopicAssignment, type CreateTopicOutcome } from './replica-assignment';
-import { TimerAction } from './timer-action';
 
 /**
  * One cohort node in a cluster on etcd, Kafka's ZooKeeper-era broker with its `KafkaController`: it

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Timer } from '../timer';
+import { TimerAction, type Timer } from '../timer';
 import {
   MetadataStoreError,
   type KeyValue,
@@ -12,7 +12,6 @@ import {
   type WatchEvent,
 } from './metadata-store';
 import type { NodeSession } from './node-session';
-import { TimerAction } from './timer-action';
 
 /**
  * The controller election, after etcd's `concurrency.Election` and Kafka's ZooKeeper-era

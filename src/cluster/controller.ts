@@ -1,4 +1,4 @@
-import type { Timer } from '../timer';
+import { TimerAction, type Timer } from '../timer';
 import { readClusterState, type ClusterState } from './cluster-state';
 import type { ControllerElection } from './controller-election';
 import {
@@ -21,7 +21,6 @@ import {
   type StoredPartitionState,
 } from './partition-state';
 import { createTopic, planTopic, resolveTopicCreation, type CreateTopicOutcome } from './replica-assignment';
-import { TimerAction } from './timer-action';
 
 export type { CreateTopicOutcome } from './replica-assignment';
 

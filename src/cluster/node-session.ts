@@ -1,8 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Time } from '../time';
-import type { Timer } from '../timer';
+import { TimerAction, type Timer } from '../timer';
 import { MetadataStoreError, type LeaseId, type MetadataStore } from './metadata-store';
-import { TimerAction } from './timer-action';
 
 /**
  * A node's session with etcd, after etcd's `concurrency.Session`: one lease, kept alive, holding

@@ -6,3 +6,4 @@ export { TimingWheel } from './timing-wheel';
 export { TimerTaskList } from './timer-task-list';
 export type { TaskCounter } from './timer-task-list';
 export { BucketQueue } from './bucket-queue';
+export { TimerAction } from './timer-action';

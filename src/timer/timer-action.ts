@@ -1,6 +1,6 @@
-import { TimerTask } from '../timer';
+import { TimerTask } from './timer-task';
 
-/** A timer task that calls a function: the cluster layer's retries, renewals and deadlines. */
+/** A timer task that calls a function: retries, renewals, wake-ups and deadlines. */
 export class TimerAction extends TimerTask {
   constructor(private readonly action: () => void) {
     super(0);

@@ -1,7 +1,7 @@
 import { ErrorCode } from '../errors';
 import type { Time } from '../time';
 import type { Timer } from '../timer';
-import { TimerTask } from '../timer';
+import { TimerAction, TimerTask } from '../timer';
 import type { FetchRequest, FetchResponse, OffsetForLeaderEpochRequest } from './broker-protocol';
 import { LeaderRefusedCall, type LeaderEndpoint } from './leader-endpoint';
 import type {
@@ -111,6 +111,14 @@ function sentLeaderEpochs(
   return new Map(targets.map((target) => [target.key, target.currentLeaderEpoch]));
 }
 
+/**
+ * The first wait before asking a leader again about a partition it answered UNKNOWN_LEADER_EPOCH for
+ * (it has not yet applied its election, which it learns from the same etcd watch as this follower);
+ * doubled per answer in a row, up to the backoff. A full backoff (1 s) there held a new group
+ * coordinator's load, which waits for its followers' first fetch, for most of a second.
+ */
+export const LEADER_EPOCH_CATCH_UP_MS = 50;
+
 /** Resolves a promise when the timer runs it, or when cancelled (stop). */
 class Wakeup extends TimerTask {
   private resolve: (() => void) | null = null;
@@ -175,6 +183,10 @@ export class ReplicaFetcher {
   private readonly wakeup = new Wakeup(0);
   /** Partitions sitting out after an error, until this time. */
   private readonly retryAtMs = new Map<string, number>();
+  /** UNKNOWN_LEADER_EPOCH answers in a row, by partition (see LEADER_EPOCH_CATCH_UP_MS). */
+  private readonly catchUpAttempts = new Map<string, number>();
+  /** Wakes the loop when the earliest partition waiting for its leader to catch up is due. */
+  private readonly catchUpWakeup = new TimerAction(() => this.wake());
   private running: Promise<void> | null = null;
   private isStopped = false;
   /** Completed fetch rounds, for tests and metrics. */
@@ -232,6 +244,7 @@ export class ReplicaFetcher {
       this.isStopped = true;
       this.controller.abort();
       this.fetchInFlight?.abort();
+      this.catchUpWakeup.cancel();
       this.wakeup.cancel();
     }
     await this.running;
@@ -302,7 +315,7 @@ export class ReplicaFetcher {
           this.onError(error, `applying fetched records of ${key} failed`);
           outcome = 'retry';
         }
-        if (outcome === 'retry') this.retryAtMs.set(key, nowMs + this.backoffMs);
+        this.afterOutcome(key, outcome, nowMs);
       }
     }
     return false;
@@ -338,8 +351,8 @@ export class ReplicaFetcher {
             this.onError(error, `truncating ${key} to its epoch boundary failed`);
             outcome = 'retry';
           }
-          if (outcome === 'retry') this.retryAtMs.set(key, answeredMs + this.backoffMs);
-          else if (outcome === 'again') isAgain = true;
+          this.afterOutcome(key, outcome, answeredMs);
+          if (outcome === 'again') isAgain = true;
         }
       }
       if (!isAgain) return;
@@ -391,6 +404,28 @@ export class ReplicaFetcher {
     return this.replicaManager
       .followerFetchTargets(this.leaderId)
       .filter((target) => this.isDue(target.key, nowMs));
+  }
+
+  /** Sets the partition's sit-out after an answer: a backoff, a shorter wait for a leader catching up, or none. */
+  private afterOutcome(
+    key: string,
+    outcome: FetchedPartitionOutcome | EpochBoundaryOutcome,
+    nowMs: number,
+  ): void {
+    if (outcome === 'retry') {
+      this.catchUpAttempts.delete(key);
+      this.retryAtMs.set(key, nowMs + this.backoffMs);
+    } else if (outcome === 'retrySoon') {
+      const attempts = this.catchUpAttempts.get(key) ?? 0;
+      this.catchUpAttempts.set(key, attempts + 1);
+      const waitMs = Math.min(this.backoffMs, LEADER_EPOCH_CATCH_UP_MS * 2 ** attempts);
+      this.retryAtMs.set(key, nowMs + waitMs);
+      // The loop may be parked in a long poll or an idle wait meanwhile: wake it when this one is due.
+      if (!this.catchUpWakeup.isPending || this.catchUpWakeup.deadlineMs > nowMs + waitMs) {
+        this.catchUpWakeup.delayMs = waitMs;
+        this.timer.add(this.catchUpWakeup);
+      }
+    } else if (this.catchUpAttempts.size > 0) this.catchUpAttempts.delete(key);
   }
 
   /** False while the partition sits out a backoff. */

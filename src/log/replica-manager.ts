@@ -187,9 +187,11 @@ export interface EpochBoundaryTarget {
 
 /**
  * How `applyEpochEndOffset` went: `truncated` (done: fetch next), `again` (truncated to an intermediate
- * epoch boundary: ask again with the new latest epoch), `retry` (an error: back off).
+ * epoch boundary: ask again with the new latest epoch), `retry` (an error: back off), `retrySoon`
+ * (UNKNOWN_LEADER_EPOCH: the leader has not yet heard of the epoch this replica follows it in; it hears
+ * from the same etcd watch, moments later).
  */
-export type EpochBoundaryOutcome = 'truncated' | 'again' | 'retry';
+export type EpochBoundaryOutcome = 'truncated' | 'again' | 'retry' | 'retrySoon';
 
 /** Cluster mode: what this follower replica is doing about its leader. */
 interface FollowerFetchState {
@@ -200,8 +202,11 @@ interface FollowerFetchState {
   isFenced: boolean;
 }
 
-/** What one partition of a follower's fetch response did; `retry` asks the fetcher to back off. */
-export type FetchedPartitionOutcome = 'appended' | 'truncated' | 'retry';
+/**
+ * What one partition of a follower's fetch response did; `retry` asks the fetcher to back off,
+ * `retrySoon` to ask again shortly (UNKNOWN_LEADER_EPOCH, as for EpochBoundaryOutcome).
+ */
+export type FetchedPartitionOutcome = 'appended' | 'truncated' | 'retry' | 'retrySoon';
 
 interface PartitionInfo {
   readonly partitionIndex: number;
@@ -1294,7 +1299,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
    * - an epoch this replica does not have: truncate to the end of the largest epoch below it that it
    *   has, and ask again (`again`) with that one.
    * Never past the local LEO. FENCED_LEADER_EPOCH parks the partition until newer metadata arrives;
-   * other errors ask for a backoff (`retry`).
+   * UNKNOWN_LEADER_EPOCH asks again shortly (`retrySoon`); other errors ask for a backoff (`retry`).
    */
   applyEpochEndOffset(key: string, data: EpochEndOffset, sentLeaderEpoch?: number): EpochBoundaryOutcome {
     const partition = this.partitions.get(key);
@@ -1308,6 +1313,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       state.isFenced = true;
       return 'retry';
     }
+    if (data.errorCode === ErrorCode.UNKNOWN_LEADER_EPOCH) return 'retrySoon';
     if (data.errorCode !== ErrorCode.NONE) return 'retry';
     const logEndOffset = partition.logEndOffset;
     let offset: number;
@@ -1371,6 +1377,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       if (state !== undefined) state.isFenced = true;
       return 'retry';
     }
+    if (data.errorCode === ErrorCode.UNKNOWN_LEADER_EPOCH) return 'retrySoon';
     if (data.errorCode !== ErrorCode.NONE) return 'retry';
     if (data.records.length > 0) {
       // Only what follows the local LEO: a response to an older fetch offset may overlap.

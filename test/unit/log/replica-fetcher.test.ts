@@ -185,6 +185,47 @@ describe('ReplicaFetcher', () => {
     expect(one.fetcher.leaderStatus.failedRoundsTotal).toBe(0);
   });
 
+  it('asks a leader that has not heard of its new epoch again within 50 ms, doubling, not after the backoff', async () => {
+    // Node 1 learns of epoch 1 before node 0 does (both learn from one etcd watch, at moments apart):
+    // node 0 answers UNKNOWN_LEADER_EPOCH. The partition is asked about again 50 ms later, then 100 ms,
+    // 200 ms..., up to the 1 s backoff, and fetched as soon as node 0 has the epoch.
+    const { leader, followerManager } = cluster();
+    const one = follower(followerManager, leader);
+    // A record at epoch 0 on both: the follower has an epoch to ask about.
+    await produce(leader, 1, 'at epoch 0');
+    await until(() => followerManager.getPartition('t-0')?.logEndOffset === 1, 'the follower to copy it');
+    await until(() => leader.numDelayedFetch === 1, 'the follower to park a fetch');
+    const asked: number[] = [];
+    const ask = one.endpoint.offsetForLeaderEpoch;
+    one.endpoint.offsetForLeaderEpoch = (request, signal) => {
+      asked.push(h.time.monotonicMs());
+      return ask(request, signal);
+    };
+    const startMs = h.time.monotonicMs();
+    h.cluster.set('t', 0, { leader: 0, leaderEpoch: 1, isr: [0, 1], replicas: [0, 1] }, false);
+    h.cluster.publish([1]);
+    one.fetcher.wake();
+    await until(() => asked.length === 1, 'the first OffsetForLeaderEpoch');
+    for (const stepMs of [50, 100, 200]) {
+      h.time.advance(stepMs - 1);
+      await settle();
+      const before = asked.length;
+      h.time.advance(1);
+      await until(() => asked.length === before + 1, `a question ${stepMs} ms after the last`);
+    }
+    expect(asked.map((at) => at - startMs)).toEqual([0, 50, 150, 350]);
+    h.cluster.publish([0]);
+    h.time.advance(400);
+    await until(() => asked.length === 5, 'the question after the leader caught up');
+    await produce(leader, 1, 'at epoch 1');
+    await until(
+      () => followerManager.getPartition('t-0')?.logEndOffset === 2,
+      'the follower to fetch at epoch 1',
+    );
+    expect(reports).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+
   it('leaves its parked fetch alone when nothing new is to be fetched', async () => {
     const { leader, followerManager } = cluster();
     const one = follower(followerManager, leader);

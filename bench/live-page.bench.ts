@@ -18,12 +18,14 @@
  *
  * 3. Server CPU that 10 open pages cost during a rebalance storm: 20 groups each cycling JoinGroup →
  *    SyncGroup → LeaveGroup over raw gRPC (two rebalances a cycle: one completed, one emptied) paced at
- *    `--storm-rate` rebalances/s. `--pairs` pairs of windows of `--storm-ms` each, every pair on two fresh
- *    servers in child processes, alike but for the pages: one never sees a page (the board never
+ *    `--storm-rate` rebalances/s. `--pairs` pairs of windows of `--storm-ms` each, every window on a fresh
+ *    server in a child process, alike but for the pages: one never sees a page (the board never
  *    subscribes), the other has had 10 pages open since its warm-up (the board's subscription, its
- *    once-a-second rounds and the streams all count, as they would on a real server). Both are warmed up
- *    with the same storm; the pair's two windows run one after the other, in alternating order (even
- *    pairs without pages first), so warm-up and drift do not always favour the same side. Per window, the
+ *    once-a-second rounds and the streams all count, as they would on a real server). Each server lives
+ *    alone through the same sequence (spawn, the same warm-up storm, its window, killed) before the
+ *    pair's other one is spawned, and the pairs alternate which goes first (even pairs without pages
+ *    first), so neither warm-up, idle time nor drift favours one side. (Two servers alive at once, the
+ *    second warmed while the first idled, measured the bare one 9% dearer with no page at all.) Per window, the
  *    stormed child's CPU (every thread's run time from /proc/PID/task/<tid>/schedstat, in ns; /proc/PID/stat's
  *    10 ms ticks are too coarse for a 5% target) per rebalance; per pair, what the pages add as a share of
  *    the window without; printed: the median share over the pairs and their spread (min, max).
@@ -283,8 +285,40 @@ interface CpuPair {
 }
 
 /**
- * `pairs` pairs of windows (see the header): per pair, two fresh servers warmed up alike, 10 pages opened
- * on one; CPU per rebalance of a window on each, in alternating order.
+ * One server's life in a pair: spawned fresh, warmed up with the storm (its `pageCount` pages opened half
+ * a second in), one measured window, pages closed, killed. The server's CPU per rebalance in the window.
+ */
+async function serverWindow(ratePerS: number, durationMs: number, pageCount: number): Promise<number> {
+  const cohort = spawnCohort(['--listen', '127.0.0.1:0', '--group-initial-rebalance-delay-ms', '0']);
+  const aborts = Array.from({ length: pageCount }, () => new AbortController());
+  try {
+    const listening = (await cohort.waitForLog('cohort listening')) as unknown as {
+      address: string;
+      adminAddress: string;
+    };
+    const pid = cohort.child.pid!;
+    // Warm-up (JIT, buffers), and the pages opened once the storm has made groups.
+    const warming = storm(listening.address, ratePerS, 2_000);
+    await sleep(500);
+    const pages = await Promise.all(
+      aborts.map((a) => openPage(`http://${listening.adminAddress}`, a.signal)),
+    );
+    await warming;
+    const before = cpuSecondsOf(pid);
+    const made = await storm(listening.address, ratePerS, durationMs);
+    const cpuUs = ((cpuSecondsOf(pid) - before) * 1e6) / made;
+    for (const a of aborts) a.abort();
+    await Promise.all(pages.map((p) => p.reading));
+    return cpuUs;
+  } finally {
+    for (const a of aborts) a.abort();
+    await cohort.kill();
+  }
+}
+
+/**
+ * `pairs` pairs of windows (see the header): per pair, one server without pages and one with
+ * `pageCount`, each living alone through the same sequence (`serverWindow`), in alternating order.
  */
 async function pageCpu(
   ratePerS: number,
@@ -293,53 +327,23 @@ async function pageCpu(
   pageCount: number,
 ): Promise<CpuPair[]> {
   const results: CpuPair[] = [];
-  const args = ['--listen', '127.0.0.1:0', '--group-initial-rebalance-delay-ms', '0'];
   for (let pair = 0; pair < pairs; pair++) {
-    const servers = [spawnCohort(args), spawnCohort(args)];
-    const aborts = Array.from({ length: pageCount }, () => new AbortController());
-    try {
-      const [bare, paged] = await Promise.all(
-        servers.map(async (cohort) => {
-          const listening = (await cohort.waitForLog('cohort listening')) as unknown as {
-            address: string;
-            adminAddress: string;
-          };
-          return { pid: cohort.child.pid!, ...listening };
-        }),
-      );
-      // Warm-up (JIT, buffers), the same storm on each, and the pages opened once it has made groups.
-      await storm(bare.address, ratePerS, 2_000);
-      const warming = storm(paged.address, ratePerS, 2_000);
-      await sleep(500);
-      const pages = await Promise.all(aborts.map((a) => openPage(`http://${paged.adminAddress}`, a.signal)));
-      await warming;
-      const measure = async (pid: number, address: string): Promise<number> => {
-        const before = cpuSecondsOf(pid);
-        const made = await storm(address, ratePerS, durationMs);
-        return ((cpuSecondsOf(pid) - before) * 1e6) / made;
-      };
-      let withoutUs: number;
-      let withUs: number;
-      if (pair % 2 === 0) {
-        withoutUs = await measure(bare.pid, bare.address);
-        withUs = await measure(paged.pid, paged.address);
-      } else {
-        withUs = await measure(paged.pid, paged.address);
-        withoutUs = await measure(bare.pid, bare.address);
-      }
-      for (const a of aborts) a.abort();
-      await Promise.all(pages.map((p) => p.reading));
-      const result = { withoutUs, withUs, share: (withUs - withoutUs) / withoutUs };
-      console.log(
-        `  pair ${pair + 1}/${pairs} (${pair % 2 === 0 ? 'without first' : 'with first'}): ` +
-          `${withoutUs.toFixed(0)} µs without, ${withUs.toFixed(0)} µs with: ` +
-          `${result.share >= 0 ? '+' : ''}${(result.share * 100).toFixed(1)}%`,
-      );
-      results.push(result);
-    } finally {
-      for (const a of aborts) a.abort();
-      await Promise.all(servers.map((c) => c.kill()));
+    let withoutUs: number;
+    let withUs: number;
+    if (pair % 2 === 0) {
+      withoutUs = await serverWindow(ratePerS, durationMs, 0);
+      withUs = await serverWindow(ratePerS, durationMs, pageCount);
+    } else {
+      withUs = await serverWindow(ratePerS, durationMs, pageCount);
+      withoutUs = await serverWindow(ratePerS, durationMs, 0);
     }
+    const result = { withoutUs, withUs, share: (withUs - withoutUs) / withoutUs };
+    console.log(
+      `  pair ${pair + 1}/${pairs} (${pair % 2 === 0 ? 'without first' : 'with first'}): ` +
+        `${withoutUs.toFixed(0)} µs without, ${withUs.toFixed(0)} µs with: ` +
+        `${result.share >= 0 ? '+' : ''}${(result.share * 100).toFixed(1)}%`,
+    );
+    results.push(result);
   }
   return results;
 }

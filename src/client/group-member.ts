@@ -107,6 +107,11 @@ export interface CommittedOffset {
 }
 
 const NO_GENERATION = -1;
+/**
+ * COORDINATOR_LOAD_IN_PROGRESS answers in a row retried at the first backoff (about 2 s of loading at the
+ * default 100 ms) before the backoff grows as for any retriable code (see GroupMember.retryWaitMs).
+ */
+export const LOAD_RETRIES_AT_FIRST_BACKOFF = 20;
 /** Kafka's JOIN_GROUP_TIMEOUT_LAPSE: JoinGroup and SyncGroup may park for the rebalance timeout, plus this. */
 const REBALANCE_CALL_GRACE_MS = 5_000;
 
@@ -691,13 +696,17 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
 
   /**
    * The wait before retrying after `code`, the `failures`-th failure in a row (from 0): the jittered
-   * exponential backoff, except that COORDINATOR_LOAD_IN_PROGRESS does not grow it. That coordinator is
-   * found and serves once its partition is loaded, a few hundred ms after its election; doubled waits
-   * would hold members back for up to as long again after it (a takeover's last members confirmed 1.4 s
-   * after the load). Each retry costs it one answer from memory.
+   * exponential backoff, except that the first LOAD_RETRIES_AT_FIRST_BACKOFF failures in a row, while they
+   * are COORDINATOR_LOAD_IN_PROGRESS, do not grow it. That coordinator is found and serves once its
+   * partition is loaded, a few hundred ms after its election; doubled waits would hold members back for up
+   * to as long again after it (a takeover's last members confirmed 1.4 s after the load). Each retry costs
+   * it one answer from memory. A load that lasts longer than that gets the usual growing backoff, so a
+   * stuck one is not asked ten times a second by every member for ever.
    */
   private retryWaitMs(code: ErrorCode, failures: number): number {
-    return this.backoff.backoffMs(code === ErrorCode.COORDINATOR_LOAD_IN_PROGRESS ? 0 : failures);
+    const isEarlyLoad =
+      code === ErrorCode.COORDINATOR_LOAD_IN_PROGRESS && failures < LOAD_RETRIES_AT_FIRST_BACKOFF;
+    return this.backoff.backoffMs(isEarlyLoad ? 0 : failures);
   }
 
   /**

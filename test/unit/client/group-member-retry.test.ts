@@ -1,4 +1,5 @@
 import { CohortError, ErrorCode } from '../../../src/errors';
+import { LOAD_RETRIES_AT_FIRST_BACKOFF } from '../../../src/client/group-member';
 import { harness, joined } from './support/member-harness';
 import { flush, ScriptedTransport } from './support/scripted-transport';
 
@@ -72,6 +73,23 @@ describe('GroupMember retries', () => {
       await advance(100);
       expect(transport.callsOf('heartbeat')).toHaveLength(heartbeats + 1 + retry);
     }
+  });
+
+  it('lets the wait grow once a load has lasted LOAD_RETRIES_AT_FIRST_BACKOFF answers', async () => {
+    // A load that never ends must not be asked ten times a second for ever: after 20 answers at 100 ms,
+    // the backoff grows as for any retriable code (1 s at most here).
+    const loading = { errorCode: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS };
+    const transport = new ScriptedTransport();
+    for (let i = 0; i < LOAD_RETRIES_AT_FIRST_BACKOFF + 3; i++) transport.script('joinGroup', loading);
+    const { advance } = harness({}, transport);
+    await flush();
+    const joins = () => transport.callsOf('joinGroup').length;
+    for (let i = 0; i < LOAD_RETRIES_AT_FIRST_BACKOFF; i++) await advance(100);
+    expect(joins()).toBe(LOAD_RETRIES_AT_FIRST_BACKOFF + 1);
+    await advance(100);
+    expect(joins()).toBe(LOAD_RETRIES_AT_FIRST_BACKOFF + 1);
+    await advance(900); // the 21st answer in a row waits the capped 1 s
+    expect(joins()).toBe(LOAD_RETRIES_AT_FIRST_BACKOFF + 2);
   });
 
   it('caps the backoff at retryBackoffMaxMs and jitters it', async () => {

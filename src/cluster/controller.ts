@@ -467,17 +467,26 @@ export const SETTLE_CONCURRENCY = 64;
 
 /**
  * Runs `settles` (each one partition's settlePartition), at most SETTLE_CONCURRENCY at a time, until all
- * ran or one answered false (stop: deposed, stepped down, or everything to be read again); writes already
- * in flight then finish, each fenced by etcd as every write is, and none is started after.
+ * ran or one answered false (stop: deposed, stepped down, or everything to be read again) or threw;
+ * writes already in flight then finish, each fenced by etcd as every write is, and none is started
+ * after. Resolves (or rejects with the first throw) only once every worker is done, so the controller's
+ * event queue never starts its next event while writes of this one are still being started.
  */
 async function settleConcurrently(settles: readonly (() => Promise<boolean>)[]): Promise<void> {
   let next = 0;
   let isStopped = false;
+  let failure: { error: unknown } | undefined;
   const worker = async (): Promise<void> => {
     while (!isStopped && next < settles.length) {
       const settle = settles[next++]!;
-      if (!(await settle())) isStopped = true;
+      try {
+        if (!(await settle())) isStopped = true;
+      } catch (error) {
+        isStopped = true;
+        failure ??= { error };
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(SETTLE_CONCURRENCY, settles.length) }, worker));
+  if (failure !== undefined) throw failure.error;
 }

@@ -186,7 +186,7 @@ export class ReplicaFetcher {
   /** UNKNOWN_LEADER_EPOCH answers in a row, by partition (see LEADER_EPOCH_CATCH_UP_MS). */
   private readonly catchUpAttempts = new Map<string, number>();
   /** Wakes the loop when the earliest partition waiting for its leader to catch up is due. */
-  private readonly catchUpWakeup = new TimerAction(() => this.wake());
+  private readonly catchUpWakeup = new TimerAction(() => this.onCatchUpDue());
   private running: Promise<void> | null = null;
   private isStopped = false;
   /** Completed fetch rounds, for tests and metrics. */
@@ -232,7 +232,12 @@ export class ReplicaFetcher {
   wake(): void {
     if (this.isStopped) return;
     this.wakeup.cancel();
-    if (this.fetchInFlight !== undefined && this.replicaManager.hasPendingTruncation(this.leaderId)) {
+    if (
+      this.fetchInFlight !== undefined &&
+      this.replicaManager.hasPendingTruncation(this.leaderId, (key) =>
+        this.isDueAt(key, this.time.monotonicMs()),
+      )
+    ) {
       this.isFetchInterrupted = true;
       this.fetchInFlight.abort();
     }
@@ -420,12 +425,45 @@ export class ReplicaFetcher {
       this.catchUpAttempts.set(key, attempts + 1);
       const waitMs = Math.min(this.backoffMs, LEADER_EPOCH_CATCH_UP_MS * 2 ** attempts);
       this.retryAtMs.set(key, nowMs + waitMs);
-      // The loop may be parked in a long poll or an idle wait meanwhile: wake it when this one is due.
+      // The loop may be parked in a long poll or an idle wait meanwhile: onCatchUpDue ends either.
       if (!this.catchUpWakeup.isPending || this.catchUpWakeup.deadlineMs > nowMs + waitMs) {
         this.catchUpWakeup.delayMs = waitMs;
         this.timer.add(this.catchUpWakeup);
       }
     } else if (this.catchUpAttempts.size > 0) this.catchUpAttempts.delete(key);
+  }
+
+  /**
+   * The catch-up timer: a partition that waited for its leader to catch up (UNKNOWN_LEADER_EPOCH) is due.
+   * Ends the idle wait and cuts a long poll in flight short, whichever phase the partition is in (a log
+   * with no epoch yet goes straight to Fetch), and re-arms for the next such partition.
+   */
+  private onCatchUpDue(): void {
+    if (this.isStopped) return;
+    const nowMs = this.time.monotonicMs();
+    let nextAtMs = Infinity;
+    let isAnyDue = false;
+    for (const key of this.catchUpAttempts.keys()) {
+      const atMs = this.retryAtMs.get(key);
+      if (atMs === undefined || atMs <= nowMs) isAnyDue = true;
+      else nextAtMs = Math.min(nextAtMs, atMs);
+    }
+    if (nextAtMs !== Infinity) {
+      this.catchUpWakeup.delayMs = nextAtMs - nowMs;
+      this.timer.add(this.catchUpWakeup);
+    }
+    if (!isAnyDue) return;
+    this.wakeup.cancel();
+    if (this.fetchInFlight !== undefined) {
+      this.isFetchInterrupted = true;
+      this.fetchInFlight.abort();
+    }
+  }
+
+  /** Whether the partition's sit-out, if any, is over at `nowMs` (changes nothing). */
+  private isDueAt(key: string, nowMs: number): boolean {
+    const retryAt = this.retryAtMs.get(key);
+    return retryAt === undefined || retryAt <= nowMs;
   }
 
   /** False while the partition sits out a backoff. */

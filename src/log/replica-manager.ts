@@ -1253,11 +1253,12 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
 
   /**
    * Whether a partition following `leaderId` waits for its epoch-boundary truncation (it just became a
-   * follower of that leader, or its epoch moved): the leader's fetcher starts its next round with it.
+   * follower of that leader, or its epoch moved) and `isDue` (the fetcher's: not sitting out a backoff):
+   * the leader's fetcher starts its next round with it.
    */
-  hasPendingTruncation(leaderId: number): boolean {
-    for (const state of this.followerFetches.values()) {
-      if (state.leaderId === leaderId && state.needsTruncation && !state.isFenced) return true;
+  hasPendingTruncation(leaderId: number, isDue: (key: string) => boolean = () => true): boolean {
+    for (const [key, state] of this.followerFetches) {
+      if (state.leaderId === leaderId && state.needsTruncation && !state.isFenced && isDue(key)) return true;
     }
     return false;
   }

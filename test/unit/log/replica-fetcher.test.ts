@@ -226,6 +226,38 @@ describe('ReplicaFetcher', () => {
     expect(errors).toEqual([]);
   });
 
+  it('cuts its long poll short when a partition answered UNKNOWN_LEADER_EPOCH on a Fetch is due again', async () => {
+    // u-0 has no records, so no epoch to ask about: it goes straight to Fetch, at epoch 1, which node 0
+    // has not applied yet. t-0 holds the long poll meanwhile; the catch-up timer, 50 ms on, cuts it short
+    // and u-0 is fetched then, not when the poll ends 500 ms on.
+    const { leader, followerManager } = cluster();
+    h.leadTopic('u', 2);
+    const one = follower(followerManager, leader);
+    await until(() => leader.numDelayedFetch === 1, 'the follower to park a fetch');
+    h.cluster.set('u', 0, { leader: 0, leaderEpoch: 1, isr: [0, 1], replicas: [0, 1] }, false);
+    h.cluster.publish([1]);
+    one.fetcher.wake();
+    await until(
+      () => leader.numDelayedFetch === 1 && one.fetcher.rounds >= 2,
+      'the fetch at epoch 1 answered, t-0 parked again',
+    );
+    h.cluster.publish([0]);
+    await leader.produce({
+      acks: 1,
+      timeoutMs: 60_000,
+      topics: [{ name: 'u', partitions: [{ partitionIndex: 0, records: [record('at epoch 1')] }] }],
+    });
+    await settle();
+    expect(followerManager.getPartition('u-0')!.logEndOffset).toBe(0);
+    h.time.advance(50);
+    await until(
+      () => followerManager.getPartition('u-0')!.logEndOffset === 1,
+      'u-0 fetched 50 ms after its UNKNOWN_LEADER_EPOCH',
+    );
+    expect(reports).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+
   it('leaves its parked fetch alone when nothing new is to be fetched', async () => {
     const { leader, followerManager } = cluster();
     const one = follower(followerManager, leader);

@@ -180,6 +180,8 @@ export class ReplicaFetcher {
   /** Aborts the Fetch in flight alone (see `wake`); undefined while none is. */
   private fetchInFlight: AbortController | undefined;
   private isFetchInterrupted = false;
+  /** A wake() came while the round was not in its Fetch (see `wake`). */
+  private isWokenMidRound = false;
   private readonly wakeup = new Wakeup(0);
   /** Partitions sitting out after an error, until this time. */
   private readonly retryAtMs = new Map<string, number>();
@@ -232,12 +234,10 @@ export class ReplicaFetcher {
   wake(): void {
     if (this.isStopped) return;
     this.wakeup.cancel();
-    if (
-      this.fetchInFlight !== undefined &&
-      this.replicaManager.hasPendingTruncation(this.leaderId, (key) =>
-        this.isDueAt(key, this.time.monotonicMs()),
-      )
-    ) {
+    // Mid-round (its OffsetForLeaderEpoch in flight): the round checks, before it parks a Fetch, whether
+    // this wake brought a partition to truncate, and starts over if so.
+    if (this.fetchInFlight === undefined) this.isWokenMidRound = true;
+    if (this.fetchInFlight !== undefined && this.hasDuePendingTruncation()) {
       this.isFetchInterrupted = true;
       this.fetchInFlight.abort();
     }
@@ -274,8 +274,10 @@ export class ReplicaFetcher {
   /** One round; true asks for a backoff before the next. */
   private async round(): Promise<boolean> {
     const signal = this.controller.signal;
+    this.isWokenMidRound = false;
     await this.truncateToEpochBoundaries(this.leaderId, signal);
     if (this.isStopped) return false;
+    if (this.isWokenMidRound && this.hasDuePendingTruncation()) return false;
     const targets = this.fetchableTargets();
     if (targets.length === 0) {
       // Nothing to copy yet: wait for a wake() (new followers, newer epochs) or the end of a backoff.
@@ -458,6 +460,12 @@ export class ReplicaFetcher {
       this.isFetchInterrupted = true;
       this.fetchInFlight.abort();
     }
+  }
+
+  /** Whether a partition of this leader, not sitting out, waits for its epoch-boundary truncation. */
+  private hasDuePendingTruncation(): boolean {
+    const nowMs = this.time.monotonicMs();
+    return this.replicaManager.hasPendingTruncation(this.leaderId, (key) => this.isDueAt(key, nowMs));
   }
 
   /** Whether the partition's sit-out, if any, is over at `nowMs` (changes nothing). */

@@ -258,6 +258,43 @@ describe('ReplicaFetcher', () => {
     expect(errors).toEqual([]);
   });
 
+  it('starts over, not into a long poll, when a wake came during its OffsetForLeaderEpoch', async () => {
+    // t-0 moves to epoch 1 and the fetcher asks about it; while that call is out, u-0 moves too. The
+    // round must not park a Fetch with u-0 left out: it asks about u-0 at once (the clock never moves).
+    const { leader, followerManager } = cluster();
+    h.leadTopic('u', 2);
+    const one = follower(followerManager, leader);
+    await produce(leader, 1, 't at epoch 0');
+    await leader.produce({
+      acks: 1,
+      timeoutMs: 60_000,
+      topics: [{ name: 'u', partitions: [{ partitionIndex: 0, records: [record('u at epoch 0')] }] }],
+    });
+    await until(
+      () =>
+        followerManager.getPartition('t-0')?.logEndOffset === 1 &&
+        followerManager.getPartition('u-0')?.logEndOffset === 1,
+      'the follower to copy both',
+    );
+    await until(() => leader.numDelayedFetch === 1, 'the follower to park a fetch');
+    const asked: string[] = [];
+    let release: (() => void) | undefined;
+    const ask = one.endpoint.offsetForLeaderEpoch;
+    one.endpoint.offsetForLeaderEpoch = async (request, signal) => {
+      asked.push(request.topics.map((t) => t.name).join());
+      if (asked.length === 1) await new Promise<void>((resolve) => (release = resolve));
+      return ask(request, signal);
+    };
+    h.cluster.set('t', 0, { leader: 0, leaderEpoch: 1, isr: [0, 1], replicas: [0, 1] });
+    one.fetcher.wake();
+    await until(() => release !== undefined, 'the question about t-0 to be out');
+    h.cluster.set('u', 0, { leader: 0, leaderEpoch: 1, isr: [0, 1], replicas: [0, 1] });
+    one.fetcher.wake();
+    release!();
+    await until(() => asked.length === 2, 'the question about u-0, without the clock moving');
+    expect(asked).toEqual(['t', 'u']);
+  });
+
   it('leaves its parked fetch alone when nothing new is to be fetched', async () => {
     const { leader, followerManager } = cluster();
     const one = follower(followerManager, leader);

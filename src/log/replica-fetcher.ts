@@ -476,9 +476,7 @@ export class ReplicaFetcher {
 
   /** False while the partition sits out a backoff. */
   private isDue(key: string, nowMs: number): boolean {
-    const retryAt = this.retryAtMs.get(key);
-    if (retryAt === undefined) return true;
-    if (retryAt > nowMs) return false;
+    if (!this.isDueAt(key, nowMs)) return false;
     this.retryAtMs.delete(key);
     return true;
   }

@@ -1256,7 +1256,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
    * follower of that leader, or its epoch moved) and `isDue` (the fetcher's: not sitting out a backoff):
    * the leader's fetcher starts its next round with it.
    */
-  hasPendingTruncation(leaderId: number, isDue: (key: string) => boolean = () => true): boolean {
+  hasPendingTruncation(leaderId: number, isDue: (key: string) => boolean): boolean {
     for (const [key, state] of this.followerFetches) {
       if (state.leaderId === leaderId && state.needsTruncation && !state.isFenced && isDue(key)) return true;
     }

@@ -58,10 +58,14 @@ describe('ReplicaFetcher', () => {
   }
 
   async function produce(leader: ReplicaManager, acks: number, ...records: string[]) {
+    return produceTo(leader, 't', acks, ...records);
+  }
+
+  async function produceTo(leader: ReplicaManager, topic: string, acks: number, ...records: string[]) {
     return leader.produce({
       acks,
       timeoutMs: 60_000,
-      topics: [{ name: 't', partitions: [{ partitionIndex: 0, records: records.map((v) => record(v)) }] }],
+      topics: [{ name: topic, partitions: [{ partitionIndex: 0, records: records.map((v) => record(v)) }] }],
     });
   }
 
@@ -167,11 +171,7 @@ describe('ReplicaFetcher', () => {
     await until(() => leader.numDelayedFetch === 1, 'the follower to park a fetch');
     const roundsBefore = one.fetcher.rounds;
     h.leadTopic('u', 2);
-    await leader.produce({
-      acks: 1,
-      timeoutMs: 60_000,
-      topics: [{ name: 'u', partitions: [{ partitionIndex: 0, records: [record('first')] }] }],
-    });
+    await produceTo(leader, 'u', 1, 'first');
     one.fetcher.wake();
     await until(
       () => followerManager.getPartition('u-0')?.logEndOffset === 1,
@@ -242,11 +242,7 @@ describe('ReplicaFetcher', () => {
       'the fetch at epoch 1 answered, t-0 parked again',
     );
     h.cluster.publish([0]);
-    await leader.produce({
-      acks: 1,
-      timeoutMs: 60_000,
-      topics: [{ name: 'u', partitions: [{ partitionIndex: 0, records: [record('at epoch 1')] }] }],
-    });
+    await produceTo(leader, 'u', 1, 'at epoch 1');
     await settle();
     expect(followerManager.getPartition('u-0')!.logEndOffset).toBe(0);
     h.time.advance(50);
@@ -265,11 +261,7 @@ describe('ReplicaFetcher', () => {
     h.leadTopic('u', 2);
     const one = follower(followerManager, leader);
     await produce(leader, 1, 't at epoch 0');
-    await leader.produce({
-      acks: 1,
-      timeoutMs: 60_000,
-      topics: [{ name: 'u', partitions: [{ partitionIndex: 0, records: [record('u at epoch 0')] }] }],
-    });
+    await produceTo(leader, 'u', 1, 'u at epoch 0');
     await until(
       () =>
         followerManager.getPartition('t-0')?.logEndOffset === 1 &&

@@ -89,6 +89,17 @@ function isUnreachable(error: unknown): boolean {
 }
 
 /**
+ * A coordinator that failed to answer at all: unreachable, or no answer before the deadline. Either way it
+ * is forgotten and the next call looks the group up again, as Kafka's consumer marks its coordinator
+ * unknown when a request to it times out. A coordinator stopped (SIGSTOP, a long pause) keeps its
+ * connections open and refuses nothing: only the deadline says it is gone, and a cache that kept it would
+ * send every later call of the group to it while another node serves the group.
+ */
+function isNoAnswer(error: unknown): boolean {
+  return isUnreachable(error) || (error instanceof CohortError && error.code === ErrorCode.REQUEST_TIMED_OUT);
+}
+
+/**
  * Every transport of the SDK over a cluster of nodes: `GroupTransport`, `GroupAdminTransport`,
  * `GroupWatchTransport` and `BrokerTransport`, routed as the file's header says.
  */
@@ -256,7 +267,7 @@ export class ClusterTransport
     try {
       response = await send(this.connections.get(coordinator.address));
     } catch (error) {
-      if (isUnreachable(error)) this.coordinators.markUnknown(groupId, coordinator);
+      if (isNoAnswer(error)) this.coordinators.markUnknown(groupId, coordinator);
       throw error;
     }
     for (const code of codesOf(response)) {
@@ -500,7 +511,7 @@ export class ClusterTransport
           });
         } catch (error) {
           if (!(error instanceof CohortError)) throw error;
-          if (isUnreachable(error)) for (const groupId of ids) this.coordinators.markUnknown(groupId, node);
+          if (isNoAnswer(error)) for (const groupId of ids) this.coordinators.markUnknown(groupId, node);
           if (byAddress.size === 1 && answers.size === 0) throw error; // the call failed as a whole
           for (const groupId of ids) answers.set(groupId, failed(groupId, error));
         }

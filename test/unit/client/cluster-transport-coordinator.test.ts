@@ -259,6 +259,25 @@ describe('ClusterTransport: admin calls', () => {
     expect(partial.errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
   });
 
+  it("forgets a coordinator that does not answer in time: the next describe asks the group's new one", async () => {
+    const time = new ManualTime();
+    const cluster = new FakeCluster(time).coordinate('g', 2);
+    const transport = new ClusterTransport({ bootstrap: ['node-1:7070'], connect: cluster.connect, time });
+    const options = { timeoutMs: 1_000 };
+    expect((await transport.describeGroups({ groups: ['g'] }, options)).groups[0].generationId).toBe(2);
+    // Node 2 is stopped (SIGSTOP): its connection stays open and the call gets no answer before its deadline.
+    const stopped = cluster.node(2);
+    stopped.describeGroups = () => Promise.reject(new CohortError(ErrorCode.REQUEST_TIMED_OUT, 'no answer'));
+    cluster.coordinate('g', 3);
+    await expect(transport.describeGroups({ groups: ['g'] }, options)).rejects.toMatchObject({
+      code: ErrorCode.REQUEST_TIMED_OUT,
+    });
+    expect(transport.cachedCoordinator('g')).toBeUndefined();
+    const again = await transport.describeGroups({ groups: ['g'] }, options);
+    expect(again.groups.map((g) => [g.errorCode, g.generationId])).toEqual([[ErrorCode.NONE, 3]]);
+    expect(transport.cachedCoordinator('g')?.nodeId).toBe(3);
+  });
+
   it('opens a watch of named groups at their coordinators', async () => {
     const time = new ManualTime();
     const cluster = new FakeCluster(time).coordinate('a', 1).coordinate('b', 2);

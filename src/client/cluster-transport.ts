@@ -22,6 +22,7 @@
  *
  * Partitions: see leader-routing.ts.
  */
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import { ErrorCode, CohortError } from '../errors';
 import { SYSTEM_TIME, type Time } from '../time';
 import {
@@ -86,6 +87,19 @@ const WATCH_RETRY_BACKOFF_MAX_MS = 1_000;
 /** A connection that failed or a server that went away: the node may be down, try another. */
 function isUnreachable(error: unknown): boolean {
   return error instanceof CohortError && error.code === ErrorCode.COORDINATOR_NOT_AVAILABLE;
+}
+
+/**
+ * Lets `groups` per-group calls listen on one caller's signal at once. Each group's lookup waits on it
+ * (CoordinatorCache) while its FindCoordinator, a gRPC call, listens on it too: two listeners a group, on
+ * the caller's one signal. Past Node's default of 10, every describe of more than five groups printed a
+ * "possible memory leak" warning. The listeners go as the calls end.
+ */
+function allowFanOut(signal: AbortSignal | undefined, groups: number): void {
+  if (signal === undefined) return;
+  const needed = 2 * groups + 10;
+  const limit = getMaxListeners(signal);
+  if (limit !== 0 && limit < needed) setMaxListeners(needed, signal);
 }
 
 /**
@@ -485,6 +499,7 @@ export class ClusterTransport
     codeOf: (answer: A) => ErrorCode,
     failed: (groupId: string, error: CohortError) => A,
   ): Promise<A[]> {
+    allowFanOut(options.signal, groupIds.length);
     const answers = new Map<string, A>();
     const byAddress = new Map<string, { node: CoordinatorNode; groupIds: string[] }>();
     await Promise.all(

@@ -1,6 +1,9 @@
+import { getMaxListeners } from 'node:events';
 import { ClusterTransport } from '../../../src/client/cluster-transport';
 import { GroupMember } from '../../../src/client/group-member';
 import { CohortError, ErrorCode } from '../../../src/errors';
+import type { CallOptions } from '../../../src/client/group-transport';
+import type { FindCoordinatorRequest } from '../../../src/protocol/find-coordinator-messages';
 import { ManualTime } from '../../../src/time';
 import { FakeCluster } from './support/fake-cluster';
 import { BASE_OPTIONS } from './support/member-harness';
@@ -276,6 +279,35 @@ describe('ClusterTransport: admin calls', () => {
     const again = await transport.describeGroups({ groups: ['g'] }, options);
     expect(again.groups.map((g) => [g.errorCode, g.generationId])).toEqual([[ErrorCode.NONE, 3]]);
     expect(transport.cachedCoordinator('g')?.nodeId).toBe(3);
+  });
+
+  it('describes more than ten groups on one signal without a listener-leak warning', async () => {
+    const time = new ManualTime();
+    const cluster = new FakeCluster(time);
+    const ids = Array.from({ length: 25 }, (_, i) => `g${i}`);
+    for (const id of ids) cluster.coordinate(id, 1);
+    // As a gRPC call does: every lookup and call listens on the caller's signal until it ends.
+    const node = cluster.node(1);
+    const find = node.findCoordinator.bind(node);
+    let listening = 0;
+    let mostListening = 0;
+    node.findCoordinator = (request: FindCoordinatorRequest, options?: CallOptions) => {
+      const onAbort = (): void => {};
+      options?.signal?.addEventListener('abort', onAbort);
+      mostListening = Math.max(mostListening, ++listening);
+      return find(request).finally(() => {
+        listening--;
+        options?.signal?.removeEventListener('abort', onAbort);
+      });
+    };
+    const transport = new ClusterTransport({ bootstrap: ['node-1:7070'], connect: cluster.connect, time });
+    const signal = new AbortController().signal;
+    const described = await transport.describeGroups({ groups: ids }, { timeoutMs: 1_000, signal });
+    expect(described.groups.map((g) => g.errorCode)).toEqual(ids.map(() => ErrorCode.NONE));
+    // Node warns of a possible leak once an EventTarget holds more listeners than its limit: here each
+    // lookup's call, and the cache's wait for each lookup (a listener of its own).
+    expect(mostListening).toBeGreaterThan(10);
+    expect(getMaxListeners(signal)).toBeGreaterThanOrEqual(2 * mostListening);
   });
 
   it('opens a watch of named groups at their coordinators', async () => {

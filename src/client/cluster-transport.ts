@@ -232,8 +232,13 @@ export class ClusterTransport
       } catch (error) {
         last = error;
         // A node that does not answer in time is not asked first next time (the caller's retry goes to
-        // another), as Kafka's least-loaded node skips a node that failed.
-        if (error instanceof CohortError && error.code === ErrorCode.REQUEST_TIMED_OUT) {
+        // another), as Kafka's least-loaded node skips a node that failed. "In time" is either deadline:
+        // grpc-js's (REQUEST_TIMED_OUT) or the caller's own, whose abort ends the call as cancelled. A
+        // stopped node answers neither way, and a lookup that kept asking it first would never get past it.
+        if (
+          options.signal?.aborted === true ||
+          (error instanceof CohortError && error.code === ErrorCode.REQUEST_TIMED_OUT)
+        ) {
           this.preferred = addresses[(i + 1) % addresses.length];
         }
         if (!isUnreachable(error)) throw error;

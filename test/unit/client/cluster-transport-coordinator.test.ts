@@ -281,6 +281,34 @@ describe('ClusterTransport: admin calls', () => {
     expect(transport.cachedCoordinator('g')?.nodeId).toBe(3);
   });
 
+  it('asks another node first after a lookup the caller gave up on (a stopped node answers nothing)', async () => {
+    const time = new ManualTime();
+    const cluster = new FakeCluster(time).coordinate('g', 2);
+    const transport = new ClusterTransport({
+      bootstrap: ['node-1:7070', 'node-2:7070'],
+      connect: cluster.connect,
+      time,
+    });
+    // Node 1 is stopped: its FindCoordinator ends only when the caller aborts, as a cancelled call.
+    const stopped = cluster.node(1);
+    stopped.findCoordinator = (_request: FindCoordinatorRequest, options?: CallOptions) =>
+      new Promise((_resolve, reject) =>
+        options?.signal?.addEventListener('abort', () =>
+          reject(new CohortError(ErrorCode.COORDINATOR_NOT_AVAILABLE, 'cancelled')),
+        ),
+      );
+    const controller = new AbortController();
+    const first = transport.describeGroups(
+      { groups: ['g'] },
+      { timeoutMs: 1_000, signal: controller.signal },
+    );
+    await flush();
+    controller.abort();
+    expect((await first).groups[0].errorCode).not.toBe(ErrorCode.NONE);
+    const again = await transport.describeGroups({ groups: ['g'] }, { timeoutMs: 1_000 });
+    expect(again.groups.map((g) => [g.errorCode, g.generationId])).toEqual([[ErrorCode.NONE, 2]]);
+  });
+
   it('describes more than ten groups on one signal without a listener-leak warning', async () => {
     const time = new ManualTime();
     const cluster = new FakeCluster(time);

@@ -110,7 +110,12 @@ function allowFanOut(signal: AbortSignal | undefined, groups: number): void {
  * send every later call of the group to it while another node serves the group.
  */
 function isNoAnswer(error: unknown): boolean {
-  return isUnreachable(error) || (error instanceof CohortError && error.code === ErrorCode.REQUEST_TIMED_OUT);
+  return isUnreachable(error) || isTimedOut(error);
+}
+
+/** A call grpc-js ended at its deadline. */
+function isTimedOut(error: unknown): boolean {
+  return error instanceof CohortError && error.code === ErrorCode.REQUEST_TIMED_OUT;
 }
 
 /**
@@ -235,10 +240,7 @@ export class ClusterTransport
         // another), as Kafka's least-loaded node skips a node that failed. "In time" is either deadline:
         // grpc-js's (REQUEST_TIMED_OUT) or the caller's own, whose abort ends the call as cancelled. A
         // stopped node answers neither way, and a lookup that kept asking it first would never get past it.
-        if (
-          options.signal?.aborted === true ||
-          (error instanceof CohortError && error.code === ErrorCode.REQUEST_TIMED_OUT)
-        ) {
+        if (options.signal?.aborted === true || isTimedOut(error)) {
           this.preferred = addresses[(i + 1) % addresses.length];
         }
         if (!isUnreachable(error)) throw error;

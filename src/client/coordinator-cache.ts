@@ -20,8 +20,8 @@ export type CoordinatorLookup = (groupId: string, options: CallOptions) => Promi
  * - `coordinatorFor` answers from the cache; otherwise it sends one FindCoordinator per group at a time
  *   (callers asking meanwhile share it, as Kafka's `findCoordinatorFuture`), and caches the answer.
  * - `markUnknown` forgets a group's coordinator after NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a
- *   connection that failed or a call it did not answer in time, but only if it is still the node that answered: a late answer from the old
- *   coordinator must not undo a newer discovery.
+ *   connection that failed or a call it did not answer in time, but only if it is still the node that
+ *   answered: a late answer from the old coordinator must not undo a newer discovery.
  * - COORDINATOR_LOAD_IN_PROGRESS is not a move: the coordinator stays, and the caller retries it after its
  *   backoff.
  *

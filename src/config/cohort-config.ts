@@ -86,7 +86,7 @@ export interface CohortConfig {
   readonly uncleanLeaderElection: boolean;
   /** Partitions of `__consumer_offsets` when it is first created (a data directory or cluster keeps its own). */
   readonly offsetsTopicNumPartitions: number;
-  /** Replicas per `__consumer_offsets` partition when it is first created in a cluster (at most the live nodes). */
+  /** Replicas per `__consumer_offsets` partition in a cluster; the topic waits until that many nodes are live. */
   readonly offsetsTopicReplicationFactor: number;
   readonly minInsyncReplicas: number;
   readonly replicaLagTimeMaxMs: number;

@@ -490,8 +490,9 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     max: INT32_MAX,
     kafkaName: 'offsets.topic.replication.factor',
     description:
-      'Replicas of each __consumer_offsets partition when the topic is first created in a cluster: at ' +
-      'most the live nodes then (logged when fewer). Single-node mode has one replica.',
+      'Replicas of each __consumer_offsets partition when the topic is first created in a cluster. It is ' +
+      'not created while fewer nodes are live (groups get COORDINATOR_NOT_AVAILABLE until then, as in ' +
+      'Kafka): a cluster of fewer nodes needs a lower value. Single-node mode has one replica.',
   }),
   minInsyncReplicas: setting('minInsyncReplicas', {
     kind: 'integer',

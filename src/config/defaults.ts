@@ -110,7 +110,7 @@ export const DEFAULT_NODE_SESSION_TIMEOUT_MS = 10_000;
 export const MIN_NODE_SESSION_TIMEOUT_MS = 2_000;
 /** offsets.topic.num.partitions: Kafka's 50. */
 export const DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS = 50;
-/** offsets.topic.replication.factor: Kafka's 3 (at most the live nodes when the topic is first created). */
+/** offsets.topic.replication.factor: Kafka's 3 (the topic waits until that many nodes are live). */
 export const DEFAULT_OFFSETS_TOPIC_REPLICATION_FACTOR = 3;
 /** The most partitions a topic may have (the log layer's MAX_PARTITIONS_PER_TOPIC). */
 export const MAX_OFFSETS_TOPIC_NUM_PARTITIONS = 10_000;

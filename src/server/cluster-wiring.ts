@@ -75,6 +75,8 @@ export class ClusterWiring {
   private closing: Promise<void> | undefined;
   /** The creation of __consumer_offsets under way: concurrent callers share it. */
   private ensuringOffsetsTopic: Promise<OffsetsTopicOutcome> | undefined;
+  /** The live-node count last logged as too few for __consumer_offsets, so the warning is not repeated. */
+  private offsetsTopicWaitLoggedFor: number | undefined;
 
   constructor(config: CohortConfig, options: ClusterWiringOptions) {
     this.config = config;
@@ -233,12 +235,15 @@ export class ClusterWiring {
   /**
    * Creates the internal topic `__consumer_offsets` if this node's view of the cluster does not have it,
    * as Kafka creates its offsets topic on the first FindCoordinator that needs it:
-   * `--offsets-topic-num-partitions` partitions of min(`--offsets-topic-replication-factor`, live nodes)
-   * replicas (fewer than configured is logged), through the same fenced creation as CreateTopics (only
-   * the reserved-name check is skipped: this is the server's own creation). Once created, the topic's
-   * count and replicas are the cluster's, whatever a later node is configured with. Concurrent calls
-   * share one creation. The new partitions reach this node's ReplicaManager with the next view; until then
-   * the caller answers COORDINATOR_NOT_AVAILABLE and clients retry.
+   * `--offsets-topic-num-partitions` partitions of `--offsets-topic-replication-factor` replicas, through
+   * the same fenced creation as CreateTopics (only the reserved-name check is skipped: this is the
+   * server's own creation). While fewer nodes are live than that factor the topic is not created and the
+   * caller answers COORDINATOR_NOT_AVAILABLE, as Kafka does: a topic created with fewer replicas would keep
+   * them after the other nodes start, and the groups' offsets would have less redundancy than configured
+   * for the life of the cluster. Once created, the topic's count and replicas are the cluster's, whatever a
+   * later node is configured with. Concurrent calls share one creation. The new partitions reach this
+   * node's ReplicaManager with the next view; until then the caller answers COORDINATOR_NOT_AVAILABLE and
+   * clients retry.
    */
   ensureOffsetsTopic(): Promise<OffsetsTopicOutcome> {
     const node = this.node;
@@ -256,19 +261,15 @@ export class ClusterWiring {
     const liveNodes = node.metadata?.liveNodes.length ?? 0;
     if (liveNodes === 0) return 'unavailable';
     const numPartitions = this.config.offsetsTopicNumPartitions;
-    const configuredReplicationFactor = this.config.offsetsTopicReplicationFactor;
-    const replicationFactor = Math.min(configuredReplicationFactor, liveNodes);
+    const replicationFactor = this.config.offsetsTopicReplicationFactor;
+    if (liveNodes < replicationFactor) {
+      this.warnTooFewNodesForOffsetsTopic(liveNodes, replicationFactor);
+      return 'unavailable';
+    }
     const outcome = await node.createTopic(CONSUMER_OFFSETS_TOPIC, numPartitions, replicationFactor);
     switch (outcome.outcome) {
       case 'created':
-        if (replicationFactor < configuredReplicationFactor) {
-          this.logger.warn(
-            { numPartitions, replicationFactor, configuredReplicationFactor, liveNodes },
-            `${CONSUMER_OFFSETS_TOPIC} created with fewer replicas than configured: only ${liveNodes} nodes are live`,
-          );
-        } else {
-          this.logger.info({ numPartitions, replicationFactor }, `${CONSUMER_OFFSETS_TOPIC} created`);
-        }
+        this.logger.info({ numPartitions, replicationFactor }, `${CONSUMER_OFFSETS_TOPIC} created`);
         return 'created';
       case 'exists':
         return 'exists';
@@ -283,6 +284,35 @@ export class ClusterWiring {
         );
         return 'unavailable';
     }
+  }
+
+  /**
+   * Why a missing `__consumer_offsets` cannot be created now, for FindCoordinator's error message: fewer
+   * live nodes than its replication factor. Undefined when that is not the reason. Asked only while the
+   * topic is missing (once it exists, its replicas are fixed and a node down is the ISR's business).
+   */
+  offsetsTopicWait(): string | undefined {
+    const liveNodes = this.node?.metadata?.liveNodes.length ?? 0;
+    const replicationFactor = this.config.offsetsTopicReplicationFactor;
+    if (liveNodes === 0 || liveNodes >= replicationFactor) return undefined;
+    return (
+      `${liveNodes} live ${liveNodes === 1 ? 'node' : 'nodes'}, fewer than --offsets-topic-replication-factor ` +
+      `${replicationFactor}: groups have no coordinator until enough nodes are up`
+    );
+  }
+
+  /**
+   * Says once per live-node count, not on every FindCoordinator a retrying client sends, why the groups
+   * have no coordinator yet: while a cluster starts this is expected, and it stops when enough nodes are up.
+   */
+  private warnTooFewNodesForOffsetsTopic(liveNodes: number, replicationFactor: number): void {
+    if (this.offsetsTopicWaitLoggedFor === liveNodes) return;
+    this.offsetsTopicWaitLoggedFor = liveNodes;
+    this.logger.warn(
+      { liveNodes, replicationFactor },
+      `${CONSUMER_OFFSETS_TOPIC} not created: ${this.offsetsTopicWait() ?? ''} ` +
+        '(expected while a cluster starts; a smaller cluster needs a lower factor)',
+    );
   }
 
   /** Resigns the controller role, revokes the lease, stops the watches and closes the store. Idempotent. */

@@ -442,7 +442,10 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
         metadata: (topics) => replicaManager.metadata({ topics: [...topics] }),
         ...(cluster !== undefined
           ? {
-              onMissingTopic: () => void ensureOffsetsTopic(cluster),
+              onMissingTopic: () => {
+                void ensureOffsetsTopic(cluster);
+                return cluster.offsetsTopicWait();
+              },
               isViewCurrent: () => cluster.guard.isActive(),
             }
           : groupState === undefined
@@ -589,12 +592,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     health.setStatus('', problem === undefined ? 'SERVING' : 'NOT_SERVING');
   }
 
-  /** Creates __consumer_offsets in etcd (one creation at a time), logging what could not be done. */
+  /**
+   * Creates __consumer_offsets in etcd (one creation at a time). The wiring logs why one could not be
+   * done now (once, not per lookup: clients retry FindCoordinator every few hundred ms); a failure it did
+   * not expect is logged here.
+   */
   async function ensureOffsetsTopic(wiring: ClusterWiring): Promise<void> {
     try {
-      const outcome = await wiring.ensureOffsetsTopic();
-      if (outcome === 'unavailable')
-        logger.warn('__consumer_offsets could not be created now; retried on the next lookup');
+      await wiring.ensureOffsetsTopic();
     } catch (error) {
       logger.warn({ err: error }, '__consumer_offsets could not be created; retried on the next lookup');
     }

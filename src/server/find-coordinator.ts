@@ -19,10 +19,11 @@ export interface FindCoordinatorOptions {
   /**
    * The topic does not exist in this node's view. Cluster mode creates it here, as Kafka creates its
    * offsets topic on the first FindCoordinator; the answer is COORDINATOR_NOT_AVAILABLE until the new
-   * partitions have leaders (clients retry). Without it (single-node mode before the topic is hosted),
+   * partitions have leaders (clients retry), its message saying why when the callback knows (too few
+   * live nodes for the topic's replicas). Without it (single-node mode before the topic is hosted),
    * `localNode` coordinates every group.
    */
-  readonly onMissingTopic?: () => void;
+  readonly onMissingTopic?: () => string | undefined;
   /** Single-node mode: this node, once bound. */
   readonly localNode?: () => BrokerNode | undefined;
   /**
@@ -64,11 +65,10 @@ export function findCoordinatorHandler(
     if (topic === undefined || topic.errorCode !== ErrorCode.NONE || topic.partitions.length === 0) {
       const local = options.onMissingTopic === undefined ? options.localNode?.() : undefined;
       if (local !== undefined) return { coordinators: request.keys.map((key) => located(key, local)) };
-      options.onMissingTopic?.();
+      const why = options.onMissingTopic?.();
+      const message = `${GROUP_METADATA_TOPIC} does not exist yet${why === undefined ? '' : `: ${why}`}`;
       return {
-        coordinators: request.keys.map((key) =>
-          failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, `${GROUP_METADATA_TOPIC} does not exist yet`),
-        ),
+        coordinators: request.keys.map((key) => failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, message)),
       };
     }
     const brokers = new Map(view.brokers.map((node) => [node.nodeId, node]));

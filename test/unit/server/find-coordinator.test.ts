@@ -102,6 +102,21 @@ describe('FindCoordinator', () => {
       ErrorCode.COORDINATOR_NOT_AVAILABLE,
       ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ]);
+    expect(coordinators[0]!.errorMessage).toBe('__consumer_offsets does not exist yet');
+  });
+
+  it('says why the topic cannot be created when the creator knows', async () => {
+    const find = findCoordinatorHandler({
+      metadata: () => Promise.resolve(MISSING),
+      onMissingTopic: () => '1 live node, fewer than --offsets-topic-replication-factor 3',
+    });
+    const { coordinators } = await find({ keyType: 0, keys: ['a'] });
+    expect(coordinators.map((c) => [c.errorCode, c.errorMessage])).toEqual([
+      [
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        '__consumer_offsets does not exist yet: 1 live node, fewer than --offsets-topic-replication-factor 3',
+      ],
+    ]);
   });
 
   it('names the local node for every key when no topic is hosted and nothing creates one', async () => {

@@ -35,6 +35,9 @@ it('follows partition leaders from a bootstrap list, through a leader failover, 
         nodeId,
         nodeSessionTimeoutMs: 4_000,
         replicaLagTimeMaxMs: 2_000,
+        // The reading group is the first, after a node has stopped: __consumer_offsets is created on the
+        // two survivors, which it may only be with a factor of 2 (Kafka waits for as many live brokers).
+        offsetsTopicReplicationFactor: 2,
       }),
     );
   }

@@ -18,28 +18,31 @@
  *
  * 3. Server CPU that 10 open pages cost during a rebalance storm: 20 groups each cycling JoinGroup →
  *    SyncGroup → LeaveGroup over raw gRPC (two rebalances a cycle: one completed, one emptied) paced at
- *    `--storm-rate` rebalances/s. `--pairs` pairs of windows of `--storm-ms` each, every window on a fresh
- *    server in a child process, alike but for the pages: one never sees a page (the board never
- *    subscribes), the other has had 10 pages open since its warm-up (the board's subscription, its
- *    once-a-second rounds and the streams all count, as they would on a real server). Each server lives
- *    alone through the same sequence (spawn, the same warm-up storm, its window, killed) before the
- *    pair's other one is spawned, and the pairs alternate which goes first (even pairs without pages
- *    first), so neither warm-up, idle time nor drift favours one side. (Two servers alive at once, the
- *    second warmed while the first idled, measured the bare one 9% dearer with no page at all.) Per window, the
- *    stormed child's CPU (every thread's run time from /proc/PID/task/<tid>/schedstat, in ns; /proc/PID/stat's
- *    10 ms ticks are too coarse for a 5% target) per rebalance; per pair, what the pages add as a share of
- *    the window without; printed: the median share over the pairs and their spread (min, max).
+ *    `--storm-rate` rebalances/s. `--pairs` pairs; each pair is two fresh servers in child processes,
+ *    alike but for the pages, living through the same seconds (`pairWindow`): one never sees a page (the
+ *    board never subscribes), the other has had 10 pages open since its warm-up (the board's
+ *    subscription, its once-a-second rounds and the streams all count, as they would on a real server).
+ *    Both are stormed at once, first a warm-up of `--warm-ms` (V8 must have compiled the hot paths, or the
+ *    window measures the JIT as much as the pages), then the measured window of `--storm-ms`, so that
+ *    whatever else the shared machine does in those seconds falls on both alike; pairs alternate which of
+ *    the two is spawned first. (Measured one after the other, each alone, two servers without pages
+ *    differed by up to ±7% a pair, and by 9% in one direction when one of them idled while the other
+ *    warmed; side by side, within a few %.) Per window, each stormed child's CPU (every thread's run time
+ *    from /proc/PID/task/<tid>/schedstat, in ns; /proc/PID/stat's 10 ms ticks are too coarse for a 5%
+ *    target) per rebalance; per pair, what the pages add as a share of the server without; printed: the
+ *    median share over the pairs and their spread (min, max).
  *    The pages are readers that make exactly a real page's requests (the page's files, its stream, the
  *    select request naming the group it shows: the first it hears of), and read the stream as fast as it
  *    comes: the server's cost is the same whoever reads, and 10 Chromium pages rendering a storm would take
  *    the 2 cores the server and the storm need. First, one real page in headless Chromium is opened
- *    against a third server for a few seconds and every request it makes is recorded; the run fails if it
+ *    against a server of its own for a few seconds and every request it makes is recorded; the run fails if it
  *    made one the readers do not, or made any request again after loading (a periodic refresh).
  *    Goal: ≤ 5% with 10 pages at 100 rebalances/s.
  *
  * Run with `npm run bench:live-page`. Options: `--rounds=N` (default 5), `--rebalances=N` (default 100),
- * `--storm-rate=N` (default 100), `--storm-ms=N` (default 8,000), `--pairs=N` (default 6), `--pages=N`
- * (default 10; `--pages=0` compares two servers without pages: the spread between alike processes),
+ * `--storm-rate=N` (default 100), `--warm-ms=N` (default 10,000), `--storm-ms=N` (default 8,000),
+ * `--pairs=N` (default 6), `--pages=N` (default 10; `--pages=0` compares two servers without pages: the
+ * spread between alike processes),
  * `--only=render,rebalance,cpu`.
  * The last line of output is a JSON object of the figures.
  */
@@ -284,62 +287,79 @@ interface CpuPair {
   readonly share: number;
 }
 
-/**
- * One server's life in a pair: spawned fresh, warmed up with the storm (its `pageCount` pages opened half
- * a second in), one measured window, pages closed, killed. The server's CPU per rebalance in the window.
- */
-async function serverWindow(ratePerS: number, durationMs: number, pageCount: number): Promise<number> {
+interface StormedServer {
+  readonly cohort: ReturnType<typeof spawnCohort>;
+  readonly address: string;
+  readonly adminAddress: string;
+}
+
+async function startStormed(): Promise<StormedServer> {
   const cohort = spawnCohort(['--listen', '127.0.0.1:0', '--group-initial-rebalance-delay-ms', '0']);
-  const aborts = Array.from({ length: pageCount }, () => new AbortController());
-  try {
-    const listening = (await cohort.waitForLog('cohort listening')) as unknown as {
-      address: string;
-      adminAddress: string;
-    };
-    const pid = cohort.child.pid!;
-    // Warm-up (JIT, buffers), and the pages opened once the storm has made groups.
-    const warming = storm(listening.address, ratePerS, 2_000);
-    await sleep(500);
-    const pages = await Promise.all(
-      aborts.map((a) => openPage(`http://${listening.adminAddress}`, a.signal)),
-    );
-    await warming;
-    const before = cpuSecondsOf(pid);
-    const made = await storm(listening.address, ratePerS, durationMs);
-    const cpuUs = ((cpuSecondsOf(pid) - before) * 1e6) / made;
-    for (const a of aborts) a.abort();
-    await Promise.all(pages.map((p) => p.reading));
-    return cpuUs;
-  } finally {
-    for (const a of aborts) a.abort();
-    await cohort.kill();
-  }
+  const listening = (await cohort.waitForLog('cohort listening')) as unknown as {
+    address: string;
+    adminAddress: string;
+  };
+  return { cohort, address: listening.address, adminAddress: listening.adminAddress };
 }
 
 /**
- * `pairs` pairs of windows (see the header): per pair, one server without pages and one with
- * `pageCount`, each living alone through the same sequence (`serverWindow`), in alternating order.
+ * One pair: two fresh servers, alike but for the pages, living through the same seconds. Both are warmed
+ * up with the storm at once (`pageCount` pages opened on one of them half a second in), then both are
+ * stormed at once for the measured window, so that whatever else the machine does in those seconds
+ * (other tenants, frequency, the storm's own client) falls on both alike. Each server's CPU per
+ * rebalance in the window.
  */
+async function pairWindow(
+  ratePerS: number,
+  warmMs: number,
+  durationMs: number,
+  pageCount: number,
+  withFirst: boolean,
+): Promise<{ withoutUs: number; withUs: number }> {
+  const aborts = Array.from({ length: pageCount }, () => new AbortController());
+  const started: StormedServer[] = [];
+  try {
+    // Spawned one after the other (alternating which first), so neither starts while the other loads.
+    for (let i = 0; i < 2; i++) started.push(await startStormed());
+    const [withPages, without] = withFirst ? started : [started[1], started[0]];
+    // Warm-up (JIT, buffers), and the pages opened once the storm has made groups. It must be long enough
+    // for V8 to have compiled the hot paths: after 2 s, V8's compiler threads were still optimizing some
+    // 375 functions during an 8 s window (--trace-opt), a one-time cost that falls more on the server with
+    // pages, which has more code to compile.
+    const warming = Promise.all(started.map((s) => storm(s.address, ratePerS, warmMs)));
+    await sleep(500);
+    const pages = await Promise.all(
+      aborts.map((a) => openPage(`http://${withPages.adminAddress}`, a.signal)),
+    );
+    await warming;
+    const pids = [without.cohort.child.pid!, withPages.cohort.child.pid!];
+    const before = pids.map(cpuSecondsOf);
+    const made = await Promise.all([without, withPages].map((s) => storm(s.address, ratePerS, durationMs)));
+    const [withoutUs, withUs] = pids.map((pid, i) => ((cpuSecondsOf(pid) - before[i]) * 1e6) / made[i]);
+    for (const a of aborts) a.abort();
+    await Promise.all(pages.map((p) => p.reading));
+    return { withoutUs, withUs };
+  } finally {
+    for (const a of aborts) a.abort();
+    await Promise.all(started.map((s) => s.cohort.kill()));
+  }
+}
+
+/** `pairs` pairs (see the header and `pairWindow`), alternating which of the two is spawned first. */
 async function pageCpu(
   ratePerS: number,
+  warmMs: number,
   durationMs: number,
   pairs: number,
   pageCount: number,
 ): Promise<CpuPair[]> {
   const results: CpuPair[] = [];
   for (let pair = 0; pair < pairs; pair++) {
-    let withoutUs: number;
-    let withUs: number;
-    if (pair % 2 === 0) {
-      withoutUs = await serverWindow(ratePerS, durationMs, 0);
-      withUs = await serverWindow(ratePerS, durationMs, pageCount);
-    } else {
-      withUs = await serverWindow(ratePerS, durationMs, pageCount);
-      withoutUs = await serverWindow(ratePerS, durationMs, 0);
-    }
+    const withFirst = pair % 2 === 1;
+    const { withoutUs, withUs } = await pairWindow(ratePerS, warmMs, durationMs, pageCount, withFirst);
     const result = { withoutUs, withUs, share: (withUs - withoutUs) / withoutUs };
     console.log(
-      `  pair ${pair + 1}/${pairs} (${pair % 2 === 0 ? 'without first' : 'with first'}): ` +
+      `  pair ${pair + 1}/${pairs} (${withFirst ? 'with' : 'without'} spawned first): ` +
         `${withoutUs.toFixed(0)} µs without, ${withUs.toFixed(0)} µs with: ` +
         `${result.share >= 0 ? '+' : ''}${(result.share * 100).toFixed(1)}%`,
     );
@@ -367,7 +387,13 @@ async function main(): Promise<void> {
       `a real page's requests (Chromium), all made by the readers, none repeated: ${made.join(', ')}`,
     );
     const pageCount = option('pages', 10);
-    const pairs = await pageCpu(rate, option('storm-ms', 8_000), option('pairs', 6), pageCount);
+    const pairs = await pageCpu(
+      rate,
+      option('warm-ms', 10_000),
+      option('storm-ms', 8_000),
+      option('pairs', 6),
+      pageCount,
+    );
     const shares = pairs.map((p) => p.share * 100);
     const share = median(shares);
     const percent = (x: number): string => `${x >= 0 ? '+' : ''}${x.toFixed(1)}%`;
@@ -388,6 +414,8 @@ async function main(): Promise<void> {
       tenPagesCpuShareMaxPercent: tenth(Math.max(...shares)),
       tenPagesCpuRatio: Math.round(median(pairs.map((p) => p.withUs / p.withoutUs)) * 1000) / 1000,
       cpuPairs: pairs.length,
+      // The key names say ten; this is how many the run opened (--pages).
+      cpuPages: pageCount,
     });
   }
   console.log(JSON.stringify(figures));

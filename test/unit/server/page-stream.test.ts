@@ -2,7 +2,12 @@ import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { ClusterView } from '../../../src/server/cluster-board';
 import type { BoardGroup, BoardGroupRow, BoardListener } from '../../../src/server/group-board';
-import { PAGE_FLUSH_INTERVAL_MS, PageFlushes, PageStream } from '../../../src/server/page-stream';
+import {
+  PAGE_FLUSH_INTERVAL_MS,
+  PAGE_STORM_FLUSH_INTERVAL_MS,
+  PageFlushes,
+  PageStream,
+} from '../../../src/server/page-stream';
 import { ManualTime } from '../../../src/time';
 
 /** A response whose write buffer the test fills and drains. */
@@ -107,6 +112,57 @@ describe('PageStream', () => {
     time.advance(PAGE_FLUSH_INTERVAL_MS / 2);
     expect(response.written[1]).toBe('event: row\ndata: {"groupId":"a","generationId":1}\n\n');
     expect(other.written[1]).toBe(response.written[1]);
+  });
+
+  it('writes once a storm interval while groups change without pause, and within an interval after a pause', () => {
+    expect(PAGE_FLUSH_INTERVAL_MS).toBe(100);
+    expect(PAGE_STORM_FLUSH_INTERVAL_MS).toBe(1_000);
+    const writtenAtMs: number[] = [];
+    const write = response.write.bind(response);
+    response.write = (chunk: string): boolean => {
+      writtenAtMs.push(time.monotonicMs());
+      return write(chunk);
+    };
+    // A change every 50 ms for 3 s.
+    let generation = 0;
+    for (let t = 0; t < 3_000; t += 50) {
+      stream.onRow(row('a', ++generation));
+      time.advance(50);
+    }
+    expect(flushes.isStorm).toBe(true);
+    // (In steps: the manual clock runs a due task at the end of its advance.)
+    for (let t = 0; t < 1_000; t += 50) time.advance(50);
+    // Then 200 ms without a change, and one change.
+    time.advance(100);
+    stream.onRow(row('a', ++generation));
+    expect(flushes.isStorm).toBe(false);
+    time.advance(100);
+    // Every 100 ms until a second had a change in each of its 100 ms (the request at 900 ms); then one
+    // write a second, the last with the storm's last change (at 2,950 ms); then quick again.
+    expect(writtenAtMs).toEqual([100, 200, 300, 400, 500, 600, 700, 800, 900, 1_900, 2_900, 3_900, 4_200]);
+    // Nothing was lost: each write carried the latest frame (generation n changed at (n - 1) × 50 ms).
+    const generations = response
+      .frames()
+      .slice(1)
+      .map((f) => (JSON.parse(f.split('data: ')[1]) as { generationId: number }).generationId);
+    expect(generations.slice(-4)).toEqual([38, 58, 60, 61]);
+  });
+
+  it('writes a tick due while frames wait in their write, with the clock of that write', () => {
+    stream.onTick(time.nowMs());
+    expect(response.events()).toEqual(['hello', 'tick']);
+    stream.onRow(row('a', 1));
+    const dueMs = time.nowMs();
+    stream.onTick(dueMs);
+    expect(response.written).toHaveLength(2);
+    nextFlush();
+    expect(response.written).toHaveLength(3);
+    expect(response.events()).toEqual(['hello', 'tick', 'row', 'tick']);
+    const tick = JSON.parse(response.frames()[3].split('data: ')[1]) as { nowMs: number };
+    expect(tick.nowMs).toBe(dueMs + PAGE_FLUSH_INTERVAL_MS);
+    // Nothing waits: a tick goes out at once again.
+    stream.onTick(time.nowMs());
+    expect(response.written).toHaveLength(4);
   });
 
   it('writes the snapshot of a page that opens at once, in one write, without waiting for a flush', () => {

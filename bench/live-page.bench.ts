@@ -125,20 +125,30 @@ function overlapMs(intervals: readonly (readonly [number, number])[], fromMs: nu
   return Math.round(sum);
 }
 
+/** CPU time of a process, in seconds: every thread's, and its main thread's (the event loop's) alone. */
+interface ProcessCpu {
+  readonly all: number;
+  readonly main: number;
+}
+
 /**
  * CPU seconds the process has used: the run time of each of its threads (/proc/PID/task/TID/schedstat, ns),
- * summed. Node's threads (main, libuv pool, V8's helpers) live as long as the process.
+ * summed, and the main thread's (its tid is the pid). Node's threads (main, libuv pool, V8's helpers) live
+ * as long as the process.
  */
-function cpuSecondsOf(pid: number): number {
+function cpuSecondsOf(pid: number): ProcessCpu {
   let ns = 0;
+  let mainNs = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      const threadNs = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      ns += threadNs;
+      if (Number(tid) === pid) mainNs = threadNs;
     } catch {
       // The thread ended between the listing and the read.
     }
   }
-  return ns / 1e9;
+  return { all: ns / 1e9, main: mainNs / 1e9 };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -285,6 +295,8 @@ interface CpuPair {
   readonly withUs: number;
   /** (with − without) / without. */
   readonly share: number;
+  /** The main thread's part of `withUs − withoutUs`, per rebalance (the rest: V8's and libuv's threads). */
+  readonly mainAddedUs: number;
 }
 
 interface StormedServer {
@@ -315,7 +327,7 @@ async function pairWindow(
   durationMs: number,
   pageCount: number,
   withFirst: boolean,
-): Promise<{ withoutUs: number; withUs: number }> {
+): Promise<{ withoutUs: number; withUs: number; mainAddedUs: number }> {
   const aborts = Array.from({ length: pageCount }, () => new AbortController());
   const started: StormedServer[] = [];
   try {
@@ -335,10 +347,14 @@ async function pairWindow(
     const pids = [without.cohort.child.pid!, withPages.cohort.child.pid!];
     const before = pids.map(cpuSecondsOf);
     const made = await Promise.all([without, withPages].map((s) => storm(s.address, ratePerS, durationMs)));
-    const [withoutUs, withUs] = pids.map((pid, i) => ((cpuSecondsOf(pid) - before[i]) * 1e6) / made[i]);
+    const after = pids.map(cpuSecondsOf);
+    const perRebalanceUs = (i: number, part: keyof ProcessCpu): number =>
+      ((after[i][part] - before[i][part]) * 1e6) / made[i];
+    const [withoutUs, withUs] = [0, 1].map((i) => perRebalanceUs(i, 'all'));
+    const mainAddedUs = perRebalanceUs(1, 'main') - perRebalanceUs(0, 'main');
     for (const a of aborts) a.abort();
     await Promise.all(pages.map((p) => p.reading));
-    return { withoutUs, withUs };
+    return { withoutUs, withUs, mainAddedUs };
   } finally {
     for (const a of aborts) a.abort();
     await Promise.all(started.map((s) => s.cohort.kill()));
@@ -356,12 +372,14 @@ async function pageCpu(
   const results: CpuPair[] = [];
   for (let pair = 0; pair < pairs; pair++) {
     const withFirst = pair % 2 === 1;
-    const { withoutUs, withUs } = await pairWindow(ratePerS, warmMs, durationMs, pageCount, withFirst);
-    const result = { withoutUs, withUs, share: (withUs - withoutUs) / withoutUs };
+    const window = await pairWindow(ratePerS, warmMs, durationMs, pageCount, withFirst);
+    const { withoutUs, withUs, mainAddedUs } = window;
+    const result = { ...window, share: (withUs - withoutUs) / withoutUs };
     console.log(
       `  pair ${pair + 1}/${pairs} (${withFirst ? 'with' : 'without'} spawned first): ` +
         `${withoutUs.toFixed(0)} µs without, ${withUs.toFixed(0)} µs with: ` +
-        `${result.share >= 0 ? '+' : ''}${(result.share * 100).toFixed(1)}%`,
+        `${result.share >= 0 ? '+' : ''}${(result.share * 100).toFixed(1)}% ` +
+        `(main thread ${mainAddedUs >= 0 ? '+' : ''}${mainAddedUs.toFixed(0)} µs)`,
     );
     results.push(result);
   }
@@ -403,7 +421,8 @@ async function main(): Promise<void> {
       `server CPU per rebalance at ${rate} rebalances/s, median of ${pairs.length} pairs: ` +
         `${withoutUs.toFixed(0)} µs without pages, ${withUs.toFixed(0)} µs with ${pageCount} open; ` +
         `what the pages add: median ${percent(share)} (pairs from ${percent(Math.min(...shares))} ` +
-        `to ${percent(Math.max(...shares))})`,
+        `to ${percent(Math.max(...shares))}); of what they add, the main thread's: median ` +
+        `${median(pairs.map((p) => p.mainAddedUs)).toFixed(0)} µs a rebalance`,
     );
     const tenth = (x: number): number => Math.round(x * 10) / 10;
     Object.assign(figures, {
@@ -413,6 +432,8 @@ async function main(): Promise<void> {
       tenPagesCpuShareMinPercent: tenth(Math.min(...shares)),
       tenPagesCpuShareMaxPercent: tenth(Math.max(...shares)),
       tenPagesCpuRatio: Math.round(median(pairs.map((p) => p.withUs / p.withoutUs)) * 1000) / 1000,
+      // The main thread's part of what the pages add (the rest falls on V8's and libuv's threads).
+      tenPagesMainThreadAddedUs: Math.round(median(pairs.map((p) => p.mainAddedUs))),
       cpuPairs: pairs.length,
       // The key names say ten; this is how many the run opened (--pages).
       cpuPages: pageCount,

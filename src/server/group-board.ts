@@ -131,7 +131,8 @@ export interface BoardHeartbeats {
  * that group's members' heartbeats (once a second), or a group's end.
  */
 export interface BoardListener {
-  onRow(row: BoardGroupRow): void;
+  /** A group's row; `isGroupChange`: after a change of the group (not a lag round's, nor the opening's). */
+  onRow(row: BoardGroupRow, isGroupChange: boolean): void;
   /** The whole view of the group the page selected; never of another. */
   onGroup(group: BoardGroup): void;
   /**
@@ -299,7 +300,7 @@ export class GroupBoard {
       if (lag !== undefined) for (const entry of this.groups.values()) this.sampleGroup(entry, lag);
     }
     this.listeners.add(listener);
-    for (const entry of this.groups.values()) listener.onRow(this.rowOf(entry));
+    for (const entry of this.groups.values()) listener.onRow(this.rowOf(entry), false);
     return () => {
       this.listeners.delete(listener);
       this.selections.delete(listener);
@@ -365,14 +366,14 @@ export class GroupBoard {
     else this.relabelOwners(entry);
     entry.view = undefined;
     entry.row = undefined;
-    this.tellChanged(entry);
+    this.tellChanged(entry, true);
   }
 
   /** Every page hears the group's row, and the pages that show it its whole view (built once for all). */
-  private tellChanged(entry: GroupEntry): void {
+  private tellChanged(entry: GroupEntry, isGroupChange: boolean): void {
     if (this.listeners.size === 0) return;
     const row = this.rowOf(entry);
-    for (const l of this.listeners) l.onRow(row);
+    for (const l of this.listeners) l.onRow(row, isGroupChange);
     let view: BoardGroup | undefined;
     for (const [l, groupId] of this.selections)
       if (groupId === row.groupId) l.onGroup((view ??= this.viewOf(entry)));
@@ -450,7 +451,8 @@ export class GroupBoard {
   private sampleLag(): void {
     const lag = this.options.lag;
     if (lag !== undefined && this.listeners.size > 0) {
-      for (const entry of this.groups.values()) if (this.sampleGroup(entry, lag)) this.tellChanged(entry);
+      for (const entry of this.groups.values())
+        if (this.sampleGroup(entry, lag)) this.tellChanged(entry, false);
     }
     // Each selected group is read once however many pages show it, and its pages share one message.
     const heartbeats = new Map<string, readonly BoardHeartbeats[] | null>();

@@ -15,18 +15,23 @@ const DROPPED_SOCKET_TIMEOUT_MS = 10_000;
  */
 export const PAGE_FLUSH_INTERVAL_MS = 100;
 /**
- * How often pages are written while groups change without pause (PageFlushes: a storm). A person cannot
+ * How often pages are written in a storm of group changes (PageFlushes, PAGE_STORM_CHANGES). A person cannot
  * read ten updates a second of a table that changes everywhere, and every write costs the server the
  * same whatever it holds (about 115 µs of server CPU per write to a local socket on our 2-vCPU VMs, of
  * which the bytes are a small part), so in a storm each page is written once a second, as its tick is.
  */
 export const PAGE_STORM_FLUSH_INTERVAL_MS = 1_000;
 /**
- * Storm: a change in each of the last STORM_SLOTS slots of PAGE_FLUSH_INTERVAL_MS (a second of changes
- * without a pause of a whole interval).
+ * Storm: a flush within the last storm interval wrote some page at least this many group changes (since
+ * its write before; the rows of lag rounds are not changes), a rate of 100 changes a second or more at
+ * PAGE_FLUSH_INTERVAL_MS. Counting changes, not slots with a change, takes in the storms that come in
+ * bursts (a deploy, many groups rebalancing in step: 20 groups cycling every 400 ms lit only 3 of 10
+ * slots of 100 ms, and cost each page a write per burst), and leaves out one group rebalancing over and
+ * over, which a page should show within 100 ms. A lag round, which gives a row to every consuming group
+ * once a second, is no storm: it would keep the pages of any busy cluster at one write a second, and
+ * show a rebalance up to a second late on them.
  */
-const STORM_SLOTS = 10;
-const ALL_STORM_SLOTS = (1 << STORM_SLOTS) - 1;
+export const PAGE_STORM_CHANGES = 10;
 
 /** One Server-Sent Events frame. JSON.stringify escapes newlines, so `data` is always one line. */
 export function sseFrame(event: string, data: unknown): string {
@@ -82,25 +87,25 @@ class FlushTask extends TimerTask {
  * one frame, and since every page writes the same group views in the same turn, each view is serialised
  * once for all of them (`sharedFrame`).
  *
- * In a storm (groups changed in each of the last STORM_SLOTS slots of `intervalMs`: a second of changes
- * without a pause) the next flush waits `stormIntervalMs` instead, so a page gets one write a second
- * rather than ten. Nothing is lost by it: each group's frame is its latest and holds all the page shows
- * of it (the board keeps the timeline whatever is written). The first flush after a pause of a whole
- * interval is quick again. The slots are one bitmask, updated on each `request` (no allocation).
+ * In a storm (a flush within the last `stormIntervalMs` wrote some page PAGE_STORM_CHANGES group changes
+ * or more) the next flush waits `stormIntervalMs` instead, so a page gets one write a second rather than
+ * ten. Nothing is lost by it: each group's frame is its latest and holds all the page shows of it (the
+ * board keeps the timeline whatever is written). Once a second has passed since the last such flush, the
+ * next one is quick again. The storm is one time, set by `flushAll` (no allocation).
  *
  * Worked example, interval 100 ms: group a changes at 0, 20 and 60 ms, b at 80 ms: at 100 ms every page
  * waiting writes a (its 60 ms row) and b in one write each; a change at 120 ms goes out at 220 ms. If
- * some group changes in every 100 ms from 0 to 1,000 ms, the flush requested at 1,000 ms goes out at
- * 2,000 ms, and so on while the storm lasts; a change after 200 ms without any goes out 100 ms later.
+ * 20 groups change at 0 ms, and again every 400 ms, the flush at 100 ms writes all 20; the bursts at
+ * 400, 800 and 1,200 ms go out together (each group's latest) at 1,400 ms, those from 1,600 ms at
+ * 2,600 ms, and so on.
  */
 export class PageFlushes {
   private readonly waiting = new Set<PageStream>();
   private readonly timer: SystemTimer;
   private readonly task: FlushTask;
   private isClosed = false;
-  /** Bit i: a change was requested in the slot `slot - i` (slots of `intervalMs`, monotonic). */
-  private activeSlots = 0;
-  private slot = Number.NEGATIVE_INFINITY;
+  /** When a flush last wrote some page PAGE_STORM_CHANGES group changes or more (monotonic ms). */
+  private busyFlushAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly time: Time,
@@ -111,30 +116,18 @@ export class PageFlushes {
     this.task = new FlushTask(intervalMs, () => this.flushAll());
   }
 
-  /** True while groups change without pause (see the class): flushes are `stormIntervalMs` apart. */
+  /** True within a storm interval of a flush that was a storm's (see the class): flushes are then slower. */
   get isStorm(): boolean {
-    return this.activeSlots === ALL_STORM_SLOTS;
+    return this.time.monotonicMs() - this.busyFlushAtMs < this.stormIntervalMs;
   }
 
   /** `stream` has frames waiting: it writes them on the next flush. */
   request(stream: PageStream): void {
     if (this.isClosed) return;
-    this.markActive();
     this.waiting.add(stream);
     if (this.task.isPending) return;
     this.task.delayMs = this.isStorm ? this.stormIntervalMs : this.intervalMs;
     this.timer.add(this.task);
-  }
-
-  /** Sets the bit of the current slot, after shifting out the slots that passed since the last change. */
-  private markActive(): void {
-    const slot = Math.floor(this.time.monotonicMs() / this.intervalMs);
-    if (slot !== this.slot) {
-      const passed = slot - this.slot;
-      this.activeSlots = passed >= STORM_SLOTS ? 0 : (this.activeSlots << passed) & ALL_STORM_SLOTS;
-      this.slot = slot;
-    }
-    this.activeSlots |= 1;
   }
 
   /** Stops the timer; frames still waiting are not written (their streams are being ended). Idempotent. */
@@ -147,7 +140,9 @@ export class PageFlushes {
   private flushAll(): void {
     const streams = [...this.waiting];
     this.waiting.clear();
-    for (const stream of streams) stream.flush();
+    let mostChanges = 0;
+    for (const stream of streams) mostChanges = Math.max(mostChanges, stream.flush());
+    if (mostChanges >= PAGE_STORM_CHANGES) this.busyFlushAtMs = this.time.monotonicMs();
   }
 }
 
@@ -194,6 +189,8 @@ export class PageStream implements BoardListener, ClusterListener {
   private pendingHeartbeats: readonly BoardHeartbeats[] | undefined;
   /** A tick is due with the frames waiting: the next flush writes it last, with the clock then. */
   private isTickPending = false;
+  /** Group changes heard since the last flush (PageFlushes: a storm). */
+  private changesSinceFlush = 0;
   private blockedSinceMs: number | undefined;
   private leave: (() => void) | undefined;
   private isEnded = false;
@@ -232,7 +229,8 @@ export class PageStream implements BoardListener, ClusterListener {
     }
   }
 
-  onRow(row: BoardGroupRow): void {
+  onRow(row: BoardGroupRow, isGroupChange: boolean): void {
+    if (isGroupChange) this.changesSinceFlush++;
     this.send(row.groupId, { event: 'row', data: row });
   }
 
@@ -243,6 +241,7 @@ export class PageStream implements BoardListener, ClusterListener {
   }
 
   onGone(groupId: string, reason: string, atMs: number): void {
+    this.changesSinceFlush++;
     if (this.pendingDetail?.groupId === groupId) this.pendingDetail = undefined;
     this.send(groupId, { event: 'gone', data: { groupId, reason, atMs } });
   }
@@ -325,11 +324,13 @@ export class PageStream implements BoardListener, ClusterListener {
   /**
    * Writes every waiting frame, oldest group first, then the shown group's view, the heartbeats, the
    * cluster's and a tick that was due, in one write (PageFlushes calls it; nothing while the page has not
-   * read the last write).
+   * read the last write). Returns how many group changes it heard since its last write.
    */
-  flush(): void {
-    if (this.isEnded || this.blockedSinceMs !== undefined) return;
-    if (!this.hasPending() && !this.isTickPending) return;
+  flush(): number {
+    if (this.isEnded || this.blockedSinceMs !== undefined) return 0;
+    if (!this.hasPending() && !this.isTickPending) return 0;
+    const changes = this.changesSinceFlush;
+    this.changesSinceFlush = 0;
     let chunk = '';
     for (let frame = this.queue.shift(); frame !== undefined; frame = this.queue.shift())
       chunk += sharedFrame(frame.event, frame.data);
@@ -342,6 +343,7 @@ export class PageStream implements BoardListener, ClusterListener {
     if (this.isTickPending) chunk += sseFrame('tick', { nowMs: this.time.nowMs() });
     this.isTickPending = false;
     this.write(chunk);
+    return changes;
   }
 
   private onDrain(): void {

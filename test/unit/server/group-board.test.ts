@@ -75,12 +75,15 @@ function group(
 class Page implements BoardListener {
   readonly rows = new Map<string, BoardGroupRow>();
   rowEvents = 0;
+  /** Of each row heard, whether it followed a change of its group. */
+  readonly rowCauses: boolean[] = [];
   readonly views = new Map<string, BoardGroup>();
   ticks: number[] = [];
   gone: string[] = [];
   heartbeats: BoardHeartbeats[][] = [];
-  onRow(row: BoardGroupRow): void {
+  onRow(row: BoardGroupRow, isGroupChange: boolean): void {
     this.rowEvents++;
+    this.rowCauses.push(isGroupChange);
     this.rows.set(row.groupId, row);
   }
   onGroup(g: BoardGroup): void {
@@ -278,6 +281,11 @@ describe('GroupBoard', () => {
       { topic: 't', partition: 0, committedOffset: '90', highWatermark: '100', lag: '10', memberId: 'a' },
     ]);
     expect(view.lagSamples.map(([, lag]) => lag)).toEqual([60, 10]);
+    // The group's first change, then the lag round's row, which is no change of the group (PageFlushes).
+    expect(page.rowCauses).toEqual([true, false]);
+    const later = new Page();
+    board.open(later);
+    expect(later.rowCauses).toEqual([false]);
   });
 
   it('reads the last heartbeats of the group a page shows, once a second, and tells it those that moved', () => {

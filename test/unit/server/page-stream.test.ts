@@ -4,6 +4,7 @@ import type { ClusterView } from '../../../src/server/cluster-board';
 import type { BoardGroup, BoardGroupRow, BoardListener } from '../../../src/server/group-board';
 import {
   PAGE_FLUSH_INTERVAL_MS,
+  PAGE_STORM_CHANGES,
   PAGE_STORM_FLUSH_INTERVAL_MS,
   PageFlushes,
   PageStream,
@@ -81,17 +82,33 @@ describe('PageStream', () => {
   /** Frames go out on the next flush, PAGE_FLUSH_INTERVAL_MS after the first waited. */
   const nextFlush = (): void => void time.advance(PAGE_FLUSH_INTERVAL_MS);
 
+  /** Advances in steps of 50 ms (the manual clock runs a task that falls due at the end of its advance). */
+  const advanceInSteps = (ms: number): void => {
+    for (let t = 0; t < ms; t += 50) time.advance(50);
+  };
+
+  /** The monotonic times of the response's writes from now on. */
+  const recordWrites = (): number[] => {
+    const writtenAtMs: number[] = [];
+    const write = response.write.bind(response);
+    response.write = (chunk: string): boolean => {
+      writtenAtMs.push(time.monotonicMs());
+      return write(chunk);
+    };
+    return writtenAtMs;
+  };
+
   it('writes nothing before the flush interval has passed since the first frame waited', () => {
-    stream.onRow(row('a', 1));
+    stream.onRow(row('a', 1), true);
     time.advance(PAGE_FLUSH_INTERVAL_MS - 1);
-    stream.onRow(row('a', 2));
+    stream.onRow(row('a', 2), true);
     expect(response.events()).toEqual(['hello']);
     time.advance(1);
     expect(response.frames().slice(1)).toEqual(['event: row\ndata: {"groupId":"a","generationId":2}\n\n']);
     // Nothing waits: no flush is due, and the next frame waits a whole interval again.
     time.advance(10 * PAGE_FLUSH_INTERVAL_MS);
     expect(response.written).toHaveLength(2);
-    stream.onRow(row('b', 1));
+    stream.onRow(row('b', 1), true);
     time.advance(PAGE_FLUSH_INTERVAL_MS - 1);
     expect(response.written).toHaveLength(2);
     time.advance(1);
@@ -104,9 +121,9 @@ describe('PageStream', () => {
     second.open(() => () => undefined);
     time.advance(PAGE_FLUSH_INTERVAL_MS / 2);
     const shared = row('a', 1);
-    stream.onRow(shared);
+    stream.onRow(shared, true);
     time.advance(PAGE_FLUSH_INTERVAL_MS / 2);
-    second.onRow(shared);
+    second.onRow(shared, true);
     expect(other.events()).toEqual(['hello']);
     // The second page's frame waited half an interval: it goes out with the first page's, not later.
     time.advance(PAGE_FLUSH_INTERVAL_MS / 2);
@@ -114,44 +131,80 @@ describe('PageStream', () => {
     expect(other.written[1]).toBe(response.written[1]);
   });
 
-  it('writes once a storm interval while groups change without pause, and within an interval after a pause', () => {
+  it('writes once a storm interval while groups change 100 times a second or more, and within an interval after', () => {
     expect(PAGE_FLUSH_INTERVAL_MS).toBe(100);
     expect(PAGE_STORM_FLUSH_INTERVAL_MS).toBe(1_000);
-    const writtenAtMs: number[] = [];
-    const write = response.write.bind(response);
-    response.write = (chunk: string): boolean => {
-      writtenAtMs.push(time.monotonicMs());
-      return write(chunk);
-    };
-    // A change every 50 ms for 3 s.
+    const writtenAtMs = recordWrites();
+    // A change every 5 ms for 3 s: 20 an interval.
     let generation = 0;
-    for (let t = 0; t < 3_000; t += 50) {
-      stream.onRow(row('a', ++generation));
-      time.advance(50);
+    for (let t = 0; t < 3_000; t += 5) {
+      stream.onRow(row('a', ++generation), true);
+      time.advance(5);
     }
     expect(flushes.isStorm).toBe(true);
-    // (In steps: the manual clock runs a due task at the end of its advance.)
-    for (let t = 0; t < 1_000; t += 50) time.advance(50);
-    // Then 200 ms without a change, and one change.
-    time.advance(100);
-    stream.onRow(row('a', ++generation));
+    advanceInSteps(1_100);
     expect(flushes.isStorm).toBe(false);
-    time.advance(100);
-    // Every 100 ms until a second had a change in each of its 100 ms (the request at 900 ms); then one
-    // write a second, the last with the storm's last change (at 2,950 ms); then quick again.
-    expect(writtenAtMs).toEqual([100, 200, 300, 400, 500, 600, 700, 800, 900, 1_900, 2_900, 3_900, 4_200]);
-    // Nothing was lost: each write carried the latest frame (generation n changed at (n - 1) × 50 ms).
+    stream.onRow(row('a', ++generation), true);
+    advanceInSteps(100);
+    // At 100 ms the first 20 changes: a storm's; then one write a second, the last with the storm's last
+    // change (at 2,995 ms); then, a second after it, quick again.
+    expect(writtenAtMs).toEqual([100, 1_100, 2_100, 3_100, 4_200]);
+    // Nothing was lost: each write carried the latest frame (generation n changed at (n - 1) × 5 ms).
     const generations = response
       .frames()
       .slice(1)
       .map((f) => (JSON.parse(f.split('data: ')[1]) as { generationId: number }).generationId);
-    expect(generations.slice(-4)).toEqual([38, 58, 60, 61]);
+    expect(generations).toEqual([20, 220, 420, 600, 601]);
+  });
+
+  it('is no storm while one group rebalances over and over: its changes are written every interval', () => {
+    const writtenAtMs = recordWrites();
+    for (let t = 0; t < 2_000; t += 50) {
+      stream.onRow(row('a', t), true);
+      time.advance(50);
+    }
+    expect(flushes.isStorm).toBe(false);
+    expect(writtenAtMs).toHaveLength(20);
+    expect(writtenAtMs.slice(0, 3)).toEqual([100, 200, 300]);
+  });
+
+  it('writes once a storm interval while many groups change in bursts, and within an interval once they stop', () => {
+    expect(PAGE_STORM_CHANGES).toBe(10);
+    const writtenAtMs = recordWrites();
+    // 20 groups change together at 0 ms and every 400 ms until 2,000 ms: a pause between the bursts.
+    for (let t = 0; t < 2_400; t += 50) {
+      if (t % 400 === 0) for (let g = 0; g < 20; g++) stream.onRow(row(`g${g}`, t / 400 + 1), true);
+      time.advance(50);
+    }
+    // One group changes at 3,000 ms, within a second of the last busy write, and at 4,200 ms, after it.
+    advanceInSteps(600);
+    stream.onRow(row('g0', 100), true);
+    advanceInSteps(1_200);
+    stream.onRow(row('g0', 101), true);
+    advanceInSteps(200);
+    expect(writtenAtMs).toEqual([100, 1_400, 2_600, 4_000, 4_300]);
+    // Each busy write carried every group, at its latest burst: nothing was lost.
+    const rows = response
+      .frames()
+      .slice(1)
+      .map((f) => JSON.parse(f.split('data: ')[1]) as { groupId: string; generationId: number });
+    expect(rows.filter((r) => r.groupId === 'g7').map((r) => r.generationId)).toEqual([1, 4, 6]);
+  });
+
+  it('takes no lag round for a storm: a change after one is written within an interval', () => {
+    const writtenAtMs = recordWrites();
+    for (let g = 0; g < 20; g++) stream.onRow(row(`g${g}`, 1), false);
+    advanceInSteps(200);
+    stream.onRow(row('g0', 2), true);
+    advanceInSteps(100);
+    expect(writtenAtMs).toEqual([100, 300]);
+    expect(flushes.isStorm).toBe(false);
   });
 
   it('writes a tick due while frames wait in their write, with the clock of that write', () => {
     stream.onTick(time.nowMs());
     expect(response.events()).toEqual(['hello', 'tick']);
-    stream.onRow(row('a', 1));
+    stream.onRow(row('a', 1), true);
     const dueMs = time.nowMs();
     stream.onTick(dueMs);
     expect(response.written).toHaveLength(2);
@@ -168,8 +221,8 @@ describe('PageStream', () => {
   it('writes the snapshot of a page that opens at once, in one write, without waiting for a flush', () => {
     const other = new FakeResponse();
     newStream(other).open((listener) => {
-      listener.onRow(row('a', 1));
-      listener.onRow(row('b', 1));
+      listener.onRow(row('a', 1), false);
+      listener.onRow(row('b', 1), false);
       return () => undefined;
     });
     expect(other.written).toHaveLength(2);
@@ -177,15 +230,15 @@ describe('PageStream', () => {
   });
 
   it('writes nothing once the flushes are closed (the server is closing)', () => {
-    stream.onRow(row('a', 1));
+    stream.onRow(row('a', 1), true);
     flushes.close();
     time.advance(PAGE_FLUSH_INTERVAL_MS);
     expect(response.events()).toEqual(['hello']);
   });
 
   it('writes the frames of one flush in one write, one per group, the latest', () => {
-    for (let generation = 1; generation <= 10; generation++) stream.onRow(row('a', generation));
-    stream.onRow(row('b', 1));
+    for (let generation = 1; generation <= 10; generation++) stream.onRow(row('a', generation), true);
+    stream.onRow(row('b', 1), true);
     expect(response.events()).toEqual(['hello']);
     nextFlush();
     expect(response.written).toHaveLength(2);
@@ -201,7 +254,7 @@ describe('PageStream', () => {
   it("writes the cluster's latest view after the groups' frames of the flush, and holds one while the page is slow", () => {
     const cluster = (partitionCount: number): ClusterView => ({ partitionCount }) as ClusterView;
     stream.onCluster(cluster(1));
-    stream.onRow(row('a', 1));
+    stream.onRow(row('a', 1), true);
     stream.onCluster(cluster(2));
     nextFlush();
     expect(response.written).toHaveLength(2);
@@ -225,7 +278,7 @@ describe('PageStream', () => {
   });
 
   it("writes members' heartbeats after the groups' frames of the flush, so an older group view never overwrites them", () => {
-    stream.onRow(row('a', 1));
+    stream.onRow(row('a', 1), true);
     stream.onHeartbeats([{ groupId: 'a', members: [['m', 100]] }]);
     stream.onHeartbeats([{ groupId: 'a', members: [['m', 200]] }]);
     nextFlush();
@@ -238,7 +291,7 @@ describe('PageStream', () => {
 
   it("writes the shown group's latest view after the rows, and none once the group is gone", () => {
     stream.onGroup(view('a', 1));
-    stream.onRow(row('b', 1));
+    stream.onRow(row('b', 1), true);
     stream.onGroup(view('a', 2));
     stream.onHeartbeats([{ groupId: 'a', members: [['m', 100]] }]);
     nextFlush();
@@ -281,11 +334,11 @@ describe('PageStream', () => {
 
   it('keeps only the latest frame of each group while the page is slow, and sends them on drain', () => {
     response.isFull = true;
-    stream.onRow(row('a', 1));
+    stream.onRow(row('a', 1), true);
     nextFlush(); // written: the buffer is now full
-    stream.onRow(row('a', 2));
-    stream.onRow(row('b', 1));
-    stream.onRow(row('a', 3));
+    stream.onRow(row('a', 2), true);
+    stream.onRow(row('b', 1), true);
+    stream.onRow(row('a', 3), true);
     nextFlush();
     expect(stream.pendingFrames).toBe(2);
     expect(response.events()).toEqual(['hello', 'row']);
@@ -305,9 +358,9 @@ describe('PageStream', () => {
 
   it('drops a page behind on more groups than allowed, saying why, and leaves the board', () => {
     response.isFull = true;
-    stream.onRow(row('a', 1));
+    stream.onRow(row('a', 1), true);
     nextFlush();
-    for (const id of ['b', 'c', 'd']) stream.onRow(row(id, 1));
+    for (const id of ['b', 'c', 'd']) stream.onRow(row(id, 1), true);
     expect(dropped).toEqual([3]);
     expect(left).toBe(1);
     expect(stream.pendingFrames).toBe(0);
@@ -319,7 +372,7 @@ describe('PageStream', () => {
 
   it('drops a page that reads nothing for longer than maxLagMs, even with no group changing', () => {
     response.isFull = true;
-    stream.onRow(row('a', 1));
+    stream.onRow(row('a', 1), true);
     nextFlush();
     time.advance(5_000);
     stream.onTick(time.nowMs());
@@ -333,7 +386,7 @@ describe('PageStream', () => {
   it('leaves the board when the page goes away', () => {
     response.emit('close');
     expect(left).toBe(1);
-    stream.onRow(row('a', 1));
+    stream.onRow(row('a', 1), true);
     nextFlush();
     expect(response.events()).toEqual(['hello']);
   });

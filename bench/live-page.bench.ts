@@ -344,14 +344,19 @@ async function pairWindow(
       aborts.map((a) => openPage(`http://${withPages.adminAddress}`, a.signal)),
     );
     await warming;
-    const pids = [without.cohort.child.pid!, withPages.cohort.child.pid!];
+    // Both in the order they were spawned, which alternates, so that neither server's storm is always
+    // the one started (and its CPU read) first.
+    const pids = started.map((s) => s.cohort.child.pid!);
     const before = pids.map(cpuSecondsOf);
-    const made = await Promise.all([without, withPages].map((s) => storm(s.address, ratePerS, durationMs)));
+    const made = await Promise.all(started.map((s) => storm(s.address, ratePerS, durationMs)));
     const after = pids.map(cpuSecondsOf);
-    const perRebalanceUs = (i: number, part: keyof ProcessCpu): number =>
-      ((after[i][part] - before[i][part]) * 1e6) / made[i];
-    const [withoutUs, withUs] = [0, 1].map((i) => perRebalanceUs(i, 'all'));
-    const mainAddedUs = perRebalanceUs(1, 'main') - perRebalanceUs(0, 'main');
+    const perRebalanceUs = (server: StormedServer, part: keyof ProcessCpu): number => {
+      const i = started.indexOf(server);
+      return ((after[i][part] - before[i][part]) * 1e6) / made[i];
+    };
+    const withoutUs = perRebalanceUs(without, 'all');
+    const withUs = perRebalanceUs(withPages, 'all');
+    const mainAddedUs = perRebalanceUs(withPages, 'main') - perRebalanceUs(without, 'main');
     for (const a of aborts) a.abort();
     await Promise.all(pages.map((p) => p.reading));
     return { withoutUs, withUs, mainAddedUs };

@@ -39,6 +39,10 @@ class FakeResponse extends EventEmitter {
   events(): string[] {
     return this.frames().map((f) => /^event: (\w+)/.exec(f)![1]);
   }
+  /** The data of the frames written, in order, parsed. */
+  data<T>(): T[] {
+    return this.frames().map((f) => JSON.parse(f.split('data: ')[1]) as T);
+  }
 }
 
 function row(groupId: string, generationId: number): BoardGroupRow {
@@ -151,9 +155,9 @@ describe('PageStream', () => {
     expect(writtenAtMs).toEqual([100, 1_100, 2_100, 3_100, 4_200]);
     // Nothing was lost: each write carried the latest frame (generation n changed at (n - 1) × 5 ms).
     const generations = response
-      .frames()
+      .data<{ generationId: number }>()
       .slice(1)
-      .map((f) => (JSON.parse(f.split('data: ')[1]) as { generationId: number }).generationId);
+      .map((r) => r.generationId);
     expect(generations).toEqual([20, 220, 420, 600, 601]);
   });
 
@@ -184,10 +188,7 @@ describe('PageStream', () => {
     advanceInSteps(200);
     expect(writtenAtMs).toEqual([100, 1_400, 2_600, 4_000, 4_300]);
     // Each busy write carried every group, at its latest burst: nothing was lost.
-    const rows = response
-      .frames()
-      .slice(1)
-      .map((f) => JSON.parse(f.split('data: ')[1]) as { groupId: string; generationId: number });
+    const rows = response.data<{ groupId: string; generationId: number }>().slice(1);
     expect(rows.filter((r) => r.groupId === 'g7').map((r) => r.generationId)).toEqual([1, 4, 6]);
   });
 
@@ -211,7 +212,7 @@ describe('PageStream', () => {
     nextFlush();
     expect(response.written).toHaveLength(3);
     expect(response.events()).toEqual(['hello', 'tick', 'row', 'tick']);
-    const tick = JSON.parse(response.frames()[3].split('data: ')[1]) as { nowMs: number };
+    const tick = response.data<{ nowMs: number }>()[3];
     expect(tick.nowMs).toBe(dueMs + PAGE_FLUSH_INTERVAL_MS);
     // Nothing waits: a tick goes out at once again.
     stream.onTick(time.nowMs());
@@ -344,12 +345,7 @@ describe('PageStream', () => {
     expect(response.events()).toEqual(['hello', 'row']);
     response.isFull = false;
     response.emit('drain');
-    expect(
-      response
-        .frames()
-        .slice(2)
-        .map((f) => JSON.parse(f.split('data: ')[1])),
-    ).toEqual([
+    expect(response.data().slice(2)).toEqual([
       { groupId: 'a', generationId: 3 },
       { groupId: 'b', generationId: 1 },
     ]);

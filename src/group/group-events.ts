@@ -122,10 +122,10 @@ export class GroupEvents {
     let first: GroupChange | undefined;
     // Dead, or no longer coordinated here (unloaded: NOT_COORDINATOR, no state).
     const isGone = group.groupState === 'Dead' || group.errorCode !== ErrorCode.NONE;
-    if (named !== undefined) {
-      for (const subscription of [...named]) this.deliver(subscription, change);
-    }
-    for (const subscription of [...this.all]) {
+    // Sets, not copies: a listener may unsubscribe itself (deleted as the loop goes, which a Set allows)
+    // but never subscribes (see GroupChangeListener), so each subscription is visited once.
+    if (named !== undefined) for (const subscription of named) this.deliver(subscription, change);
+    for (const subscription of this.all) {
       const seen = subscription.seen!;
       const isNew = !seen.has(groupId);
       // A group gone Dead, or unloaded, leaves a watch of every group (its id may come back as a new group).

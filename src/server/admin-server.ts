@@ -206,13 +206,17 @@ export class AdminServer {
         response.on('close', () => this.streams.delete(stream.id));
         const selected = url.searchParams.get('group') ?? undefined;
         stream.open((listener) => {
-          const leaveGroups = page.board.open(listener);
-          if (leaveGroups === undefined) return undefined;
+          const seat = page.board.open(listener);
+          if (seat === undefined) return undefined;
           if (selected !== undefined) page.board.select(listener, selected);
           const leaveCluster = page.cluster?.open(listener);
-          return () => {
-            leaveGroups();
-            leaveCluster?.();
+          return {
+            takeRows: () => seat.takeRows(),
+            pendingGroups: () => seat.pendingGroups(),
+            leave: () => {
+              seat.leave();
+              leaveCluster?.();
+            },
           };
         });
         return;

@@ -126,13 +126,16 @@ export interface BoardHeartbeats {
 }
 
 /**
- * What a page hears: every group's row (on a change, and at most once a second when its lag changed), the
- * whole view of the group it shows (GroupBoard.select: when it selects it, then on the same occasions),
- * that group's members' heartbeats (once a second), or a group's end.
+ * What a page hears: that rows wait for it (`onRowsWaiting`: it takes them from its BoardSeat when it
+ * next writes), the whole view of the group it shows (GroupBoard.select: when it selects it, then after
+ * each change of it), that group's members' heartbeats (once a second), or a group's end.
  */
 export interface BoardListener {
-  /** A group's row; `isGroupChange`: after a change of the group (not a lag round's, nor the opening's). */
-  onRow(row: BoardGroupRow, isGroupChange: boolean): void;
+  /**
+   * Some group's row changed since the page last took its rows (a change of the group, or its lag): it
+   * should take them (BoardSeat.takeRows) on its next write. Called once until the page takes them.
+   */
+  onRowsWaiting(): void;
   /** The whole view of the group the page selected; never of another. */
   onGroup(group: BoardGroup): void;
   /**
@@ -144,6 +147,24 @@ export interface BoardListener {
   onGone(groupId: string, reason: string, atMs: number): void;
   /** Once per lag round, after every row and view of the round. */
   onTick(nowMs: number): void;
+}
+
+/** What a page takes from its seat: the rows changed since its last take, and how many changes made them. */
+export interface TakenRows {
+  /** Each group whose row changed since the last take, once, its latest row; oldest change first. */
+  readonly rows: readonly BoardGroupRow[];
+  /** Group changes since the last take (a lag round's rows are not changes; the first take's are not). */
+  readonly changes: number;
+}
+
+/** A page's place on the board (GroupBoard.open). */
+export interface BoardSeat {
+  /** The rows changed since the last take; the first take gives every group's row. */
+  takeRows(): TakenRows;
+  /** Groups whose rows wait to be taken. */
+  pendingGroups(): number;
+  /** The page leaves the board. Idempotent. */
+  leave(): void;
 }
 
 /** Where the board reads lag: committed offsets (the group layer) and high watermarks (the log). */
@@ -165,26 +186,67 @@ export interface GroupBoardOptions {
 }
 
 /**
- * What the board knows of one group. Its lists are never changed in place, only replaced (a new list, or a
- * new rebalance in a list's place), so a view can hold them as they are: building a view copies nothing,
+ * What the board knows of one group. Once a view holds its lists (`isShared`), they are never changed in
+ * place, only replaced (a new list, or a new rebalance in a list's place): building a view copies nothing,
  * and a view already handed to the pages (and serialised once for all of them, page-stream.ts) never
- * changes under them.
+ * changes under them. Lists no view holds (every group but those pages show) are changed in place.
+ *
+ * Entries are also links of the board's list of changes (GroupBoard.tellChanged), in the order their rows last
+ * changed: `seq` is the board's count of row changes at the entry's latest.
  */
 class GroupEntry {
   members: BoardMember[] = [];
   described!: DescribedGroup;
   reason = 'snapshot';
   changedAtMs = 0;
-  rebalances: readonly Rebalance[] = [];
-  departed: readonly DepartedMember[] = [];
+  rebalances: Rebalance[] = [];
+  departed: DepartedMember[] = [];
   partitions: BoardPartitionLag[] = [];
   totalLag: string | null = null;
   /** The partitions' lag as one string, to tell a changed sample from an unchanged one cheaply. */
   lagSignature = '';
-  lagSamples: readonly (readonly [number, number])[] = [];
+  lagSamples: (readonly [number, number])[] = [];
   view: BoardGroup | undefined;
   row: BoardGroupRow | undefined;
+  /** A view holds `rebalances`, `departed` and `lagSamples`: change them by replacing them. */
+  isShared = false;
+  seq = 0;
+  older: GroupEntry | undefined;
+  newer: GroupEntry | undefined;
 }
+
+/** One page on the board: where it stands in the list of changes. */
+class Seat implements BoardSeat {
+  /** The board's `seq` at the page's last take (0: it has taken nothing, so every row waits). */
+  cursor = 0;
+  /** The board's count of group changes at the page's last take. */
+  changesTaken: number;
+  /** The page was told rows wait, and has not taken them since. */
+  isTold = false;
+  isSeated = true;
+
+  constructor(
+    readonly listener: BoardListener,
+    private readonly board: GroupBoard,
+    changes: number,
+  ) {
+    this.changesTaken = changes;
+  }
+
+  takeRows(): TakenRows {
+    return this.board.takeRows(this);
+  }
+
+  pendingGroups(): number {
+    return this.board.pendingGroups(this);
+  }
+
+  leave(): void {
+    this.board.leave(this);
+  }
+}
+
+const NO_ROWS: readonly BoardGroupRow[] = Object.freeze([]);
 
 /** The board's once-a-second lag sample, re-added after each run. */
 class LagTick extends TimerTask {
@@ -219,31 +281,48 @@ function membersOf(group: DescribedGroup): BoardMember[] {
   });
 }
 
+/** Groups with this many members or more are looked up by a Set of their ids, smaller ones by a loop. */
+const MEMBER_SET_SIZE = 16;
+
+function hasMemberId(members: readonly BoardMember[], memberId: string): boolean {
+  for (const m of members) if (m.memberId === memberId) return true;
+  return false;
+}
+
 /** A member's last heartbeat as the page shows it: the coordinator's 0 (not known) is null. */
 function heartbeatMsOf(ms: number): number | null {
   return ms === 0 ? null : ms;
 }
 
-/** `list` with `item` added last, its oldest items left out beyond `max`: a new list. */
-function appendBounded<T>(list: readonly T[], item: T, max: number): T[] {
-  const next = list.slice(Math.max(0, list.length + 1 - max));
-  next.push(item);
-  return next;
+/** Adds `item` last to `list`, in place, leaving out its oldest items beyond `max`. */
+function pushBounded<T>(list: T[], item: T, max: number): void {
+  while (list.length >= max) list.shift();
+  list.push(item);
 }
 
-/** `list` with its last item replaced by `item`: a new list. */
-function replaceLast<T>(list: readonly T[], item: T): T[] {
-  const next = list.slice();
-  next[next.length - 1] = item;
-  return next;
+/** Before a change of the entry's lists: those a view holds are replaced by copies (GroupEntry). */
+function ownLists(entry: GroupEntry): void {
+  if (!entry.isShared) return;
+  entry.rebalances = entry.rebalances.slice();
+  entry.departed = entry.departed.slice();
+  entry.lagSamples = entry.lagSamples.slice();
+  entry.isShared = false;
 }
 
 /**
  * The admin page's model of every group: one subscription to the coordinator's group changes, shared by
  * every open page, turned into what the page shows: members and their partitions, a timeline of
  * rebalances (start, reasons, generation, end), members that left or expired, and lag per partition.
- * Every page hears each group's row (BoardGroupRow, the groups table's few fields) on each change; only
- * the pages that show a group (`select`) hear its whole view, which is most of the bytes.
+ * Every page gets each changed group's row (BoardGroupRow, the groups table's few fields); only the pages
+ * that show a group (`select`) hear its whole view, which is most of the bytes.
+ *
+ * Rows are pulled, not pushed: a change costs the same however many pages are open. The board keeps its
+ * entries in a list in the order their rows last changed (`tellChanged`: one move, one count), and each
+ * page's seat (BoardSeat) remembers only where in it the page last took; a page is told once that rows
+ * wait and takes them when it writes (page-stream.ts), every changed group once, its latest row. Pages
+ * that take at the same point (all of them, in a storm: they are written in the same turn) share one
+ * list of rows, so the frames are serialised once too. A page that cannot write takes nothing and costs
+ * nothing while groups change.
  *
  * The board subscribes when the first page opens and stays subscribed until `close()`, so that a page
  * reloaded a minute later still sees the rebalance it missed; before any page opened nobody watches and
@@ -265,9 +344,21 @@ function replaceLast<T>(list: readonly T[], item: T): T[] {
  */
 export class GroupBoard {
   private readonly groups = new Map<string, GroupEntry>();
-  private readonly listeners = new Set<BoardListener>();
+  private readonly seats = new Map<BoardListener, Seat>();
+  /** Seats not told that rows wait (Seat.isTold false): a change tells them, and only them. */
+  private untold = 0;
   /** The group each page shows, for those that show one. */
   private readonly selections = new Map<BoardListener, string>();
+  /** The list of changes: every entry, the one whose row changed longest ago first. */
+  private oldest: GroupEntry | undefined;
+  private newest: GroupEntry | undefined;
+  /** Row changes so far (each entry's `seq` is its latest's). */
+  private seq = 0;
+  /** Group changes so far (a lag round's row changes are not). */
+  private changes = 0;
+  /** The last take's rows, for the next seat with the same cursor while nothing changed (pages flush together). */
+  private lastTake:
+    { readonly cursor: number; readonly seq: number; readonly rows: BoardGroupRow[] } | undefined;
   private unsubscribe: (() => void) | undefined;
   private timer: SystemTimer | undefined;
   private readonly tick: TimerTask;
@@ -283,28 +374,71 @@ export class GroupBoard {
   }
 
   /**
-   * Adds a page: it is handed every group now (`onGroup`, synchronously), then every change until the
-   * function returned is called. False-y return (undefined) once the board is closed.
+   * Adds a page: its seat's first take gives every group's row; after that, a change of a group's row
+   * tells the page rows wait (`onRowsWaiting`, once until it takes them), until it leaves. Undefined once
+   * the board is closed.
    */
-  open(listener: BoardListener): (() => void) | undefined {
+  open(listener: BoardListener): BoardSeat | undefined {
     if (this.isClosed) return undefined;
     if (this.unsubscribe === undefined) {
       // Each group's snapshot samples its lag as it arrives, so a page's first view of a group has it.
       this.unsubscribe = this.options.watchGroups([], (change) => this.onChange(change));
       this.timer = new SystemTimer({ name: 'admin-page', time: this.options.time });
       this.sampleLag();
-    } else if (this.listeners.size === 0) {
+    } else if (this.seats.size === 0) {
       // No page was open, so lag was not sampled: a page opened now must not see it stale. (With pages
       // open it is at most a second old, and sampling again for each page would cost every page.)
       const lag = this.options.lag;
       if (lag !== undefined) for (const entry of this.groups.values()) this.sampleGroup(entry, lag);
+      this.lastTake = undefined;
     }
-    this.listeners.add(listener);
-    for (const entry of this.groups.values()) listener.onRow(this.rowOf(entry), false);
-    return () => {
-      this.listeners.delete(listener);
-      this.selections.delete(listener);
-    };
+    const seat = new Seat(listener, this, this.changes);
+    this.seats.get(listener)?.leave();
+    this.seats.set(listener, seat);
+    this.untold++;
+    return seat;
+  }
+
+  /** BoardSeat.takeRows: the rows of every entry changed since the seat's cursor, oldest first. */
+  takeRows(seat: Seat): TakenRows {
+    if (!seat.isSeated) return { rows: NO_ROWS, changes: 0 };
+    const changes = this.changes - seat.changesTaken;
+    seat.changesTaken = this.changes;
+    if (seat.isTold) {
+      seat.isTold = false;
+      this.untold++;
+    }
+    if (seat.cursor === this.seq) return { rows: NO_ROWS, changes };
+    const cursor = seat.cursor;
+    seat.cursor = this.seq;
+    const last = this.lastTake;
+    if (last !== undefined && last.cursor === cursor && last.seq === this.seq)
+      return { rows: last.rows, changes };
+    const rows: BoardGroupRow[] = [];
+    for (let entry = this.firstAfter(cursor); entry !== undefined; entry = entry.newer)
+      rows.push(this.rowOf(entry));
+    this.lastTake = { cursor, seq: this.seq, rows };
+    return { rows, changes };
+  }
+
+  /** BoardSeat.pendingGroups: entries changed since the seat's last take. */
+  pendingGroups(seat: Seat): number {
+    if (!seat.isSeated) return 0;
+    let count = 0;
+    for (let entry = this.newest; entry !== undefined && entry.seq > seat.cursor; entry = entry.older)
+      count++;
+    return count;
+  }
+
+  /** BoardSeat.leave. */
+  leave(seat: Seat): void {
+    if (!seat.isSeated) return;
+    seat.isSeated = false;
+    if (!seat.isTold) this.untold--;
+    if (this.seats.get(seat.listener) === seat) {
+      this.seats.delete(seat.listener);
+      this.selections.delete(seat.listener);
+    }
   }
 
   /**
@@ -315,7 +449,7 @@ export class GroupBoard {
    * heartbeats).
    */
   select(listener: BoardListener, groupId: string | undefined): void {
-    if (!this.listeners.has(listener)) return;
+    if (!this.seats.has(listener)) return;
     if (groupId === undefined) {
       this.selections.delete(listener);
       return;
@@ -341,7 +475,9 @@ export class GroupBoard {
     this.unsubscribe = undefined;
     this.timer?.shutdown();
     this.timer = undefined;
-    this.listeners.clear();
+    for (const seat of this.seats.values()) seat.isSeated = false;
+    this.seats.clear();
+    this.untold = 0;
     this.selections.clear();
   }
 
@@ -349,7 +485,12 @@ export class GroupBoard {
     const { group, reason, timestampMs } = change;
     const groupId = group.groupId;
     if (group.groupState === 'Dead') {
-      if (this.groups.delete(groupId)) for (const l of this.listeners) l.onGone(groupId, reason, timestampMs);
+      const entry = this.groups.get(groupId);
+      if (entry === undefined) return;
+      this.groups.delete(groupId);
+      this.unlink(entry);
+      this.lastTake = undefined;
+      for (const seat of this.seats.values()) seat.listener.onGone(groupId, reason, timestampMs);
       return;
     }
     let entry = this.groups.get(groupId);
@@ -365,18 +506,57 @@ export class GroupBoard {
     if (isNew && this.options.lag !== undefined) this.sampleGroup(entry, this.options.lag);
     else this.relabelOwners(entry);
     entry.view = undefined;
-    entry.row = undefined;
     this.tellChanged(entry, true);
   }
 
-  /** Every page hears the group's row, and the pages that show it its whole view (built once for all). */
+  /**
+   * The entry's row changed: it moves last in the list of changes, the seats not yet told hear that rows
+   * wait, and the pages that show the group hear its whole view (built once for all of them).
+   */
   private tellChanged(entry: GroupEntry, isGroupChange: boolean): void {
-    if (this.listeners.size === 0) return;
-    const row = this.rowOf(entry);
-    for (const l of this.listeners) l.onRow(row, isGroupChange);
+    entry.row = undefined;
+    if (this.newest !== entry) {
+      this.unlink(entry);
+      entry.older = this.newest;
+      if (this.newest === undefined) this.oldest = entry;
+      else this.newest.newer = entry;
+      this.newest = entry;
+    }
+    entry.seq = ++this.seq;
+    if (isGroupChange) this.changes++;
+    if (this.untold > 0) {
+      for (const seat of this.seats.values()) {
+        if (seat.isTold) continue;
+        seat.isTold = true;
+        this.untold--;
+        seat.listener.onRowsWaiting();
+      }
+    }
+    if (this.selections.size === 0) return;
+    const groupId = entry.described.groupId;
     let view: BoardGroup | undefined;
-    for (const [l, groupId] of this.selections)
-      if (groupId === row.groupId) l.onGroup((view ??= this.viewOf(entry)));
+    for (const [l, selected] of this.selections)
+      if (selected === groupId) l.onGroup((view ??= this.viewOf(entry)));
+  }
+
+  /** Takes the entry out of the list of changes (if it is in it). */
+  private unlink(entry: GroupEntry): void {
+    const { older, newer } = entry;
+    if (older === undefined && this.oldest !== entry) return;
+    if (older === undefined) this.oldest = newer;
+    else older.newer = newer;
+    if (newer === undefined) this.newest = older;
+    else newer.older = older;
+    entry.older = undefined;
+    entry.newer = undefined;
+  }
+
+  /** The oldest entry of the list of changes changed after `cursor` (a `seq`), or undefined. */
+  private firstAfter(cursor: number): GroupEntry | undefined {
+    let first: GroupEntry | undefined;
+    for (let entry = this.newest; entry !== undefined && entry.seq > cursor; entry = entry.older)
+      first = entry;
+    return first;
   }
 
   /** The rebalance timeline and departed members, from one change of a known group. */
@@ -387,10 +567,11 @@ export class GroupBoard {
     reason: string,
     atMs: number,
   ): void {
-    const remaining = new Set(members.map((m) => m.memberId));
+    ownLists(entry);
+    const ids = members.length >= MEMBER_SET_SIZE ? new Set(members.map((m) => m.memberId)) : undefined;
     for (const m of entry.members) {
-      if (remaining.has(m.memberId)) continue;
-      entry.departed = appendBounded(
+      if (ids === undefined ? hasMemberId(members, m.memberId) : ids.has(m.memberId)) continue;
+      pushBounded(
         entry.departed,
         {
           memberId: m.memberId,
@@ -403,35 +584,35 @@ export class GroupBoard {
         BOARD_HISTORY_LENGTH,
       );
     }
-    let last = entry.rebalances[entry.rebalances.length - 1];
+    const rebalances = entry.rebalances;
+    const lastIndex = rebalances.length - 1;
+    let last: Rebalance | undefined = rebalances[lastIndex];
     const isOpen = last !== undefined && last.endMs === null;
-    const update = (changed: Partial<Rebalance>): void => {
-      last = { ...last!, ...changed };
-      entry.rebalances = replaceLast(entry.rebalances, last);
-    };
     const isRebalancing =
       after.groupState === 'PreparingRebalance' || after.groupState === 'CompletingRebalance';
-    if (REBALANCE_CAUSES.has(reason) || reason === 'join-completed') {
+    const isCause = REBALANCE_CAUSES.has(reason);
+    if (isCause || reason === 'join-completed') {
       if (isOpen) {
-        if (REBALANCE_CAUSES.has(reason) && !last.reasons.includes(reason))
-          update({ reasons: [...last.reasons, reason] });
-        if (reason === 'join-completed') update({ generationId: after.generationId });
+        // A rebalance is never changed in place: a view may hold it (GroupEntry).
+        if (isCause && !last!.reasons.includes(reason))
+          last = rebalances[lastIndex] = { ...last!, reasons: [...last!.reasons, reason] };
+        if (reason === 'join-completed')
+          last = rebalances[lastIndex] = { ...last!, generationId: after.generationId };
       } else if (isRebalancing) {
-        entry.rebalances = appendBounded(
-          entry.rebalances,
-          {
-            startMs: atMs,
-            reasons: [reason],
-            generationId: after.generationId,
-            endMs: null,
-            endState: null,
-          },
+        pushBounded(
+          rebalances,
+          { startMs: atMs, reasons: [reason], generationId: after.generationId, endMs: null, endState: null },
           BOARD_HISTORY_LENGTH,
         );
       }
     }
     if (isOpen && !isRebalancing && (after.groupState === 'Stable' || after.groupState === 'Empty')) {
-      update({ generationId: after.generationId, endMs: atMs, endState: after.groupState });
+      rebalances[lastIndex] = {
+        ...last!,
+        generationId: after.generationId,
+        endMs: atMs,
+        endState: after.groupState,
+      };
     }
   }
 
@@ -450,7 +631,7 @@ export class GroupBoard {
   /** Samples committed offsets and high watermarks; pages hear of the groups whose lag changed. */
   private sampleLag(): void {
     const lag = this.options.lag;
-    if (lag !== undefined && this.listeners.size > 0) {
+    if (lag !== undefined && this.seats.size > 0) {
       for (const entry of this.groups.values())
         if (this.sampleGroup(entry, lag)) this.tellChanged(entry, false);
     }
@@ -465,7 +646,7 @@ export class GroupBoard {
       if (changes !== null) l.onHeartbeats(changes);
     }
     const nowMs = this.options.time.nowMs();
-    for (const l of this.listeners) l.onTick(nowMs);
+    for (const seat of this.seats.values()) seat.listener.onTick(nowMs);
     if (!this.isClosed) this.timer?.add(this.tick);
   }
 
@@ -529,11 +710,8 @@ export class GroupBoard {
     entry.totalLag = total === null ? null : String(total);
     entry.row = undefined;
     if (total !== null) {
-      entry.lagSamples = appendBounded(
-        entry.lagSamples,
-        [this.options.time.nowMs(), Number(total)] as const,
-        BOARD_LAG_SAMPLES,
-      );
+      ownLists(entry);
+      pushBounded(entry.lagSamples, [this.options.time.nowMs(), Number(total)] as const, BOARD_LAG_SAMPLES);
     }
     entry.view = undefined;
     return true;
@@ -558,6 +736,7 @@ export class GroupBoard {
   private viewOf(entry: GroupEntry): BoardGroup {
     if (entry.view !== undefined) return entry.view;
     const g = entry.described;
+    entry.isShared = true;
     return (entry.view = {
       groupId: g.groupId,
       state: g.groupState,

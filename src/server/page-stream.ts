@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { Time } from '../time';
 import type { ClusterListener, ClusterView } from './cluster-board';
 import { CoalescingQueue } from './coalescing-queue';
-import type { BoardGroup, BoardGroupRow, BoardHeartbeats, BoardListener } from './group-board';
+import type { BoardGroup, BoardHeartbeats, BoardListener, BoardSeat } from './group-board';
 import { SystemTimer, TimerTask } from '../timer';
 import type { WatchLimits } from './watch-groups';
 
@@ -152,17 +152,21 @@ interface PendingFrame {
 }
 
 /**
- * One open admin page: its Server-Sent Events stream (`GET /api/stream`), fed by the GroupBoard. Frames
- * wait in a CoalescingQueue, one per group, each replaced by the group's latest (a group's frame holds all
- * the page shows of it, so nothing is lost), and go out in one write on the next flush of `flushes`
- * (PageFlushes: every PAGE_FLUSH_INTERVAL_MS while frames wait, all pages in the same turn): a storm of
- * changes costs a page one write an interval, not one per change, and a rebalance's intermediate states
- * within an interval are never sent. The snapshot of every group on open goes out at once, in one write.
- * Once `write` returns false (the page reads slower than groups change) they keep waiting until 'drain'.
- * The board never waits: each call is a Map.set. A page with more groups waiting than `maxPendingGroups`,
- * or frames waiting longer than `maxLagMs` (checked on each change and each second), is dropped: its queue
- * is cleared, it leaves the board, and it is sent an `event: dropped` frame saying why (the page shows it
- * and reconnects for a fresh snapshot).
+ * One open admin page: its Server-Sent Events stream (`GET /api/stream`), fed by the GroupBoard. A group
+ * change costs the page nothing: the board keeps which groups changed once for every page and tells the
+ * page once that rows wait (`onRowsWaiting`); the page takes them from its BoardSeat only when it writes,
+ * each group once, its latest row. The other frames (a shown group's view, heartbeats, the cluster's view,
+ * a group gone) wait in the page itself, one of each kind (gone frames in a CoalescingQueue, one per
+ * group). All go out in one write on the next flush of `flushes` (PageFlushes: every
+ * PAGE_FLUSH_INTERVAL_MS while something waits, all pages in the same turn): a storm of changes costs a
+ * page one write an interval, not one per change, and a rebalance's intermediate states within an
+ * interval are never sent (a group's row and view hold all the page shows of it, so nothing is lost). The
+ * snapshot of every group on open goes out at once, in one write. Once `write` returns false (the page
+ * reads slower than groups change) everything keeps waiting, the rows on the board, until 'drain'. The
+ * board never waits. A page with more groups waiting than `maxPendingGroups`, or frames waiting longer
+ * than `maxLagMs` (checked when it is told something waits and each second), is dropped: it leaves the
+ * board, lets go of what waits, and is sent an `event: dropped` frame saying why (the page shows it and
+ * reconnects for a fresh snapshot).
  *
  * Frames: `row` (a group's row of the groups table, BoardGroupRow: for each group on open, on each change,
  * and after its lag changed, at most once a second), `group` (the whole view of the group the page shows,
@@ -189,10 +193,12 @@ export class PageStream implements BoardListener, ClusterListener {
   private pendingHeartbeats: readonly BoardHeartbeats[] | undefined;
   /** A tick is due with the frames waiting: the next flush writes it last, with the clock then. */
   private isTickPending = false;
-  /** Group changes heard since the last flush (PageFlushes: a storm). */
+  /** Groups gone since the last flush (PageFlushes: a storm; the board counts the other changes). */
   private changesSinceFlush = 0;
+  /** The board has rows for the page (BoardListener.onRowsWaiting): the next flush takes them. */
+  private isRowsWaiting = true;
   private blockedSinceMs: number | undefined;
-  private leave: (() => void) | undefined;
+  private seat: BoardSeat | undefined;
   private isEnded = false;
 
   constructor(
@@ -203,13 +209,13 @@ export class PageStream implements BoardListener, ClusterListener {
     private readonly onDropped: (pendingGroups: number) => void,
   ) {}
 
-  /** Frames waiting for the page to read. */
+  /** Groups with a frame waiting for the page to read: in its queue, or rows it has not taken yet. */
   get pendingFrames(): number {
-    return this.queue.size;
+    return this.queue.size + (this.seat?.pendingGroups() ?? 0);
   }
 
-  /** Starts the stream; `join` adds this page to the boards and returns how it leaves. */
-  open(join: (listener: BoardListener & ClusterListener) => (() => void) | undefined): void {
+  /** Starts the stream; `join` adds this page to the boards and returns its seat (whose leave leaves all). */
+  open(join: (listener: BoardListener & ClusterListener) => BoardSeat | undefined): void {
     this.response.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -219,19 +225,20 @@ export class PageStream implements BoardListener, ClusterListener {
     this.response.on('drain', () => this.onDrain());
     this.response.on('close', () => this.end());
     this.write(sseFrame('hello', { nowMs: this.time.nowMs(), streamId: this.id }));
-    const leave = join(this);
-    if (leave === undefined) this.end();
-    else if (this.isEnded) leave();
+    const seat = join(this);
+    if (seat === undefined) this.end();
+    else if (this.isEnded) seat.leave();
     else {
-      this.leave = leave;
-      // The snapshot (every group, the cluster) is what the page renders first: it does not wait.
+      this.seat = seat;
+      // The snapshot (every group's row, the cluster) is what the page renders first: it does not wait.
       this.flush();
     }
   }
 
-  onRow(row: BoardGroupRow, isGroupChange: boolean): void {
-    if (isGroupChange) this.changesSinceFlush++;
-    this.send(row.groupId, { event: 'row', data: row });
+  onRowsWaiting(): void {
+    if (this.isEnded) return;
+    this.isRowsWaiting = true;
+    this.scheduleFlush();
   }
 
   onGroup(group: BoardGroup): void {
@@ -280,7 +287,9 @@ export class PageStream implements BoardListener, ClusterListener {
   /** Marks the stream ended, leaves the board and lets go of every frame still waiting. */
   private stop(): void {
     this.isEnded = true;
-    this.leave?.();
+    this.seat?.leave();
+    this.seat = undefined;
+    this.isRowsWaiting = false;
     this.queue.clear();
     this.pendingDetail = undefined;
     this.pendingCluster = undefined;
@@ -290,6 +299,7 @@ export class PageStream implements BoardListener, ClusterListener {
 
   private hasPending(): boolean {
     return (
+      this.isRowsWaiting ||
       this.queue.size > 0 ||
       this.pendingDetail !== undefined ||
       this.pendingCluster !== undefined ||
@@ -310,7 +320,7 @@ export class PageStream implements BoardListener, ClusterListener {
 
   private checkLimits(): void {
     const { maxPendingGroups, maxLagMs } = this.limits;
-    if (this.queue.size > maxPendingGroups) {
+    if (this.pendingFrames > maxPendingGroups) {
       this.drop(`the page fell behind on more than ${maxPendingGroups} groups (watchMaxPendingGroups)`);
     } else if (this.time.monotonicMs() - this.blockedSinceMs! > maxLagMs) {
       this.drop(`the page has not read its stream for more than ${maxLagMs} ms (watchMaxLagMs)`);
@@ -322,15 +332,24 @@ export class PageStream implements BoardListener, ClusterListener {
   }
 
   /**
-   * Writes every waiting frame, oldest group first, then the shown group's view, the heartbeats, the
+   * Writes the groups gone, then the rows it takes from the board (each changed group once, the one
+   * changed last last), then the shown group's view, the heartbeats, the
    * cluster's and a tick that was due, in one write (PageFlushes calls it; nothing while the page has not
    * read the last write). Returns how many group changes it heard since its last write.
    */
   flush(): number {
     if (this.isEnded || this.blockedSinceMs !== undefined) return 0;
     if (!this.hasPending() && !this.isTickPending) return 0;
-    const changes = this.changesSinceFlush;
+    let changes = this.changesSinceFlush;
     this.changesSinceFlush = 0;
+    if (this.isRowsWaiting && this.seat !== undefined) {
+      this.isRowsWaiting = false;
+      // Taken only now, at the write: the board keeps which groups changed once for every page, so a
+      // change costs nothing per page, and pages that write together share one list (and its frames).
+      const taken = this.seat.takeRows();
+      changes += taken.changes;
+      for (const row of taken.rows) this.queue.put(row.groupId, { event: 'row', data: row });
+    }
     let chunk = '';
     for (let frame = this.queue.shift(); frame !== undefined; frame = this.queue.shift())
       chunk += sharedFrame(frame.event, frame.data);
@@ -342,7 +361,8 @@ export class PageStream implements BoardListener, ClusterListener {
     this.pendingCluster = undefined;
     if (this.isTickPending) chunk += sseFrame('tick', { nowMs: this.time.nowMs() });
     this.isTickPending = false;
-    this.write(chunk);
+    // The board may have had no rows after all (the opening take of an empty board).
+    if (chunk !== '') this.write(chunk);
     return changes;
   }
 
@@ -352,7 +372,7 @@ export class PageStream implements BoardListener, ClusterListener {
   }
 
   private drop(message: string): void {
-    this.onDropped(this.queue.size);
+    this.onDropped(this.pendingFrames);
     this.stop();
     // The last frame waits behind what the page has not read; a page that never reads is cut.
     this.response.socket?.setTimeout(DROPPED_SOCKET_TIMEOUT_MS, () => this.response.socket?.destroy());

@@ -8,6 +8,8 @@ import {
   type BoardGroupRow,
   type BoardHeartbeats,
   type BoardListener,
+  type BoardSeat,
+  type TakenRows,
 } from '../../../src/server/group-board';
 import { ManualTime } from '../../../src/time';
 
@@ -71,20 +73,38 @@ function group(
   };
 }
 
-/** A page that keeps the last row of each group, and the last view of the group it selected. */
+/**
+ * A page that keeps the last row of each group, and the last view of the group it selected. It takes its
+ * rows as soon as it is told they wait (a PageStream takes them at its next write), unless `isReading` is
+ * false.
+ */
 class Page implements BoardListener {
+  seat: BoardSeat | undefined;
+  isReading = true;
   readonly rows = new Map<string, BoardGroupRow>();
   rowEvents = 0;
-  /** Of each row heard, whether it followed a change of its group. */
+  /** Of each row taken, whether its take counted a change of some group. */
   readonly rowCauses: boolean[] = [];
+  /** Each take: its rows' group ids and the changes it counted. */
+  readonly takes: { groupIds: string[]; changes: number }[] = [];
   readonly views = new Map<string, BoardGroup>();
   ticks: number[] = [];
   gone: string[] = [];
   heartbeats: BoardHeartbeats[][] = [];
-  onRow(row: BoardGroupRow, isGroupChange: boolean): void {
-    this.rowEvents++;
-    this.rowCauses.push(isGroupChange);
-    this.rows.set(row.groupId, row);
+  told = 0;
+  onRowsWaiting(): void {
+    this.told++;
+    if (this.isReading) this.take();
+  }
+  take(): TakenRows {
+    const taken = this.seat!.takeRows();
+    this.takes.push({ groupIds: taken.rows.map((r) => r.groupId), changes: taken.changes });
+    for (const row of taken.rows) {
+      this.rowEvents++;
+      this.rowCauses.push(taken.changes > 0);
+      this.rows.set(row.groupId, row);
+    }
+    return taken;
   }
   onGroup(g: BoardGroup): void {
     this.views.set(g.groupId, g);
@@ -132,16 +152,24 @@ describe('GroupBoard', () => {
 
   afterEach(() => board.close());
 
+  /** Opens `page` on the board and takes its first rows, as a PageStream does; returns how it leaves. */
+  function open(page: Page): () => void {
+    const seat = board.open(page)!;
+    page.seat = seat;
+    if (page.isReading) page.take();
+    return () => seat.leave();
+  }
+
   it('watches nothing until the first page opens', () => {
     expect(changes.subscriptions).toBe(0);
-    board.open(new Page());
-    board.open(new Page());
+    open(new Page());
+    open(new Page());
     expect(changes.subscriptions).toBe(1);
   });
 
   it('records a session expiry as a departed member and a rebalance that ends with the new generation', () => {
     const page = new Page();
-    board.open(page);
+    open(page);
     board.select(page, 'g');
     changes.emit(group('Stable', 3, [member('a', [0]), member('b', [1])]), 'snapshot', 1_000);
     changes.emit(group('PreparingRebalance', 3, [member('a', [])]), 'session-expired', 2_000);
@@ -179,7 +207,7 @@ describe('GroupBoard', () => {
 
   it('never changes a view it has handed out: a later change makes a new one (pages serialise views once)', () => {
     const page = new Page();
-    board.open(page);
+    open(page);
     board.select(page, 'g');
     committed.set(0, 40);
     changes.emit(group('Stable', 3, [member('a', [0]), member('b', [1])]), 'snapshot', 1_000);
@@ -204,7 +232,7 @@ describe('GroupBoard', () => {
 
   it('keeps the last BOARD_HISTORY_LENGTH rebalances and departed members, oldest left out first', () => {
     const page = new Page();
-    board.open(page);
+    open(page);
     board.select(page, 'g');
     changes.emit(group('Empty', 0, []), 'snapshot', 0);
     for (let i = 1; i <= BOARD_HISTORY_LENGTH + 2; i++) {
@@ -233,8 +261,8 @@ describe('GroupBoard', () => {
   it('sends every page the rows of all groups, and the whole view only to the pages that show the group', () => {
     const shows = new Page();
     const other = new Page();
-    board.open(shows);
-    board.open(other);
+    open(shows);
+    open(other);
     changes.emit(group('Stable', 1, [member('a', [0])]), 'snapshot', 1_000);
     changes.emit(group('Stable', 1, [member('b', [0])], 'h'), 'snapshot', 1_000);
     expect([...other.rows.keys()]).toEqual(['g', 'h']);
@@ -257,9 +285,40 @@ describe('GroupBoard', () => {
     expect(shows.rows.get('g')!.generationId).toBe(2);
   });
 
+  it('keeps which groups changed once for every page: a page takes each changed group once, oldest change first', () => {
+    const first = new Page();
+    const second = new Page();
+    first.isReading = second.isReading = false;
+    open(first);
+    open(second);
+    expect(first.take().rows).toEqual([]);
+    changes.emit(group('Stable', 1, [member('a', [0])], 'g'), 'snapshot', 1_000);
+    changes.emit(group('Stable', 1, [member('b', [0])], 'h'), 'snapshot', 1_000);
+    changes.emit(group('PreparingRebalance', 1, [member('a', [0])], 'g'), 'member-joined', 1_100);
+    // Told once until they take, however many changes: a change costs nothing per page.
+    expect([first.told, second.told]).toEqual([1, 1]);
+    expect(first.seat!.pendingGroups()).toBe(2);
+    const taken = first.take();
+    expect(first.takes.at(-1)).toEqual({ groupIds: ['h', 'g'], changes: 3 });
+    expect(taken.rows[1]).toMatchObject({ groupId: 'g', state: 'PreparingRebalance' });
+    // Pages taking at the same point share one list of rows (and so their frames, page-stream.ts).
+    expect(second.take().rows).toBe(taken.rows);
+    expect(first.take()).toEqual({ rows: [], changes: 0 });
+    expect(first.seat!.pendingGroups()).toBe(0);
+    changes.emit(group('Stable', 1, [member('b', [0])], 'h'), 'member-updated', 1_200);
+    expect([first.told, second.told]).toEqual([2, 2]);
+    expect(first.take().rows.map((r) => r.groupId)).toEqual(['h']);
+    // A page that left is told nothing more, and takes nothing.
+    second.seat!.leave();
+    changes.emit(group('Stable', 2, [member('b', [0])], 'h'), 'member-updated', 1_300);
+    expect(second.told).toBe(2);
+    expect(second.take()).toEqual({ rows: [], changes: 0 });
+    expect(first.told).toBe(3);
+  });
+
   it('samples lag once a second while a page is open, and tells pages only of changed lag', () => {
     const page = new Page();
-    board.open(page);
+    open(page);
     board.select(page, 'g');
     committed.set(0, 40);
     changes.emit(group('Stable', 1, [member('a', [0])]), 'snapshot', 1_000);
@@ -284,13 +343,13 @@ describe('GroupBoard', () => {
     // The group's first change, then the lag round's row, which is no change of the group (PageFlushes).
     expect(page.rowCauses).toEqual([true, false]);
     const later = new Page();
-    board.open(later);
+    open(later);
     expect(later.rowCauses).toEqual([false]);
   });
 
   it('reads the last heartbeats of the group a page shows, once a second, and tells it those that moved', () => {
     const page = new Page();
-    board.open(page);
+    open(page);
     const g = group('Stable', 1, [member('a', [0], 900), member('b', [1])]);
     const h = group('Stable', 1, [member('c', [0], 800)], 'h');
     changes.current.set('g', g).set('h', h);
@@ -329,7 +388,7 @@ describe('GroupBoard', () => {
 
     // Two pages on one group: one read a round, one message object for both (serialized once).
     const other = new Page();
-    board.open(other);
+    open(other);
     board.select(other, 'g');
     changes.current.set('g', group('Stable', 1, [member('a', [0], 2_900), member('b', [1], 1_500)]));
     changes.heartbeatReads.length = 0;
@@ -342,7 +401,7 @@ describe('GroupBoard', () => {
     board.select(page, 'h');
     expect(page.heartbeats[3]).toEqual([{ groupId: 'h', members: [['c', 1_700]] }]);
     // A page that left is read for no more.
-    const leave = board.open(new Page())!;
+    const leave = open(new Page());
     leave();
     changes.heartbeatReads.length = 0;
     time.advance(1_000);
@@ -350,14 +409,14 @@ describe('GroupBoard', () => {
 
     // A page opened later gets the latest in its group view.
     const later = new Page();
-    board.open(later);
+    open(later);
     board.select(later, 'g');
     expect(later.views.get('g')!.members.map((m) => m.lastHeartbeatMs)).toEqual([2_900, 1_500]);
   });
 
   it('forgets what a page showed once it leaves or shows none', () => {
     const page = new Page();
-    const leave = board.open(page)!;
+    const leave = open(page);
     const g = group('Stable', 1, [member('a', [0], 900)]);
     changes.current.set('g', g);
     changes.emit(g, 'snapshot', 1_000);
@@ -377,23 +436,23 @@ describe('GroupBoard', () => {
   });
 
   it('samples lag again for a page that opens after every page had closed', () => {
-    const close = board.open(new Page())!;
+    const close = open(new Page());
     committed.set(0, 40);
     changes.emit(group('Stable', 1, [member('a', [0])]), 'snapshot', 1_000);
     close();
     committed.set(0, 70);
     const late = new Page();
-    board.open(late);
+    open(late);
     expect(late.rows.get('g')!.totalLag).toBe('30');
   });
 
   it('hands a page opened later every group, its timeline included, and drops a group gone Dead', () => {
-    board.open(new Page());
+    open(new Page());
     changes.emit(group('Stable', 1, [member('a', [0])]), 'snapshot', 1_000);
     changes.emit(group('PreparingRebalance', 1, []), 'member-left', 2_000);
     changes.emit(group('Empty', 2, []), 'group-emptied', 2_100);
     const late = new Page();
-    board.open(late);
+    open(late);
     board.select(late, 'g');
     expect(late.views.get('g')!.rebalances).toMatchObject([{ reasons: ['member-left'], endState: 'Empty' }]);
     expect(late.views.get('g')!.departed).toMatchObject([{ memberId: 'a', reason: 'member-left' }]);

@@ -1,7 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { ClusterView } from '../../../src/server/cluster-board';
-import type { BoardGroup, BoardGroupRow, BoardListener } from '../../../src/server/group-board';
+import type {
+  BoardGroup,
+  BoardGroupRow,
+  BoardListener,
+  BoardSeat,
+  TakenRows,
+} from '../../../src/server/group-board';
 import {
   PAGE_FLUSH_INTERVAL_MS,
   PAGE_STORM_CHANGES,
@@ -45,6 +51,50 @@ class FakeResponse extends EventEmitter {
   }
 }
 
+/**
+ * A page's seat on a GroupBoard stand-in: rows the test changes wait here until the page takes them, each
+ * group once, its latest, the latest change last; the page is told once until it takes, as GroupBoard does.
+ */
+class FakeSeat implements BoardSeat {
+  listener: BoardListener | undefined;
+  left = 0;
+  private readonly waiting = new Map<string, BoardGroupRow>();
+  private changes = 0;
+  private isTold = false;
+
+  /** A group's row changed: after a change of the group (`isGroupChange`), or a lag round. */
+  change(changed: BoardGroupRow, isGroupChange = true): void {
+    this.waiting.delete(changed.groupId);
+    this.waiting.set(changed.groupId, changed);
+    if (isGroupChange) this.changes++;
+    if (this.isTold || this.listener === undefined) return;
+    this.isTold = true;
+    this.listener.onRowsWaiting();
+  }
+
+  takeRows(): TakenRows {
+    const taken = { rows: [...this.waiting.values()], changes: this.changes };
+    this.waiting.clear();
+    this.changes = 0;
+    this.isTold = false;
+    return taken;
+  }
+
+  pendingGroups(): number {
+    return this.waiting.size;
+  }
+
+  leave(): void {
+    this.left++;
+  }
+
+  /** PageStream.open's `join`. */
+  readonly join = (listener: BoardListener): BoardSeat => {
+    this.listener = listener;
+    return this;
+  };
+}
+
 function row(groupId: string, generationId: number): BoardGroupRow {
   return { groupId, generationId } as BoardGroupRow;
 }
@@ -58,17 +108,17 @@ describe('PageStream', () => {
   let flushes: PageFlushes;
   let response: FakeResponse;
   let stream: PageStream;
-  let left: number;
+  let board: FakeSeat;
   let dropped: number[];
 
   beforeEach(() => {
     time = new ManualTime();
     flushes = new PageFlushes(time);
     response = new FakeResponse();
-    left = 0;
     dropped = [];
     stream = newStream(response);
-    stream.open((_listener: BoardListener) => () => left++);
+    board = new FakeSeat();
+    stream.open(board.join);
   });
 
   afterEach(() => flushes.close());
@@ -103,16 +153,16 @@ describe('PageStream', () => {
   };
 
   it('writes nothing before the flush interval has passed since the first frame waited', () => {
-    stream.onRow(row('a', 1), true);
+    board.change(row('a', 1));
     time.advance(PAGE_FLUSH_INTERVAL_MS - 1);
-    stream.onRow(row('a', 2), true);
+    board.change(row('a', 2));
     expect(response.events()).toEqual(['hello']);
     time.advance(1);
     expect(response.frames().slice(1)).toEqual(['event: row\ndata: {"groupId":"a","generationId":2}\n\n']);
     // Nothing waits: no flush is due, and the next frame waits a whole interval again.
     time.advance(10 * PAGE_FLUSH_INTERVAL_MS);
     expect(response.written).toHaveLength(2);
-    stream.onRow(row('b', 1), true);
+    board.change(row('b', 1));
     time.advance(PAGE_FLUSH_INTERVAL_MS - 1);
     expect(response.written).toHaveLength(2);
     time.advance(1);
@@ -122,12 +172,13 @@ describe('PageStream', () => {
   it('flushes every page in the same run, each writing the same frames', () => {
     const other = new FakeResponse();
     const second = newStream(other);
-    second.open(() => () => undefined);
+    const secondBoard = new FakeSeat();
+    second.open(secondBoard.join);
     time.advance(PAGE_FLUSH_INTERVAL_MS / 2);
     const shared = row('a', 1);
-    stream.onRow(shared, true);
+    board.change(shared);
     time.advance(PAGE_FLUSH_INTERVAL_MS / 2);
-    second.onRow(shared, true);
+    secondBoard.change(shared);
     expect(other.events()).toEqual(['hello']);
     // The second page's frame waited half an interval: it goes out with the first page's, not later.
     time.advance(PAGE_FLUSH_INTERVAL_MS / 2);
@@ -142,13 +193,13 @@ describe('PageStream', () => {
     // A change every 5 ms for 3 s: 20 an interval.
     let generation = 0;
     for (let t = 0; t < 3_000; t += 5) {
-      stream.onRow(row('a', ++generation), true);
+      board.change(row('a', ++generation));
       time.advance(5);
     }
     expect(flushes.isStorm).toBe(true);
     advanceInSteps(1_100);
     expect(flushes.isStorm).toBe(false);
-    stream.onRow(row('a', ++generation), true);
+    board.change(row('a', ++generation));
     advanceInSteps(100);
     // At 100 ms the first 20 changes: a storm's; then one write a second, the last with the storm's last
     // change (at 2,995 ms); then, a second after it, quick again.
@@ -164,7 +215,7 @@ describe('PageStream', () => {
   it('is no storm while one group rebalances over and over: its changes are written every interval', () => {
     const writtenAtMs = recordWrites();
     for (let t = 0; t < 2_000; t += 50) {
-      stream.onRow(row('a', t), true);
+      board.change(row('a', t));
       time.advance(50);
     }
     expect(flushes.isStorm).toBe(false);
@@ -177,14 +228,14 @@ describe('PageStream', () => {
     const writtenAtMs = recordWrites();
     // 20 groups change together at 0 ms and every 400 ms until 2,000 ms: a pause between the bursts.
     for (let t = 0; t < 2_400; t += 50) {
-      if (t % 400 === 0) for (let g = 0; g < 20; g++) stream.onRow(row(`g${g}`, t / 400 + 1), true);
+      if (t % 400 === 0) for (let g = 0; g < 20; g++) board.change(row(`g${g}`, t / 400 + 1));
       time.advance(50);
     }
     // One group changes at 3,000 ms, within a second of the last busy write, and at 4,200 ms, after it.
     advanceInSteps(600);
-    stream.onRow(row('g0', 100), true);
+    board.change(row('g0', 100));
     advanceInSteps(1_200);
-    stream.onRow(row('g0', 101), true);
+    board.change(row('g0', 101));
     advanceInSteps(200);
     expect(writtenAtMs).toEqual([100, 1_400, 2_600, 4_000, 4_300]);
     // Each busy write carried every group, at its latest burst: nothing was lost.
@@ -194,9 +245,9 @@ describe('PageStream', () => {
 
   it('takes no lag round for a storm: a change after one is written within an interval', () => {
     const writtenAtMs = recordWrites();
-    for (let g = 0; g < 20; g++) stream.onRow(row(`g${g}`, 1), false);
+    for (let g = 0; g < 20; g++) board.change(row(`g${g}`, 1), false);
     advanceInSteps(200);
-    stream.onRow(row('g0', 2), true);
+    board.change(row('g0', 2));
     advanceInSteps(100);
     expect(writtenAtMs).toEqual([100, 300]);
     expect(flushes.isStorm).toBe(false);
@@ -205,7 +256,7 @@ describe('PageStream', () => {
   it('writes a tick due while frames wait in their write, with the clock of that write', () => {
     stream.onTick(time.nowMs());
     expect(response.events()).toEqual(['hello', 'tick']);
-    stream.onRow(row('a', 1), true);
+    board.change(row('a', 1));
     const dueMs = time.nowMs();
     stream.onTick(dueMs);
     expect(response.written).toHaveLength(2);
@@ -221,25 +272,24 @@ describe('PageStream', () => {
 
   it('writes the snapshot of a page that opens at once, in one write, without waiting for a flush', () => {
     const other = new FakeResponse();
-    newStream(other).open((listener) => {
-      listener.onRow(row('a', 1), false);
-      listener.onRow(row('b', 1), false);
-      return () => undefined;
-    });
+    const otherBoard = new FakeSeat();
+    otherBoard.change(row('a', 1), false);
+    otherBoard.change(row('b', 1), false);
+    newStream(other).open(otherBoard.join);
     expect(other.written).toHaveLength(2);
     expect(other.events()).toEqual(['hello', 'row', 'row']);
   });
 
   it('writes nothing once the flushes are closed (the server is closing)', () => {
-    stream.onRow(row('a', 1), true);
+    board.change(row('a', 1));
     flushes.close();
     time.advance(PAGE_FLUSH_INTERVAL_MS);
     expect(response.events()).toEqual(['hello']);
   });
 
   it('writes the frames of one flush in one write, one per group, the latest', () => {
-    for (let generation = 1; generation <= 10; generation++) stream.onRow(row('a', generation), true);
-    stream.onRow(row('b', 1), true);
+    for (let generation = 1; generation <= 10; generation++) board.change(row('a', generation));
+    board.change(row('b', 1));
     expect(response.events()).toEqual(['hello']);
     nextFlush();
     expect(response.written).toHaveLength(2);
@@ -255,7 +305,7 @@ describe('PageStream', () => {
   it("writes the cluster's latest view after the groups' frames of the flush, and holds one while the page is slow", () => {
     const cluster = (partitionCount: number): ClusterView => ({ partitionCount }) as ClusterView;
     stream.onCluster(cluster(1));
-    stream.onRow(row('a', 1), true);
+    board.change(row('a', 1));
     stream.onCluster(cluster(2));
     nextFlush();
     expect(response.written).toHaveLength(2);
@@ -279,7 +329,7 @@ describe('PageStream', () => {
   });
 
   it("writes members' heartbeats after the groups' frames of the flush, so an older group view never overwrites them", () => {
-    stream.onRow(row('a', 1), true);
+    board.change(row('a', 1));
     stream.onHeartbeats([{ groupId: 'a', members: [['m', 100]] }]);
     stream.onHeartbeats([{ groupId: 'a', members: [['m', 200]] }]);
     nextFlush();
@@ -292,7 +342,7 @@ describe('PageStream', () => {
 
   it("writes the shown group's latest view after the rows, and none once the group is gone", () => {
     stream.onGroup(view('a', 1));
-    stream.onRow(row('b', 1), true);
+    board.change(row('b', 1));
     stream.onGroup(view('a', 2));
     stream.onHeartbeats([{ groupId: 'a', members: [['m', 100]] }]);
     nextFlush();
@@ -333,32 +383,37 @@ describe('PageStream', () => {
     expect(stream.id).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it('keeps only the latest frame of each group while the page is slow, and sends them on drain', () => {
+  it("leaves each group's latest row on the board while the page is slow, and sends them on drain", () => {
     response.isFull = true;
-    stream.onRow(row('a', 1), true);
+    board.change(row('a', 1));
     nextFlush(); // written: the buffer is now full
-    stream.onRow(row('a', 2), true);
-    stream.onRow(row('b', 1), true);
-    stream.onRow(row('a', 3), true);
+    board.change(row('a', 2));
+    board.change(row('b', 1));
+    board.change(row('a', 3));
     nextFlush();
     expect(stream.pendingFrames).toBe(2);
     expect(response.events()).toEqual(['hello', 'row']);
     response.isFull = false;
     response.emit('drain');
+    // Taken only now: each group once, the one changed last last.
     expect(response.data().slice(2)).toEqual([
-      { groupId: 'a', generationId: 3 },
       { groupId: 'b', generationId: 1 },
+      { groupId: 'a', generationId: 3 },
     ]);
     expect(stream.pendingFrames).toBe(0);
   });
 
-  it('drops a page behind on more groups than allowed, saying why, and leaves the board', () => {
+  it('drops a page behind on more groups than allowed (checked each second), saying why, and leaves the board', () => {
     response.isFull = true;
-    stream.onRow(row('a', 1), true);
+    board.change(row('a', 1));
     nextFlush();
-    for (const id of ['b', 'c', 'd']) stream.onRow(row(id, 1), true);
+    for (const id of ['b', 'c', 'd']) board.change(row(id, 1));
+    // The rows wait on the board, which keeps them once for every page: the page costs nothing more
+    // until its next tick checks.
+    expect(dropped).toEqual([]);
+    stream.onTick(time.nowMs());
     expect(dropped).toEqual([3]);
-    expect(left).toBe(1);
+    expect(board.left).toBe(1);
     expect(stream.pendingFrames).toBe(0);
     expect(response.writableEnded).toBe(true);
     expect(response.events().at(-1)).toBe('dropped');
@@ -368,7 +423,7 @@ describe('PageStream', () => {
 
   it('drops a page that reads nothing for longer than maxLagMs, even with no group changing', () => {
     response.isFull = true;
-    stream.onRow(row('a', 1), true);
+    board.change(row('a', 1));
     nextFlush();
     time.advance(5_000);
     stream.onTick(time.nowMs());
@@ -381,8 +436,8 @@ describe('PageStream', () => {
 
   it('leaves the board when the page goes away', () => {
     response.emit('close');
-    expect(left).toBe(1);
-    stream.onRow(row('a', 1), true);
+    expect(board.left).toBe(1);
+    board.change(row('a', 1));
     nextFlush();
     expect(response.events()).toEqual(['hello']);
   });

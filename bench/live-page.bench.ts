@@ -39,11 +39,18 @@
  *    made one the readers do not, or made any request again after loading (a periodic refresh).
  *    Goal: ≤ 5% with 10 pages at 100 rebalances/s.
  *
+ * 4. The same storm's cost in this process, without gRPC or sockets (bench/live-page/board-storm.ts): a
+ *    GroupCoordinator alone against one with the board and `--pages` page streams on responses that go
+ *    nowhere, in alternating rounds (`--board-rounds`, default 6, of `--board-cycles`, default 1,500,
+ *    rounds of the 20 groups' cycles). It takes ~20 s and varies by a few µs a run: a quick check of a
+ *    change to the board or the streams. It is not figure 3 (no grpc-js, no socket writes).
+ *
  * Run with `npm run bench:live-page`. Options: `--rounds=N` (default 5), `--rebalances=N` (default 100),
  * `--storm-rate=N` (default 100), `--warm-ms=N` (default 10,000), `--storm-ms=N` (default 8,000),
  * `--pairs=N` (default 6), `--pages=N` (default 10; `--pages=0` compares two servers without pages: the
  * spread between alike processes),
- * `--only=render,rebalance,cpu`.
+ * `--only=render,rebalance,cpu,board`, `--server-node-args="..."` (Node flags for figure 3's servers, which
+ * are then stopped with SIGTERM, not SIGKILL: `--cpu-prof --cpu-prof-dir=DIR` profiles them).
  * The last line of output is a JSON object of the figures.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -60,6 +67,7 @@ import { launchChromium } from '../test/support/chromium';
 import { groupCoordinatorClient } from '../test/support/grpc-clients';
 import { offsetCommitRequest } from '../test/support/group-harness';
 import { spawnCohort } from '../test/support/spawn-cohort';
+import { boardStorm } from './live-page/board-storm';
 
 const GROUPS = 1_000;
 const TOPIC = 'bench-orders';
@@ -249,7 +257,13 @@ function requestKey(method: string, url: string): string {
  * makes none again (no polling).
  */
 async function checkPageRequests(ratePerS: number, watchMs: number): Promise<string[]> {
-  const cohort = spawnCohort(['--listen', '127.0.0.1:0', '--group-initial-rebalance-delay-ms', '0']);
+  const flags = process.argv.find((a) => a.startsWith('--server-node-args='))?.slice(19);
+  const cohort = spawnCohort(
+    ['--listen', '127.0.0.1:0', '--group-initial-rebalance-delay-ms', '0'],
+    {},
+    // A profile (--cpu-prof) is written at exit: the server must be let to exit, not killed.
+    flags === undefined ? {} : { nodeArgs: flags.split(' ').filter((f) => f !== ''), killSignal: 'SIGTERM' },
+  );
   const browser = await launchChromium();
   try {
     const listening = (await cohort.waitForLog('cohort listening')) as unknown as {
@@ -306,7 +320,13 @@ interface StormedServer {
 }
 
 async function startStormed(): Promise<StormedServer> {
-  const cohort = spawnCohort(['--listen', '127.0.0.1:0', '--group-initial-rebalance-delay-ms', '0']);
+  const flags = process.argv.find((a) => a.startsWith('--server-node-args='))?.slice(19);
+  const cohort = spawnCohort(
+    ['--listen', '127.0.0.1:0', '--group-initial-rebalance-delay-ms', '0'],
+    {},
+    // A profile (--cpu-prof) is written at exit: the server must be let to exit, not killed.
+    flags === undefined ? {} : { nodeArgs: flags.split(' ').filter((f) => f !== ''), killSignal: 'SIGTERM' },
+  );
   const listening = (await cohort.waitForLog('cohort listening')) as unknown as {
     address: string;
     adminAddress: string;
@@ -398,9 +418,9 @@ function median(values: readonly number[]): number {
 }
 
 async function main(): Promise<void> {
-  const only = (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'render,rebalance,cpu').split(
-    ',',
-  );
+  const only = (
+    process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'render,rebalance,cpu,board'
+  ).split(',');
   const figures: Record<string, number> = {};
   if (only.includes('render') || only.includes('rebalance')) Object.assign(figures, await inBrowser());
   if (only.includes('cpu')) {
@@ -442,6 +462,22 @@ async function main(): Promise<void> {
       cpuPairs: pairs.length,
       // The key names say ten; this is how many the run opened (--pages).
       cpuPages: pageCount,
+    });
+  }
+  if (only.includes('board')) {
+    const pageCount = option('pages', 10);
+    console.log(`the board and ${pageCount} page streams in this process (no gRPC, no sockets):`);
+    const board = await boardStorm(pageCount, option('board-rounds', 6), option('board-cycles', 1_500));
+    console.log(
+      `  a cycle (two rebalances): ${board.withoutUs.toFixed(1)} µs alone, ${board.withUs.toFixed(1)} µs ` +
+        `with them: median +${board.addedUsPerCycle.toFixed(1)} µs (+${(board.addedShare * 100).toFixed(0)}% ` +
+        `of the coordinator's own JavaScript); ${board.writesPerPageSecond.toFixed(2)} writes a page a second`,
+    );
+    Object.assign(figures, {
+      boardCycleAloneUs: Math.round(board.withoutUs * 10) / 10,
+      boardCycleWithPagesUs: Math.round(board.withUs * 10) / 10,
+      boardAddedUsPerCycle: Math.round(board.addedUsPerCycle * 10) / 10,
+      boardCycleRatio: Math.round((board.withUs / board.withoutUs) * 1000) / 1000,
     });
   }
   console.log(JSON.stringify(figures));

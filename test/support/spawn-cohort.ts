@@ -33,6 +33,13 @@ export interface SpawnOptions {
   readonly script?: string;
   /** Lowers the process's open-file limit (`ulimit -n`, through /bin/sh) before node starts. */
   readonly openFileLimit?: number;
+  /** Node's own flags, before the entry point (e.g. `--cpu-prof`, `--trace-gc`). */
+  readonly nodeArgs?: readonly string[];
+  /**
+   * What `kill` sends (default SIGKILL). SIGTERM lets the server shut down and exit, so that what node
+   * writes at exit (a `--cpu-prof` profile) is written.
+   */
+  readonly killSignal?: NodeJS.Signals;
 }
 
 export function spawnCohort(
@@ -58,7 +65,7 @@ export function spawnCohort(
     options.script === undefined
       ? ['-r', './scripts/register-typescript.js', 'src/main.ts']
       : [options.script];
-  const argv = [...entry, ...args, ...dataDirArgs, ...adminArgs];
+  const argv = [...(options.nodeArgs ?? []), ...entry, ...args, ...dataDirArgs, ...adminArgs];
   const [command, commandArgs] =
     options.openFileLimit === undefined
       ? [process.execPath, argv]
@@ -117,7 +124,7 @@ export function spawnCohort(
     },
     kill: async () => {
       if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGKILL');
+        child.kill(options.killSignal ?? 'SIGKILL');
         await exited;
       }
     },

@@ -17,6 +17,11 @@ import { SystemTimer, TimerTask } from '../timer';
 export const BOARD_LAG_INTERVAL_MS = 1_000;
 /** Rebalances and departed members each group remembers. */
 export const BOARD_HISTORY_LENGTH = 20;
+/**
+ * Changes the board holds before it works them in (GroupBoard.catchUp): it works them in when a page takes
+ * its rows, shows a group, or the lag round comes, and at this many.
+ */
+export const BOARD_BACKLOG_LIMIT = 1_000;
 /** Lag samples each group remembers for its chart (one per change, at most one a second: five minutes+). */
 export const BOARD_LAG_SAMPLES = 300;
 
@@ -191,7 +196,7 @@ export interface GroupBoardOptions {
  * and a view already handed to the pages (and serialised once for all of them, page-stream.ts) never
  * changes under them. Lists no view holds (every group but those pages show) are changed in place.
  *
- * Entries are also links of the board's list of changes (GroupBoard.tellChanged), in the order their rows last
+ * Entries are also links of the board's list of changes (GroupBoard.touch), in the order their rows last
  * changed: `seq` is the board's count of row changes at the entry's latest.
  */
 class GroupEntry {
@@ -317,7 +322,7 @@ function ownLists(entry: GroupEntry): void {
  * that show a group (`select`) hear its whole view, which is most of the bytes.
  *
  * Rows are pulled, not pushed: a change costs the same however many pages are open. The board keeps its
- * entries in a list in the order their rows last changed (`tellChanged`: one move, one count), and each
+ * entries in a list in the order their rows last changed (`touch`: one move, one count), and each
  * page's seat (BoardSeat) remembers only where in it the page last took; a page is told once that rows
  * wait and takes them when it writes (page-stream.ts), every changed group once, its latest row. Pages
  * that take at the same point (all of them, in a storm: they are written in the same turn) share one
@@ -368,8 +373,12 @@ export class GroupBoard {
     this.tick = new LagTick(() => this.sampleLag());
   }
 
+  /** Changes heard and not yet worked in (catchUp), in the order they happened. */
+  private backlog: GroupChange[] = [];
+
   /** Groups known now. */
   get size(): number {
+    this.catchUp();
     return this.groups.size;
   }
 
@@ -380,9 +389,10 @@ export class GroupBoard {
    */
   open(listener: BoardListener): BoardSeat | undefined {
     if (this.isClosed) return undefined;
+    this.catchUp();
     if (this.unsubscribe === undefined) {
       // Each group's snapshot samples its lag as it arrives, so a page's first view of a group has it.
-      this.unsubscribe = this.options.watchGroups([], (change) => this.onChange(change));
+      this.unsubscribe = this.options.watchGroups([], (change) => this.hear(change));
       this.timer = new SystemTimer({ name: 'admin-page', time: this.options.time });
       this.sampleLag();
     } else if (this.seats.size === 0) {
@@ -402,6 +412,7 @@ export class GroupBoard {
   /** BoardSeat.takeRows: the rows of every entry changed since the seat's cursor, oldest first. */
   takeRows(seat: Seat): TakenRows {
     if (!seat.isSeated) return { rows: NO_ROWS, changes: 0 };
+    this.catchUp();
     const changes = this.changes - seat.changesTaken;
     seat.changesTaken = this.changes;
     if (seat.isTold) {
@@ -424,6 +435,7 @@ export class GroupBoard {
   /** BoardSeat.pendingGroups: entries changed since the seat's last take. */
   pendingGroups(seat: Seat): number {
     if (!seat.isSeated) return 0;
+    this.catchUp();
     let count = 0;
     for (let entry = this.newest; entry !== undefined && entry.seq > seat.cursor; entry = entry.older)
       count++;
@@ -450,6 +462,7 @@ export class GroupBoard {
    */
   select(listener: BoardListener, groupId: string | undefined): void {
     if (!this.seats.has(listener)) return;
+    this.catchUp();
     if (groupId === undefined) {
       this.selections.delete(listener);
       return;
@@ -471,6 +484,7 @@ export class GroupBoard {
   /** Unsubscribes and stops sampling. Idempotent. */
   close(): void {
     this.isClosed = true;
+    this.backlog = [];
     this.unsubscribe?.();
     this.unsubscribe = undefined;
     this.timer?.shutdown();
@@ -479,6 +493,43 @@ export class GroupBoard {
     this.seats.clear();
     this.untold = 0;
     this.selections.clear();
+  }
+
+  /**
+   * A change, as the coordinator makes it: held, not worked in. The coordinator's turn pays one push; the
+   * board works the changes in together when someone needs them (catchUp), in one run with its code and
+   * data warm, where one change at a time between gRPC calls cost several times as much (a storm's CPU
+   * profile, docs/performance.md). Pages not yet told hear now that rows wait, so their flush is due when
+   * it would have been.
+   */
+  private hear(change: GroupChange): void {
+    this.backlog.push(change);
+    this.tellSeats();
+    if (this.backlog.length >= BOARD_BACKLOG_LIMIT) this.catchUp();
+  }
+
+  /**
+   * Works in every change held, in order, as if each had been heard at once: the timeline, the departed
+   * members and each group's row come out the same. Then each page showing a group that changed hears its
+   * view, once (its latest). Re-entrant: a page that takes its rows while told (a test's page) finds the
+   * changes worked in so far.
+   */
+  private catchUp(): void {
+    const changes = this.backlog;
+    if (changes.length === 0) return;
+    this.backlog = [];
+    const since = this.seq;
+    for (const change of changes) this.onChange(change);
+    if (this.selections.size === 0) return;
+    const views = new Map<string, BoardGroup | null>();
+    for (const [l, groupId] of this.selections) {
+      let view = views.get(groupId);
+      if (view === undefined) {
+        const entry = this.groups.get(groupId);
+        views.set(groupId, (view = entry === undefined || entry.seq <= since ? null : this.viewOf(entry)));
+      }
+      if (view !== null) l.onGroup(view);
+    }
   }
 
   private onChange(change: GroupChange): void {
@@ -506,14 +557,11 @@ export class GroupBoard {
     if (isNew && this.options.lag !== undefined) this.sampleGroup(entry, this.options.lag);
     else this.relabelOwners(entry);
     entry.view = undefined;
-    this.tellChanged(entry, true);
+    this.touch(entry, true);
   }
 
-  /**
-   * The entry's row changed: it moves last in the list of changes, the seats not yet told hear that rows
-   * wait, and the pages that show the group hear its whole view (built once for all of them).
-   */
-  private tellChanged(entry: GroupEntry, isGroupChange: boolean): void {
+  /** The entry's row changed: it moves last in the list of changes, its row to be built again. */
+  private touch(entry: GroupEntry, isGroupChange: boolean): void {
     entry.row = undefined;
     if (this.newest !== entry) {
       this.unlink(entry);
@@ -524,19 +572,17 @@ export class GroupBoard {
     }
     entry.seq = ++this.seq;
     if (isGroupChange) this.changes++;
-    if (this.untold > 0) {
-      for (const seat of this.seats.values()) {
-        if (seat.isTold) continue;
-        seat.isTold = true;
-        this.untold--;
-        seat.listener.onRowsWaiting();
-      }
+  }
+
+  /** The seats not told since their last take hear that rows wait. */
+  private tellSeats(): void {
+    if (this.untold === 0) return;
+    for (const seat of this.seats.values()) {
+      if (seat.isTold) continue;
+      seat.isTold = true;
+      this.untold--;
+      seat.listener.onRowsWaiting();
     }
-    if (this.selections.size === 0) return;
-    const groupId = entry.described.groupId;
-    let view: BoardGroup | undefined;
-    for (const [l, selected] of this.selections)
-      if (selected === groupId) l.onGroup((view ??= this.viewOf(entry)));
   }
 
   /** Takes the entry out of the list of changes (if it is in it). */
@@ -630,10 +676,20 @@ export class GroupBoard {
 
   /** Samples committed offsets and high watermarks; pages hear of the groups whose lag changed. */
   private sampleLag(): void {
+    this.catchUp();
     const lag = this.options.lag;
     if (lag !== undefined && this.seats.size > 0) {
-      for (const entry of this.groups.values())
-        if (this.sampleGroup(entry, lag)) this.tellChanged(entry, false);
+      let isChanged = false;
+      for (const entry of this.groups.values()) {
+        if (!this.sampleGroup(entry, lag)) continue;
+        isChanged = true;
+        this.touch(entry, false);
+        let view: BoardGroup | undefined;
+        const groupId = entry.described.groupId;
+        for (const [l, selected] of this.selections)
+          if (selected === groupId) l.onGroup((view ??= this.viewOf(entry)));
+      }
+      if (isChanged) this.tellSeats();
     }
     // Each selected group is read once however many pages show it, and its pages share one message.
     const heartbeats = new Map<string, readonly BoardHeartbeats[] | null>();

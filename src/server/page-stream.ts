@@ -340,16 +340,18 @@ export class PageStream implements BoardListener, ClusterListener {
   flush(): number {
     if (this.isEnded || this.blockedSinceMs !== undefined) return 0;
     if (!this.hasPending() && !this.isTickPending) return 0;
-    let changes = this.changesSinceFlush;
-    this.changesSinceFlush = 0;
+    let changes = 0;
     if (this.isRowsWaiting && this.seat !== undefined) {
       this.isRowsWaiting = false;
       // Taken only now, at the write: the board keeps which groups changed once for every page, so a
       // change costs nothing per page, and pages that write together share one list (and its frames).
+      // Taking may first tell this page of a group gone, or the shown group's view (GroupBoard.catchUp).
       const taken = this.seat.takeRows();
-      changes += taken.changes;
+      changes = taken.changes;
       for (const row of taken.rows) this.queue.put(row.groupId, { event: 'row', data: row });
     }
+    changes += this.changesSinceFlush;
+    this.changesSinceFlush = 0;
     let chunk = '';
     for (let frame = this.queue.shift(); frame !== undefined; frame = this.queue.shift())
       chunk += sharedFrame(frame.event, frame.data);

@@ -2,6 +2,7 @@ import type { GroupChange, GroupChangeListener, MemberLastHeartbeat } from '../.
 import { encodeAssignment } from '../../../src/protocol/consumer-protocol';
 import type { DescribedGroup, DescribedGroupMember } from '../../../src/protocol/group-messages';
 import {
+  BOARD_BACKLOG_LIMIT,
   BOARD_HISTORY_LENGTH,
   GroupBoard,
   type BoardGroup,
@@ -203,6 +204,56 @@ describe('GroupBoard', () => {
         { topic: 't', partition: 1 },
       ],
     ]);
+  });
+
+  it('holds changes until a page takes its rows, then works them in as if heard one by one', () => {
+    const page = new Page();
+    page.isReading = false;
+    open(page);
+    board.select(page, 'g');
+    changes.emit(group('Stable', 3, [member('a', [0]), member('b', [1])]), 'snapshot', 1_000);
+    changes.emit(group('PreparingRebalance', 3, [member('a', [])]), 'session-expired', 2_000);
+    changes.emit(group('PreparingRebalance', 3, [member('a', []), member('c', [])]), 'member-joined', 2_100);
+    changes.emit(group('PreparingRebalance', 3, [member('a', [])]), 'member-left', 2_200);
+    changes.emit(group('CompletingRebalance', 4, [member('a', [])]), 'join-completed', 2_500);
+    changes.emit(group('Stable', 4, [member('a', [0, 1])]), 'rebalance-completed', 2_600);
+    // Told at the first change, so its write is due as before; nothing worked in yet.
+    expect(page.told).toBe(1);
+    expect(page.views.size).toBe(0);
+    expect(page.take().rows).toMatchObject([{ groupId: 'g', state: 'Stable', generationId: 4 }]);
+    expect(page.takes.at(-1)!.changes).toBe(6);
+    // One view, the latest, with every step of the timeline: c joined and left between two takes.
+    const view = page.views.get('g')!;
+    expect(view.departed.map((d) => [d.memberId, d.reason])).toEqual([
+      ['b', 'session-expired'],
+      ['c', 'member-left'],
+    ]);
+    expect(view.rebalances).toEqual([
+      {
+        startMs: 2_000,
+        reasons: ['session-expired', 'member-joined', 'member-left'],
+        generationId: 4,
+        endMs: 2_600,
+        endState: 'Stable',
+      },
+    ]);
+  });
+
+  it('works changes in at BOARD_BACKLOG_LIMIT, and each lag round, while no page takes', () => {
+    const page = new Page();
+    page.isReading = false;
+    open(page);
+    board.select(page, 'g');
+    for (let generation = 1; generation < BOARD_BACKLOG_LIMIT; generation++) {
+      changes.emit(group('Stable', generation, [member('a', [0])]), 'rebalance-completed', generation);
+    }
+    expect(page.views.size).toBe(0);
+    changes.emit(group('Stable', BOARD_BACKLOG_LIMIT, [member('a', [0])]), 'rebalance-completed', 0);
+    expect(page.views.get('g')!.generationId).toBe(BOARD_BACKLOG_LIMIT);
+    changes.emit(group('Stable', BOARD_BACKLOG_LIMIT + 1, [member('a', [0])]), 'rebalance-completed', 0);
+    time.advance(1_000);
+    expect(page.views.get('g')!.generationId).toBe(BOARD_BACKLOG_LIMIT + 1);
+    expect(page.ticks).toHaveLength(1);
   });
 
   it('never changes a view it has handed out: a later change makes a new one (pages serialise views once)', () => {

@@ -332,8 +332,8 @@ function ownLists(entry: GroupEntry): void {
  * The board subscribes when the first page opens and stays subscribed until `close()`, so that a page
  * reloaded a minute later still sees the rebalance it missed; before any page opened nobody watches and
  * the coordinator pays nothing. It hears every change (listeners run synchronously inside the
- * coordinator: each is a few Map operations and no I/O), so the timeline is exact even when a slow page's
- * stream coalesces its events. Lag has no events: committed offsets and high watermarks are sampled every
+ * coordinator: the board's only holds the change, `hear`, and works the changes held in together later,
+ * in order, `catchUp`), so the timeline is exact even when a slow page's stream coalesces its events. Lag has no events: committed offsets and high watermarks are sampled every
  * BOARD_LAG_INTERVAL_MS while a page is open, computed as the CLI computes them (partition-lag.ts), and
  * pages hear only of groups whose lag changed. Heartbeats have no events either (the heartbeat path stays
  * as it is), and only a group's detail shows them, not the groups table: a page says which group it shows

@@ -19,7 +19,7 @@ export const BOARD_LAG_INTERVAL_MS = 1_000;
 export const BOARD_HISTORY_LENGTH = 20;
 /**
  * Changes the board holds before it works them in (GroupBoard.catchUp): it works them in when a page takes
- * its rows, shows a group, or the lag round comes, and at this many.
+ * its rows, opens or shows a group, at the lag round, and at this many.
  */
 export const BOARD_BACKLOG_LIMIT = 1_000;
 /** Lag samples each group remembers for its chart (one per change, at most one a second: five minutes+). */
@@ -137,8 +137,9 @@ export interface BoardHeartbeats {
  */
 export interface BoardListener {
   /**
-   * Some group's row changed since the page last took its rows (a change of the group, or its lag): it
-   * should take them (BoardSeat.takeRows) on its next write. Called once until the page takes them.
+   * Some group changed since the page last took its rows (a change of the group, its lag, or its end):
+   * it should take them (BoardSeat.takeRows) on its next write, which may then give no row (a group that
+   * ended is told by `onGone`). Called once until the page takes them.
    */
   onRowsWaiting(): void;
   /** The whole view of the group the page selected; never of another. */
@@ -158,15 +159,25 @@ export interface BoardListener {
 export interface TakenRows {
   /** Each group whose row changed since the last take, once, its latest row; oldest change first. */
   readonly rows: readonly BoardGroupRow[];
-  /** Group changes since the last take (a lag round's rows are not changes; the first take's are not). */
+  /**
+   * Group changes since the last take (a lag round's rows are not changes, nor the first take's, nor a
+   * group's end: the page counts its `onGone`).
+   */
   readonly changes: number;
 }
 
 /** A page's place on the board (GroupBoard.open). */
 export interface BoardSeat {
-  /** The rows changed since the last take; the first take gives every group's row. */
+  /**
+   * The rows changed since the last take; the first take gives every group's row. It first works in the
+   * changes the board holds (GroupBoard.catchUp), so this page and others may hear `onGone` and `onGroup`
+   * before it returns.
+   */
   takeRows(): TakenRows;
-  /** Groups whose rows wait to be taken. */
+  /**
+   * Groups whose rows wait to be taken, at most: each change the board still holds counts as one. Works
+   * nothing in and calls no listener, so a page may ask while it is being told.
+   */
   pendingGroups(): number;
   /** The page leaves the board. Idempotent. */
   leave(): void;
@@ -332,8 +343,9 @@ function ownLists(entry: GroupEntry): void {
  * The board subscribes when the first page opens and stays subscribed until `close()`, so that a page
  * reloaded a minute later still sees the rebalance it missed; before any page opened nobody watches and
  * the coordinator pays nothing. It hears every change (listeners run synchronously inside the
- * coordinator: the board's only holds the change, `hear`, and works the changes held in together later,
- * in order, `catchUp`), so the timeline is exact even when a slow page's stream coalesces its events. Lag has no events: committed offsets and high watermarks are sampled every
+ * coordinator: the board's listener only holds the change, `hear`, and works the changes held in
+ * together later, in order, `catchUp`), so the timeline is exact even when a slow page's stream coalesces
+ * its events. Lag has no events: committed offsets and high watermarks are sampled every
  * BOARD_LAG_INTERVAL_MS while a page is open, computed as the CLI computes them (partition-lag.ts), and
  * pages hear only of groups whose lag changed. Heartbeats have no events either (the heartbeat path stays
  * as it is), and only a group's detail shows them, not the groups table: a page says which group it shows
@@ -361,7 +373,7 @@ export class GroupBoard {
   private seq = 0;
   /** Group changes so far (a lag round's row changes are not). */
   private changes = 0;
-  /** The last take's rows, for the next seat with the same cursor while nothing changed (pages flush together). */
+  /** The last take's rows, for the next seat taking from the same cursor (pages flush together). */
   private lastTake:
     { readonly cursor: number; readonly seq: number; readonly rows: BoardGroupRow[] } | undefined;
   private unsubscribe: (() => void) | undefined;
@@ -376,7 +388,7 @@ export class GroupBoard {
   /** Changes heard and not yet worked in (catchUp), in the order they happened. */
   private backlog: GroupChange[] = [];
 
-  /** Groups known now. */
+  /** Groups known now (the changes held worked in first). */
   get size(): number {
     this.catchUp();
     return this.groups.size;
@@ -384,8 +396,8 @@ export class GroupBoard {
 
   /**
    * Adds a page: its seat's first take gives every group's row; after that, a change of a group's row
-   * tells the page rows wait (`onRowsWaiting`, once until it takes them), until it leaves. Undefined once
-   * the board is closed.
+   * tells the page rows wait (`onRowsWaiting`, once until it takes them), until it leaves. A listener
+   * opened again leaves its older seat, and the group it showed. Undefined once the board is closed.
    */
   open(listener: BoardListener): BoardSeat | undefined {
     if (this.isClosed) return undefined;
@@ -413,6 +425,8 @@ export class GroupBoard {
   takeRows(seat: Seat): TakenRows {
     if (!seat.isSeated) return { rows: NO_ROWS, changes: 0 };
     this.catchUp();
+    // The page may have left while the changes were worked in (told of them, it dropped itself).
+    if (!seat.isSeated) return { rows: NO_ROWS, changes: 0 };
     const changes = this.changes - seat.changesTaken;
     seat.changesTaken = this.changes;
     if (seat.isTold) {
@@ -432,11 +446,10 @@ export class GroupBoard {
     return { rows, changes };
   }
 
-  /** BoardSeat.pendingGroups: entries changed since the seat's last take. */
+  /** BoardSeat.pendingGroups: entries changed since the seat's last take, and the changes held. */
   pendingGroups(seat: Seat): number {
     if (!seat.isSeated) return 0;
-    this.catchUp();
-    let count = 0;
+    let count = this.backlog.length;
     for (let entry = this.newest; entry !== undefined && entry.seq > seat.cursor; entry = entry.older)
       count++;
     return count;
@@ -510,16 +523,24 @@ export class GroupBoard {
 
   /**
    * Works in every change held, in order, as if each had been heard at once: the timeline, the departed
-   * members and each group's row come out the same. Then each page showing a group that changed hears its
-   * view, once (its latest). Re-entrant: a page that takes its rows while told (a test's page) finds the
-   * changes worked in so far.
+   * members and each group's state and row come out the same (a new group's lag is read now, not at its
+   * change). Then each page showing a group that changed hears its view, once (its latest). A page that
+   * takes its rows from inside a listener call of this (a test's page) takes the changes worked in so
+   * far, and is told again at the end if more came after. A change whose working-in throws (a bug) is
+   * lost; the ones after it stay held.
    */
   private catchUp(): void {
     const changes = this.backlog;
     if (changes.length === 0) return;
     this.backlog = [];
     const since = this.seq;
-    for (const change of changes) this.onChange(change);
+    let done = 0;
+    try {
+      while (done < changes.length) this.onChange(changes[done++]);
+    } finally {
+      if (done < changes.length) this.backlog = [...changes.slice(done), ...this.backlog];
+    }
+    if (this.seq !== since) this.tellSeats();
     if (this.selections.size === 0) return;
     const views = new Map<string, BoardGroup | null>();
     for (const [l, groupId] of this.selections) {
@@ -709,7 +730,7 @@ export class GroupBoard {
   /**
    * Reads the group's last heartbeats from the coordinator now and returns the members whose heartbeat
    * moved, or undefined when none did (or the group is not known, or has no members). Members are matched
-   * by id: the board hears every membership change synchronously, so the coordinator has the same members,
+   * by id: every caller has worked in the changes held (catchUp), so the coordinator has the same members,
    * and a member it lacks is left as it is.
    */
   private sampleHeartbeats(groupId: string): BoardHeartbeats | undefined {

@@ -141,7 +141,13 @@ export class PageFlushes {
     const streams = [...this.waiting];
     this.waiting.clear();
     let mostChanges = 0;
-    for (const stream of streams) mostChanges = Math.max(mostChanges, stream.flush());
+    let next = 0;
+    try {
+      for (; next < streams.length; next++) mostChanges = Math.max(mostChanges, streams[next].flush());
+    } finally {
+      // A flush that threw (a bug) must not leave itself, or the pages after it, waiting for good.
+      for (let i = next; i < streams.length; i++) this.request(streams[i]);
+    }
     if (mostChanges >= PAGE_STORM_CHANGES) this.busyFlushAtMs = this.time.monotonicMs();
   }
 }
@@ -342,11 +348,11 @@ export class PageStream implements BoardListener, ClusterListener {
     if (!this.hasPending() && !this.isTickPending) return 0;
     let changes = 0;
     if (this.isRowsWaiting && this.seat !== undefined) {
-      this.isRowsWaiting = false;
       // Taken only now, at the write: the board keeps which groups changed once for every page, so a
       // change costs nothing per page, and pages that write together share one list (and its frames).
       // Taking may first tell this page of a group gone, or the shown group's view (GroupBoard.catchUp).
       const taken = this.seat.takeRows();
+      this.isRowsWaiting = false;
       changes = taken.changes;
       for (const row of taken.rows) this.queue.put(row.groupId, { event: 'row', data: row });
     }
@@ -363,7 +369,7 @@ export class PageStream implements BoardListener, ClusterListener {
     this.pendingCluster = undefined;
     if (this.isTickPending) chunk += sseFrame('tick', { nowMs: this.time.nowMs() });
     this.isTickPending = false;
-    // The board may have had no rows after all (the opening take of an empty board).
+    // The board may have had no rows after all (the opening take of an empty board, or only groups gone).
     if (chunk !== '') this.write(chunk);
     return changes;
   }

@@ -239,6 +239,56 @@ describe('GroupBoard', () => {
     ]);
   });
 
+  it('tells again a page that took from inside a catch-up, of the changes worked in after its take', () => {
+    const first = new Page();
+    const second = new Page();
+    first.isReading = second.isReading = false;
+    open(first);
+    open(second);
+    changes.emit(group('Stable', 1, [member('a', [0])], 'g'), 'snapshot', 1_000);
+    first.take();
+    second.take();
+    // The second page takes as soon as it hears a group went (a PageStream only queues a frame).
+    second.onGone = (groupId: string): void => {
+      second.gone.push(groupId);
+      second.take();
+    };
+    changes.emit({ ...group('Dead', -1, [], 'g'), errorCode: 69 }, 'group-deleted', 2_000);
+    changes.emit(group('Stable', 1, [member('b', [0])], 'h'), 'snapshot', 2_000);
+    expect(second.told).toBe(2);
+    first.take();
+    expect(second.gone).toEqual(['g']);
+    // Its take inside the catch-up came before h was worked in: it is told again.
+    expect(second.told).toBe(3);
+    expect(second.take().rows.map((r) => r.groupId)).toEqual(['h']);
+  });
+
+  it('keeps the changes after one whose working-in throws', () => {
+    const page = new Page();
+    page.isReading = false;
+    const failing = new GroupBoard({
+      watchGroups: changes.watchGroups,
+      lastHeartbeats: undefined,
+      time,
+      lag: {
+        offsets: {
+          list: (groupId: string) => {
+            if (groupId === 'bad') throw new Error('a broken store');
+            return [];
+          },
+        },
+        highWatermark: () => undefined,
+      },
+    });
+    page.seat = failing.open(page);
+    changes.emit(group('Stable', 1, [member('a', [0])], 'bad'), 'snapshot', 1_000);
+    changes.emit(group('Stable', 1, [member('b', [0])], 'h'), 'snapshot', 1_000);
+    expect(() => page.take()).toThrow('a broken store');
+    // The change that threw is lost (a bug, surfaced to the caller); the one after it is not.
+    expect(page.take().rows.map((r) => r.groupId)).toEqual(['h']);
+    failing.close();
+  });
+
   it('works changes in at BOARD_BACKLOG_LIMIT, and each lag round, while no page takes', () => {
     const page = new Page();
     page.isReading = false;
@@ -348,7 +398,8 @@ describe('GroupBoard', () => {
     changes.emit(group('PreparingRebalance', 1, [member('a', [0])], 'g'), 'member-joined', 1_100);
     // Told once until they take, however many changes: a change costs nothing per page.
     expect([first.told, second.told]).toEqual([1, 1]);
-    expect(first.seat!.pendingGroups()).toBe(2);
+    // At most: the three changes held count one each until they are worked in.
+    expect(first.seat!.pendingGroups()).toBe(3);
     const taken = first.take();
     expect(first.takes.at(-1)).toEqual({ groupIds: ['h', 'g'], changes: 3 });
     expect(taken.rows[1]).toMatchObject({ groupId: 'g', state: 'PreparingRebalance' });

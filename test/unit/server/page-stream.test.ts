@@ -280,6 +280,24 @@ describe('PageStream', () => {
     expect(other.events()).toEqual(['hello', 'row', 'row']);
   });
 
+  it('flushes again a page whose take threw, and the pages after it, on the next flush', () => {
+    const other = new FakeResponse();
+    const otherBoard = new FakeSeat();
+    newStream(other).open(otherBoard.join);
+    const takeRows = board.takeRows.bind(board);
+    board.takeRows = (): TakenRows => {
+      board.takeRows = takeRows;
+      throw new Error('a broken board');
+    };
+    board.change(row('a', 1));
+    otherBoard.change(row('b', 1));
+    expect(nextFlush).toThrow('a broken board');
+    expect(response.events()).toEqual(['hello']);
+    nextFlush();
+    expect(response.events()).toEqual(['hello', 'row']);
+    expect(other.events()).toEqual(['hello', 'row']);
+  });
+
   it('writes nothing once the flushes are closed (the server is closing)', () => {
     board.change(row('a', 1));
     flushes.close();

@@ -68,6 +68,7 @@ import { groupCoordinatorClient } from '../test/support/grpc-clients';
 import { offsetCommitRequest } from '../test/support/group-harness';
 import { spawnCohort } from '../test/support/spawn-cohort';
 import { boardStorm } from './live-page/board-storm';
+import { stormCycle } from './live-page/storm-cycle';
 
 const GROUPS = 1_000;
 const TOPIC = 'bench-orders';
@@ -168,36 +169,12 @@ async function storm(target: string, ratePerS: number, durationMs: number): Prom
   const endMs = Date.now() + durationMs;
   let rebalances = 0;
   const client = groupCoordinatorClient(target);
-  const protocols = [{ name: 'range', metadata: Buffer.alloc(0) }];
-  const join = {
-    groupInstanceId: '',
-    sessionTimeoutMs: 30_000,
-    rebalanceTimeoutMs: 30_000,
-    protocolType: 'consumer',
-    protocols,
-    clientId: 'storm',
-    reason: '',
-  };
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
       const groupId = `storm-${w}`;
       while (Date.now() < endMs) {
         const started = Date.now();
-        const first = await client.joinGroup({ ...join, groupId, memberId: '' });
-        const joined = await client.joinGroup({ ...join, groupId, memberId: first.memberId });
-        await client.syncGroup({
-          groupId,
-          generationId: joined.generationId,
-          memberId: joined.memberId,
-          groupInstanceId: '',
-          protocolType: 'consumer',
-          protocolName: 'range',
-          assignments: [{ memberId: joined.memberId, assignment: Buffer.alloc(0) }],
-        });
-        await client.leaveGroup({
-          groupId,
-          members: [{ memberId: joined.memberId, groupInstanceId: '', reason: '' }],
-        });
+        await stormCycle(client, groupId);
         rebalances += 2;
         await sleep(Math.max(0, cyclePeriodMs - (Date.now() - started)));
       }

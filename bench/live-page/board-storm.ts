@@ -20,6 +20,7 @@ import type { ServerResponse } from 'node:http';
 import { GroupBoard } from '../../src/server/group-board';
 import { PageFlushes, PageStream } from '../../src/server/page-stream';
 import { ManualTime } from '../../src/time';
+import { stormCycle, type StormCalls } from './storm-cycle';
 
 const GROUP_COUNT = 20;
 const CLOCK_STEP_MS = 20;
@@ -68,36 +69,12 @@ export async function boardStorm(
     { ...DEFAULT_GROUP_CONFIG, groupInitialRebalanceDelayMs: 0 },
     time,
   );
-  const protocols = [{ name: 'range', metadata: Buffer.alloc(0) }];
-  const join = {
-    groupInstanceId: '',
-    sessionTimeoutMs: 30_000,
-    rebalanceTimeoutMs: 30_000,
-    protocolType: 'consumer',
-    protocols,
-    clientId: 'storm',
-    reason: '',
+  const calls: StormCalls = {
+    joinGroup: (request) => coordinator.joinGroup(request, CONTEXT),
+    syncGroup: (request) => coordinator.syncGroup(request, CONTEXT),
+    leaveGroup: (request) => coordinator.leaveGroup(request, CONTEXT),
   };
-  const cycle = async (groupId: string): Promise<void> => {
-    const first = await coordinator.joinGroup({ ...join, groupId, memberId: '' }, CONTEXT);
-    const joined = await coordinator.joinGroup({ ...join, groupId, memberId: first.memberId }, CONTEXT);
-    await coordinator.syncGroup(
-      {
-        groupId,
-        generationId: joined.generationId,
-        memberId: joined.memberId,
-        groupInstanceId: '',
-        protocolType: 'consumer',
-        protocolName: 'range',
-        assignments: [{ memberId: joined.memberId, assignment: Buffer.alloc(0) }],
-      },
-      CONTEXT,
-    );
-    await coordinator.leaveGroup(
-      { groupId, members: [{ memberId: joined.memberId, groupInstanceId: '', reason: '' }] },
-      CONTEXT,
-    );
-  };
+  const cycle = (groupId: string): Promise<void> => stormCycle(calls, groupId);
   const groupIds = Array.from({ length: GROUP_COUNT }, (_, g) => `storm-${g}`);
   /** µs of CPU per cycle over `rounds` rounds of every group's cycle. */
   const run = async (count: number): Promise<number> => {

@@ -376,6 +376,8 @@ export class GroupBoard {
   /** The last take's rows, for the next seat taking from the same cursor (pages flush together). */
   private lastTake:
     { readonly cursor: number; readonly seq: number; readonly rows: BoardGroupRow[] } | undefined;
+  /** Changes heard and not yet worked in (catchUp), in the order they happened. */
+  private backlog: GroupChange[] = [];
   private unsubscribe: (() => void) | undefined;
   private timer: SystemTimer | undefined;
   private readonly tick: TimerTask;
@@ -384,9 +386,6 @@ export class GroupBoard {
   constructor(private readonly options: GroupBoardOptions) {
     this.tick = new LagTick(() => this.sampleLag());
   }
-
-  /** Changes heard and not yet worked in (catchUp), in the order they happened. */
-  private backlog: GroupChange[] = [];
 
   /** Groups known now (the changes held worked in first). */
   get size(): number {
@@ -540,7 +539,16 @@ export class GroupBoard {
     } finally {
       if (done < changes.length) this.backlog = [...changes.slice(done), ...this.backlog];
     }
-    if (this.seq !== since) this.tellSeats();
+    this.tellChangedSince(since);
+  }
+
+  /**
+   * After rows changed (`seq` moved past `since`): the seats not told hear that rows wait, and each page
+   * showing a group that changed hears its view, once (its latest, built once for all its pages).
+   */
+  private tellChangedSince(since: number): void {
+    if (this.seq === since) return;
+    this.tellSeats();
     if (this.selections.size === 0) return;
     const views = new Map<string, BoardGroup | null>();
     for (const [l, groupId] of this.selections) {
@@ -700,17 +708,9 @@ export class GroupBoard {
     this.catchUp();
     const lag = this.options.lag;
     if (lag !== undefined && this.seats.size > 0) {
-      let isChanged = false;
-      for (const entry of this.groups.values()) {
-        if (!this.sampleGroup(entry, lag)) continue;
-        isChanged = true;
-        this.touch(entry, false);
-        let view: BoardGroup | undefined;
-        const groupId = entry.described.groupId;
-        for (const [l, selected] of this.selections)
-          if (selected === groupId) l.onGroup((view ??= this.viewOf(entry)));
-      }
-      if (isChanged) this.tellSeats();
+      const since = this.seq;
+      for (const entry of this.groups.values()) if (this.sampleGroup(entry, lag)) this.touch(entry, false);
+      this.tellChangedSince(since);
     }
     // Each selected group is read once however many pages show it, and its pages share one message.
     const heartbeats = new Map<string, readonly BoardHeartbeats[] | null>();

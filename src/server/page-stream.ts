@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { Time } from '../time';
 import type { ClusterListener, ClusterView } from './cluster-board';
 import { CoalescingQueue } from './coalescing-queue';
-import type { BoardGroup, BoardHeartbeats, BoardListener, BoardSeat } from './group-board';
+import type { BoardGroup, BoardGroupRow, BoardHeartbeats, BoardListener, BoardSeat } from './group-board';
 import { SystemTimer, TimerTask } from '../timer';
 import type { WatchLimits } from './watch-groups';
 
@@ -152,9 +152,11 @@ export class PageFlushes {
   }
 }
 
-interface PendingFrame {
-  readonly event: string;
-  readonly data: object;
+/** A `gone` frame's data. */
+interface GoneGroup {
+  readonly groupId: string;
+  readonly reason: string;
+  readonly atMs: number;
 }
 
 /**
@@ -190,7 +192,8 @@ interface PendingFrame {
 export class PageStream implements BoardListener, ClusterListener {
   /** The stream's name for `POST /api/stream/select`: random, so that no page can steer another's. */
   readonly id = randomUUID();
-  private readonly queue = new CoalescingQueue<PendingFrame>();
+  /** Groups gone, not yet written: one frame per group. */
+  private readonly queue = new CoalescingQueue<GoneGroup>();
   /** The latest whole view of the group the page shows, not yet written (one: a page shows one group). */
   private pendingDetail: BoardGroup | undefined;
   /** The latest cluster view not yet written: it replaces any older one. */
@@ -200,7 +203,7 @@ export class PageStream implements BoardListener, ClusterListener {
   /** A tick is due with the frames waiting: the next flush writes it last, with the clock then. */
   private isTickPending = false;
   /** Groups gone since the last flush (PageFlushes: a storm; the board counts the other changes). */
-  private changesSinceFlush = 0;
+  private goneSinceFlush = 0;
   /** The board has rows for the page (BoardListener.onRowsWaiting): the next flush takes them. */
   private isRowsWaiting = true;
   private blockedSinceMs: number | undefined;
@@ -254,9 +257,11 @@ export class PageStream implements BoardListener, ClusterListener {
   }
 
   onGone(groupId: string, reason: string, atMs: number): void {
-    this.changesSinceFlush++;
+    if (this.isEnded) return;
+    this.goneSinceFlush++;
     if (this.pendingDetail?.groupId === groupId) this.pendingDetail = undefined;
-    this.send(groupId, { event: 'gone', data: { groupId, reason, atMs } });
+    this.queue.put(groupId, { groupId, reason, atMs });
+    this.scheduleFlush();
   }
 
   onHeartbeats(changes: readonly BoardHeartbeats[]): void {
@@ -313,12 +318,6 @@ export class PageStream implements BoardListener, ClusterListener {
     );
   }
 
-  private send(groupId: string, frame: PendingFrame): void {
-    if (this.isEnded) return;
-    this.queue.put(groupId, frame);
-    this.scheduleFlush();
-  }
-
   private scheduleFlush(): void {
     if (this.blockedSinceMs !== undefined) this.checkLimits();
     else this.flushes.request(this);
@@ -346,6 +345,7 @@ export class PageStream implements BoardListener, ClusterListener {
   flush(): number {
     if (this.isEnded || this.blockedSinceMs !== undefined) return 0;
     if (!this.hasPending() && !this.isTickPending) return 0;
+    let rows: readonly BoardGroupRow[] = [];
     let changes = 0;
     if (this.isRowsWaiting && this.seat !== undefined) {
       // Taken only now, at the write: the board keeps which groups changed once for every page, so a
@@ -353,14 +353,15 @@ export class PageStream implements BoardListener, ClusterListener {
       // Taking may first tell this page of a group gone, or the shown group's view (GroupBoard.catchUp).
       const taken = this.seat.takeRows();
       this.isRowsWaiting = false;
-      changes = taken.changes;
-      for (const row of taken.rows) this.queue.put(row.groupId, { event: 'row', data: row });
+      ({ rows, changes } = taken);
     }
-    changes += this.changesSinceFlush;
-    this.changesSinceFlush = 0;
+    changes += this.goneSinceFlush;
+    this.goneSinceFlush = 0;
     let chunk = '';
+    // Gone first: a group that went and came back since the last write is gone, then new, on the page.
     for (let frame = this.queue.shift(); frame !== undefined; frame = this.queue.shift())
-      chunk += sharedFrame(frame.event, frame.data);
+      chunk += sharedFrame('gone', frame);
+    for (const row of rows) chunk += sharedFrame('row', row);
     if (this.pendingDetail !== undefined) chunk += sharedFrame('group', this.pendingDetail);
     this.pendingDetail = undefined;
     if (this.pendingHeartbeats !== undefined) chunk += sharedFrame('heartbeats', this.pendingHeartbeats);

@@ -376,6 +376,19 @@ describe('PageStream', () => {
     expect(response.events().slice(4)).toEqual(['gone']);
   });
 
+  it('writes a group gone and back within one flush as gone, then its new row', () => {
+    board.change(row('a', 1));
+    nextFlush();
+    stream.onGone('a', 'group-deleted', 5);
+    board.change(row('a', 1));
+    nextFlush();
+    expect(response.events()).toEqual(['hello', 'row', 'gone', 'row']);
+    expect(response.data().slice(2)).toEqual([
+      { groupId: 'a', reason: 'group-deleted', atMs: 5 },
+      { groupId: 'a', generationId: 1 },
+    ]);
+  });
+
   it('merges heartbeats that wait, so a member sent once and another sent later both arrive', () => {
     // Every member when the page selects a group, then a round's move of one of them before the flush.
     stream.onHeartbeats([

@@ -69,6 +69,7 @@ import { offsetCommitRequest } from '../test/support/group-harness';
 import { spawnCohort } from '../test/support/spawn-cohort';
 import { boardStorm } from './live-page/board-storm';
 import { stormCycle } from './live-page/storm-cycle';
+import { median } from './support/stats';
 
 const GROUPS = 1_000;
 const TOPIC = 'bench-orders';
@@ -386,12 +387,6 @@ async function pageCpu(
     results.push(result);
   }
   return results;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 async function main(): Promise<void> {

@@ -20,6 +20,7 @@ import type { ServerResponse } from 'node:http';
 import { GroupBoard } from '../../src/server/group-board';
 import { PageFlushes, PageStream } from '../../src/server/page-stream';
 import { ManualTime } from '../../src/time';
+import { median } from '../support/stats';
 import { stormCycle, type StormCalls } from './storm-cycle';
 
 const GROUP_COUNT = 20;
@@ -132,11 +133,6 @@ export async function boardStorm(
   }
   flushes.close();
   coordinator.shutdown();
-  const median = (values: number[]): number => {
-    const sorted = [...values].sort((a, b) => a - b);
-    const mid = Math.floor(sorted.length / 2);
-    return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  };
   return {
     withoutUs: median(pairs.map(([a]) => a)),
     withUs: median(pairs.map(([, b]) => b)),

@@ -20,7 +20,8 @@
  *    over their HeartbeatStreams and as unary Heartbeat calls, the same members through the same raw HTTP/2
  *    client, in the same rounds: server CPU per heartbeat and heartbeats per server core-second, stream ÷ unary.
  * 7. Rebalance announcement (bench/group/rebalance-announcement.ts): a member joins a Stable group of 100 SDK
- *    members heartbeating every 3 s; the time until all hold their new assignment, with streams and unary.
+ *    members heartbeating every 3 s; the time until all hold their new assignment, with streams and unary,
+ *    and as the reference the same rebalance with the bench's raw HTTP/2 client playing the members.
  * 8. Memory per stream (bench/group/stream-memory.ts): what 10,000 open, watched HeartbeatStreams add to the
  *    server's RSS and heap, per stream; with the memory section, the total per idle streaming member.
  *
@@ -525,7 +526,8 @@ async function main(): Promise<void> {
     line();
     line(
       `Rebalance announcement: a member joins a Stable group of ${ANNOUNCEMENT_MEMBERS} SDK members ` +
-        `heartbeating every ${ANNOUNCEMENT_HEARTBEAT_INTERVAL_MS} ms, with streams and with unary heartbeats`,
+        `heartbeating every ${ANNOUNCEMENT_HEARTBEAT_INTERVAL_MS} ms, with streams and with unary heartbeats; ` +
+        'references: the same rebalance with bare raw-HTTP/2 and grpc-js stream members',
     );
     const r = await rebalanceAnnouncement(rounds, log);
     const streamMs = r.median('streamMs');
@@ -533,6 +535,12 @@ async function main(): Promise<void> {
       ['heartbeats', 'until every member holds its new assignment, ms (median)', 'worst round, ms'],
       ['over streams', round(streamMs, 1), round(r.max('streamMs'), 1)],
       ['unary', round(r.median('unaryMs'), 1), round(r.max('unaryMs'), 1)],
+      ['reference: raw client members, streams', round(r.median('rawMs'), 1), round(r.max('rawMs'), 1)],
+      [
+        'reference: bare grpc-js members, streams',
+        round(r.median('grpcjsMs'), 1),
+        round(r.max('grpcjsMs'), 1),
+      ],
     ]);
     Object.assign(figures, {
       announcementMembers: ANNOUNCEMENT_MEMBERS,
@@ -542,6 +550,14 @@ async function main(): Promise<void> {
       announcementUnaryMs: round(r.median('unaryMs'), 1),
       announcementUnaryMsWorstRound: round(r.max('unaryMs'), 1),
       ratioAnnouncementStreamToUnary: round(r.medianRatio('streamMs', 'unaryMs'), 4),
+      announcementRawMs: round(r.median('rawMs'), 1),
+      announcementRawMsWorstRound: round(r.max('rawMs'), 1),
+      ratioAnnouncementStreamToRaw: round(r.medianRatio('streamMs', 'rawMs'), 2),
+      announcementStreamClientCpuMs: round(r.median('streamClientCpuMs'), 1),
+      announcementRawClientCpuMs: round(r.median('rawClientCpuMs'), 1),
+      announcementGrpcJsMs: round(r.median('grpcjsMs'), 1),
+      announcementGrpcJsClientCpuMs: round(r.median('grpcjsClientCpuMs'), 1),
+      ratioAnnouncementStreamToGrpcJs: round(r.medianRatio('streamMs', 'grpcjsMs'), 2),
     });
     summary.push([
       'new member → all assigned, with streams',
@@ -550,6 +566,18 @@ async function main(): Promise<void> {
       verdict(streamMs <= TARGET_ANNOUNCEMENT_MS),
     ]);
     summary.push(['  same, unary heartbeats', round(r.median('unaryMs'), 1), '(about one interval)', '']);
+    summary.push([
+      '  same, raw client members (reference)',
+      round(r.median('rawMs'), 1),
+      "(the server's share)",
+      '',
+    ]);
+    summary.push([
+      '  same, bare grpc-js members (reference)',
+      round(r.median('grpcjsMs'), 1),
+      "(grpc-js's share)",
+      '',
+    ]);
   }
 
   if (only.has('stream-memory')) {

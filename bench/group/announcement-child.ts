@@ -8,6 +8,9 @@
  * member joins; answers once every member holds its assignment in the next generation, with the time that
  * took and this process's CPU over it), `close`.
  */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+import { join as joinPath } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CohortClient, RANGE_ASSIGNOR, type GroupMember } from '../../src';
 import { serveParent } from './child-rpc';
@@ -91,8 +94,39 @@ async function form(p: AnnouncementPlan): Promise<void> {
   generationId = await allAssigned(members, 0, p.partitions);
 }
 
+/**
+ * BENCH_ANNOUNCEMENT_PROFILE=DIR writes a CPU profile of the measured window alone (the newcomer's join to
+ * every member assigned; sampled every 100 µs) to DIR, one file per rebalance: the process's profile
+ * with --cpu-prof would be mostly the group's formation.
+ */
+const PROFILE_DIR = process.env.BENCH_ANNOUNCEMENT_PROFILE;
+
+function post(session: Session, method: string, params?: object): Promise<unknown> {
+  return new Promise((resolve, reject) =>
+    session.post(method, params ?? {}, (error, result) => (error ? reject(error) : resolve(result))),
+  );
+}
+
+async function startProfile(): Promise<Session | undefined> {
+  if (PROFILE_DIR === undefined) return undefined;
+  const session = new Session();
+  session.connect();
+  await post(session, 'Profiler.enable');
+  await post(session, 'Profiler.setSamplingInterval', { interval: 100 });
+  await post(session, 'Profiler.start');
+  return session;
+}
+
+async function stopProfile(session: Session | undefined, name: string): Promise<void> {
+  if (session === undefined || PROFILE_DIR === undefined) return;
+  const { profile } = (await post(session, 'Profiler.stop')) as { profile: unknown };
+  session.disconnect();
+  writeFileSync(joinPath(PROFILE_DIR, `${name}-${process.pid}.cpuprofile`), JSON.stringify(profile));
+}
+
 async function joinOne(): Promise<AnnouncementTiming> {
   const p = plan as AnnouncementPlan;
+  const session = await startProfile();
   const revokedAt: number[] = [];
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
@@ -101,6 +135,7 @@ async function joinOne(): Promise<AnnouncementTiming> {
   generationId = await allAssigned(all, generationId, p.partitions);
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
+  await stopProfile(session, `${p.heartbeatOverStream ? 'stream' : 'unary'}-${p.groupId}`);
   members = all;
   return {
     ms,

@@ -1,4 +1,5 @@
-import { Client, credentials } from '@grpc/grpc-js';
+import { Client, credentials, status as Status, type ServiceError, type StatusObject } from '@grpc/grpc-js';
+import type { RawBidiStream, StreamSink } from './raw-http2-channels';
 import type { UnaryChannels } from './unary-channels';
 
 /**
@@ -32,6 +33,28 @@ export class BenchChannels implements UnaryChannels {
           : resolve(response),
       );
     });
+  }
+
+  /** A bidi stream on channel `channel % size`, as RawHttp2Channels.openStream opens one. */
+  openStream(channel: number, path: string, sink: StreamSink): RawBidiStream {
+    const call = this.clients[channel % this.clients.length].makeBidiStreamRequest<Buffer, Buffer>(
+      path,
+      identity,
+      identity,
+    );
+    let isEnded = false;
+    const end = (error: Error | undefined): void => {
+      if (isEnded) return;
+      isEnded = true;
+      sink.onEnd(error);
+    };
+    call.on('data', (message: Buffer) => sink.onMessage(message));
+    // grpc-js emits 'error' for every status but OK, and 'status' for all of them.
+    call.on('error', (error: ServiceError) => end(error.code === Status.CANCELLED ? undefined : error));
+    call.on('status', (s: StatusObject) =>
+      end(s.code === Status.OK || s.code === Status.CANCELLED ? undefined : new Error(s.details)),
+    );
+    return { send: (message) => call.write(message), end: () => call.end() };
   }
 
   close(): void {

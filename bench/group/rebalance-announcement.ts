@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { RoundSet } from '../support/round-set';
 import type { AnnouncementPlan, AnnouncementTiming } from './announcement-child';
+import { rawAnnouncement } from './announcement-raw';
 import { startChild } from './child-rpc';
 import { startBenchServer, type BenchServer } from './server-process';
 
@@ -10,11 +11,13 @@ import { startBenchServer, type BenchServer } from './server-process';
  * 200 partitions) heartbeat every 3 s; once each has heartbeated in the group's generation (the server
  * counts the answers), a 101st member joins, and the clock runs from its `join` to the moment every one
  * of the 101 holds its assignment (state `stable`, `assigned` in one new generation, every partition handed
- * out once). Each round does it twice against the same server (bench/group/server-child.ts, which serves
- * HeartbeatStream as createServer does), in a fresh group and client process each time, the order
- * alternating: with `heartbeatOverStream` (the coordinator pushes REBALANCE_IN_PROGRESS down every
+ * out once). Each round does it four times against the same server (bench/group/server-child.ts, which
+ * serves HeartbeatStream as createServer does), in a fresh group each time, each mode going first in turn:
+ * SDK members with `heartbeatOverStream` (the coordinator pushes REBALANCE_IN_PROGRESS down every
  * member's stream the moment the rebalance starts) and with unary heartbeats (each member learns from its
- * next heartbeat).
+ * next heartbeat), each in a client process of its own; and, as the references that tell the server's,
+ * grpc-js's and the SDK's shares apart, stream members played by the bench's raw HTTP/2 client and by
+ * bare grpc-js calls in the bench's process (bench/group/announcement-raw.ts).
  *
  * The newcomer joins right after the generation's heartbeats were answered, where a unary member's next
  * heartbeat is furthest away: the unary figure is about one interval by construction, the worst case a
@@ -26,7 +29,13 @@ export const ANNOUNCEMENT_HEARTBEAT_INTERVAL_MS = 3_000;
 const SESSION_TIMEOUT_MS = 30_000;
 const PARTITIONS = 200;
 
-export type AnnouncementMode = 'stream' | 'unary';
+/**
+ * `stream` and `unary`: SDK members with and without `heartbeatOverStream`; `raw` and `grpcjs`: the
+ * references, the same rebalance with stream members played by the bench's raw HTTP/2 client or by bare
+ * grpc-js calls (bench/group/announcement-raw.ts).
+ */
+export type AnnouncementMode = 'stream' | 'unary' | 'raw' | 'grpcjs';
+const MODES: readonly AnnouncementMode[] = ['stream', 'unary', 'raw', 'grpcjs'];
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -40,6 +49,15 @@ async function oneRebalance(
   mode: AnnouncementMode,
   groupId: string,
 ): Promise<AnnouncementTiming> {
+  if (mode === 'raw' || mode === 'grpcjs') {
+    return rawAnnouncement({
+      target: server.target,
+      groupId,
+      members: ANNOUNCEMENT_MEMBERS,
+      partitions: PARTITIONS,
+      client: mode === 'raw' ? 'raw-http2' : 'grpc-js',
+    });
+  }
   const members = startChild(join(__dirname, 'announcement-child.ts'));
   try {
     const plan: AnnouncementPlan = {
@@ -74,7 +92,8 @@ export async function rebalanceAnnouncement(rounds: number, log: (text: string) 
   const set = new RoundSet();
   try {
     for (let r = 0; r < rounds; r++) {
-      const modes: AnnouncementMode[] = r % 2 === 0 ? ['stream', 'unary'] : ['unary', 'stream'];
+      // Each round starts with the next mode, so every mode goes first, second and last as often.
+      const modes = MODES.map((_, k) => MODES[(r + k) % MODES.length]);
       const parts: string[] = [];
       for (const mode of modes) {
         const timing = await oneRebalance(server, mode, `announcement-${mode}-${r}`);

@@ -590,17 +590,22 @@ async function main(): Promise<void> {
     const r = await streamMemory(streamRounds, log);
     const b = (name: string): number => round(r.median(name), 0);
     table([
-      ['bytes per stream', 'median'],
-      ['RSS', b('rssBytesPerStream')],
-      ['V8 heap used', b('heapBytesPerStream')],
-      ['external', b('externalBytesPerStream')],
+      ['bytes per stream (median)', 'cohort (grpc-js + HeartbeatStream)', 'bare Node http2 server (floor)'],
+      ['RSS', b('rssBytesPerStream'), b('bareRssBytesPerStream')],
+      ['V8 heap used', b('heapBytesPerStream'), b('bareHeapBytesPerStream')],
+      ['external', b('externalBytesPerStream'), b('bareExternalBytesPerStream')],
     ]);
+    const heapRatio = round(r.median('heapRatioToBare'), 2);
+    line(`  V8 heap per stream, cohort ÷ bare Node http2: ${heapRatio}×`);
     Object.assign(figures, {
       streamMemoryRounds: streamRounds,
       streamMemoryStreams: STREAM_MEMORY_MEMBERS,
       streamMemoryRssBytesPerStream: b('rssBytesPerStream'),
       streamMemoryHeapBytesPerStream: b('heapBytesPerStream'),
       streamMemoryExternalBytesPerStream: b('externalBytesPerStream'),
+      streamMemoryBareRssBytesPerStream: b('bareRssBytesPerStream'),
+      streamMemoryBareHeapBytesPerStream: b('bareHeapBytesPerStream'),
+      ratioStreamMemoryHeapToBare: heapRatio,
     });
     // An idle streaming member holds what an idle unary member holds (the memory section) plus its stream.
     const memberRss = figures.memoryRssBytesPerMember;
@@ -613,6 +618,11 @@ async function main(): Promise<void> {
         `<= ${TARGET_BYTES_PER_MEMBER} B`,
         verdict(total <= TARGET_BYTES_PER_MEMBER),
       ]);
+      // The least any server on Node's http2 could hold: the member, and the bare server's heap per stream
+      // (a lower bound: its RSS also counts nghttp2's native stream).
+      const floor = memberRss + b('bareHeapBytesPerStream');
+      figures.streamingMemberFloorBytes = floor;
+      summary.push(['  floor: member RSS + bare Node http2 stream heap', floor, '(reference)', '']);
     } else {
       summary.push(['RSS per HeartbeatStream (add the memory section)', b('rssBytesPerStream'), '', '']);
     }

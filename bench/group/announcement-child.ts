@@ -6,13 +6,15 @@
  *
  * The parent asks, over IPC: `form` (the members join and every one holds its assignment), `join` (one more
  * member joins; answers once every member holds its assignment in the next generation, with the time that
- * took and this process's CPU over it), `close`.
+ * took and this process's CPU over it), `close`; and `bare`, a reference side run whole in this process
+ * (bench/group/announcement-raw.ts), so that it runs in a process loaded as the SDK's members are.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { join as joinPath } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CohortClient, RANGE_ASSIGNOR, type GroupMember } from '../../src';
+import { rawAnnouncement, type RawAnnouncementPlan } from './announcement-raw';
 import { serveParent } from './child-rpc';
 
 export interface AnnouncementPlan {
@@ -151,4 +153,13 @@ async function close(): Promise<void> {
   members = [];
 }
 
-serveParent({ form: (p: AnnouncementPlan) => form(p), join: () => joinOne(), close }, close);
+serveParent(
+  {
+    form: (p: AnnouncementPlan) => form(p),
+    join: () => joinOne(),
+    close,
+    // The references: the same rebalance with bare clients as members, in a process like this one.
+    bare: (p: RawAnnouncementPlan) => rawAnnouncement(p),
+  },
+  close,
+);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { RoundSet } from '../support/round-set';
 import type { AnnouncementPlan, AnnouncementTiming } from './announcement-child';
-import { rawAnnouncement } from './announcement-raw';
+import type { RawAnnouncementPlan } from './announcement-raw';
 import { startChild } from './child-rpc';
 import { startBenchServer, type BenchServer } from './server-process';
 
@@ -17,7 +17,7 @@ import { startBenchServer, type BenchServer } from './server-process';
  * member's stream the moment the rebalance starts) and with unary heartbeats (each member learns from its
  * next heartbeat), each in a client process of its own; and, as the references that tell the server's,
  * grpc-js's and the SDK's shares apart, stream members played by the bench's raw HTTP/2 client and by
- * bare grpc-js calls in the bench's process (bench/group/announcement-raw.ts).
+ * bare grpc-js calls, in the same kind of client process (bench/group/announcement-raw.ts).
  *
  * The newcomer joins right after the generation's heartbeats were answered, where a unary member's next
  * heartbeat is furthest away: the unary figure is about one interval by construction, the worst case a
@@ -49,17 +49,18 @@ async function oneRebalance(
   mode: AnnouncementMode,
   groupId: string,
 ): Promise<AnnouncementTiming> {
-  if (mode === 'raw' || mode === 'grpcjs') {
-    return rawAnnouncement({
-      target: server.target,
-      groupId,
-      members: ANNOUNCEMENT_MEMBERS,
-      partitions: PARTITIONS,
-      client: mode === 'raw' ? 'raw-http2' : 'grpc-js',
-    });
-  }
   const members = startChild(join(__dirname, 'announcement-child.ts'));
   try {
+    if (mode === 'raw' || mode === 'grpcjs') {
+      const plan: RawAnnouncementPlan = {
+        target: server.target,
+        groupId,
+        members: ANNOUNCEMENT_MEMBERS,
+        partitions: PARTITIONS,
+        client: mode === 'raw' ? 'raw-http2' : 'grpc-js',
+      };
+      return await members.request<AnnouncementTiming>('bare', plan);
+    }
     const plan: AnnouncementPlan = {
       target: server.target,
       groupId,

@@ -57,12 +57,14 @@ function allAssigned(all: readonly GroupMember[], after: number, partitions: num
     const check = (): void => {
       const generation = all[0].generationId;
       if (generation <= after) return;
-      let owned = 0;
+      const owned = new Set<string>();
+      let handedOut = 0;
       for (const m of all) {
         if (m.state !== 'stable' || m.generationId !== generation || m.assignment === null) return;
-        owned += m.assignment.length;
+        for (const tp of m.assignment) owned.add(`${tp.topic}-${tp.partition}`);
+        handedOut += m.assignment.length;
       }
-      if (owned !== partitions) return;
+      if (owned.size !== partitions || handedOut !== partitions) return;
       cleanup();
       resolve(generation);
     };

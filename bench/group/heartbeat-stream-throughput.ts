@@ -145,8 +145,11 @@ export function openStreams(
         }
         member.waiting.shift()?.();
       },
-      onEnd: (error) =>
-        onFailure(error ?? new Error(`${request.memberId}: the server ended its HeartbeatStream`)),
+      onEnd: (error) => {
+        onFailure(error ?? new Error(`${request.memberId}: the server ended its HeartbeatStream`));
+        // Whoever waits for an answer on it is released (and finds the failure), rather than never.
+        for (const waiter of member.waiting.splice(0)) waiter();
+      },
     });
     return member;
   });

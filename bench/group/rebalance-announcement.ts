@@ -12,8 +12,8 @@ import { startBenchServer, type BenchServer } from './server-process';
  * counts the answers), a 101st member joins, and the clock runs from its `join` to the moment every one
  * of the 101 holds its assignment (state `stable`, `assigned` in one new generation, every partition handed
  * out once). Each round does it four times against the same server (bench/group/server-child.ts, which
- * serves HeartbeatStream as createServer does), in a fresh group each time, each mode going first in turn:
- * SDK members with `heartbeatOverStream` (the coordinator pushes REBALANCE_IN_PROGRESS down every
+ * serves HeartbeatStream as createServer does), in a fresh group each time, the order rotating round by
+ * round: SDK members with `heartbeatOverStream` (the coordinator pushes REBALANCE_IN_PROGRESS down every
  * member's stream the moment the rebalance starts) and with unary heartbeats (each member learns from its
  * next heartbeat), each in a client process of its own; and, as the references that tell the server's,
  * grpc-js's and the SDK's shares apart, stream members played by the bench's raw HTTP/2 client and by
@@ -93,7 +93,7 @@ export async function rebalanceAnnouncement(rounds: number, log: (text: string) 
   const set = new RoundSet();
   try {
     for (let r = 0; r < rounds; r++) {
-      // Each round starts with the next mode, so every mode goes first, second and last as often.
+      // Each round starts with the next mode (balanced when the rounds are a multiple of the modes).
       const modes = MODES.map((_, k) => MODES[(r + k) % MODES.length]);
       const parts: string[] = [];
       for (const mode of modes) {

@@ -212,6 +212,5 @@ test('every generation change reaches every watched member once, before its next
     { numRuns: 300 },
   );
   // The schedules exercised the property: many generations ended under a watching member.
-  console.log(checked);
   expect(checked).toBeGreaterThan(50);
 });

@@ -9,7 +9,7 @@
  */
 import { createServer, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { collectGarbage } from '../support/gc-recorder';
+import { memoryAfterCollection } from '../support/gc-recorder';
 import { serveParent } from './child-rpc';
 
 export interface BareServerMemory {
@@ -69,16 +69,7 @@ serveParent(
       new Promise<number>((resolve) =>
         server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)),
       ),
-    memory: (): BareServerMemory => {
-      collectGarbage();
-      const usage = process.memoryUsage();
-      return {
-        rssBytes: usage.rss,
-        heapUsedBytes: usage.heapUsed,
-        externalBytes: usage.external,
-        openStreams,
-      };
-    },
+    memory: (): BareServerMemory => ({ ...memoryAfterCollection(), openStreams }),
   },
   () =>
     new Promise<void>((resolve) => {

@@ -30,7 +30,7 @@ import { HeartbeatStreams } from '../../src/server/heartbeat-stream';
 import { unaryHandler } from '../../src/server/unary-handler';
 import { guardServiceDefinition } from '../../src/server/undecodable-request';
 import { SYSTEM_TIME } from '../../src/time';
-import { collectGarbage } from '../support/gc-recorder';
+import { memoryAfterCollection } from '../support/gc-recorder';
 import { serveParent } from './child-rpc';
 import { applyServerHeapPolicy } from './server-heap-policy';
 import { CountingCoordinator } from './counting-coordinator';
@@ -370,16 +370,7 @@ serveParent(
         noopNsPerCall: time(baseline),
       };
     },
-    memory: (): ServerMemory => {
-      collectGarbage();
-      const usage = process.memoryUsage();
-      return {
-        rssBytes: usage.rss,
-        heapUsedBytes: usage.heapUsed,
-        externalBytes: usage.external,
-        heartbeatStreams: heartbeatStreams.size,
-      };
-    },
+    memory: (): ServerMemory => ({ ...memoryAfterCollection(), heartbeatStreams: heartbeatStreams.size }),
   },
   () =>
     new Promise<void>((resolve) => {

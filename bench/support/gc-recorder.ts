@@ -17,6 +17,13 @@ export function collectGarbage(): void {
   gc();
 }
 
+/** The process's memory after full collections: what a bench server reports between two readings. */
+export function memoryAfterCollection(): { rssBytes: number; heapUsedBytes: number; externalBytes: number } {
+  collectGarbage();
+  const usage = process.memoryUsage();
+  return { rssBytes: usage.rss, heapUsedBytes: usage.heapUsed, externalBytes: usage.external };
+}
+
 /**
  * Records V8 garbage collections ('gc' performance entries) so a bench can ask how many happened inside a
  * window and how long they paused the loop. Entries are delivered asynchronously, so ask only after the

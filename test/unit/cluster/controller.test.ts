@@ -148,6 +148,20 @@ describe('Controller', () => {
     }
   }
 
+  /**
+   * Nodes 2, 3 and 4 alive, and topic t's 100 partitions at leader epoch 5 on [2, 3, 4], each led by 2
+   * (even partitions) or 3 (odd) with 2 in its ISR: node 2's leave changes every one of them.
+   */
+  async function seedHundredPartitionsOfNode2(): Promise<void> {
+    await join(2, 3, 4);
+    const replicas = Array.from({ length: 100 }, (_, p) => (p % 2 === 0 ? [2, 3, 4] : [3, 2, 4]));
+    await seedTopic(
+      't',
+      replicas,
+      replicas.map((r) => state(r[0], 5, [2, 3, 4])),
+    );
+  }
+
   async function stateOf(topic: string, partition = 0): Promise<PartitionState | undefined> {
     return (await readPartitionState(admin, clusterId, topic, partition))?.state;
   }
@@ -267,13 +281,7 @@ describe('Controller', () => {
   it("writes a leaving node's partitions together, not one etcd round trip after another", async () => {
     // 100 partitions, every one led or followed by node 2. Its leave changes them all: the writes go out
     // SETTLE_CONCURRENCY at a time, so the last partition's leader does not wait on 99 round trips.
-    await join(2, 3, 4);
-    const replicas = Array.from({ length: 100 }, (_, p) => (p % 2 === 0 ? [2, 3, 4] : [3, 2, 4]));
-    await seedTopic(
-      't',
-      replicas,
-      replicas.map((r) => state(r[0], 5, [2, 3, 4])),
-    );
+    await seedHundredPartitionsOfNode2();
     const node = startControllerNode(1);
     await flush();
     const epoch = node.election.controllerEpoch!;
@@ -299,13 +307,7 @@ describe('Controller', () => {
     // Node 2's leave changes 100 partitions. After 30 writes etcd refuses every request, as one that stops
     // answering does: the writes in flight fail with their outcome unknown, the re-reads fail, the watch
     // ends. Once etcd answers again, the controller reads everything and finishes the batch.
-    await join(2, 3, 4);
-    const replicas = Array.from({ length: 100 }, (_, p) => (p % 2 === 0 ? [2, 3, 4] : [3, 2, 4]));
-    await seedTopic(
-      't',
-      replicas,
-      replicas.map((r) => state(r[0], 5, [2, 3, 4])),
-    );
+    await seedHundredPartitionsOfNode2();
     const node = startControllerNode(1, { retryBackoffMs: 500 });
     await flush();
     const epoch = node.election.controllerEpoch!;

@@ -21,9 +21,11 @@
  *    client, in the same rounds: server CPU per heartbeat and heartbeats per server core-second, stream ÷ unary.
  * 7. Rebalance announcement (bench/group/rebalance-announcement.ts): a member joins a Stable group of 100 SDK
  *    members heartbeating every 3 s; the time until all hold their new assignment, with streams and unary,
- *    and as the reference the same rebalance with the bench's raw HTTP/2 client playing the members.
+ *    and as references the same rebalance with the members played by the bench's raw HTTP/2 client and by
+ *    bare grpc-js calls.
  * 8. Memory per stream (bench/group/stream-memory.ts): what 10,000 open, watched HeartbeatStreams add to the
- *    server's RSS and heap, per stream; with the memory section, the total per idle streaming member.
+ *    server's RSS and heap, per stream, beside a bare Node http2 server holding as many (the floor); with the
+ *    memory section, the total per idle streaming member.
  *
  * The server always runs in a child process, so its CPU and memory figures exclude the load generator.
  * Every figure is a median over rounds; cohort ÷ baseline ratios are taken round by round.

@@ -47,8 +47,8 @@ let generationId = 0;
 /** Resolves once `all` are stable in one generation above `after`, each partition handed out once. */
 function allAssigned(all: readonly GroupMember[], after: number, partitions: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    // Each member must be assigned after this point, so the full check waits until every one has been
-    // (one pass over the members per `assigned` would cost the measured process 101 × 101 visits).
+    // Each member must be assigned after this point, so the full check (which builds the set of partitions
+    // handed out) waits until every one has been, then runs again on each later `assigned`.
     const heard = new Set<GroupMember>();
     const onAssigned = function (this: GroupMember): void {
       heard.add(this);

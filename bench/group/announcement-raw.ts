@@ -11,7 +11,7 @@ import type {
 } from '../../src/group/group-protocol';
 import type { AnnouncementTiming } from './announcement-child';
 import { BenchChannels } from './bench-channels';
-import { codecs, formGroup, joinRequest, type Codecs, type FormedGroup } from './group-driver';
+import { codecs, expectCode, formGroup, joinRequest, type Codecs, type FormedGroup } from './group-driver';
 import { RawHttp2Channels, type RawBidiStream, type StreamSink } from './raw-http2-channels';
 import type { UnaryChannels } from './unary-channels';
 import { benchProtos, methodCodec } from './wire';
@@ -70,12 +70,6 @@ function rangeAssignments(
     next += count;
     return { memberId, assignment: encodeAssignment({ partitions: owned }) };
   });
-}
-
-function expectCode(what: string, actual: ErrorCode, expected: ErrorCode): void {
-  if (actual !== expected) {
-    throw new Error(`${what}: error code ${ErrorCode[actual]} (${actual}), expected ${ErrorCode[expected]}`);
-  }
 }
 
 /** Forms the group, opens and watches every member's stream, then times one newcomer's rebalance. */

@@ -49,7 +49,8 @@ export function codecs(): Codecs {
   };
 }
 
-function expectCode(what: string, actual: ErrorCode, expected: ErrorCode): void {
+/** Fails the bench when an answer carries another code than the one the driver expects. */
+export function expectCode(what: string, actual: ErrorCode, expected: ErrorCode): void {
   if (actual !== expected) {
     throw new Error(`${what}: error code ${ErrorCode[actual]} (${actual}), expected ${ErrorCode[expected]}`);
   }

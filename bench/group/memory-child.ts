@@ -12,7 +12,7 @@ import type { JoinGroupResponse, RequestContext } from '../../src/group/group-pr
 import { ManualTime } from '../../src/time';
 import { collectGarbage } from '../support/gc-recorder';
 import { serveParent } from './child-rpc';
-import { codecs, joinRequest, syncRequest, type FormedGroup } from './group-driver';
+import { codecs, expectCode, joinRequest, syncRequest, type FormedGroup } from './group-driver';
 import { applyServerHeapPolicy } from './server-heap-policy';
 import type { MethodCodec } from './wire';
 
@@ -34,10 +34,6 @@ applyServerHeapPolicy();
 const c = codecs();
 const context: RequestContext = { clientHost: '127.0.0.1' };
 let coordinator: GroupCoordinator | undefined;
-
-function expectCode(what: string, actual: ErrorCode, expected: ErrorCode): void {
-  if (actual !== expected) throw new Error(`${what}: ${ErrorCode[actual]}, expected ${ErrorCode[expected]}`);
-}
 
 export interface MemoryPlan {
   readonly groups: number;

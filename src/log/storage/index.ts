@@ -60,3 +60,13 @@ export {
   RECORD_BATCH_HEADER_BYTES,
 } from './record-batch';
 export { DataDirInUseError, DataDirLock, DATA_DIR_LOCK_FILE } from './data-dir-lock';
+export {
+  checkDataDirIdentity,
+  DATA_DIR_IDENTITY_FILE,
+  ForeignDataDirError,
+  newClusterUuid,
+  readDataDirIdentity,
+  UnreadableDataDirIdentityError,
+  writeDataDirIdentity,
+} from './data-dir-identity';
+export type { DataDirIdentity, DataDirMode, ExpectedIdentity } from './data-dir-identity';

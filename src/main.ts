@@ -2,7 +2,8 @@
  * The cohort server process: the only code that reads argv, the environment and signals.
  *
  * Exit status: 0 after a clean stop (SIGTERM/SIGINT), 2 for an invalid configuration (every problem is
- * printed, including unreadable token and TLS files), 1 if the server cannot start or fails unexpectedly.
+ * printed, including unreadable token and TLS files), 1 if the server cannot start (a data directory of
+ * another cluster or node among the reasons) or fails unexpectedly.
  * A second signal during shutdown exits at once with 1.
  *
  * Log lines a supervisor can wait for: `cohort listening` once the port is bound (with the real address and
@@ -55,15 +56,22 @@ async function main(): Promise<void> {
   });
 
   let server: CohortServer;
+  let isStopping = false;
+  // The server logged why at fatal (a data directory of another cluster than etcd's): stop, exit 1.
+  const stopOnFatalError = (): void => {
+    if (isStopping) return;
+    isStopping = true;
+    const exit = (): never => process.exit(EXIT_FAILURE);
+    server.close().then(exit, exit);
+  };
   try {
-    server = createServer(config, { logger });
+    server = createServer(config, { logger, onFatalError: stopOnFatalError });
   } catch (error) {
     // Token and TLS files are read here: their problems are configuration problems too.
     if (error instanceof InvalidConfigError) exitBadConfig(error.problems);
     throw error;
   }
 
-  let isStopping = false;
   const stop = (signal: NodeJS.Signals): void => {
     if (isStopping) {
       logger.warn({ signal }, 'second signal; exiting without waiting for open calls');

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { ClusterMetadataUpdate, ClusterNodeAddress, PartitionLeadership } from '../log/partition-roles';
 import { NO_LEADER_ID } from '../log/partition-roles';
 import { TimerAction, type Timer } from '../timer';
+import { ClusterIdentityError } from './cluster-identity';
 import { readClusterState, type ClusterState } from './cluster-state';
 import type { MetadataStore, MetadataWatch, WatchEvent } from './metadata-store';
 import type { StoredPartitionState } from './partition-state';
@@ -26,11 +27,18 @@ import type { StoredPartitionState } from './partition-state';
  *
  * A partition whose topic exists but whose state does not yet (the controller has not written it) is
  * left out of the update until the controller initialises it.
+ *
+ * With `clusterUuid`, a read or a watched change that finds etcd's cluster identity missing or another
+ * cluster's (`cluster-identity.ts`: etcd lost its data, or is another cluster's) is not applied: the view
+ * keeps its last update, reports ClusterIdentityError and reads again with the same backoff as when etcd
+ * cannot be reached. An empty etcd must not make every topic vanish from the node.
  */
 export interface ClusterMetadataViewOptions {
   readonly store: MetadataStore;
   readonly timer: Timer;
   readonly clusterId: string;
+  /** The cluster's uuid every read must find in etcd; unchecked when absent (unit tests of the view alone). */
+  readonly clusterUuid?: string;
   /** First wait before reading again after a failed read; 500 ms by default. */
   readonly retryBackoffMs?: number;
   /** The wait doubles after each failure up to this; 8,000 ms by default. */
@@ -48,6 +56,7 @@ export class ClusterMetadataView extends EventEmitter<ClusterMetadataViewEvents>
   private readonly store: MetadataStore;
   private readonly timer: Timer;
   private readonly clusterId: string;
+  private readonly clusterUuid: string | undefined;
   private readonly retryBackoffMs: number;
   private readonly maxRetryBackoffMs: number;
   private readonly onError: (error: unknown) => void;
@@ -70,6 +79,7 @@ export class ClusterMetadataView extends EventEmitter<ClusterMetadataViewEvents>
     this.store = options.store;
     this.timer = options.timer;
     this.clusterId = options.clusterId;
+    this.clusterUuid = options.clusterUuid;
     this.retryBackoffMs = options.retryBackoffMs ?? 500;
     this.maxRetryBackoffMs = options.maxRetryBackoffMs ?? 8_000;
     this.onError = options.onError ?? (() => undefined);
@@ -122,6 +132,11 @@ export class ClusterMetadataView extends EventEmitter<ClusterMetadataViewEvents>
     readClusterState(this.store, this.clusterId, this.onError).then(
       ({ state, revision }) => {
         if (generation !== this.generation) return;
+        const identityProblem = this.identityProblem(state);
+        if (identityProblem !== undefined) {
+          this.retryLater(identityProblem);
+          return;
+        }
         this.nextBackoffMs = this.retryBackoffMs;
         this.cluster = state;
         this.atRevision = revision;
@@ -131,12 +146,22 @@ export class ClusterMetadataView extends EventEmitter<ClusterMetadataViewEvents>
       (error: unknown) => {
         if (generation !== this.generation) return;
         // Unreachable: keep the last view (the log layer goes on with it) and try again later.
-        this.onError(error);
-        this.retryTask.delayMs = this.nextBackoffMs;
-        this.nextBackoffMs = Math.min(this.nextBackoffMs * 2, this.maxRetryBackoffMs);
-        this.timer.add(this.retryTask);
+        this.retryLater(error);
       },
     );
+  }
+
+  private retryLater(error: unknown): void {
+    this.onError(error);
+    this.retryTask.delayMs = this.nextBackoffMs;
+    this.nextBackoffMs = Math.min(this.nextBackoffMs * 2, this.maxRetryBackoffMs);
+    this.timer.add(this.retryTask);
+  }
+
+  /** ClusterIdentityError when `state` does not hold this cluster's identity; undefined when it does. */
+  private identityProblem(state: ClusterState): ClusterIdentityError | undefined {
+    if (this.clusterUuid === undefined || state.identity === this.clusterUuid) return undefined;
+    return new ClusterIdentityError(this.clusterId, this.clusterUuid, state.identity);
   }
 
   private watchFrom(startRevision: number, generation: number): void {
@@ -148,6 +173,15 @@ export class ClusterMetadataView extends EventEmitter<ClusterMetadataViewEvents>
           if (generation !== this.generation || this.cluster === undefined) return;
           this.cluster.applyEvents(events);
           for (const event of events) this.atRevision = Math.max(this.atRevision, event.kv.modRevision);
+          const identityProblem = this.identityProblem(this.cluster);
+          if (identityProblem !== undefined) {
+            // The identity went (or changed) under the watch: apply nothing more; read again later.
+            this.generation++;
+            this.watch?.cancel();
+            this.watch = undefined;
+            this.retryLater(identityProblem);
+            return;
+          }
           this.scheduleUpdate(generation);
         },
         onCancelled: (reason) => {

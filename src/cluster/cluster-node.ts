@@ -47,6 +47,11 @@ export interface ClusterNodeOptions {
   readonly time: Time;
   readonly timer: Timer;
   readonly clusterId: string;
+  /**
+   * The cluster's uuid, confirmed against etcd's (`establishClusterIdentity`): the node registers, and its
+   * view applies, only while etcd holds this identity. Unchecked when absent (unit tests).
+   */
+  readonly clusterUuid?: string;
   readonly nodeId: number;
   /** `HOST:PORT` the node's peers and clients reach it at. */
   readonly advertisedAddress: string;
@@ -131,12 +136,13 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
     this.random = options.random ?? Math.random;
     this.onError = options.onError ?? (() => undefined);
     this.closeTimeoutMs = options.closeTimeoutMs ?? 5_000;
-    const { store, timer, clusterId, nodeId } = options;
+    const { store, timer, clusterId, clusterUuid, nodeId } = options;
     this.session = new NodeSession({
       store,
       time: options.time,
       timer,
       clusterId,
+      ...(clusterUuid === undefined ? {} : { clusterUuid }),
       nodeId,
       advertisedAddress: options.advertisedAddress,
       sessionTimeoutMs: options.sessionTimeoutMs,
@@ -165,6 +171,7 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
       store,
       timer,
       clusterId,
+      ...(clusterUuid === undefined ? {} : { clusterUuid }),
       retryBackoffMs: options.retryBackoffMs,
       onError: this.onError,
     });

@@ -1,4 +1,5 @@
 import type { KeyValue, MetadataStore, WatchEvent } from './metadata-store';
+import { clusterIdentityKey, decodeClusterIdentity } from './cluster-identity';
 import { controllerKey } from './controller-election';
 import {
   decodePartitionState,
@@ -37,6 +38,11 @@ export class ClusterState {
   readonly partitions = new Map<string, StoredPartitionState>();
   /** The controller key as last read: its node id and epoch (create revision), undefined while absent. */
   controller: { readonly nodeId: number | undefined; readonly epoch: number } | undefined;
+  /**
+   * The cluster's uuid as `cluster` names it (its raw value when that is not an identity), undefined while
+   * the key is absent: an etcd that lost its data has none (`cluster-identity.ts`).
+   */
+  identity: string | undefined;
   private readonly prefix: string;
 
   constructor(
@@ -76,6 +82,7 @@ export class ClusterState {
   applyDelete(kv: KeyValue): void {
     const rest = kv.key.slice(this.prefix.length);
     if (rest === 'controller') this.controller = undefined;
+    else if (rest === 'cluster') this.identity = undefined;
     else if (rest.startsWith('nodes/')) {
       const id = Number(rest.slice('nodes/'.length));
       this.liveNodes.delete(id);
@@ -88,6 +95,8 @@ export class ClusterState {
     const rest = kv.key.slice(this.prefix.length);
     if (rest === 'controller') {
       this.controller = { nodeId: parseControllerNodeId(kv.value), epoch: kv.createRevision };
+    } else if (rest === 'cluster') {
+      this.identity = decodeClusterIdentity(kv.value) ?? kv.value;
     } else if (rest.startsWith('nodes/')) {
       const id = Number(rest.slice('nodes/'.length));
       if (Number.isSafeInteger(id) && id >= 0) {
@@ -119,7 +128,7 @@ function parseControllerNodeId(value: string): number | undefined {
 }
 
 /**
- * Reads `nodes/`, `controller`, `topics/` and `partitions/` in one transaction: one revision, so the
+ * Reads `cluster`, `nodes/`, `controller`, `topics/` and `partitions/` in one transaction: one revision, so the
  * caller watches from `revision + 1` and misses nothing. Rejects with the store's error (a read: no
  * effect).
  */
@@ -132,6 +141,7 @@ export async function readClusterState(
   const response = await store.txn({
     compare: [],
     success: [
+      { type: 'get', key: clusterIdentityKey(clusterId) },
       { type: 'get', key: `${prefix}nodes/`, prefix: true },
       { type: 'get', key: controllerKey(clusterId) },
       { type: 'get', key: `${prefix}topics/`, prefix: true },

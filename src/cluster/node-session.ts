@@ -1,7 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { Time } from '../time';
 import { TimerAction, type Timer } from '../timer';
-import { MetadataStoreError, type LeaseId, type MetadataStore } from './metadata-store';
+import {
+  ClusterIdentityError,
+  clusterIdentityKey,
+  decodeClusterIdentity,
+  identityCompare,
+} from './cluster-identity';
+import { MetadataStoreError, type Compare, type LeaseId, type MetadataStore } from './metadata-store';
 
 /**
  * A node's session with etcd, after etcd's `concurrency.Session`: one lease, kept alive, holding
@@ -45,6 +51,13 @@ export interface NodeSessionOptions {
   readonly clusterId: string;
   readonly nodeId: number;
   readonly advertisedAddress: string;
+  /**
+   * The cluster's uuid (`cluster-identity.ts`): the node registers only in a transaction that finds etcd's
+   * identity to be this one, so a node never joins an etcd that lost the cluster's metadata or holds
+   * another cluster's. Registration then fails with ClusterIdentityError, and is retried. Unchecked when
+   * absent (unit tests of the session alone).
+   */
+  readonly clusterUuid?: string;
   /** The lease's TTL (`--node-session-timeout-ms`); whole seconds are requested from etcd, rounded up. */
   readonly sessionTimeoutMs?: number;
   /** Subtracted from the deadline; a tenth of the timeout by default. */
@@ -120,6 +133,10 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
   private readonly time: Time;
   private readonly timer: Timer;
   private readonly advertisedAddress: string;
+  private readonly clusterId: string;
+  private readonly clusterUuid: string | undefined;
+  /** The identity compare every registration write carries (none when no uuid was given). */
+  private readonly identityCompares: readonly Compare[];
   private sessionState: NodeSessionState = 'idle';
   private currentLease: LeaseId | undefined;
   private currentIncarnation = 0;
@@ -157,6 +174,10 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
     this.timer = options.timer;
     this.advertisedAddress = options.advertisedAddress;
     this.key = nodeKey(options.clusterId, options.nodeId);
+    this.clusterId = options.clusterId;
+    this.clusterUuid = options.clusterUuid;
+    this.identityCompares =
+      options.clusterUuid === undefined ? [] : [identityCompare(options.clusterId, options.clusterUuid)];
   }
 
   get state(): NodeSessionState {
@@ -254,17 +275,25 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
   }
 
   /**
-   * Puts `nodes/<id>` on `lease` if the key is absent or held by one of this session's own leases.
-   * After an ambiguous answer it re-reads: the key on our lease means the put applied.
+   * Puts `nodes/<id>` on `lease` if the key is absent or held by one of this session's own leases, and
+   * only while etcd's cluster identity is this node's (ClusterIdentityError otherwise). After an ambiguous
+   * answer it re-reads: the key on our lease means the put applied.
    */
   private async putNodeKey(lease: LeaseId, incarnation: number): Promise<void> {
+    const identityKey = clusterIdentityKey(this.clusterId);
     while (!this.isStale(incarnation)) {
       let response;
       try {
         response = await this.store.txn({
-          compare: [{ key: this.key, target: 'createRevision', result: 'equal', operand: 0 }],
+          compare: [
+            { key: this.key, target: 'createRevision', result: 'equal', operand: 0 },
+            ...this.identityCompares,
+          ],
           success: [{ type: 'put', key: this.key, value: this.advertisedAddress, lease }],
-          failure: [{ type: 'get', key: this.key }],
+          failure: [
+            { type: 'get', key: this.key },
+            { type: 'get', key: identityKey },
+          ],
         });
       } catch (error) {
         if (!(error instanceof MetadataStoreError) || !error.isOutcomeUnknown) throw error;
@@ -273,18 +302,29 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
         continue;
       }
       if (response.succeeded) return;
-      const result = response.results[0];
-      const existing = result?.type === 'get' ? result.kvs[0] : undefined;
+      const [nodeResult, identityResult] = response.results;
+      this.checkIdentity(identityResult?.type === 'get' ? identityResult.kvs[0]?.value : undefined);
+      const existing = nodeResult?.type === 'get' ? nodeResult.kvs[0] : undefined;
       if (existing === undefined) continue; // Deleted in between: try again.
       if (existing.lease === lease) return;
       if (!this.ownLeases.has(existing.lease)) throw new NodeIdInUseError(this.key, existing.lease);
       // Our previous lease still holds it (its revoke failed): take it over, unless it changed meanwhile.
       const takeover = await this.store.txn({
-        compare: [{ key: this.key, target: 'modRevision', result: 'equal', operand: existing.modRevision }],
+        compare: [
+          { key: this.key, target: 'modRevision', result: 'equal', operand: existing.modRevision },
+          ...this.identityCompares,
+        ],
         success: [{ type: 'put', key: this.key, value: this.advertisedAddress, lease }],
       });
       if (takeover.succeeded) return;
     }
+  }
+
+  /** Throws ClusterIdentityError when etcd's identity (its value, undefined if missing) is not ours. */
+  private checkIdentity(value: string | undefined): void {
+    if (this.clusterUuid === undefined) return;
+    const found = value === undefined ? undefined : (decodeClusterIdentity(value) ?? value);
+    if (found !== this.clusterUuid) throw new ClusterIdentityError(this.clusterId, this.clusterUuid, found);
   }
 
   private effectiveTtlMs(grantedTtlSeconds: number): number {

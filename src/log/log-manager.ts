@@ -135,6 +135,30 @@ export class LogManager {
     return fs.existsSync(path.join(this.dataDir, TOPICS_DIR, `${name}${TOPIC_FILE_SUFFIX}`));
   }
 
+  /**
+   * Every partition directory under the data directory (`<topic>-<index>`, a valid topic name), whether a
+   * topic names it or not: what this node holds on disk.
+   */
+  partitionDirectories(): { readonly topic: string; readonly partitionIndex: number }[] {
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.dataDir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const found: { topic: string; partitionIndex: number }[] = [];
+    for (const name of names.sort()) {
+      const match = /^(.+)-(\d+)$/.exec(name);
+      if (match === null || topicNameProblem(match[1]!) !== null) continue;
+      const partitionIndex = Number(match[2]);
+      if (!Number.isSafeInteger(partitionIndex)) continue;
+      if (!fs.statSync(path.join(this.dataDir, name)).isDirectory()) continue;
+      found.push({ topic: match[1]!, partitionIndex });
+    }
+    return found;
+  }
+
   /** Whether the partition's directory exists (a log, or what a create that crashed left of one). */
   hasLog(topic: string, partitionIndex: number): boolean {
     return fs.existsSync(path.join(this.dataDir, topicPartitionKey(topic, partitionIndex)));

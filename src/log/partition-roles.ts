@@ -67,6 +67,18 @@ export interface PartitionRoleTarget {
   resignLeadership(): void;
 }
 
+/**
+ * One partition replica as this node's data directory holds it, for rebuilding the cluster's metadata
+ * from the nodes' logs after etcd lost it (docs/operations.md, "When etcd loses the cluster's metadata").
+ */
+export interface LocalReplicaState {
+  readonly topic: string;
+  readonly partitionIndex: number;
+  /** The leader epoch of the last batch in the log (its leader-epoch cache); -1 for a log with none. */
+  readonly leaderEpoch: number;
+  readonly logEndOffset: number;
+}
+
 /** The outcome of an ISR change the leader proposed. */
 export type IsrChangeResult =
   /** Committed; `state` is the partition's new state (its partitionEpoch the store's new version). */

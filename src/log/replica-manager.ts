@@ -74,6 +74,7 @@ import { NO_LEADER_ID } from './partition-roles';
 import type {
   ClusterMetadataUpdate,
   IsrChangeProposer,
+  LocalReplicaState,
   IsrChangeResult,
   LeadershipGuard,
   PartitionLeadership,
@@ -1625,6 +1626,31 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       await Promise.all([...this.partitions.values()].map((partition) => partition.log.close()));
     })();
     return this.closing;
+  }
+
+  /**
+   * Every partition replica this node's data directory holds, with the leader epoch of its last batch and
+   * its log end offset: the hosted ones as they are, the others opened (recovered), read and closed. For
+   * a recovery of the cluster's metadata, while this node leads and follows nothing (etcd lost it), so no
+   * log changes under the reading.
+   */
+  async describeLocalReplicas(): Promise<LocalReplicaState[]> {
+    const replicas: LocalReplicaState[] = [];
+    for (const { topic, partitionIndex } of this.logManager.partitionDirectories()) {
+      const hosted = this.partitions.get(topicPartitionKey(topic, partitionIndex));
+      const log = hosted?.log ?? this.logManager.openLog(topic, partitionIndex);
+      try {
+        replicas.push({
+          topic,
+          partitionIndex,
+          leaderEpoch: log.latestEpoch(),
+          logEndOffset: log.logEndOffset,
+        });
+      } finally {
+        if (hosted === undefined) await log.close();
+      }
+    }
+    return replicas;
   }
 
   // --- internals ---

@@ -28,7 +28,17 @@ export interface AdminServerOptions {
   readonly tokenCheck?: BearerTokenCheck;
   /** The live page (`/`, its files and `/api/stream`); without it those paths are 404. */
   readonly page?: AdminPageOptions;
+  /**
+   * Cluster mode: `POST /recover-metadata?nodes=1,2,3` rebuilds the cluster's metadata after etcd lost it
+   * (ClusterWiring.recoverMetadata); without it the path is 404.
+   */
+  readonly recoverMetadata?: (nodes: readonly number[]) => Promise<RecoverMetadataAnswer>;
 }
+
+/** What a metadata recovery did, or why it did nothing. */
+export type RecoverMetadataAnswer =
+  | { readonly outcome: 'recovered'; readonly topics: number; readonly partitions: number }
+  | { readonly outcome: 'refused'; readonly problems: readonly string[] };
 
 /** What the live page needs: the groups' and the cluster's models, and how far a page may fall behind. */
 export interface AdminPageOptions {
@@ -56,6 +66,8 @@ export interface AdminAddress {
 const TEXT = 'text/plain; charset=utf-8';
 /** Where a page says which group it shows. */
 const SELECT_PATH = '/api/stream/select';
+/** Where an operator rebuilds the cluster's metadata after etcd lost it. */
+const RECOVER_METADATA_PATH = '/recover-metadata';
 
 /**
  * The page loads only its own files and talks only to its own origin; nothing inline runs, so a group id
@@ -91,6 +103,9 @@ function authorizationHeaders(request: IncomingMessage): string[] {
  *   the group whose detail the page shows (its members' heartbeat ages are sent);
  * - `POST /api/stream/select?stream=ID[&group=ID]`: the page now shows another group (or none, without
  *   `group`); `stream` is the id of the stream's `hello` frame. 204, or 404 for a stream that is gone.
+ * - `POST /recover-metadata?nodes=1,2,3` (cluster mode): rebuilds the cluster's metadata in etcd from the
+ *   nodes' logs after etcd lost it (docs/operations.md). 200 with what was written, 409 with every reason
+ *   it was not, 400 for a node list that does not parse.
  *
  * HEAD works wherever GET does (the stream excepted); the select path takes POST only; other methods get
  * 405, other paths 404. With a bearer token configured, /metrics and /api/stream* answer 401 without it;
@@ -160,9 +175,11 @@ export class AdminServer {
     const url = new URL(request.url ?? '/', 'http://admin');
     const path = url.pathname;
     const method = request.method ?? 'GET';
-    const isSelect = path === SELECT_PATH && this.options.page !== undefined;
-    if (isSelect ? method !== 'POST' : method !== 'GET' && method !== 'HEAD') {
-      const allowed = isSelect ? 'POST' : 'GET, HEAD';
+    const isPost =
+      (path === SELECT_PATH && this.options.page !== undefined) ||
+      (path === RECOVER_METADATA_PATH && this.options.recoverMetadata !== undefined);
+    if (isPost ? method !== 'POST' : method !== 'GET' && method !== 'HEAD') {
+      const allowed = isPost ? 'POST' : 'GET, HEAD';
       this.reply(response, method, 405, TEXT, `only ${allowed.replace(', ', ' and ')}\n`, { allow: allowed });
       return;
     }
@@ -181,6 +198,43 @@ export class AdminServer {
       return;
     }
     switch (path) {
+      case RECOVER_METADATA_PATH: {
+        const recover = this.options.recoverMetadata;
+        if (recover === undefined) break;
+        request.resume();
+        const text = url.searchParams.get('nodes') ?? '';
+        const nodes = text.split(',').map((id) => (/^\d+$/.test(id.trim()) ? Number(id.trim()) : NaN));
+        if (text === '' || nodes.some((id) => !Number.isSafeInteger(id))) {
+          this.reply(response, method, 400, TEXT, 'name every node of the cluster: ?nodes=1,2,3\n');
+          return;
+        }
+        let answer: RecoverMetadataAnswer;
+        try {
+          answer = await recover(nodes);
+        } catch (error) {
+          this.options.logger.error({ err: error }, 'the metadata recovery failed');
+          this.reply(
+            response,
+            method,
+            503,
+            TEXT,
+            'the metadata recovery failed (etcd?); the server log has why\n',
+          );
+          return;
+        }
+        if (answer.outcome === 'recovered') {
+          this.reply(response, method, 200, 'application/json', `${JSON.stringify(answer)}\n`);
+        } else {
+          this.reply(
+            response,
+            method,
+            409,
+            TEXT,
+            `not recovered:\n${answer.problems.map((p) => `- ${p}\n`).join('')}`,
+          );
+        }
+        return;
+      }
       case SELECT_PATH: {
         const page = this.options.page;
         if (page === undefined) break;

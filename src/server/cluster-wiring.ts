@@ -1,7 +1,20 @@
 import type { Logger } from 'pino';
+import {
+  ClusterIdentityError,
+  clusterIdentityKey,
+  establishClusterIdentity,
+} from '../cluster/cluster-identity';
 import { ClusterNode, type ClusterCreateTopicOutcome, type LeadershipChange } from '../cluster/cluster-node';
 import { EtcdMetadataStore } from '../cluster/etcd-metadata-store';
-import type { MetadataStore } from '../cluster/metadata-store';
+import { MetadataStoreError, type MetadataStore } from '../cluster/metadata-store';
+import {
+  encodeRecoveryReport,
+  MetadataRecoveryConflictError,
+  planMetadataRecovery,
+  readRecoveryReports,
+  recoveryReportKey,
+  writeMetadataRecovery,
+} from '../cluster/metadata-recovery';
 import type { CohortConfig } from '../config';
 import { ErrorCode } from '../errors';
 import { CONSUMER_OFFSETS_TOPIC } from '../log/consumer-offsets';
@@ -19,13 +32,15 @@ import {
 } from '../log';
 import type {
   IsrChangeProposer,
+  LocalReplicaState,
   IsrChangeResult,
   LeadershipGuard,
   PartitionLeadership,
   PartitionRoleTarget,
 } from '../log/partition-roles';
+import { newClusterUuid, type DataDirIdentity } from '../log/storage';
 import type { Time } from '../time';
-import { SystemTimer } from '../timer';
+import { SystemTimer, TimerAction } from '../timer';
 
 /**
  * `ensureOffsetsTopic`'s answer: the topic was in this node's view (`exists`; also when another node
@@ -36,6 +51,10 @@ export type OffsetsTopicOutcome = 'exists' | 'created' | 'unavailable';
 
 /** How many partition names one leadership log line lists per kind, at most. */
 const LOGGED_PARTITIONS_MAX = 5;
+
+/** The first wait before asking etcd for the cluster's identity again; it doubles up to the maximum. */
+const IDENTITY_RETRY_MS = 500;
+const IDENTITY_RETRY_MAX_MS = 8_000;
 
 export interface ClusterWiringOptions {
   readonly time: Time;
@@ -49,6 +68,23 @@ export interface ClusterWiringOptions {
   readonly onViewApplied?: () => void;
   /** The metadata store; an EtcdMetadataStore on `config.etcdEndpoints` by default (tests give a fake). */
   readonly store?: MetadataStore;
+  /**
+   * Called once when the node must not go on: etcd's cluster is another one than its data directory's
+   * (ClusterIdentityError). The server stops; main.ts exits with 1.
+   */
+  readonly onFatalError?: (error: Error) => void;
+  /**
+   * Writes the data directory's identity, durably, once etcd confirmed the cluster's uuid for a directory
+   * that had none (create-server writes `meta.properties`). Throwing is fatal.
+   */
+  readonly writeDataDirIdentity?: (identity: DataDirIdentity) => void;
+  /**
+   * Every partition replica the data directory holds (ReplicaManager.describeLocalReplicas), reported to
+   * etcd while it has lost the cluster's metadata, for `recoverMetadata`. None by default.
+   */
+  readonly localReplicas?: () => Promise<LocalReplicaState[]>;
+  /** The cluster uuid of a cluster created by this node; random by default (tests fix it). */
+  readonly newClusterUuid?: () => string;
 }
 
 /**
@@ -69,9 +105,23 @@ export class ClusterWiring {
   private readonly logger: Logger;
   private readonly onReadinessChange: () => void;
   private readonly onViewApplied: () => void;
+  private readonly onFatalError: (error: Error) => void;
+  private readonly newClusterUuid: () => string;
+  private readonly writeDataDirIdentity: (identity: DataDirIdentity) => void;
   private readonly store: MetadataStore;
   private readonly timer: SystemTimer;
   private node: ClusterNode | undefined;
+  private isStarted = false;
+  /**
+   * Why etcd's cluster identity does not let the node in, while it does not: etcd unreachable at start,
+   * or etcd without the cluster's metadata. Undefined once confirmed and while it holds.
+   */
+  private identityProblem: string | undefined;
+  /** The identity retry under way (etcd unreachable, or etcd lost the metadata), cancelled on close. */
+  private identityRetry: TimerAction | undefined;
+  private readonly localReplicas: () => Promise<LocalReplicaState[]>;
+  /** The report of this node's replicas for a recovery: written once per loss of the metadata. */
+  private recoveryReport: 'none' | 'writing' | 'written' = 'none';
   private closing: Promise<void> | undefined;
   /** The creation of __consumer_offsets under way: concurrent callers share it. */
   private ensuringOffsetsTopic: Promise<OffsetsTopicOutcome> | undefined;
@@ -84,6 +134,10 @@ export class ClusterWiring {
     this.logger = options.logger.child({ clusterId: config.clusterId, nodeId: config.nodeId });
     this.onReadinessChange = options.onReadinessChange ?? (() => undefined);
     this.onViewApplied = options.onViewApplied ?? (() => undefined);
+    this.onFatalError = options.onFatalError ?? (() => undefined);
+    this.newClusterUuid = options.newClusterUuid ?? newClusterUuid;
+    this.writeDataDirIdentity = options.writeDataDirIdentity ?? (() => undefined);
+    this.localReplicas = options.localReplicas ?? (() => Promise.resolve([]));
     this.store =
       options.store ?? new EtcdMetadataStore({ endpoints: config.etcdEndpoints, time: options.time });
     this.timer = new SystemTimer({ name: 'cluster', time: options.time });
@@ -103,10 +157,205 @@ export class ClusterWiring {
       : `${bound.host}:${bound.port}`;
   }
 
-  /** Joins the cluster: registers the session, campaigns for controller, starts applying the view. */
-  start(target: PartitionRoleTarget, bound: { readonly host: string; readonly port: number }): void {
-    if (this.node !== undefined) throw new Error('ClusterWiring.start: already started');
+  /**
+   * Joins the cluster: confirms the cluster's identity with etcd (`establishClusterIdentity`, against
+   * `localIdentity`, the data directory's, undefined when it has none yet), writes the directory's
+   * identity if it had none, then registers the session, campaigns for controller and starts applying
+   * the view. etcd unreachable: asks again with a backoff. etcd without the cluster's metadata while the
+   * directory names a cluster: waits unready, asking again, and says why. etcd's cluster another one than
+   * the directory's: `onFatalError`.
+   */
+  start(
+    target: PartitionRoleTarget,
+    bound: { readonly host: string; readonly port: number },
+    localIdentity?: DataDirIdentity,
+  ): void {
+    if (this.isStarted) throw new Error('ClusterWiring.start: already started');
+    this.isStarted = true;
     if (this.closing !== undefined) return;
+    this.identityProblem = 'confirming the cluster identity with etcd';
+    let retryMs = IDENTITY_RETRY_MS;
+    const attempt = (): void => {
+      this.identityRetry = undefined;
+      if (this.closing !== undefined) return;
+      establishClusterIdentity(
+        this.store,
+        this.config.clusterId,
+        localIdentity?.clusterUuid,
+        this.newClusterUuid,
+      )
+        .then(
+          (outcome) => {
+            if (this.closing !== undefined) return;
+            switch (outcome.outcome) {
+              case 'confirmed':
+                if (localIdentity === undefined) {
+                  try {
+                    this.writeDataDirIdentity({
+                      mode: 'cluster',
+                      clusterId: this.config.clusterId,
+                      clusterUuid: outcome.clusterUuid,
+                      nodeId: this.config.nodeId,
+                    });
+                  } catch (error) {
+                    this.fail(
+                      new Error('the data directory identity could not be written', { cause: error }),
+                    );
+                    return;
+                  }
+                }
+                this.logger.info(
+                  { clusterUuid: outcome.clusterUuid, created: outcome.isCreated },
+                  outcome.isCreated ? 'cluster identity created in etcd' : 'cluster identity confirmed',
+                );
+                this.identityProblem = undefined;
+                this.startNode(target, bound, outcome.clusterUuid);
+                return;
+              case 'missing':
+                this.noteIdentityError(
+                  new ClusterIdentityError(this.config.clusterId, outcome.localUuid, undefined),
+                );
+                break;
+              case 'foreign':
+                this.noteIdentityError(
+                  new ClusterIdentityError(this.config.clusterId, outcome.localUuid, outcome.etcdUuid),
+                );
+                return;
+            }
+            retryAfter();
+          },
+          (error: unknown) => {
+            if (this.closing !== undefined) return;
+            if (!(error instanceof MetadataStoreError)) {
+              this.fail(error instanceof Error ? error : new Error(String(error)));
+              return;
+            }
+            this.logger.warn(
+              { err: error, retryMs },
+              'cluster: etcd did not answer for the cluster identity; retrying',
+            );
+            retryAfter();
+          },
+        )
+        // A bug above must not pass silently as a node that never joins.
+        .catch((error: unknown) => this.fail(error instanceof Error ? error : new Error(String(error))));
+    };
+    const retryAfter = (): void => {
+      const retry = new TimerAction(attempt);
+      retry.delayMs = retryMs;
+      retryMs = Math.min(retryMs * 2, IDENTITY_RETRY_MAX_MS);
+      this.identityRetry = retry;
+      this.timer.add(retry);
+    };
+    attempt();
+  }
+
+  /**
+   * etcd's identity does not let the node in. Lost metadata: logged at error once until it comes back,
+   * readiness says why, the node keeps asking. Another cluster's: fatal.
+   */
+  private noteIdentityError(error: ClusterIdentityError): void {
+    if (error.foundUuid !== undefined) {
+      this.fail(error);
+      return;
+    }
+    if (this.identityProblem !== error.message) {
+      this.identityProblem = error.message;
+      this.logger.error({ clusterUuid: error.expectedUuid }, error.message);
+      this.onReadinessChange();
+    }
+    this.reportForRecovery(error.expectedUuid);
+  }
+
+  /**
+   * Writes `recovery/<node-id>`: every replica this node holds, with its last leader epoch and log end
+   * offset, for `recoverMetadata` (on any node) to rebuild the metadata from. Once per loss; a write that
+   * fails is tried again with the next retry of the identity.
+   */
+  private reportForRecovery(clusterUuid: string): void {
+    if (this.recoveryReport !== 'none' || this.closing !== undefined) return;
+    this.recoveryReport = 'writing';
+    const nodeId = this.config.nodeId;
+    this.localReplicas()
+      .then((replicas) =>
+        this.store
+          .put(
+            recoveryReportKey(this.config.clusterId, nodeId),
+            encodeRecoveryReport({ nodeId, clusterUuid, replicas }),
+          )
+          .then(() => replicas.length),
+      )
+      .then(
+        (replicaCount) => {
+          if (this.recoveryReport !== 'writing') return;
+          this.recoveryReport = 'written';
+          this.logger.info(
+            { replicas: replicaCount },
+            "reported this node's replicas for a metadata recovery",
+          );
+        },
+        (error: unknown) => {
+          if (this.recoveryReport === 'writing') this.recoveryReport = 'none';
+          this.logger.warn(
+            { err: error },
+            "could not report this node's replicas for a metadata recovery; retrying",
+          );
+        },
+      );
+  }
+
+  /**
+   * Rebuilds the cluster's metadata in etcd from the nodes' reports, after etcd lost it
+   * (`metadata-recovery.ts`): only while etcd has no identity for the cluster, only once every node in
+   * `nodes` (the whole cluster, as the operator knows it) has reported, and only if no other node did.
+   * Any node can run it; the nodes then register and the controller elects leaders one epoch up.
+   */
+  async recoverMetadata(
+    nodes: readonly number[],
+  ): Promise<
+    | { readonly outcome: 'recovered'; readonly topics: number; readonly partitions: number }
+    | { readonly outcome: 'refused'; readonly problems: readonly string[] }
+  > {
+    const clusterId = this.config.clusterId;
+    const { kv } = await this.store.get(clusterIdentityKey(clusterId));
+    if (kv !== undefined) {
+      return {
+        outcome: 'refused',
+        problems: [`etcd holds cluster ${clusterId}'s identity: nothing to recover`],
+      };
+    }
+    const { reports, problems } = await readRecoveryReports(this.store, clusterId);
+    if (problems.length > 0) return { outcome: 'refused', problems };
+    const planned = planMetadataRecovery(reports, nodes);
+    if ('problems' in planned) return { outcome: 'refused', problems: planned.problems };
+    const { plan } = planned;
+    try {
+      await writeMetadataRecovery(this.store, clusterId, plan);
+    } catch (error) {
+      if (error instanceof MetadataRecoveryConflictError)
+        return { outcome: 'refused', problems: [error.message] };
+      throw error;
+    }
+    this.logger.warn(
+      { nodes, topics: plan.topics.size, partitions: plan.states.size, clusterUuid: plan.clusterUuid },
+      "cluster metadata recovered from the nodes' logs",
+    );
+    return { outcome: 'recovered', topics: plan.topics.size, partitions: plan.states.size };
+  }
+
+  private fail(error: Error): void {
+    if (this.closing !== undefined) return;
+    this.identityProblem = error.message;
+    this.logger.fatal({ err: error }, 'cluster: this node cannot join the cluster');
+    this.onReadinessChange();
+    this.onFatalError(error);
+  }
+
+  private startNode(
+    target: PartitionRoleTarget,
+    bound: { readonly host: string; readonly port: number },
+    clusterUuid: string,
+  ): void {
     const advertisedAddress = this.advertisedAddressOf(bound);
     const onViewApplied = this.onViewApplied;
     const node = new ClusterNode({
@@ -114,6 +363,7 @@ export class ClusterWiring {
       time: this.time,
       timer: this.timer,
       clusterId: this.config.clusterId,
+      clusterUuid,
       nodeId: this.config.nodeId,
       advertisedAddress,
       // The target as is, told afterwards that its view moved.
@@ -129,10 +379,18 @@ export class ClusterWiring {
       },
       sessionTimeoutMs: this.config.nodeSessionTimeoutMs,
       uncleanLeaderElection: this.config.uncleanLeaderElection,
-      onError: (error) => this.logger.warn({ err: error }, 'cluster: a metadata store call failed; retrying'),
+      onError: (error) => {
+        if (error instanceof ClusterIdentityError) this.noteIdentityError(error);
+        else this.logger.warn({ err: error }, 'cluster: a metadata store call failed; retrying');
+      },
     });
     this.node = node;
     node.on('sessionRegistered', ({ leaseId, incarnation }) => {
+      if (this.identityProblem !== undefined) {
+        this.logger.info("etcd holds the cluster's metadata again: the node is registered");
+        this.identityProblem = undefined;
+      }
+      this.recoveryReport = 'none';
       this.logger.info({ leaseId, incarnation, advertisedAddress }, 'cluster session registered');
     });
     node.on('sessionLost', ({ reason, incarnation }) => {
@@ -163,6 +421,7 @@ export class ClusterWiring {
 
   /** Why the node is not ready, or undefined once registered with its view applied. */
   readinessProblem(): string | undefined {
+    if (this.identityProblem !== undefined) return this.identityProblem;
     const node = this.node;
     if (node === undefined) return 'not yet registered in the cluster';
     if (node.isReady()) return undefined;
@@ -318,6 +577,7 @@ export class ClusterWiring {
   /** Resigns the controller role, revokes the lease, stops the watches and closes the store. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      this.identityRetry?.cancel();
       await this.node?.close();
       this.store.close();
       this.timer.shutdown();

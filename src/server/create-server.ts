@@ -9,10 +9,18 @@ import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinatorRouter } from '../group/group-coordinator-router';
 import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { BrokerConfig, BrokerNode } from '../log';
-import type { ClusterNodeAddress } from '../log/partition-roles';
+import type { ClusterNodeAddress, LocalReplicaState } from '../log/partition-roles';
 import { ReplicaManager } from '../log';
 import type { ConsumerOffsetsStore } from '../log/consumer-offsets';
-import { DataDirLock, DEFAULT_FLUSH_INTERVAL_MS } from '../log/storage';
+import {
+  checkDataDirIdentity,
+  DataDirLock,
+  DEFAULT_FLUSH_INTERVAL_MS,
+  newClusterUuid,
+  readDataDirIdentity,
+  writeDataDirIdentity,
+  type DataDirIdentity,
+} from '../log/storage';
 import type { Time } from '../time';
 import { ManualTime, SYSTEM_TIME } from '../time';
 import { AdminServer } from './admin-server';
@@ -64,6 +72,12 @@ export interface CreateServerOptions {
   readonly logger?: Logger;
   /** How long in-flight calls may finish on close. Default: `config.shutdownTimeoutMs`. */
   readonly shutdownGraceMs?: number;
+  /**
+   * Told when the server must stop on its own, after it logged why at fatal: a cluster node whose data
+   * directory belongs to another cluster than etcd's. Default: the server closes itself (main.ts then
+   * exits with 1).
+   */
+  readonly onFatalError?: (error: Error) => void;
   /** The clock of call latency metrics. Default: the real one, also under --manual-clock. */
   readonly metricsStopwatch?: Stopwatch;
 }
@@ -246,7 +260,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
 
   // Cluster mode (--etcd-endpoints): a ClusterNode drives the log's partition roles (docs/cluster.md). Its
   // guard and ISR proposer exist before the node does (it starts once the port is bound), for the log.
-  const cluster =
+  const cluster: ClusterWiring | undefined =
     config.etcdEndpoints.length === 0
       ? undefined
       : new ClusterWiring(config, {
@@ -254,6 +268,15 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           logger,
           onReadinessChange: () => refreshWholeServerHealth(),
           onViewApplied: () => clusterBoard?.changed(),
+          writeDataDirIdentity: (identity) => writeDataDirIdentity(config.dataDir, identity),
+          localReplicas: (): Promise<LocalReplicaState[]> => replicaManager.describeLocalReplicas(),
+          onFatalError: (error) => {
+            // Not ready, and never will be: readiness says why until the server is stopped.
+            fatalError = error;
+            refreshWholeServerHealth();
+            if (options.onFatalError !== undefined) options.onFatalError(error);
+            else void close();
+          },
         });
   // Group state is durable, as Kafka keeps it: offsets and group metadata are records of the compacted,
   // replicated __consumer_offsets topic (docs/storage.md, "Durable group state"), hosted by the
@@ -526,6 +549,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           contentType: metrics.contentType,
           logger,
           ...(security.tokenCheck === undefined ? {} : { tokenCheck: security.tokenCheck }),
+          ...(cluster === undefined ? {} : { recoverMetadata: (nodes) => cluster.recoverMetadata(nodes) }),
           ...(board === undefined
             ? {}
             : {
@@ -542,6 +566,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
         });
 
   let phase: ServerPhase = 'new';
+  /** Set when the server must stop on its own (see `onFatalError`). */
+  let fatalError: Error | undefined;
   let isBound = false;
   // Cluster mode has nothing to load before partition 0 is elected here (if ever).
   let isGroupStateLoaded = groupState === undefined || cluster !== undefined;
@@ -557,6 +583,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   readyPromise.catch(() => undefined);
 
   const readinessProblem = (): string | undefined => {
+    if (fatalError !== undefined) return fatalError.message;
     switch (phase) {
       case 'serving':
         return cluster?.readinessProblem();
@@ -588,7 +615,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
    */
   function refreshWholeServerHealth(): void {
     if (phase !== 'serving') return;
-    const problem = cluster?.readinessProblem();
+    const problem = fatalError?.message ?? cluster?.readinessProblem();
     health.setStatus('', problem === undefined ? 'SERVING' : 'NOT_SERVING');
   }
 
@@ -694,6 +721,29 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       });
     });
 
+  /**
+   * The data directory's identity, held against this server's settings (ForeignDataDirError when it is
+   * another's). A single server writes one at its first start; a cluster node once etcd has confirmed the
+   * cluster's uuid (ClusterWiring), so undefined is returned for a cluster node's new directory.
+   */
+  const checkedDataDirIdentity = (): DataDirIdentity | undefined => {
+    const mode = cluster === undefined ? 'single' : 'cluster';
+    const expected = {
+      mode,
+      clusterId: mode === 'cluster' ? config.clusterId : '',
+      nodeId: config.nodeId,
+    } as const;
+    const found = readDataDirIdentity(config.dataDir);
+    if (found !== undefined) {
+      checkDataDirIdentity(config.dataDir, found, expected);
+      return found;
+    }
+    if (cluster !== undefined) return undefined;
+    const created: DataDirIdentity = { ...expected, clusterUuid: newClusterUuid() };
+    writeDataDirIdentity(config.dataDir, created);
+    return created;
+  };
+
   const start = (): Promise<BoundAddress> => {
     if (closing !== undefined) return Promise.reject(new Error('the server is closed'));
     if (starting !== undefined) return starting;
@@ -701,6 +751,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     starting = (async () => {
       // First: one process per data directory (a second one appending to the same segments corrupts them).
       dataDirLock = DataDirLock.acquire(config.dataDir);
+      // Then: whose data it holds. A directory of another cluster, node or mode is refused before any log
+      // opens (docs/operations.md, "Cluster identity").
+      const dataDirIdentity = checkedDataDirIdentity();
       // Recover every partition before accepting a call: a Fetch must never see a half-opened log. In
       // single-node mode this elects every __consumer_offsets partition here, which starts their loads.
       replicaManager.startup();
@@ -709,7 +762,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       localBroker = { nodeId: config.nodeId, host: bound.host, port: bound.port };
       replicaManager.setLocalBroker(localBroker);
       // Joins the cluster once the port is bound: the advertised address defaults to the bound one.
-      cluster?.start(replicaManager, bound);
+      cluster?.start(replicaManager, bound, dataDirIdentity);
       await admin?.start();
       metrics.start();
       isBound = true;

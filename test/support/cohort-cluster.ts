@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { get } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode } from '../../src/errors';
@@ -33,6 +33,8 @@ export interface CohortClusterOptions {
   readonly mode?: 'cluster' | 'single';
   /** Default 3. */
   readonly nodeCount?: number;
+  /** `--cluster-id`; a name of its own by default (two clusters may be given the same one on two etcds). */
+  readonly clusterId?: string;
   /** `--node-session-timeout-ms` (default 3,000: etcd's minimum TTL is 2 s). */
   readonly sessionTimeoutMs?: number;
   /** `--min-insync-replicas` (default 2 in a cluster, 1 for a single node). */
@@ -103,7 +105,7 @@ export async function waitFor<T>(
 }
 
 export class CohortCluster {
-  readonly clusterId = `cohort-test-${process.pid}-${randomBytes(3).toString('hex')}`;
+  readonly clusterId: string;
   readonly sessionTimeoutMs: number;
   private readonly slots = new Map<number, NodeSlot>();
   private readonly secret = randomBytes(32).toString('hex');
@@ -117,6 +119,7 @@ export class CohortCluster {
     ports: readonly number[],
   ) {
     this.sessionTimeoutMs = options.sessionTimeoutMs ?? 3_000;
+    this.clusterId = options.clusterId ?? `cohort-test-${process.pid}-${randomBytes(3).toString('hex')}`;
     ports.forEach((port, i) => {
       const nodeId = i + 1;
       const dataDir = join(root, `node-${nodeId}`);
@@ -180,6 +183,32 @@ export class CohortCluster {
   /** Spawns the node (again, on its data directory and port) and waits for /readyz. */
   async startNode(nodeId: number): Promise<void> {
     const slot = this.slot(nodeId);
+    const child = this.spawnNode(nodeId);
+    const readyTimeoutMs = this.options.readyTimeoutMs ?? 60_000;
+    let timeout: NodeJS.Timeout | undefined;
+    const listening = await Promise.race([
+      child.waitForLog('cohort listening'),
+      new Promise<never>((_, reject) => {
+        timeout = setTimeout(
+          () =>
+            reject(new Error(`node ${nodeId} did not log 'cohort listening' within ${readyTimeoutMs} ms`)),
+          readyTimeoutMs,
+        );
+      }),
+    ]).finally(() => clearTimeout(timeout));
+    slot.adminAddress = (listening.adminAddress as string | null) ?? undefined;
+    if (slot.adminAddress === undefined) throw new Error(`node ${nodeId} has no admin listener`);
+    await waitFor(`node ${nodeId} /readyz to answer 200`, readyTimeoutMs, async () =>
+      (await httpGet(slot.adminAddress!, '/readyz')).status === 200 ? true : undefined,
+    );
+  }
+
+  /**
+   * Spawns the node (again, on its data directory and port) without waiting for anything: for a node
+   * expected to refuse to start, or to stay unready.
+   */
+  spawnNode(nodeId: number): CohortProcess {
+    const slot = this.slot(nodeId);
     if (slot.state === 'running' || slot.state === 'paused') throw new Error(`node ${nodeId} is running`);
     const clusterArgs =
       this.etcd === undefined
@@ -215,23 +244,33 @@ export class CohortCluster {
     void child.exited.then(() => {
       if (slot.process === child && slot.state !== 'stopped') slot.state = 'killed';
     });
-    const readyTimeoutMs = this.options.readyTimeoutMs ?? 60_000;
-    let timeout: NodeJS.Timeout | undefined;
-    const listening = await Promise.race([
-      child.waitForLog('cohort listening'),
-      new Promise<never>((_, reject) => {
-        timeout = setTimeout(
-          () =>
-            reject(new Error(`node ${nodeId} did not log 'cohort listening' within ${readyTimeoutMs} ms`)),
-          readyTimeoutMs,
-        );
-      }),
-    ]).finally(() => clearTimeout(timeout));
-    slot.adminAddress = (listening.adminAddress as string | null) ?? undefined;
-    if (slot.adminAddress === undefined) throw new Error(`node ${nodeId} has no admin listener`);
-    await waitFor(`node ${nodeId} /readyz to answer 200`, readyTimeoutMs, async () =>
-      (await httpGet(slot.adminAddress!, '/readyz')).status === 200 ? true : undefined,
+    child.waitForLog('cohort listening').then(
+      (listening) => {
+        if (slot.process === child)
+          slot.adminAddress = (listening.adminAddress as string | null) ?? undefined;
+      },
+      () => undefined, // exited first: a node that refuses to start has no admin listener
     );
+    return child;
+  }
+
+  /** SIGTERM, and waits for the exit (SIGKILL after 10 s): a clean stop; the data directory stays. */
+  async stopNode(nodeId: number): Promise<void> {
+    await this.stopSlot(this.slot(nodeId));
+  }
+
+  /**
+   * A request to the node's admin listener (the address its current process logged): `/readyz`, or
+   * `POST /recover-metadata?nodes=...`. Rejects when the node does not answer.
+   */
+  admin(
+    nodeId: number,
+    path: string,
+    method: 'GET' | 'POST' = 'GET',
+  ): Promise<{ status: number; body: string }> {
+    const address = this.slot(nodeId).adminAddress;
+    if (address === undefined) return Promise.reject(new Error(`node ${nodeId} has no admin address yet`));
+    return httpGet(address, path, method);
   }
 
   /** SIGKILL; the data directory stays for `restart`. */
@@ -481,20 +520,20 @@ export class CohortCluster {
   }
 
   private async stopNodes(): Promise<void> {
-    await Promise.all(
-      [...this.slots.values()].map(async (slot) => {
-        const child = slot.process;
-        if (child === undefined) return;
-        slot.state = 'stopped';
-        if (child.child.exitCode === null && child.child.signalCode === null) {
-          child.child.kill('SIGCONT');
-          child.child.kill('SIGTERM');
-          const timeout = setTimeout(() => child.child.kill('SIGKILL'), 10_000);
-          await child.exited;
-          clearTimeout(timeout);
-        }
-      }),
-    );
+    await Promise.all([...this.slots.values()].map((slot) => this.stopSlot(slot)));
+  }
+
+  private async stopSlot(slot: NodeSlot): Promise<void> {
+    const child = slot.process;
+    if (child === undefined) return;
+    slot.state = 'stopped';
+    if (child.child.exitCode === null && child.child.signalCode === null) {
+      child.child.kill('SIGCONT');
+      child.child.kill('SIGTERM');
+      const timeout = setTimeout(() => child.child.kill('SIGKILL'), 10_000);
+      await child.exited;
+      clearTimeout(timeout);
+    }
   }
 
   private async readAsConsumer(
@@ -566,14 +605,19 @@ function metricOf(body: string, name: string, ref: PartitionRef): number | undef
   return undefined;
 }
 
-function httpGet(address: string, path: string): Promise<{ status: number; body: string }> {
+function httpGet(
+  address: string,
+  path: string,
+  method: 'GET' | 'POST' = 'GET',
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const request = get(`http://${address}${path}`, { timeout: 2_000 }, (response) => {
+    const request = httpRequest(`http://${address}${path}`, { method, timeout: 10_000 }, (response) => {
       let body = '';
       response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
       response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
     });
-    request.on('timeout', () => request.destroy(new Error(`GET ${path} on ${address} timed out`)));
+    request.on('timeout', () => request.destroy(new Error(`${method} ${path} on ${address} timed out`)));
     request.on('error', reject);
+    request.end();
   });
 }

@@ -31,6 +31,8 @@ export interface EtcdProcess {
   kill(): Promise<void>;
   /** Starts etcd again on the same ports and data directory (after `kill()`), and waits until it answers. */
   restart(): Promise<void>;
+  /** etcd loses its data: SIGKILL, the data directory emptied, started again on the same ports, empty. */
+  wipe(): Promise<void>;
   /** SIGSTOP: the process stops answering; its sockets stay open. */
   pause(): void;
   /** SIGCONT. */
@@ -198,6 +200,13 @@ async function launch(
     restart: async () => {
       if (isStopped) throw new Error('etcd was stopped (its data directory is gone); start a new one');
       await killAndWait();
+      spawnEtcd();
+      await waitUntilHealthy();
+    },
+    wipe: async () => {
+      if (isStopped) throw new Error('etcd was stopped; start a new one');
+      await killAndWait();
+      rmSync(dataDir, { recursive: true, force: true });
       spawnEtcd();
       await waitUntilHealthy();
     },

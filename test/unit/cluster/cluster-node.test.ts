@@ -3,6 +3,11 @@ import {
   type ClusterNodeOptions,
   type LeadershipChange,
 } from '../../../src/cluster/cluster-node';
+import {
+  ClusterIdentityError,
+  clusterIdentityKey,
+  encodeClusterIdentity,
+} from '../../../src/cluster/cluster-identity';
 import { controllerKey } from '../../../src/cluster/controller-election';
 import { SessionInactiveError } from '../../../src/cluster/etcd-isr-change-proposer';
 import { InMemoryEtcd, type InMemoryMetadataStore } from '../../../src/cluster/in-memory-metadata-store';
@@ -471,5 +476,60 @@ describe('ClusterNode', () => {
     expect(two.target.partition('ghost')).toMatchObject({ leader: 9, leaderEpoch: 0 });
     expect((await admin.get(partitionKey(clusterId, 'ghost', 0))).kv).toBeDefined();
     expect(two.target.leaderOf('absent')).toBe(NO_LEADER_ID);
+  });
+
+  describe('with the cluster identity', () => {
+    /** etcd losing its data: every key of the cluster gone, every lease with it. */
+    async function wipeEtcd(): Promise<void> {
+      await admin.txn({ compare: [], success: [{ type: 'delete', key: `/${clusterId}/`, prefix: true }] });
+      for (const lease of etcd.leaseIds()) await admin.revokeLease(lease);
+    }
+
+    async function startIdentified(): Promise<TestNode[]> {
+      await admin.put(clusterIdentityKey(clusterId), encodeClusterIdentity('uuid-a'));
+      const started = [startNode(1, { clusterUuid: 'uuid-a' })];
+      await flush();
+      started.push(startNode(2, { clusterUuid: 'uuid-a' }));
+      await flush();
+      return started;
+    }
+
+    it('registers only while etcd holds its identity, and never applies a view of an etcd that lost it', async () => {
+      const [one, two] = await startIdentified();
+      expect(await one.node.createTopic('orders', 2, 2)).toMatchObject({ outcome: 'created' });
+      await advance(1_000);
+      const before = one.target.lastUpdate;
+      expect(before?.partitions).toHaveLength(2);
+
+      await wipeEtcd();
+      await advance(15_000);
+      for (const { node, target, errors } of [one, two]) {
+        expect(node.isReady()).toBe(false);
+        // The topic did not vanish: the last view of a cluster that had it stays.
+        expect(target.lastUpdate?.partitions.map((p) => `${p.topic}-${p.partitionIndex}`)).toEqual([
+          'orders-0',
+          'orders-1',
+        ]);
+        expect(errors.some((e) => e instanceof ClusterIdentityError && e.foundUuid === undefined)).toBe(true);
+      }
+      // Nothing was registered or created on the empty etcd.
+      expect((await admin.range(`/${clusterId}/`)).kvs).toEqual([]);
+
+      // The metadata is restored (as a recovery writes it): the nodes come back.
+      await admin.put(clusterIdentityKey(clusterId), encodeClusterIdentity('uuid-a'));
+      await advance(10_000);
+      expect(one.node.isReady() && two.node.isReady()).toBe(true);
+    });
+
+    it("does not register on an etcd whose identity is another cluster's", async () => {
+      await admin.put(clusterIdentityKey(clusterId), encodeClusterIdentity('uuid-b'));
+      const one = startNode(1, { clusterUuid: 'uuid-a' });
+      await advance(5_000);
+      expect(one.node.isReady()).toBe(false);
+      expect((await admin.get(nodeKey(clusterId, 1))).kv).toBeUndefined();
+      expect(one.errors.find((e) => e instanceof ClusterIdentityError)).toMatchObject({
+        foundUuid: 'uuid-b',
+      });
+    });
   });
 });

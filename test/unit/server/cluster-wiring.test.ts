@@ -1,9 +1,15 @@
+import {
+  ClusterIdentityError,
+  clusterIdentityKey,
+  encodeClusterIdentity,
+} from '../../../src/cluster/cluster-identity';
 import { InMemoryEtcd, type InMemoryMetadataStore } from '../../../src/cluster/in-memory-metadata-store';
 import { nodeKey } from '../../../src/cluster/node-session';
 import { readPartitionState } from '../../../src/cluster/partition-state';
 import { createConfig } from '../../../src/config';
 import { ErrorCode } from '../../../src/errors';
 import type { BrokerService } from '../../../src/log';
+import type { DataDirIdentity } from '../../../src/log/storage';
 import { ClusterWiring } from '../../../src/server/cluster-wiring';
 import { ManualTime } from '../../../src/time';
 import { captureLogger, type CapturedLogger } from '../../support/capture-logger';
@@ -280,5 +286,80 @@ describe('ClusterWiring', () => {
     const result = await wiring.isrChangeProposer.proposeIsr('t', 0, 0, 1, [4]);
     expect(result.kind).toBe('failed');
     expect(etcd.revision).toBe(revision);
+  });
+
+  describe('the cluster identity', () => {
+    const local: DataDirIdentity = { mode: 'cluster', clusterId: 'w1', clusterUuid: 'uuid-a', nodeId: 4 };
+    let written: DataDirIdentity[];
+    let fatal: Error[];
+
+    function identifiedWiring(): ClusterWiring {
+      written = [];
+      fatal = [];
+      return new ClusterWiring(config, {
+        time,
+        logger: log.logger,
+        store,
+        newClusterUuid: () => 'uuid-new',
+        writeDataDirIdentity: (identity) => written.push(identity),
+        onFatalError: (error) => fatal.push(error),
+      });
+    }
+
+    beforeEach(async () => {
+      // The default wiring was never started; closing it closes its store, so this one gets its own.
+      await wiring.close();
+      store = etcd.connect();
+      wiring = identifiedWiring();
+    });
+
+    it('creates the identity for a new node on an empty etcd and writes it to the data directory', async () => {
+      wiring.start(target, { host: '127.0.0.1', port: 7074 });
+      await advance(500);
+      expect(wiring.readinessProblem()).toBeUndefined();
+      expect((await admin.get(clusterIdentityKey('w1'))).kv?.value).toBe(encodeClusterIdentity('uuid-new'));
+      expect(written).toEqual([{ mode: 'cluster', clusterId: 'w1', clusterUuid: 'uuid-new', nodeId: 4 }]);
+      expect(messages()).toContain('cluster identity created in etcd');
+    });
+
+    it("waits unready, logging one error, while etcd has lost the metadata of the directory's cluster", async () => {
+      wiring.start(target, { host: '127.0.0.1', port: 7074 }, local);
+      await advance(20_000);
+      expect(wiring.readinessProblem()).toMatch(/etcd has lost cluster w1's metadata.*uuid-a/);
+      expect(wiring.guard.isActive()).toBe(false);
+      // Nothing registered, nothing created: only this node's report for a recovery.
+      expect((await admin.range('/w1/')).kvs.map((kv) => kv.key)).toEqual(['/w1/recovery/4']);
+      expect(log.lines.filter((line) => line.level === 50 && /etcd has lost/.test(line.msg))).toHaveLength(1);
+      expect(written).toEqual([]);
+
+      await admin.put(clusterIdentityKey('w1'), encodeClusterIdentity('uuid-a'));
+      await advance(10_000);
+      expect(wiring.readinessProblem()).toBeUndefined();
+      expect((await admin.get(nodeKey('w1', 4))).kv).toBeDefined();
+    });
+
+    it("stops the node when etcd's cluster is another one than the directory's", async () => {
+      await admin.put(clusterIdentityKey('w1'), encodeClusterIdentity('uuid-b'));
+      wiring.start(target, { host: '127.0.0.1', port: 7074 }, local);
+      await advance(2_000);
+      expect(fatal).toHaveLength(1);
+      expect(fatal[0]).toBeInstanceOf(ClusterIdentityError);
+      expect(fatal[0]!.message).toMatch(/uuid-b.*uuid-a/);
+      expect(wiring.readinessProblem()).toBe(fatal[0]!.message);
+      expect((await admin.get(nodeKey('w1', 4))).kv).toBeUndefined();
+    });
+
+    it('notices etcd losing its data under a running node, and logs it at error once', async () => {
+      await admin.put(clusterIdentityKey('w1'), encodeClusterIdentity('uuid-a'));
+      wiring.start(target, { host: '127.0.0.1', port: 7074 }, local);
+      await advance(10_000);
+      expect(wiring.readinessProblem()).toBeUndefined();
+      await admin.txn({ compare: [], success: [{ type: 'delete', key: '/w1/', prefix: true }] });
+      for (const lease of etcd.leaseIds()) await admin.revokeLease(lease);
+      await advance(20_000);
+      expect(wiring.readinessProblem()).toMatch(/etcd has lost cluster w1's metadata/);
+      expect(log.lines.filter((line) => line.level === 50 && /etcd has lost/.test(line.msg))).toHaveLength(1);
+      expect(fatal).toEqual([]);
+    });
   });
 });

@@ -1,6 +1,8 @@
 import { SystemTimer, TimerTask, type Timer } from '../timer';
 import type { Time } from '../time';
 import {
+  ETCD_MAX_REQUEST_BYTES,
+  ETCD_MAX_TXN_OPS,
   MetadataStoreError,
   NO_LEASE,
   type Compare,
@@ -37,6 +39,10 @@ import {
  *
  * Leases expire on the server's `Time` (monotonic), `ttlSeconds * 1000` after the last renewal the server
  * received. A lease's keys are deleted in one revision when it expires or is revoked, as etcd does.
+ *
+ * etcd's request limits hold here too, refused as definitely as etcd refuses them: more than `maxTxnOps`
+ * compares, success ops or failure ops in one transaction, and a request above `maxRequestBytes` (its keys
+ * and values, plus a few bytes for each).
  */
 export interface InMemoryEtcdOptions {
   readonly time: Time;
@@ -44,6 +50,27 @@ export interface InMemoryEtcdOptions {
   readonly timer?: Timer;
   /** etcd raises shorter TTLs to its minimum (2 s with its default election timeout). */
   readonly minLeaseTtlSeconds?: number;
+  /** `--max-txn-ops`; etcd's default, ETCD_MAX_TXN_OPS (128), when absent. */
+  readonly maxTxnOps?: number;
+  /** `--max-request-bytes`; etcd's default, ETCD_MAX_REQUEST_BYTES (1.5 MiB), when absent. */
+  readonly maxRequestBytes?: number;
+}
+
+/** What etcd's encoding adds to each key or op of a request, about (its framing and revision fields). */
+const REQUEST_BYTES_PER_ITEM = 20;
+
+/** A request's size as etcd counts it, near enough: its keys and values, and a few bytes for each. */
+function requestBytes(request: TxnRequest): number {
+  let bytes = 0;
+  for (const compare of request.compare) {
+    bytes += Buffer.byteLength(compare.key) + REQUEST_BYTES_PER_ITEM;
+    if (compare.target === 'value') bytes += Buffer.byteLength(compare.operand);
+  }
+  for (const op of [...request.success, ...(request.failure ?? [])]) {
+    bytes += Buffer.byteLength(op.key) + REQUEST_BYTES_PER_ITEM;
+    if (op.type === 'put') bytes += Buffer.byteLength(op.value);
+  }
+  return bytes;
 }
 
 interface StoredKey {
@@ -111,6 +138,8 @@ export class InMemoryEtcd {
   private readonly timer: Timer;
   private readonly ownsTimer: boolean;
   private readonly minLeaseTtlSeconds: number;
+  private readonly maxTxnOps: number;
+  private readonly maxRequestBytes: number;
   private readonly keys = new Map<string, StoredKey>();
   private readonly leases = new Map<LeaseId, StoredLease>();
   private readonly history: Change[] = [];
@@ -125,6 +154,8 @@ export class InMemoryEtcd {
     this.ownsTimer = options.timer === undefined;
     this.timer = options.timer ?? new SystemTimer({ name: 'in-memory-etcd', time: options.time });
     this.minLeaseTtlSeconds = options.minLeaseTtlSeconds ?? 2;
+    this.maxTxnOps = options.maxTxnOps ?? ETCD_MAX_TXN_OPS;
+    this.maxRequestBytes = options.maxRequestBytes ?? ETCD_MAX_REQUEST_BYTES;
   }
 
   /** A client of this etcd. */
@@ -154,6 +185,18 @@ export class InMemoryEtcd {
 
   /** @internal */
   applyTxn(request: TxnRequest): TxnResponse {
+    // etcd checks both before it looks at any key: each list on its own against --max-txn-ops.
+    const failureOps = request.failure?.length ?? 0;
+    if (Math.max(request.compare.length, request.success.length, failureOps) > this.maxTxnOps) {
+      throw new MetadataStoreError('invalidRequest', 'etcd: too many operations in txn request', {
+        isOutcomeUnknown: false,
+      });
+    }
+    if (requestBytes(request) > this.maxRequestBytes) {
+      throw new MetadataStoreError('invalidRequest', 'etcd: request is too large', {
+        isOutcomeUnknown: false,
+      });
+    }
     const succeeded = request.compare.every((compare) => this.holds(compare));
     const ops = succeeded ? request.success : (request.failure ?? []);
     const written = new Set<string>();

@@ -238,7 +238,14 @@ export class InMemoryEtcd {
   }
 
   private holds(compare: Compare): boolean {
-    const stored = this.keys.get(compare.key);
+    if (compare.prefix !== true) return this.holdsFor(compare, this.keys.get(compare.key));
+    // etcd: over a range, every key must satisfy it; an empty range compares as one missing key.
+    const found = this.read({ key: compare.key, prefix: true });
+    if (found.length === 0) return this.holdsFor(compare, undefined);
+    return found.every((kv) => this.holdsFor(compare, kv));
+  }
+
+  private holdsFor(compare: Compare, stored: StoredKey | undefined): boolean {
     switch (compare.target) {
       case 'createRevision':
         return compareNumbers(stored?.createRevision ?? 0, compare.result, compare.operand);

@@ -52,8 +52,13 @@ export interface KeyValue {
 
 export type CompareResult = 'equal' | 'notEqual' | 'greater' | 'less';
 
-/** A condition on one key, evaluated inside a transaction. `target` names the field compared. */
-export type Compare =
+/**
+ * A condition on one key, evaluated inside a transaction. `target` names the field compared. With
+ * `prefix: true` it is a condition on every key that starts with `key` (etcd's compare over a range): it
+ * holds only if it holds for each of them, and when there is none, as it would for one missing key — so
+ * `createRevision` equal to 0 over a prefix says "no key under it exists", in one compare.
+ */
+export type Compare = { readonly prefix?: boolean } & (
   | {
       readonly key: string;
       readonly target: 'createRevision' | 'modRevision' | 'version';
@@ -71,7 +76,8 @@ export type Compare =
       readonly target: 'lease';
       readonly result: CompareResult;
       readonly operand: LeaseId;
-    };
+    }
+);
 
 export type TxnOp =
   | { readonly type: 'put'; readonly key: string; readonly value: string; readonly lease?: LeaseId }

@@ -151,6 +151,28 @@ describe.each([
     expect(await check({ key: `${p}missing`, target: 'version', result: 'equal', operand: 0 })).toBe(true);
   });
 
+  it('compares over a prefix: it holds only if it holds for every key under it, and as for a missing key when none is', async () => {
+    const check = (compare: Compare) =>
+      store.txn({ compare: [compare], success: [] }).then((r) => r.succeeded);
+    const under = (
+      target: 'createRevision' | 'value',
+      result: Compare['result'],
+      operand: number | string,
+    ): Compare => ({ key: `${p}t/`, prefix: true, target, result, operand }) as Compare;
+    const noneUnder = under('createRevision', 'equal', 0);
+    expect(await check(noneUnder)).toBe(true);
+    expect(await check(under('value', 'notEqual', 'x'))).toBe(false);
+    await store.put(`${p}tx`, 'a key that only shares the first bytes');
+    expect(await check(noneUnder)).toBe(true);
+    const first = await store.put(`${p}t/a`, '1');
+    expect(await check(noneUnder)).toBe(false);
+    await store.put(`${p}t/b`, '2');
+    expect(await check(under('createRevision', 'greater', 0))).toBe(true);
+    expect(await check(under('createRevision', 'equal', first.revision))).toBe(false);
+    expect(await check(under('value', 'less', '3'))).toBe(true);
+    expect(await check(under('value', 'equal', '1'))).toBe(false);
+  });
+
   it('binds keys to a lease; revoking it deletes them in one revision and a renewal then answers 0', async () => {
     const lease = await store.grantLease(5);
     expect(lease.ttlSeconds).toBeGreaterThanOrEqual(5);

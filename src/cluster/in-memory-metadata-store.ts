@@ -32,7 +32,10 @@ import {
  *   network that stopped delivering would; the server keeps running, so leases not renewed expire on
  *   the server's clock. `heal()` delivers what was held, in order, as TCP would once the path is back.
  * - `loseNextResponse({ applied })` makes the client's next write fail with `isOutcomeUnknown`, applied
- *   first or not: the ambiguous outcome every caller must handle by re-reading.
+ *   first or not: the ambiguous outcome every caller must handle by re-reading. With `afterWrites: n`,
+ *   the n writes sent before it are answered as usual: a fault in the middle of a run of writes.
+ * - `partitionAfterWrites(n)` partitions the client as it sends its (n + 1)-th write from now: the first n
+ *   go through, that one and everything after are held, as if the path died between two writes.
  * - `failRequests()` makes every request fail at once, as an etcd that refuses connections does (a
  *   read with no effect; a write, by the real client's rule, `isOutcomeUnknown`), and ends the client's
  *   watches as a failed stream (`onCancelled` with an error); `restoreRequests()` ends it.
@@ -423,7 +426,8 @@ export class InMemoryMetadataStore implements MetadataStore {
   isPartitioned = false;
   isFailing = false;
   private held: (() => void)[] = [];
-  private lostResponses: { readonly applied: boolean }[] = [];
+  private lostResponses: { readonly applied: boolean; writesBefore: number }[] = [];
+  private writesUntilPartition: number | undefined;
   private isClosed = false;
 
   constructor(readonly etcd: InMemoryEtcd) {}
@@ -457,9 +461,17 @@ export class InMemoryMetadataStore implements MetadataStore {
     this.isFailing = false;
   }
 
-  /** The next write of this client fails with `isOutcomeUnknown`, after being applied if `applied`. */
-  loseNextResponse(options: { readonly applied: boolean }): void {
-    this.lostResponses.push(options);
+  /**
+   * The next write of this client (after `afterWrites` more, 0 by default) fails with `isOutcomeUnknown`,
+   * after being applied if `applied`.
+   */
+  loseNextResponse(options: { readonly applied: boolean; readonly afterWrites?: number }): void {
+    this.lostResponses.push({ applied: options.applied, writesBefore: options.afterWrites ?? 0 });
+  }
+
+  /** Sends `writes` more writes as usual, then partitions the client as it sends the next one. */
+  partitionAfterWrites(writes: number): void {
+    this.writesUntilPartition = writes;
   }
 
   /** Runs `apply` on the server now, or on `heal()` when partitioned; answers in a later microtask. */
@@ -476,7 +488,19 @@ export class InMemoryMetadataStore implements MetadataStore {
         }),
       );
     }
-    const lost = isWrite ? this.lostResponses.shift() : undefined;
+    if (isWrite && this.writesUntilPartition !== undefined) {
+      if (this.writesUntilPartition === 0) {
+        this.writesUntilPartition = undefined;
+        this.partition();
+      } else {
+        this.writesUntilPartition--;
+      }
+    }
+    let lost: { readonly applied: boolean } | undefined;
+    if (isWrite && this.lostResponses.length > 0) {
+      if (this.lostResponses[0].writesBefore > 0) this.lostResponses[0].writesBefore--;
+      else lost = this.lostResponses.shift();
+    }
     return new Promise<T>((resolve, reject) => {
       const deliver = (): void => {
         if (lost !== undefined) {

@@ -32,12 +32,14 @@ import { planTopic, writeTopicAssignment, type CreateTopicOutcome } from './repl
  *   as a leader it no longer is.
  * - `guard.isActive()` is the session's `isActive()`: the log layer reads it on every Produce and
  *   before every HW advance.
- * - `createTopic` works on any node. A node that is the controller writes the assignment and every
- *   initial state in one fenced transaction (`Controller.createTopic`). Any other node writes only the
- *   assignment, only if absent (Kafka's ZooKeeper-era brokers did the same), over the live nodes of its
- *   own view; the controller sees the new topic key on its watch and writes the missing partition states.
- *   No request is forwarded: a node needs no route to the controller, and a controller change between
- *   the request and the write cannot lose it (the write is etcd's, conditioned on the key's absence).
+ * - `createTopic` works on any node. A node that is the controller writes the assignment (one fenced
+ *   transaction) and then the initial states in fenced slices (`Controller.createTopic`). Any other node
+ *   writes only the assignment, only if absent (Kafka's ZooKeeper-era brokers did the same), over the
+ *   live nodes of its own view; the controller sees the new topic key on its watch and writes the
+ *   missing partition states, in the same slices. Either way no view shows the topic before its last
+ *   state exists. No request is forwarded: a node needs no route to the controller, and a controller
+ *   change between the request and the write cannot lose it (the write is etcd's, conditioned on the
+ *   key's absence).
  * - `close()` resigns the controller role (its key deleted), revokes the lease (the node's key goes at
  *   once, so the controller re-elects without waiting for the TTL) and stops the watches; idempotent,
  *   and bounded by `closeTimeoutMs` on the timer even when etcd does not answer.
@@ -222,7 +224,7 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
 
   /**
    * Creates a topic from any node: `partitionCount` partitions of `replicationFactor` replicas assigned
-   * round-robin over the live nodes. On the controller, assignment and states in one fenced write;
+   * round-robin over the live nodes. On the controller, the assignment and then the states in slices;
    * elsewhere the assignment only, whose states the controller then writes. `unavailable` when the node
    * has no session or no view yet, or when etcd's answer was lost and a read could not tell.
    */

@@ -206,6 +206,24 @@ describe('ClusterWiring', () => {
     expect(byClient.topics[0]!.errorCode).toBe(ErrorCode.INVALID_TOPIC_EXCEPTION);
   });
 
+  it('creates a __consumer_offsets of 200 partitions, more than one etcd transaction holds, and hosts them all', async () => {
+    const offsets = new ClusterWiring(
+      createConfig({ ...config, offsetsTopicNumPartitions: 200, offsetsTopicReplicationFactor: 1 }),
+      { time, logger: log.logger, store: etcd.connect() },
+    );
+    await wiring.close();
+    wiring = offsets;
+    offsets.start(target, { host: '127.0.0.1', port: 7074 });
+    await advance(500);
+    expect(await offsets.ensureOffsetsTopic()).toBe('created');
+    await advance(500);
+    const hosted = target.lastUpdate?.partitions.filter((p) => p.topic === '__consumer_offsets') ?? [];
+    expect(hosted.map((p) => p.partitionIndex)).toEqual([...Array(200).keys()]);
+    expect(hosted.filter((p) => p.leader !== 4)).toEqual([]);
+    expect(await offsets.ensureOffsetsTopic()).toBe('exists');
+    expect(log.lines.filter((line) => line.level >= 40)).toEqual([]);
+  });
+
   it('sends CreateTopics to the cluster and every other Broker call to the log', async () => {
     const calls: string[] = [];
     const log: BrokerService = {

@@ -95,10 +95,14 @@ export interface ClusterNodeEvents {
   ready: [];
 }
 
-/** `createTopic`'s answer: the controller's outcomes, or `unavailable` (no session, or etcd did not tell). */
+/**
+ * `createTopic`'s answer: the controller's outcomes, `unavailable` (no session, or etcd did not tell:
+ * worth asking again) or `refused` (etcd refused the write itself, as it would again: a bug, not a state
+ * to wait out; Kafka's INVALID_REQUEST).
+ */
 export type ClusterCreateTopicOutcome =
   | Exclude<CreateTopicOutcome, { readonly outcome: 'notController' }>
-  | { readonly outcome: 'unavailable'; readonly reason: string };
+  | { readonly outcome: 'unavailable' | 'refused'; readonly reason: string };
 
 export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
   readonly nodeId: number;
@@ -226,7 +230,8 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
    * Creates a topic from any node: `partitionCount` partitions of `replicationFactor` replicas assigned
    * round-robin over the live nodes. On the controller, the assignment and then the states in slices;
    * elsewhere the assignment only, whose states the controller then writes. `unavailable` when the node
-   * has no session or no view yet, or when etcd's answer was lost and a read could not tell.
+   * has no session or no view yet, or when etcd's answer was lost and a read could not tell; `refused`
+   * when etcd refused the request as invalid.
    */
   async createTopic(
     topic: string,
@@ -237,7 +242,7 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
     if (this.controller.activeEpoch !== undefined) {
       const outcome = await this.controller
         .createTopic(topic, partitionCount, replicationFactor)
-        .catch((error: unknown) => this.unavailable(error));
+        .catch((error: unknown) => this.storeFailure(error));
       // Deposed meanwhile: write the assignment as any node does.
       if (outcome.outcome !== 'notController') return outcome;
     }
@@ -252,7 +257,7 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
     try {
       return await writeTopicAssignment(this.store, this.clusterId, topic, plan.assignment);
     } catch (error) {
-      return this.unavailable(error);
+      return this.storeFailure(error);
     }
   }
 
@@ -279,9 +284,14 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
     this.isApplying = false;
   }
 
-  private unavailable(error: unknown): { outcome: 'unavailable'; reason: string } {
+  private storeFailure(error: unknown): { outcome: 'unavailable' | 'refused'; reason: string } {
     if (!(error instanceof MetadataStoreError)) throw error;
     this.onError(error);
+    if (error.kind === 'invalidRequest') {
+      // etcd checked the request and refused it (too many operations, too large): sent again, it would be
+      // refused again, so the client must not be told to retry. etcd's own words stay in the log.
+      return { outcome: 'refused', reason: 'the cluster metadata store refused the request' };
+    }
     return { outcome: 'unavailable', reason: error.message };
   }
 

@@ -25,8 +25,10 @@ import type { StoredPartitionState } from './partition-state';
  * - `resync()` drops what is in flight and reads again: an update emitted after it comes from a read
  *   that started after the call (a node whose new session registered needs a view at least that new).
  *
- * A partition whose topic exists but whose state does not yet (the controller has not written it) is
- * left out of the update until the controller initialises it.
+ * A topic is left out of the update until every partition of its assignment has a state. A topic is
+ * created by writing its assignment first and its states after it, in slices of 127 (etcd's limit on a
+ * transaction), possibly by a controller that dies halfway and its successor: in between, no node shows
+ * the topic with fewer partitions than it has.
  *
  * With `clusterUuid`, a read or a watched change that finds etcd's cluster identity missing or another
  * cluster's (`cluster-identity.ts`: etcd lost its data, or is another cluster's) is not applied: the view

@@ -32,12 +32,14 @@ import { planTopic, writeTopicAssignment, type CreateTopicOutcome } from './repl
  *   as a leader it no longer is.
  * - `guard.isActive()` is the session's `isActive()`: the log layer reads it on every Produce and
  *   before every HW advance.
- * - `createTopic` works on any node. A node that is the controller writes the assignment and every
- *   initial state in one fenced transaction (`Controller.createTopic`). Any other node writes only the
- *   assignment, only if absent (Kafka's ZooKeeper-era brokers did the same), over the live nodes of its
- *   own view; the controller sees the new topic key on its watch and writes the missing partition states.
- *   No request is forwarded: a node needs no route to the controller, and a controller change between
- *   the request and the write cannot lose it (the write is etcd's, conditioned on the key's absence).
+ * - `createTopic` works on any node. A node that is the controller writes the assignment (one fenced
+ *   transaction) and then the initial states in fenced slices (`Controller.createTopic`). Any other node
+ *   writes only the assignment, only if absent (Kafka's ZooKeeper-era brokers did the same), over the
+ *   live nodes of its own view; the controller sees the new topic key on its watch and writes the
+ *   missing partition states, in the same slices. Either way no view shows the topic before its last
+ *   state exists. No request is forwarded: a node needs no route to the controller, and a controller
+ *   change between the request and the write cannot lose it (the write is etcd's, conditioned on the
+ *   key's absence).
  * - `close()` resigns the controller role (its key deleted), revokes the lease (the node's key goes at
  *   once, so the controller re-elects without waiting for the TTL) and stops the watches; idempotent,
  *   and bounded by `closeTimeoutMs` on the timer even when etcd does not answer.
@@ -98,10 +100,14 @@ export interface ClusterNodeEvents {
   ready: [];
 }
 
-/** `createTopic`'s answer: the controller's outcomes, or `unavailable` (no session, or etcd did not tell). */
+/**
+ * `createTopic`'s answer: the controller's outcomes, `unavailable` (no session, or etcd did not tell:
+ * worth asking again) or `refused` (etcd refused the write itself, as it would again: a bug, not a state
+ * to wait out; Kafka's INVALID_REQUEST).
+ */
 export type ClusterCreateTopicOutcome =
   | Exclude<CreateTopicOutcome, { readonly outcome: 'notController' }>
-  | { readonly outcome: 'unavailable'; readonly reason: string };
+  | { readonly outcome: 'unavailable' | 'refused'; readonly reason: string };
 
 export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
   readonly nodeId: number;
@@ -229,9 +235,10 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
 
   /**
    * Creates a topic from any node: `partitionCount` partitions of `replicationFactor` replicas assigned
-   * round-robin over the live nodes. On the controller, assignment and states in one fenced write;
+   * round-robin over the live nodes. On the controller, the assignment and then the states in slices;
    * elsewhere the assignment only, whose states the controller then writes. `unavailable` when the node
-   * has no session or no view yet, or when etcd's answer was lost and a read could not tell.
+   * has no session or no view yet, or when etcd's answer was lost and a read could not tell; `refused`
+   * when etcd refused the request as invalid.
    */
   async createTopic(
     topic: string,
@@ -242,7 +249,7 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
     if (this.controller.activeEpoch !== undefined) {
       const outcome = await this.controller
         .createTopic(topic, partitionCount, replicationFactor)
-        .catch((error: unknown) => this.unavailable(error));
+        .catch((error: unknown) => this.storeFailure(error));
       // Deposed meanwhile: write the assignment as any node does.
       if (outcome.outcome !== 'notController') return outcome;
     }
@@ -257,7 +264,7 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
     try {
       return await writeTopicAssignment(this.store, this.clusterId, topic, plan.assignment);
     } catch (error) {
-      return this.unavailable(error);
+      return this.storeFailure(error);
     }
   }
 
@@ -284,9 +291,14 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
     this.isApplying = false;
   }
 
-  private unavailable(error: unknown): { outcome: 'unavailable'; reason: string } {
+  private storeFailure(error: unknown): { outcome: 'unavailable' | 'refused'; reason: string } {
     if (!(error instanceof MetadataStoreError)) throw error;
     this.onError(error);
+    if (error.kind === 'invalidRequest') {
+      // etcd checked the request and refused it (too many operations, too large): sent again, it would be
+      // refused again, so the client must not be told to retry. etcd's own words stay in the log.
+      return { outcome: 'refused', reason: 'the cluster metadata store refused the request' };
+    }
     return { outcome: 'unavailable', reason: error.message };
   }
 

@@ -20,7 +20,16 @@ import {
   type PartitionState,
   type StoredPartitionState,
 } from './partition-state';
-import { createTopic, planTopic, resolveTopicCreation, type CreateTopicOutcome } from './replica-assignment';
+import {
+  createPartitionStates,
+  createTopicAssignment,
+  PARTITION_STATES_PER_TXN,
+  planTopic,
+  resolveTopicCreation,
+  type CreateTopicOutcome,
+  type InitialPartitionState,
+  type ReplicaAssignment,
+} from './replica-assignment';
 
 export type { CreateTopicOutcome } from './replica-assignment';
 
@@ -66,7 +75,8 @@ const MAX_STALE_RETRIES = 3;
  *
  * - On election it reads `nodes/`, `topics/` and `partitions/` in one transaction (one revision), then
  *   watches the cluster's prefix from the next revision, so no change between the read and the watch is
- *   missed. Then it decides every partition (below) and creates the states missing for any topic.
+ *   missed. Then it decides every partition (below) and creates the states missing for any topic, up to
+ *   PARTITION_STATES_PER_TXN of them a transaction (etcd takes 128 compares, the epoch's included).
  * - Level-triggered decisions (`decidePartition`): after every batch of watch events, each partition
  *   whose leader is not alive gets a new one from its live ISR, in assignment order (or goes offline,
  *   leader -1, unless unclean election is on); a dead follower leaves the ISR; a node that returns and
@@ -78,8 +88,10 @@ const MAX_STALE_RETRIES = 3;
  * - Auto leader rebalance: every `leaderImbalanceCheckIntervalMs` on the timer, for each node whose
  *   share of partitions it is preferred for but does not lead exceeds the percentage, leadership moves
  *   back to it where it is alive and in the ISR.
- * - `createTopic`: Kafka's round-robin assignment over the live nodes, written with every partition's
- *   initial state in one fenced transaction.
+ * - `createTopic`: Kafka's round-robin assignment over the live nodes. The assignment `topics/<name>` is
+ *   written first, in one fenced transaction whatever the partition count; then the initial states, in
+ *   fenced slices, as for any topic whose states are missing. No view shows the topic before its last
+ *   state is written, and a controller that dies between the two leaves the rest to its successor.
  * - Events (election, watch batches, the rebalance check, topic creation) run one at a time through one
  *   queue (Kafka's ControllerEventManager). On `resigned` the controller stops at once: the view, the
  *   watch and the timer go, queued events of that generation do nothing (a topic creation answers
@@ -171,7 +183,10 @@ export class Controller {
   /**
    * Creates a topic: `partitionCount` partitions of `replicationFactor` replicas, assigned round-robin
    * over the live nodes (`assignReplicas`), each partition's first live replica leading at epoch 0.
-   * Fails with the store's error when the write's outcome could not be resolved by a read.
+   * Answers once the assignment and the states are written; `created` also when a state write failed
+   * after the assignment was (the topic exists; the states missing are written after a resync, or by the
+   * next controller). Fails with the store's error when the assignment write's outcome could not be
+   * resolved by a read.
    */
   createTopic(topic: string, partitionCount: number, replicationFactor: number): Promise<CreateTopicOutcome> {
     return new Promise((resolve, reject) => {
@@ -286,24 +301,117 @@ export class Controller {
 
   /** Decides every partition of every known topic, creating the states that are missing. */
   private async decideAll(generation: number, view: ClusterView): Promise<void> {
-    const isAlive = (nodeId: number): boolean => view.cluster.isAlive(nodeId);
-    const options = { controllerEpoch: view.epoch, uncleanLeaderElection: this.uncleanLeaderElection };
     const settles: (() => Promise<boolean>)[] = [];
     for (const [topic, assignment] of [...view.cluster.topics]) {
-      for (let partition = 0; partition < assignment.partitions.length; partition++) {
-        const replicas = assignment.partitions[partition];
-        settles.push(() =>
-          this.settlePartition(generation, view, topic, partition, (known) =>
-            known === undefined
-              ? missingState(replicas, isAlive, view.epoch)
-              : decidePartition(replicas, known.state, isAlive, options, (nodeId) =>
-                  view.cluster.hasRegisteredSince(nodeId, known.modRevision),
-                ),
-          ),
-        );
-      }
+      settles.push(...this.topicSettles(generation, view, topic, assignment));
     }
     await settleConcurrently(settles);
+  }
+
+  /**
+   * The work that settles one topic: one settlePartition for each partition whose state exists, and one
+   * createMissingStates for each slice of PARTITION_STATES_PER_TXN partitions whose state does not.
+   */
+  private topicSettles(
+    generation: number,
+    view: ClusterView,
+    topic: string,
+    assignment: ReplicaAssignment,
+  ): (() => Promise<boolean>)[] {
+    const settles: (() => Promise<boolean>)[] = [];
+    const missing: number[] = [];
+    for (let partition = 0; partition < assignment.partitions.length; partition++) {
+      if (view.cluster.partitions.has(`${topic}/${partition}`)) {
+        settles.push(() =>
+          this.settlePartition(generation, view, topic, partition, this.decider(view, assignment, partition)),
+        );
+      } else {
+        missing.push(partition);
+      }
+    }
+    for (let start = 0; start < missing.length; start += PARTITION_STATES_PER_TXN) {
+      const slice = missing.slice(start, start + PARTITION_STATES_PER_TXN);
+      settles.push(() => this.createMissingStates(generation, view, topic, assignment, slice));
+    }
+    return settles;
+  }
+
+  /** What the controller writes for a partition, from its state as known: its initial one if it has none. */
+  private decider(
+    view: ClusterView,
+    assignment: ReplicaAssignment,
+    partition: number,
+  ): (known: StoredPartitionState | undefined) => PartitionState | undefined {
+    const replicas = assignment.partitions[partition];
+    const isAlive = (nodeId: number): boolean => view.cluster.isAlive(nodeId);
+    const options = { controllerEpoch: view.epoch, uncleanLeaderElection: this.uncleanLeaderElection };
+    return (known) =>
+      known === undefined
+        ? missingState(replicas, isAlive, view.epoch)
+        : decidePartition(replicas, known.state, isAlive, options, (nodeId) =>
+            view.cluster.hasRegisteredSince(nodeId, known.modRevision),
+          );
+  }
+
+  /**
+   * Creates the initial states of `partitions` (one slice of a topic) that are still missing, in one
+   * fenced transaction, each key only if absent. If one exists already (the view was behind), the answer
+   * was lost, or etcd refused the slice whole (its --max-txn-ops or --max-request-bytes set below the
+   * defaults), each partition of the slice is settled on its own instead: a state this slice did write
+   * reads back as it is, stale for a create, and is decided again from there. False when the controller
+   * must stop, as settlePartition.
+   */
+  private async createMissingStates(
+    generation: number,
+    view: ClusterView,
+    topic: string,
+    assignment: ReplicaAssignment,
+    partitions: readonly number[],
+  ): Promise<boolean> {
+    if (!this.isCurrent(generation, view.epoch)) return false;
+    const isAlive = (nodeId: number): boolean => view.cluster.isAlive(nodeId);
+    const states: InitialPartitionState[] = [];
+    for (const partition of partitions) {
+      if (view.cluster.partitions.has(`${topic}/${partition}`)) continue;
+      const state = missingState(assignment.partitions[partition], isAlive, view.epoch);
+      if (state !== undefined) states.push({ partition, state });
+    }
+    if (states.length === 0) return true;
+    let result;
+    try {
+      result = await createPartitionStates(this.store, this.clusterId, view.epoch, topic, states);
+    } catch (error) {
+      const isRefused = error instanceof MetadataStoreError && error.kind === 'invalidRequest';
+      if (!(error instanceof MetadataStoreError) || !(error.isOutcomeUnknown || isRefused)) {
+        this.onError(error);
+        this.resyncLater(generation);
+        return false;
+      }
+      // A lost answer, applied or not: settled one by one below, where a lost create is resolved by a
+      // read. A slice etcd refused whole (one run with limits below its defaults): one by one too.
+      if (isRefused) this.onError(error);
+      result = undefined;
+    }
+    if (!this.isCurrent(generation, view.epoch)) return false;
+    if (result?.outcome === 'notController') {
+      this.stepDown();
+      return false;
+    }
+    if (result?.outcome === 'created') {
+      for (const { partition, state } of states) {
+        const name = `${topic}/${partition}`;
+        const known = view.cluster.partitions.get(name);
+        if (known === undefined || known.modRevision < result.revision) {
+          view.cluster.partitions.set(name, { state, modRevision: result.revision });
+        }
+      }
+      return true;
+    }
+    for (const { partition } of states) {
+      const decide = this.decider(view, assignment, partition);
+      if (!(await this.settlePartition(generation, view, topic, partition, decide))) return false;
+    }
+    return true;
   }
 
   /**
@@ -416,33 +524,25 @@ export class Controller {
     });
     if (plan.outcome !== 'planned') return plan;
     const { assignment } = plan;
-    const isAlive = (nodeId: number): boolean => view.cluster.isAlive(nodeId);
-    let result;
     try {
-      result = await createTopic(this.store, this.clusterId, view.epoch, topic, assignment, isAlive);
-    } catch (error) {
-      if (!(error instanceof MetadataStoreError) || !error.isOutcomeUnknown) throw error;
-      return resolveTopicCreation(this.store, this.clusterId, topic, assignment, error);
-    }
-    switch (result.outcome) {
-      case 'created':
-        if (this.isCurrent(generation, view.epoch)) {
-          view.cluster.topics.set(topic, assignment);
-          result.states.forEach((state, partition) => {
-            const name = `${topic}/${partition}`;
-            const known = view.cluster.partitions.get(name);
-            if (known === undefined || known.modRevision < result.revision) {
-              view.cluster.partitions.set(name, { state, modRevision: result.revision });
-            }
-          });
-        }
-        return { outcome: 'created', assignment };
-      case 'exists':
-        return { outcome: 'exists' };
-      case 'notController':
+      const result = await createTopicAssignment(this.store, this.clusterId, view.epoch, topic, assignment);
+      if (result.outcome === 'exists') return { outcome: 'exists' };
+      if (result.outcome === 'notController') {
         if (generation === this.generation) this.stepDown();
         return { outcome: 'notController' };
+      }
+    } catch (error) {
+      if (!(error instanceof MetadataStoreError) || !error.isOutcomeUnknown) throw error;
+      const resolved = await resolveTopicCreation(this.store, this.clusterId, topic, assignment, error);
+      if (resolved.outcome === 'exists') return resolved;
     }
+    // The topic exists; no view shows it before its last state is written. The states, in slices: if
+    // this controller stops or fails on the way, the resync or the next controller writes what is missing.
+    if (this.isCurrent(generation, view.epoch) && this.view === view) {
+      view.cluster.topics.set(topic, assignment);
+      await settleConcurrently(this.topicSettles(generation, view, topic, assignment));
+    }
+    return { outcome: 'created', assignment };
   }
 }
 

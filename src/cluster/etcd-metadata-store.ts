@@ -166,7 +166,7 @@ function encodeCompare(compare: Compare): Record<string, unknown> {
   const wire: Record<string, unknown> = {
     result: COMPARE_RESULT[compare.result],
     target: COMPARE_TARGET[compare.target],
-    key: Buffer.from(compare.key, 'utf8'),
+    ...keyRange(compare.key, compare.prefix),
   };
   switch (compare.target) {
     case 'createRevision':

@@ -1,6 +1,8 @@
 import { SystemTimer, TimerTask, type Timer } from '../timer';
 import type { Time } from '../time';
 import {
+  ETCD_MAX_REQUEST_BYTES,
+  ETCD_MAX_TXN_OPS,
   MetadataStoreError,
   NO_LEASE,
   type Compare,
@@ -30,13 +32,20 @@ import {
  *   network that stopped delivering would; the server keeps running, so leases not renewed expire on
  *   the server's clock. `heal()` delivers what was held, in order, as TCP would once the path is back.
  * - `loseNextResponse({ applied })` makes the client's next write fail with `isOutcomeUnknown`, applied
- *   first or not: the ambiguous outcome every caller must handle by re-reading.
+ *   first or not: the ambiguous outcome every caller must handle by re-reading. With `afterWrites: n`,
+ *   the n writes sent before it are answered as usual: a fault in the middle of a run of writes.
+ * - `partitionAfterWrites(n)` partitions the client as it sends its (n + 1)-th write from now: the first n
+ *   go through, that one and everything after are held, as if the path died between two writes.
  * - `failRequests()` makes every request fail at once, as an etcd that refuses connections does (a
  *   read with no effect; a write, by the real client's rule, `isOutcomeUnknown`), and ends the client's
  *   watches as a failed stream (`onCancelled` with an error); `restoreRequests()` ends it.
  *
  * Leases expire on the server's `Time` (monotonic), `ttlSeconds * 1000` after the last renewal the server
  * received. A lease's keys are deleted in one revision when it expires or is revoked, as etcd does.
+ *
+ * etcd's request limits hold here too, refused as definitely as etcd refuses them: more than `maxTxnOps`
+ * compares, success ops or failure ops in one transaction, and a request above `maxRequestBytes` (its keys
+ * and values, plus a few bytes for each).
  */
 export interface InMemoryEtcdOptions {
   readonly time: Time;
@@ -44,6 +53,27 @@ export interface InMemoryEtcdOptions {
   readonly timer?: Timer;
   /** etcd raises shorter TTLs to its minimum (2 s with its default election timeout). */
   readonly minLeaseTtlSeconds?: number;
+  /** `--max-txn-ops`; etcd's default, ETCD_MAX_TXN_OPS (128), when absent. */
+  readonly maxTxnOps?: number;
+  /** `--max-request-bytes`; etcd's default, ETCD_MAX_REQUEST_BYTES (1.5 MiB), when absent. */
+  readonly maxRequestBytes?: number;
+}
+
+/** What etcd's encoding adds to each key or op of a request, about (its framing and revision fields). */
+const REQUEST_BYTES_PER_ITEM = 20;
+
+/** A request's size as etcd counts it, near enough: its keys and values, and a few bytes for each. */
+function requestBytes(request: TxnRequest): number {
+  let bytes = 0;
+  for (const compare of request.compare) {
+    bytes += Buffer.byteLength(compare.key) + REQUEST_BYTES_PER_ITEM;
+    if (compare.target === 'value') bytes += Buffer.byteLength(compare.operand);
+  }
+  for (const op of [...request.success, ...(request.failure ?? [])]) {
+    bytes += Buffer.byteLength(op.key) + REQUEST_BYTES_PER_ITEM;
+    if (op.type === 'put') bytes += Buffer.byteLength(op.value);
+  }
+  return bytes;
 }
 
 interface StoredKey {
@@ -111,6 +141,8 @@ export class InMemoryEtcd {
   private readonly timer: Timer;
   private readonly ownsTimer: boolean;
   private readonly minLeaseTtlSeconds: number;
+  private readonly maxTxnOps: number;
+  private readonly maxRequestBytes: number;
   private readonly keys = new Map<string, StoredKey>();
   private readonly leases = new Map<LeaseId, StoredLease>();
   private readonly history: Change[] = [];
@@ -125,6 +157,8 @@ export class InMemoryEtcd {
     this.ownsTimer = options.timer === undefined;
     this.timer = options.timer ?? new SystemTimer({ name: 'in-memory-etcd', time: options.time });
     this.minLeaseTtlSeconds = options.minLeaseTtlSeconds ?? 2;
+    this.maxTxnOps = options.maxTxnOps ?? ETCD_MAX_TXN_OPS;
+    this.maxRequestBytes = options.maxRequestBytes ?? ETCD_MAX_REQUEST_BYTES;
   }
 
   /** A client of this etcd. */
@@ -154,6 +188,18 @@ export class InMemoryEtcd {
 
   /** @internal */
   applyTxn(request: TxnRequest): TxnResponse {
+    // etcd checks both before it looks at any key: each list on its own against --max-txn-ops.
+    const failureOps = request.failure?.length ?? 0;
+    if (Math.max(request.compare.length, request.success.length, failureOps) > this.maxTxnOps) {
+      throw new MetadataStoreError('invalidRequest', 'etcd: too many operations in txn request', {
+        isOutcomeUnknown: false,
+      });
+    }
+    if (requestBytes(request) > this.maxRequestBytes) {
+      throw new MetadataStoreError('invalidRequest', 'etcd: request is too large', {
+        isOutcomeUnknown: false,
+      });
+    }
     const succeeded = request.compare.every((compare) => this.holds(compare));
     const ops = succeeded ? request.success : (request.failure ?? []);
     const written = new Set<string>();
@@ -195,7 +241,14 @@ export class InMemoryEtcd {
   }
 
   private holds(compare: Compare): boolean {
-    const stored = this.keys.get(compare.key);
+    if (compare.prefix !== true) return this.holdsFor(compare, this.keys.get(compare.key));
+    // etcd: over a range, every key must satisfy it; an empty range compares as one missing key.
+    const found = this.read({ key: compare.key, prefix: true });
+    if (found.length === 0) return this.holdsFor(compare, undefined);
+    return found.every((kv) => this.holdsFor(compare, kv));
+  }
+
+  private holdsFor(compare: Compare, stored: StoredKey | undefined): boolean {
     switch (compare.target) {
       case 'createRevision':
         return compareNumbers(stored?.createRevision ?? 0, compare.result, compare.operand);
@@ -373,7 +426,8 @@ export class InMemoryMetadataStore implements MetadataStore {
   isPartitioned = false;
   isFailing = false;
   private held: (() => void)[] = [];
-  private lostResponses: { readonly applied: boolean }[] = [];
+  private lostResponses: { readonly applied: boolean; writesBefore: number }[] = [];
+  private writesUntilPartition: number | undefined;
   private isClosed = false;
 
   constructor(readonly etcd: InMemoryEtcd) {}
@@ -407,9 +461,17 @@ export class InMemoryMetadataStore implements MetadataStore {
     this.isFailing = false;
   }
 
-  /** The next write of this client fails with `isOutcomeUnknown`, after being applied if `applied`. */
-  loseNextResponse(options: { readonly applied: boolean }): void {
-    this.lostResponses.push(options);
+  /**
+   * The next write of this client (after `afterWrites` more, 0 by default) fails with `isOutcomeUnknown`,
+   * after being applied if `applied`.
+   */
+  loseNextResponse(options: { readonly applied: boolean; readonly afterWrites?: number }): void {
+    this.lostResponses.push({ applied: options.applied, writesBefore: options.afterWrites ?? 0 });
+  }
+
+  /** Sends `writes` more writes as usual, then partitions the client as it sends the next one. */
+  partitionAfterWrites(writes: number): void {
+    this.writesUntilPartition = writes;
   }
 
   /** Runs `apply` on the server now, or on `heal()` when partitioned; answers in a later microtask. */
@@ -426,7 +488,19 @@ export class InMemoryMetadataStore implements MetadataStore {
         }),
       );
     }
-    const lost = isWrite ? this.lostResponses.shift() : undefined;
+    if (isWrite && this.writesUntilPartition !== undefined) {
+      if (this.writesUntilPartition === 0) {
+        this.writesUntilPartition = undefined;
+        this.partition();
+      } else {
+        this.writesUntilPartition--;
+      }
+    }
+    let lost: { readonly applied: boolean } | undefined;
+    if (isWrite && this.lostResponses.length > 0) {
+      if (this.lostResponses[0].writesBefore > 0) this.lostResponses[0].writesBefore--;
+      else lost = this.lostResponses.shift();
+    }
     return new Promise<T>((resolve, reject) => {
       const deliver = (): void => {
         if (lost !== undefined) {

@@ -24,6 +24,19 @@
  * retries on its own.
  */
 
+/**
+ * etcd's `--max-txn-ops` default. A transaction may carry at most this many compares, this many success
+ * ops and this many failure ops (each list counted on its own); etcd refuses a larger one, definitely
+ * (nothing applied), with "too many operations in txn request". A caller writing many keys splits them.
+ */
+export const ETCD_MAX_TXN_OPS = 128;
+
+/**
+ * etcd's `--max-request-bytes` default, 1.5 MiB: a request whose encoding is larger is refused, definitely,
+ * with "request is too large" (keys and values make up nearly all of it; each key or op adds a few bytes).
+ */
+export const ETCD_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+
 /** A lease id: etcd's int64, kept as a decimal string (lease ids use all 63 bits). '0' is "no lease". */
 export type LeaseId = string;
 export const NO_LEASE: LeaseId = '0';
@@ -39,8 +52,13 @@ export interface KeyValue {
 
 export type CompareResult = 'equal' | 'notEqual' | 'greater' | 'less';
 
-/** A condition on one key, evaluated inside a transaction. `target` names the field compared. */
-export type Compare =
+/**
+ * A condition on one key, evaluated inside a transaction. `target` names the field compared. With
+ * `prefix: true` it is a condition on every key that starts with `key` (etcd's compare over a range): it
+ * holds only if it holds for each of them, and when there is none, as it would for one missing key — so
+ * `createRevision` equal to 0 over a prefix says "no key under it exists", in one compare.
+ */
+export type Compare = { readonly prefix?: boolean } & (
   | {
       readonly key: string;
       readonly target: 'createRevision' | 'modRevision' | 'version';
@@ -58,7 +76,8 @@ export type Compare =
       readonly target: 'lease';
       readonly result: CompareResult;
       readonly operand: LeaseId;
-    };
+    }
+);
 
 export type TxnOp =
   | { readonly type: 'put'; readonly key: string; readonly value: string; readonly lease?: LeaseId }

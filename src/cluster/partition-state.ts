@@ -71,11 +71,16 @@ export function topicKey(clusterId: string, topic: string): string {
 }
 
 export function partitionKey(clusterId: string, topic: string, partition: number): string {
-  checkTopic(topic);
   if (!Number.isSafeInteger(partition) || partition < 0) {
     throw new RangeError(`partition must be a non-negative integer, got ${partition}`);
   }
-  return `/${clusterId}/partitions/${topic}/${partition}`;
+  return `${partitionsPrefix(clusterId, topic)}${partition}`;
+}
+
+/** The prefix of every partition key of `topic` (and of no other topic's: a name holds no '/'). */
+export function partitionsPrefix(clusterId: string, topic: string): string {
+  checkTopic(topic);
+  return `/${clusterId}/partitions/${topic}/`;
 }
 
 /** The JSON value, keys in a fixed order. */

@@ -1,6 +1,7 @@
 import { topicNameProblem } from '../log/topic-partition';
 import { fencedTxn } from './controller-election';
 import {
+  ETCD_MAX_TXN_OPS,
   MetadataStoreError,
   type Compare,
   type KeyValue,
@@ -9,11 +10,26 @@ import {
 } from './metadata-store';
 import {
   encodePartitionState,
-  initialPartitionState,
   partitionKey,
+  partitionsPrefix,
   topicKey,
   type PartitionState,
 } from './partition-state';
+
+/**
+ * The most bytes a topic's replica assignment may take. It is one etcd key, written in one request, and
+ * etcd refuses a request above 1.5 MiB (ETCD_MAX_REQUEST_BYTES); 1 MiB leaves the rest of the request
+ * room. Measured: 10,000 partitions (MAX_PARTITIONS_PER_TOPIC) of 3 replicas take 80,016 bytes on
+ * one-digit node ids and 350,016 on ten-digit ones (INT32_MAX, the largest); 10,000 partitions pass the
+ * limit only from 10 replicas on ten-digit ids, or from 26 on three-digit ones.
+ */
+export const MAX_REPLICA_ASSIGNMENT_BYTES = 1024 * 1024;
+
+/**
+ * Initial partition states the controller creates in one transaction: a compare for each key's absence
+ * plus the controller epoch's own compare, within etcd's ETCD_MAX_TXN_OPS (128) compares.
+ */
+export const PARTITION_STATES_PER_TXN = ETCD_MAX_TXN_OPS - 1;
 
 /**
  * A topic's replica assignment, as Kafka kept it in `/brokers/topics/<t>`: `topics/<name>` =
@@ -77,41 +93,99 @@ export function decodeReplicaAssignment(key: string, value: string): ReplicaAssi
 }
 
 export type CreateTopicResult =
-  | { readonly outcome: 'created'; readonly revision: number; readonly states: readonly PartitionState[] }
+  | { readonly outcome: 'created'; readonly revision: number }
   /** The topic key, or a partition key of that name, already exists. */
   | { readonly outcome: 'exists' }
   | { readonly outcome: 'notController'; readonly currentEpoch: number };
 
 /**
- * The controller creates a topic: its assignment and every partition's initial state (the first live
- * replica leads at epoch 0), in one transaction, only if none of those keys exists, and only at the
- * controller's epoch. Failed writes propagate `MetadataStoreError`; after one with `isOutcomeUnknown`,
- * read the topic key before trying again.
+ * "Neither `topics/<name>` nor any key under `partitions/<name>/` exists": two compares, whatever the
+ * partition count (the second one over the prefix).
  */
-export async function createTopic(
+function topicAbsent(clusterId: string, topic: string): Compare[] {
+  return [
+    { key: topicKey(clusterId, topic), target: 'createRevision', result: 'equal', operand: 0 },
+    {
+      key: partitionsPrefix(clusterId, topic),
+      prefix: true,
+      target: 'createRevision',
+      result: 'equal',
+      operand: 0,
+    },
+  ];
+}
+
+/**
+ * The controller creates a topic: its assignment `topics/<name>`, only if neither it nor any partition key
+ * of that name exists, and only at the controller's epoch. One transaction of three compares and one put,
+ * whatever the partition count: the topic exists from this write on, but no node's view shows it until
+ * every partition has its state (`toClusterMetadataUpdate`). The controller writes those next, in slices
+ * (`createPartitionStates`); one that dies first leaves them to its successor, which writes the missing
+ * states of every topic it reads. Failed writes propagate `MetadataStoreError`; after one with
+ * `isOutcomeUnknown`, read the topic key (`resolveTopicCreation`).
+ */
+export async function createTopicAssignment(
   store: MetadataStore,
   clusterId: string,
   controllerEpoch: number,
   topic: string,
   assignment: ReplicaAssignment,
-  isAlive: (nodeId: number) => boolean,
 ): Promise<CreateTopicResult> {
-  const key = topicKey(clusterId, topic);
-  const states = assignment.partitions.map((replicas) =>
-    initialPartitionState(replicas, isAlive, controllerEpoch),
-  );
-  const absent = (k: string): Compare => ({ key: k, target: 'createRevision', result: 'equal', operand: 0 });
-  const compare: Compare[] = [absent(key)];
-  const success: TxnOp[] = [{ type: 'put', key, value: encodeReplicaAssignment(assignment) }];
-  states.forEach((state, partition) => {
-    const stateKey = partitionKey(clusterId, topic, partition);
-    compare.push(absent(stateKey));
-    success.push({ type: 'put', key: stateKey, value: encodePartitionState(state) });
+  const result = await fencedTxn(store, clusterId, controllerEpoch, {
+    compare: topicAbsent(clusterId, topic),
+    success: [{ type: 'put', key: topicKey(clusterId, topic), value: encodeReplicaAssignment(assignment) }],
   });
+  switch (result.outcome) {
+    case 'applied':
+      return { outcome: 'created', revision: result.response.revision };
+    case 'conditionFailed':
+      return { outcome: 'exists' };
+    case 'notController':
+      return result;
+  }
+}
+
+/** One partition's initial state, to be created. */
+export interface InitialPartitionState {
+  readonly partition: number;
+  readonly state: PartitionState;
+}
+
+export type CreatePartitionStatesResult =
+  | { readonly outcome: 'created'; readonly revision: number }
+  /** One of the keys exists already (the caller's view is behind): nothing was written. */
+  | { readonly outcome: 'exists' }
+  | { readonly outcome: 'notController'; readonly currentEpoch: number };
+
+/**
+ * The controller creates initial states of partitions of one topic, at most PARTITION_STATES_PER_TXN of
+ * them: one transaction, every key only if absent, at the controller's epoch. All are written or none.
+ * Failed writes propagate `MetadataStoreError`; after one with `isOutcomeUnknown` the caller reads (a key
+ * holding our state at a later revision was written).
+ */
+export async function createPartitionStates(
+  store: MetadataStore,
+  clusterId: string,
+  controllerEpoch: number,
+  topic: string,
+  states: readonly InitialPartitionState[],
+): Promise<CreatePartitionStatesResult> {
+  if (states.length === 0 || states.length > PARTITION_STATES_PER_TXN) {
+    throw new RangeError(
+      `createPartitionStates: 1 to ${PARTITION_STATES_PER_TXN} states a transaction, got ${states.length}`,
+    );
+  }
+  const compare: Compare[] = [];
+  const success: TxnOp[] = [];
+  for (const { partition, state } of states) {
+    const key = partitionKey(clusterId, topic, partition);
+    compare.push({ key, target: 'createRevision', result: 'equal', operand: 0 });
+    success.push({ type: 'put', key, value: encodePartitionState(state) });
+  }
   const result = await fencedTxn(store, clusterId, controllerEpoch, { compare, success });
   switch (result.outcome) {
     case 'applied':
-      return { outcome: 'created', revision: result.response.revision, states };
+      return { outcome: 'created', revision: result.response.revision };
     case 'conditionFailed':
       return { outcome: 'exists' };
     case 'notController':
@@ -212,15 +286,24 @@ export function planTopic(
       reason: `partition count must be positive, got ${partitionCount}`,
     };
   }
+  let assignment: ReplicaAssignment;
   try {
-    return {
-      outcome: 'planned',
-      assignment: assignReplicas(liveNodeIds, partitionCount, replicationFactor, options),
-    };
+    assignment = assignReplicas(liveNodeIds, partitionCount, replicationFactor, options);
   } catch (error) {
     if (!(error instanceof InvalidReplicaAssignmentError)) throw error;
     return { outcome: 'invalidReplicationFactor', reason: error.message };
   }
+  const assignmentBytes = Buffer.byteLength(encodeReplicaAssignment(assignment));
+  if (assignmentBytes > MAX_REPLICA_ASSIGNMENT_BYTES) {
+    return {
+      outcome: 'invalidPartitions',
+      reason:
+        `${partitionCount} partitions of ${replicationFactor} replicas need a replica assignment of ` +
+        `${assignmentBytes} bytes, above the ${MAX_REPLICA_ASSIGNMENT_BYTES} a topic may take: ` +
+        'ask for fewer partitions or replicas',
+    };
+  }
+  return { outcome: 'planned', assignment };
 }
 
 /**
@@ -250,9 +333,10 @@ export async function resolveTopicCreation(
 /**
  * A topic created by a node that is not the controller, as Kafka's brokers did in the ZooKeeper era
  * (`AdminZkClient.createTopicWithAssignment`): only the assignment `topics/<name>` is written, only if
- * neither it nor any of its partition keys exists. The controller sees the new key on its watch and
- * writes every partition's initial state (at its epoch, fenced), as it does for any topic whose states
- * are missing. Resolves a lost answer by reading the topic key (`resolveTopicCreation`).
+ * neither it nor any of its partition keys exists (two compares, whatever the partition count). The
+ * controller sees the new key on its watch and writes every partition's initial state (at its epoch,
+ * fenced, in slices), as it does for any topic whose states are missing. Resolves a lost answer by
+ * reading the topic key (`resolveTopicCreation`).
  */
 export async function writeTopicAssignment(
   store: MetadataStore,
@@ -260,17 +344,11 @@ export async function writeTopicAssignment(
   topic: string,
   assignment: ReplicaAssignment,
 ): Promise<Extract<CreateTopicOutcome, { readonly outcome: 'created' | 'exists' }>> {
-  const key = topicKey(clusterId, topic);
-  const absent = (k: string): Compare => ({ key: k, target: 'createRevision', result: 'equal', operand: 0 });
-  const compare = [
-    absent(key),
-    ...assignment.partitions.map((_, p) => absent(partitionKey(clusterId, topic, p))),
-  ];
   let response;
   try {
     response = await store.txn({
-      compare,
-      success: [{ type: 'put', key, value: encodeReplicaAssignment(assignment) }],
+      compare: topicAbsent(clusterId, topic),
+      success: [{ type: 'put', key: topicKey(clusterId, topic), value: encodeReplicaAssignment(assignment) }],
     });
   } catch (error) {
     if (!(error instanceof MetadataStoreError) || !error.isOutcomeUnknown) throw error;

@@ -625,5 +625,12 @@ function resultOf(name: string, outcome: ClusterCreateTopicOutcome): CreatableTo
     case 'unavailable':
       // Retriable: etcd did not answer, or the node has no session yet; nothing may be assumed written.
       return result(name, ErrorCode.REQUEST_TIMED_OUT, outcome.reason);
+    case 'refused':
+      // Not retriable: etcd refused the write itself and would refuse it again (the server logged why).
+      return result(
+        name,
+        ErrorCode.INVALID_REQUEST,
+        `topic ${name} cannot be created: ${outcome.reason} (see the server log)`,
+      );
   }
 }

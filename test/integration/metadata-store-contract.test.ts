@@ -1,4 +1,13 @@
-import { MetadataStoreError, NO_LEASE, type MetadataStore } from '../../src/cluster/metadata-store';
+import {
+  ETCD_MAX_REQUEST_BYTES,
+  ETCD_MAX_TXN_OPS,
+  MetadataStoreError,
+  NO_LEASE,
+  type Compare,
+  type MetadataStore,
+  type TxnOp,
+  type TxnRequest,
+} from '../../src/cluster/metadata-store';
 import { startEtcd, type EtcdProcess } from '../support/etcd';
 import {
   etcdHarness,
@@ -142,6 +151,28 @@ describe.each([
     expect(await check({ key: `${p}missing`, target: 'version', result: 'equal', operand: 0 })).toBe(true);
   });
 
+  it('compares over a prefix: it holds only if it holds for every key under it, and as for a missing key when none is', async () => {
+    const check = (compare: Compare) =>
+      store.txn({ compare: [compare], success: [] }).then((r) => r.succeeded);
+    const under = (
+      target: 'createRevision' | 'value',
+      result: Compare['result'],
+      operand: number | string,
+    ): Compare => ({ key: `${p}t/`, prefix: true, target, result, operand }) as Compare;
+    const noneUnder = under('createRevision', 'equal', 0);
+    expect(await check(noneUnder)).toBe(true);
+    expect(await check(under('value', 'notEqual', 'x'))).toBe(false);
+    await store.put(`${p}tx`, 'a key that only shares the first bytes');
+    expect(await check(noneUnder)).toBe(true);
+    const first = await store.put(`${p}t/a`, '1');
+    expect(await check(noneUnder)).toBe(false);
+    await store.put(`${p}t/b`, '2');
+    expect(await check(under('createRevision', 'greater', 0))).toBe(true);
+    expect(await check(under('createRevision', 'equal', first.revision))).toBe(false);
+    expect(await check(under('value', 'less', '3'))).toBe(true);
+    expect(await check(under('value', 'equal', '1'))).toBe(false);
+  });
+
   it('binds keys to a lease; revoking it deletes them in one revision and a renewal then answers 0', async () => {
     const lease = await store.grantLease(5);
     expect(lease.ttlSeconds).toBeGreaterThanOrEqual(5);
@@ -180,6 +211,58 @@ describe.each([
       .catch((e: unknown) => e);
     expect(inTxn).toMatchObject({ kind: 'leaseNotFound', isOutcomeUnknown: false });
     expect(await store.get(`${p}x`)).toEqual({ kv: undefined, revision: before });
+  });
+
+  it('refuses, definitely, a txn of more than 128 compares, success ops or failure ops, and takes 128 of each', async () => {
+    const absent = (i: number): Compare => ({
+      key: `${p}c/${i}`,
+      target: 'createRevision',
+      result: 'equal',
+      operand: 0,
+    });
+    const put = (i: number): TxnOp => ({ type: 'put', key: `${p}s/${i}`, value: 'v' });
+    const get = (i: number): TxnOp => ({ type: 'get', key: `${p}f/${i}` });
+    const many = <T>(count: number, make: (i: number) => T): T[] =>
+      Array.from({ length: count }, (_, i) => make(i));
+    const tooMany: TxnRequest[] = [
+      { compare: many(ETCD_MAX_TXN_OPS + 1, absent), success: [put(0)] },
+      { compare: [absent(0)], success: many(ETCD_MAX_TXN_OPS + 1, put) },
+      { compare: [absent(0)], success: [put(0)], failure: many(ETCD_MAX_TXN_OPS + 1, get) },
+    ];
+    for (const request of tooMany) {
+      const error = await store.txn(request).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(MetadataStoreError);
+      expect(error).toMatchObject({
+        kind: 'invalidRequest',
+        isOutcomeUnknown: false,
+        message: expect.stringMatching(/too many operations in txn request/) as unknown,
+      });
+    }
+    expect((await store.range(p)).kvs).toEqual([]);
+    const full = await store.txn({
+      compare: many(ETCD_MAX_TXN_OPS, absent),
+      success: many(ETCD_MAX_TXN_OPS, put),
+      failure: many(ETCD_MAX_TXN_OPS, get),
+    });
+    expect(full.succeeded).toBe(true);
+    expect((await store.range(`${p}s/`)).kvs).toHaveLength(ETCD_MAX_TXN_OPS);
+  });
+
+  it('refuses, definitely, a request above 1.5 MiB, and takes one a little under', async () => {
+    const error = await store.put(`${p}big`, 'x'.repeat(ETCD_MAX_REQUEST_BYTES)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MetadataStoreError);
+    expect(error).toMatchObject({
+      kind: 'invalidRequest',
+      isOutcomeUnknown: false,
+      message: expect.stringMatching(/request is too large/) as unknown,
+    });
+    expect((await store.get(`${p}big`)).kv).toBeUndefined();
+    const underBytes = ETCD_MAX_REQUEST_BYTES - 1024;
+    await store.txn({
+      compare: [{ key: `${p}big`, target: 'createRevision', result: 'equal', operand: 0 }],
+      success: [{ type: 'put', key: `${p}big`, value: 'x'.repeat(underBytes) }],
+    });
+    expect((await store.get(`${p}big`)).kv?.value).toHaveLength(underBytes);
   });
 
   it('expires a lease nobody renews and deletes its keys, which a watch sees', async () => {

@@ -13,7 +13,7 @@ import { SessionInactiveError } from '../../../src/cluster/etcd-isr-change-propo
 import { InMemoryEtcd, type InMemoryMetadataStore } from '../../../src/cluster/in-memory-metadata-store';
 import { nodeKey } from '../../../src/cluster/node-session';
 import { partitionKey, readPartitionState, topicKey } from '../../../src/cluster/partition-state';
-import { decodeReplicaAssignment } from '../../../src/cluster/replica-assignment';
+import { decodeReplicaAssignment, PARTITION_STATES_PER_TXN } from '../../../src/cluster/replica-assignment';
 import { NO_LEADER_ID } from '../../../src/log/partition-roles';
 import { SystemTimer } from '../../../src/timer';
 import { ManualTime, type Time } from '../../../src/time';
@@ -208,13 +208,124 @@ describe('ClusterNode', () => {
     expect(await three.node.createTopic('bad/name', 1, 1)).toMatchObject({ outcome: 'invalidTopic' });
   });
 
-  it('creates a topic on the controller with its states in the same write', async () => {
-    const [one] = await startThree();
-    const before = etcd.revision;
-    expect(await one.node.createTopic('events', 2, 2)).toMatchObject({ outcome: 'created' });
-    expect(etcd.revision).toBe(before + 1);
-    expect((await readPartitionState(admin, clusterId, 'events', 1))?.state.leader).toBe(2);
+  /** How many partitions of `topic` each update applied to `target` held, in order. */
+  const partitionCounts = (target: RecordingRoleTarget, topic: string): number[] =>
+    target.calls.flatMap((call) =>
+      call.kind === 'apply' ? [call.update.partitions.filter((p) => p.topic === topic).length] : [],
+    );
+
+  /** The target was never shown part of `topic`: none of it, or all `count` partitions; all of it last. */
+  function expectOnlyEverWhole(target: RecordingRoleTarget, topic: string, count: number): void {
+    const counts = partitionCounts(target, topic);
+    expect(counts.filter((seen) => seen !== 0 && seen !== count)).toEqual([]);
+    expect(counts.at(-1)).toBe(count);
+  }
+
+  /** The partition keys of `topic` by the revision that created them: [revision, how many], in order. */
+  async function stateCreations(topic: string): Promise<[number, number][]> {
+    const { kvs } = await admin.range(`/${clusterId}/partitions/${topic}/`);
+    const byRevision = new Map<number, number>();
+    for (const kv of kvs) byRevision.set(kv.createRevision, (byRevision.get(kv.createRevision) ?? 0) + 1);
+    return [...byRevision].sort(([a], [b]) => a - b);
+  }
+
+  const transactionsFor = (partitions: number): number =>
+    1 + Math.ceil(partitions / PARTITION_STATES_PER_TXN);
+
+  it.each([2, 127, 200, 10_000])(
+    'creates a topic of %i partitions on the controller: the assignment in one write, the states in slices of 127, seen only whole',
+    async (partitions) => {
+      const nodes = await startThree();
+      const before = etcd.revision;
+      expect(await nodes[0].node.createTopic('wide', partitions, 2)).toMatchObject({ outcome: 'created' });
+      expect(etcd.revision - before).toBe(transactionsFor(partitions));
+      await flush();
+      for (const { target } of nodes) expectOnlyEverWhole(target, 'wide', partitions);
+      expect(nodes[1].target.partition('wide', partitions - 1)).toMatchObject({ leaderEpoch: 0 });
+    },
+  );
+
+  it.each([127, 200, 10_000])(
+    'creates a topic of %i partitions from a node that is not the controller, whose states the controller writes in slices of 127',
+    async (partitions) => {
+      const nodes = await startThree();
+      const before = etcd.revision;
+      expect(await nodes[1].node.createTopic('wide', partitions, 3)).toMatchObject({ outcome: 'created' });
+      await flush();
+      expect(etcd.revision - before).toBe(transactionsFor(partitions));
+      for (const { target } of nodes) expectOnlyEverWhole(target, 'wide', partitions);
+    },
+  );
+
+  it.each([
+    ['the controller creates it', false, 0],
+    ['the controller creates it, the answer to its first slice lost', true, 0],
+    ['another node creates it', false, 1],
+  ])(
+    'a controller cut off halfway through a topic’s states (%s): no node sees part of it, and the next controller writes the rest',
+    async (_case, isFirstSliceLost, creator) => {
+      const nodes = await startThree();
+      const [one, two, three] = nodes;
+      expect(one.node.isController()).toBe(true);
+      // The controller's own writes: the assignment (when it creates the topic), then its slices. The
+      // first slice goes through (its answer lost, if asked), the second and everything after are held.
+      const controllerWritesBefore = creator === 0 ? 2 : 1;
+      if (isFirstSliceLost) {
+        one.store.loseNextResponse({ applied: true, afterWrites: controllerWritesBefore - 1 });
+      }
+      one.store.partitionAfterWrites(controllerWritesBefore);
+      const creating = nodes[creator].node.createTopic('wide', 300, 3);
+      await flush();
+      const [firstSlice] = await stateCreations('wide');
+      expect(await stateCreations('wide')).toEqual([[firstSlice![0], PARTITION_STATES_PER_TXN]]);
+      for (const { target } of [two, three]) expect(partitionCounts(target, 'wide').at(-1)).toBe(0);
+
+      // Node 1's session ends; another node becomes the controller and writes the missing states.
+      await advance(12_000);
+      expect([two, three].filter(({ node }) => node.isController())).toHaveLength(1);
+      const secondEpoch = (await admin.get(controllerKey(clusterId))).kv!.createRevision;
+      const completed = await stateCreations('wide');
+      expect(completed.map(([, count]) => count)).toEqual([PARTITION_STATES_PER_TXN, 127, 46]);
+      expect(completed[1]![0]).toBeGreaterThan(secondEpoch);
+      for (const { target } of [two, three]) expectOnlyEverWhole(target, 'wide', 300);
+
+      // Node 1 back: its held slices are refused by the fence, and it sees the topic whole too.
+      one.store.heal();
+      await advance(5_000);
+      expect(await creating).toMatchObject({ outcome: 'created' });
+      expect(await stateCreations('wide')).toEqual(completed);
+      expectOnlyEverWhole(one.target, 'wide', 300);
+    },
+  );
+
+  it('writes a topic’s states one by one where etcd refuses a slice whole (--max-txn-ops below 128)', async () => {
+    admin.close();
+    etcd.shutdown();
+    // Four ops: the cluster read's four gets, a partition write's compares and reads; not 11 compares.
+    etcd = new InMemoryEtcd({ time, maxTxnOps: 4 });
+    admin = etcd.connect();
+    const nodes = await startThree();
+    expect(await nodes[0].node.createTopic('wide', 10, 2)).toMatchObject({ outcome: 'created' });
+    await flush();
+    for (const { target } of nodes) expectOnlyEverWhole(target, 'wide', 10);
+    expect(nodes[0].errors).toEqual([
+      expect.objectContaining({ message: expect.stringContaining('too many operations') as unknown }),
+    ]);
   });
+
+  it.each([true, false])(
+    'a controller whose slice answer is lost (applied: %s) settles that slice partition by partition, each state written once',
+    async (applied) => {
+      const nodes = await startThree();
+      nodes[0].store.loseNextResponse({ applied, afterWrites: 2 });
+      expect(await nodes[0].node.createTopic('wide', 300, 2)).toMatchObject({ outcome: 'created' });
+      await flush();
+      const { kvs } = await admin.range(`/${clusterId}/partitions/wide/`);
+      expect(kvs).toHaveLength(300);
+      expect(kvs.filter((kv) => kv.version !== 1)).toEqual([]);
+      for (const { target } of nodes) expectOnlyEverWhole(target, 'wide', 300);
+    },
+  );
 
   it('when the leader dies, a survivor leads at the next epoch, and the dead node resigned before its lease could expire', async () => {
     const [one, two, three] = await startThree();

@@ -86,6 +86,34 @@ describe('InMemoryEtcd faults', () => {
     expect((await a.get('/x')).kv?.value).toBe('applied');
   });
 
+  it('loses the response of a write in the middle of a run, the writes before it answered', async () => {
+    const a = etcd.connect();
+    a.loseNextResponse({ applied: false, afterWrites: 2 });
+    const answers = await Promise.allSettled(['1', '2', '3', '4'].map((v) => a.put(`/run/${v}`, v)));
+    expect(answers.map((answer) => answer.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+    ]);
+    expect((await a.range('/run/')).kvs.map((kv) => kv.value)).toEqual(['1', '2', '4']);
+  });
+
+  it('partitions a client between two of its writes: those after are held until heal', async () => {
+    const a = etcd.connect();
+    const b = etcd.connect();
+    a.partitionAfterWrites(1);
+    const first = a.put('/cut/1', '1');
+    void a.put('/cut/2', '2');
+    await first;
+    await settle();
+    expect(a.isPartitioned).toBe(true);
+    expect((await b.range('/cut/')).kvs.map((kv) => kv.value)).toEqual(['1']);
+    a.heal();
+    await settle();
+    expect((await b.range('/cut/')).kvs.map((kv) => kv.value)).toEqual(['1', '2']);
+  });
+
   it('raises a TTL below the minimum to it, as etcd does', async () => {
     const a = etcd.connect();
     expect((await a.grantLease(1)).ttlSeconds).toBe(2);

@@ -1,12 +1,20 @@
 import { controllerKey } from '../../../src/cluster/controller-election';
 import { InMemoryEtcd, type InMemoryMetadataStore } from '../../../src/cluster/in-memory-metadata-store';
-import { readPartitionState, topicKey } from '../../../src/cluster/partition-state';
+import { ETCD_MAX_TXN_OPS } from '../../../src/cluster/metadata-store';
+import { partitionKey, readPartitionState, topicKey } from '../../../src/cluster/partition-state';
 import {
   assignReplicas,
-  createTopic,
+  createPartitionStates,
+  createTopicAssignment,
   decodeReplicaAssignment,
   encodeReplicaAssignment,
+  MAX_REPLICA_ASSIGNMENT_BYTES,
+  PARTITION_STATES_PER_TXN,
+  planTopic,
+  writeTopicAssignment,
+  type ReplicaAssignment,
 } from '../../../src/cluster/replica-assignment';
+import { MAX_PARTITIONS_PER_TOPIC } from '../../../src/log';
 import { ManualTime } from '../../../src/time';
 
 describe('replica assignment codec', () => {
@@ -39,10 +47,15 @@ describe('replica assignment codec', () => {
   });
 });
 
-describe('createTopic (in-memory etcd)', () => {
+describe('topic creation writes (in-memory etcd)', () => {
   let etcd: InMemoryEtcd;
   let store: InMemoryMetadataStore;
   let epoch: number;
+  const state = (leader: number, isr: number[]) => ({ leader, leaderEpoch: 0, isr, controllerEpoch: epoch });
+  const everyPartitionOn = (count: number, replicas: number[]): ReplicaAssignment => ({
+    partitions: Array.from({ length: count }, () => replicas),
+  });
+
   beforeEach(async () => {
     etcd = new InMemoryEtcd({ time: new ManualTime() });
     store = etcd.connect();
@@ -50,50 +63,107 @@ describe('createTopic (in-memory etcd)', () => {
   });
   afterEach(() => etcd.shutdown());
 
-  it('writes the assignment and every partition’s initial state in one revision, once', async () => {
-    const isAlive = (id: number) => id !== 1;
-    const created = await createTopic(
-      store,
-      'c1',
-      epoch,
-      't',
-      {
-        partitions: [
-          [1, 2],
-          [2, 3],
-        ],
-      },
-      isAlive,
-    );
-    expect(created).toEqual({
+  it('creates the assignment of 10,000 partitions in one write, once, and no state with it', async () => {
+    const assignment = everyPartitionOn(MAX_PARTITIONS_PER_TOPIC, [1, 2, 3]);
+    expect(await createTopicAssignment(store, 'c1', epoch, 't', assignment)).toEqual({
       outcome: 'created',
       revision: epoch + 1,
-      states: [
-        { leader: 2, leaderEpoch: 0, isr: [2], controllerEpoch: epoch },
-        { leader: 2, leaderEpoch: 0, isr: [2, 3], controllerEpoch: epoch },
-      ],
     });
-    expect(await readPartitionState(store, 'c1', 't', 1)).toEqual({
-      state: { leader: 2, leaderEpoch: 0, isr: [2, 3], controllerEpoch: epoch },
-      modRevision: epoch + 1,
-    });
-    expect(
-      decodeReplicaAssignment('k', (await store.get(topicKey('c1', 't'))).kv!.value).partitions,
-    ).toHaveLength(2);
-    expect(await createTopic(store, 'c1', epoch, 't', { partitions: [[3]] }, isAlive)).toEqual({
+    const { kv } = await store.get(topicKey('c1', 't'));
+    expect(decodeReplicaAssignment(kv!.key, kv!.value).partitions).toHaveLength(MAX_PARTITIONS_PER_TOPIC);
+    expect((await store.range('/c1/partitions/')).kvs).toEqual([]);
+    expect(await createTopicAssignment(store, 'c1', epoch, 't', { partitions: [[3]] })).toEqual({
       outcome: 'exists',
     });
+  });
+
+  it('creates no assignment over a partition state the topic already has, nor over another topic', async () => {
+    await store.put(partitionKey('c1', 't', 7), JSON.stringify(state(1, [1])));
+    expect(await createTopicAssignment(store, 'c1', epoch, 't', { partitions: [[1]] })).toEqual({
+      outcome: 'exists',
+    });
+    expect(await writeTopicAssignment(store, 'c1', 't', { partitions: [[1]] })).toEqual({
+      outcome: 'exists',
+    });
+    // t2's partitions share no key with t's: partitions/t/ is not a prefix of partitions/t2/.
+    expect(await writeTopicAssignment(store, 'c1', 't2', { partitions: [[1]] })).toMatchObject({
+      outcome: 'created',
+    });
+    expect((await store.get(topicKey('c1', 't'))).kv).toBeUndefined();
+  });
+
+  it('lets any node write the assignment of 10,000 partitions, once', async () => {
+    const assignment = everyPartitionOn(MAX_PARTITIONS_PER_TOPIC, [2, 3]);
+    expect(await writeTopicAssignment(store, 'c1', 't', assignment)).toEqual({
+      outcome: 'created',
+      assignment,
+    });
+    expect(await writeTopicAssignment(store, 'c1', 't', assignment)).toEqual({ outcome: 'exists' });
   });
 
   it('refuses a deposed controller and writes nothing', async () => {
     await store.delete(controllerKey('c1'));
     const newEpoch = (await store.put(controllerKey('c1'), '{"nodeId":2}')).revision;
-    expect(await createTopic(store, 'c1', epoch, 't', { partitions: [[1]] }, () => true)).toEqual({
+    expect(await createTopicAssignment(store, 'c1', epoch, 't', { partitions: [[1]] })).toEqual({
       outcome: 'notController',
       currentEpoch: newEpoch,
     });
+    expect(
+      await createPartitionStates(store, 'c1', epoch, 't', [{ partition: 0, state: state(1, [1]) }]),
+    ).toEqual({ outcome: 'notController', currentEpoch: newEpoch });
     expect((await store.range('/c1/topics/')).kvs).toEqual([]);
     expect((await store.range('/c1/partitions/')).kvs).toEqual([]);
+  });
+
+  it('creates a slice of 127 initial states in one revision, within the 128 compares etcd takes', async () => {
+    expect(PARTITION_STATES_PER_TXN + 1).toBe(ETCD_MAX_TXN_OPS);
+    const slice = Array.from({ length: PARTITION_STATES_PER_TXN }, (_, i) => ({
+      partition: 200 + i,
+      state: state(2, [2, 3]),
+    }));
+    expect(await createPartitionStates(store, 'c1', epoch, 't', slice)).toEqual({
+      outcome: 'created',
+      revision: epoch + 1,
+    });
+    expect(await readPartitionState(store, 'c1', 't', 200 + PARTITION_STATES_PER_TXN - 1)).toEqual({
+      state: state(2, [2, 3]),
+      modRevision: epoch + 1,
+    });
+    await expect(
+      createPartitionStates(store, 'c1', epoch, 'u', [...slice, { partition: 0, state: state(2, [2]) }]),
+    ).rejects.toThrow(RangeError);
+  });
+
+  it('creates no state of a slice when one of them exists', async () => {
+    await createPartitionStates(store, 'c1', epoch, 't', [{ partition: 1, state: state(1, [1]) }]);
+    const slice = [0, 1, 2].map((partition) => ({ partition, state: state(2, [2]) }));
+    expect(await createPartitionStates(store, 'c1', epoch, 't', slice)).toEqual({ outcome: 'exists' });
+    expect((await store.range('/c1/partitions/t/')).kvs.map((kv) => kv.key)).toEqual([
+      partitionKey('c1', 't', 1),
+    ]);
+  });
+});
+
+describe('planTopic', () => {
+  it('plans 10,000 partitions of 3 replicas, an assignment well under the limit', () => {
+    const plan = planTopic('t', MAX_PARTITIONS_PER_TOPIC, 3, [1, 2, 3]);
+    expect(plan.outcome).toBe('planned');
+    const { assignment } = plan as { assignment: ReplicaAssignment };
+    expect(Buffer.byteLength(encodeReplicaAssignment(assignment))).toBeLessThan(
+      MAX_REPLICA_ASSIGNMENT_BYTES / 10,
+    );
+  });
+
+  it('refuses, saying why, an assignment too large for one etcd request', () => {
+    // Ten-digit node ids (INT32_MAX is the largest) and 10 replicas: 1,120,016 bytes for 10,000 partitions.
+    const nodeIds = Array.from({ length: 10 }, (_, i) => 2_147_483_600 + i);
+    expect(planTopic('t', MAX_PARTITIONS_PER_TOPIC, 10, nodeIds)).toEqual({
+      outcome: 'invalidPartitions',
+      reason:
+        '10000 partitions of 10 replicas need a replica assignment of 1120016 bytes, above the 1048576 a ' +
+        'topic may take: ask for fewer partitions or replicas',
+    });
+    expect(planTopic('t', 9_000, 10, nodeIds).outcome).toBe('planned');
   });
 });
 

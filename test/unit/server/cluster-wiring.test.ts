@@ -7,7 +7,7 @@ import { InMemoryEtcd, type InMemoryMetadataStore } from '../../../src/cluster/i
 import { nodeKey } from '../../../src/cluster/node-session';
 import { readPartitionState } from '../../../src/cluster/partition-state';
 import { createConfig } from '../../../src/config';
-import { ErrorCode } from '../../../src/errors';
+import { ERROR_TABLE, ErrorCode } from '../../../src/errors';
 import type { BrokerService } from '../../../src/log';
 import type { DataDirIdentity } from '../../../src/log/storage';
 import { ClusterWiring } from '../../../src/server/cluster-wiring';
@@ -210,6 +210,53 @@ describe('ClusterWiring', () => {
       topics: [{ name: '__consumer_offsets', numPartitions: 1, replicationFactor: 1 }],
     });
     expect(byClient.topics[0]!.errorCode).toBe(ErrorCode.INVALID_TOPIC_EXCEPTION);
+  });
+
+  it('creates a __consumer_offsets of 200 partitions, more than one etcd transaction holds, and hosts them all', async () => {
+    const offsets = new ClusterWiring(
+      createConfig({ ...config, offsetsTopicNumPartitions: 200, offsetsTopicReplicationFactor: 1 }),
+      { time, logger: log.logger, store: etcd.connect() },
+    );
+    await wiring.close();
+    wiring = offsets;
+    offsets.start(target, { host: '127.0.0.1', port: 7074 });
+    await advance(500);
+    expect(await offsets.ensureOffsetsTopic()).toBe('created');
+    await advance(500);
+    const hosted = target.lastUpdate?.partitions.filter((p) => p.topic === '__consumer_offsets') ?? [];
+    expect(hosted.map((p) => p.partitionIndex)).toEqual([...Array(200).keys()]);
+    expect(hosted.filter((p) => p.leader !== 4)).toEqual([]);
+    expect(await offsets.ensureOffsetsTopic()).toBe('exists');
+    expect(log.lines.filter((line) => line.level >= 40)).toEqual([]);
+  });
+
+  it('answers INVALID_REQUEST, which clients do not retry, when etcd refuses the write itself', async () => {
+    // An etcd that takes requests of 16 KiB at most: the assignment of 10,000 partitions is larger.
+    const small = new InMemoryEtcd({ time, maxRequestBytes: 16 * 1024 });
+    const refusing = new ClusterWiring(config, { time, logger: log.logger, store: small.connect() });
+    await wiring.close();
+    wiring = refusing;
+    refusing.start(target, { host: '127.0.0.1', port: 7074 });
+    await advance(500);
+    const response = await refusing.createTopics({
+      topics: [{ name: 'wide', numPartitions: 10_000, replicationFactor: 1 }],
+    });
+    expect(response.topics[0]).toEqual({
+      name: 'wide',
+      errorCode: ErrorCode.INVALID_REQUEST,
+      errorMessage:
+        'topic wide cannot be created: the cluster metadata store refused the request (see the server log)',
+    });
+    expect(ERROR_TABLE[ErrorCode.INVALID_REQUEST].retriable).toBe(false);
+    expect(log.lines.find((line) => line.level === 40)?.err).toMatchObject({
+      message: expect.stringContaining('request is too large') as unknown,
+    });
+    const fits = await refusing.createTopics({
+      topics: [{ name: 'narrow', numPartitions: 3, replicationFactor: 1 }],
+    });
+    expect(fits.topics[0]!.errorCode).toBe(ErrorCode.NONE);
+    await refusing.close();
+    small.shutdown();
   });
 
   it('sends CreateTopics to the cluster and every other Broker call to the log', async () => {

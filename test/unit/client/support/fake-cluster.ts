@@ -365,7 +365,7 @@ export class FakeCluster {
       topics: names.map((name) => {
         const count = this.topics.get(name);
         if (count === undefined)
-          return { name, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partitions: [] };
+          return { name, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partitions: [], errorMessage: '' };
         return {
           name,
           errorCode: ErrorCode.NONE,
@@ -380,6 +380,7 @@ export class FakeCluster {
               leaderEpoch: leader.leaderEpoch,
             };
           }),
+          errorMessage: '',
         };
       }),
     };

@@ -44,11 +44,16 @@ export interface PartitionMetadata {
   /** The epoch of the leader's leadership. */
   leaderEpoch: number;
 }
-/** One topic's partitions, or why it has none (UNKNOWN_TOPIC_OR_PARTITION). */
+/**
+ * One topic's partitions, or why it has none: UNKNOWN_TOPIC_OR_PARTITION, or LEADER_NOT_AVAILABLE from a
+ * node that is not yet a member of its cluster (retriable: ask another node, or again).
+ */
 export interface TopicMetadata {
   name: string;
   errorCode: ErrorCode;
   partitions: PartitionMetadata[];
+  /** The server's word on `errorCode`, for people; '' when it adds nothing. */
+  errorMessage: string;
 }
 /** A cohort process. */
 export interface BrokerNode {
@@ -56,7 +61,7 @@ export interface BrokerNode {
   host: string;
   port: number;
 }
-/** The brokers and the topics asked for. */
+/** The brokers and the topics asked for; no brokers from a node that is not yet a member of its cluster. */
 export interface MetadataResponse {
   brokers: BrokerNode[];
   topics: TopicMetadata[];

@@ -5,7 +5,8 @@
  * Nodes. The client starts from its bootstrap list and learns the others from Metadata (brokers) and
  * FindCoordinator; connections are opened on first use (`NodeConnections`) and closed with the client.
  * Calls for no node in particular (Metadata, CreateTopics, FindCoordinator) go to the node that answered
- * last, and on to the next known one when it cannot be reached.
+ * last, and on to the next known one when it cannot be reached, or, for Metadata, when it lists no brokers
+ * (a node not yet a member of its cluster knows no topic).
  *
  * Groups (Kafka's AbstractCoordinator): a group's coordinator is found with FindCoordinator and cached
  * (`CoordinatorCache`). NOT_COORDINATOR (16) or COORDINATOR_NOT_AVAILABLE (15) in an answer, or a connection
@@ -220,11 +221,15 @@ export class ClusterTransport
     return [...new Set([this.preferred, ...this.bootstrap, ...this.leaders.knownAddresses()])];
   }
 
-  /** Sends to the preferred node, and on to the next known one while nodes cannot be reached. */
+  /**
+   * Sends to the preferred node, and on to the next known one while nodes cannot be reached or answer
+   * without knowing the cluster (`knowsCluster` false); when none knows it, rejects with the last failure.
+   */
   private async callAny<R>(
     what: string,
     options: CallOptions,
     send: (node: NodeTransport) => Promise<R>,
+    knowsCluster: (response: R) => boolean = () => true,
   ): Promise<{ response: R; address: string }> {
     let last: unknown = errorFromCode(ErrorCode.COORDINATOR_NOT_AVAILABLE, `${what}: no node to ask`);
     const addresses = this.anyAddresses();
@@ -232,6 +237,13 @@ export class ClusterTransport
       if (options.signal?.aborted) break;
       try {
         const response = await send(this.connections.get(address));
+        if (!knowsCluster(response)) {
+          last = errorFromCode(
+            ErrorCode.LEADER_NOT_AVAILABLE,
+            `${what}: ${address} is not yet a member of the cluster`,
+          );
+          continue;
+        }
         this.preferred = address;
         return { response, address };
       } catch (error) {
@@ -551,10 +563,19 @@ export class ClusterTransport
     return (await this.callAny('CreateTopics', options, (n) => n.createTopics(request, options))).response;
   }
 
-  /** Metadata from any node; its brokers and leaders update the client's view. */
+  /**
+   * Metadata from any node; its brokers and leaders update the client's view. A node that lists no brokers
+   * is not yet a member of its cluster (etcd away at its start, say) and knows no topic: as Kafka's client
+   * ignores a Metadata without brokers, the next node is asked, and when none knows the cluster the call
+   * fails with LEADER_NOT_AVAILABLE, which is retriable: the caller asks again after its backoff, rather
+   * than take the node's ignorance for a topic that does not exist.
+   */
   async metadata(request: b.MetadataRequest, options: CallOptions): Promise<b.MetadataResponse> {
-    const { response, address } = await this.callAny('Metadata', options, (n) =>
-      n.metadata(request, options),
+    const { response, address } = await this.callAny(
+      'Metadata',
+      options,
+      (n) => n.metadata(request, options),
+      (r) => r.brokers.length > 0,
     );
     this.leaders.update(response, address);
     return response;

@@ -552,7 +552,10 @@ function topicError(code: ErrorCode, what: string, message: string): CohortError
 function describedTopic(t: b.TopicMetadata): TopicDescription {
   return {
     name: t.name,
-    error: t.errorCode === ErrorCode.NONE ? null : errorFromCode(t.errorCode, `Metadata of "${t.name}"`),
+    error:
+      t.errorCode === ErrorCode.NONE
+        ? null
+        : topicError(t.errorCode, `Metadata of "${t.name}"`, t.errorMessage),
     partitions: t.partitions
       .map((p) => ({
         partition: p.partitionIndex,

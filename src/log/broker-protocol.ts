@@ -58,6 +58,8 @@ export interface TopicMetadata {
   readonly name: string;
   readonly errorCode: ErrorCode;
   readonly partitions: readonly PartitionMetadata[];
+  /** Why `errorCode` is not NONE, for people (clients act on the code); '' when there is nothing to add. */
+  readonly errorMessage: string;
 }
 export interface BrokerNode {
   readonly nodeId: number;
@@ -65,6 +67,7 @@ export interface BrokerNode {
   readonly port: number;
 }
 export interface MetadataResponse {
+  /** Empty from a cluster node that is not yet a member of the cluster (see ReplicaManager.metadata). */
   readonly brokers: readonly BrokerNode[];
   readonly topics: readonly TopicMetadata[];
 }

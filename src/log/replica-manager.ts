@@ -653,7 +653,30 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
 
   // --- Metadata ---
 
+  /**
+   * The requested topics (every topic but the internal ones when none is named) and the brokers: this node
+   * on a single node, the live nodes of the cluster's last view in cluster mode.
+   *
+   * A cluster node without a view yet (not registered: etcd down at its start, or its node id still held by
+   * another process's session) knows neither the cluster's nodes nor its topics: its data directory may
+   * hold topics deleted since and lack topics created since, and UNKNOWN_TOPIC_OR_PARTITION would tell a
+   * client bootstrapped from it that an existing topic does not exist. It answers no brokers, as a node
+   * that is not a member (Kafka's client drops a Metadata without brokers and asks again, another node if
+   * it has one), and each named topic LEADER_NOT_AVAILABLE (retriable) with a message saying why; asked
+   * for every topic, no topics. Once a member, a node answers from its last view even after losing
+   * its session, as a Kafka broker answers from its metadata cache: the leaders it names refuse what they
+   * no longer lead, and the client asks Metadata again.
+   */
   metadata(request: MetadataRequest): Promise<MetadataResponse> {
+    if (this.isClusterMode && this.liveNodes === null) {
+      const topics = request.topics.map((name): TopicMetadata => {
+        const problem = topicNameProblem(name);
+        return problem === null
+          ? topicError(name, ErrorCode.LEADER_NOT_AVAILABLE, NOT_A_MEMBER_MESSAGE)
+          : topicError(name, ErrorCode.INVALID_TOPIC_EXCEPTION, problem);
+      });
+      return Promise.resolve({ brokers: [], topics });
+    }
     // Every topic but the internal ones (Kafka's clients exclude them by default, exclude.internal.topics;
     // the protocol here has no is_internal flag to let them): `__consumer_offsets` is listed when named.
     const names =
@@ -663,13 +686,17 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     const topics = names.map((name): TopicMetadata => {
       const state = this.topics.get(name);
       if (state === undefined) {
-        const code =
-          topicNameProblem(name) === null
-            ? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            : ErrorCode.INVALID_TOPIC_EXCEPTION;
-        return { name, errorCode: code, partitions: [] };
+        const problem = topicNameProblem(name);
+        return problem === null
+          ? topicError(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, '')
+          : topicError(name, ErrorCode.INVALID_TOPIC_EXCEPTION, problem);
       }
-      return { name, errorCode: ErrorCode.NONE, partitions: state.partitions.map(partitionMetadata) };
+      return {
+        name,
+        errorCode: ErrorCode.NONE,
+        partitions: state.partitions.map(partitionMetadata),
+        errorMessage: '',
+      };
     });
     const brokers: BrokerNode[] = [];
     if (this.liveNodes !== null) {
@@ -1856,6 +1883,15 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
 
 function result(name: string, errorCode: ErrorCode, errorMessage: string): CreatableTopicResult {
   return { name, errorCode, errorMessage };
+}
+
+/** Metadata's answer for a topic named by a cluster node that has no view of the cluster yet. */
+const NOT_A_MEMBER_MESSAGE =
+  'this node is not yet a member of the cluster (not registered, or its first cluster view not applied): ' +
+  'ask another node, or again shortly';
+
+function topicError(name: string, errorCode: ErrorCode, errorMessage: string): TopicMetadata {
+  return { name, errorCode, partitions: [], errorMessage };
 }
 
 function partitionMetadata(info: PartitionInfo): PartitionMetadata {

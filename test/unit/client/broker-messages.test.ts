@@ -27,7 +27,7 @@ const examples: Record<string, object> = {
     errorCode: 0,
     leaderEpoch: 0,
   } satisfies b.PartitionMetadata,
-  TopicMetadata: { name: '', errorCode: 0, partitions: [] } satisfies b.TopicMetadata,
+  TopicMetadata: { name: '', errorCode: 0, partitions: [], errorMessage: '' } satisfies b.TopicMetadata,
   BrokerNode: { nodeId: 0, host: '', port: 0 } satisfies b.BrokerNode,
   MetadataResponse: { brokers: [], topics: [] } satisfies b.MetadataResponse,
   RecordHeader: { key: '', value: Buffer.alloc(0) } satisfies b.RecordHeader,

@@ -1,4 +1,5 @@
 import { ClusterTransport } from '../../../src/client/cluster-transport';
+import { CohortAdmin, type TopicDescription } from '../../../src/client/cohort-admin';
 import { Consumer } from '../../../src/client/consumer';
 import { Producer } from '../../../src/client/producer';
 import { ErrorCode } from '../../../src/errors';
@@ -210,6 +211,60 @@ describe('ClusterTransport: Produce, Fetch and ListOffsets go to each partition 
       response.responses.flatMap((t) => t.partitions.map((p) => [p.partitionIndex, p.records.length])),
     ).toEqual([[1, 1]]);
     expect(cluster.node(1).log.parkedFetches).toBe(0);
+  });
+});
+
+describe('ClusterTransport: Metadata from a node not yet in the cluster', () => {
+  it('asks the next node when one lists no brokers, and the one that knows the cluster first next time', async () => {
+    const { time, cluster } = setUp();
+    const transport = new ClusterTransport({
+      bootstrap: ['node-1:7070', 'node-2:7070'],
+      connect: cluster.connect,
+      time,
+    });
+    cluster.node(1).isMember = false;
+    const response = await transport.metadata({ topics: ['t'] }, options);
+    expect(response.topics[0]).toMatchObject({ name: 't', errorCode: ErrorCode.NONE });
+    expect(response.brokers).toHaveLength(3);
+    await transport.metadata({ topics: ['t'] }, options);
+    expect(cluster.node(1).metadataCalls).toHaveLength(1);
+    expect(cluster.node(2).metadataCalls).toHaveLength(2);
+  });
+
+  it('fails with the retriable LEADER_NOT_AVAILABLE when no node it knows is a member yet', async () => {
+    const { cluster, transport } = setUp();
+    cluster.node(1).isMember = false;
+    await expect(transport.metadata({ topics: ['t'] }, options)).rejects.toMatchObject({
+      code: ErrorCode.LEADER_NOT_AVAILABLE,
+      retriable: true,
+      message: expect.stringContaining('node-1:7070 is not yet a member of the cluster'),
+    });
+    expect(transport.leaders.leaderOf('t', 0)).toEqual({ kind: 'unknown' });
+  });
+
+  it('lets an admin and a producer bootstrapped from it wait for the cluster, not take the topic for missing', async () => {
+    const { time, cluster, transport, advance } = setUp();
+    cluster.node(1).isMember = false;
+    const admin = new CohortAdmin(
+      { requestTimeoutMs: 30_000 },
+      { groupTransport: transport, brokerTransport: transport, time, random: () => 0.5 },
+    );
+    const producer = new Producer({ acks: -1, lingerMs: 0 }, { transport, time, random: () => 0.5 });
+    const outcomes: unknown[] = [undefined, undefined];
+    const settle = (i: number) => (value: unknown) => (outcomes[i] = value);
+    admin.describeTopics(['t']).then(settle(0), settle(0));
+    // No partition given: the producer needs the topic's partition count from Metadata.
+    producer.send({ topic: 't', value: 'v' }).then(settle(1), settle(1));
+    for (let i = 0; i < 10; i++) await advance(100);
+    expect(outcomes).toEqual([undefined, undefined]);
+    expect(cluster.node(1).metadataCalls.length).toBeGreaterThan(2);
+    cluster.node(1).isMember = true;
+    for (let i = 0; i < 20 && outcomes.includes(undefined); i++) await advance(100);
+    const [described] = outcomes[0] as TopicDescription[];
+    expect(described).toMatchObject({ name: 't', error: null });
+    expect(described!.partitions).toHaveLength(3);
+    expect(outcomes[1]).toMatchObject({ topic: 't', offset: 0n });
+    await producer.close();
   });
 });
 

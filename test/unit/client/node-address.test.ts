@@ -23,6 +23,7 @@ describe('node addresses', () => {
             name: 't',
             errorCode: ErrorCode.NONE,
             partitions: [{ ...partition, partitionIndex: 0, leaderId: 0 }],
+            errorMessage: '',
           },
         ],
       },

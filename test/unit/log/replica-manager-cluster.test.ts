@@ -132,6 +132,58 @@ describe('ReplicaManager in cluster mode', () => {
     }
   });
 
+  it('answers Metadata as a node not yet in the cluster until its first view: no brokers, topics retriable', async () => {
+    const zero = node(0);
+    zero.setLocalBroker({ nodeId: 0, host: '127.0.0.1', port: 7070 });
+    const notYet = {
+      errorCode: ErrorCode.LEADER_NOT_AVAILABLE,
+      partitions: [],
+      errorMessage: expect.stringMatching(/^this node is not yet a member of the cluster/),
+    };
+    expect(await zero.metadata({ topics: ['t', '__consumer_offsets', 'no spaces'] })).toEqual({
+      brokers: [],
+      topics: [
+        { name: 't', ...notYet },
+        { name: '__consumer_offsets', ...notYet },
+        {
+          name: 'no spaces',
+          errorCode: ErrorCode.INVALID_TOPIC_EXCEPTION,
+          partitions: [],
+          errorMessage: expect.stringContaining('may contain only'),
+        },
+      ],
+    });
+    expect(await zero.metadata({ topics: [] })).toEqual({ brokers: [], topics: [] });
+
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 1, isr: [0], replicas: [0] });
+    const metadata = await zero.metadata({ topics: ['t', 'u'] });
+    expect(metadata.brokers).toEqual([{ nodeId: 0, host: 'node-0', port: 9000 }]);
+    expect(metadata.topics.map((t) => [t.name, t.errorCode, t.partitions.length])).toEqual([
+      ['t', ErrorCode.NONE, 1],
+      ['u', ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0],
+    ]);
+    // Its session lost, it keeps answering from the view it had.
+    zero.resignLeadership();
+    expect((await zero.metadata({ topics: [] })).topics.map((t) => t.name)).toEqual(['t']);
+  });
+
+  it('does not answer from its data directory after a restart, before the cluster view', async () => {
+    const first = node(0);
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 1, isr: [0], replicas: [0] });
+    await first.close();
+    cluster.managers.delete(0);
+    const again = node(0);
+    expect(again.topicNames()).toEqual(['t']);
+    expect((await again.metadata({ topics: ['t'] })).topics[0]).toMatchObject({
+      errorCode: ErrorCode.LEADER_NOT_AVAILABLE,
+    });
+    expect(await again.metadata({ topics: [] })).toEqual({ brokers: [], topics: [] });
+    cluster.publish();
+    expect((await again.metadata({ topics: [] })).topics.map((t) => [t.name, t.errorCode])).toEqual([
+      ['t', ErrorCode.NONE],
+    ]);
+  });
+
   it('leaves topic creation to the controller (NOT_CONTROLLER)', async () => {
     const zero = node(0);
     const created = await zero.createTopics({

@@ -60,8 +60,8 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
       leaderEpoch: 0,
     });
     expect(metadata.topics).toEqual([
-      { name: 'one', errorCode: ErrorCode.NONE, partitions: [partition(0), partition(1)] },
-      { name: 'defaults', errorCode: ErrorCode.NONE, partitions: [partition(0)] },
+      { name: 'one', errorCode: ErrorCode.NONE, partitions: [partition(0), partition(1)], errorMessage: '' },
+      { name: 'defaults', errorCode: ErrorCode.NONE, partitions: [partition(0)], errorMessage: '' },
     ]);
     expect(
       (await broker.metadata({ topics: ['one', 'missing', 'bad/name'] })).topics.map((t) => t.errorCode),

@@ -27,6 +27,7 @@ function metadata(topics: Record<string, PartitionMetadata[]>, liveNodes: number
       name,
       errorCode: ErrorCode.NONE,
       partitions,
+      errorMessage: '',
     })),
   };
 }

@@ -1,3 +1,6 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import {
   ClusterIdentityError,
   clusterIdentityKey,
@@ -8,7 +11,7 @@ import { nodeKey } from '../../../src/cluster/node-session';
 import { readPartitionState } from '../../../src/cluster/partition-state';
 import { createConfig } from '../../../src/config';
 import { ERROR_TABLE, ErrorCode } from '../../../src/errors';
-import type { BrokerService } from '../../../src/log';
+import { ReplicaManager, type BrokerService } from '../../../src/log';
 import type { DataDirIdentity } from '../../../src/log/storage';
 import { ClusterWiring } from '../../../src/server/cluster-wiring';
 import { ManualTime } from '../../../src/time';
@@ -284,6 +287,60 @@ describe('ClusterWiring', () => {
     await broker.listOffsets({ topics: [] });
     await broker.offsetForLeaderEpoch({ topics: [] } as never);
     expect(calls).toEqual(['metadata', 'produce', 'listOffsets', 'offsetForLeaderEpoch']);
+  });
+
+  it('leaves Metadata retriable, with no brokers, while the node cannot register; then answers the cluster', async () => {
+    // Another node has created the topic; this one starts while etcd cannot be reached.
+    const other = new ClusterWiring(createConfig({ ...config, nodeId: 5 }), {
+      time,
+      logger: log.logger,
+      store: etcd.connect(),
+    });
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'cohort-wiring-'));
+    const manager = new ReplicaManager(
+      { nodeId: 4, minInsyncReplicas: 1, replicaLagTimeMaxMs: 10_000, dataDir: root, logConfig: {} },
+      { time, isrChangeProposer: wiring.isrChangeProposer, leadershipGuard: wiring.guard },
+    );
+    try {
+      other.start(new RecordingRoleTarget(() => time.monotonicMs()), { host: '127.0.0.1', port: 7075 });
+      await advance(500);
+      const created = await other.createTopics({
+        topics: [{ name: 'orders', numPartitions: 1, replicationFactor: 1 }],
+      });
+      expect(created.topics[0]!.errorCode).toBe(ErrorCode.NONE);
+      manager.startup();
+      manager.setLocalBroker({ nodeId: 4, host: '127.0.0.1', port: 7074 });
+      const broker = wiring.brokerWithClusterTopics(manager);
+      store.partition();
+      wiring.start(manager, { host: '127.0.0.1', port: 7074 });
+      await advance(2_000);
+      expect(wiring.readinessProblem()).toBeDefined();
+      expect(await broker.metadata({ topics: ['orders'] })).toEqual({
+        brokers: [],
+        topics: [
+          {
+            name: 'orders',
+            errorCode: ErrorCode.LEADER_NOT_AVAILABLE,
+            partitions: [],
+            errorMessage: expect.stringMatching(/not yet a member of the cluster/),
+          },
+        ],
+      });
+      store.heal();
+      await advance(5_000);
+      expect(wiring.readinessProblem()).toBeUndefined();
+      const metadata = await broker.metadata({ topics: ['orders'] });
+      expect(metadata.brokers.map((node) => node.nodeId).sort()).toEqual([4, 5]);
+      expect(metadata.topics[0]).toMatchObject({ name: 'orders', errorCode: ErrorCode.NONE });
+      expect(metadata.topics[0]!.partitions[0]).toMatchObject({ leaderId: 5 });
+    } finally {
+      const closed = other.close();
+      await settle();
+      time.advance(5_000);
+      await closed;
+      await manager.close();
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('logs this node leadership once per applied view, listing a few partitions, not one line each', async () => {

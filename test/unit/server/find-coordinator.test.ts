@@ -28,13 +28,21 @@ const VIEW: MetadataResponse = {
       name: GROUP_METADATA_TOPIC,
       errorCode: ErrorCode.NONE,
       partitions: [partition(0, 1), partition(1, 2), partition(2, -1)],
+      errorMessage: '',
     },
   ],
 };
 
 const MISSING: MetadataResponse = {
   brokers: NODES,
-  topics: [{ name: GROUP_METADATA_TOPIC, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partitions: [] }],
+  topics: [
+    {
+      name: GROUP_METADATA_TOPIC,
+      errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      partitions: [],
+      errorMessage: '',
+    },
+  ],
 };
 
 /** A group id for each partition of a three-partition topic. */

@@ -30,6 +30,11 @@ const unreachable = (address: string): CohortError =>
 export class FakeNode extends ScriptedTransport implements NodeTransport {
   readonly log: InMemoryBroker;
   isDown = false;
+  /**
+   * False: a node not yet in the cluster (etcd away at its start). Its Metadata lists no brokers and
+   * answers each named topic LEADER_NOT_AVAILABLE, as a cohort server then does.
+   */
+  isMember = true;
   /** Answers every partition of the next Produce, Fetch or ListOffsets with this code (then clears it). */
   nextPartitionCode: ErrorCode | null = null;
   readonly findCoordinatorCalls: FindCoordinatorRequest[] = [];
@@ -163,6 +168,17 @@ export class FakeNode extends ScriptedTransport implements NodeTransport {
   metadata(request: b.MetadataRequest): Promise<b.MetadataResponse> {
     return this.up(async () => {
       this.metadataCalls.push(request);
+      if (!this.isMember) {
+        return {
+          brokers: [],
+          topics: request.topics.map((name) => ({
+            name,
+            errorCode: ErrorCode.LEADER_NOT_AVAILABLE,
+            partitions: [],
+            errorMessage: 'this node is not yet a member of the cluster',
+          })),
+        };
+      }
       return this.cluster.metadataView(request.topics);
     });
   }
@@ -365,7 +381,7 @@ export class FakeCluster {
       topics: names.map((name) => {
         const count = this.topics.get(name);
         if (count === undefined)
-          return { name, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partitions: [] };
+          return { name, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partitions: [], errorMessage: '' };
         return {
           name,
           errorCode: ErrorCode.NONE,
@@ -380,6 +396,7 @@ export class FakeCluster {
               leaderEpoch: leader.leaderEpoch,
             };
           }),
+          errorMessage: '',
         };
       }),
     };

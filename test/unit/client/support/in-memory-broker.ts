@@ -131,7 +131,12 @@ export class InMemoryBroker implements BrokerTransport {
         topics: names.map((name) => {
           const log = this.logs.get(name);
           if (log === undefined)
-            return { name, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partitions: [] };
+            return {
+              name,
+              errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+              partitions: [],
+              errorMessage: '',
+            };
           return {
             name,
             errorCode: ErrorCode.NONE,
@@ -143,6 +148,7 @@ export class InMemoryBroker implements BrokerTransport {
               errorCode: ErrorCode.NONE,
               leaderEpoch: 0,
             })),
+            errorMessage: '',
           };
         }),
       };

@@ -255,8 +255,12 @@ export function toClusterMetadataUpdate(
       const name = `${topic}/${partitionIndex}`;
       const stored = cluster.partitions.get(name)!;
       let leadership = cache.get(name);
-      if (leadership?.partitionEpoch !== stored.modRevision || leadership.replicas !== replicas) {
-        leadership = toPartitionLeadership(topic, partitionIndex, replicas, stored);
+      if (
+        leadership?.partitionEpoch !== stored.modRevision ||
+        leadership.replicas !== replicas ||
+        leadership.topicId !== assignment.topicId
+      ) {
+        leadership = toPartitionLeadership(topic, partitionIndex, replicas, stored, assignment.topicId);
         cache.set(name, leadership);
       }
       partitions.push(leadership);
@@ -276,9 +280,11 @@ export function toPartitionLeadership(
   partitionIndex: number,
   replicas: readonly number[],
   stored: StoredPartitionState,
+  topicId?: string,
 ): PartitionLeadership {
   return {
     topic,
+    ...(topicId === undefined ? {} : { topicId }),
     partitionIndex,
     replicas,
     leader: stored.state.leader,

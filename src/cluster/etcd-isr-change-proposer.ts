@@ -63,15 +63,15 @@ export class EtcdIsrChangeProposer implements IsrChangeProposer {
   ): Promise<IsrChangeResult> {
     const { store, clusterId, nodeId, session } = this.options;
     if (!session.isActive()) return { kind: 'failed', error: new SessionInactiveError() };
-    let known: { replicas: readonly number[]; stored: StoredPartitionState | undefined };
+    let known: Awaited<ReturnType<EtcdIsrChangeProposer['stateAt']>>;
     try {
       known = await this.stateAt(topic, partitionIndex, partitionEpoch);
     } catch (error) {
       return { kind: 'failed', error };
     }
-    const { replicas, stored } = known;
+    const { replicas, stored, topicId } = known;
     if (stored === undefined) return { kind: 'stale', state: null };
-    const current = toPartitionLeadership(topic, partitionIndex, replicas, stored);
+    const current = toPartitionLeadership(topic, partitionIndex, replicas, stored, topicId);
     if (stored.modRevision !== partitionEpoch) return { kind: 'stale', state: current };
     const decided = decide(stored.state, replicas, nodeId, leaderEpoch, isr);
     switch (decided.outcome) {
@@ -102,7 +102,7 @@ export class EtcdIsrChangeProposer implements IsrChangeProposer {
       case 'updated':
         return {
           kind: 'committed',
-          state: toPartitionLeadership(topic, partitionIndex, replicas, result.stored),
+          state: toPartitionLeadership(topic, partitionIndex, replicas, result.stored, topicId),
         };
       case 'stale':
         return {
@@ -110,7 +110,7 @@ export class EtcdIsrChangeProposer implements IsrChangeProposer {
           state:
             result.current === undefined
               ? null
-              : toPartitionLeadership(topic, partitionIndex, replicas, result.current),
+              : toPartitionLeadership(topic, partitionIndex, replicas, result.current, topicId),
         };
       case 'notController':
         // Not reachable: a leader's write carries no controller epoch.
@@ -123,11 +123,18 @@ export class EtcdIsrChangeProposer implements IsrChangeProposer {
     topic: string,
     partitionIndex: number,
     partitionEpoch: number,
-  ): Promise<{ replicas: readonly number[]; stored: StoredPartitionState | undefined }> {
+  ): Promise<{
+    replicas: readonly number[];
+    stored: StoredPartitionState | undefined;
+    topicId?: string | undefined;
+  }> {
     const cluster = this.options.cluster();
-    const replicas = cluster?.topics.get(topic)?.partitions[partitionIndex];
+    const known = cluster?.topics.get(topic);
+    const replicas = known?.partitions[partitionIndex];
     const stored = cluster?.partitions.get(`${topic}/${partitionIndex}`);
-    if (replicas !== undefined && stored?.modRevision === partitionEpoch) return { replicas, stored };
+    if (replicas !== undefined && stored?.modRevision === partitionEpoch) {
+      return { replicas, stored, topicId: known?.topicId };
+    }
     const { store, clusterId } = this.options;
     const stateKey = partitionKey(clusterId, topic, partitionIndex);
     const assignmentKey = topicKey(clusterId, topic);
@@ -141,13 +148,13 @@ export class EtcdIsrChangeProposer implements IsrChangeProposer {
     const [assignmentRead, stateRead] = response.results;
     const assignmentKv = assignmentRead?.type === 'get' ? assignmentRead.kvs[0] : undefined;
     const stateKv = stateRead?.type === 'get' ? stateRead.kvs[0] : undefined;
-    const readReplicas =
-      assignmentKv === undefined
-        ? undefined
-        : decodeReplicaAssignment(assignmentKv.key, assignmentKv.value).partitions[partitionIndex];
+    const assignment =
+      assignmentKv === undefined ? undefined : decodeReplicaAssignment(assignmentKv.key, assignmentKv.value);
+    const readReplicas = assignment?.partitions[partitionIndex];
     if (readReplicas === undefined || stateKv === undefined) return { replicas: [], stored: undefined };
     return {
       replicas: readReplicas,
+      topicId: assignment?.topicId,
       stored: {
         state: decodePartitionState(stateKv.key, stateKv.value),
         modRevision: stateKv.modRevision,

@@ -51,7 +51,13 @@ export function encodeRecoveryReport(report: RecoveryReport): string {
   return JSON.stringify({
     nodeId: report.nodeId,
     clusterUuid: report.clusterUuid,
-    replicas: report.replicas.map((r) => [r.topic, r.partitionIndex, r.leaderEpoch, r.logEndOffset]),
+    replicas: report.replicas.map((r) => [
+      r.topic,
+      r.partitionIndex,
+      r.leaderEpoch,
+      r.logEndOffset,
+      ...(r.topicId === undefined ? [] : [r.topicId]),
+    ]),
   });
 }
 
@@ -69,16 +75,23 @@ export function decodeRecoveryReport(key: string, value: string): RecoveryReport
   if (!Array.isArray(replicas)) return `${key} has no replicas`;
   const decoded: LocalReplicaState[] = [];
   for (const entry of replicas as unknown[]) {
-    const [topic, partitionIndex, leaderEpoch, logEndOffset] = Array.isArray(entry) ? entry : [];
+    const [topic, partitionIndex, leaderEpoch, logEndOffset, topicId] = Array.isArray(entry) ? entry : [];
     if (
       typeof topic !== 'string' ||
       !Number.isSafeInteger(partitionIndex) ||
       !Number.isSafeInteger(leaderEpoch) ||
-      !Number.isSafeInteger(logEndOffset)
+      !Number.isSafeInteger(logEndOffset) ||
+      (topicId !== undefined && typeof topicId !== 'string')
     ) {
-      return `${key} has a replica that is not [topic, partition, leaderEpoch, logEndOffset]`;
+      return `${key} has a replica that is not [topic, partition, leaderEpoch, logEndOffset, topicId?]`;
     }
-    decoded.push({ topic, partitionIndex, leaderEpoch, logEndOffset } as LocalReplicaState);
+    decoded.push({
+      topic,
+      partitionIndex,
+      leaderEpoch,
+      logEndOffset,
+      ...(topicId === undefined ? {} : { topicId }),
+    } as LocalReplicaState);
   }
   return { nodeId: nodeId as number, clusterUuid, replicas: decoded };
 }
@@ -140,6 +153,20 @@ export function planMetadataRecovery(
       problems.push(`topic ${topic} has partitions no node holds: ${missing.join(', ')}`);
       continue;
     }
+    const topicIds = new Set<string>();
+    for (const hosts of partitions.values()) {
+      for (const { replica } of hosts) if (replica.topicId !== undefined) topicIds.add(replica.topicId);
+    }
+    if (topicIds.size > 1) {
+      problems.push(
+        `topic ${topic}'s replicas belong to different topics of that name (topic ids ${[...topicIds].join(', ')}): ` +
+          'move the directories of the one to drop aside on their nodes, then report again',
+      );
+      continue;
+    }
+    // Every partition gets as many replicas as the one held most widely: a replica whose directory is
+    // gone is given back to a named node that lacks one, and starts empty, catching up from the leader.
+    const replicationFactor = Math.max(...[...partitions.values()].map((hosts) => hosts.length));
     const replicaSets: number[][] = [];
     for (let p = 0; p < count; p++) {
       const hosts = partitions.get(p)!;
@@ -154,7 +181,11 @@ export function planMetadataRecovery(
         .map((h) => h.nodeId)
         .filter((id) => id !== leader.nodeId)
         .sort((a, b) => a - b);
-      replicaSets.push([leader.nodeId, ...others]);
+      const spare = [...named]
+        .filter((id) => !hosts.some((h) => h.nodeId === id))
+        .sort((a, b) => a - b)
+        .slice(0, replicationFactor - hosts.length);
+      replicaSets.push([leader.nodeId, ...others, ...spare]);
       states.set(`${topic}/${p}`, {
         leader: leader.nodeId,
         leaderEpoch: Math.max(0, highestEpoch + 1),
@@ -162,7 +193,11 @@ export function planMetadataRecovery(
         controllerEpoch: 0,
       });
     }
-    topics.set(topic, { partitions: replicaSets });
+    const [topicId] = topicIds;
+    topics.set(
+      topic,
+      topicId === undefined ? { partitions: replicaSets } : { partitions: replicaSets, topicId },
+    );
   }
   if (problems.length > 0) return { problems };
   return { plan: { clusterUuid: [...uuids][0] ?? '', topics, states } };

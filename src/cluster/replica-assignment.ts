@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { topicNameProblem } from '../log/topic-partition';
 import { fencedTxn } from './controller-election';
 import {
@@ -38,6 +39,12 @@ export const PARTITION_STATES_PER_TXN = ETCD_MAX_TXN_OPS - 1;
  */
 export interface ReplicaAssignment {
   readonly partitions: readonly (readonly number[])[];
+  /**
+   * The topic's identity (Kafka's topic id), made when the topic is created: a topic deleted and created
+   * again under the same name is another topic, and a replica's directory of the earlier one is never
+   * read as the new one's (`partition.metadata`). Absent in topics created before topic ids.
+   */
+  readonly topicId?: string;
 }
 
 export class InvalidReplicaAssignmentError extends Error {
@@ -76,7 +83,11 @@ function checkAssignment(assignment: ReplicaAssignment, where: string): void {
 
 export function encodeReplicaAssignment(assignment: ReplicaAssignment): string {
   checkAssignment(assignment, 'replica assignment');
-  return JSON.stringify({ partitions: assignment.partitions });
+  return JSON.stringify(
+    assignment.topicId === undefined
+      ? { partitions: assignment.partitions }
+      : { partitions: assignment.partitions, topicId: assignment.topicId },
+  );
 }
 
 export function decodeReplicaAssignment(key: string, value: string): ReplicaAssignment {
@@ -86,10 +97,13 @@ export function decodeReplicaAssignment(key: string, value: string): ReplicaAssi
   } catch {
     throw new InvalidReplicaAssignmentError(key, 'not JSON');
   }
-  const partitions = (parsed as { partitions?: unknown } | null)?.partitions as number[][];
-  const assignment = { partitions };
-  checkAssignment(assignment, key);
-  return { partitions: partitions.map((replicas) => [...replicas]) };
+  const { partitions, topicId } = (parsed ?? {}) as { partitions?: number[][]; topicId?: unknown };
+  checkAssignment({ partitions: partitions! }, key);
+  if (topicId !== undefined && (typeof topicId !== 'string' || topicId === '')) {
+    throw new InvalidReplicaAssignmentError(key, 'topicId must be a non-empty string');
+  }
+  const copied = partitions!.map((replicas) => [...replicas]);
+  return topicId === undefined ? { partitions: copied } : { partitions: copied, topicId };
 }
 
 export type CreateTopicResult =
@@ -303,7 +317,12 @@ export function planTopic(
         'ask for fewer partitions or replicas',
     };
   }
-  return { outcome: 'planned', assignment };
+  return { outcome: 'planned', assignment: { ...assignment, topicId: newTopicId() } };
+}
+
+/** A new topic's id: random, as Kafka's (a UUID). */
+export function newTopicId(): string {
+  return randomUUID();
 }
 
 /**

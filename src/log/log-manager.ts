@@ -4,12 +4,19 @@ import { CohortError, ErrorCode } from '../errors';
 import type { Time } from '../time';
 import type { LogConfig, LogRecoveryOptions } from './storage';
 import { createLogConfig, PartitionLog } from './storage';
+import { readCheckpointFile, writeCheckpointFileSync } from './storage/checkpoint-file';
 import { ensureDirectory, fsyncDirectory, fsyncDirectorySync } from './storage/file-io';
 import { topicNameProblem, topicPartitionKey } from './topic-partition';
 
 /** A topic as the registry keeps it: its partitions and each one's replicas, the leader first. */
 export interface TopicAssignment {
   readonly name: string;
+  /**
+   * The topic's id (Kafka's topic id), made when it is created: each of its partition directories holds
+   * it in `partition.metadata`, so a directory of an earlier topic of the same name is never read as
+   * this one's. Absent for topics created before topic ids.
+   */
+  readonly topicId?: string;
   readonly partitions: readonly { readonly partitionIndex: number; readonly replicas: readonly number[] }[];
 }
 
@@ -19,6 +26,10 @@ interface TopicLogSettings {
 }
 
 const TOPICS_DIR = 'topics';
+/** Beside a partition's segments: the id of the topic the directory belongs to (Kafka's file and format). */
+export const PARTITION_METADATA_FILE = 'partition.metadata';
+/** A partition directory of an earlier incarnation of its topic, moved aside: `<topic>-<p>.<id>-stray`. */
+export const STRAY_SUFFIX = '-stray';
 const TOPIC_FILE_SUFFIX = '.json';
 const TEMP_SUFFIX = '.tmp';
 
@@ -93,13 +104,20 @@ export class LogManager {
     return topics;
   }
 
-  /** Opens (creating or recovering) the log of one partition; CorruptLogError if it is damaged. */
-  openLog(topic: string, partitionIndex: number): PartitionLog {
-    return PartitionLog.open(path.join(this.dataDir, topicPartitionKey(topic, partitionIndex)), {
+  /**
+   * Opens (creating or recovering) the log of one partition; CorruptLogError if it is damaged. With the
+   * topic's id, the directory is the topic's (see `claimDirectory`).
+   */
+  openLog(topic: string, partitionIndex: number, topicId?: string): PartitionLog {
+    const dir = path.join(this.dataDir, topicPartitionKey(topic, partitionIndex));
+    this.claimDirectory(dir, topicId);
+    const log = PartitionLog.open(dir, {
       time: this.time,
       config: this.configOf(topic),
       recovery: this.recoveryOf(topic),
     });
+    if (topicId !== undefined) writePartitionMetadata(dir, topicId, true);
+    return log;
   }
 
   /**
@@ -107,15 +125,44 @@ export class LogManager {
    * loop: `syncNewLogs` must follow, before the topic is registered. Thousands of partitions cost three
    * synchronous fsyncs each otherwise, and under I/O load a slice of them held the loop for 0.6 s.
    */
-  createLog(topic: string, partitionIndex: number): PartitionLog {
+  createLog(topic: string, partitionIndex: number, topicId?: string): PartitionLog {
     ensureDirectory(this.dataDir);
-    return PartitionLog.open(path.join(this.dataDir, topicPartitionKey(topic, partitionIndex)), {
+    const dir = path.join(this.dataDir, topicPartitionKey(topic, partitionIndex));
+    this.claimDirectory(dir, topicId);
+    const log = PartitionLog.open(dir, {
       time: this.time,
       config: this.configOf(topic),
       // A directory left by a create that crashed is reused, and recovered like any other.
       recovery: this.recoveryOf(topic),
       syncDirectories: false,
     });
+    // Not fsynced, as the directory is not: a crash before the topic is registered loses a topic nobody
+    // wrote to, and a directory without the file is taken by the next topic of its name.
+    if (topicId !== undefined) writePartitionMetadata(dir, topicId, false);
+    return log;
+  }
+
+  /** The topic id a partition directory's `partition.metadata` names; undefined without one. */
+  topicIdOf(topic: string, partitionIndex: number): string | undefined {
+    return readPartitionMetadata(path.join(this.dataDir, topicPartitionKey(topic, partitionIndex)));
+  }
+
+  /**
+   * Keeps a directory of another incarnation of the topic from being read as this one's (Kafka's topic
+   * ids): when its `partition.metadata` names another topic id, the directory is moved aside, to
+   * `<topic>-<p>.<its topic id>-stray` (as Kafka names stray logs; never read again, left for the operator
+   * to delete), and the log opens empty. A directory without the file (written before topic ids, or a
+   * create that crashed before writing it) is taken as this topic's.
+   */
+  private claimDirectory(dir: string, topicId: string | undefined): void {
+    if (topicId === undefined) return;
+    const found = readPartitionMetadata(dir);
+    if (found === undefined || found === topicId) return;
+    const stray = `${dir}.${found}${STRAY_SUFFIX}`;
+    fs.rmSync(stray, { recursive: true, force: true });
+    fs.renameSync(dir, stray);
+    fsyncDirectorySync(this.dataDir);
+    this.recovery.listener?.onStrayLog?.(dir, stray, found, topicId);
   }
 
   /**
@@ -244,7 +291,7 @@ function parseAssignment(text: string, file: string): TopicAssignment {
       cause: error,
     });
   }
-  const topic = value as { name?: unknown; partitions?: unknown };
+  const topic = value as { name?: unknown; topicId?: unknown; partitions?: unknown };
   if (typeof topic.name !== 'string' || topicNameProblem(topic.name) !== null)
     throw broken('has no valid name');
   if (!Array.isArray(topic.partitions) || topic.partitions.length === 0) throw broken('lists no partitions');
@@ -258,5 +305,37 @@ function parseAssignment(text: string, file: string): TopicAssignment {
     if (!isValid) throw broken(`has an invalid partition ${i}`);
     return { partitionIndex: i, replicas: partition.replicas as number[] };
   });
-  return { name: topic.name, partitions };
+  if (topic.topicId !== undefined && (typeof topic.topicId !== 'string' || topic.topicId === '')) {
+    throw broken('has an invalid topicId');
+  }
+  return topic.topicId === undefined
+    ? { name: topic.name, partitions }
+    : { name: topic.name, topicId: topic.topicId, partitions };
+}
+
+/** The topic id in a directory's `partition.metadata`; undefined when it has none or it does not read. */
+function readPartitionMetadata(dir: string): string | undefined {
+  let text: string | null;
+  try {
+    text = readCheckpointFile(path.join(dir, PARTITION_METADATA_FILE));
+  } catch (error) {
+    if (
+      (error as NodeJS.ErrnoException).code === 'ENOENT' ||
+      (error as NodeJS.ErrnoException).code === 'ENOTDIR'
+    ) {
+      return undefined;
+    }
+    throw error;
+  }
+  // A file torn by a crash can only be one a create never finished: as if there were none.
+  const match = text === null ? null : /^topic_id: *(\S+) *$/m.exec(text);
+  return match?.[1];
+}
+
+function writePartitionMetadata(dir: string, topicId: string, isDurable: boolean): void {
+  const file = path.join(dir, PARTITION_METADATA_FILE);
+  if (readPartitionMetadata(dir) === topicId) return;
+  const text = `version: 0\ntopic_id: ${topicId}\n`;
+  if (isDurable) writeCheckpointFileSync(file, text);
+  else fs.writeFileSync(file, text);
 }

@@ -14,6 +14,8 @@ export const NO_LEADER_ID = -1;
 /** One partition's state as the cluster decided it (Kafka's LeaderAndIsrPartitionState). */
 export interface PartitionLeadership {
   readonly topic: string;
+  /** The topic's id (its incarnation), when the cluster gave it one: see ReplicaAssignment.topicId. */
+  readonly topicId?: string;
   readonly partitionIndex: number;
   /** Assignment order; the first is the preferred leader. */
   readonly replicas: readonly number[];
@@ -77,6 +79,8 @@ export interface LocalReplicaState {
   /** The leader epoch of the last batch in the log (its leader-epoch cache); -1 for a log with none. */
   readonly leaderEpoch: number;
   readonly logEndOffset: number;
+  /** The topic id its `partition.metadata` names; absent for a directory written before topic ids. */
+  readonly topicId?: string;
 }
 
 /** The outcome of an ISR change the leader proposed. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { CohortError, ErrorCode } from '../errors';
 import { DelayedOperationPurgatory, type PurgatoryStats } from '../purgatory';
 import type { Time } from '../time';
@@ -222,6 +223,8 @@ interface PartitionInfo {
 
 interface TopicState {
   readonly name: string;
+  /** The topic's id (its incarnation), when it has one: see TopicAssignment.topicId. */
+  readonly topicId: string | undefined;
   readonly partitions: PartitionInfo[];
 }
 
@@ -278,6 +281,13 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   private readonly logManager: LogManager;
   private readonly topics = new Map<string, TopicState>();
   private readonly partitions = new Map<string, Partition>();
+  /**
+   * Logs being closed, by partition key (a replica no longer hosted, or of a topic deleted and created
+   * again): their directories are not opened again until the close is done.
+   */
+  private readonly closingLogs = new Map<string, Promise<void>>();
+  /** Cluster mode: the last view applied, applied again when a log that held a topic back has closed. */
+  private lastClusterUpdate: ClusterMetadataUpdate | undefined;
   private readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce | DelayedHighWatermark>;
   private readonly fetchPurgatory: DelayedOperationPurgatory<DelayedFetch>;
   private readonly maintenanceTimer: Timer;
@@ -548,6 +558,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     const replicas = [this.config.nodeId];
     const assignment: TopicAssignment = {
       name,
+      topicId: randomUUID(),
       partitions: Array.from({ length: numPartitions }, (_, partitionIndex) => ({
         partitionIndex,
         replicas,
@@ -612,7 +623,10 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
           const { partitionIndex, replicas } = assignment.partitions[next++]!;
           // Counted before the open: a failure halfway through it may have made the directory already.
           if (!this.logManager.hasLog(name, partitionIndex)) made.push(partitionIndex);
-          opened.set(partitionIndex, this.newPartition(name, partitionIndex, replicas, nowMs, true));
+          opened.set(
+            partitionIndex,
+            this.newPartition(name, partitionIndex, replicas, nowMs, true, assignment.topicId),
+          );
           // A slow disk makes a partition slower: the slice also ends when its time is up.
           if (this.time.monotonicMs() - sliceStartMs >= CREATE_SLICE_MAX_MS) break;
         }
@@ -1139,12 +1153,28 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       states.push(state);
     }
     const nowMs = this.time.monotonicMs();
+    this.lastClusterUpdate = update;
     for (const [name, states] of byTopic) {
       if (topicNameProblem(name) !== null) continue;
       states.sort((a, b) => a.partitionIndex - b.partitionIndex);
       if (states.some((state, i) => state.partitionIndex !== i)) continue;
+      const topicId = states[0]!.topicId;
+      const known = this.topics.get(name);
+      if (known?.topicId !== undefined && topicId !== undefined && known.topicId !== topicId) {
+        // Another topic of the same name (deleted and created again): the earlier one's logs close, and
+        // the new one opens once they have (its directories are then moved aside, see LogManager).
+        this.removeTopic(known);
+        for (const info of known.partitions) {
+          if (info.partition !== undefined) this.closeUnassigned(info.partition);
+        }
+        continue;
+      }
+      // A log of this topic's still closing: its directory is not to be opened again until it is.
+      if (states.some((state) => this.closingLogs.has(topicPartitionKey(name, state.partitionIndex))))
+        continue;
       const assignment: TopicAssignment = {
         name,
+        ...(topicId === undefined ? {} : { topicId }),
         partitions: states.map((state) => ({
           partitionIndex: state.partitionIndex,
           replicas: [...state.replicas],
@@ -1185,6 +1215,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
    */
   resignLeadership(): void {
     this.isResigned = true;
+    // Never applied again on our own (see closeUnassigned): only a view from a new session may.
+    this.lastClusterUpdate = undefined;
     this.offsetsLeadership?.resignAll();
     for (const partition of this.partitions.values()) {
       if (partition.isLeader) this.producePurgatory.checkAndComplete(partition.key);
@@ -1776,9 +1808,18 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     this.completionReads.clear();
     this.producePurgatory.checkAndComplete(partition.key);
     this.fetchPurgatory.checkAndComplete(partition.key);
-    partition.log
+    const key = partition.key;
+    const closed = partition.log
       .close()
-      .catch((error: unknown) => this.reportError(error, `closing ${partition.key} failed`));
+      .catch((error: unknown) => this.reportError(error, `closing ${key} failed`))
+      .finally(() => {
+        if (this.closingLogs.get(key) !== closed) return;
+        this.closingLogs.delete(key);
+        // A topic of the same name that waited for this directory opens now, from the cluster's last view.
+        const update = this.lastClusterUpdate;
+        if (update !== undefined && !this.isShutdown) this.applyClusterMetadata(update);
+      });
+    this.closingLogs.set(key, closed);
   }
 
   /** Registers a topic read from the registry at start-up. */
@@ -1801,7 +1842,10 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
           opened.set(partitionIndex, existing);
           continue;
         }
-        opened.set(partitionIndex, this.newPartition(assignment.name, partitionIndex, replicas, nowMs));
+        opened.set(
+          partitionIndex,
+          this.newPartition(assignment.name, partitionIndex, replicas, nowMs, false, assignment.topicId),
+        );
       }
     } catch (error) {
       for (const [index, partition] of opened) {
@@ -1822,13 +1866,14 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     replicas: readonly number[],
     nowMs: number,
     isCreating = false,
+    topicId?: string,
   ): Partition {
     return new Partition({
       topic,
       partitionIndex,
       log: isCreating
-        ? this.logManager.createLog(topic, partitionIndex)
-        : this.logManager.openLog(topic, partitionIndex),
+        ? this.logManager.createLog(topic, partitionIndex, topicId)
+        : this.logManager.openLog(topic, partitionIndex, topicId),
       localNodeId: this.config.nodeId,
       // Cluster mode: no role until the cluster gives it one (applyClusterMetadata). A single node leads
       // every partition it hosts.
@@ -1868,7 +1913,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
         partition,
       };
     });
-    this.topics.set(assignment.name, { name: assignment.name, partitions });
+    this.topics.set(assignment.name, { name: assignment.name, topicId: assignment.topicId, partitions });
   }
 
   /** Forgets a topic's state before `addTopic` replaces it (partitions kept open are re-added there). */
@@ -1918,6 +1963,7 @@ function partitionMetadata(info: PartitionInfo): PartitionMetadata {
 
 function sameAssignment(state: TopicState, assignment: TopicAssignment): boolean {
   if (state.partitions.length !== assignment.partitions.length) return false;
+  if (state.topicId !== assignment.topicId) return false;
   return assignment.partitions.every((p, i) => {
     return sameIds(state.partitions[i]!.replicas, p.replicas);
   });

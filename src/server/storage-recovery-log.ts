@@ -78,6 +78,12 @@ export function storageRecoveryLog(
         'the high-watermark checkpoint could not be read; the partition starts without it',
       );
     },
+    onStrayLog: (dir, stray, strayTopicId, topicId) => {
+      logger.warn(
+        { dir, stray, strayTopicId, topicId },
+        'a partition directory of an earlier topic of the same name was moved aside; the log starts empty',
+      );
+    },
     onCheckpoint: (dir, recoveryPoint, isCleanShutdown) => {
       logger.trace({ dir, recoveryPoint, isCleanShutdown }, 'recovery point checkpointed');
     },

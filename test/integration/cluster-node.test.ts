@@ -75,7 +75,7 @@ describe('ClusterNode against etcd', () => {
     const follower = all.find(({ node }) => !node.isController())!;
     expect(await follower.node.createTopic('orders', 1, 3)).toEqual({
       outcome: 'created',
-      assignment: { partitions: [[1, 2, 3]] },
+      assignment: { partitions: [[1, 2, 3]], topicId: expect.any(String) as unknown },
     });
     await waitFor('every target to learn the leader', () =>
       all.every(({ target }) => target.partition('orders')?.leader === 1),

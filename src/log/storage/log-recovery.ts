@@ -87,6 +87,11 @@ export interface LogRecoveryListener {
   onNonMonotonicLeaderEpoch?(dir: string, epoch: number, startOffset: number, latestEpoch: number): void;
   /** The high-watermark checkpoint could not be read: the partition starts as if it had none. */
   onHighWatermarkCheckpointUnreadable?(dir: string, file: string): void;
+  /**
+   * A partition directory of another incarnation of its topic (another topic id) was moved aside to
+   * `stray` before this topic's log opened there empty.
+   */
+  onStrayLog?(dir: string, stray: string, strayTopicId: string, topicId: string): void;
 }
 
 export interface LogRecoveryOptions {

@@ -173,6 +173,7 @@ describe('ClusterNode', () => {
     expect(outcome).toEqual({
       outcome: 'created',
       assignment: {
+        topicId: expect.any(String) as unknown,
         partitions: [
           [1, 2, 3],
           [2, 3, 1],
@@ -301,8 +302,8 @@ describe('ClusterNode', () => {
   it('writes a topic’s states one by one where etcd refuses a slice whole (--max-txn-ops below 128)', async () => {
     admin.close();
     etcd.shutdown();
-    // Four ops: the cluster read's four gets, a partition write's compares and reads; not 11 compares.
-    etcd = new InMemoryEtcd({ time, maxTxnOps: 4 });
+    // Five ops: the cluster read's five gets, a partition write's compares and reads; not 11 compares.
+    etcd = new InMemoryEtcd({ time, maxTxnOps: 5 });
     admin = etcd.connect();
     const nodes = await startThree();
     expect(await nodes[0].node.createTopic('wide', 10, 2)).toMatchObject({ outcome: 'created' });

@@ -630,6 +630,7 @@ describe('Controller', () => {
       expect(created).toEqual({
         outcome: 'created',
         assignment: {
+          topicId: expect.any(String) as unknown,
           partitions: [
             [1, 2],
             [2, 3],

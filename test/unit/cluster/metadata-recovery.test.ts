@@ -124,9 +124,41 @@ describe('planMetadataRecovery', () => {
     });
   });
 
+  it("keeps the topic's id, refuses replicas of two topics of one name, and gives a lost replica back", () => {
+    const withId = (nodeId: number, p: number, topicId: string): RecoveryReport => ({
+      nodeId,
+      clusterUuid: 'u',
+      replicas: [{ topic: 't', partitionIndex: p, leaderEpoch: 1, logEndOffset: 5, topicId }],
+    });
+    const plan = planOf(
+      [
+        {
+          ...withId(1, 0, 'id-1'),
+          replicas: [...withId(1, 0, 'id-1').replicas, ...withId(1, 1, 'id-1').replicas],
+        },
+        withId(2, 0, 'id-1'),
+        report(3, []),
+      ],
+      [1, 2, 3],
+    );
+    // Partition 1 lost its second replica (a disk replaced): node 2, the lowest lacking one, gets it back.
+    expect(plan.topics.get('t')).toEqual({
+      topicId: 'id-1',
+      partitions: [
+        [1, 2],
+        [1, 2],
+      ],
+    });
+    expect(planMetadataRecovery([withId(1, 0, 'id-1'), withId(2, 0, 'id-2')], [1, 2])).toEqual({
+      problems: [expect.stringMatching(/topic t's replicas belong to different topics.*id-1, id-2/)],
+    });
+  });
+
   it('reads back what a node reported, and names a report that does not decode', () => {
     const original = report(7, [['a-b', 3, 2, 99]]);
     expect(decodeRecoveryReport('k', encodeRecoveryReport(original))).toEqual(original);
+    const withId: RecoveryReport = { ...original, replicas: [{ ...original.replicas[0]!, topicId: 'x' }] };
+    expect(decodeRecoveryReport('k', encodeRecoveryReport(withId))).toEqual(withId);
     expect(decodeRecoveryReport('k', '{"nodeId":1,"clusterUuid":"u","replicas":[["t",0]]}')).toMatch(
       /^k has a replica/,
     );

@@ -71,7 +71,7 @@ export class FakeCluster {
   set(
     topic: string,
     partitionIndex: number,
-    state: Pick<PartitionLeadership, 'leader' | 'leaderEpoch' | 'isr' | 'replicas'>,
+    state: Pick<PartitionLeadership, 'leader' | 'leaderEpoch' | 'isr' | 'replicas' | 'topicId'>,
     publish = true,
   ): PartitionLeadership {
     const full: PartitionLeadership = {

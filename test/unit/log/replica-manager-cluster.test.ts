@@ -1,3 +1,5 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { ErrorCode } from '../../../src/errors';
 import type { BrokerConfig, FetchRequest, ReplicaManager, ReplicaManagerOptions } from '../../../src/log';
 import {
@@ -205,6 +207,41 @@ describe('ReplicaManager in cluster mode', () => {
     expect(zero.getPartition('t-0')).toBeUndefined();
     expect(zero.getPartition('u-0')).toBeUndefined();
     expect(produced(await produce(zero, 1, ['a'])).errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+  });
+
+  it('opens a topic created again under the same name empty, once the earlier one closed, its directory moved aside', async () => {
+    const zero = node(0, { minInsyncReplicas: 1 });
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 4, isr: [0], replicas: [0], topicId: 'first' });
+    expect(produced(await produce(zero, 1, ['a', 'b', 'c'])).errorCode).toBe(ErrorCode.NONE);
+    const dataDir = h.dir('node-0');
+    expect(fs.readFileSync(path.join(dataDir, 't-0', 'partition.metadata'), 'utf8')).toContain(
+      'topic_id: first',
+    );
+
+    // Deleted and created again, one view to the next: the new topic waits for the old log to close.
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 0, isr: [0], replicas: [0], topicId: 'second' });
+    expect(zero.getPartition('t-0')).toBeUndefined();
+    await until(() => zero.getPartition('t-0') !== undefined);
+    const partition = zero.getPartition('t-0')!;
+    expect([partition.logEndOffset, partition.leaderEpoch]).toEqual([0, 0]);
+    expect(produced(await produce(zero, 1, ['x'])).baseOffset).toBe(0);
+    expect(
+      fs
+        .readdirSync(dataDir)
+        .filter((name) => name.startsWith('t-0'))
+        .sort(),
+    ).toEqual(['t-0', 't-0.first-stray']);
+    expect(fs.readFileSync(path.join(dataDir, 't-0', 'partition.metadata'), 'utf8')).toContain(
+      'topic_id: second',
+    );
+  });
+
+  it("takes a directory without partition.metadata (written before topic ids) as the topic's own", async () => {
+    const zero = node(0, { minInsyncReplicas: 1 });
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 1, isr: [0], replicas: [0] });
+    expect(produced(await produce(zero, 1, ['a'])).errorCode).toBe(ErrorCode.NONE);
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 2, isr: [0], replicas: [0], topicId: 'given-later' });
+    expect(zero.getPartition('t-0')!.logEndOffset).toBe(1);
   });
 
   it('refuses writes while its guard is inactive, and resigning answers parked acks=-1 and holds the HW', async () => {

@@ -219,6 +219,7 @@ describe('ReplicaManager: topics, metadata, offsets and recovery', () => {
     expect(fs.readdirSync(dataDir).sort()).toEqual(['t-0', 'topics']);
     expect(JSON.parse(fs.readFileSync(path.join(dataDir, 'topics', 't.json'), 'utf8'))).toEqual({
       name: 't',
+      topicId: expect.any(String) as unknown,
       partitions: [{ partitionIndex: 0, replicas: [0] }],
     });
   });

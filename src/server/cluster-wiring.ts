@@ -173,7 +173,7 @@ export class ClusterWiring {
     if (this.isStarted) throw new Error('ClusterWiring.start: already started');
     this.isStarted = true;
     if (this.closing !== undefined) return;
-    this.identityProblem = 'confirming the cluster identity with etcd';
+    this.identityProblem = 'not yet registered in the cluster: confirming the cluster identity with etcd';
     let retryMs = IDENTITY_RETRY_MS;
     const attempt = (): void => {
       this.identityRetry = undefined;

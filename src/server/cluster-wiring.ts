@@ -120,6 +120,11 @@ export class ClusterWiring {
   /** The identity retry under way (etcd unreachable, or etcd lost the metadata), cancelled on close. */
   private identityRetry: TimerAction | undefined;
   private readonly localReplicas: () => Promise<LocalReplicaState[]>;
+  /**
+   * The failures of etcd logged at warn since it last answered: while it stays down, the same failure
+   * every retry goes to debug (with its stack), not a warn line every half second.
+   */
+  private readonly loggedStoreFailures = new Set<string>();
   /** The report of this node's replicas for a recovery: written once per loss of the metadata. */
   private recoveryReport: 'none' | 'writing' | 'written' = 'none';
   private closing: Promise<void> | undefined;
@@ -230,10 +235,7 @@ export class ClusterWiring {
               this.fail(error instanceof Error ? error : new Error(String(error)));
               return;
             }
-            this.logger.warn(
-              { err: error, retryMs },
-              'cluster: etcd did not answer for the cluster identity; retrying',
-            );
+            this.noteStoreFailure(error, 'cluster: etcd did not answer for the cluster identity; retrying');
             retryAfter();
           },
         )
@@ -248,6 +250,20 @@ export class ClusterWiring {
       this.timer.add(retry);
     };
     attempt();
+  }
+
+  /**
+   * A failed etcd call the node recovers from by retrying: one warn line (its message, no stack) for each
+   * kind of failure until etcd answers again, debug (with the stack) while it lasts.
+   */
+  private noteStoreFailure(error: unknown, what: string): void {
+    const message = error instanceof Error ? error.message : String(error);
+    if (this.loggedStoreFailures.has(message)) {
+      this.logger.debug({ err: error }, what);
+      return;
+    }
+    this.loggedStoreFailures.add(message);
+    this.logger.warn({ error: message }, `${what} (logged again when it changes or etcd answers)`);
   }
 
   /**
@@ -369,6 +385,8 @@ export class ClusterWiring {
       // The target as is, told afterwards that its view moved.
       target: {
         applyClusterMetadata: (update) => {
+          // etcd answered (a view comes from a read or a watch): its next failure is news again.
+          this.loggedStoreFailures.clear();
           target.applyClusterMetadata(update);
           onViewApplied();
         },
@@ -381,7 +399,7 @@ export class ClusterWiring {
       uncleanLeaderElection: this.config.uncleanLeaderElection,
       onError: (error) => {
         if (error instanceof ClusterIdentityError) this.noteIdentityError(error);
-        else this.logger.warn({ err: error }, 'cluster: a metadata store call failed; retrying');
+        else this.noteStoreFailure(error, 'cluster: a metadata store call failed; retrying');
       },
     });
     this.node = node;
@@ -391,6 +409,7 @@ export class ClusterWiring {
         this.identityProblem = undefined;
       }
       this.recoveryReport = 'none';
+      this.loggedStoreFailures.clear();
       this.logger.info({ leaseId, incarnation, advertisedAddress }, 'cluster session registered');
     });
     node.on('sessionLost', ({ reason, incarnation }) => {

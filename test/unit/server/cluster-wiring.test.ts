@@ -109,6 +109,33 @@ describe('ClusterWiring', () => {
     expect(wiring.readinessProblem()).toBeUndefined();
   });
 
+  it('says once, without a stack, that etcd does not answer, however long it stays away', async () => {
+    store.failRequests();
+    wiring.start(target, { host: '127.0.0.1', port: 7074 });
+    await advance(30_000);
+    const warned = (): string[] =>
+      log.lines.filter((line) => line.level === 40 && /etcd|metadata store/.test(line.msg)).map((l) => l.msg);
+    expect(warned()).toEqual([
+      expect.stringMatching(/^cluster: etcd did not answer for the cluster identity/),
+    ]);
+    expect(log.lines.filter((line) => line.level === 40).every((line) => line.err === undefined)).toBe(true);
+    expect(wiring.readinessProblem()).toMatch(/^not yet registered in the cluster/);
+
+    store.restoreRequests();
+    await advance(5_000);
+    expect(wiring.readinessProblem()).toBeUndefined();
+    // A later outage is news again, and each kind of failure is said once.
+    const before = log.lines.length;
+    store.failRequests();
+    await advance(30_000);
+    const again = log.lines
+      .slice(before)
+      .filter((line) => line.level === 40 && /metadata store/.test(line.msg))
+      .map((line) => String(line.error));
+    expect(again.length).toBeGreaterThan(0);
+    expect(new Set(again).size).toBe(again.length);
+  });
+
   it('registers the advertised address when one is given', () => {
     const given = new ClusterWiring(
       createConfig({
@@ -251,9 +278,9 @@ describe('ClusterWiring', () => {
         'topic wide cannot be created: the cluster metadata store refused the request (see the server log)',
     });
     expect(ERROR_TABLE[ErrorCode.INVALID_REQUEST].retriable).toBe(false);
-    expect(log.lines.find((line) => line.level === 40)?.err).toMatchObject({
-      message: expect.stringContaining('request is too large') as unknown,
-    });
+    expect(log.lines.find((line) => line.level === 40)?.error).toEqual(
+      expect.stringContaining('request is too large'),
+    );
     const fits = await refusing.createTopics({
       topics: [{ name: 'narrow', numPartitions: 3, replicationFactor: 1 }],
     });

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { ClusterNode, type ClusterCreateTopicOutcome, type LeadershipChange } from '../cluster/cluster-node';
-import { EtcdMetadataStore } from '../cluster/etcd-metadata-store';
+import { EtcdMetadataStore, type EtcdClientTls, type EtcdCredentials } from '../cluster/etcd-metadata-store';
 import type { MetadataStore } from '../cluster/metadata-store';
 import type { CohortConfig } from '../config';
 import { ErrorCode } from '../errors';
@@ -49,6 +49,8 @@ export interface ClusterWiringOptions {
   readonly onViewApplied?: () => void;
   /** The metadata store; an EtcdMetadataStore on `config.etcdEndpoints` by default (tests give a fake). */
   readonly store?: MetadataStore;
+  /** What that EtcdMetadataStore reaches a locked-down etcd with, read from the configuration's files. */
+  readonly etcd?: { readonly tls?: EtcdClientTls; readonly credentials?: EtcdCredentials };
 }
 
 /**
@@ -84,8 +86,7 @@ export class ClusterWiring {
     this.logger = options.logger.child({ clusterId: config.clusterId, nodeId: config.nodeId });
     this.onReadinessChange = options.onReadinessChange ?? (() => undefined);
     this.onViewApplied = options.onViewApplied ?? (() => undefined);
-    this.store =
-      options.store ?? new EtcdMetadataStore({ endpoints: config.etcdEndpoints, time: options.time });
+    this.store = options.store ?? this.etcdStore(options.etcd ?? {});
     this.timer = new SystemTimer({ name: 'cluster', time: options.time });
     this.guard = { isActive: () => this.node?.guard.isActive() ?? false };
     this.isrChangeProposer = {
@@ -94,6 +95,36 @@ export class ClusterWiring {
           ? Promise.resolve({ kind: 'failed', error: new Error('the cluster node is not running') })
           : this.node.isrChangeProposer.proposeIsr(topic, partitionIndex, leaderEpoch, partitionEpoch, isr),
     };
+  }
+
+  /**
+   * The etcd client, with its TLS and user when the configuration has them. Each new token is logged
+   * (after the first, etcd stopped accepting the last one: it expired, etcd restarted; with etcd's default
+   * TTL, at most a line per node every five minutes). etcd without authentication, while cohort has a user
+   * for it, is a warning: the user protects nothing there.
+   */
+  private etcdStore(security: NonNullable<ClusterWiringOptions['etcd']>): MetadataStore {
+    let tokens = 0;
+    const etcdUsername = security.credentials?.username;
+    return new EtcdMetadataStore({
+      endpoints: this.config.etcdEndpoints,
+      time: this.time,
+      ...(security.tls === undefined ? {} : { tls: security.tls }),
+      ...(security.credentials === undefined ? {} : { credentials: security.credentials }),
+      onAuthentication: (outcome) => {
+        if (outcome === 'authDisabled') {
+          this.logger.warn(
+            { etcdUsername },
+            'etcd has authentication disabled: cohort calls it without a token, and anyone who reaches ' +
+              'etcd can rewrite the cluster (docs/operations.md, "Locking etcd down")',
+          );
+        } else if (++tokens === 1) {
+          this.logger.info({ etcdUsername }, 'authenticated to etcd');
+        } else {
+          this.logger.info({ etcdUsername, tokens }, 'etcd refused the last token: authenticated again');
+        }
+      },
+    });
   }
 
   /** The address this node registers: `--advertised-address`, else the listen host with the bound port. */

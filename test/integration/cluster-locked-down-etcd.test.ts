@@ -104,6 +104,9 @@ it('creates topics, produces and consumes on etcd with TLS and authentication, t
 
     await roundTrip('orders');
     for (const nodeId of c.nodeIds()) {
+      const lines = c.node(nodeId).process?.lines ?? [];
+      const listening = lines.find((line) => typeof line !== 'string' && line.msg === 'cohort listening');
+      expect(listening).toMatchObject({ etcdTls: true, etcdUser: 'cohort' });
       expect([nodeId, messagesOf(c, nodeId).includes('authenticated to etcd')]).toEqual([nodeId, true]);
     }
 

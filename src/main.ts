@@ -110,6 +110,8 @@ async function main(): Promise<void> {
       mutualTls: config.tlsClientCa !== '',
       token: config.token !== '' || config.tokenFile !== '',
       clusterSecret: config.clusterSecret !== '' || config.clusterSecretFile !== '',
+      etcdTls: config.etcdEndpoints.some((endpoint) => endpoint.startsWith('https://')),
+      etcdUser: config.etcdUsername === '' ? null : config.etcdUsername,
       adminAddress: admin === undefined ? null : `${admin.host}:${admin.port}`,
       manualClock: config.manualClock,
       dataDir: config.dataDir,

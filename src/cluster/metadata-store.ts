@@ -188,6 +188,12 @@ export type MetadataStoreErrorKind =
   | 'compacted'
   /** The store refused the request as malformed (a bug in the caller). */
   | 'invalidRequest'
+  /**
+   * The store refused the client's credentials or what they allow: a wrong user name or password, a token
+   * it no longer accepts, no credentials where it wants some, a user without permission on the key.
+   * Nothing was applied. A token is renewed by the next call; the rest stays until the operator fixes it.
+   */
+  | 'accessDenied'
   | 'closed';
 
 export class MetadataStoreError extends Error {

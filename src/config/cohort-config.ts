@@ -74,6 +74,17 @@ export interface CohortConfig {
   readonly offsetsRetentionCheckIntervalMs: number;
   /** etcd client URLs (`http://host:port`); none = one node on its own, without a cluster. */
   readonly etcdEndpoints: readonly string[];
+  /** PEM CA bundle that signed etcd's server certificate (https:// endpoints); '' = Node's built-in CAs. */
+  readonly etcdTlsCa: string;
+  /** PEM client certificate chain and key presented to etcd (its --client-cert-auth); '' = none. */
+  readonly etcdTlsCert: string;
+  readonly etcdTlsKey: string;
+  /** etcd's user cohort authenticates as; '' = etcd without authentication. */
+  readonly etcdUsername: string;
+  /** A file holding that user's password; '' = none. */
+  readonly etcdPasswordFile: string;
+  /** The password itself (COHORT_ETCD_PASSWORD only: never a flag); '' = none. */
+  readonly etcdPassword: string;
   /** The cluster's name: its keys live under `/<clusterId>/` in etcd. */
   readonly clusterId: string;
   /** This process's node id: a partition's leader id, a follower's replica id in its Fetch requests. */

@@ -48,6 +48,12 @@ import {
   DEFAULT_MIN_INSYNC_REPLICAS,
   DEFAULT_NODE_ID,
   DEFAULT_ETCD_ENDPOINTS,
+  DEFAULT_ETCD_TLS_CA,
+  DEFAULT_ETCD_TLS_CERT,
+  DEFAULT_ETCD_TLS_KEY,
+  DEFAULT_ETCD_USERNAME,
+  DEFAULT_ETCD_PASSWORD_FILE,
+  DEFAULT_ETCD_PASSWORD,
   DEFAULT_CLUSTER_ID,
   DEFAULT_ADVERTISED_ADDRESS,
   DEFAULT_NODE_SESSION_TIMEOUT_MS,
@@ -63,9 +69,11 @@ import {
 
 /**
  * How a setting's text (flag or env value) is read. `address` is HOST:PORT or `unix:PATH`; `adminAddress`
- * HOST:PORT or `off`; `file` a file to read at start-up, or '' for none; `secret` a value that
- * no message, help text or log ever shows; `urls` comma-separated etcd client URLs, '' for none; `name` a
- * cluster name (letters, digits, `.`, `_`, `-`); `advertisedAddress` HOST:PORT others connect to, or ''.
+ * HOST:PORT or `off`; `file` a file to read at start-up, or '' for none; `secret` a token of cohort's own
+ * that no message, help text or log ever shows; `password` another system's password (etcd's), hidden
+ * the same way but held to that system's rules, not cohort's; `text` any text without control
+ * characters, '' for none; `urls` comma-separated etcd client URLs, '' for none; `name` a cluster name
+ * (letters, digits, `.`, `_`, `-`); `advertisedAddress` HOST:PORT others connect to, or ''.
  */
 export type SettingKind =
   | 'address'
@@ -76,6 +84,8 @@ export type SettingKind =
   | 'path'
   | 'file'
   | 'secret'
+  | 'password'
+  | 'text'
   | 'boolean'
   | 'integer'
   | 'logLevel';
@@ -421,8 +431,55 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     valueName: 'URL[,URL...]',
     defaultValue: DEFAULT_ETCD_ENDPOINTS,
     description:
-      "etcd's client URLs (http://host:port; several must be IPv4 addresses): run as a node of the " +
-      'cluster whose membership, leaders and ISRs etcd holds. None (the default): one node on its own.',
+      "etcd's client URLs (http://host:port, or https://host:port for TLS; one scheme for all; several " +
+      'must be IPv4 addresses): run as a node of the cluster whose membership, leaders and ISRs etcd ' +
+      'holds. None (the default): one node on its own.',
+  }),
+  etcdTlsCa: setting('etcdTlsCa', {
+    kind: 'file',
+    valueName: 'PATH',
+    defaultValue: DEFAULT_ETCD_TLS_CA,
+    description:
+      "PEM CA certificates that signed etcd's server certificate (https:// endpoints). Without it, " +
+      "Node's built-in public CAs, which sign no private address or name.",
+  }),
+  etcdTlsCert: setting('etcdTlsCert', {
+    kind: 'file',
+    valueName: 'PATH',
+    defaultValue: DEFAULT_ETCD_TLS_CERT,
+    description:
+      "PEM client certificate chain presented to etcd, for etcd's --client-cert-auth. Needs " +
+      '--etcd-tls-key and https:// endpoints.',
+  }),
+  etcdTlsKey: setting('etcdTlsKey', {
+    kind: 'file',
+    valueName: 'PATH',
+    defaultValue: DEFAULT_ETCD_TLS_KEY,
+    description: 'PEM private key of --etcd-tls-cert.',
+  }),
+  etcdUsername: setting('etcdUsername', {
+    kind: 'text',
+    valueName: 'NAME',
+    defaultValue: DEFAULT_ETCD_USERNAME,
+    description:
+      "The etcd user cohort authenticates as, when etcd's authentication is enabled; its role needs " +
+      'readwrite on /<cluster-id>/. Needs its password: --etcd-password-file or COHORT_ETCD_PASSWORD.',
+  }),
+  etcdPasswordFile: setting('etcdPasswordFile', {
+    kind: 'file',
+    valueName: 'PATH',
+    defaultValue: DEFAULT_ETCD_PASSWORD_FILE,
+    description:
+      'File holding the password of --etcd-username, read at start-up (a trailing newline is ignored).',
+  }),
+  etcdPassword: setting('etcdPassword', {
+    kind: 'password',
+    valueName: 'PASSWORD',
+    defaultValue: DEFAULT_ETCD_PASSWORD,
+    isEnvOnly: true,
+    description:
+      'The password of --etcd-username itself. Environment only: a flag would show it to every user of ' +
+      'the machine.',
   }),
   clusterId: setting('clusterId', {
     kind: 'name',

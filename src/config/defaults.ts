@@ -99,6 +99,15 @@ export const DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS = 600_000;
 /** The log's defaults are Kafka's broker defaults except where noted; they equal src/log/storage's (a test checks). */
 /** No etcd: one node on its own, exactly as without a cluster. */
 export const DEFAULT_ETCD_ENDPOINTS: readonly string[] = Object.freeze([]);
+/** Without a CA file, https:// endpoints are checked against Node's built-in (public) CAs. */
+export const DEFAULT_ETCD_TLS_CA = '';
+/** No client certificate: etcd without --client-cert-auth. */
+export const DEFAULT_ETCD_TLS_CERT = '';
+export const DEFAULT_ETCD_TLS_KEY = '';
+/** No etcd user: etcd without authentication. */
+export const DEFAULT_ETCD_USERNAME = '';
+export const DEFAULT_ETCD_PASSWORD_FILE = '';
+export const DEFAULT_ETCD_PASSWORD = '';
 export const DEFAULT_CLUSTER_ID = 'cohort';
 /** node.id */
 export const DEFAULT_NODE_ID = 0;

@@ -38,6 +38,8 @@ export function parseSetting(spec: SettingSpec, text: string): ParsedSetting {
     case 'path':
     case 'file':
     case 'secret':
+    case 'password':
+    case 'text':
     case 'logLevel':
       return { ok: true, value: text };
   }

@@ -3,7 +3,7 @@ import { LOG_LEVELS } from './cohort-config';
 import type { SettingSpec } from './config-schema';
 import { CONFIG_SCHEMA, CONFIG_SETTINGS } from './config-schema';
 import { ADMIN_LISTEN_OFF, MIN_TOKEN_LENGTH } from './defaults';
-import { checkEtcdEndpoints } from './etcd-endpoints';
+import { checkEtcdEndpoints, isPrivateHost } from './etcd-endpoints';
 import { isLoopbackListen, parseListenAddress, parseUnixSocket } from './listen-address';
 
 /** Where a value came from; messages name it the way the user gave it. */
@@ -22,7 +22,7 @@ export type ValidatedConfig =
 export function describeSetting(spec: SettingSpec, value: unknown, source: ConfigSource): string {
   // A secret is never echoed: messages end up in terminals, CI logs and bug reports.
   const shown =
-    spec.kind === 'secret'
+    spec.kind === 'secret' || spec.kind === 'password'
       ? 'hidden'
       : typeof value === 'string' || Array.isArray(value)
         ? `'${String(value)}'`
@@ -121,11 +121,26 @@ function checkOne(spec: SettingSpec, value: unknown, source: ConfigSource): stri
       return value.length >= MIN_TOKEN_LENGTH
         ? undefined
         : `${name} must be at least ${MIN_TOKEN_LENGTH} characters long, got ${value.length}`;
+    case 'password':
+      return typeof value === 'string' ? undefined : `${name} must be text`;
+    case 'text':
+      return typeof value === 'string' && !hasControlCharacter(value)
+        ? undefined
+        : `${describeSetting(spec, value, source)} must be text without control characters`;
     case 'logLevel':
       return typeof value === 'string' && (LOG_LEVELS as readonly string[]).includes(value)
         ? undefined
         : `${describeSetting(spec, value, source)} must be one of ${LOG_LEVELS.join(', ')}`;
   }
+}
+
+/** A character below space, or DEL: nothing a user name holds, and what a terminal would act on. */
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
 }
 
 /**
@@ -151,6 +166,7 @@ export function validateConfig(
   }
   errors.push(...replicationProblems(candidate, sources));
   errors.push(...clusterProblems(candidate, sources));
+  errors.push(...etcdSecurityProblems(candidate, sources));
   errors.push(...securityProblems(candidate, sources));
   if (errors.length > 0) return { errors };
   const config = {} as Record<ConfigKey, unknown>;
@@ -288,5 +304,88 @@ function clusterProblems(candidate: Readonly<Record<ConfigKey, unknown>>, source
   // follower: count as replication, acknowledge acks=-1 writes no follower has, keep a dead one in the ISR.
   if (!hasClusterSecret(candidate))
     problems.push(`${cluster} makes this process a cluster node, and ${CLUSTER_SECRET_NEEDED}`);
+  return problems;
+}
+
+/** The settings of the etcd client's TLS and authentication, in schema order. */
+const ETCD_SECURITY_KEYS = [
+  'etcdTlsCa',
+  'etcdTlsCert',
+  'etcdTlsKey',
+  'etcdUsername',
+  'etcdPasswordFile',
+  'etcdPassword',
+] as const satisfies readonly ConfigKey[];
+
+/**
+ * How the etcd client protects itself: TLS files that go together and need https:// endpoints, a CA where
+ * no public one would do, and a user with exactly one password. Every setting of it needs etcd endpoints.
+ */
+function etcdSecurityProblems(
+  candidate: Readonly<Record<ConfigKey, unknown>>,
+  sources: ConfigSources,
+): string[] {
+  const problems: string[] = [];
+  const describe = (key: ConfigKey): string =>
+    describeSetting(CONFIG_SCHEMA[key], candidate[key], sources[key]);
+  const named = (key: ConfigKey): string => nameOf(CONFIG_SCHEMA[key], sources[key]);
+  const isSet = (key: ConfigKey): boolean => isNonEmpty(candidate[key]);
+  const given = ETCD_SECURITY_KEYS.filter(isSet);
+  const { etcdEndpoints } = candidate;
+  const flag = (key: ConfigKey): string => CONFIG_SCHEMA[key].flag;
+  if (!Array.isArray(etcdEndpoints) || etcdEndpoints.length === 0) {
+    if (given.length > 0) {
+      problems.push(
+        `${given.map((key) => (CONFIG_SCHEMA[key].kind === 'password' ? named(key) : describe(key))).join(', ')} ` +
+          `${given.length === 1 ? 'is' : 'are'} for the etcd client, and there is no etcd: give ` +
+          `${flag('etcdEndpoints')} too, or leave ${given.length === 1 ? 'it' : 'them'} out`,
+      );
+    }
+    return problems;
+  }
+  if (isSet('etcdTlsCert') !== isSet('etcdTlsKey')) {
+    const one = isSet('etcdTlsCert') ? 'etcdTlsCert' : 'etcdTlsKey';
+    problems.push(
+      `${describe(one)} needs its twin: give ${flag('etcdTlsCert')} and ${flag('etcdTlsKey')} together`,
+    );
+  }
+  const checked = etcdEndpoints.every((url) => typeof url === 'string')
+    ? checkEtcdEndpoints(etcdEndpoints as string[])
+    : undefined;
+  // Endpoints that do not check out have their own message already.
+  if (checked?.ok === true) {
+    const tlsFiles = (['etcdTlsCa', 'etcdTlsCert', 'etcdTlsKey'] as const).filter(isSet);
+    if (!checked.isTls && tlsFiles.length > 0) {
+      problems.push(
+        `${tlsFiles.map(describe).join(', ')} ${tlsFiles.length === 1 ? 'is' : 'are'} for TLS to etcd, and ` +
+          `${describe('etcdEndpoints')} ${etcdEndpoints.length === 1 ? 'is' : 'are'} plain http: give ` +
+          'https://HOST:PORT endpoints (etcd serving --listen-client-urls https://...), or leave the TLS files out',
+      );
+    }
+    const privateHosts = checked.hostPorts.map(({ host }) => host).filter(isPrivateHost);
+    if (checked.isTls && !isSet('etcdTlsCa') && privateHosts.length > 0) {
+      problems.push(
+        `${describe('etcdEndpoints')} names ${privateHosts.join(', ')}, for which no public CA signs a ` +
+          `certificate: give ${flag('etcdTlsCa')} the CA that signed etcd's server certificate ` +
+          "(etcd's --trusted-ca-file is usually the same)",
+      );
+    }
+  }
+  const hasPassword = isSet('etcdPasswordFile') || isSet('etcdPassword');
+  if (isSet('etcdUsername') && !hasPassword) {
+    problems.push(
+      `${describe('etcdUsername')} needs its password: give ${flag('etcdPasswordFile')} or ` +
+        `${CONFIG_SCHEMA.etcdPassword.env}`,
+    );
+  }
+  if (!isSet('etcdUsername') && hasPassword) {
+    const password = isSet('etcdPasswordFile') ? describe('etcdPasswordFile') : named('etcdPassword');
+    problems.push(`${password} is the password of an etcd user: give ${flag('etcdUsername')} too`);
+  }
+  if (isSet('etcdPasswordFile') && isSet('etcdPassword')) {
+    problems.push(
+      `give the etcd password once: ${named('etcdPassword')} or ${describe('etcdPasswordFile')}, not both`,
+    );
+  }
   return problems;
 }

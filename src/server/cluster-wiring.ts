@@ -5,7 +5,7 @@ import {
   establishClusterIdentity,
 } from '../cluster/cluster-identity';
 import { ClusterNode, type ClusterCreateTopicOutcome, type LeadershipChange } from '../cluster/cluster-node';
-import { EtcdMetadataStore } from '../cluster/etcd-metadata-store';
+import { EtcdMetadataStore, type EtcdClientTls, type EtcdCredentials } from '../cluster/etcd-metadata-store';
 import { MetadataStoreError, type MetadataStore } from '../cluster/metadata-store';
 import {
   encodeRecoveryReport,
@@ -85,6 +85,8 @@ export interface ClusterWiringOptions {
   readonly localReplicas?: () => Promise<LocalReplicaState[]>;
   /** The cluster uuid of a cluster created by this node; random by default (tests fix it). */
   readonly newClusterUuid?: () => string;
+  /** What that EtcdMetadataStore reaches a locked-down etcd with, read from the configuration's files. */
+  readonly etcd?: { readonly tls?: EtcdClientTls; readonly credentials?: EtcdCredentials };
 }
 
 /**
@@ -143,8 +145,7 @@ export class ClusterWiring {
     this.newClusterUuid = options.newClusterUuid ?? newClusterUuid;
     this.writeDataDirIdentity = options.writeDataDirIdentity ?? (() => undefined);
     this.localReplicas = options.localReplicas ?? (() => Promise.resolve([]));
-    this.store =
-      options.store ?? new EtcdMetadataStore({ endpoints: config.etcdEndpoints, time: options.time });
+    this.store = options.store ?? this.etcdStore(options.etcd ?? {});
     this.timer = new SystemTimer({ name: 'cluster', time: options.time });
     this.guard = { isActive: () => this.node?.guard.isActive() ?? false };
     this.isrChangeProposer = {
@@ -153,6 +154,36 @@ export class ClusterWiring {
           ? Promise.resolve({ kind: 'failed', error: new Error('the cluster node is not running') })
           : this.node.isrChangeProposer.proposeIsr(topic, partitionIndex, leaderEpoch, partitionEpoch, isr),
     };
+  }
+
+  /**
+   * The etcd client, with its TLS and user when the configuration has them. Each new token is logged
+   * (after the first, etcd stopped accepting the last one: it expired, etcd restarted; with etcd's default
+   * TTL, at most a line per node every five minutes). etcd without authentication, while cohort has a user
+   * for it, is a warning: the user protects nothing there.
+   */
+  private etcdStore(security: NonNullable<ClusterWiringOptions['etcd']>): MetadataStore {
+    let tokens = 0;
+    const etcdUsername = security.credentials?.username;
+    return new EtcdMetadataStore({
+      endpoints: this.config.etcdEndpoints,
+      time: this.time,
+      ...(security.tls === undefined ? {} : { tls: security.tls }),
+      ...(security.credentials === undefined ? {} : { credentials: security.credentials }),
+      onAuthentication: (outcome) => {
+        if (outcome === 'authDisabled') {
+          this.logger.warn(
+            { etcdUsername },
+            'etcd has authentication disabled: cohort calls it without a token, and anyone who reaches ' +
+              'etcd can rewrite the cluster (docs/operations.md, "Locking etcd down")',
+          );
+        } else if (++tokens === 1) {
+          this.logger.info({ etcdUsername }, 'authenticated to etcd');
+        } else {
+          this.logger.info({ etcdUsername, tokens }, 'etcd refused the last token: authenticated again');
+        }
+      },
+    });
   }
 
   /** The address this node registers: `--advertised-address`, else the listen host with the bound port. */

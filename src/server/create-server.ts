@@ -238,6 +238,25 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       'the cluster secret file can be read by other users: chmod 600 it (or defaultMode 0400 on a mounted secret)',
     );
   }
+  if (security.etcd.isPasswordInClear) {
+    logger.warn(
+      { etcdEndpoints: config.etcdEndpoints },
+      'the etcd password and token travel in clear text to etcd: give https:// endpoints and --etcd-tls-ca',
+    );
+  }
+  if (security.etcd.isPasswordWeak) {
+    logger.warn(
+      { etcdPasswordFrom: config.etcdPasswordFile === '' ? 'COHORT_ETCD_PASSWORD' : '--etcd-password-file' },
+      'the etcd password looks easy to guess (docs/operations.md, "Locking etcd down"): make one with ' +
+        '`openssl rand -base64 32`',
+    );
+  }
+  if (security.etcd.isPasswordFileShared) {
+    logger.warn(
+      { etcdPasswordFile: config.etcdPasswordFile },
+      'the etcd password file can be read by other users: chmod 600 it (or defaultMode 0400 on a mounted secret)',
+    );
+  }
   const adminListen = adminListenOf(config);
   if (adminListen !== undefined && !isLoopbackListen(adminListen)) {
     logger.warn(
@@ -266,6 +285,10 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       : new ClusterWiring(config, {
           time,
           logger,
+          etcd: {
+            ...(security.etcd.tls === undefined ? {} : { tls: security.etcd.tls }),
+            ...(security.etcd.credentials === undefined ? {} : { credentials: security.etcd.credentials }),
+          },
           onReadinessChange: () => refreshWholeServerHealth(),
           onViewApplied: () => clusterBoard?.changed(),
           writeDataDirIdentity: (identity) => writeDataDirIdentity(config.dataDir, identity),

@@ -1,9 +1,11 @@
+import { X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { credentials as channelCredentials, ServerCredentials } from '@grpc/grpc-js';
 import type { ChannelCredentials } from '@grpc/grpc-js';
+import type { EtcdClientTls, EtcdCredentials } from '../cluster/etcd-metadata-store';
 import type { CohortConfig } from '../config';
-import { CONFIG_SCHEMA, InvalidConfigError, MIN_TOKEN_LENGTH } from '../config';
+import { CONFIG_SCHEMA, InvalidConfigError, isLoopbackListen, MIN_TOKEN_LENGTH } from '../config';
 import { BearerTokenCheck } from './bearer-token-interceptor';
 import type { NodeAuthenticator, NodeCredentials } from './node-credentials';
 import { NO_CLUSTER_SECRET, NodeCredentialsCheck, nodeCredentialsFor } from './node-credentials';
@@ -43,6 +45,25 @@ export interface ServerSecurity {
    * refusal, because Kubernetes and Docker mount secrets 0644 and 0444 by default.
    */
   readonly isClusterSecretFileShared: boolean;
+  /** How the etcd client reaches a locked-down etcd (cluster mode). */
+  readonly etcd: EtcdClientSecurity;
+}
+
+/** What the etcd client is given from the configuration's files, and what start-up warns about. */
+export interface EtcdClientSecurity {
+  /** The CA and client certificate for https:// endpoints; undefined for http:// (or no etcd). */
+  readonly tls: EtcdClientTls | undefined;
+  /** etcd's user and password; undefined without `etcdUsername`. */
+  readonly credentials: EtcdCredentials | undefined;
+  /** The password looks easy to guess, as `isTokenWeak` judges tokens: a warning, not a refusal. */
+  readonly isPasswordWeak: boolean;
+  /** The password file can be read by its group or by everyone, as `isClusterSecretFileShared`. */
+  readonly isPasswordFileShared: boolean;
+  /**
+   * The password, and then the token, travel in clear text to an etcd other machines may see the traffic
+   * of: a user with http:// endpoints that are not loopback.
+   */
+  readonly isPasswordInClear: boolean;
 }
 
 /** The rules COHORT_TOKEN (and COHORT_CLUSTER_SECRET) follow, for a value read from a file. */
@@ -66,7 +87,7 @@ function isReadableByOthers(path: string): boolean {
 }
 
 /**
- * Reads the token, cluster secret and TLS files the configuration names, once, at start-up, and checks them
+ * Reads the token, cluster secret, TLS and etcd client files the configuration names, once, at start-up, and checks them
  * before anything binds: a missing or unreadable file, a token or secret that breaks COHORT_TOKEN's rules,
  * a cluster secret equal to the bearer token, text that
  * is not PEM, or a key that does not match its certificate. Throws an InvalidConfigError listing every
@@ -75,7 +96,16 @@ function isReadableByOthers(path: string): boolean {
 export function loadServerSecurity(config: CohortConfig): ServerSecurity {
   const problems: string[] = [];
   const read = (
-    key: 'tokenFile' | 'clusterSecretFile' | 'tlsCert' | 'tlsKey' | 'tlsClientCa',
+    key:
+      | 'tokenFile'
+      | 'clusterSecretFile'
+      | 'tlsCert'
+      | 'tlsKey'
+      | 'tlsClientCa'
+      | 'etcdTlsCa'
+      | 'etcdTlsCert'
+      | 'etcdTlsKey'
+      | 'etcdPasswordFile',
   ): Buffer | undefined => {
     const path = config[key];
     if (path === '') return undefined;
@@ -132,6 +162,7 @@ export function loadServerSecurity(config: CohortConfig): ServerSecurity {
       );
     }
   }
+  const etcd = readEtcdClientSecurity(config, read, problems);
   if (problems.length > 0) throw new InvalidConfigError(problems);
 
   const isTls = cert !== undefined && key !== undefined;
@@ -156,5 +187,79 @@ export function loadServerSecurity(config: CohortConfig): ServerSecurity {
     isClusterSecretWeak: clusterSecret !== undefined && isWeakToken(clusterSecret),
     isClusterSecretFileShared:
       clusterSecretFile !== undefined && isReadableByOthers(config.clusterSecretFile),
+    etcd,
+  };
+}
+
+/** The PEM certificates of `pem`, each parsed: none, or one that does not parse, is a problem. */
+function certificateProblem(pem: Buffer): string | undefined {
+  const blocks = pem.toString('utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g);
+  if (blocks === null) return 'holds no PEM certificate';
+  try {
+    for (const block of blocks) new X509Certificate(block);
+  } catch (error) {
+    return `holds a certificate that does not parse: ${(error as Error).message}`;
+  }
+  return undefined;
+}
+
+/**
+ * The etcd client's files, read with the others (every problem listed together): the CA (certificates
+ * that parse; a TLS context takes any text without complaint), the client certificate and its key (usable
+ * together), and the password (a trailing newline dropped, not empty). Nothing is read without etcd
+ * endpoints: validation refused these settings then.
+ */
+function readEtcdClientSecurity(
+  config: CohortConfig,
+  read: (key: 'etcdTlsCa' | 'etcdTlsCert' | 'etcdTlsKey' | 'etcdPasswordFile') => Buffer | undefined,
+  problems: string[],
+): EtcdClientSecurity {
+  const caCert = read('etcdTlsCa');
+  const cert = read('etcdTlsCert');
+  const key = read('etcdTlsKey');
+  if (caCert !== undefined) {
+    const problem = certificateProblem(caCert);
+    if (problem !== undefined)
+      problems.push(`${CONFIG_SCHEMA.etcdTlsCa.flag} (${config.etcdTlsCa}) ${problem}`);
+  }
+  if (cert !== undefined && key !== undefined) {
+    try {
+      createSecureContext({ cert, key });
+    } catch (error) {
+      problems.push(
+        `${CONFIG_SCHEMA.etcdTlsCert.flag} (${config.etcdTlsCert}) and ${CONFIG_SCHEMA.etcdTlsKey.flag} ` +
+          `(${config.etcdTlsKey}) are not usable PEM (a certificate chain and its private key): ` +
+          (error as Error).message,
+      );
+    }
+  }
+  let password: string | undefined = config.etcdPassword === '' ? undefined : config.etcdPassword;
+  const passwordFile = read('etcdPasswordFile');
+  if (passwordFile !== undefined) {
+    password = passwordFile.toString('utf8').replace(/\r?\n$/, '');
+    if (password === '') {
+      problems.push(`${CONFIG_SCHEMA.etcdPasswordFile.flag} (${config.etcdPasswordFile}) is empty`);
+    }
+  }
+  const isHttps = config.etcdEndpoints.some((endpoint) => endpoint.startsWith('https://'));
+  const tls: EtcdClientTls | undefined = isHttps
+    ? {
+        ...(caCert === undefined ? {} : { caCert }),
+        ...(cert === undefined || key === undefined ? {} : { cert, key }),
+      }
+    : undefined;
+  const credentials =
+    config.etcdUsername === '' || password === undefined
+      ? undefined
+      : { username: config.etcdUsername, password };
+  return {
+    tls,
+    credentials,
+    isPasswordWeak: password !== undefined && isWeakToken(password),
+    isPasswordFileShared: passwordFile !== undefined && isReadableByOthers(config.etcdPasswordFile),
+    isPasswordInClear:
+      credentials !== undefined &&
+      !isHttps &&
+      config.etcdEndpoints.some((endpoint) => !isLoopbackListen(new URL(endpoint).host)),
   };
 }

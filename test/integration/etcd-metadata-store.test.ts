@@ -55,6 +55,8 @@ describe('etcdTarget', () => {
     [['http://127.0.0.1:2379'], '127.0.0.1:2379'],
     [['http://etcd-0.internal:2379'], 'etcd-0.internal:2379'],
     [['http://10.0.0.1:2379', 'http://10.0.0.2:2379'], 'ipv4:10.0.0.1:2379,10.0.0.2:2379'],
+    [['https://127.0.0.1:2379'], '127.0.0.1:2379'],
+    [['https://10.0.0.1:2379', 'https://10.0.0.2:2379'], 'ipv4:10.0.0.1:2379,10.0.0.2:2379'],
   ])('turns %j into the channel target %s', (endpoints, target) => {
     expect(etcdTarget(endpoints)).toBe(target);
   });
@@ -62,7 +64,8 @@ describe('etcdTarget', () => {
   it.each([
     [[], /at least one/],
     [['127.0.0.1:2379'], /expected http:\/\/host:port|only http/],
-    [['https://127.0.0.1:2379'], /only http:\/\//],
+    [['grpc://127.0.0.1:2379'], /expected http:\/\/host:port or https:\/\/host:port/],
+    [['https://10.0.0.1:2379', 'http://10.0.0.2:2379'], /mix http:\/\/ and https:\/\//],
     [['http://127.0.0.1'], /expected http:\/\/host:port/],
     [['http://a:1', 'http://b:2'], /IPv4/],
   ])('refuses %j', (endpoints, message) => {

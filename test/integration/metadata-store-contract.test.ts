@@ -15,24 +15,38 @@ import {
   WatchRecorder,
   type StoreHarness,
 } from '../support/metadata-store-harness';
+import { makeTlsFixtures, type TlsFixtures } from '../support/tls-fixtures';
 
 /**
  * One contract, two implementations: every behaviour the cluster layer relies on is checked against a
- * real etcd and against the in-memory fake its unit tests use, so the fake cannot drift from etcd.
+ * real etcd and against the in-memory fake its unit tests use, so the fake cannot drift from etcd. The
+ * real one twice: plain, and locked down as docs/operations.md says (TLS only, client certificates,
+ * authentication on, cohort's user allowed one prefix), where every call carries a token.
  */
 
+/** The keys every test of this file uses start with it: the locked-down etcd's user may use no others. */
+const KEY_PREFIX = '/contract-';
+
 let etcd: EtcdProcess;
+let lockedDown: EtcdProcess;
+let tls: TlsFixtures;
 beforeAll(async () => {
   // The first start on a fresh machine may install etcd-server.
   etcd = await startEtcd();
+  tls = makeTlsFixtures();
+  lockedDown = await startEtcd({ tls: { fixtures: tls }, auth: { prefix: KEY_PREFIX } });
 }, 300_000);
-afterAll(() => etcd?.stop());
+afterAll(async () => {
+  await Promise.all([etcd?.stop(), lockedDown?.stop()]);
+  tls?.cleanup();
+});
 
 let testNumber = 0;
 
 describe.each([
   ['in-memory etcd', () => inMemoryHarness()],
   ['etcd', () => etcdHarness(etcd)],
+  ['etcd with TLS, client certificates and authentication', () => etcdHarness(lockedDown)],
 ])('MetadataStore contract: %s', (_name, makeHarness: () => StoreHarness) => {
   let harness: StoreHarness;
   let store: MetadataStore;
@@ -42,7 +56,7 @@ describe.each([
   beforeEach(() => {
     harness = makeHarness();
     store = harness.store;
-    p = `/contract-${process.pid}-${++testNumber}/`;
+    p = `${KEY_PREFIX}${process.pid}-${++testNumber}/`;
   });
   afterEach(() => harness.close());
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { freePorts, startEtcd, type EtcdProcess } from './etcd';
 import { groupCoordinatorClient } from './grpc-clients';
 import type { FinalReplicaLog, LogHistory, PartitionRef, SeenRecord } from './log-history';
 import { spawnCohort, type CohortProcess } from './spawn-cohort';
+import { makeTlsFixtures, type TlsFixtures } from './tls-fixtures';
 
 /**
  * A cohort cluster of real processes for fault tests and benches: one etcd (test/support/etcd.ts) and N
@@ -26,7 +27,8 @@ import { spawnCohort, type CohortProcess } from './spawn-cohort';
  * liveChildProcesses() that nothing is left). Every wait has a deadline and says what it waited for.
  *
  * `mode: 'single'` starts one node without etcd, as `npm start` runs by default: the baseline a bench
- * compares the cluster with, driven by the same clients and read back the same way.
+ * compares the cluster with, driven by the same clients and read back the same way. `lockedDownEtcd`
+ * runs etcd with TLS, client certificates and authentication, and the nodes with what they need for it.
  */
 export interface CohortClusterOptions {
   /** 'cluster' (default): etcd and `nodeCount` nodes; 'single': one node, no etcd, no cluster flags. */
@@ -45,6 +47,13 @@ export interface CohortClusterOptions {
   readonly extraArgs?: readonly string[];
   /** How long a node may take from spawn to /readyz 200 (default 60 s: a loaded 2-core machine). */
   readonly readyTimeoutMs?: number;
+  /**
+   * Run etcd locked down as docs/operations.md says: TLS only, with client certificates
+   * (--client-cert-auth), authentication on, the nodes' user allowed the cluster's prefix and nothing
+   * else. Every node gets `--etcd-tls-ca`, `--etcd-tls-cert`, `--etcd-tls-key`, `--etcd-username` and
+   * `--etcd-password-file`. `tokenTtlSeconds` is etcd's --auth-token-ttl (300 by default).
+   */
+  readonly lockedDownEtcd?: { readonly tokenTtlSeconds?: number };
 }
 
 export type NodeState = 'running' | 'paused' | 'killed' | 'stopped';
@@ -104,22 +113,49 @@ export async function waitFor<T>(
   }
 }
 
+/** The flags a node needs to reach a locked-down etcd, and the certificates to remove at the end. */
+interface EtcdAccess {
+  readonly args: readonly string[];
+  readonly tls: TlsFixtures;
+}
+
+/** A node's flags for `etcd`'s TLS files and user, the password written to a file only its owner reads. */
+function lockedDownEtcdArgs(etcd: EtcdProcess, root: string): string[] {
+  const { tlsFiles } = etcd;
+  const { credentials } = etcd.clientOptions;
+  if (tlsFiles === undefined || credentials === undefined) throw new Error('etcd is not locked down');
+  const passwordFile = join(root, 'etcd-password');
+  writeFileSync(passwordFile, `${credentials.password}\n`, { mode: 0o600 });
+  return [
+    '--etcd-tls-ca',
+    tlsFiles.ca,
+    '--etcd-tls-cert',
+    tlsFiles.cert,
+    '--etcd-tls-key',
+    tlsFiles.key,
+    '--etcd-username',
+    credentials.username,
+    '--etcd-password-file',
+    passwordFile,
+  ];
+}
+
 export class CohortCluster {
-  readonly clusterId: string;
   readonly sessionTimeoutMs: number;
   private readonly slots = new Map<number, NodeSlot>();
   private readonly secret = randomBytes(32).toString('hex');
   private isStopped = false;
 
   private constructor(
+    readonly clusterId: string,
     /** Undefined for a single node. */
     readonly etcd: EtcdProcess | undefined,
+    private readonly etcdAccess: EtcdAccess | undefined,
     readonly root: string,
     private readonly options: CohortClusterOptions,
     ports: readonly number[],
   ) {
     this.sessionTimeoutMs = options.sessionTimeoutMs ?? 3_000;
-    this.clusterId = options.clusterId ?? `cohort-test-${process.pid}-${randomBytes(3).toString('hex')}`;
     ports.forEach((port, i) => {
       const nodeId = i + 1;
       const dataDir = join(root, `node-${nodeId}`);
@@ -139,12 +175,30 @@ export class CohortCluster {
   /** Starts etcd and every node, and waits until each node's /readyz answers 200. */
   static async start(options: CohortClusterOptions = {}): Promise<CohortCluster> {
     const isSingle = options.mode === 'single';
-    const etcd = isSingle ? undefined : await startEtcd();
+    const clusterId = options.clusterId ?? `cohort-test-${process.pid}-${randomBytes(3).toString('hex')}`;
     const root = mkdtempSync(join(tmpdir(), 'cohort-cluster-'));
+    let etcd: EtcdProcess | undefined;
+    let tls: TlsFixtures | undefined;
     let cluster: CohortCluster | undefined;
     try {
+      let access: EtcdAccess | undefined;
+      if (isSingle) {
+        etcd = undefined;
+      } else if (options.lockedDownEtcd === undefined) {
+        etcd = await startEtcd();
+      } else {
+        tls = makeTlsFixtures();
+        const { tokenTtlSeconds } = options.lockedDownEtcd;
+        etcd = await startEtcd({
+          tls: { fixtures: tls },
+          auth: { prefix: `/${clusterId}/`, ...(tokenTtlSeconds === undefined ? {} : { tokenTtlSeconds }) },
+        });
+        access = { args: lockedDownEtcdArgs(etcd, root), tls };
+      }
       cluster = new CohortCluster(
+        clusterId,
         etcd,
+        access,
         root,
         options,
         await freePorts(isSingle ? 1 : (options.nodeCount ?? 3)),
@@ -156,6 +210,7 @@ export class CohortCluster {
       if (cluster !== undefined) await cluster.stop();
       else {
         await etcd?.stop();
+        tls?.cleanup();
         rmSync(root, { recursive: true, force: true });
       }
       throw error;
@@ -222,6 +277,7 @@ export class CohortCluster {
             this.clusterId,
             '--node-session-timeout-ms',
             String(this.sessionTimeoutMs),
+            ...(this.etcdAccess?.args ?? []),
           ];
     const args = [
       '--listen',
@@ -515,6 +571,7 @@ export class CohortCluster {
       await this.stopNodes();
     } finally {
       await this.etcd?.stop();
+      this.etcdAccess?.tls.cleanup();
       rmSync(this.root, { recursive: true, force: true });
     }
   }

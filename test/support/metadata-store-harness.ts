@@ -46,10 +46,11 @@ export function inMemoryHarness(): StoreHarness & { readonly time: ManualTime; r
   };
 }
 
+/** Clients of a real etcd, with its TLS files and cohort's user when it is locked down. */
 export function etcdHarness(etcd: EtcdProcess): StoreHarness {
   const clients: MetadataStore[] = [];
   const connect = (): MetadataStore => {
-    const client = new EtcdMetadataStore({ endpoints: etcd.endpoints });
+    const client = new EtcdMetadataStore({ endpoints: etcd.endpoints, ...etcd.clientOptions });
     clients.push(client);
     return client;
   };

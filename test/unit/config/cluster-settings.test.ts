@@ -84,9 +84,9 @@ describe('the cluster settings', () => {
   });
 
   it('refuses endpoints the etcd client cannot dial, naming the flag', () => {
-    expect(errorsOf(loadConfig(['--etcd-endpoints', 'https://e:2379', '--node-id', '1'], SECRET))).toEqual([
-      "--etcd-endpoints ('https://e:2379'): etcd endpoint 'https://e:2379': only http:// is supported " +
-        '(no TLS to etcd yet), e.g. --etcd-endpoints http://127.0.0.1:2379',
+    expect(errorsOf(loadConfig(['--etcd-endpoints', 'grpc://e:2379', '--node-id', '1'], SECRET))).toEqual([
+      "--etcd-endpoints ('grpc://e:2379'): etcd endpoint 'grpc://e:2379': expected http://host:port or " +
+        'https://host:port, e.g. --etcd-endpoints http://127.0.0.1:2379',
     ]);
     expect(
       errorsOf(

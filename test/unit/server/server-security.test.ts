@@ -169,4 +169,114 @@ describe('loadServerSecurity', () => {
       expect([...equal, ...problems].join('\n')).not.toContain(SECRET);
     });
   });
+  describe('the etcd client', () => {
+    const PASSWORD = 'Zq4 etcd password with spaces';
+    const cluster = (overrides: Parameters<typeof createConfig>[0]): ReturnType<typeof createConfig> =>
+      createConfig({
+        etcdEndpoints: ['https://127.0.0.1:2379'],
+        nodeId: 1,
+        clusterSecret: 'q7Hk2VtN9wXc4RzL0pB6mYs3JdF8aGe1TuQ5iKoW2nE',
+        etcdTlsCa: tls.caCertPath,
+        ...overrides,
+      });
+
+    it('has no TLS and no user without them', () => {
+      expect(loadServerSecurity(createConfig()).etcd).toEqual({
+        tls: undefined,
+        credentials: undefined,
+        isPasswordWeak: false,
+        isPasswordFileShared: false,
+        isPasswordInClear: false,
+      });
+    });
+
+    it('reads the CA, the client certificate and key, and the password without its trailing newline', () => {
+      const passwordFile = file('etcd-password', `${PASSWORD}\n`);
+      chmodSync(passwordFile, 0o600);
+      const { etcd } = loadServerSecurity(
+        cluster({
+          etcdTlsCert: tls.clientCertPath,
+          etcdTlsKey: tls.clientKeyPath,
+          etcdUsername: 'cohort',
+          etcdPasswordFile: passwordFile,
+        }),
+      );
+      expect(etcd).toEqual({
+        tls: {
+          caCert: tls.read(tls.caCertPath),
+          cert: tls.read(tls.clientCertPath),
+          key: tls.read(tls.clientKeyPath),
+        },
+        credentials: { username: 'cohort', password: PASSWORD },
+        isPasswordWeak: false,
+        isPasswordFileShared: false,
+        isPasswordInClear: false,
+      });
+    });
+
+    it("takes the password from COHORT_ETCD_PASSWORD, and trusts Node's CAs without a CA file", () => {
+      const { etcd } = loadServerSecurity(
+        cluster({
+          etcdEndpoints: ['https://etcd.example.com:2379'],
+          etcdTlsCa: '',
+          etcdUsername: 'cohort',
+          etcdPassword: PASSWORD,
+        }),
+      );
+      expect(etcd.tls).toEqual({});
+      expect(etcd.credentials).toEqual({ username: 'cohort', password: PASSWORD });
+    });
+
+    it('lists every problem with its files at once, never the password', () => {
+      const notPem = file('etcd-ca-not-pem', 'certainly not a certificate');
+      const empty = file('etcd-empty-password', '\n');
+      const problems = problemsOf(() =>
+        loadServerSecurity(
+          cluster({
+            etcdTlsCa: notPem,
+            etcdTlsCert: tls.clientCertPath,
+            etcdTlsKey: tls.serverKeyPath,
+            etcdUsername: 'cohort',
+            etcdPasswordFile: empty,
+          }),
+        ),
+      );
+      expect(problems).toEqual([
+        `--etcd-tls-ca (${notPem}) holds no PEM certificate`,
+        expect.stringContaining(
+          `--etcd-tls-cert (${tls.clientCertPath}) and --etcd-tls-key (${tls.serverKeyPath}) are not usable PEM`,
+        ),
+        `--etcd-password-file (${empty}) is empty`,
+      ]);
+      const missing = join(dir, 'missing-etcd-password');
+      expect(
+        problemsOf(() => loadServerSecurity(cluster({ etcdUsername: 'cohort', etcdPasswordFile: missing }))),
+      ).toEqual([`--etcd-password-file (${missing}) cannot be read (ENOENT)`]);
+    });
+
+    it('reports a password in clear text off loopback, one that looks easy to guess, and a shared file', () => {
+      const plain = (endpoint: string): boolean =>
+        loadServerSecurity(
+          cluster({
+            etcdEndpoints: [endpoint],
+            etcdTlsCa: endpoint.startsWith('https') ? tls.caCertPath : '',
+            etcdUsername: 'cohort',
+            etcdPassword: PASSWORD,
+          }),
+        ).etcd.isPasswordInClear;
+      expect(plain('http://10.0.0.1:2379')).toBe(true);
+      expect(plain('http://127.0.0.1:2379')).toBe(false);
+      expect(plain('http://localhost:2379')).toBe(false);
+      expect(plain('https://10.0.0.1:2379')).toBe(false);
+      expect(
+        loadServerSecurity(cluster({ etcdUsername: 'cohort', etcdPassword: 'password' })).etcd.isPasswordWeak,
+      ).toBe(true);
+      const shared = file('etcd-shared-password', PASSWORD);
+      chmodSync(shared, 0o644);
+      expect(
+        loadServerSecurity(cluster({ etcdUsername: 'cohort', etcdPasswordFile: shared })).etcd
+          .isPasswordFileShared,
+      ).toBe(process.platform !== 'win32');
+    });
+  });
 });

@@ -22,6 +22,14 @@ export function clusterIdentityKey(clusterId: string): string {
   return `/${clusterId}/cluster`;
 }
 
+/**
+ * Where nodes that found the identity missing report their replicas (`metadata-recovery.ts`): while any
+ * report is there, etcd has lost a cluster that still exists, and no node creates a new identity.
+ */
+export function recoveryReportPrefix(clusterId: string): string {
+  return `/${clusterId}/recovery/`;
+}
+
 /** The identity's value, in the one form every writer uses (the registration compares it byte for byte). */
 export function encodeClusterIdentity(clusterUuid: string): string {
   return JSON.stringify({ clusterUuid });
@@ -55,13 +63,19 @@ export type ClusterIdentityOutcome =
   | { readonly outcome: 'confirmed'; readonly clusterUuid: string; readonly isCreated: boolean }
   /** etcd has no identity while the directory names one: etcd lost the cluster's metadata. */
   | { readonly outcome: 'missing'; readonly localUuid: string }
+  /**
+   * etcd has no identity, the directory none either, and other nodes reported their replicas for a
+   * recovery: etcd lost a cluster this new node must not replace with a new one; it waits.
+   */
+  | { readonly outcome: 'recovering' }
   /** etcd's identity is another cluster's (or is not readable as one). */
   | { readonly outcome: 'foreign'; readonly etcdUuid: string; readonly localUuid: string };
 
 /**
  * Reads etcd's identity and holds it against `localUuid`, the data directory's (undefined: the directory
  * has none yet). When etcd has none and neither has the directory, creates it with `newUuid()`, only if
- * absent (of two nodes starting together, one creates and the other adopts). Rejects with the store's
+ * absent and no node has reported for a recovery (of two nodes starting together, one creates and the
+ * other adopts; a new node started while etcd has lost a running cluster waits with the others). Rejects with the store's
  * error when etcd cannot be reached; a creation whose answer was lost is resolved by reading again.
  */
 export async function establishClusterIdentity(
@@ -76,15 +90,23 @@ export async function establishClusterIdentity(
     if (kv !== undefined) return held(kv, localUuid);
     if (localUuid !== undefined) return { outcome: 'missing', localUuid };
     const created = newUuid();
+    const reports = recoveryReportPrefix(clusterId);
     try {
       const response = await store.txn({
-        compare: [{ key, target: 'createRevision', result: 'equal', operand: 0 }],
+        compare: [
+          { key, target: 'createRevision', result: 'equal', operand: 0 },
+          { key: reports, prefix: true, target: 'createRevision', result: 'equal', operand: 0 },
+        ],
         success: [{ type: 'put', key, value: encodeClusterIdentity(created) }],
-        failure: [{ type: 'get', key }],
+        failure: [
+          { type: 'get', key },
+          { type: 'get', key: reports, prefix: true },
+        ],
       });
       if (response.succeeded) return { outcome: 'confirmed', clusterUuid: created, isCreated: true };
-      const existing = response.results[0];
+      const [existing, reported] = response.results;
       if (existing?.type === 'get' && existing.kvs[0] !== undefined) return held(existing.kvs[0], localUuid);
+      if (reported?.type === 'get' && reported.kvs.length > 0) return { outcome: 'recovering' };
     } catch (error) {
       if (!(error instanceof MetadataStoreError) || !error.isOutcomeUnknown) throw error;
       // Applied or not: the next read tells (ours, or another node's that won).
@@ -117,14 +139,19 @@ export class ClusterIdentityError extends Error {
     readonly clusterId: string,
     readonly expectedUuid: string,
     readonly foundUuid: string | undefined,
+    /** The identity's value when its uuid is ours but the value is not in cohort's form. */
+    readonly malformedValue?: string,
   ) {
     super(
-      foundUuid === undefined
-        ? `etcd has lost cluster ${clusterId}'s metadata: ${clusterIdentityKey(clusterId)} is missing while ` +
+      malformedValue !== undefined
+        ? `${clusterIdentityKey(clusterId)} names this cluster's uuid ${expectedUuid} but not in the form ` +
+            `${encodeClusterIdentity(expectedUuid)}: the node does not register until it is (write it so)`
+        : foundUuid === undefined
+          ? `etcd has lost cluster ${clusterId}'s metadata: ${clusterIdentityKey(clusterId)} is missing while ` +
             `this node's data belongs to cluster.uuid ${expectedUuid}. The node waits, unready, and will not ` +
             'build a new cluster over its data; restore the metadata (docs/operations.md, "When etcd loses ' +
             'the cluster\'s metadata")'
-        : `etcd's cluster ${clusterId} is cluster.uuid ${foundUuid}, but this node's data belongs to ` +
+          : `etcd's cluster ${clusterId} is cluster.uuid ${foundUuid}, but this node's data belongs to ` +
             `cluster.uuid ${expectedUuid}: the data directory is another cluster's, or etcd's cluster was ` +
             'created anew. The node does not join it',
     );

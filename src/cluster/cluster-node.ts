@@ -9,6 +9,7 @@ import {
 } from '../log/partition-roles';
 import type { Time } from '../time';
 import { TimerAction, type Timer } from '../timer';
+import { ClusterIdentityError } from './cluster-identity';
 import { ClusterMetadataView } from './cluster-metadata-view';
 import { Controller } from './controller';
 import { ControllerElection, type ResignReason } from './controller-election';
@@ -179,7 +180,12 @@ export class ClusterNode extends EventEmitter<ClusterNodeEvents> {
       clusterId,
       ...(clusterUuid === undefined ? {} : { clusterUuid }),
       retryBackoffMs: options.retryBackoffMs,
-      onError: this.onError,
+      onError: (error) => {
+        // etcd lost the identity (its keys deleted, its leases maybe not): nothing decided on this lease
+        // may be acted on. Resign everything now; the session registers again once the identity is back.
+        if (error instanceof ClusterIdentityError) this.session.abandon('identityLost');
+        this.onError(error);
+      },
     });
     const session = this.session;
     this.guard = { isActive: () => session.isActive() };

@@ -1,5 +1,7 @@
 import type { LocalReplicaState } from '../log/partition-roles';
-import { clusterIdentityKey, encodeClusterIdentity } from './cluster-identity';
+import { clusterIdentityKey, encodeClusterIdentity, recoveryReportPrefix } from './cluster-identity';
+
+export { recoveryReportPrefix };
 import { MetadataStoreError, type Compare, type MetadataStore, type TxnOp } from './metadata-store';
 import { encodePartitionState, partitionKey, topicKey, type PartitionState } from './partition-state';
 import { encodeReplicaAssignment, type ReplicaAssignment } from './replica-assignment';
@@ -32,10 +34,6 @@ import { encodeReplicaAssignment, type ReplicaAssignment } from './replica-assig
  * last (with the reports removed), so no node registers on half-written metadata, and a recovery cut
  * off midway is simply run again.
  */
-export function recoveryReportPrefix(clusterId: string): string {
-  return `/${clusterId}/recovery/`;
-}
-
 export function recoveryReportKey(clusterId: string, nodeId: number): string {
   return `${recoveryReportPrefix(clusterId)}${nodeId}`;
 }
@@ -56,7 +54,8 @@ export function encodeRecoveryReport(report: RecoveryReport): string {
       r.partitionIndex,
       r.leaderEpoch,
       r.logEndOffset,
-      ...(r.topicId === undefined ? [] : [r.topicId]),
+      r.topicId ?? null,
+      r.partitionCount ?? null,
     ]),
   });
 }
@@ -75,22 +74,26 @@ export function decodeRecoveryReport(key: string, value: string): RecoveryReport
   if (!Array.isArray(replicas)) return `${key} has no replicas`;
   const decoded: LocalReplicaState[] = [];
   for (const entry of replicas as unknown[]) {
-    const [topic, partitionIndex, leaderEpoch, logEndOffset, topicId] = Array.isArray(entry) ? entry : [];
+    const [topic, partitionIndex, leaderEpoch, logEndOffset, topicId, partitionCount] = Array.isArray(entry)
+      ? (entry as unknown[])
+      : [];
     if (
       typeof topic !== 'string' ||
       !Number.isSafeInteger(partitionIndex) ||
       !Number.isSafeInteger(leaderEpoch) ||
       !Number.isSafeInteger(logEndOffset) ||
-      (topicId !== undefined && typeof topicId !== 'string')
+      (topicId != null && typeof topicId !== 'string') ||
+      (partitionCount != null && !Number.isSafeInteger(partitionCount))
     ) {
-      return `${key} has a replica that is not [topic, partition, leaderEpoch, logEndOffset, topicId?]`;
+      return `${key} has a replica that is not [topic, partition, leaderEpoch, logEndOffset, topicId, partitionCount]`;
     }
     decoded.push({
       topic,
       partitionIndex,
       leaderEpoch,
       logEndOffset,
-      ...(topicId === undefined ? {} : { topicId }),
+      ...(topicId == null ? {} : { topicId }),
+      ...(partitionCount == null ? {} : { partitionCount }),
     } as LocalReplicaState);
   }
   return { nodeId: nodeId as number, clusterUuid, replicas: decoded };
@@ -147,7 +150,13 @@ export function planMetadataRecovery(
   const states = new Map<string, PartitionState>();
   for (const topic of [...byTopic.keys()].sort()) {
     const partitions = byTopic.get(topic)!;
-    const count = Math.max(...partitions.keys()) + 1;
+    // The count the nodes knew (their registries), not only the partitions some replica still holds: a
+    // topic whose last partitions lost every replica must not come back smaller (a group's partition is
+    // its hash modulo the count of __consumer_offsets).
+    const knownCounts = [...partitions.values()].flatMap((hosts) =>
+      hosts.flatMap(({ replica }) => (replica.partitionCount === undefined ? [] : [replica.partitionCount])),
+    );
+    const count = Math.max(Math.max(...partitions.keys()) + 1, ...knownCounts);
     const missing = [...Array(count).keys()].filter((p) => !partitions.has(p));
     if (missing.length > 0) {
       problems.push(`topic ${topic} has partitions no node holds: ${missing.join(', ')}`);
@@ -217,7 +226,7 @@ function isSame(a: LocalReplicaState, b: LocalReplicaState): boolean {
 export async function readRecoveryReports(
   store: MetadataStore,
   clusterId: string,
-): Promise<{ readonly reports: RecoveryReport[]; readonly problems: string[] }> {
+): Promise<{ readonly reports: RecoveryReport[]; readonly problems: string[]; readonly readAs: Compare[] }> {
   const { kvs } = await store.range(recoveryReportPrefix(clusterId));
   const reports: RecoveryReport[] = [];
   const problems: string[] = [];
@@ -226,18 +235,28 @@ export async function readRecoveryReports(
     if (typeof decoded === 'string') problems.push(decoded);
     else reports.push(decoded);
   }
-  return { reports, problems };
+  // Every write of the recovery holds only while each report is still the one read.
+  const readAs: Compare[] = kvs.map((kv) => ({
+    key: kv.key,
+    target: 'modRevision',
+    result: 'equal',
+    operand: kv.modRevision,
+  }));
+  return { reports, problems, readAs };
 }
 
 /** Operations per transaction: well under etcd's default limit of 128 (`--max-txn-ops`). */
 export const RECOVERY_TXN_OPS = 64;
 
-/** The identity came back (restored, or another recovery finished first) while this one was writing. */
+/**
+ * The identity came back (restored, or another recovery finished first), or a report changed, while this
+ * recovery was writing.
+ */
 export class MetadataRecoveryConflictError extends Error {
   constructor(clusterId: string) {
     super(
-      `${clusterIdentityKey(clusterId)} exists: the cluster's metadata is there (restored, or recovered ` +
-        'by another call); nothing more was written',
+      `${clusterIdentityKey(clusterId)} exists (the metadata was restored, or recovered by another call), ` +
+        'or a node reported again meanwhile: nothing more was written; run the recovery again if needed',
     );
     this.name = 'MetadataRecoveryConflictError';
   }
@@ -254,13 +273,13 @@ export async function writeMetadataRecovery(
   store: MetadataStore,
   clusterId: string,
   plan: RecoveryPlan,
+  /** Compares that hold while the reports are the ones the plan was made from (readRecoveryReports). */
+  reportsReadAs: readonly Compare[] = [],
 ): Promise<void> {
-  const identityAbsent: Compare = {
-    key: clusterIdentityKey(clusterId),
-    target: 'createRevision',
-    result: 'equal',
-    operand: 0,
-  };
+  const identityAbsent: Compare[] = [
+    { key: clusterIdentityKey(clusterId), target: 'createRevision', result: 'equal', operand: 0 },
+    ...reportsReadAs,
+  ];
   const puts: TxnOp[] = [];
   for (const [topic, assignment] of plan.topics) {
     puts.push({ type: 'put', key: topicKey(clusterId, topic), value: encodeReplicaAssignment(assignment) });
@@ -271,7 +290,7 @@ export async function writeMetadataRecovery(
   }
   for (let i = 0; i < puts.length; i += RECOVERY_TXN_OPS) {
     const response = await store.txn({
-      compare: [identityAbsent],
+      compare: identityAbsent,
       success: puts.slice(i, i + RECOVERY_TXN_OPS),
     });
     if (!response.succeeded) throw new MetadataRecoveryConflictError(clusterId);
@@ -279,7 +298,7 @@ export async function writeMetadataRecovery(
   let response;
   try {
     response = await store.txn({
-      compare: [identityAbsent],
+      compare: identityAbsent,
       success: [
         { type: 'put', key: clusterIdentityKey(clusterId), value: encodeClusterIdentity(plan.clusterUuid) },
         { type: 'delete', key: recoveryReportPrefix(clusterId), prefix: true },

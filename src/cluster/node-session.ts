@@ -5,6 +5,7 @@ import {
   ClusterIdentityError,
   clusterIdentityKey,
   decodeClusterIdentity,
+  encodeClusterIdentity,
   identityCompare,
 } from './cluster-identity';
 import { MetadataStoreError, type Compare, type LeaseId, type MetadataStore } from './metadata-store';
@@ -90,6 +91,11 @@ export type SessionExpiryReason =
   | 'leaseLost'
   /** A late answer came in after the deadline had already passed. */
   | 'lateRenewal'
+  /**
+   * etcd no longer holds the cluster's identity (its data lost or deleted): the lease may live on, but
+   * nothing this node decided on it may be acted on, and it registers again only once the identity is back.
+   */
+  | 'identityLost'
   | 'closed';
 
 export interface SessionExpiredEvent {
@@ -213,6 +219,15 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
     void this.register();
   }
 
+  /**
+   * Gives the current lease up at once, as if it had expired (roles drop, `expired` with `reason`), and
+   * registers again on a new one; a session not active is left as it is.
+   */
+  abandon(reason: SessionExpiryReason): void {
+    if (this.sessionState !== 'active') return;
+    this.expire(reason);
+  }
+
   /** Ends the session: expires it (roles drop), revokes the lease so its keys go at once. */
   async close(): Promise<void> {
     if (this.sessionState === 'closed') return;
@@ -325,6 +340,11 @@ export class NodeSession extends EventEmitter<NodeSessionEvents> {
     if (this.clusterUuid === undefined) return;
     const found = value === undefined ? undefined : (decodeClusterIdentity(value) ?? value);
     if (found !== this.clusterUuid) throw new ClusterIdentityError(this.clusterId, this.clusterUuid, found);
+    // The uuid is ours but not in the form the compare holds it to (a key restored by hand): retried with
+    // a backoff, rather than compared again at once for ever.
+    if (value !== encodeClusterIdentity(this.clusterUuid)) {
+      throw new ClusterIdentityError(this.clusterId, this.clusterUuid, undefined, value);
+    }
   }
 
   private effectiveTtlMs(grantedTtlSeconds: number): number {

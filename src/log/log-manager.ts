@@ -158,8 +158,9 @@ export class LogManager {
     if (topicId === undefined) return;
     const found = readPartitionMetadata(dir);
     if (found === undefined || found === topicId) return;
-    const stray = `${dir}.${found}${STRAY_SUFFIX}`;
-    fs.rmSync(stray, { recursive: true, force: true });
+    // An earlier stray directory of the same id is kept too: the next free name.
+    let stray = `${dir}.${found}${STRAY_SUFFIX}`;
+    for (let n = 1; fs.existsSync(stray); n++) stray = `${dir}.${found}.${n}${STRAY_SUFFIX}`;
     fs.renameSync(dir, stray);
     fsyncDirectorySync(this.dataDir);
     this.recovery.listener?.onStrayLog?.(dir, stray, found, topicId);

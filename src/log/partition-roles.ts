@@ -76,11 +76,16 @@ export interface PartitionRoleTarget {
 export interface LocalReplicaState {
   readonly topic: string;
   readonly partitionIndex: number;
-  /** The leader epoch of the last batch in the log (its leader-epoch cache); -1 for a log with none. */
+  /**
+   * The highest leader epoch this replica knows: its last batch's (its leader-epoch cache), or the one it
+   * was told by the cluster if higher (an election no write followed); -1 for a log with none.
+   */
   readonly leaderEpoch: number;
   readonly logEndOffset: number;
   /** The topic id its `partition.metadata` names; absent for a directory written before topic ids. */
   readonly topicId?: string;
+  /** How many partitions the topic had as this node last knew it (its registry), when it knows. */
+  readonly partitionCount?: number;
 }
 
 /** The outcome of an ISR change the leader proposed. */

@@ -288,6 +288,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   private readonly closingLogs = new Map<string, Promise<void>>();
   /** Cluster mode: the last view applied, applied again when a log that held a topic back has closed. */
   private lastClusterUpdate: ClusterMetadataUpdate | undefined;
+  private isReapplyScheduled = false;
   private readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce | DelayedHighWatermark>;
   private readonly fetchPurgatory: DelayedOperationPurgatory<DelayedFetch>;
   private readonly maintenanceTimer: Timer;
@@ -1688,22 +1689,33 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   }
 
   /**
-   * Every partition replica this node's data directory holds, with the leader epoch of its last batch and
-   * its log end offset: the hosted ones as they are, the others opened (recovered), read and closed. For
-   * a recovery of the cluster's metadata, while this node leads and follows nothing (etcd lost it), so no
-   * log changes under the reading.
+   * Every partition replica this node's data directory holds, for a recovery of the cluster's metadata
+   * (called once this node has resigned every role: etcd lost the metadata): its topic's id and partition
+   * count as this node last knew them, the highest leader epoch it knows of (its log's last batch, or the
+   * epoch it was told in memory, which is higher after an election no write followed) and its log end
+   * offset. Hosted logs are read as they are; the others opened (recovered), read and closed, one at a
+   * time, after any close of the same directory still under way.
    */
   async describeLocalReplicas(): Promise<LocalReplicaState[]> {
     const replicas: LocalReplicaState[] = [];
+    const partitionCounts = new Map<string, number>();
+    for (const topic of this.logManager.loadTopics())
+      partitionCounts.set(topic.name, topic.partitions.length);
     for (const { topic, partitionIndex } of this.logManager.partitionDirectories()) {
-      const hosted = this.partitions.get(topicPartitionKey(topic, partitionIndex));
+      const key = topicPartitionKey(topic, partitionIndex);
+      await this.closingLogs.get(key);
+      const hosted = this.partitions.get(key);
       const log = hosted?.log ?? this.logManager.openLog(topic, partitionIndex);
       try {
+        const topicId = this.topics.get(topic)?.topicId ?? this.logManager.topicIdOf(topic, partitionIndex);
+        const partitionCount = this.topics.get(topic)?.partitions.length ?? partitionCounts.get(topic);
         replicas.push({
           topic,
           partitionIndex,
-          leaderEpoch: log.latestEpoch(),
+          leaderEpoch: Math.max(log.latestEpoch(), hosted?.leaderEpoch ?? -1),
           logEndOffset: log.logEndOffset,
+          ...(topicId === undefined ? {} : { topicId }),
+          ...(partitionCount === undefined ? {} : { partitionCount }),
         });
       } finally {
         if (hosted === undefined) await log.close();
@@ -1815,11 +1827,28 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       .finally(() => {
         if (this.closingLogs.get(key) !== closed) return;
         this.closingLogs.delete(key);
-        // A topic of the same name that waited for this directory opens now, from the cluster's last view.
-        const update = this.lastClusterUpdate;
-        if (update !== undefined && !this.isShutdown) this.applyClusterMetadata(update);
+        this.scheduleReapply();
       });
     this.closingLogs.set(key, closed);
+  }
+
+  /**
+   * A topic that waited for a directory to close opens from the cluster's last view: applied again once
+   * for all the closes of one turn (thousands of logs closing must not apply the view thousands of times).
+   */
+  private scheduleReapply(): void {
+    if (this.isReapplyScheduled) return;
+    this.isReapplyScheduled = true;
+    setImmediate(() => {
+      this.isReapplyScheduled = false;
+      const update = this.lastClusterUpdate;
+      if (update === undefined || this.isShutdown || this.closingLogs.size > 0) return;
+      try {
+        this.applyClusterMetadata(update);
+      } catch (error) {
+        this.reportError(error, 'applying the cluster view again after logs closed failed');
+      }
+    });
   }
 
   /** Registers a topic read from the registry at start-up. */

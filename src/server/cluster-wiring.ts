@@ -52,6 +52,12 @@ export type OffsetsTopicOutcome = 'exists' | 'created' | 'unavailable';
 /** How many partition names one leadership log line lists per kind, at most. */
 const LOGGED_PARTITIONS_MAX = 5;
 
+/** Why a new node waits: etcd lost its cluster's metadata, and the others are waiting for a recovery. */
+const RECOVERING =
+  "etcd has lost this cluster's metadata and its nodes are waiting for a recovery: this node, new (its " +
+  'data directory has no identity), waits with them rather than create a new cluster (docs/operations.md, ' +
+  '"When etcd loses the cluster\'s metadata")';
+
 /** The first wait before asking etcd for the cluster's identity again; it doubles up to the maximum. */
 const IDENTITY_RETRY_MS = 500;
 const IDENTITY_RETRY_MAX_MS = 8_000;
@@ -252,6 +258,13 @@ export class ClusterWiring {
                   new ClusterIdentityError(this.config.clusterId, outcome.localUuid, undefined),
                 );
                 break;
+              case 'recovering':
+                if (this.identityProblem !== RECOVERING) {
+                  this.identityProblem = RECOVERING;
+                  this.logger.error(RECOVERING);
+                  this.onReadinessChange();
+                }
+                break;
               case 'foreign':
                 this.noteIdentityError(
                   new ClusterIdentityError(this.config.clusterId, outcome.localUuid, outcome.etcdUuid),
@@ -371,13 +384,13 @@ export class ClusterWiring {
         problems: [`etcd holds cluster ${clusterId}'s identity: nothing to recover`],
       };
     }
-    const { reports, problems } = await readRecoveryReports(this.store, clusterId);
+    const { reports, problems, readAs } = await readRecoveryReports(this.store, clusterId);
     if (problems.length > 0) return { outcome: 'refused', problems };
     const planned = planMetadataRecovery(reports, nodes);
     if ('problems' in planned) return { outcome: 'refused', problems: planned.problems };
     const { plan } = planned;
     try {
-      await writeMetadataRecovery(this.store, clusterId, plan);
+      await writeMetadataRecovery(this.store, clusterId, plan, readAs);
     } catch (error) {
       if (error instanceof MetadataRecoveryConflictError)
         return { outcome: 'refused', problems: [error.message] };

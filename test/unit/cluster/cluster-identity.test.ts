@@ -46,6 +46,14 @@ describe('establishClusterIdentity', () => {
     expect(etcd.read({ key })).toEqual([]);
   });
 
+  it('does not create an identity for a new node while other nodes wait for a recovery', async () => {
+    await store.put('/c1/recovery/2', '{}');
+    expect(await establishClusterIdentity(store, 'c1', undefined, newUuid)).toEqual({
+      outcome: 'recovering',
+    });
+    expect(etcd.read({ key })).toEqual([]);
+  });
+
   it("reports another cluster's identity, or one that does not read, as foreign", async () => {
     await store.put(key, encodeClusterIdentity('theirs'));
     expect(await establishClusterIdentity(store, 'c1', 'ours', newUuid)).toEqual({

@@ -633,6 +633,45 @@ describe('ClusterNode', () => {
       expect(one.node.isReady() && two.node.isReady()).toBe(true);
     });
 
+    it("resigns at once when etcd's keys are deleted while its leases live on, and comes back after", async () => {
+      const [one, two] = await startIdentified();
+      expect(await one.node.createTopic('orders', 2, 2)).toMatchObject({ outcome: 'created' });
+      await advance(1_000);
+      expect(one.node.isController()).toBe(true);
+      const resignationsBefore = one.target.calls.filter((c) => c.kind === 'resign').length;
+      // The keys go, the leases stay: nothing expires by itself.
+      await admin.txn({ compare: [], success: [{ type: 'delete', key: `/${clusterId}/`, prefix: true }] });
+      await advance(2_000);
+      for (const { node } of [one, two]) {
+        expect(node.isReady()).toBe(false);
+        expect(node.guard.isActive()).toBe(false);
+        expect(node.isController()).toBe(false);
+      }
+      expect(one.target.calls.filter((c) => c.kind === 'resign').length).toBeGreaterThan(resignationsBefore);
+      expect(await two.node.createTopic('more', 1, 1)).toMatchObject({ outcome: 'unavailable' });
+      expect((await admin.range(`/${clusterId}/`)).kvs).toEqual([]);
+
+      await admin.put(clusterIdentityKey(clusterId), encodeClusterIdentity('uuid-a'));
+      await advance(10_000);
+      expect(one.node.isReady() && two.node.isReady()).toBe(true);
+    });
+
+    it('registers only once the identity is written in its own form, retrying with a backoff meanwhile', async () => {
+      await admin.put(clusterIdentityKey(clusterId), '{ "clusterUuid": "uuid-a" }');
+      const one = startNode(1, { clusterUuid: 'uuid-a' });
+      await advance(10_000);
+      expect(one.node.isReady()).toBe(false);
+      const malformed = one.errors.filter(
+        (e) => e instanceof ClusterIdentityError && e.malformedValue !== undefined,
+      );
+      // One attempt per backoff (a third of the session timeout), not a loop without pause.
+      expect(malformed.length).toBeGreaterThan(0);
+      expect(malformed.length).toBeLessThan(10);
+      await admin.put(clusterIdentityKey(clusterId), encodeClusterIdentity('uuid-a'));
+      await advance(5_000);
+      expect(one.node.isReady()).toBe(true);
+    });
+
     it("does not register on an etcd whose identity is another cluster's", async () => {
       await admin.put(clusterIdentityKey(clusterId), encodeClusterIdentity('uuid-b'));
       const one = startNode(1, { clusterUuid: 'uuid-a' });

@@ -154,6 +154,25 @@ describe('planMetadataRecovery', () => {
     });
   });
 
+  it('keeps the partition count the nodes knew, and names the partitions no replica holds any more', () => {
+    const counted = (nodeId: number, p: number): RecoveryReport => ({
+      nodeId,
+      clusterUuid: 'u',
+      replicas: [
+        {
+          topic: '__consumer_offsets',
+          partitionIndex: p,
+          leaderEpoch: 0,
+          logEndOffset: 1,
+          partitionCount: 4,
+        },
+      ],
+    });
+    expect(planMetadataRecovery([counted(1, 0), counted(2, 1)], [1, 2])).toEqual({
+      problems: ['topic __consumer_offsets has partitions no node holds: 2, 3'],
+    });
+  });
+
   it('reads back what a node reported, and names a report that does not decode', () => {
     const original = report(7, [['a-b', 3, 2, 99]]);
     expect(decodeRecoveryReport('k', encodeRecoveryReport(original))).toEqual(original);
@@ -214,6 +233,16 @@ describe('writeMetadataRecovery', () => {
       MetadataRecoveryConflictError,
     );
     expect((await store.get(topicKey('c', 't'))).kv).toBeUndefined();
+  });
+
+  it('writes nothing once a report changed after it was read', async () => {
+    await store.put(recoveryReportKey('c', 1), encodeRecoveryReport(report(1, [['t', 0, 0, 1]])));
+    const { reports, readAs } = await readRecoveryReports(store, 'c');
+    await store.put(recoveryReportKey('c', 1), encodeRecoveryReport(report(1, [['t', 0, 3, 9]])));
+    await expect(writeMetadataRecovery(store, 'c', planOf(reports, [1]), readAs)).rejects.toBeInstanceOf(
+      MetadataRecoveryConflictError,
+    );
+    expect((await store.get(clusterIdentityKey('c'))).kv).toBeUndefined();
   });
 
   it('takes a lost answer of its last write as done when the identity is there', async () => {

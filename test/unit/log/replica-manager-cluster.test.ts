@@ -221,7 +221,8 @@ describe('ReplicaManager in cluster mode', () => {
     // Deleted and created again, one view to the next: the new topic waits for the old log to close.
     cluster.set('t', 0, { leader: 0, leaderEpoch: 0, isr: [0], replicas: [0], topicId: 'second' });
     expect(zero.getPartition('t-0')).toBeUndefined();
-    await until(() => zero.getPartition('t-0') !== undefined);
+    // The close fsyncs on the thread pool: a loaded machine may take many turns of the event loop.
+    await until(() => zero.getPartition('t-0') !== undefined, 'the new topic to open', 200_000);
     const partition = zero.getPartition('t-0')!;
     expect([partition.logEndOffset, partition.leaderEpoch]).toEqual([0, 0]);
     expect(produced(await produce(zero, 1, ['x'])).baseOffset).toBe(0);
@@ -234,6 +235,19 @@ describe('ReplicaManager in cluster mode', () => {
     expect(fs.readFileSync(path.join(dataDir, 't-0', 'partition.metadata'), 'utf8')).toContain(
       'topic_id: second',
     );
+  });
+
+  it('describes its replicas for a recovery: the epoch it was told if above its last batch, topic id and count', async () => {
+    const zero = node(0, { minInsyncReplicas: 1 });
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 2, isr: [0], replicas: [0], topicId: 'tid' }, false);
+    cluster.set('t', 1, { leader: 0, leaderEpoch: 2, isr: [0], replicas: [0], topicId: 'tid' });
+    expect(produced(await produce(zero, 1, ['a', 'b'])).errorCode).toBe(ErrorCode.NONE);
+    // Elected again, no write since: the log's last batch says 2, the partition knows 7.
+    cluster.set('t', 0, { leader: 0, leaderEpoch: 7, isr: [0], replicas: [0], topicId: 'tid' });
+    expect(await zero.describeLocalReplicas()).toEqual([
+      { topic: 't', partitionIndex: 0, leaderEpoch: 7, logEndOffset: 2, topicId: 'tid', partitionCount: 2 },
+      { topic: 't', partitionIndex: 1, leaderEpoch: 2, logEndOffset: 0, topicId: 'tid', partitionCount: 2 },
+    ]);
   });
 
   it("takes a directory without partition.metadata (written before topic ids) as the topic's own", async () => {

@@ -129,14 +129,28 @@ async function main(): Promise<void> {
   // of large rebalances, and would only slow the start-up replay of group state, which allocates steadily
   // and serves no group call (docs/performance.md, G11).
   const isHeapGrowthCapped = applyHeapGrowingPercent(config.heapGrowingPercent, process.execArgv);
-  logger.info(
-    {
-      heapGrowingPercent: config.heapGrowingPercent,
-      heapGrowingPercentApplied: isHeapGrowthCapped,
-      heapSizeLimitBytes: getHeapStatistics().heap_size_limit,
-    },
-    'cohort ready',
-  );
+  const readyFields = {
+    heapGrowingPercent: config.heapGrowingPercent,
+    heapGrowingPercentApplied: isHeapGrowthCapped,
+    heapSizeLimitBytes: getHeapStatistics().heap_size_limit,
+  };
+  // 'cohort ready' only when /readyz says so: a cluster node also waits to be registered in the cluster.
+  // Until then, and whenever it stops being ready after, one line per change of reason.
+  let wasReady = false;
+  let lastReason: string | undefined;
+  const noteReadiness = (): void => {
+    if (isStopping) return;
+    const reason = server.readinessProblem();
+    if (reason === lastReason && (reason !== undefined || wasReady)) return;
+    lastReason = reason;
+    if (reason === undefined) {
+      logger.info(readyFields, wasReady ? 'cohort ready again' : 'cohort ready');
+      wasReady = true;
+    } else if (wasReady) logger.warn({ reason }, 'cohort not ready');
+    else logger.info({ reason }, 'cohort not ready yet');
+  };
+  server.onReadinessChange(noteReadiness);
+  noteReadiness();
 }
 
 void main();

@@ -112,6 +112,13 @@ export interface CohortServer {
    */
   ready(): Promise<void>;
   /**
+   * Why the server is not ready, as /readyz says it (undefined: ready). Once `ready()` resolved, a cluster
+   * node is still not ready until it is registered in the cluster with its first view applied.
+   */
+  readinessProblem(): string | undefined;
+  /** `listener` is told when readiness may have changed after `ready()`; returns its removal. */
+  onReadinessChange(listener: () => void): () => void;
+  /**
    * Drains and stops: health turns NOT_SERVING and /readyz 503, new calls are refused, every parked call is
    * answered (`coordinator.shutdown()`, `replicaManager.shutdown()`), every streaming call (health Watch,
    * reflection) ends with UNAVAILABLE, every member stream and group watch with OK, each connection closes once its last call is done, in-flight calls
@@ -605,6 +612,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   // Nobody has to ask: a rejection nobody awaits must not be reported as unhandled.
   readyPromise.catch(() => undefined);
 
+  /** Told when readiness may have changed once serving (cluster registration, a lost session). */
+  const readinessListeners = new Set<() => void>();
+
   const readinessProblem = (): string | undefined => {
     if (fatalError !== undefined) return fatalError.message;
     switch (phase) {
@@ -640,6 +650,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     if (phase !== 'serving') return;
     const problem = fatalError?.message ?? cluster?.readinessProblem();
     health.setStatus('', problem === undefined ? 'SERVING' : 'NOT_SERVING');
+    for (const listener of readinessListeners) listener();
   }
 
   /**
@@ -728,7 +739,15 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     new Promise<BoundAddress>((resolve, reject) => {
       server.bindAsync(config.listen, security.credentials, (error, port) => {
         if (error !== null) {
-          reject(error);
+          // grpc-js says only "No address added out of total 1 resolved errors": say which setting
+          // moves it, as the admin listener does.
+          reject(
+            new Error(
+              `the gRPC listener cannot listen on ${config.listen} (${error.message}): the address is in ` +
+                "use or not this machine's; set --listen (COHORT_LISTEN) to a free HOST:PORT",
+              { cause: error },
+            ),
+          );
           return;
         }
         const listener = unixSocket !== undefined ? { path: unixSocket } : { port };
@@ -864,6 +883,11 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   return {
     start,
     ready: () => readyPromise,
+    readinessProblem: () => readinessProblem(),
+    onReadinessChange: (listener: () => void) => {
+      readinessListeners.add(listener);
+      return () => readinessListeners.delete(listener);
+    },
     close,
     get phase() {
       return phase;

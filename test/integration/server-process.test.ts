@@ -1,5 +1,6 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode } from '../../src/errors';
@@ -8,6 +9,7 @@ import { brokerClient, groupCoordinatorClient, healthClient, testClockClient } f
 import type { CohortProcess } from '../support/spawn-cohort';
 import { openUnfinishedCall } from '../support/raw-http2';
 import { spawnCohort } from '../support/spawn-cohort';
+import { startEtcd } from '../support/etcd';
 
 describe('the cohort process (src/main.ts)', () => {
   let cohort: CohortProcess | undefined;
@@ -323,6 +325,45 @@ describe('the cohort process (src/main.ts)', () => {
     } finally {
       member.close();
       broker.close();
+    }
+  });
+
+  it('says which setting moves the gRPC listener when its port is taken, and exits 1', async () => {
+    const taken = createNetServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      cohort = spawnCohort(['--listen', `127.0.0.1:${port}`]);
+      expect((await cohort.exited).code).toBe(1);
+      const fatal = cohort.lines.find((l) => typeof l !== 'string' && l.msg === 'cohort could not start');
+      expect(JSON.stringify(fatal)).toContain(`the gRPC listener cannot listen on 127.0.0.1:${port}`);
+      expect(JSON.stringify(fatal)).toContain('--listen (COHORT_LISTEN)');
+    } finally {
+      taken.close();
+    }
+  });
+
+  it('says ready only once a cluster node is registered, and why it is not until then', async () => {
+    const etcd = await startEtcd();
+    try {
+      await etcd.kill();
+      cohort = spawnCohort(
+        ['--listen', '127.0.0.1:0', '--node-id', '1', '--etcd-endpoints', etcd.endpoints.join(',')],
+        { COHORT_CLUSTER_SECRET: randomBytes(32).toString('hex') },
+      );
+      const notYet = await cohort.waitForLog('cohort not ready yet');
+      expect(notYet.reason).toMatch(/^not yet registered in the cluster/);
+      // Two seconds of retries against an etcd that is not there: still not ready, and said once.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const said = (msg: string): number =>
+        cohort!.lines.filter((l) => typeof l !== 'string' && l.msg === msg).length;
+      expect(said('cohort ready')).toBe(0);
+      expect(said('cohort not ready yet')).toBe(1);
+      await etcd.restart();
+      await cohort.waitForLog('cohort ready');
+    } finally {
+      await cohort?.kill();
+      await etcd.stop();
     }
   });
 });

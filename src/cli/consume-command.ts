@@ -1,4 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import {
+  COOPERATIVE_STICKY_ASSIGNOR,
+  RANGE_ASSIGNOR,
+  ROUND_ROBIN_ASSIGNOR,
+  type PartitionAssignor,
+} from '../client/assignors';
 import type { CohortAdmin } from '../client/cohort-admin';
 import type { ConsumerRecord } from '../client/consumer-handlers';
 import { ErrorCode } from '../errors';
@@ -33,6 +39,13 @@ const spec: CommandSpec = {
     'max-messages': { type: 'string', valueName: 'N', description: 'stop after N records' },
     'idle-timeout-ms': { type: 'string', valueName: 'MS', description: 'stop when no record arrived for MS' },
     'print-key': { type: 'boolean', description: 'print each key before its value' },
+    assignor: {
+      type: 'string',
+      valueName: 'NAME',
+      description:
+        'the partition assignor this member offers: cooperative-sticky (default), range or roundrobin; ' +
+        'every member of a group must offer one in common (a Python member of examples/ offers range)',
+    },
     'key-separator': {
       type: 'string',
       valueName: 'SEP',
@@ -58,6 +71,13 @@ function text(record: ConsumerRecord, printKey: boolean, separator: string): str
     ? `${record.key === null ? 'null' : record.key.toString('utf8')}${separator}${value}\n`
     : `${value}\n`;
 }
+
+/** The assignors `--assignor` names, by their protocol names (Kafka's). */
+const ASSIGNORS: readonly PartitionAssignor[] = [
+  COOPERATIVE_STICKY_ASSIGNOR,
+  RANGE_ASSIGNOR,
+  ROUND_ROBIN_ASSIGNOR,
+];
 
 function json(record: ConsumerRecord): string {
   return toJson({
@@ -99,6 +119,14 @@ async function consume(line: CommandLine, context: CliContext): Promise<number> 
   const named = stringOption(line, 'group');
   // Like kafka-console-consumer: without a group, a group of its own (and here, gone afterwards).
   const groupId = named ?? `cohort-console-${randomBytes(4).toString('hex')}`;
+  const assignorName = stringOption(line, 'assignor') ?? COOPERATIVE_STICKY_ASSIGNOR.name;
+  const assignor = ASSIGNORS.find((a) => a.name === assignorName);
+  if (assignor === undefined) {
+    throw new UsageError(
+      `--assignor ${assignorName}: use one of ${ASSIGNORS.map((a) => a.name).join(', ')}`,
+      usageOf(spec),
+    );
+  }
   const clientId = stringOption(line, 'client-id') ?? DEFAULT_CLIENT_ID;
   if (clientId === '') throw new UsageError('--client-id must not be empty', usageOf(spec));
   const client = await connectClient(connection, clientId);
@@ -115,6 +143,7 @@ async function consume(line: CommandLine, context: CliContext): Promise<number> 
       topics: [topic],
       autoOffsetReset: line.values['from-beginning'] === true ? 'earliest' : 'latest',
       autoCommit: named !== undefined,
+      protocols: [assignor],
       requestTimeoutMs: connection.requestTimeoutMs,
     });
     if (line.values['print-group-events'] === true) {

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CohortClient } from '../../src';
+import { CohortClient, RANGE_ASSIGNOR } from '../../src';
 import {
   runCli as runCliWith,
   startCli as startCliWith,
@@ -284,6 +284,44 @@ describe('cohort groups', () => {
     expect(alpha.stderr()).toMatch(/assigned in generation \d+( as leader)?: owns watched \[\d\]\n/);
     const both = await runCli(['groups', 'describe', 'pair', '--client-id', 'beta', ...address]);
     expect(both.code).toBe(0);
+  });
+
+  it('consume --assignor joins a group whose members offer another assignor than the default', async () => {
+    await sdk('setup')
+      .admin()
+      .createTopics([{ name: 'shared', numPartitions: 2 }]);
+    await sdk('producer').producer({ lingerMs: 0 }).send({ topic: 'shared', partition: 1, value: 'hello' });
+    // A member that offers range only, as the Python example does.
+    const member = sdk('python-like').consumer({
+      groupId: 'mixed',
+      topics: ['shared'],
+      protocols: [RANGE_ASSIGNOR],
+    });
+    void member.run({ eachMessage: () => undefined });
+    while (member.assignment().length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+    const [ranged, unknown] = await Promise.all([
+      runCli([
+        'consume',
+        'shared',
+        '--group',
+        'mixed',
+        '--assignor',
+        'range',
+        '--from-beginning',
+        '--idle-timeout-ms',
+        '3000',
+        '--print-group-events',
+        ...address,
+      ]),
+      runCli(['consume', 'shared', '--assignor', 'sticky-ish', ...address]),
+    ]);
+    expect(ranged.code).toBe(0);
+    // It joined (a member offering cooperative-sticky alone is refused INCONSISTENT_GROUP_PROTOCOL).
+    expect(ranged.stderr).toMatch(/joined generation \d+: owns shared/);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain(
+      '--assignor sticky-ish: use one of cooperative-sticky, range, roundrobin',
+    );
   });
 
   it('describe shows the committed offset, the high watermark and the lag of each partition, and the live members', async () => {

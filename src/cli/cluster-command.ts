@@ -24,8 +24,7 @@ export function clusterText(layout: ClusterLayout): string {
       ['NODE', 'ADDRESS'],
       layout.nodes.map((n) => [n.nodeId, `${n.host}:${n.port}`]),
     ),
-    // cohort's Metadata does not name the controller (it is whoever holds the controller key in etcd).
-    `\nCONTROLLER: ${layout.controllerId ?? 'not reported by Metadata'}\n`,
+    `\nCONTROLLER: ${layout.controllerId ?? 'none elected'}\n`,
   ];
   if (layout.offsetsPartitions === null) {
     parts.push(

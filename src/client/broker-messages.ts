@@ -65,6 +65,8 @@ export interface BrokerNode {
 export interface MetadataResponse {
   brokers: BrokerNode[];
   topics: TopicMetadata[];
+  /** The controller's node id; -1 while none is known. */
+  controllerId: number;
 }
 
 /** A header of a record. */

@@ -308,7 +308,7 @@ export class CohortAdmin {
       .sort((x, y) => x.nodeId - y.nodeId);
     const topic = response.topics.find((t) => t.name === GROUP_METADATA_TOPIC);
     if (topic === undefined || topic.errorCode !== ErrorCode.NONE || topic.partitions.length === 0) {
-      return { nodes, controllerId: null, offsetsPartitions: null, groups: groups.length };
+      return { nodes, controllerId: controllerOf(response), offsetsPartitions: null, groups: groups.length };
     }
     const counts = new Map<number, number>();
     for (const g of groups) {
@@ -329,7 +329,7 @@ export class CohortAdmin {
             : errorFromCode(p.errorCode, `${GROUP_METADATA_TOPIC}-${p.partitionIndex}`),
       }))
       .sort((x, y) => x.partition - y.partition);
-    return { nodes, controllerId: null, offsetsPartitions, groups: groups.length };
+    return { nodes, controllerId: controllerOf(response), offsetsPartitions, groups: groups.length };
   }
 
   /** The names of every topic, sorted. */
@@ -598,4 +598,9 @@ function decodedOrNull(bytes: Buffer): TopicPartition[] | null {
   } catch {
     return null;
   }
+}
+
+/** The controller a Metadata answer names, or null while it names none. */
+function controllerOf(response: { readonly controllerId: number }): number | null {
+  return response.controllerId >= 0 ? response.controllerId : null;
 }

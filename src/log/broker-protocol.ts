@@ -70,6 +70,8 @@ export interface MetadataResponse {
   /** Empty from a cluster node that is not yet a member of the cluster (see ReplicaManager.metadata). */
   readonly brokers: readonly BrokerNode[];
   readonly topics: readonly TopicMetadata[];
+  /** The controller's node id: this node on its own; NO_LEADER_ID (-1) while none is known. */
+  readonly controllerId: number;
 }
 
 export interface RecordHeader {

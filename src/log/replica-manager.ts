@@ -289,6 +289,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
   /** Cluster mode: the last view applied, applied again when a log that held a topic back has closed. */
   private lastClusterUpdate: ClusterMetadataUpdate | undefined;
   private isReapplyScheduled = false;
+  /** Cluster mode: the controller as the last view named it (Metadata's controller_id). */
+  private controllerId = NO_LEADER_ID;
   private readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce | DelayedHighWatermark>;
   private readonly fetchPurgatory: DelayedOperationPurgatory<DelayedFetch>;
   private readonly maintenanceTimer: Timer;
@@ -690,7 +692,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
           ? topicError(name, ErrorCode.LEADER_NOT_AVAILABLE, NOT_A_MEMBER_MESSAGE)
           : topicError(name, ErrorCode.INVALID_TOPIC_EXCEPTION, problem);
       });
-      return Promise.resolve({ brokers: [], topics });
+      return Promise.resolve({ brokers: [], topics, controllerId: NO_LEADER_ID });
     }
     // Every topic but the internal ones (Kafka's clients exclude them by default, exclude.internal.topics;
     // the protocol here has no is_internal flag to let them): `__consumer_offsets` is listed when named.
@@ -720,7 +722,8 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     } else if (this.localBroker !== null) {
       brokers.push(this.localBroker);
     }
-    return Promise.resolve({ brokers, topics });
+    const controllerId = this.isClusterMode ? this.controllerId : this.config.nodeId;
+    return Promise.resolve({ brokers, topics, controllerId });
   }
 
   // --- Produce ---
@@ -1146,6 +1149,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     if (this.isShutdown) return;
     const nodeId = this.config.nodeId;
     this.liveNodes = update.liveNodes.map(({ nodeId: id, host, port }) => ({ nodeId: id, host, port }));
+    this.controllerId = update.controllerId;
     if (update.liveNodes.some((node) => node.nodeId === nodeId)) this.isResigned = false;
     const byTopic = new Map<string, PartitionLeadership[]>();
     for (const state of update.partitions) {

@@ -454,17 +454,18 @@ describe('cohort cluster', () => {
       t.target.slice(t.target.lastIndexOf(':') + 1),
     ];
     expect(text.stdout).toMatch(new RegExp(`^NODE +ADDRESS\\n0 +${host.replace(/\./g, '\\.')}:${port}\\n`));
-    expect(text.stdout).toContain('CONTROLLER: not reported by Metadata');
+    // A single server is its own controller.
+    expect(text.stdout).toContain('CONTROLLER: 0');
     expect(json.code).toBe(0);
     const layout = JSON.parse(json.stdout) as {
       nodes: unknown[];
-      controllerId: null;
+      controllerId: number | null;
       groups: number;
       offsetsPartitions: { leaderId: number; groups: number }[] | null;
     };
     expect(layout).toMatchObject({
       nodes: [{ nodeId: 0, host, port: Number(port) }],
-      controllerId: null,
+      controllerId: 0,
       groups: 2,
     });
     // One node leads every partition there is, and the partitions hold every group between them.

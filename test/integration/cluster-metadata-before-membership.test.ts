@@ -50,6 +50,7 @@ it('answers Metadata as a node not yet in the cluster while etcd is down, and th
   const second = await cluster.start('n2', settings(2));
   expect(await second.client.metadata({ topics: ['orders'] })).toEqual({
     brokers: [],
+    controllerId: -1,
     topics: [
       {
         name: 'orders',
@@ -59,7 +60,7 @@ it('answers Metadata as a node not yet in the cluster while etcd is down, and th
       },
     ],
   });
-  expect(await second.client.metadata({ topics: [] })).toEqual({ brokers: [], topics: [] });
+  expect(await second.client.metadata({ topics: [] })).toEqual({ brokers: [], topics: [], controllerId: -1 });
 
   // A client that knows only n2: its describe and its send keep asking, and conclude nothing yet.
   const client = new CohortClient({ bootstrap: [second.target], clientId: 'not-yet-member' });
@@ -86,6 +87,15 @@ it('answers Metadata as a node not yet in the cluster while etcd is down, and th
     'n2 to answer the cluster metadata',
     { attempts: 1_500 },
   );
+  // A member names the controller its view names: one of the two nodes, the same on both.
+  const controllers = await eventually(async () => {
+    const ids = [
+      (await first.client.metadata({ topics: [] })).controllerId,
+      (await second.client.metadata({ topics: [] })).controllerId,
+    ];
+    return ids[0] === ids[1] && [1, 2].includes(ids[0]!) ? ids : undefined;
+  }, 'both nodes to name the same controller');
+  expect(controllers).toHaveLength(2);
   const [topic] = await described;
   expect(topic).toMatchObject({ name: 'orders', error: null });
   expect(topic!.partitions.map((p) => p.partition)).toEqual([0]);

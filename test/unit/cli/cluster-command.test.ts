@@ -8,7 +8,7 @@ const LAYOUT: ClusterLayout = {
     { nodeId: 1, host: '10.0.0.1', port: 7070 },
     { nodeId: 2, host: '10.0.0.2', port: 7070 },
   ],
-  controllerId: null,
+  controllerId: 2,
   groups: 3,
   offsetsPartitions: [
     { partition: 0, leaderId: 2, leaderEpoch: 4, replicas: [2, 1], isr: [2, 1], groups: 2, error: null },
@@ -24,7 +24,7 @@ describe('cohort cluster describe', () => {
         '1     10.0.0.1:7070',
         '2     10.0.0.2:7070',
         '',
-        'CONTROLLER: not reported by Metadata',
+        'CONTROLLER: 2',
         '',
         'TOPIC               PARTITION  LEADER  LEADER-EPOCH  REPLICAS  ISR  #GROUPS',
         '__consumer_offsets  0          2       4             2,1       2,1  2',
@@ -43,7 +43,7 @@ describe('cohort cluster describe', () => {
   it('gives the same as one JSON document', () => {
     expect(clusterJson(LAYOUT)).toEqual({
       nodes: LAYOUT.nodes,
-      controllerId: null,
+      controllerId: 2,
       groups: 3,
       offsetsPartitions: [
         { partition: 0, leaderId: 2, leaderEpoch: 4, replicas: [2, 1], isr: [2, 1], groups: 2, error: null },

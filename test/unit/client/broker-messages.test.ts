@@ -29,7 +29,7 @@ const examples: Record<string, object> = {
   } satisfies b.PartitionMetadata,
   TopicMetadata: { name: '', errorCode: 0, partitions: [], errorMessage: '' } satisfies b.TopicMetadata,
   BrokerNode: { nodeId: 0, host: '', port: 0 } satisfies b.BrokerNode,
-  MetadataResponse: { brokers: [], topics: [] } satisfies b.MetadataResponse,
+  MetadataResponse: { brokers: [], topics: [], controllerId: 0 } satisfies b.MetadataResponse,
   RecordHeader: { key: '', value: Buffer.alloc(0) } satisfies b.RecordHeader,
   Record: {
     offset: 0n,

@@ -17,6 +17,7 @@ describe('node addresses', () => {
     const partition = { replicaNodes: [0], isrNodes: [0], errorCode: ErrorCode.NONE, leaderEpoch: 0 };
     leaders.update(
       {
+        controllerId: -1,
         brokers: [{ nodeId: 0, host: '0.0.0.0', port: 7070 }],
         topics: [
           {
@@ -32,6 +33,7 @@ describe('node addresses', () => {
     expect(leaders.addressOf(0)).toBe('localhost:17070');
     leaders.update(
       {
+        controllerId: -1,
         brokers: [
           { nodeId: 1, host: 'n1', port: 7070 },
           { nodeId: 2, host: 'n2', port: 7070 },
@@ -42,7 +44,10 @@ describe('node addresses', () => {
     );
     expect(leaders.knownAddresses()).toEqual(['localhost:17070', 'n1:7070', 'n2:7070']);
     // A cluster's node that sees only one live node is not taken for a one-node cohort.
-    leaders.update({ brokers: [{ nodeId: 2, host: 'n2', port: 7070 }], topics: [] }, 'n1:7070');
+    leaders.update(
+      { brokers: [{ nodeId: 2, host: 'n2', port: 7070 }], topics: [], controllerId: 2 },
+      'n1:7070',
+    );
     expect(leaders.addressOf(2)).toBe('n2:7070');
   });
 

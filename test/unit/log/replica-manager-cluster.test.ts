@@ -108,6 +108,8 @@ describe('ReplicaManager in cluster mode', () => {
     expect(zero.getPartition('t-1')).toMatchObject({ isLeader: false, leaderId: 1, leaderEpoch: 1 });
     expect(zero.getPartition('t-2')).toBeUndefined();
     const metadata = await zero.metadata({ topics: [] });
+    // The controller as the view names it (the fake cluster's is node 0).
+    expect(metadata.controllerId).toBe(0);
     expect(metadata.brokers).toEqual([
       { nodeId: 0, host: 'node-0', port: 9000 },
       { nodeId: 1, host: 'node-1', port: 9001 },
@@ -144,6 +146,7 @@ describe('ReplicaManager in cluster mode', () => {
     };
     expect(await zero.metadata({ topics: ['t', '__consumer_offsets', 'no spaces'] })).toEqual({
       brokers: [],
+      controllerId: -1,
       topics: [
         { name: 't', ...notYet },
         { name: '__consumer_offsets', ...notYet },
@@ -155,7 +158,7 @@ describe('ReplicaManager in cluster mode', () => {
         },
       ],
     });
-    expect(await zero.metadata({ topics: [] })).toEqual({ brokers: [], topics: [] });
+    expect(await zero.metadata({ topics: [] })).toEqual({ brokers: [], topics: [], controllerId: -1 });
 
     cluster.set('t', 0, { leader: 0, leaderEpoch: 1, isr: [0], replicas: [0] });
     const metadata = await zero.metadata({ topics: ['t', 'u'] });
@@ -179,7 +182,7 @@ describe('ReplicaManager in cluster mode', () => {
     expect((await again.metadata({ topics: ['t'] })).topics[0]).toMatchObject({
       errorCode: ErrorCode.LEADER_NOT_AVAILABLE,
     });
-    expect(await again.metadata({ topics: [] })).toEqual({ brokers: [], topics: [] });
+    expect(await again.metadata({ topics: [] })).toEqual({ brokers: [], topics: [], controllerId: -1 });
     cluster.publish();
     expect((await again.metadata({ topics: [] })).topics.map((t) => [t.name, t.errorCode])).toEqual([
       ['t', ErrorCode.NONE],

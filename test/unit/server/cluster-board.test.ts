@@ -22,6 +22,7 @@ function partition(
 
 function metadata(topics: Record<string, PartitionMetadata[]>, liveNodes: number[]): MetadataResponse {
   return {
+    controllerId: -1,
     brokers: liveNodes.map((nodeId) => ({ nodeId, host: '10.0.0.1', port: 9000 + nodeId })),
     topics: Object.entries(topics).map(([name, partitions]) => ({
       name,

@@ -293,7 +293,10 @@ describe('ClusterWiring', () => {
     const calls: string[] = [];
     const log: BrokerService = {
       createTopics: () => Promise.reject(new Error('not the log')),
-      metadata: () => (calls.push('metadata'), Promise.resolve({ brokers: [], topics: [] })),
+      metadata: () => (
+        calls.push('metadata'),
+        Promise.resolve({ brokers: [], topics: [], controllerId: -1 })
+      ),
       produce: () => (calls.push('produce'), Promise.resolve({ topics: [] })),
       fetch: () => (calls.push('fetch'), Promise.resolve({ topics: [] }) as never),
       listOffsets: () => (calls.push('listOffsets'), Promise.resolve({ topics: [] })),
@@ -344,6 +347,7 @@ describe('ClusterWiring', () => {
       expect(wiring.readinessProblem()).toBeDefined();
       expect(await broker.metadata({ topics: ['orders'] })).toEqual({
         brokers: [],
+        controllerId: -1,
         topics: [
           {
             name: 'orders',

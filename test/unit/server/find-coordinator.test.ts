@@ -22,6 +22,7 @@ function partition(partitionIndex: number, leaderId: number): PartitionMetadata 
 
 /** Three partitions led by nodes 1, 2 and (offline) nobody. */
 const VIEW: MetadataResponse = {
+  controllerId: -1,
   brokers: NODES,
   topics: [
     {
@@ -34,6 +35,7 @@ const VIEW: MetadataResponse = {
 };
 
 const MISSING: MetadataResponse = {
+  controllerId: -1,
   brokers: NODES,
   topics: [
     {

@@ -170,6 +170,7 @@ export class FakeNode extends ScriptedTransport implements NodeTransport {
       this.metadataCalls.push(request);
       if (!this.isMember) {
         return {
+          controllerId: -1,
           brokers: [],
           topics: request.topics.map((name) => ({
             name,
@@ -375,6 +376,7 @@ export class FakeCluster {
   metadataView(topics: readonly string[]): b.MetadataResponse {
     const names = topics.length > 0 ? topics : [...this.topics.keys()];
     return {
+      controllerId: -1,
       brokers: [...this.nodes.values()]
         .filter((n) => !n.isDown)
         .map((n) => ({ nodeId: n.nodeId, host: `node-${n.nodeId}`, port: 7070 })),

@@ -127,6 +127,7 @@ export class InMemoryBroker implements BrokerTransport {
     return this.answer('metadata', request, options, () => {
       const names = request.topics.length > 0 ? request.topics : [...this.logs.keys()];
       return {
+        controllerId: 0,
         brokers: [{ nodeId: 0, host: '127.0.0.1', port: 7070 }],
         topics: names.map((name) => {
           const log = this.logs.get(name);

@@ -1,12 +1,14 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type {
-  BrokerService,
-  FetchRequest,
-  ListOffsetsRequest,
-  OffsetForLeaderEpochRequest,
-  ProduceRecord,
-  ProduceRequest,
+import {
+  CONSUMER_REPLICA_ID,
+  type BrokerRequestContext,
+  type BrokerService,
+  type FetchRequest,
+  type ListOffsetsRequest,
+  type OffsetForLeaderEpochRequest,
+  type ProduceRecord,
+  type ProduceRequest,
 } from '../log/broker-protocol';
 import type { ProduceRequestWire } from './broker-wire';
 import { decodeInt64 } from './int64';
@@ -54,15 +56,31 @@ function decodeProduce(wire: ProduceWire): ProduceRequest {
   };
 }
 
-function decodeFetch(wire: FetchWire): FetchRequest {
+/** A consumer's Fetch that leaves `max_bytes` unset (0) gets Kafka's consumer default (fetch.max.bytes). */
+export const DEFAULT_FETCH_MAX_BYTES = 52_428_800;
+/** ... and per partition, Kafka's max.partition.fetch.bytes. */
+export const DEFAULT_PARTITION_FETCH_MAX_BYTES = 1_048_576;
+
+/**
+ * proto3 sends nothing for a field left at 0, so a consumer that fills in only the topics and offsets must
+ * still be one: `replica_id` 0 from a caller that did not prove to be node 0 (the cluster secret) is a
+ * consumer, not follower 0 (which would be refused CLUSTER_AUTHORIZATION_FAILED); `max_bytes` and
+ * `partition_max_bytes` 0 mean Kafka's consumer defaults, not one record per Fetch. Followers always
+ * authenticate and always say how much they want.
+ */
+function decodeFetch(wire: FetchWire, context: BrokerRequestContext | undefined): FetchRequest {
   return {
     ...wire,
+    replicaId:
+      wire.replicaId === 0 && context?.authenticatedNodeId !== 0 ? CONSUMER_REPLICA_ID : wire.replicaId,
+    maxBytes: wire.maxBytes === 0 ? DEFAULT_FETCH_MAX_BYTES : wire.maxBytes,
     topics: wire.topics.map((topic, t) => ({
       name: topic.name,
       partitions: topic.partitions.map((partition, p) => ({
         partitionIndex: partition.partitionIndex,
         fetchOffset: decodeInt64(partition.fetchOffset, `topics[${t}].partitions[${p}].fetch_offset`),
-        partitionMaxBytes: partition.partitionMaxBytes,
+        partitionMaxBytes:
+          partition.partitionMaxBytes === 0 ? DEFAULT_PARTITION_FETCH_MAX_BYTES : partition.partitionMaxBytes,
         // `optional` on the wire: absent stays undefined (no check), as a client that never sends it.
         currentLeaderEpoch: partition.currentLeaderEpoch,
       })),
@@ -124,7 +142,9 @@ export function brokerService(
       const produced = broker.produce(decodeProduce(request), context);
       return request.acks === 0 ? produced.then(twoTurnsLater) : produced;
     }),
-    Fetch: handler('Fetch', (request: FetchWire, context) => broker.fetch(decodeFetch(request), context)),
+    Fetch: handler('Fetch', (request: FetchWire, context) =>
+      broker.fetch(decodeFetch(request, context), context),
+    ),
     ListOffsets: handler('ListOffsets', async (request: ListOffsetsWire) =>
       broker.listOffsets(decodeListOffsets(request)),
     ),

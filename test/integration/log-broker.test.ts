@@ -33,6 +33,23 @@ describe('the Broker service of one cohort server', () => {
     expect(fetched.responses[0]!.partitions[0]!.records.map((r) => r.value.toString())).toEqual(['wake up']);
   });
 
+  it('serves a consumer whose Fetch leaves replica_id and the byte limits at their proto3 defaults', async () => {
+    const leader = await cluster.start('leader');
+    await leader.client.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }] });
+    await leader.client.produce(produceRequest('t', ['a', 'b', 'c'], 1));
+    // Only the topic, partition and offset: replica_id 0, max_bytes 0, partition_max_bytes 0 on the wire.
+    const response = await leader.client.fetch({
+      replicaId: 0,
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: 0,
+      topics: [{ name: 't', partitions: [{ partitionIndex: 0, fetchOffset: 0, partitionMaxBytes: 0 }] }],
+    });
+    const partition = response.responses[0]!.partitions[0]!;
+    expect(partition.errorCode).toBe(ErrorCode.NONE);
+    expect(partition.records.map((r) => r.value.toString())).toEqual(['a', 'b', 'c']);
+  });
+
   it('checks a current_leader_epoch only when one is sent, and answers OffsetForLeaderEpoch', async () => {
     const leader = await cluster.start('leader');
     await leader.client.createTopics({ topics: [{ name: 't', numPartitions: 1, replicationFactor: 1 }] });

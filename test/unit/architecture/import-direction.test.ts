@@ -20,6 +20,8 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // group layers who leads at which epoch, through their interfaces; they never import it.
   cluster: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group'],
   server: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group', 'protocol', 'cluster'],
+  // The Kafka door, a sibling of the gRPC one: the same core, never the gRPC door itself (nor gRPC).
+  kafka: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group', 'protocol', 'cluster'],
   // The SDK runs in users' processes: it may share the clock, timer and error codes, nothing server-side.
   client: ['time', 'timer', 'errors', 'protocol'],
   // The `cohort` CLI is an SDK user; `cohort serve` runs the server as a separate program (main.ts).

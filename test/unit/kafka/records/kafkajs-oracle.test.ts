@@ -5,6 +5,7 @@ import {
   encodeKafkaRecordBatch,
   type KafkaRecordInput,
 } from '../../../../src/kafka/records/kafka-record-batch';
+import { fromFetchedRecords } from '../../../../src/kafka/records/record-conversion';
 
 /**
  * KafkaJS 2.2.4 (the client version the Kafka door serves) as an independent oracle: its own record
@@ -28,6 +29,9 @@ const decodeKafkaJSBatch = require('kafkajs/src/protocol/recordBatch/v0/decoder'
 const KafkaJSDecoder = require('kafkajs/src/protocol/decoder') as new (buffer: Buffer) => unknown;
 const Long = require('kafkajs/src/utils/long') as { fromValue(value: number | string): unknown };
 const kafkaJSCrc32C = require('kafkajs/src/protocol/recordBatch/crc32C') as (buffer: Buffer) => number;
+const decodeKafkaJSFetchRecords = require('kafkajs/src/protocol/requests/fetch/v4/decodeMessages') as (
+  decoder: unknown,
+) => Promise<KafkaJSBatch['records']>;
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 interface KafkaJSBatch {
@@ -174,4 +178,33 @@ describe('KafkaJS as an oracle', () => {
       );
     },
   );
+
+  test("KafkaJS's Fetch v4 decoding reads a partition's batches from fromFetchedRecords, across epochs and codecs", async () => {
+    const records = Array.from({ length: 9 }, (_, i) => ({
+      offset: 100 + i * 2,
+      timestampMs: 1_700_000_000_000 + i,
+      key: i % 2 === 0 ? null : Buffer.from(`k${i}`),
+      value: Buffer.from(`v${i}`),
+      headers: [{ key: 'h-trace', value: Buffer.from([i]) }],
+      leaderEpoch: Math.floor(i / 4),
+    }));
+    for (const compression of [CompressionCodec.NONE, CompressionCodec.GZIP]) {
+      const batches = fromFetchedRecords({ records }, { maxBytes: 1 << 20, compression });
+      const field = Buffer.alloc(4 + batches.length);
+      field.writeInt32BE(batches.length, 0);
+      batches.copy(field, 4);
+      const decoded = await decodeKafkaJSFetchRecords(new KafkaJSDecoder(field));
+      expect(
+        decoded.map((record) => [record.offset, record.timestamp, record.key, record.value, record.headers]),
+      ).toEqual(
+        records.map((record) => [
+          String(record.offset),
+          String(record.timestampMs),
+          record.key,
+          record.value,
+          { 'h-trace': record.headers[0]!.value },
+        ]),
+      );
+    }
+  });
 });

@@ -111,6 +111,7 @@ async function main(): Promise<void> {
       token: config.token !== '' || config.tokenFile !== '',
       clusterSecret: config.clusterSecret !== '' || config.clusterSecretFile !== '',
       adminAddress: admin === undefined ? null : `${admin.host}:${admin.port}`,
+      kafkaAddress: server.kafkaAddress?.address ?? null,
       manualClock: config.manualClock,
       dataDir: config.dataDir,
     },

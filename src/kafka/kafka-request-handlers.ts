@@ -132,6 +132,10 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
             try {
               if (partition.records === null) throw new KafkaRecordsError('truncated', 'null records');
               const batches = decodeKafkaRecordBatches(partition.records);
+              // Produce v3+ carries exactly one batch per partition (Kafka refuses more as INVALID_RECORD).
+              if (batches.length !== 1) {
+                throw new KafkaRecordsError('invalid-record', `${batches.length} batches in one partition`);
+              }
               return [{ partitionIndex: partition.index, records: toProduceRecords(batches) }];
             } catch (error) {
               if (!(error instanceof KafkaRecordsError)) throw error;
@@ -485,20 +489,35 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
         const described = await coordinator.describeGroups({ groups: body.groups as string[] }, context);
         return {
           throttleTimeMs: 0,
-          groups: described.groups.map((g) => ({
-            errorCode: g.errorCode,
-            groupId: g.groupId,
-            groupState: g.groupState,
-            protocolType: g.protocolType,
-            protocolData: g.protocolData,
-            members: g.members.map((m) => ({
-              memberId: m.memberId,
-              clientId: m.clientId,
-              clientHost: m.clientHost,
-              memberMetadata: bytesOrEmpty(m.memberMetadata),
-              memberAssignment: bytesOrEmpty(m.memberAssignment),
+          // Before v6 Kafka describes a group it does not know as Dead, without an error (KafkaJS's
+          // setOffsets relies on it); the core answers GROUP_ID_NOT_FOUND, as v6+ does.
+          groups: described.groups
+            .map((g) =>
+              g.errorCode === ErrorCode.GROUP_ID_NOT_FOUND
+                ? {
+                    errorCode: ErrorCode.NONE,
+                    groupId: g.groupId,
+                    groupState: 'Dead',
+                    protocolType: '',
+                    protocolData: '',
+                    members: [],
+                  }
+                : g,
+            )
+            .map((g) => ({
+              errorCode: g.errorCode,
+              groupId: g.groupId,
+              groupState: g.groupState,
+              protocolType: g.protocolType,
+              protocolData: g.protocolData,
+              members: g.members.map((m) => ({
+                memberId: m.memberId,
+                clientId: m.clientId,
+                clientHost: m.clientHost,
+                memberMetadata: bytesOrEmpty(m.memberMetadata),
+                memberAssignment: bytesOrEmpty(m.memberAssignment),
+              })),
             })),
-          })),
         };
       },
     ],

@@ -350,4 +350,39 @@ describe('across the two doors', () => {
     expect(record!.value.toString()).toBe('hello grpc');
     expect(record!.headers.map((h) => [h.key, h.value.toString()])).toEqual([['h', '2']]);
   });
+
+  test('offsets committed on one side are fetched on the other', async () => {
+    const topic = name('offsets');
+    const admin = await connected(kafka.admin());
+    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }] });
+    const kafkaGroup = name('kafka-commits');
+    await admin.setOffsets({ groupId: kafkaGroup, topic, partitions: [{ partition: 1, offset: '42' }] });
+
+    const grpc = groupCoordinatorClient(server.address);
+    closers.push(async () => grpc.close());
+    const fetched = (await grpc.offsetFetch({
+      groupId: kafkaGroup,
+      topics: [{ name: topic, partitionIndexes: [1] }],
+    })) as {
+      topics: { partitions: { partitionIndex: number; committedOffset: number | string }[] }[];
+    };
+    expect(Number(fetched.topics[0]!.partitions[0]!.committedOffset)).toBe(42);
+
+    const grpcGroup = name('grpc-commits');
+    await grpc.offsetCommit({
+      groupId: grpcGroup,
+      generationId: -1,
+      memberId: '',
+      topics: [
+        {
+          name: topic,
+          partitions: [
+            { partitionIndex: 0, committedOffset: 7, committedLeaderEpoch: -1, committedMetadata: '' },
+          ],
+        },
+      ],
+    });
+    const [offsets] = await admin.fetchOffsets({ groupId: grpcGroup, topics: [topic] });
+    expect(offsets!.partitions.find((p) => p.partition === 0)?.offset).toBe('7');
+  });
 });

@@ -5,6 +5,7 @@ import {
   API_VERSIONS,
   CREATE_TOPICS,
   FETCH,
+  JOIN_GROUP,
   LIST_OFFSETS,
   METADATA,
   PRODUCE,
@@ -336,5 +337,71 @@ describe('the Kafka door, over a raw connection', () => {
     client.socket.destroy();
     await client.closed;
     await eventually(parkedFetches, 0);
+  });
+});
+
+describe('the Kafka door and its group coordinator, over a raw connection', () => {
+  test('JoinGroup v2 (before MEMBER_ID_REQUIRED) joins in one round, with a member id', async () => {
+    const client = new RawKafka();
+    client.send(JOIN_GROUP, 2, 1, {
+      groupId: 'old-client',
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 10_000,
+      memberId: '',
+      protocolType: 'consumer',
+      protocols: [{ name: 'range', metadata: Buffer.from([0, 0]) }],
+    });
+    const { body } = await client.response(JOIN_GROUP, 2);
+    expect(body).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 1, protocolName: 'range' });
+    expect(body.memberId).not.toBe('');
+    expect(body.leader).toBe(body.memberId);
+  });
+
+  test('JoinGroup v4 is told MEMBER_ID_REQUIRED first, as Kafka tells it', async () => {
+    const client = new RawKafka();
+    client.send(JOIN_GROUP, 4, 1, {
+      groupId: 'new-client',
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 10_000,
+      memberId: '',
+      protocolType: 'consumer',
+      protocols: [{ name: 'range', metadata: Buffer.from([0, 0]) }],
+    });
+    const { body } = await client.response(JOIN_GROUP, 4);
+    expect(body.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
+    expect(body.memberId).not.toBe('');
+  });
+
+  test('a Produce with two batches for one partition is refused as INVALID_RECORD', async () => {
+    const client = new RawKafka();
+    await createTopic(client, 'two-batches');
+    const body = produceBody('two-batches', 1, ['a']);
+    const partition = ((body.topicData as Struct[])[0]!.partitionData as Struct[])[0]!;
+    partition.records = Buffer.concat([partition.records as Buffer, partition.records as Buffer]);
+    client.send(PRODUCE, 7, 2, body);
+    const { body: answer } = await client.response(PRODUCE, 7);
+    expect(answer.responses).toEqual([
+      {
+        name: 'two-batches',
+        partitionResponses: [expect.objectContaining({ errorCode: ErrorCode.INVALID_RECORD })],
+      },
+    ]);
+  });
+});
+
+describe('the Kafka listener at start-up', () => {
+  test('a Kafka port already taken fails the start, naming the flag that moves it', async () => {
+    await expect(startServer({ kafkaListen: server.kafkaAddress! })).rejects.toThrow(
+      /the Kafka listener cannot listen on 127\.0\.0\.1:\d+ \(EADDRINUSE\): set --kafka-listen \(COHORT_KAFKA_LISTEN\)/,
+    );
+  });
+
+  test("'off' starts no Kafka listener", async () => {
+    const quiet = await startServer({ kafkaListen: 'off' });
+    try {
+      expect(quiet.kafkaAddress).toBeUndefined();
+    } finally {
+      await quiet.close();
+    }
   });
 });

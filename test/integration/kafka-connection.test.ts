@@ -164,6 +164,22 @@ describe('the Kafka door, over a raw connection', () => {
     });
   });
 
+  test('frames split across writes, and several in one write, are read whole', async () => {
+    const client = new RawKafka();
+    const frames = Buffer.concat([
+      encodeRequest(API_VERSIONS, 1, 1, 'split', {}),
+      encodeRequest(API_VERSIONS, 2, 2, 'split', {}),
+      encodeRequest(API_VERSIONS, 0, 3, 'split', {}),
+    ]);
+    for (let at = 0; at < frames.length; at += 3) {
+      client.socket.write(frames.subarray(at, at + 3));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect((await client.response(API_VERSIONS, 1)).correlationId).toBe(1);
+    expect((await client.response(API_VERSIONS, 2)).correlationId).toBe(2);
+    expect((await client.response(API_VERSIONS, 0)).correlationId).toBe(3);
+  });
+
   test('Metadata v1 auto-creates a named topic; v4 with allowAutoTopicCreation false does not', async () => {
     const client = new RawKafka();
     client.send(METADATA, 4, 1, { topics: [{ name: 'not-created' }], allowAutoTopicCreation: false });

@@ -68,7 +68,8 @@ const SIZE_BYTES = 4;
  * it, as in Kafka. Pipelined frames wait in a queue; while it holds more than one maximal request, the
  * socket stops reading (TCP pushes back on the client). An oversized size prefix, an undecodable frame, an
  * unknown key or version, or a frame cut short by the end of the stream ends this connection only; the
- * connection's going away releases whatever it has parked.
+ * connection's going away releases whatever it has parked. As in Kafka, a client's end of stream is its
+ * going away (no half-open connections): what it had parked is released, nothing more is answered.
  */
 export class KafkaConnection {
   private chunks: Buffer[] = [];

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { Kafka, logLevel, type Consumer, type EachMessagePayload } from 'kafkajs';
 import { startServer, type EmbeddedServer } from '../../src/server/start-server';
 import { brokerClient, groupCoordinatorClient } from '../support/grpc-clients';
@@ -13,6 +14,8 @@ import { ensureSystemPackages } from '../support/system-packages';
 jest.setTimeout(60_000);
 
 const KAFKAJS = 'kafkajs-test';
+/** Debian's own Python, which has Debian's python3-kafka (kafka-python 2.0.2). */
+const PYTHON = '/usr/bin/python3';
 let server: EmbeddedServer;
 let kafka: Kafka;
 const closers: (() => Promise<unknown>)[] = [];
@@ -20,7 +23,10 @@ let unique = 0;
 const name = (prefix: string): string => `${prefix}-${process.pid}-${++unique}`;
 
 beforeAll(() => {
-  ensureSystemPackages('the Kafka door tests (kcat)', [{ debianPackage: 'kcat', probe: ['kcat', '-V'] }]);
+  ensureSystemPackages('the Kafka door tests (kcat, kafka-python)', [
+    { debianPackage: 'kcat', probe: ['kcat', '-V'] },
+    { debianPackage: 'python3-kafka', probe: [PYTHON, '-c', 'import kafka'] },
+  ]);
 });
 
 beforeEach(async () => {
@@ -280,6 +286,49 @@ describe('kcat (librdkafka) against the Kafka door', () => {
     expect(pairsUsedBy('kcat-test')).toEqual(
       expect.arrayContaining(['0:7', '1:6', '2:2', '3:4', '8:5', '9:5', '10:2', '11:5', '14:3', '18:3']),
     );
+  });
+});
+
+describe('kafka-python against the Kafka door', () => {
+  test('produces, then reads in a group and commits, with the versions it infers for Kafka 0.11', async () => {
+    const topic = name('kpy');
+    const groupId = name('kpy-group');
+    const output = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(
+        PYTHON,
+        [join(__dirname, 'kafka', 'kafka-python-client.py'), server.kafkaAddress!, topic, groupId],
+        { timeout: 45_000, encoding: 'utf8' },
+        (error, stdout, stderr) =>
+          resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr }),
+      );
+    });
+    expect(output).toMatchObject({ code: 0 });
+    expect(output.stdout).toBe('0 0 k0 v0 h=x0\n0 1 k1 v1 h=x1\n0 2 k2 v2 h=x2\n');
+    // kafka-python does not negotiate per API: from Metadata 0-4 advertised it infers 0.11 and sends these
+    // (Heartbeat v1 too when the run lasts longer than its heartbeat interval).
+    expect(pairsUsedBy('kpy-test').filter((pair) => pair !== '12:1')).toEqual([
+      '0:3',
+      '1:4',
+      '2:1',
+      '3:0',
+      '3:1',
+      '8:2',
+      '9:1',
+      '10:0',
+      '11:2',
+      '13:1',
+      '14:1',
+      '18:0',
+    ]);
+    const grpc = groupCoordinatorClient(server.address);
+    closers.push(async () => grpc.close());
+    const fetched = (await grpc.offsetFetch({
+      groupId,
+      topics: [{ name: topic, partitionIndexes: [0] }],
+    })) as {
+      topics: { partitions: { committedOffset: number | string }[] }[];
+    };
+    expect(Number(fetched.topics[0]!.partitions[0]!.committedOffset)).toBe(3);
   });
 });
 

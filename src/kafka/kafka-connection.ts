@@ -105,15 +105,17 @@ export class KafkaConnection {
     if (this.isClosed) return;
     this.chunks.push(chunk);
     this.bufferedBytes += chunk.length;
+    // Chunks are joined once per frame, when the whole frame is there (a large Produce arrives in many
+    // chunks: joining at every chunk would copy it over and over).
     while (this.bufferedBytes >= SIZE_BYTES) {
-      const head = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-      this.chunks = [head];
-      const size = head.readInt32BE(0);
+      if (this.chunks[0]!.length < SIZE_BYTES) this.chunks = [Buffer.concat(this.chunks)];
+      const size = this.chunks[0]!.readInt32BE(0);
       if (size < 0 || size > this.options.maxRequestBytes) {
         this.refuse('oversized', `a request of ${size} bytes (the most is ${this.options.maxRequestBytes})`);
         return;
       }
-      if (head.length < SIZE_BYTES + size) break;
+      if (this.bufferedBytes < SIZE_BYTES + size) break;
+      const head = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
       this.frames.push(head.subarray(SIZE_BYTES, SIZE_BYTES + size));
       this.queuedBytes += size;
       const rest = head.subarray(SIZE_BYTES + size);

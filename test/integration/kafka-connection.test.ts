@@ -262,6 +262,19 @@ describe('the Kafka door, over a raw connection', () => {
     expect(await refusedConnections('truncated')).toBe(before + 1);
   });
 
+  test('a 600 KiB Produce arriving in small writes is read whole', async () => {
+    const client = new RawKafka();
+    await createTopic(client, 'large');
+    const frame = encodeRequest(PRODUCE, 7, 3, 'raw', produceBody('large', 1, ['x'.repeat(600 * 1024)]));
+    for (let at = 0; at < frame.length; at += 16 * 1024)
+      client.socket.write(frame.subarray(at, at + 16 * 1024));
+    const { correlationId, body } = await client.response(PRODUCE, 7);
+    expect(correlationId).toBe(3);
+    expect(body.responses).toEqual([
+      { name: 'large', partitionResponses: [expect.objectContaining({ errorCode: 0, baseOffset: 0 })] },
+    ]);
+  });
+
   test('a Produce with acks=0 is not answered; the next request is', async () => {
     const client = new RawKafka();
     await createTopic(client, 'quiet');

@@ -278,7 +278,7 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
               found?.errorCode === undefined || found.errorCode === ErrorCode.NONE
                 ? ErrorCode.COORDINATOR_NOT_AVAILABLE
                 : found.errorCode,
-            errorMessage: null,
+            errorMessage: found === undefined || found.errorMessage === '' ? null : found.errorMessage,
             nodeId: -1,
             host: '',
             port: -1,
@@ -413,6 +413,10 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
       OFFSET_FETCH.apiKey,
       async (body, header, context) => {
         const topics = body.topics as { name: string; partitionIndexes: number[] }[] | null;
+        // Null (v2+) asks for every committed partition; an empty list, as in Kafka, for none. The core reads
+        // an empty list as every partition, so none is answered here.
+        if (topics !== null && topics.length === 0)
+          return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, topics: [] };
         const fetched = await coordinator.offsetFetch(
           { groupId: body.groupId as string, topics: topics ?? [], requireStable: false },
           context,

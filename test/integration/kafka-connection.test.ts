@@ -6,6 +6,8 @@ import {
   CREATE_TOPICS,
   FETCH,
   JOIN_GROUP,
+  OFFSET_COMMIT,
+  OFFSET_FETCH,
   LIST_OFFSETS,
   METADATA,
   PRODUCE,
@@ -399,6 +401,42 @@ describe('the Kafka door and its group coordinator, over a raw connection', () =
     const { body } = await client.response(JOIN_GROUP, 4);
     expect(body.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
     expect(body.memberId).not.toBe('');
+  });
+
+  test('OffsetFetch tells null topics (every committed partition) from an empty list (none)', async () => {
+    const client = new RawKafka();
+    await createTopic(client, 'committed');
+    client.send(OFFSET_COMMIT, 2, 1, {
+      groupId: 'offsets-only',
+      generationId: -1,
+      memberId: '',
+      retentionTimeMs: -1,
+      topics: [
+        {
+          name: 'committed',
+          partitions: [{ partitionIndex: 0, committedOffset: 5, committedMetadata: null }],
+        },
+      ],
+    });
+    expect((await client.response(OFFSET_COMMIT, 2)).body.topics).toEqual([
+      { name: 'committed', partitions: [{ partitionIndex: 0, errorCode: ErrorCode.NONE }] },
+    ]);
+    client.send(OFFSET_FETCH, 5, 2, { groupId: 'offsets-only', topics: null });
+    expect((await client.response(OFFSET_FETCH, 5)).body.topics).toEqual([
+      {
+        name: 'committed',
+        partitions: [expect.objectContaining({ partitionIndex: 0, committedOffset: 5, errorCode: 0 })],
+      },
+    ]);
+    client.send(OFFSET_FETCH, 5, 3, { groupId: 'offsets-only', topics: [] });
+    expect((await client.response(OFFSET_FETCH, 5)).body).toMatchObject({ errorCode: 0, topics: [] });
+    client.send(OFFSET_FETCH, 1, 4, {
+      groupId: 'unknown-group',
+      topics: [{ name: 'committed', partitionIndexes: [0] }],
+    });
+    expect((await client.response(OFFSET_FETCH, 1)).body.topics).toEqual([
+      { name: 'committed', partitions: [expect.objectContaining({ committedOffset: -1, errorCode: 0 })] },
+    ]);
   });
 
   test('a Produce with two batches for one partition is refused as INVALID_RECORD', async () => {

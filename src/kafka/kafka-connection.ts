@@ -136,8 +136,8 @@ export class KafkaConnection {
     try {
       request = decodeRequest(frame);
     } catch (error) {
-      if (!(error instanceof KafkaProtocolError)) throw error;
-      this.refuse('malformed', error.message);
+      // Anything else would be a bug of the codec: it still ends only this connection, never the process.
+      this.refuse('malformed', error instanceof KafkaProtocolError ? error.message : String(error));
       return;
     }
     if (request.kind === 'unsupported') {
@@ -157,9 +157,10 @@ export class KafkaConnection {
         } else this.socket.write(served);
         this.serveNext();
       },
-      () => {
-        // serve() answers every failure itself; a rejection means the connection is gone.
+      (error: unknown) => {
+        // serve() answers every failure itself: a rejection is a bug, which ends this connection only.
         this.isServing = false;
+        this.refuse('malformed', String(error));
       },
     );
   }

@@ -1,6 +1,6 @@
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { ErrorCode } from '../errors';
+import { CohortError, ErrorCode } from '../errors';
 import type { KafkaCore } from './kafka-broker';
 import {
   KafkaConnection,
@@ -24,8 +24,20 @@ export interface KafkaListenerOptions {
   readonly logger: Logger;
   /** Told each time a connection is ended because of what its client sent (a metric). */
   readonly onRefusedConnection?: (reason: RefusedFrameReason) => void;
+  /** The observer of one API's requests, by the API's name (`JoinGroup`), asked once per API. */
+  readonly observe?: (apiName: string) => KafkaCallObserver;
   /** Record the (client id, api key, version) of every request, for tests (`wireTrace`). Default false. */
   readonly isWireTraced?: boolean;
+}
+
+/**
+ * Watches the requests of one API, for metrics: `startCall` when a request is served, `endCall` with the
+ * ErrorCode it was answered with (the response's top-level error code, NONE without one;
+ * UNKNOWN_SERVER_ERROR or a CohortError's code for a failure), or undefined when the client left first.
+ */
+export interface KafkaCallObserver {
+  startCall(): number;
+  endCall(startMark: number, errorCode: ErrorCode | undefined): void;
 }
 
 /** One request as the wire trace records it. */
@@ -56,6 +68,7 @@ export class KafkaListener {
   private readonly connections = new Set<KafkaConnection>();
   private readonly handlers: ReadonlyMap<number, KafkaHandler>;
   private readonly trace: WireTraceEntry[] = [];
+  private readonly observers = new Map<string, KafkaCallObserver>();
   private bound: KafkaBoundAddress | undefined;
 
   constructor(private readonly options: KafkaListenerOptions) {
@@ -134,12 +147,30 @@ export class KafkaListener {
     const { schema, body } = request;
     const handler = this.handlers.get(header.apiKey);
     if (handler === undefined) return { close: 'unsupported', detail: `no handler for key ${header.apiKey}` };
+    const observer = this.observerOf(schema.name);
+    const mark = observer?.startCall() ?? 0;
     try {
       const response = await handler(body, header, context);
-      if (response === NO_RESPONSE) return undefined;
-      return encodeResponse(schema, header.apiVersion, header.correlationId, response);
+      if (context.isCancelled) {
+        observer?.endCall(mark, undefined);
+        return undefined;
+      }
+      if (response === NO_RESPONSE) {
+        observer?.endCall(mark, ErrorCode.NONE);
+        return undefined;
+      }
+      const encoded = encodeResponse(schema, header.apiVersion, header.correlationId, response);
+      observer?.endCall(
+        mark,
+        typeof response.errorCode === 'number' ? (response.errorCode as ErrorCode) : ErrorCode.NONE,
+      );
+      return encoded;
     } catch (error) {
-      if (context.isCancelled) return undefined;
+      if (context.isCancelled) {
+        observer?.endCall(mark, undefined);
+        return undefined;
+      }
+      observer?.endCall(mark, error instanceof CohortError ? error.code : ErrorCode.UNKNOWN_SERVER_ERROR);
       this.options.logger.error(
         { err: error, apiKey: header.apiKey, apiVersion: header.apiVersion, clientId: header.clientId },
         `Kafka ${schema.name} failed`,
@@ -148,5 +179,15 @@ export class KafkaListener {
       if (answer === undefined) return { close: 'malformed', detail: `${schema.name} failed` };
       return encodeResponse(schema, header.apiVersion, header.correlationId, answer);
     }
+  }
+
+  private observerOf(apiName: string): KafkaCallObserver | undefined {
+    if (this.options.observe === undefined) return undefined;
+    let observer = this.observers.get(apiName);
+    if (observer === undefined) {
+      observer = this.options.observe(apiName);
+      this.observers.set(apiName, observer);
+    }
+    return observer;
   }
 }

@@ -65,6 +65,8 @@ const WATCH_GROUPS_PATH = `/${GROUP_COORDINATOR_SERVICE}/WatchGroups`;
 export const TEST_CLOCK_SERVICE = 'cohort.v1.TestClock';
 export const BROKER_SERVICE = 'cohort.v1.Broker';
 export const HEALTH_SERVICE = 'grpc.health.v1.Health';
+/** The `service` label of the Kafka door's requests in cohort_rpc_duration_seconds. */
+export const KAFKA_SERVICE_LABEL = 'kafka';
 /** How long `close()` lets in-flight calls finish before cutting every connection, unless configured. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 
@@ -514,6 +516,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           maxRequestBytes: config.maxMessageBytes,
           logger,
           onRefusedConnection: (reason) => metrics.onKafkaRefusedConnection(reason),
+          // Kafka requests in cohort_rpc_duration_seconds, as service="kafka", method=the API's name.
+          observe: (apiName) => metrics.callObservers(KAFKA_SERVICE_LABEL, apiName),
           isWireTraced: options.isKafkaWireTraced === true,
           core: {
             broker,

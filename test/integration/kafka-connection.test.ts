@@ -182,6 +182,37 @@ describe('the Kafka door, over a raw connection', () => {
     expect((await client.response(API_VERSIONS, 0)).correlationId).toBe(3);
   });
 
+  test('each request is timed in cohort_rpc_duration_seconds as service "kafka", by API and error code', async () => {
+    const client = new RawKafka();
+    client.send(METADATA, 1, 1, { topics: [] });
+    await client.response(METADATA, 1);
+    client.send(JOIN_GROUP, 4, 2, {
+      groupId: 'timed',
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 10_000,
+      memberId: '',
+      protocolType: 'consumer',
+      protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+    });
+    await client.response(JOIN_GROUP, 4);
+    const text = await (await fetch(`${server.adminUrl!}/metrics`)).text();
+    const count = (method: string, code: string): number =>
+      Number(
+        text
+          .split('\n')
+          .find(
+            (l) =>
+              l.startsWith('cohort_rpc_duration_seconds_count{') &&
+              l.includes('service="kafka"') &&
+              l.includes(`method="${method}"`) &&
+              l.includes(`code="${code}"`),
+          )
+          ?.split(' ')[1] ?? NaN,
+      );
+    expect(count('Metadata', 'NONE')).toBe(1);
+    expect(count('JoinGroup', 'MEMBER_ID_REQUIRED')).toBe(1);
+  });
+
   test('Metadata v1 auto-creates a named topic; v4 with allowAutoTopicCreation false does not', async () => {
     const client = new RawKafka();
     client.send(METADATA, 4, 1, { topics: [{ name: 'not-created' }], allowAutoTopicCreation: false });

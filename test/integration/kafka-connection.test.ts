@@ -8,6 +8,7 @@ import {
   JOIN_GROUP,
   OFFSET_COMMIT,
   OFFSET_FETCH,
+  SYNC_GROUP,
   LIST_OFFSETS,
   METADATA,
   PRODUCE,
@@ -468,6 +469,54 @@ describe('the Kafka door and its group coordinator, over a raw connection', () =
     expect((await client.response(OFFSET_FETCH, 1)).body.topics).toEqual([
       { name: 'committed', partitions: [expect.objectContaining({ committedOffset: -1, errorCode: 0 })] },
     ]);
+  });
+
+  test('a JoinGroup parked on a connection that goes away is released at once', async () => {
+    const join = async (client: RawKafka, memberId: string, correlationId: number): Promise<Struct> => {
+      client.send(JOIN_GROUP, 5, correlationId, {
+        groupId: 'parked-join',
+        sessionTimeoutMs: 30_000,
+        rebalanceTimeoutMs: 30_000,
+        memberId,
+        groupInstanceId: null,
+        protocolType: 'consumer',
+        protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+      });
+      return (await client.response(JOIN_GROUP, 5)).body;
+    };
+    const leader = new RawKafka();
+    const leaderId = (await join(leader, '', 1)).memberId as string;
+    expect(await join(leader, leaderId, 2)).toMatchObject({
+      errorCode: 0,
+      generationId: 1,
+      leader: leaderId,
+    });
+    leader.send(SYNC_GROUP, 3, 3, {
+      groupId: 'parked-join',
+      generationId: 1,
+      memberId: leaderId,
+      groupInstanceId: null,
+      assignments: [{ memberId: leaderId, assignment: Buffer.alloc(0) }],
+    });
+    expect((await leader.response(SYNC_GROUP, 3)).body.errorCode).toBe(0);
+
+    // A second member's join waits for the leader to rejoin (up to its 30 s rebalance timeout).
+    const second = new RawKafka();
+    const secondId = (await join(second, '', 1)).memberId as string;
+    second.send(JOIN_GROUP, 5, 2, {
+      groupId: 'parked-join',
+      sessionTimeoutMs: 30_000,
+      rebalanceTimeoutMs: 30_000,
+      memberId: secondId,
+      groupInstanceId: null,
+      protocolType: 'consumer',
+      protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+    });
+    const cancelledJoins = (): Promise<number> =>
+      metric('cohort_rpc_duration_seconds_count{service="kafka",method="JoinGroup",code="CANCELLED"}');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    second.socket.destroy();
+    await eventually(async () => (await cancelledJoins()) || 0, 1);
   });
 
   test('a Produce with two batches for one partition is refused as INVALID_RECORD', async () => {

@@ -539,6 +539,13 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       host: (advertised?.host ?? bound.host).replace(/^\[(.*)\]$/, '$1'),
       port: advertised?.port ?? bound.port,
     };
+    if (cluster !== undefined) {
+      // Nodes do not yet tell each other their Kafka addresses (docs/kafka-clients.md, "Not yet").
+      logger.warn(
+        { kafkaAddress: bound.address },
+        'the Kafka listener lists only this node: Kafka clients cannot reach leaders or coordinators on other nodes of the cluster',
+      );
+    }
   };
   if (manualTime !== undefined) {
     services.push(TEST_CLOCK_SERVICE);

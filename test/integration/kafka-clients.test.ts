@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { Kafka, logLevel, type Consumer, type EachMessagePayload } from 'kafkajs';
+import { CompressionTypes, Kafka, logLevel, type Consumer, type EachMessagePayload } from 'kafkajs';
 import { startServer, type EmbeddedServer } from '../../src/server/start-server';
 import { brokerClient, groupCoordinatorClient } from '../support/grpc-clients';
 import { ensureSystemPackages } from '../support/system-packages';
@@ -286,6 +286,28 @@ describe('kcat (librdkafka) against the Kafka door', () => {
     expect(pairsUsedBy('kcat-test')).toEqual(
       expect.arrayContaining(['0:7', '1:6', '2:2', '3:4', '8:5', '9:5', '10:2', '11:5', '14:3', '18:3']),
     );
+  });
+});
+
+describe('compressed batches from real clients', () => {
+  test('KafkaJS gzip and kcat snappy and lz4 batches are stored and read back', async () => {
+    const topic = name('compressed');
+    const producer = await connected(kafka.producer());
+    await producer.send({
+      topic,
+      acks: -1,
+      compression: CompressionTypes.GZIP,
+      messages: [{ key: 'gzip', value: 'g'.repeat(500) }],
+    });
+    for (const codec of ['snappy', 'lz4']) {
+      expect(
+        await kcat(['-P', '-t', topic, '-K', ':', '-z', codec], `${codec}:${codec[0]!.repeat(500)}\n`),
+      ).toMatchObject({
+        code: 0,
+      });
+    }
+    const consumed = await kcat(['-C', '-t', topic, '-o', 'beginning', '-e', '-f', '%k %S\n']);
+    expect(consumed.stdout).toBe('gzip 500\nsnappy 500\nlz4 500\n');
   });
 });
 

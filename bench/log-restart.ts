@@ -417,6 +417,8 @@ function startServer(dataDir: string, live: Set<ChildProcess>): Promise<RunningS
       '127.0.0.1:0',
       '--admin-listen',
       'off',
+      '--kafka-listen',
+      'off',
       '--data-dir',
       dataDir,
     ],

@@ -135,7 +135,17 @@ function startChild(args: readonly string[], name: string): Promise<Child> {
 
 function cohortArgs(dataDir: string): string[] {
   // The admin listener is off: a cohort already running on the machine may hold port 7071.
-  return ['src/main.ts', '--listen', '127.0.0.1:0', '--admin-listen', 'off', '--data-dir', dataDir];
+  return [
+    'src/main.ts',
+    '--listen',
+    '127.0.0.1:0',
+    '--admin-listen',
+    'off',
+    '--kafka-listen',
+    'off',
+    '--data-dir',
+    dataDir,
+  ];
 }
 
 function unary(client: Client, method: string): (request: unknown) => Promise<unknown> {

@@ -113,6 +113,7 @@ async function main(): Promise<void> {
       etcdTls: config.etcdEndpoints.some((endpoint) => endpoint.startsWith('https://')),
       etcdUser: config.etcdUsername === '' ? null : config.etcdUsername,
       adminAddress: admin === undefined ? null : `${admin.host}:${admin.port}`,
+      kafkaAddress: server.kafkaAddress?.address ?? null,
       manualClock: config.manualClock,
       dataDir: config.dataDir,
     },

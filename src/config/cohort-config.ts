@@ -12,6 +12,12 @@ export interface CohortConfig {
   readonly listen: string;
   /** HOST:PORT of the admin HTTP listener (/healthz, /readyz, /metrics); `off` or '' = none. */
   readonly adminListen: string;
+  /** HOST:PORT of the Kafka wire-protocol listener (port 0 picks a free port); `off` or '' = none. */
+  readonly kafkaListen: string;
+  /** HOST:PORT Kafka clients are told to connect to (Metadata, FindCoordinator); '' = the bound listen address. */
+  readonly kafkaAdvertisedAddress: string;
+  /** A Kafka Metadata request naming an unknown topic creates it with the default settings. */
+  readonly kafkaAutoCreateTopics: boolean;
   /** Where durable state lives: one directory per partition, and the topic registry. */
   readonly dataDir: string;
   /** Time moves only through the TestClock service. */

@@ -3,6 +3,10 @@ import { LOG_LEVELS } from './cohort-config';
 import {
   ADMIN_LISTEN_OFF,
   DEFAULT_ADMIN_LISTEN,
+  DEFAULT_KAFKA_ADVERTISED_ADDRESS,
+  DEFAULT_KAFKA_AUTO_CREATE_TOPICS,
+  DEFAULT_KAFKA_LISTEN,
+  KAFKA_LISTEN_OFF,
   DEFAULT_DATA_DIR,
   DEFAULT_INSECURE,
   DEFAULT_MAX_GROUPS,
@@ -153,6 +157,34 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
       `cluster, POST /recover-metadata. ${ADMIN_LISTEN_OFF} (or empty) turns it off. With --token (or ` +
       "--token-file) everything but /healthz, /readyz and the page's static files needs the token; without " +
       'one, keep it on loopback or a private network.',
+  }),
+  kafkaListen: setting('kafkaListen', {
+    kind: 'adminAddress',
+    valueName: 'HOST:PORT|off',
+    defaultValue: DEFAULT_KAFKA_LISTEN,
+    kafkaName: 'listeners',
+    description:
+      'Address of the Kafka wire-protocol listener, for unmodified Kafka clients (KafkaJS, librdkafka, kcat). ' +
+      `${KAFKA_LISTEN_OFF} (or empty) turns it off. It has no TLS and no authentication: a non-loopback ` +
+      'address needs --insecure.',
+  }),
+  kafkaAdvertisedAddress: setting('kafkaAdvertisedAddress', {
+    kind: 'advertisedAddress',
+    valueName: 'HOST:PORT',
+    defaultValue: DEFAULT_KAFKA_ADVERTISED_ADDRESS,
+    kafkaName: 'advertised.listeners',
+    description:
+      'Where Kafka clients reach this node, as Metadata and FindCoordinator name it. Empty (the default): ' +
+      'the Kafka listen address with its bound port, which must then name a host, not 0.0.0.0 or ::.',
+  }),
+  kafkaAutoCreateTopics: setting('kafkaAutoCreateTopics', {
+    kind: 'boolean',
+    valueName: 'BOOL',
+    defaultValue: DEFAULT_KAFKA_AUTO_CREATE_TOPICS,
+    kafkaName: 'auto.create.topics.enable',
+    description:
+      "A Kafka client's Metadata request naming a topic that does not exist creates it with the default " +
+      'partition count and replication factor, as Kafka does by default (v4+ requests may opt out).',
   }),
   dataDir: setting('dataDir', {
     kind: 'path',

@@ -1,6 +1,6 @@
 import type { CohortConfig, ConfigKey } from './cohort-config';
 import { CONFIG_SETTINGS } from './config-schema';
-import { ADMIN_LISTEN_OFF } from './defaults';
+import { ADMIN_LISTEN_OFF, EMBEDDED_KAFKA_LISTEN } from './defaults';
 import { InvalidConfigError } from './invalid-config-error';
 import { REMOVED_SETTINGS, removedSettingProblem } from './removed-settings';
 import type { ConfigSource } from './validate-config';
@@ -9,9 +9,13 @@ import { validateConfig } from './validate-config';
 /**
  * What `createConfig` uses where the schema's default suits only a process of its own: a fixed admin port
  * would make the second of two servers embedded in one process (a test suite, a cluster in a test) fail to
- * start. An embedder that wants the admin listener asks for it, e.g. `adminListen: '127.0.0.1:0'`.
+ * start. An embedder that wants the admin listener asks for it, e.g. `adminListen: '127.0.0.1:0'`. The Kafka
+ * listener stays on, on a free loopback port, for the same reason (`kafkaListen: 'off'` turns it off).
  */
-const EMBEDDED_DEFAULTS: Partial<CohortConfig> = Object.freeze({ adminListen: ADMIN_LISTEN_OFF });
+const EMBEDDED_DEFAULTS: Partial<CohortConfig> = Object.freeze({
+  adminListen: ADMIN_LISTEN_OFF,
+  kafkaListen: EMBEDDED_KAFKA_LISTEN,
+});
 
 /**
  * The defaults with `overrides` applied, validated and frozen: how tests and embedders (the sidecar) build a

@@ -18,6 +18,16 @@ export const DEFAULT_LOG_LEVEL = 'info';
 export const DEFAULT_ADMIN_LISTEN = '127.0.0.1:7071';
 /** The value of `adminListen` that turns the admin listener off ('' does too). */
 export const ADMIN_LISTEN_OFF = 'off';
+/** The Kafka listener: loopback, on Kafka's own port, so that `kcat -b 127.0.0.1:9092` finds it. */
+export const DEFAULT_KAFKA_LISTEN = '127.0.0.1:9092';
+/** The value of `kafkaListen` that turns the Kafka listener off ('' does too). */
+export const KAFKA_LISTEN_OFF = 'off';
+/** `createConfig`'s default (embedded servers, tests): a free loopback port, so servers never collide. */
+export const EMBEDDED_KAFKA_LISTEN = '127.0.0.1:0';
+/** '' = the Kafka listen address with its bound port. */
+export const DEFAULT_KAFKA_ADVERTISED_ADDRESS = '';
+/** Kafka's auto.create.topics.enable default: a Metadata request naming an unknown topic creates it. */
+export const DEFAULT_KAFKA_AUTO_CREATE_TOPICS = true;
 /** Kubernetes gives a pod 30 s between SIGTERM and SIGKILL; 10 s leaves room for the flush after the drain. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** No bearer token, no TLS: safe only on loopback or a Unix socket, which validation enforces. */

@@ -2,6 +2,8 @@ export type { CohortConfig, ConfigKey, LogLevel } from './cohort-config';
 export { LOG_LEVELS } from './cohort-config';
 export {
   ADMIN_LISTEN_OFF,
+  KAFKA_LISTEN_OFF,
+  DEFAULT_KAFKA_LISTEN,
   DEFAULT_ADMIN_LISTEN,
   DEFAULT_INSECURE,
   DEFAULT_MAX_GROUPS,

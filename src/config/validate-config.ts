@@ -79,7 +79,7 @@ function checkOne(spec: SettingSpec, value: unknown, source: ConfigSource): stri
       }
       return (
         `${describeSetting(spec, value, source)} must be HOST:PORT with a port from 0 to 65535, or ` +
-        `${ADMIN_LISTEN_OFF}, e.g. ${spec.flag} 127.0.0.1:7071`
+        `${ADMIN_LISTEN_OFF}, e.g. ${spec.flag} ${String(spec.defaultValue)}`
       );
     case 'urls': {
       if (!Array.isArray(value) || !value.every((url) => typeof url === 'string')) {
@@ -226,6 +226,42 @@ function securityProblems(candidate: Readonly<Record<ConfigKey, unknown>>, sourc
         `on loopback (127.0.0.1, [::1], localhost) or unix:PATH, drop ${CONFIG_SCHEMA.manualClock.flag}, ` +
         `or accept the risk with ${CONFIG_SCHEMA.insecure.flag}`,
     );
+  }
+  const { kafkaListen } = candidate;
+  // The Kafka door has neither TLS nor authentication yet: whoever reaches it can join, fence and delete
+  // groups and read every topic, whatever protects the gRPC listener.
+  if (
+    typeof kafkaListen === 'string' &&
+    parseListenAddress(kafkaListen) !== undefined &&
+    !isLoopbackListen(kafkaListen) &&
+    insecure !== true
+  ) {
+    problems.push(
+      `${describe('kafkaListen')} can be reached from other machines, and the Kafka listener has no TLS and ` +
+        `no authentication: listen on loopback (127.0.0.1, [::1], localhost), turn it off with ` +
+        `${CONFIG_SCHEMA.kafkaListen.flag} off, or accept the risk with ${CONFIG_SCHEMA.insecure.flag}`,
+    );
+  }
+  if (
+    typeof kafkaListen === 'string' &&
+    candidate.kafkaAdvertisedAddress === '' &&
+    isWildcardHost(parseListenAddress(kafkaListen)?.host ?? '')
+  ) {
+    problems.push(
+      `${CONFIG_SCHEMA.kafkaAdvertisedAddress.flag} is required when ${describe('kafkaListen')} names no host ` +
+        `a client can connect to: give it HOST:PORT, e.g. ${CONFIG_SCHEMA.kafkaAdvertisedAddress.flag} broker-1.internal:9092`,
+    );
+  }
+  for (const other of ['listen', 'adminListen'] as const) {
+    const text = candidate[other];
+    if (
+      typeof kafkaListen === 'string' &&
+      kafkaListen === text &&
+      parseListenAddress(kafkaListen) !== undefined &&
+      parseListenAddress(kafkaListen)?.port !== 0
+    ) {
+      problems.push(`${describe('kafkaListen')} must differ from ${describe(other)}`);
+    }
   }
   const { adminListen } = candidate;
   if (

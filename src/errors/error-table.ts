@@ -221,6 +221,12 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorInfo>> = Object.freeze
     S.INVALID_ARGUMENT,
     'The timestamp of the message is out of acceptable range.',
   ),
+  [ErrorCode.UNSUPPORTED_VERSION]: row(
+    'UNSUPPORTED_VERSION',
+    false,
+    S.UNIMPLEMENTED,
+    'The version of API is not supported.',
+  ),
   [ErrorCode.TOPIC_ALREADY_EXISTS]: row(
     'TOPIC_ALREADY_EXISTS',
     false,

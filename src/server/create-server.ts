@@ -4,7 +4,14 @@ import { ReflectionService } from '@grpc/reflection';
 import pino from 'pino';
 import type { Logger } from 'pino';
 import type { CohortConfig } from '../config';
-import { ADMIN_LISTEN_OFF, isLoopbackListen, parseListenAddress, parseUnixSocket } from '../config';
+import {
+  ADMIN_LISTEN_OFF,
+  isLoopbackListen,
+  KAFKA_LISTEN_OFF,
+  parseListenAddress,
+  parseUnixSocket,
+} from '../config';
+import { KafkaListener, type KafkaBoundAddress, type KafkaNode, type WireTraceEntry } from '../kafka';
 import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinatorRouter } from '../group/group-coordinator-router';
 import type { GroupCoordinatorService } from '../group/group-protocol';
@@ -58,6 +65,8 @@ const WATCH_GROUPS_PATH = `/${GROUP_COORDINATOR_SERVICE}/WatchGroups`;
 export const TEST_CLOCK_SERVICE = 'cohort.v1.TestClock';
 export const BROKER_SERVICE = 'cohort.v1.Broker';
 export const HEALTH_SERVICE = 'grpc.health.v1.Health';
+/** The `service` label of the Kafka door's requests in cohort_rpc_duration_seconds. */
+export const KAFKA_SERVICE_LABEL = 'kafka';
 /** How long `close()` lets in-flight calls finish before cutting every connection, unless configured. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 
@@ -80,6 +89,8 @@ export interface CreateServerOptions {
   readonly onFatalError?: (error: Error) => void;
   /** The clock of call latency metrics. Default: the real one, also under --manual-clock. */
   readonly metricsStopwatch?: Stopwatch;
+  /** Record the (client id, api key, version) of every Kafka request (`kafkaWireTrace`). Default false. */
+  readonly isKafkaWireTraced?: boolean;
 }
 
 export interface BoundAddress {
@@ -139,6 +150,10 @@ export interface CohortServer {
   readonly metrics: ServerMetrics;
   /** The admin listener's address once started; undefined when `adminListen` is off. */
   readonly adminAddress: AdminAddress | undefined;
+  /** The Kafka listener's bound address once started; undefined when `kafkaListen` is off. */
+  readonly kafkaAddress: KafkaBoundAddress | undefined;
+  /** The Kafka requests served so far, with `isKafkaWireTraced` (empty otherwise). */
+  readonly kafkaWireTrace: readonly WireTraceEntry[];
   /** The open WatchGroups calls: how many, and how many events wait for their readers. */
   readonly groupWatches: Pick<GroupWatches, 'size' | 'pendingEvents'>;
 }
@@ -480,6 +495,24 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     { maxPendingGroups: config.watchMaxPendingGroups, maxLagMs: config.watchMaxLagMs },
     time,
   );
+  // The group's __consumer_offsets partition leader, from this node's view. Cluster mode creates the
+  // topic on the first lookup that finds none, as Kafka does; a server with a coordinator of its own
+  // (coordinatorFactory) hosts no topic and names itself. Both doors ask it.
+  const findCoordinator = findCoordinatorHandler({
+    metadata: (topics) => replicaManager.metadata({ topics: [...topics] }),
+    ...(cluster !== undefined
+      ? {
+          onMissingTopic: () => {
+            void ensureOffsetsTopic(cluster);
+            return cluster.offsetsTopicWait();
+          },
+          isViewCurrent: () => cluster.guard.isActive(),
+        }
+      : groupState === undefined
+        ? { localNode: () => localBroker }
+        : {}),
+  });
+  const broker = cluster === undefined ? replicaManager : cluster.brokerWithClusterTopics(replicaManager);
   server.addService(
     guardServiceDefinition(protos.groupCoordinator, onEncodeFailure),
     groupCoordinatorService(
@@ -488,34 +521,62 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       metrics.callObservers,
       heartbeatStreams,
       groupWatches,
-      // The group's __consumer_offsets partition leader, from this node's view. Cluster mode creates the
-      // topic on the first lookup that finds none, as Kafka does; a server with a coordinator of its own
-      // (coordinatorFactory) hosts no topic and names itself.
-      findCoordinatorHandler({
-        metadata: (topics) => replicaManager.metadata({ topics: [...topics] }),
-        ...(cluster !== undefined
-          ? {
-              onMissingTopic: () => {
-                void ensureOffsetsTopic(cluster);
-                return cluster.offsetsTopicWait();
-              },
-              isViewCurrent: () => cluster.guard.isActive(),
-            }
-          : groupState === undefined
-            ? { localNode: () => localBroker }
-            : {}),
-      }),
+      findCoordinator,
     ),
   );
   server.addService(
     guardServiceDefinition(protos.broker, onEncodeFailure),
-    brokerService(
-      cluster === undefined ? replicaManager : cluster.brokerWithClusterTopics(replicaManager),
-      logger,
-      metrics.callObservers,
-      nodeAuthentication,
-    ),
+    brokerService(broker, logger, metrics.callObservers, nodeAuthentication),
   );
+
+  // The Kafka door: the same coordinator, log and coordinator lookup, behind Kafka's wire protocol. Kafka
+  // clients are told this node's Kafka address (advertised, or the bound one), never its gRPC address; a
+  // single node knows only its own, so cluster mode lists no other node to them yet.
+  const kafkaListen =
+    config.kafkaListen === '' || config.kafkaListen === KAFKA_LISTEN_OFF
+      ? undefined
+      : parseListenAddress(config.kafkaListen);
+  let kafkaAdvertised: KafkaNode | undefined;
+  const kafka =
+    kafkaListen === undefined
+      ? undefined
+      : new KafkaListener({
+          host: kafkaListen.host,
+          port: kafkaListen.port,
+          maxRequestBytes: config.maxMessageBytes,
+          logger,
+          onRefusedConnection: (reason) => metrics.onKafkaRefusedConnection(reason),
+          // Kafka requests in cohort_rpc_duration_seconds, as service="kafka", method=the API's name.
+          observe: (apiName) => metrics.callObservers(KAFKA_SERVICE_LABEL, apiName),
+          isWireTraced: options.isKafkaWireTraced === true,
+          core: {
+            broker,
+            coordinator,
+            findCoordinator,
+            kafkaNode: (nodeId) => (nodeId === config.nodeId ? kafkaAdvertised : undefined),
+            controllerId: () => cluster?.controllerId ?? config.nodeId,
+            clusterId: config.clusterId,
+            isAutoCreateTopicsEnabled: config.kafkaAutoCreateTopics,
+          },
+        });
+  const startKafka = async (): Promise<void> => {
+    if (kafka === undefined) return;
+    const bound = await kafka.start();
+    const advertised = parseListenAddress(config.kafkaAdvertisedAddress);
+    kafkaAdvertised = {
+      nodeId: config.nodeId,
+      // IPv6 hosts go to Kafka clients without brackets.
+      host: (advertised?.host ?? bound.host).replace(/^\[(.*)\]$/, '$1'),
+      port: advertised?.port ?? bound.port,
+    };
+    if (cluster !== undefined) {
+      // Nodes do not yet tell each other their Kafka addresses (docs/kafka-clients.md, "Not yet").
+      logger.warn(
+        { kafkaAddress: bound.address },
+        'the Kafka listener lists only this node: Kafka clients cannot reach leaders or coordinators on other nodes of the cluster',
+      );
+    }
+  };
   if (manualTime !== undefined) {
     services.push(TEST_CLOCK_SERVICE);
     server.addService(
@@ -806,6 +867,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       // Joins the cluster once the port is bound: the advertised address defaults to the bound one.
       cluster?.start(replicaManager, bound, dataDirIdentity);
       await admin?.start();
+      await startKafka();
       metrics.start();
       isBound = true;
       if (phase === 'starting') phase = 'loading';
@@ -823,6 +885,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     return starting;
   };
 
+  let kafkaClosing: Promise<void> | undefined;
   const shutdown = (): Promise<void> =>
     new Promise<void>((resolve) => {
       setHealth(Object.keys(statusMap), 'NOT_SERVING');
@@ -847,6 +910,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       streamingCalls.endAll();
       connections?.closeWhenDone();
       stopBudgeting?.();
+      // Kafka connections end: whatever they had parked is released, nothing more is read from them.
+      kafkaClosing = kafka?.close();
       coordinator.shutdown();
       heartbeatStreams.endAll();
       groupWatches.endAll();
@@ -856,6 +921,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       replicaManager.shutdown();
     }).then(async () => {
       connections?.stop();
+      await kafkaClosing;
       // Drained: leave the cluster (resign, revoke the lease: others take over now, not a TTL later).
       await cluster?.close();
       // Every log is fsynced and closed: a clean stop loses nothing, even with a relaxed flush policy.
@@ -901,6 +967,12 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     metrics,
     get adminAddress() {
       return admin?.address;
+    },
+    get kafkaAddress() {
+      return kafka?.address;
+    },
+    get kafkaWireTrace() {
+      return kafka?.wireTrace ?? [];
     },
     groupWatches,
   };

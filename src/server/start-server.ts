@@ -48,6 +48,15 @@ export interface StartServerOptions {
    * for a free port; `adminUrl` then gives its address. Default: off.
    */
   readonly adminListen?: string;
+  /**
+   * Where the Kafka wire-protocol listener listens: `'127.0.0.1:0'` (the default) for a free port, which
+   * `kafkaAddress` then gives; `'off'` for none.
+   */
+  readonly kafkaListen?: string;
+  /** A Kafka Metadata request naming an unknown topic creates it (auto.create.topics.enable). Default true. */
+  readonly kafkaAutoCreateTopics?: boolean;
+  /** Record the (client id, api key, version) of every Kafka request, for `kafkaWireTrace`. Default false. */
+  readonly kafkaWireTrace?: boolean;
 }
 
 /** A running embedded server, from `startServer`. */
@@ -60,6 +69,13 @@ export interface EmbeddedServer {
   readonly dataDir: string;
   /** `http://HOST:PORT` of the admin listener (its live page is at `/`); absent without `adminListen`. */
   readonly adminUrl?: string;
+  /** `127.0.0.1:<port>` of the Kafka listener: a Kafka client's bootstrap server. Absent with `kafkaListen: 'off'`. */
+  readonly kafkaAddress?: string;
+  /**
+   * With `kafkaWireTrace: true`, every Kafka request served so far: its client id, API key and version
+   * (which versions each client chose). Empty otherwise.
+   */
+  readonly kafkaWireTrace: readonly { clientId: string | null; apiKey: number; apiVersion: number }[];
   /** Present only when started with `manualClock: true`; see `ManualClockServer.advanceClock`. */
   readonly advanceClock?: (ms: number) => Promise<number>;
   /**
@@ -109,7 +125,7 @@ export function startServer(
 ): Promise<ManualClockServer>;
 export function startServer(options?: StartServerOptions): Promise<EmbeddedServer>;
 export async function startServer(options: StartServerOptions = {}): Promise<EmbeddedServer> {
-  const { dataDir, logLevel = 'silent', ...settings } = options;
+  const { dataDir, logLevel = 'silent', kafkaWireTrace = false, ...settings } = options;
   const ownsDataDir = dataDir === undefined;
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'cohort-')));
   const removeOwnDir = (): Promise<void> =>
@@ -120,7 +136,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Emb
     const config = createConfig({ ...settings, dataDir: dir, logLevel, listen: LOOPBACK_ANY_PORT });
     // Synchronous writes: nothing is left buffered (or holding the process open) when a test run ends.
     const logger = pino({ level: logLevel }, pino.destination({ dest: 1, sync: true }));
-    server = createServer(config, { logger });
+    server = createServer(config, { logger, isKafkaWireTraced: kafkaWireTrace });
   } catch (error) {
     await removeOwnDir();
     throw error;
@@ -146,6 +162,10 @@ export async function startServer(options: StartServerOptions = {}): Promise<Emb
     port,
     dataDir: dir,
     ...(server.adminAddress === undefined ? {} : { adminUrl: server.adminAddress.url }),
+    ...(server.kafkaAddress === undefined ? {} : { kafkaAddress: server.kafkaAddress.address }),
+    get kafkaWireTrace() {
+      return server.kafkaWireTrace;
+    },
     close,
   };
   const manualTime = server.manualTime;

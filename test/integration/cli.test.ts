@@ -597,6 +597,8 @@ describe('cohort serve', () => {
         '127.0.0.1:0',
         '--admin-listen',
         '127.0.0.1:0',
+        '--kafka-listen',
+        '127.0.0.1:0',
         '--data-dir',
         dataDir,
       ]);

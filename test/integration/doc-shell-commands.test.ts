@@ -60,6 +60,8 @@ describe('the shell commands in the docs', () => {
           COHORT_ADDRESS: server.target,
           COHORT_LISTEN: server.target,
           COHORT_ADMIN_LISTEN: admin,
+          // A block that starts a server must not take the Kafka port of whatever else runs.
+          COHORT_KAFKA_LISTEN: '127.0.0.1:0',
         }),
       );
       expect({ code: outcome.code, output: outcome.output }).toEqual({ code: 0, output: expect.any(String) });

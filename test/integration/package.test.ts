@@ -138,6 +138,8 @@ describe('the packed package, in a fresh TypeScript project', () => {
         '127.0.0.1:0',
         '--admin-listen',
         '127.0.0.1:0',
+        '--kafka-listen',
+        '127.0.0.1:0',
         '--data-dir',
         dataDir,
       ],

@@ -61,11 +61,16 @@ export function spawnCohort(
     env.COHORT_ADMIN_LISTEN !== undefined ||
     args.some((arg) => arg === '--admin-listen' || arg.startsWith('--admin-listen='));
   const adminArgs = namesAdmin ? [] : ['--admin-listen', '127.0.0.1:0'];
+  // Nor could more than one of them take the Kafka listener's default port (9092).
+  const namesKafka =
+    env.COHORT_KAFKA_LISTEN !== undefined ||
+    args.some((arg) => arg === '--kafka-listen' || arg.startsWith('--kafka-listen='));
+  const kafkaArgs = namesKafka ? [] : ['--kafka-listen', '127.0.0.1:0'];
   const entry =
     options.script === undefined
       ? ['-r', './scripts/register-typescript.js', 'src/main.ts']
       : [options.script];
-  const argv = [...(options.nodeArgs ?? []), ...entry, ...args, ...dataDirArgs, ...adminArgs];
+  const argv = [...(options.nodeArgs ?? []), ...entry, ...args, ...dataDirArgs, ...adminArgs, ...kafkaArgs];
   const [command, commandArgs] =
     options.openFileLimit === undefined
       ? [process.execPath, argv]

@@ -27,6 +27,8 @@ export interface TestServer {
   readonly port: number;
   /** `http://127.0.0.1:<port>` of the admin listener, when `adminListen` asked for one. */
   readonly adminUrl: string | undefined;
+  /** `127.0.0.1:<port>` of the Kafka listener (a free port unless `kafkaListen` says otherwise). */
+  readonly kafkaAddress: string | undefined;
   /** Everything the server logged, parsed (nothing reaches stdout). */
   readonly logs: LogLine[];
   /** A new client on its own channel; closed by `close()`. */
@@ -61,6 +63,8 @@ export async function startTestServer(
     ...overrides,
     dataDir: overrides.dataDir ?? ownDataDir,
     listen: '127.0.0.1:0',
+    // Tests run side by side: Kafka's default port (9092) would let only one server start.
+    kafkaListen: overrides.kafkaListen ?? '127.0.0.1:0',
   });
   const removeOwnDataDir = (): void => {
     if (ownDataDir !== undefined) rmSync(ownDataDir, { recursive: true, force: true });
@@ -93,6 +97,7 @@ export async function startTestServer(
     target,
     port,
     adminUrl: server.adminAddress?.url,
+    kafkaAddress: server.kafkaAddress?.address,
     logs: lines,
     groupCoordinator: () => track(groupCoordinatorClient(target)),
     testClock: () => track(testClockClient(target)),

@@ -44,6 +44,7 @@ export class ServerMetrics {
   private readonly runtime: RuntimeMetrics;
   private readonly unauthenticated: Counter;
   private readonly readPauses: Counter;
+  private readonly kafkaRefusedConnections: Counter;
   private sources: MetricsSources = {};
 
   constructor(options: ServerMetricsOptions) {
@@ -76,6 +77,23 @@ export class ServerMetrics {
         'reading until the next turn.',
       registers: [this.registry],
     });
+    this.kafkaRefusedConnections = new Counter({
+      name: 'cohort_kafka_refused_connections_total',
+      help:
+        'Kafka connections ended because of what the client sent: oversized (a size prefix past ' +
+        '--max-message-bytes), malformed (a frame that does not decode), truncated (the stream ended inside ' +
+        'a frame), unsupported (an API key or version not served).',
+      labelNames: ['reason'],
+      registers: [this.registry],
+    });
+    for (const reason of ['oversized', 'malformed', 'truncated', 'unsupported']) {
+      this.kafkaRefusedConnections.inc({ reason }, 0);
+    }
+  }
+
+  /** The Kafka door ended a connection because of what its client sent (kafka-connection.ts). */
+  onKafkaRefusedConnection(reason: string): void {
+    this.kafkaRefusedConnections.inc({ reason });
   }
 
   /** The per-turn read budget was spent: connections pause until the next turn. */

@@ -19,7 +19,10 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // Node session, controller, partition state: the only code that talks to etcd. It tells the log and
   // group layers who leads at which epoch, through their interfaces; they never import it.
   cluster: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group'],
-  server: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group', 'protocol', 'cluster'],
+  // The gRPC door, and the composition root (create-server.ts) that builds both doors.
+  server: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group', 'protocol', 'cluster', 'kafka'],
+  // The Kafka door, a sibling of the gRPC one: the same core, never the gRPC door itself (nor gRPC).
+  kafka: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group', 'protocol', 'cluster'],
   // The SDK runs in users' processes: it may share the clock, timer and error codes, nothing server-side.
   client: ['time', 'timer', 'errors', 'protocol'],
   // The `cohort` CLI is an SDK user; `cohort serve` runs the server as a separate program (main.ts).

@@ -184,6 +184,42 @@ describe('security settings', () => {
     ).toBe('127.0.0.1:7071');
   });
 
+  it('turns the Kafka listener off with off, and refuses one other machines reach unless insecure', () => {
+    expect(isValid(loadConfig(['--kafka-listen', 'off'], {}))).toBe(true);
+    expect(isValid(loadConfig(['--kafka-listen', '[::1]:0'], {}))).toBe(true);
+    expect(errorsOf(loadConfig(['--kafka-listen', 'no'], {}))).toEqual([
+      "--kafka-listen ('no') must be HOST:PORT with a port from 0 to 65535, or off, e.g. --kafka-listen 127.0.0.1:9092",
+    ]);
+    expect(errorsOf(loadConfig(['--kafka-listen', '10.0.0.1:9092', '--token-file', 't'], {}))).toEqual([
+      "--kafka-listen ('10.0.0.1:9092') can be reached from other machines, and the Kafka listener has no TLS " +
+        'and no authentication: listen on loopback (127.0.0.1, [::1], localhost), turn it off with ' +
+        '--kafka-listen off, or accept the risk with --insecure',
+    ]);
+    expect(isValid(loadConfig(['--kafka-listen', '10.0.0.1:9092', '--insecure'], {}))).toBe(true);
+  });
+
+  it('needs a Kafka advertised address when the Kafka listener binds every interface', () => {
+    expect(errorsOf(loadConfig(['--kafka-listen', '0.0.0.0:9092', '--insecure'], {}))).toEqual([
+      "--kafka-advertised-address is required when --kafka-listen ('0.0.0.0:9092') names no host a client " +
+        'can connect to: give it HOST:PORT, e.g. --kafka-advertised-address broker-1.internal:9092',
+    ]);
+    expect(
+      isValid(
+        loadConfig(
+          ['--kafka-listen', '0.0.0.0:9092', '--insecure', '--kafka-advertised-address', '10.0.0.1:9092'],
+          {},
+        ),
+      ),
+    ).toBe(true);
+  });
+
+  it('refuses a Kafka address equal to the gRPC or admin address', () => {
+    expect(errorsOf(loadConfig(['--listen', '127.0.0.1:9092'], {}))).toEqual([
+      "--kafka-listen (default '127.0.0.1:9092') must differ from --listen ('127.0.0.1:9092')",
+    ]);
+    expect(createConfig().kafkaListen).toBe('127.0.0.1:0');
+  });
+
   it('bounds the message size limit below by 1 KiB', () => {
     expect(errorsOf(loadConfig(['--max-message-bytes', '1023'], {}))).toEqual([
       '--max-message-bytes (1023) must be >= 1024',

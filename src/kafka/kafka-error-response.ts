@@ -1,0 +1,18 @@
+import { CohortError, ErrorCode } from '../errors';
+import type { ApiSchema } from './protocol/message-schema';
+import { isInVersions } from './protocol/message-schema';
+import type { Struct } from './protocol/message-codec';
+
+/**
+ * The Kafka door's one mapping of failures: a handler that throws gets, when its response has a top-level
+ * error code in that version, a response carrying the code (a CohortError's own, UNKNOWN_SERVER_ERROR for
+ * anything else: internal text never reaches the client); otherwise the connection is closed, as Kafka
+ * closes it when it cannot build an error response. Per-partition and per-group outcomes are not thrown:
+ * the core returns them as codes, which the handlers copy field for field.
+ */
+export function errorResponseFor(schema: ApiSchema, version: number, error: unknown): Struct | undefined {
+  const code = error instanceof CohortError ? error.code : ErrorCode.UNKNOWN_SERVER_ERROR;
+  const topLevel = schema.response.find((field) => field.name === 'errorCode');
+  if (topLevel === undefined || !isInVersions(topLevel.versions, version)) return undefined;
+  return { errorCode: code };
+}

@@ -1,0 +1,133 @@
+import type { FetchPartitionData, ProduceRecord, RecordHeader } from '../../log';
+import { CompressionCodec } from './compression';
+import {
+  encodeCompressedBatch,
+  KAFKA_RECORD_BATCH_HEADER_BYTES,
+  kafkaRecordSize,
+  NO_TIMESTAMP,
+  writeBatch,
+  type KafkaRecordBatch,
+} from './kafka-record-batch';
+
+/**
+ * Between Kafka's record batches and cohort's log API, in both directions.
+ *
+ * Produce: `toProduceRecords` turns decoded batches into the log's ProduceRecords. ProduceRecord has no
+ * null: a null key becomes empty (which the log stores as null again), a null value or header value
+ * becomes empty bytes (a tombstone either way for compaction, but a consumer then reads empty bytes
+ * where the producer sent null). A record without a timestamp (-1) gets the append time, as in Kafka;
+ * so does a record stamped exactly 0, which ProduceRecord cannot tell apart. Other negative timestamps
+ * go through, and the log refuses them (INVALID_TIMESTAMP).
+ *
+ * Fetch: `fromFetchedRecords` encodes what the log returned for one partition as Kafka batches: one per
+ * run of records that share a leader epoch (Kafka's batches carry the epoch that wrote them, and clients
+ * use it to detect truncation, KIP-320). Offsets may skip inside a run (a cleaned log has gaps), as in
+ * a Kafka batch after compaction. At most `maxBytes` in all, except that the first batch always holds
+ * at least the first record (KIP-74: a consumer must always make progress); a record past the budget
+ * ends the response, and the client fetches again from its offset.
+ *
+ * Example: records at offsets 10, 11 (epoch 3) and 12 (epoch 4), each of 20 encoded bytes, with a
+ * budget of 200 make two batches, 61 + 40 and 61 + 20 bytes; with a budget of 150 the third record
+ * would bring the total to 182, so only the first batch (101 bytes) is returned.
+ */
+const EMPTY = Buffer.alloc(0);
+const NO_HEADERS: readonly RecordHeader[] = Object.freeze([]);
+const MAX_OFFSET_DELTA = 0x7fffffff;
+
+export function toProduceRecords(batches: readonly KafkaRecordBatch[]): ProduceRecord[] {
+  let count = 0;
+  for (const batch of batches) count += batch.records.length;
+  const out = new Array<ProduceRecord>(count);
+  let i = 0;
+  for (const batch of batches) {
+    for (const record of batch.records) {
+      out[i++] = {
+        timestampMs: record.timestampMs === NO_TIMESTAMP ? 0 : record.timestampMs,
+        key: record.key ?? EMPTY,
+        value: record.value ?? EMPTY,
+        headers:
+          record.headers.length === 0
+            ? NO_HEADERS
+            : record.headers.map((header) => ({ key: header.key, value: header.value ?? EMPTY })),
+      };
+    }
+  }
+  return out;
+}
+
+export interface FetchEncodeOptions {
+  /** The partition's byte budget (Kafka's partition_max_bytes, or what remains of the response's). */
+  readonly maxBytes: number;
+  /** CompressionCodec.NONE unless given; the budget counts uncompressed bytes. */
+  readonly compression?: CompressionCodec;
+}
+
+/**
+ * The Kafka batches for one partition of a Fetch response (its `records` field); empty when the log
+ * returned no records.
+ */
+export function fromFetchedRecords(
+  partition: Pick<FetchPartitionData, 'records'>,
+  options: FetchEncodeOptions,
+): Buffer {
+  const records = partition.records;
+  const codec = options.compression ?? CompressionCodec.NONE;
+  // Plan the batches first (starts, ends, records' bytes), so the output is one buffer of its exact size.
+  const starts: number[] = [];
+  const ends: number[] = [];
+  const recordsBytes: number[] = [];
+  let total = 0;
+  let i = 0;
+  let isBudgetSpent = false;
+  while (i < records.length && !isBudgetSpent) {
+    const start = i;
+    const first = records[start]!;
+    let bytes = 0;
+    let previousOffset = first.offset - 1;
+    for (; i < records.length; i++) {
+      const record = records[i]!;
+      if (record.leaderEpoch !== first.leaderEpoch || record.offset - first.offset > MAX_OFFSET_DELTA) break;
+      if (!(record.offset > previousOffset)) {
+        throw new RangeError(`fetched offsets must increase: ${record.offset} after ${previousOffset}`);
+      }
+      previousOffset = record.offset;
+      const size = kafkaRecordSize(record, first.offset, first.timestampMs);
+      const isFirstRecord = starts.length === 0 && i === start;
+      if (!isFirstRecord && total + KAFKA_RECORD_BATCH_HEADER_BYTES + bytes + size > options.maxBytes) {
+        isBudgetSpent = true;
+        break;
+      }
+      bytes += size;
+    }
+    if (i > start) {
+      starts.push(start);
+      ends.push(i);
+      recordsBytes.push(bytes);
+      total += KAFKA_RECORD_BATCH_HEADER_BYTES + bytes;
+    }
+  }
+  if (starts.length === 0) return EMPTY;
+
+  if (codec !== CompressionCodec.NONE) {
+    const batches = starts.map((start, b) =>
+      encodeCompressedBatch(
+        records,
+        start,
+        ends[b]!,
+        records[start]!.offset,
+        records[start]!.leaderEpoch,
+        codec,
+        recordsBytes[b]!,
+      ),
+    );
+    return batches.length === 1 ? batches[0]! : Buffer.concat(batches);
+  }
+  const out = Buffer.allocUnsafe(total);
+  let position = 0;
+  for (let b = 0; b < starts.length; b++) {
+    const start = starts[b]!;
+    const first = records[start]!;
+    position = writeBatch(out, position, records, start, ends[b]!, first.offset, first.leaderEpoch);
+  }
+  return out;
+}

@@ -198,9 +198,13 @@
         class: isSelected ? 'selected' : null,
       },
       el('td', { class: 'group-id', title: group.groupId }, group.groupId),
-      el('td', null, stateBadge(group.state)),
+      el('td', { title: group.state }, stateBadge(group.state)),
       el('td', { class: 'num' }, group.generationId),
-      el('td', null, group.protocol || el('span', { class: 'muted' }, group.protocolType || '—')),
+      el(
+        'td',
+        { title: group.protocol || group.protocolType || null },
+        group.protocol || el('span', { class: 'muted' }, group.protocolType || '—'),
+      ),
       el('td', { class: 'num' }, group.memberCount),
       el('td', { class: 'num' }, formatLag(group.totalLag)),
       agoCell,
@@ -368,6 +372,20 @@
     );
   }
 
+  /**
+   * A cell for an id (member, instance, client, host, topic): the detail's tables have fixed columns, so a
+   * long id is cut with an ellipsis (page.css) and carries the whole id in its title, shown on hover.
+   */
+  function idCell(text, cls) {
+    if (!text) return el('td', { class: cls ? `id ${cls}` : 'id' }, '—');
+    return el('td', { class: cls ? `id ${cls}` : 'id', title: text }, text);
+  }
+
+  /** A number cut like an id when its column is too narrow for it (an offset has up to 19 digits). */
+  function numberCell(text, testId) {
+    return el('td', { class: 'num id', title: text, 'data-testid': testId }, text);
+  }
+
   /** The selected group's "last heartbeat" cells and their timestamps, for refreshHeartbeatAges. */
   let heartbeatCells = [];
 
@@ -432,11 +450,11 @@
       el(
         'tr',
         { 'data-member': m.memberId },
-        el('td', { class: 'id', title: m.memberId }, m.memberId),
-        el('td', null, m.groupInstanceId || '—'),
-        el('td', null, m.clientId),
-        el('td', null, m.clientHost),
-        el('td', { 'data-testid': 'member-assignment' }, assignmentText(m.assignment)),
+        idCell(m.memberId),
+        idCell(m.groupInstanceId),
+        idCell(m.clientId),
+        idCell(m.clientHost),
+        el('td', { class: 'wrap', 'data-testid': 'member-assignment' }, assignmentText(m.assignment)),
         heartbeatCell(m.lastHeartbeatMs),
       ),
     );
@@ -445,10 +463,10 @@
         el(
           'tr',
           { class: 'departed', 'data-departed': d.memberId },
-          el('td', { class: 'id', title: d.memberId }, d.memberId),
-          el('td', null, d.groupInstanceId || '—'),
-          el('td', null, d.clientId),
-          el('td', null, d.clientHost),
+          idCell(d.memberId),
+          idCell(d.groupInstanceId),
+          idCell(d.clientId),
+          idCell(d.clientHost),
           el(
             'td',
             { class: 'how' },
@@ -484,16 +502,12 @@
               return el(
                 'tr',
                 { 'data-partition': `${p.topic}/${p.partition}` },
-                el('td', null, p.topic),
+                idCell(p.topic),
                 el('td', { class: 'num' }, p.partition),
-                el('td', { class: 'num' }, formatLag(p.committedOffset)),
-                el('td', { class: 'num' }, formatLag(p.highWatermark)),
-                el('td', { class: 'num', 'data-testid': 'partition-lag' }, formatLag(p.lag)),
-                el(
-                  'td',
-                  { class: 'muted' },
-                  owner === undefined ? '—' : owner.groupInstanceId || owner.clientId,
-                ),
+                numberCell(formatLag(p.committedOffset)),
+                numberCell(formatLag(p.highWatermark)),
+                numberCell(formatLag(p.lag), 'partition-lag'),
+                idCell(owner === undefined ? '' : owner.groupInstanceId || owner.clientId, 'muted'),
               );
             }),
             'partitions-table',

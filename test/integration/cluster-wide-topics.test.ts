@@ -23,7 +23,9 @@ describe('cluster topics wider than one etcd transaction', () => {
   beforeEach(() => {
     cluster = new LogCluster();
   });
-  afterEach(() => cluster.cleanup());
+  // Two servers closing some 600 logs (fsync and close each) on a loaded 2-core machine: more than jest's
+  // default 30 s for a hook has been seen.
+  afterEach(() => cluster.cleanup(), 120_000);
 
   const startNode = (nodeId: number): Promise<ClusterNode> =>
     cluster.start(`n${nodeId}`, {

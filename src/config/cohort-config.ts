@@ -7,6 +7,12 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
  * `offsetMetadataMaxBytes`, `memberMetadataMaxBytes`, `groupMax*`, `offsetsRetention*`) carry the field names of the group layer's
  * `GroupConfig`, so this object satisfies it structurally without importing it.
  */
+/** `--manual-clock`'s values: off, a frozen clock (true), or a clock that runs on wall time and jumps. */
+export type ManualClockMode = boolean | 'running';
+
+/** The value of `--manual-clock=running`. */
+export const MANUAL_CLOCK_RUNNING = 'running';
+
 export interface CohortConfig {
   /** HOST:PORT the gRPC server binds (port 0 picks a free port), or `unix:PATH` for a Unix socket. */
   readonly listen: string;
@@ -20,8 +26,12 @@ export interface CohortConfig {
   readonly kafkaAutoCreateTopics: boolean;
   /** Where durable state lives: one directory per partition, and the topic registry. */
   readonly dataDir: string;
-  /** Time moves only through the TestClock service. */
-  readonly manualClock: boolean;
+  /**
+   * A clock tests move through the TestClock service: `true`, it stands still between advances; `'running'`,
+   * it follows wall time and advances jump it ahead; `false`, the real clock and no TestClock. Truthy
+   * exactly when there is a TestClock.
+   */
+  readonly manualClock: ManualClockMode;
   readonly logLevel: LogLevel;
   /** How long a stop lets calls in flight finish before it cuts their connections. */
   readonly shutdownTimeoutMs: number;

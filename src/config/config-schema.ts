@@ -77,7 +77,8 @@ import {
  * that no message, help text or log ever shows; `password` another system's password (etcd's), hidden
  * the same way but held to that system's rules, not cohort's; `text` any text without control
  * characters, '' for none; `urls` comma-separated etcd client URLs, '' for none; `name` a cluster name
- * (letters, digits, `.`, `_`, `-`); `advertisedAddress` HOST:PORT others connect to, or ''.
+ * (letters, digits, `.`, `_`, `-`); `advertisedAddress` HOST:PORT others connect to, or ''; `clockMode` a
+ * boolean that also takes `running` (`--manual-clock`).
  */
 export type SettingKind =
   | 'address'
@@ -91,6 +92,7 @@ export type SettingKind =
   | 'password'
   | 'text'
   | 'boolean'
+  | 'clockMode'
   | 'integer'
   | 'logLevel';
 
@@ -195,13 +197,14 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
       '(topics/). Created when the first topic is; recovered at start-up.',
   }),
   manualClock: setting('manualClock', {
-    kind: 'boolean',
-    valueName: 'BOOL',
+    kind: 'clockMode',
+    valueName: 'true|false|running',
     defaultValue: DEFAULT_MANUAL_CLOCK,
     description:
       'Time moves only through the TestClock service (registered only in this mode), so tests drive ' +
-      'rebalances and expiries without sleeping. Never use it in production. Only on a loopback or ' +
-      'unix:PATH --listen address, unless --insecure.',
+      "rebalances and expiries without sleeping. `running`: the clock follows wall time (real clients' " +
+      'long polls end) and TestClock.Advance jumps it ahead. Never use it in production. Only on a ' +
+      'loopback or unix:PATH --listen address, unless --insecure.',
   }),
   logLevel: setting('logLevel', {
     kind: 'logLevel',

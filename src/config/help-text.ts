@@ -17,7 +17,12 @@ export function helpText(): string {
       lines.push(`  ${spec.env}=${spec.valueName}`);
       lines.push(`      environment only (no flag), default ${shown === '' ? 'none' : shown}`);
     } else {
-      const usage = spec.kind === 'boolean' ? `${spec.flag}[=true|false]` : `${spec.flag} ${spec.valueName}`;
+      const usage =
+        spec.kind === 'boolean'
+          ? `${spec.flag}[=true|false]`
+          : spec.kind === 'clockMode'
+            ? `${spec.flag}[=${spec.valueName}]`
+            : `${spec.flag} ${spec.valueName}`;
       lines.push(`  ${usage}`);
       lines.push(`      env ${spec.env}, default ${shown === '' ? 'none' : shown}`);
     }

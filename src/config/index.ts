@@ -1,5 +1,5 @@
-export type { CohortConfig, ConfigKey, LogLevel } from './cohort-config';
-export { LOG_LEVELS } from './cohort-config';
+export type { CohortConfig, ConfigKey, LogLevel, ManualClockMode } from './cohort-config';
+export { LOG_LEVELS, MANUAL_CLOCK_RUNNING } from './cohort-config';
 export {
   ADMIN_LISTEN_OFF,
   KAFKA_LISTEN_OFF,

@@ -63,7 +63,7 @@ function editDistance(a: string, b: string): number {
  * `process.env`, tests pass literals.
  *
  * Flags: `--name value` or `--name=value`; a boolean flag alone means true (`--manual-clock`), or takes
- * `=true|false`. An empty environment variable counts as unset (orchestrators often pass `VAR=`).
+ * `=true|false` (`--manual-clock` also `=running`). An empty environment variable counts as unset (orchestrators often pass `VAR=`).
  * Every problem is reported at once; unknown `COHORT_*` variables are warnings, not errors, because the
  * environment is shared with other programs. A removed setting (REMOVED_SETTINGS), as a flag or a
  * non-empty variable, is an error that says what replaced it.
@@ -106,7 +106,7 @@ export function loadConfig(
     let text: string;
     if (equals !== -1) {
       text = arg.slice(equals + 1);
-    } else if (spec.kind === 'boolean') {
+    } else if (spec.kind === 'boolean' || spec.kind === 'clockMode') {
       text = 'true';
     } else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) {
       text = argv[++i];

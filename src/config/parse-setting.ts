@@ -19,6 +19,16 @@ export function parseSetting(spec: SettingSpec, text: string): ParsedSetting {
       if (FALSE_WORDS.has(word)) return { ok: true, value: false };
       return { ok: false, reason: `must be true or false, got '${text}'` };
     }
+    case 'clockMode': {
+      const word = text.trim().toLowerCase();
+      if (TRUE_WORDS.has(word)) return { ok: true, value: true };
+      if (FALSE_WORDS.has(word)) return { ok: true, value: false };
+      if (word === 'running') return { ok: true, value: 'running' };
+      return {
+        ok: false,
+        reason: `must be true (a clock that stands still), running (one that follows wall time) or false, got '${text}'`,
+      };
+    }
     case 'integer': {
       const trimmed = text.trim();
       // Digits only: Number('') is 0, Number('1e3') is 1000 and Number('0x10') is 16, none of which a

@@ -50,6 +50,10 @@ function checkOne(spec: SettingSpec, value: unknown, source: ConfigSource): stri
   switch (spec.kind) {
     case 'boolean':
       return typeof value === 'boolean' ? undefined : `${name} must be true or false, got ${String(value)}`;
+    case 'clockMode':
+      return typeof value === 'boolean' || value === 'running'
+        ? undefined
+        : `${name} must be true, false or 'running', got ${String(value)}`;
     case 'integer': {
       if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
         return `${name} must be a whole number, got ${String(value)}`;
@@ -219,7 +223,12 @@ function securityProblems(candidate: Readonly<Record<ConfigKey, unknown>>, sourc
   }
   // Whoever can call TestClock.Advance can move the server's time by any amount: every session and every
   // offset past its retention expires at once. A token does not make that safe on a shared network.
-  if (isReachable && candidate.manualClock === true && insecure !== true) {
+  // Both modes serve TestClock: a running clock jumps as far as a frozen one.
+  if (
+    isReachable &&
+    (candidate.manualClock === true || candidate.manualClock === 'running') &&
+    insecure !== true
+  ) {
     problems.push(
       `${describe('manualClock')} lets any client that reaches the server advance its clock and expire ` +
         `every session and offset, and ${describe('listen')} can be reached from other machines: listen ` +

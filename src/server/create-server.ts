@@ -8,6 +8,7 @@ import {
   ADMIN_LISTEN_OFF,
   isLoopbackListen,
   KAFKA_LISTEN_OFF,
+  MANUAL_CLOCK_RUNNING,
   parseListenAddress,
   parseUnixSocket,
 } from '../config';
@@ -29,7 +30,7 @@ import {
   type DataDirIdentity,
 } from '../log/storage';
 import type { Time } from '../time';
-import { ManualTime, SYSTEM_TIME } from '../time';
+import { ManualTime, RunningManualTime, SYSTEM_TIME } from '../time';
 import { AdminServer } from './admin-server';
 import type { AdminAddress } from './admin-server';
 import { bearerTokenInterceptor, keepEveryAuthorizationHeader } from './bearer-token-interceptor';
@@ -140,8 +141,13 @@ export interface CohortServer {
   readonly phase: ServerPhase;
   readonly config: CohortConfig;
   readonly time: Time;
-  /** The clock TestClock moves, when `config.manualClock`; tests may also advance it directly. */
+  /**
+   * The clock TestClock moves when `config.manualClock` is `true` (it stands still between advances); tests
+   * may also advance it directly. Undefined with `manualClock: 'running'`: see `testClock`.
+   */
   readonly manualTime: ManualTime | undefined;
+  /** The clock TestClock moves, in either mode of `config.manualClock` (frozen or running); else undefined. */
+  readonly testClock: ManualTime | RunningManualTime | undefined;
   readonly coordinator: GroupCoordinatorService;
   /** The log: topics, Produce, Fetch and replication. */
   readonly replicaManager: ReplicaManager;
@@ -211,11 +217,23 @@ function adminListenOf(config: CohortConfig): string | undefined {
  */
 export function createServer(config: CohortConfig, options: CreateServerOptions = {}): CohortServer {
   const logger = options.logger ?? pino({ level: config.logLevel });
-  const time = options.time ?? (config.manualClock ? new ManualTime() : SYSTEM_TIME);
-  const manualTime = config.manualClock ? time : undefined;
-  if (manualTime !== undefined && !(manualTime instanceof ManualTime)) {
+  const isRunningClock = config.manualClock === MANUAL_CLOCK_RUNNING;
+  const time =
+    options.time ??
+    (isRunningClock ? new RunningManualTime() : config.manualClock ? new ManualTime() : SYSTEM_TIME);
+  if (isRunningClock && !(time instanceof RunningManualTime)) {
+    throw new TypeError(
+      "manualClock 'running' needs a RunningManualTime: a clock that follows wall time and jumps on Advance",
+    );
+  }
+  if (config.manualClock === true && !(time instanceof ManualTime)) {
     throw new TypeError('manualClock needs a ManualTime: TestClock can only move a clock that moves by hand');
   }
+  const testClock =
+    config.manualClock !== false && (time instanceof ManualTime || time instanceof RunningManualTime)
+      ? time
+      : undefined;
+  const manualTime = testClock instanceof ManualTime ? testClock : undefined;
   const unixSocket = parseUnixSocket(config.listen);
   const address = unixSocket === undefined ? parseListenAddress(config.listen) : undefined;
   if (unixSocket === undefined && address === undefined) {
@@ -577,11 +595,11 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       );
     }
   };
-  if (manualTime !== undefined) {
+  if (testClock !== undefined) {
     services.push(TEST_CLOCK_SERVICE);
     server.addService(
       guardServiceDefinition(protos.testClock, onEncodeFailure),
-      testClockService(manualTime, logger, metrics.callObservers),
+      testClockService(testClock, logger, metrics.callObservers),
     );
   }
 
@@ -961,6 +979,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     config,
     time,
     manualTime,
+    testClock,
     coordinator,
     replicaManager,
     logger,

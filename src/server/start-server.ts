@@ -14,8 +14,12 @@ export interface StartServerOptions {
    * Time on the server moves only when you call `advanceClock` (the handle then has it). Session timeouts,
    * rebalance timeouts and the initial rebalance delay then pass exactly when a test says, never on their
    * own. The members' own timers (heartbeats, deadlines) still run on their clock. Default false.
+   *
+   * `'running'`: the server's clock follows wall time, so real Kafka clients' long polls (a Fetch's max
+   * wait, a JoinGroup parked until the rebalance ends) end on time, and `advanceClock` jumps it ahead, e.g.
+   * to expire a stopped member's session at once.
    */
-  readonly manualClock?: boolean;
+  readonly manualClock?: boolean | 'running';
   /** The smallest `sessionTimeoutMs` a member may ask for (group.min.session.timeout.ms). Default 6,000. */
   readonly groupMinSessionTimeoutMs?: number;
   /** The largest `sessionTimeoutMs` a member may ask for (group.max.session.timeout.ms). Default 1,800,000. */
@@ -76,7 +80,7 @@ export interface EmbeddedServer {
    * (which versions each client chose). Empty otherwise.
    */
   readonly kafkaWireTrace: readonly { clientId: string | null; apiKey: number; apiVersion: number }[];
-  /** Present only when started with `manualClock: true`; see `ManualClockServer.advanceClock`. */
+  /** Present only when started with `manualClock: true` or `'running'`; see `ManualClockServer.advanceClock`. */
   readonly advanceClock?: (ms: number) => Promise<number>;
   /**
    * Stops the server: new calls are refused, every parked call (a JoinGroup waiting for a rebalance, say) is
@@ -87,10 +91,11 @@ export interface EmbeddedServer {
   close(): Promise<void>;
 }
 
-/** An embedded server whose clock moves only when told. */
+/** An embedded server whose clock moves only when told (or, `'running'`, also with wall time). */
 export interface ManualClockServer extends EmbeddedServer {
   /**
-   * Moves the server's clock forward by `ms` (a whole, non-negative number) and runs, before resolving,
+   * Moves the server's clock forward by `ms` (a whole, non-negative number; on a running clock, a jump on
+   * top of the wall time that passed) and runs, before resolving,
    * every timer that became due: session expiries, rebalance and sync timeouts, the initial rebalance
    * delay, offset retention checks (a check's removals are durable a little later: they are appends, and a
    * check over many groups runs in slices). Calls those timers answered are on their way to their clients when it resolves; wait for the
@@ -121,7 +126,7 @@ const LOOPBACK_ANY_PORT = '127.0.0.1:0';
  * Rejects with an `InvalidConfigError` listing every problem when the settings are inconsistent.
  */
 export function startServer(
-  options: StartServerOptions & { readonly manualClock: true },
+  options: StartServerOptions & { readonly manualClock: true | 'running' },
 ): Promise<ManualClockServer>;
 export function startServer(options?: StartServerOptions): Promise<EmbeddedServer>;
 export async function startServer(options: StartServerOptions = {}): Promise<EmbeddedServer> {
@@ -168,12 +173,12 @@ export async function startServer(options: StartServerOptions = {}): Promise<Emb
     },
     close,
   };
-  const manualTime = server.manualTime;
-  if (manualTime !== undefined) {
+  const testClock = server.testClock;
+  if (testClock !== undefined) {
     handle.advanceClock = async (ms: number): Promise<number> => {
       if (closing !== undefined) throw new Error('the server is closed: its clock no longer moves');
-      manualTime.advance(ms); // runs every timer that became due, synchronously, as TestClock.Advance does
-      return manualTime.nowMs();
+      testClock.advance(ms); // runs every timer that became due, synchronously, as TestClock.Advance does
+      return testClock.nowMs();
     };
   }
   return handle;

@@ -1,7 +1,7 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { CohortError, ErrorCode } from '../errors';
-import type { ManualTime } from '../time';
+import type { ManualTime, RunningManualTime } from '../time';
 import { decodeInt64 } from './int64';
 import { type CallObservers, unaryHandler } from './unary-handler';
 
@@ -14,13 +14,14 @@ interface AdvanceClockResponse {
 }
 
 /**
- * cohort.v1.TestClock: moves the server's ManualTime. `advance` runs every timer task that became due
- * (DelayedJoin, DelayedHeartbeat, ...) synchronously, so by the time Advance answers, every expiry it
- * caused has happened and every parked call it completed has been answered or queued for answering.
+ * cohort.v1.TestClock: moves the server's ManualTime (or, with --manual-clock=running, jumps its
+ * RunningManualTime ahead). `advance` runs every timer task that became due (DelayedJoin,
+ * DelayedHeartbeat, ...) synchronously, so by the time Advance answers, every expiry it caused has
+ * happened and every parked call it completed has been answered or queued for answering.
  * Registered only with --manual-clock.
  */
 export function testClockService(
-  time: ManualTime,
+  time: ManualTime | RunningManualTime,
   logger: Logger,
   observers?: CallObservers,
 ): UntypedServiceImplementation {

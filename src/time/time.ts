@@ -14,4 +14,10 @@ export interface Time {
    * arming a real timeout, and runs what became due synchronously inside `advance`. Returns an unsubscribe.
    */
   onAdvance?(listener: (monotonicMs: number) => void): () => void;
+  /**
+   * Present only on clocks that follow real time and can also jump ahead (`RunningManualTime`). A timer
+   * driven by such a clock arms real timeouts as on the system clock and, on each jump, also runs what
+   * the jump made due, synchronously inside the jump. Returns an unsubscribe.
+   */
+  onJump?(listener: (monotonicMs: number) => void): () => void;
 }

@@ -75,6 +75,7 @@ export class SystemTimer implements Timer {
   private alarm: NodeJS.Timeout | null = null;
   private alarmAtMs = Infinity;
   private unsubscribe: (() => void) | null = null;
+  private unsubscribeJump: (() => void) | null = null;
   private draining = false;
   private isShutdown = false;
   /** The last clock read: now is never below it. */
@@ -105,11 +106,15 @@ export class SystemTimer implements Timer {
     this.tickMs = tickMs;
     this.time = options.time ?? SYSTEM_TIME;
     this.onTaskError = options.onTaskError;
-    this.defersReads = this.time.onAdvance === undefined;
+    // Not on a clock that jumps (by hand, or running but advanced): see `add`.
+    this.defersReads = this.time.onAdvance === undefined && this.time.onJump === undefined;
     this.clockLowerBoundMs = this.time.monotonicMs();
     this.wheel = new TimingWheel(tickMs, wheelSize, this.clockLowerBoundMs, this.counter, this.queue);
     this.due = new TimerTaskList(this.counter);
     if (this.time.onAdvance) this.unsubscribe = this.time.onAdvance(() => this.advanceClock());
+    // A running clock that can jump: the alarm keeps following its readings, and a jump runs at once
+    // whatever it made due (then re-arms for the rest), so no task waits out a timeout set before the jump.
+    else if (this.time.onJump) this.unsubscribeJump = this.time.onJump(() => this.advanceClock());
   }
 
   get size(): number {
@@ -191,6 +196,8 @@ export class SystemTimer implements Timer {
     this.alarmAtMs = Infinity;
     if (this.unsubscribe !== null) this.unsubscribe();
     this.unsubscribe = null;
+    if (this.unsubscribeJump !== null) this.unsubscribeJump();
+    this.unsubscribeJump = null;
     // Unlink every task so `isPending` is false and a later `cancel` is a harmless no-op.
     let bucket = this.queue.pop();
     while (bucket !== undefined) {

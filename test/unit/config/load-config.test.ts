@@ -325,6 +325,27 @@ describe('loadConfig', () => {
     expect(configOf(loadConfig([], { COHORT_MANUAL_CLOCK: 'no' })).manualClock).toBe(false);
   });
 
+  it('reads --manual-clock=running and COHORT_MANUAL_CLOCK=running as the running clock', () => {
+    expect(configOf(loadConfig(['--manual-clock=running'], {})).manualClock).toBe('running');
+    expect(configOf(loadConfig(['--manual-clock=RUNNING'], {})).manualClock).toBe('running');
+    expect(configOf(loadConfig([], { COHORT_MANUAL_CLOCK: 'running' })).manualClock).toBe('running');
+    expect(configOf(loadConfig(['--manual-clock'], { COHORT_MANUAL_CLOCK: 'running' })).manualClock).toBe(
+      true,
+    );
+    expect(configOf(loadConfig(['--manual-clock=true'], {})).manualClock).toBe(true);
+    expect(configOf(loadConfig([], {})).manualClock).toBe(false);
+  });
+
+  it('refuses any other --manual-clock value, naming the three it takes', () => {
+    const reason = 'must be true (a clock that stands still), running (one that follows wall time) or false';
+    expect(errorsOf(loadConfig(['--manual-clock=run'], {})).join('\n')).toContain(
+      `--manual-clock ${reason}, got 'run'`,
+    );
+    expect(errorsOf(loadConfig([], { COHORT_MANUAL_CLOCK: 'frozen' })).join('\n')).toContain(
+      `COHORT_MANUAL_CLOCK ${reason}, got 'frozen'`,
+    );
+  });
+
   it('freezes the configuration it returns', () => {
     const config = configOf(loadConfig([], {}));
     expect(Object.isFrozen(config)).toBe(true);
@@ -360,7 +381,7 @@ describe('loadConfig', () => {
         "--log-level ('loud') must be one of fatal, error, warn, info, debug, trace, silent",
         'unknown flag --bogus',
         expect.stringContaining("unexpected argument 'stray'"),
-        "COHORT_MANUAL_CLOCK must be true or false, got 'maybe'",
+        "COHORT_MANUAL_CLOCK must be true (a clock that stands still), running (one that follows wall time) or false, got 'maybe'",
         'COHORT_GROUP_INITIAL_REBALANCE_DELAY_MS (-1) must be >= 0',
       ]),
     );

@@ -79,6 +79,15 @@ describe('security settings', () => {
     },
   );
 
+  it('refuses --manual-clock=running on a reachable listen address as it refuses the frozen clock', () => {
+    const errors = errorsOf(loadConfig(['--listen', '0.0.0.0:7070', '--manual-clock=running'], {}));
+    expect(errors.join('\n')).toContain('lets any client that reaches the server advance its clock');
+    expect(isValid(loadConfig(['--listen', '127.0.0.1:0', '--manual-clock=running'], {}))).toBe(true);
+    expect(
+      isValid(loadConfig(['--listen', '0.0.0.0:7070', '--manual-clock=running', '--insecure'], {})),
+    ).toBe(true);
+  });
+
   it('accepts --manual-clock on a reachable address with --insecure, which accepts the risk', () => {
     expect(isValid(loadConfig(['--listen', '0.0.0.0:7070', '--manual-clock', '--insecure'], {}))).toBe(true);
     expect(

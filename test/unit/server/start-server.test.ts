@@ -107,6 +107,33 @@ describe('startServer', () => {
     await expect(server.advanceClock(1)).rejects.toThrow(/closed/);
   });
 
+  it('with a running clock, TestClock and advanceClock jump it ahead of wall time, which it keeps following', async () => {
+    const server = track(await startServer({ manualClock: 'running' }));
+    const clock = testClockClient(server.address);
+    clients.push(clock);
+    const wallBefore = Date.now();
+    const before = (await clock.now()).nowMs;
+    expect(before).toBeGreaterThanOrEqual(wallBefore - 1_000);
+    const advanced = (await clock.advance({ ms: 3_600_000 })).nowMs;
+    expect(advanced).toBeGreaterThanOrEqual(before + 3_600_000);
+    const jumped = await server.advanceClock(60_000);
+    expect(jumped).toBeGreaterThanOrEqual(advanced + 60_000);
+    // Still running: it never reads less than wall time plus the jumps.
+    expect((await clock.now()).nowMs).toBeGreaterThanOrEqual(Date.now() + 3_660_000 - 1_000);
+  });
+
+  it('with a running clock, a wait the server parked ends inside advanceClock when it jumps past it', async () => {
+    const server = track(await startServer({ manualClock: 'running', groupInitialRebalanceDelayMs: 8_000 }));
+    const client = coordinator(server);
+    const groupId = `start-${++groupCounter}`;
+    const { memberId } = await client.joinGroup(joinRequest(groupId));
+    const join = client.joinGroup(joinRequest(groupId, memberId));
+    while ((await groupState(client, groupId)) !== 'PreparingRebalance');
+    await server.advanceClock(8_000); // less than the 10 s session: the member stays
+    expect(await groupState(client, groupId)).toBe('CompletingRebalance');
+    expect(await join).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 1, leaderId: memberId });
+  });
+
   it('makes a fresh data directory and removes it on close', async () => {
     const first = track(await startServer());
     const second = track(await startServer());

@@ -73,7 +73,8 @@ function httpPaths(text: string): Set<string> {
   const found = new Set<string>();
   for (const m of text.matchAll(/(?<=^|[\s(`])(\/[a-z-]+(?:\/[a-z-]+)*|\/)(?=[\s),.`:;]|$)/g)) {
     const path = m[1];
-    if (path === '/' && !/\(`?\/`?[),]|`\/`/.test(text.slice(Math.max(0, m.index - 2), m.index + 3))) continue;
+    if (path === '/' && !/\(`?\/`?[),]|`\/`/.test(text.slice(Math.max(0, m.index - 2), m.index + 3)))
+      continue;
     found.add(path);
   }
   return found;

@@ -26,6 +26,15 @@ export function clusterText(layout: ClusterLayout): string {
     ),
     `\nCONTROLLER: ${layout.controllerId ?? 'none elected'}\n`,
   ];
+  if (layout.unansweredNodes.length > 0) {
+    const names = layout.unansweredNodes.map((n) =>
+      n.nodeId === null ? n.address : `${n.nodeId} (${n.address})`,
+    );
+    parts.push(
+      `NOT ANSWERING: ${names.join(', ')}: killed or stopped? Metadata lists a node until its session\n` +
+        `expires; its groups are not counted below.\n`,
+    );
+  }
   if (layout.offsetsPartitions === null) {
     parts.push(
       `\n__consumer_offsets is not a topic of this cluster (yet): it is created on the first FindCoordinator, and\n` +
@@ -57,6 +66,7 @@ export function clusterJson(layout: ClusterLayout): object {
     nodes: layout.nodes.map((n) => ({ nodeId: n.nodeId, host: n.host, port: n.port })),
     controllerId: layout.controllerId,
     groups: layout.groups,
+    unansweredNodes: layout.unansweredNodes.map((n) => ({ nodeId: n.nodeId, address: n.address })),
     offsetsPartitions:
       layout.offsetsPartitions?.map((p) => ({
         partition: p.partition,

@@ -38,7 +38,7 @@ import { CoordinatorCache, isCoordinatorMoved, type CoordinatorNode } from './co
 import { CoordinatorWatch } from './coordinator-watch';
 import { errorFromCode } from './error-from-code';
 import { ExponentialBackoff } from './exponential-backoff';
-import type { GroupAdminTransport } from './group-admin-transport';
+import type { GroupAdminTransport, NodeListing } from './group-admin-transport';
 import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
 import type { GroupWatchCall, GroupWatchTransport } from './group-watch';
 import {
@@ -414,7 +414,22 @@ export class ClusterTransport
   }
 
   /**
-   * ListGroups on every node separately (`cohort cluster describe` counts each node's groups), with the
+   * ListGroups on every node Metadata lists, each call bounded by `nodeTimeoutMs`: a node that was killed
+   * stays listed until its session expires (10 s by default), and without its own bound a call to it, or
+   * to a stopped one, would hold up the whole listing for the caller's timeout.
+   */
+  async listGroupsOnEachNode(
+    request: m.ListGroupsRequest,
+    options: CallOptions,
+    nodeTimeoutMs: number,
+  ): Promise<NodeListing[]> {
+    const perNode = { ...options, timeoutMs: Math.max(1, Math.min(options.timeoutMs, nodeTimeoutMs)) };
+    const results = await this.onEveryNode(options, (node) => node.listGroups(request, perNode));
+    return results.map((r) => ({ ...r, nodeId: this.leaders.nodeIdAt(r.address) ?? null }));
+  }
+
+  /**
+   * A call on every node separately (`cohort cluster describe` counts each node's groups), with the
    * address each answer came from.
    */
   async onEveryNode<R>(

@@ -110,16 +110,24 @@ export interface OffsetsPartitionDescription {
 /** Where everything is: `CohortAdmin.describeCluster`. */
 export interface ClusterLayout {
   readonly nodes: readonly BrokerDescription[];
-  /**
-   * The controller's node id. Always null: cohort's Metadata does not carry it (the controller is whoever
-   * holds the controller key in etcd).
-   */
+  /** The controller's node id, as Metadata names it; null while none is elected (or a single node). */
   readonly controllerId: number | null;
   /** The partitions of `__consumer_offsets`; null when the cluster has no such topic (yet). */
   readonly offsetsPartitions: readonly OffsetsPartitionDescription[] | null;
-  /** How many groups the cluster lists (ListGroups on every node). */
+  /** How many groups the cluster lists (ListGroups on every node that answered). */
   readonly groups: number;
+  /**
+   * The nodes Metadata lists that did not answer their ListGroups within `NODE_ANSWER_TIMEOUT_MS`: killed
+   * or stopped, and listed until their session expires. Their groups are not counted in `groups`.
+   */
+  readonly unansweredNodes: readonly { readonly nodeId: number | null; readonly address: string }[];
 }
+
+/**
+ * How long `describeCluster` gives each node to answer its ListGroups: well under a node session (10 s by
+ * default), the time a killed node stays in Metadata, so that it is reported rather than waited for.
+ */
+export const NODE_ANSWER_TIMEOUT_MS = 2_000;
 
 /**
  * Which offset `listOffsets` looks up: `earliest` (the log start), `latest` (the high watermark: the offset
@@ -295,24 +303,30 @@ export class CohortAdmin {
    * of the cluster's groups (ListGroups on every node) it holds.
    */
   async describeCluster(): Promise<ClusterLayout> {
-    const [response, groups] = await Promise.all([
+    const [response, { groups, unansweredNodes }] = await Promise.all([
       this.caller.retry(
         'Metadata',
         (o) => this.broker.metadata({ topics: [GROUP_METADATA_TOPIC] }, o),
         this.timeoutMs,
       ),
-      this.listGroups(),
+      this.groupsOfEachNode(),
     ]);
     const nodes = response.brokers
       .map((n) => ({ nodeId: n.nodeId, host: n.host, port: n.port }))
       .sort((x, y) => x.nodeId - y.nodeId);
     const topic = response.topics.find((t) => t.name === GROUP_METADATA_TOPIC);
     if (topic === undefined || topic.errorCode !== ErrorCode.NONE || topic.partitions.length === 0) {
-      return { nodes, controllerId: controllerOf(response), offsetsPartitions: null, groups: groups.length };
+      return {
+        nodes,
+        controllerId: controllerOf(response),
+        offsetsPartitions: null,
+        groups: groups.length,
+        unansweredNodes,
+      };
     }
     const counts = new Map<number, number>();
-    for (const g of groups) {
-      const partition = groupPartitionFor(g.groupId, topic.partitions.length);
+    for (const groupId of groups) {
+      const partition = groupPartitionFor(groupId, topic.partitions.length);
       counts.set(partition, (counts.get(partition) ?? 0) + 1);
     }
     const offsetsPartitions = topic.partitions
@@ -329,7 +343,55 @@ export class CohortAdmin {
             : errorFromCode(p.errorCode, `${GROUP_METADATA_TOPIC}-${p.partitionIndex}`),
       }))
       .sort((x, y) => x.partition - y.partition);
-    return { nodes, controllerId: controllerOf(response), offsetsPartitions, groups: groups.length };
+    return {
+      nodes,
+      controllerId: controllerOf(response),
+      offsetsPartitions,
+      groups: groups.length,
+      unansweredNodes,
+    };
+  }
+
+  /**
+   * Every group id of the cluster, from each node that answers, and the nodes that did not. A node that
+   * answers with a code (COORDINATOR_LOAD_IN_PROGRESS while a partition loads) is asked again; one that
+   * does not answer within `NODE_ANSWER_TIMEOUT_MS` is asked once and reported.
+   */
+  private async groupsOfEachNode(): Promise<{
+    groups: string[];
+    unansweredNodes: ClusterLayout['unansweredNodes'];
+  }> {
+    const transport = this.groups;
+    if (transport.listGroupsOnEachNode === undefined) {
+      return { groups: (await this.listGroups()).map((g) => g.groupId), unansweredNodes: [] };
+    }
+    const request: m.ListGroupsRequest = { statesFilter: [] };
+    const listings = await this.caller.retry(
+      'ListGroups',
+      (o) => transport.listGroupsOnEachNode!(request, o, NODE_ANSWER_TIMEOUT_MS),
+      this.timeoutMs,
+      (all) => {
+        for (const l of all)
+          if ('response' in l && l.response.errorCode !== ErrorCode.NONE) return l.response.errorCode;
+        return ErrorCode.NONE;
+      },
+    );
+    const groups = new Set<string>();
+    const unansweredNodes: { nodeId: number | null; address: string }[] = [];
+    let noAnswer: CohortError | undefined;
+    for (const listing of listings) {
+      if ('response' in listing) {
+        for (const g of listing.response.groups) groups.add(g.groupId);
+      } else if (isNoAnswer(listing.error)) {
+        unansweredNodes.push({ nodeId: listing.nodeId, address: listing.address });
+        noAnswer ??= listing.error;
+      } else {
+        throw listing.error;
+      }
+    }
+    // No node answered: the cluster is not there to describe.
+    if (noAnswer !== undefined && unansweredNodes.length === listings.length) throw noAnswer;
+    return { groups: [...groups], unansweredNodes };
   }
 
   /** The names of every topic, sorted. */
@@ -598,6 +660,11 @@ function decodedOrNull(bytes: Buffer): TopicPartition[] | null {
   } catch {
     return null;
   }
+}
+
+/** A call that got no answer: the node unreachable (COORDINATOR_NOT_AVAILABLE) or silent past its deadline. */
+function isNoAnswer(error: CohortError): boolean {
+  return error.code === ErrorCode.COORDINATOR_NOT_AVAILABLE || error.code === ErrorCode.REQUEST_TIMED_OUT;
 }
 
 /** The controller a Metadata answer names, or null while it names none. */

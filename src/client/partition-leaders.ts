@@ -99,6 +99,12 @@ export class PartitionLeaders {
     return this.addresses.get(nodeId);
   }
 
+  /** The id of the node Metadata listed at `address`, if any. */
+  nodeIdAt(address: string): number | undefined {
+    for (const [nodeId, at] of this.addresses) if (at === address) return nodeId;
+    return undefined;
+  }
+
   /** Every node address known, in node id order. */
   knownAddresses(): string[] {
     return [...this.addresses].sort(([a], [b]) => a - b).map(([, address]) => address);

@@ -155,10 +155,10 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     valueName: 'HOST:PORT|off',
     defaultValue: DEFAULT_ADMIN_LISTEN,
     description:
-      'Address of the admin HTTP listener: /healthz, /readyz, /metrics (Prometheus), the live page (/) and, in a ' +
-      `cluster, POST /recover-metadata. ${ADMIN_LISTEN_OFF} (or empty) turns it off. With --token (or ` +
-      "--token-file) everything but /healthz, /readyz and the page's static files needs the token; without " +
-      'one, keep it on loopback or a private network.',
+      'Address of the admin HTTP listener: /healthz, /readyz, /metrics (Prometheus), the live page (/, ' +
+      `/api/stream) and, in a cluster, POST /recover-metadata. ${ADMIN_LISTEN_OFF} (or empty) turns it off. ` +
+      "With a token (--token or --token-file) everything but /healthz, /readyz and the page's static files " +
+      'need it; without one, keep it on loopback or a private network.',
   }),
   kafkaListen: setting('kafkaListen', {
     kind: 'adminAddress',

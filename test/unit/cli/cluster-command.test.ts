@@ -10,6 +10,7 @@ const LAYOUT: ClusterLayout = {
   ],
   controllerId: 2,
   groups: 3,
+  unansweredNodes: [],
   offsetsPartitions: [
     { partition: 0, leaderId: 2, leaderEpoch: 4, replicas: [2, 1], isr: [2, 1], groups: 2, error: null },
     { partition: 1, leaderId: -1, leaderEpoch: 7, replicas: [1, 2], isr: [], groups: 1, error: null },
@@ -40,11 +41,20 @@ describe('cohort cluster describe', () => {
     );
   });
 
+  it('names the nodes that did not answer, under the controller', () => {
+    const text = clusterText({ ...LAYOUT, unansweredNodes: [{ nodeId: 1, address: '10.0.0.1:7070' }] });
+    expect(text).toContain(
+      'CONTROLLER: 2\nNOT ANSWERING: 1 (10.0.0.1:7070): killed or stopped? Metadata lists a node until its session\n',
+    );
+    expect(clusterText(LAYOUT)).not.toContain('NOT ANSWERING');
+  });
+
   it('gives the same as one JSON document', () => {
     expect(clusterJson(LAYOUT)).toEqual({
       nodes: LAYOUT.nodes,
       controllerId: 2,
       groups: 3,
+      unansweredNodes: [],
       offsetsPartitions: [
         { partition: 0, leaderId: 2, leaderEpoch: 4, replicas: [2, 1], isr: [2, 1], groups: 2, error: null },
         { partition: 1, leaderId: -1, leaderEpoch: 7, replicas: [1, 2], isr: [], groups: 1, error: null },

@@ -31,6 +31,13 @@ export class FakeNode extends ScriptedTransport implements NodeTransport {
   readonly log: InMemoryBroker;
   isDown = false;
   /**
+   * With `isDown`: still listed by the others' Metadata, as a killed node is until its session expires
+   * (by default a node that is down is not listed).
+   */
+  isListedWhenDown = false;
+  /** Every call's ListGroups options, as received. */
+  readonly listGroupsCalls: CallOptions[] = [];
+  /**
    * False: a node not yet in the cluster (etcd away at its start). Its Metadata lists no brokers and
    * answers each named topic LEADER_NOT_AVAILABLE, as a cohort server then does.
    */
@@ -123,7 +130,8 @@ export class FakeNode extends ScriptedTransport implements NodeTransport {
     }));
   }
 
-  listGroups(): Promise<m.ListGroupsResponse> {
+  listGroups(_request: m.ListGroupsRequest, options: CallOptions): Promise<m.ListGroupsResponse> {
+    this.listGroupsCalls.push(options);
     return this.up(async () => ({
       errorCode: ErrorCode.NONE,
       groups: [...this.cluster.coordinators]
@@ -378,7 +386,7 @@ export class FakeCluster {
     return {
       controllerId: -1,
       brokers: [...this.nodes.values()]
-        .filter((n) => !n.isDown)
+        .filter((n) => !n.isDown || n.isListedWhenDown)
         .map((n) => ({ nodeId: n.nodeId, host: `node-${n.nodeId}`, port: 7070 })),
       topics: names.map((name) => {
         const count = this.topics.get(name);

@@ -288,7 +288,7 @@ it('shows this node in the Cluster panel as leader of every partition, and a top
   expect(await textOf(page, '[data-testid=cluster-under-replicated]')).toBe('0');
   expect(await textOf(page, '#cluster tr[data-node="7"] td:nth-child(2)')).toBe(t.target);
   expect(await textOf(page, '#cluster tr[data-node="7"] [data-testid=node-role]')).toBe('this node');
-  const rows = await page.$$eval('#cluster [data-topic-partition]', (trs) =>
+  const rows = await page.$$eval(`#cluster [data-topic-partition^="${TOPIC}/"]`, (trs) =>
     trs.map((tr) =>
       ['partition-leader', 'partition-epoch', 'partition-replicas', 'partition-isr', 'partition-status'].map(
         (id) => tr.querySelector(`[data-testid=${id}]`)?.textContent,
@@ -296,6 +296,19 @@ it('shows this node in the Cluster panel as leader of every partition, and a top
     ),
   );
   expect(rows).toEqual(Array.from({ length: PARTITIONS }, () => ['7', '0', '7', '7', 'ok']));
+  // The server's own topic is listed too, after the others: its partitions' leader coordinates the groups.
+  const topics = await page.$$eval('#cluster [data-topic-partition]', (trs) => [
+    ...new Set(trs.map((tr) => tr.getAttribute('data-topic-partition')!.split('/')[0])),
+  ]);
+  expect(topics).toEqual([TOPIC, '__consumer_offsets']);
+  const offsetsPartitions = await page.$$eval(
+    '#cluster [data-topic-partition^="__consumer_offsets/"] [data-testid=partition-leader]',
+    (cells) => cells.map((cell) => cell.textContent),
+  );
+  expect(new Set(offsetsPartitions)).toEqual(new Set(['7']));
+  expect(await textOf(page, '#cluster tr[data-node="7"] [data-testid=node-leads]')).toBe(
+    String(PARTITIONS + offsetsPartitions.length),
+  );
   await page.evaluate(() => ((globalThis as unknown as InPage).notReloaded = true));
 
   // A topic created while the page is open reaches it without a reload (read again within a second).
@@ -305,7 +318,11 @@ it('shows this node in the Cluster panel as leader of every partition, and a top
     '#cluster tr[data-topic-partition="payments/1"] [data-testid=partition-leader]',
     '7',
   );
-  await waitForText(page, '[data-testid=cluster-partitions]', String(PARTITIONS + 2));
+  await waitForText(
+    page,
+    '[data-testid=cluster-partitions]',
+    String(PARTITIONS + 2 + offsetsPartitions.length),
+  );
   expect(await page.evaluate(() => (globalThis as unknown as InPage).notReloaded)).toBe(true);
   await page.close();
 }, 30_000);

@@ -913,6 +913,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       // Joins the cluster once the port is bound: the advertised address defaults to the bound one.
       cluster?.start(replicaManager, bound, dataDirIdentity);
       await admin?.start();
+      // The page shows what happened before it was opened: the board keeps each group's recent history
+      // (rebalances, departed members, lag samples; bounded) from now on (docs/live-page.md).
+      board?.keepHistory();
       await startKafka();
       metrics.start();
       isBound = true;

@@ -385,14 +385,15 @@ function ownLists(entry: GroupEntry): void {
  * list of rows, so the frames are serialised once too. A page that cannot write takes nothing and costs
  * nothing while groups change.
  *
- * The board subscribes when the first page opens and stays subscribed until `close()`, so that a page
- * reloaded a minute later still sees the rebalance it missed; before any page opened nobody watches and
- * the coordinator pays nothing. It hears every change (listeners run synchronously inside the
+ * The board subscribes when the first page opens, or when the server starts (`keepHistory`: the server
+ * calls it, so that a page opened late shows what happened before it), and stays subscribed until
+ * `close()`, so that a page reloaded a minute later still sees the rebalance it missed; a board that
+ * neither kept history nor had a page watches nothing, and the coordinator pays nothing. It hears every change (listeners run synchronously inside the
  * coordinator: the board's listener only holds the change, `hear`, and works the changes held in
  * together later, in order, `catchUp`), so the timeline is exact even when a slow page's stream coalesces
  * its events. Lag has no events: committed offsets and high watermarks are sampled every
  * BOARD_LAG_INTERVAL_MS while a page is open, computed as the CLI computes them (partition-lag.ts), and
- * pages hear only of groups whose lag changed. Heartbeats have no events either (the heartbeat path stays
+ * pages hear only of groups whose lag changed (keeping history, it samples with no page open too). Heartbeats have no events either (the heartbeat path stays
  * as it is), and only a group's detail shows them, not the groups table: a page says which group it shows
  * (`select`), and on the same round the board reads the last heartbeats of those groups only, one
  * `lastHeartbeats` call per group selected by any page (members' ids and times, no description), and each
@@ -433,6 +434,8 @@ export class GroupBoard {
   private timer: SystemTimer | undefined;
   private readonly tick: TimerTask;
   private isClosed = false;
+  /** keepHistory: subscribed from the server's start, lag sampled with no page open. */
+  private isKeepingHistory = false;
 
   constructor(private readonly options: GroupBoardOptions) {
     this.tick = new LagTick(() => this.sampleLag());
@@ -453,16 +456,8 @@ export class GroupBoard {
     if (this.isClosed) return undefined;
     this.catchUp();
     if (this.unsubscribe === undefined) {
-      // Each group's snapshot samples its lag as it arrives, so a page's first view of a group has it.
-      const localId = this.options.localNodeId ?? LOCAL_NODE;
-      this.unsubscribe = this.options.watchGroups([], (change) => this.hear(change, localId));
-      this.unsubscribeRemote = this.options.remoteGroups?.({
-        onChange: (nodeId, change) => this.hear(change, nodeId),
-        onNodeLost: (nodeId) => this.hear(NODE_LOST, nodeId),
-      });
-      this.timer = new SystemTimer({ name: 'admin-page', time: this.options.time });
-      this.sampleLag();
-    } else if (this.seats.size === 0) {
+      this.subscribe();
+    } else if (this.seats.size === 0 && !this.isKeepingHistory) {
       // No page was open, so lag was not sampled: a page opened now must not see it stale. (With pages
       // open it is at most a second old, and sampling again for each page would cost every page.)
       const lag = this.options.lag;
@@ -549,6 +544,18 @@ export class GroupBoard {
     listener.onHeartbeats([{ groupId, members: entry.members.map((m) => [m.memberId, m.lastHeartbeatMs]) }]);
   }
 
+  /**
+   * Keeps the groups' history from now on, page or no page: subscribes now (not when the first page
+   * opens) and samples lag every BOARD_LAG_INTERVAL_MS, so that a page opened later shows the rebalances,
+   * departed members and lag samples of the time before it (each as bounded as ever: BOARD_HISTORY_LENGTH,
+   * BOARD_LAG_SAMPLES a group). The server calls it as it starts. Idempotent; nothing once closed.
+   */
+  keepHistory(): void {
+    if (this.isClosed || this.isKeepingHistory) return;
+    this.isKeepingHistory = true;
+    if (this.unsubscribe === undefined) this.subscribe();
+  }
+
   /** Unsubscribes and stops sampling. Idempotent. */
   close(): void {
     this.isClosed = true;
@@ -564,6 +571,19 @@ export class GroupBoard {
     this.seats.clear();
     this.untold = 0;
     this.selections.clear();
+  }
+
+  /** Watches every group (this node's and, in a cluster, the other nodes'), and starts the lag rounds. */
+  private subscribe(): void {
+    // Each group's snapshot samples its lag as it arrives, so a page's first view of a group has it.
+    const localId = this.options.localNodeId ?? LOCAL_NODE;
+    this.unsubscribe = this.options.watchGroups([], (change) => this.hear(change, localId));
+    this.unsubscribeRemote = this.options.remoteGroups?.({
+      onChange: (nodeId, change) => this.hear(change, nodeId),
+      onNodeLost: (nodeId) => this.hear(NODE_LOST, nodeId),
+    });
+    this.timer = new SystemTimer({ name: 'admin-page', time: this.options.time });
+    this.sampleLag();
   }
 
   /**
@@ -804,7 +824,7 @@ export class GroupBoard {
   private sampleLag(): void {
     this.catchUp();
     const lag = this.options.lag;
-    if (lag !== undefined && this.seats.size > 0) {
+    if (lag !== undefined && (this.seats.size > 0 || this.isKeepingHistory)) {
       const since = this.seq;
       for (const entry of this.groups.values()) if (this.sampleGroup(entry, lag)) this.touch(entry, false);
       this.tellChangedSince(since);

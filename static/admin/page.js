@@ -570,6 +570,8 @@
       chart !== null && chartGroupId === group.groupId
         ? chart.root.parentElement
         : el('div', { class: 'chart', id: 'lag-chart' });
+    // The samples charted (total lag, oldest first), for whoever reads the page without seeing the chart.
+    chartBox.setAttribute('data-lag-samples', group.lagSamples.map(([, lag]) => lag).join(' '));
     detail.replaceChildren(
       header,
       cards,

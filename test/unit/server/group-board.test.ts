@@ -565,6 +565,32 @@ describe('GroupBoard', () => {
     expect(board.size).toBe(0);
   });
 
+  it('keeps history from the start when asked: a page opened later shows the rebalance, the expiry and the lag before it', () => {
+    committed.set(0, 90);
+    board.keepHistory();
+    expect(changes.subscriptions).toBe(1);
+    changes.emit(group('Stable', 1, [member('a', [0]), member('b', [])]), 'snapshot', 1_000);
+    time.advance(1_000);
+    committed.set(0, 95);
+    time.advance(1_000);
+    changes.emit(group('PreparingRebalance', 1, [member('a', [])]), 'session-expired', 3_000);
+    changes.emit(group('CompletingRebalance', 2, [member('a', [])]), 'join-completed', 3_100);
+    changes.emit(group('Stable', 2, [member('a', [0])]), 'rebalance-completed', 3_200);
+    committed.set(0, 100);
+    time.advance(1_000);
+
+    const late = new Page();
+    open(late);
+    board.select(late, 'g');
+    const view = late.views.get('g')!;
+    expect(view.rebalances).toMatchObject([
+      { reasons: ['session-expired'], generationId: 2, endState: 'Stable' },
+    ]);
+    expect(view.departed).toMatchObject([{ memberId: 'b', reason: 'session-expired' }]);
+    expect(view.lagSamples.map(([, lag]) => lag)).toEqual([10, 5, 0]);
+    expect(late.rows.get('g')).toMatchObject({ totalLag: '0', lastRebalanceMs: 3_200 });
+  });
+
   describe('in a cluster', () => {
     /** The other nodes' watches, as the ClusterGroupFeed passes them on. */
     let remote: RemoteGroupListener | undefined;

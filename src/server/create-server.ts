@@ -158,6 +158,8 @@ export interface CohortServer {
   readonly metrics: ServerMetrics;
   /** The admin listener's address once started; undefined when `adminListen` is off. */
   readonly adminAddress: AdminAddress | undefined;
+  /** Live pages open on the admin listener now (0 without one). */
+  readonly openPages: number;
   /** The Kafka listener's bound address once started; undefined when `kafkaListen` is off. */
   readonly kafkaAddress: KafkaBoundAddress | undefined;
   /** The Kafka requests served so far, with `isKafkaWireTraced` (empty otherwise). */
@@ -1018,6 +1020,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     metrics,
     get adminAddress() {
       return admin?.address;
+    },
+    get openPages() {
+      return admin?.openPages ?? 0;
     },
     get kafkaAddress() {
       return kafka?.address;

@@ -45,11 +45,16 @@
  *    rounds of the 20 groups' cycles). It takes ~20 s and varies by a few µs a run: a quick check of a
  *    change to the board or the streams. It is not figure 3 (no grpc-js, no socket writes).
  *
+ * 5. What the history the server keeps from its start costs with no page open (bench/live-page/history-cost.ts,
+ *    in this process): a storm's cycle with and without it, the once-a-second lag round over
+ *    `--history-groups` groups (default 1,000) whose lag moves every second, and the heap per group once
+ *    every history list is full, each against the server without history in the same run.
+ *
  * Run with `npm run bench:live-page`. Options: `--rounds=N` (default 5), `--rebalances=N` (default 100),
  * `--storm-rate=N` (default 100), `--warm-ms=N` (default 10,000), `--storm-ms=N` (default 8,000),
  * `--pairs=N` (default 6), `--pages=N` (default 10; `--pages=0` compares two servers without pages: the
  * spread between alike processes),
- * `--only=render,rebalance,cpu,board`, `--server-node-args="..."` (Node flags for figure 3's servers, which
+ * `--only=render,rebalance,cpu,board,history`, `--server-node-args="..."` (Node flags for figure 3's servers, which
  * are then stopped with SIGTERM, not SIGKILL: `--cpu-prof --cpu-prof-dir=DIR` profiles them).
  * The last line of output is a JSON object of the figures.
  */
@@ -68,6 +73,7 @@ import { groupCoordinatorClient } from '../test/support/grpc-clients';
 import { offsetCommitRequest } from '../test/support/group-harness';
 import { spawnCohort } from '../test/support/spawn-cohort';
 import { boardStorm } from './live-page/board-storm';
+import { historyCost } from './live-page/history-cost';
 import { stormCycle } from './live-page/storm-cycle';
 import { median } from './support/stats';
 
@@ -391,7 +397,7 @@ async function pageCpu(
 
 async function main(): Promise<void> {
   const only = (
-    process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'render,rebalance,cpu,board'
+    process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'render,rebalance,cpu,board,history'
   ).split(',');
   const figures: Record<string, number> = {};
   if (only.includes('render') || only.includes('rebalance')) Object.assign(figures, await inBrowser());
@@ -450,6 +456,26 @@ async function main(): Promise<void> {
       boardCycleWithPagesUs: Math.round(board.withUs * 10) / 10,
       boardAddedUsPerCycle: Math.round(board.addedUsPerCycle * 10) / 10,
       boardCycleRatio: Math.round((board.withUs / board.withoutUs) * 1000) / 1000,
+    });
+  }
+  if (only.includes('history')) {
+    const groups = option('history-groups', 1_000);
+    console.log(`the history the server keeps with no page open (this process, against none, same run):`);
+    const h = await historyCost(option('board-rounds', 6), option('board-cycles', 1_500), groups);
+    console.log(
+      `  storm cycle (two rebalances): ${h.stormAloneUs.toFixed(1)} µs without, ${h.stormWithHistoryUs.toFixed(1)} µs ` +
+        `with history (+${(h.stormWithHistoryUs - h.stormAloneUs).toFixed(1)} µs); lag round over ${groups} groups ` +
+        `whose lag moves every second: ${h.lagRoundWithoutUs.toFixed(0)} µs without, ${h.lagRoundWithUs.toFixed(0)} µs ` +
+        `with (${((h.lagRoundWithUs - h.lagRoundWithoutUs) / groups).toFixed(1)} µs a group a second); heap once every ` +
+        `list is full: ${(h.bytesPerGroup / 1024).toFixed(1)} KiB a group`,
+    );
+    Object.assign(figures, {
+      historyStormCycleWithoutUs: Math.round(h.stormAloneUs * 10) / 10,
+      historyStormCycleWithUs: Math.round(h.stormWithHistoryUs * 10) / 10,
+      historyLagRoundWithoutUs: Math.round(h.lagRoundWithoutUs),
+      historyLagRoundWithUs: Math.round(h.lagRoundWithUs),
+      historyGroups: groups,
+      historyBytesPerGroup: Math.round(h.bytesPerGroup),
     });
   }
   console.log(JSON.stringify(figures));

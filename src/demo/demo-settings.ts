@@ -16,6 +16,15 @@ export interface DemoSettings {
   readonly timeoutMs: number;
 }
 
+/** Demo options that are not numbers. */
+export interface DemoSwitches {
+  /**
+   * `--keep-serving`: once the story is told, the demo's server keeps serving its live page until Ctrl-C
+   * (it does anyway while a page is open).
+   */
+  readonly isServingKept: boolean;
+}
+
 /**
  * `--address`'s nodes: where the demo's group and producer run instead of a server of its own. Null: the
  * demo starts one in its process.
@@ -81,6 +90,8 @@ export function demoHelp(): string {
     '  --address HOST:PORT,...'.padEnd(28) +
       `the nodes of a running cluster to start from (default: none, a server of its own)`,
     ...rows,
+    '  --keep-serving'.padEnd(28) +
+      'once done, keep the server and its live page up until Ctrl-C (it does while a page is open)',
     '  -h, --help'.padEnd(28) + 'show this help',
     '',
   ].join('\n');
@@ -89,7 +100,10 @@ export function demoHelp(): string {
 /** The settings from the command line; `help` when asked; `error` for a flag it cannot use. */
 export function demoSettingsOf(
   args: readonly string[],
-): { settings: DemoSettings; cluster: DemoCluster } | { help: string } | { error: string } {
+):
+  | { settings: DemoSettings; cluster: DemoCluster; switches: DemoSwitches }
+  | { help: string }
+  | { error: string } {
   let values: Record<string, string | boolean | undefined>;
   try {
     values = parseArgs({
@@ -97,6 +111,7 @@ export function demoSettingsOf(
       options: {
         help: { type: 'boolean', short: 'h' },
         address: { type: 'string' },
+        'keep-serving': { type: 'boolean' },
         ...Object.fromEntries(Object.values(FLAGS).map((f) => [f.flag, { type: 'string' as const }])),
       },
       strict: true,
@@ -130,5 +145,9 @@ export function demoSettingsOf(
     }
     settings[key] = n;
   }
-  return { settings: Object.freeze(settings as unknown as DemoSettings), cluster };
+  return {
+    settings: Object.freeze(settings as unknown as DemoSettings),
+    cluster,
+    switches: Object.freeze({ isServingKept: values['keep-serving'] === true }),
+  };
 }

@@ -18,7 +18,7 @@ import type { ConsumerGroupDescription } from '../client/cohort-admin';
 import { startServer } from '../server/start-server';
 import { DemoChild } from './demo-child';
 import type { DemoChildConfig, DemoChildEvent } from './demo-events';
-import { demoSettingsOf, type DemoCluster, type DemoSettings } from './demo-settings';
+import { demoSettingsOf, type DemoCluster, type DemoSettings, type DemoSwitches } from './demo-settings';
 
 const TOPIC = 'demo-orders';
 const GROUP_ID = 'demo-group';
@@ -41,13 +41,17 @@ async function main(): Promise<number> {
     process.stderr.write(`demo: ${parsed.error}\nRun with --help for the options.\n`);
     return 2;
   }
-  return runDemo(parsed.settings, parsed.cluster);
+  return runDemo(parsed.settings, parsed.cluster, parsed.switches);
 }
 
 /** Most replicas of the demo topic on a cluster: one leader and two followers, as a cluster is run. */
 const REPLICATION_FACTOR = 3;
 
-async function runDemo(settings: DemoSettings, cluster: DemoCluster): Promise<number> {
+async function runDemo(
+  settings: DemoSettings,
+  cluster: DemoCluster,
+  switches: DemoSwitches,
+): Promise<number> {
   const startedMs = Date.now();
   const say = (who: string, text: string): void => {
     const seconds = ((Date.now() - startedMs) / 1_000).toFixed(1).padStart(5);
@@ -285,12 +289,28 @@ async function runDemo(settings: DemoSettings, cluster: DemoCluster): Promise<nu
       0n,
     );
     say('lag', `back to 0 on every partition: all ${records} records consumed and committed`);
-    say(
-      'demo',
-      `stopping the consumers (they commit and leave the group)${server === null ? '' : ' and the server'}`,
-    );
+    say('demo', 'stopping the consumers (they commit and leave the group)');
     await Promise.all(consumers.slice(0, 2).map((c) => c.stop('SIGTERM')));
     say('demo', `done in ${((Date.now() - startedMs) / 1_000).toFixed(1)}s`);
+    if (server !== null) {
+      // A page left open must not end at "reconnecting…": the server stays while one is open, or when asked.
+      const pages = server.openPages;
+      if (switches.isServingKept || pages > 0) {
+        clearTimeout(deadline);
+        say(
+          'server',
+          `${pages > 0 ? `${pages === 1 ? 'a live page is' : `${pages} live pages are`} open` : '--keep-serving'}: ` +
+            `the live page stays at ${server.adminUrl}/ until Ctrl-C`,
+        );
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          if (failure !== null) resolve();
+        });
+        wake = null;
+      } else {
+        say('server', 'stopping (no live page open; --keep-serving keeps it up until Ctrl-C)');
+      }
+    }
     return 0;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

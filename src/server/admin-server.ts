@@ -126,6 +126,11 @@ export class AdminServer {
     this.http.keepAliveTimeout = 5_000;
   }
 
+  /** Live pages open now (their streams). */
+  get openPages(): number {
+    return this.streams.size;
+  }
+
   get address(): AdminAddress | undefined {
     return this.bound;
   }

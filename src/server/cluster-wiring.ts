@@ -482,6 +482,11 @@ export class ClusterWiring {
     return this.node?.metadata?.controllerId;
   }
 
+  /** The live nodes (id, host, port) of this node's last cluster view; none before its first. */
+  get liveNodes(): readonly { readonly nodeId: number; readonly host: string; readonly port: number }[] {
+    return this.node?.metadata?.liveNodes ?? [];
+  }
+
   /** Why the node is not ready, or undefined once registered with its view applied. */
   readinessProblem(): string | undefined {
     if (this.identityProblem !== undefined) return this.identityProblem;

@@ -38,6 +38,7 @@ import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { ClusterBoard } from './cluster-board';
+import { ClusterGroupFeed } from './cluster-group-feed';
 import { ClusterWiring } from './cluster-wiring';
 import { fanOutListener } from './fan-out-listener';
 import { LedOffsetsStores } from './led-offsets-stores';
@@ -56,7 +57,8 @@ import { StreamingCalls } from './streaming-calls';
 import { testClockService } from './test-clock-service';
 import { storageRecoveryLog } from './storage-recovery-log';
 import { guardServiceDefinition } from './undecodable-request';
-import { findCoordinatorHandler } from './find-coordinator';
+import { findCoordinatorHandler, GROUP_METADATA_TOPIC } from './find-coordinator';
+import { ErrorCode } from '../errors';
 
 export const GROUP_COORDINATOR_SERVICE = 'cohort.v1.GroupCoordinator';
 /** Member streams: bounded by the groups' members and ended by HeartbeatStreams, not StreamingCalls. */
@@ -156,6 +158,8 @@ export interface CohortServer {
   readonly metrics: ServerMetrics;
   /** The admin listener's address once started; undefined when `adminListen` is off. */
   readonly adminAddress: AdminAddress | undefined;
+  /** Live pages open on the admin listener now (0 without one). */
+  readonly openPages: number;
   /** The Kafka listener's bound address once started; undefined when `kafkaListen` is off. */
   readonly kafkaAddress: KafkaBoundAddress | undefined;
   /** The Kafka requests served so far, with `isKafkaWireTraced` (empty otherwise). */
@@ -330,7 +334,10 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
             ...(security.etcd.credentials === undefined ? {} : { credentials: security.etcd.credentials }),
           },
           onReadinessChange: () => refreshWholeServerHealth(),
-          onViewApplied: () => clusterBoard?.changed(),
+          onViewApplied: () => {
+            clusterBoard?.changed();
+            groupFeed?.sync();
+          },
           writeDataDirIdentity: (identity) => writeDataDirIdentity(config.dataDir, identity),
           localReplicas: (): Promise<LocalReplicaState[]> => replicaManager.describeLocalReplicas(),
           onFatalError: (error) => {
@@ -621,10 +628,26 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
 
   // The live page's model of the groups: it subscribes to the coordinator's changes once the first page
   // opens (nothing is watched before), and reads lag as the CLI does, from committed offsets and HWs.
+  // Cluster mode: the groups the other nodes coordinate, watched on each of them, so that this node's page
+  // shows every group of the cluster (each node's coordinator tells only of its own).
+  const groupFeed =
+    adminListen === undefined || cluster === undefined
+      ? undefined
+      : new ClusterGroupFeed({
+          localNodeId: config.nodeId,
+          liveNodes: () => cluster.liveNodes,
+          credentials: security.leaderCredentials,
+          ...(security.token === undefined ? {} : { token: security.token }),
+          time: SYSTEM_TIME,
+          onWatchEnded: (nodeId, error) =>
+            logger.debug({ node: nodeId, reason: error?.message }, "the live page's watch of a node ended"),
+        });
   const board =
     adminListen === undefined || coordinator.watchGroups === undefined
       ? undefined
       : new GroupBoard({
+          localNodeId: config.nodeId,
+          ...(groupFeed === undefined ? {} : { remoteGroups: (listener) => groupFeed.subscribe(listener) }),
           watchGroups: coordinator.watchGroups.bind(coordinator),
           lastHeartbeats: coordinator.lastHeartbeats?.bind(coordinator),
           lag:
@@ -643,7 +666,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       ? undefined
       : new ClusterBoard({
           localNodeId: config.nodeId,
-          metadata: () => replicaManager.metadata({ topics: [] }),
+          // Every topic (Metadata leaves the internal ones out unless named) and `__consumer_offsets`, named:
+          // its partitions' leaders are the groups' coordinators, and a failover shows there first.
+          metadata: async () => {
+            const all = await replicaManager.metadata({ topics: [] });
+            const offsets = await replicaManager.metadata({ topics: [GROUP_METADATA_TOPIC] });
+            const hosted = offsets.topics.filter((t) => t.errorCode === ErrorCode.NONE);
+            return { ...all, topics: [...all.topics, ...hosted] };
+          },
           ...(cluster === undefined ? {} : { controllerId: () => cluster.controllerId }),
           time,
           onError: (error) => logger.warn({ err: error }, 'the live page could not read the cluster view'),
@@ -885,6 +915,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       // Joins the cluster once the port is bound: the advertised address defaults to the bound one.
       cluster?.start(replicaManager, bound, dataDirIdentity);
       await admin?.start();
+      // The page shows what happened before it was opened: the board keeps each group's recent history
+      // (rebalances, departed members, lag samples; bounded) from now on (docs/live-page.md).
+      board?.keepHistory();
       await startKafka();
       metrics.start();
       isBound = true;
@@ -934,6 +967,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       heartbeatStreams.endAll();
       groupWatches.endAll();
       board?.close();
+      groupFeed?.close();
       clusterBoard?.close();
       // Parked Fetches and Produces are answered now, so tryShutdown is not left waiting for them.
       replicaManager.shutdown();
@@ -986,6 +1020,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     metrics,
     get adminAddress() {
       return admin?.address;
+    },
+    get openPages() {
+      return admin?.openPages ?? 0;
     },
     get kafkaAddress() {
       return kafka?.address;

@@ -1,3 +1,4 @@
+import { ErrorCode } from '../errors';
 import type { GroupChange, GroupChangeListener, MemberLastHeartbeat, OffsetStore } from '../group';
 import { REBALANCE_REASONS } from '../group';
 import { topicPartitionKey } from '../log';
@@ -101,6 +102,8 @@ export interface BoardGroup {
   readonly totalLag: string | null;
   /** `[timeMs, totalLag]` pairs, oldest first. */
   readonly lagSamples: readonly (readonly [number, number])[];
+  /** As in the row: the group's coordinator, null while it is not known. */
+  readonly coordinatorId: number | null;
 }
 
 /**
@@ -119,6 +122,12 @@ export interface BoardGroupRow {
   readonly totalLag: string | null;
   /** When the last rebalance ended, or started while it is in progress; null before any. */
   readonly lastRebalanceMs: number | null;
+  /**
+   * The node that coordinates the group (its `__consumer_offsets` partition's leader), as the board last
+   * heard; null while it is not known: the group's partition moved away from its coordinator (or that node
+   * stopped answering) and no node has told of it since.
+   */
+  readonly coordinatorId: number | null;
 }
 
 /**
@@ -189,9 +198,25 @@ export interface BoardLagSources {
   readonly highWatermark: (topicPartitionKey: string) => number | undefined;
 }
 
+/**
+ * Hears the groups other nodes coordinate (cluster mode, ClusterGroupFeed): each node's changes of the groups
+ * it coordinates, in its order, and that a node's changes stopped (its watch ended: it died, or drains).
+ */
+export interface RemoteGroupListener {
+  onChange(nodeId: number, change: GroupChange): void;
+  onNodeLost(nodeId: number): void;
+}
+
 export interface GroupBoardOptions {
   /** The coordinator's `watchGroups` (GroupEvents.subscribe). */
   readonly watchGroups: (groupIds: readonly string[], listener: GroupChangeListener) => () => void;
+  /** This node's id: the coordinator of the groups `watchGroups` tells of. */
+  readonly localNodeId?: number;
+  /**
+   * Cluster mode: the groups the other nodes coordinate (ClusterGroupFeed.subscribe), so that every node's
+   * page shows every group of the cluster. Subscribed with `watchGroups`; returns its unsubscribe.
+   */
+  readonly remoteGroups?: (listener: RemoteGroupListener) => () => void;
   /**
    * The coordinator's `lastHeartbeats` (group-protocol.ts); without it heartbeat ages are those of each
    * group's last change.
@@ -211,6 +236,8 @@ export interface GroupBoardOptions {
  * changed: `seq` is the board's count of row changes at the entry's latest.
  */
 class GroupEntry {
+  /** The node whose changes the entry follows; null while none is known (GroupBoardRow.coordinatorId). */
+  coordinatorId: number | null = null;
   members: BoardMember[] = [];
   described!: DescribedGroup;
   reason = 'snapshot';
@@ -263,6 +290,24 @@ class Seat implements BoardSeat {
 }
 
 const NO_ROWS: readonly BoardGroupRow[] = Object.freeze([]);
+/** The node id of this node's changes when the board was given none (`localNodeId`): no coordinator shown. */
+const LOCAL_NODE = -1;
+/** Held in the backlog where a node's watch ended (RemoteGroupListener.onNodeLost), with the node's id. */
+const NODE_LOST: GroupChange = Object.freeze({
+  group: Object.freeze({
+    errorCode: ErrorCode.NONE,
+    errorMessage: '',
+    groupId: '',
+    groupState: '',
+    protocolType: '',
+    protocolData: '',
+    members: [],
+    generationId: -1,
+  }),
+  reason: 'snapshot',
+  timestampMs: 0,
+  isSnapshot: false,
+});
 
 /** The board's once-a-second lag sample, re-added after each run. */
 class LagTick extends TimerTask {
@@ -340,14 +385,15 @@ function ownLists(entry: GroupEntry): void {
  * list of rows, so the frames are serialised once too. A page that cannot write takes nothing and costs
  * nothing while groups change.
  *
- * The board subscribes when the first page opens and stays subscribed until `close()`, so that a page
- * reloaded a minute later still sees the rebalance it missed; before any page opened nobody watches and
- * the coordinator pays nothing. It hears every change (listeners run synchronously inside the
+ * The board subscribes when the first page opens, or when the server starts (`keepHistory`: the server
+ * calls it, so that a page opened late shows what happened before it), and stays subscribed until
+ * `close()`, so that a page reloaded a minute later still sees the rebalance it missed; a board that
+ * neither kept history nor had a page watches nothing, and the coordinator pays nothing. It hears every change (listeners run synchronously inside the
  * coordinator: the board's listener only holds the change, `hear`, and works the changes held in
  * together later, in order, `catchUp`), so the timeline is exact even when a slow page's stream coalesces
  * its events. Lag has no events: committed offsets and high watermarks are sampled every
  * BOARD_LAG_INTERVAL_MS while a page is open, computed as the CLI computes them (partition-lag.ts), and
- * pages hear only of groups whose lag changed. Heartbeats have no events either (the heartbeat path stays
+ * pages hear only of groups whose lag changed (keeping history, it samples with no page open too). Heartbeats have no events either (the heartbeat path stays
  * as it is), and only a group's detail shows them, not the groups table: a page says which group it shows
  * (`select`), and on the same round the board reads the last heartbeats of those groups only, one
  * `lastHeartbeats` call per group selected by any page (members' ids and times, no description), and each
@@ -378,10 +424,18 @@ export class GroupBoard {
     { readonly cursor: number; readonly seq: number; readonly rows: BoardGroupRow[] } | undefined;
   /** Changes heard and not yet worked in (catchUp), in the order they happened. */
   private backlog: GroupChange[] = [];
+  /**
+   * For each held change, the node that told of it: its coordinator then (this node's id, or -1 when the
+   * board has none). A node lost is held as a change of its own (NODE_LOST) at its place in the order.
+   */
+  private backlogNodes: number[] = [];
   private unsubscribe: (() => void) | undefined;
+  private unsubscribeRemote: (() => void) | undefined;
   private timer: SystemTimer | undefined;
   private readonly tick: TimerTask;
   private isClosed = false;
+  /** keepHistory: subscribed from the server's start, lag sampled with no page open. */
+  private isKeepingHistory = false;
 
   constructor(private readonly options: GroupBoardOptions) {
     this.tick = new LagTick(() => this.sampleLag());
@@ -402,11 +456,8 @@ export class GroupBoard {
     if (this.isClosed) return undefined;
     this.catchUp();
     if (this.unsubscribe === undefined) {
-      // Each group's snapshot samples its lag as it arrives, so a page's first view of a group has it.
-      this.unsubscribe = this.options.watchGroups([], (change) => this.hear(change));
-      this.timer = new SystemTimer({ name: 'admin-page', time: this.options.time });
-      this.sampleLag();
-    } else if (this.seats.size === 0) {
+      this.subscribe();
+    } else if (this.seats.size === 0 && !this.isKeepingHistory) {
       // No page was open, so lag was not sampled: a page opened now must not see it stale. (With pages
       // open it is at most a second old, and sampling again for each page would cost every page.)
       const lag = this.options.lag;
@@ -493,18 +544,46 @@ export class GroupBoard {
     listener.onHeartbeats([{ groupId, members: entry.members.map((m) => [m.memberId, m.lastHeartbeatMs]) }]);
   }
 
+  /**
+   * Keeps the groups' history from now on, page or no page: subscribes now (not when the first page
+   * opens) and samples lag every BOARD_LAG_INTERVAL_MS, so that a page opened later shows the rebalances,
+   * departed members and lag samples of the time before it (each as bounded as ever: BOARD_HISTORY_LENGTH,
+   * BOARD_LAG_SAMPLES a group). The server calls it as it starts. Idempotent; nothing once closed.
+   */
+  keepHistory(): void {
+    if (this.isClosed || this.isKeepingHistory) return;
+    this.isKeepingHistory = true;
+    if (this.unsubscribe === undefined) this.subscribe();
+  }
+
   /** Unsubscribes and stops sampling. Idempotent. */
   close(): void {
     this.isClosed = true;
     this.backlog = [];
+    this.backlogNodes = [];
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    this.unsubscribeRemote?.();
+    this.unsubscribeRemote = undefined;
     this.timer?.shutdown();
     this.timer = undefined;
     for (const seat of this.seats.values()) seat.isSeated = false;
     this.seats.clear();
     this.untold = 0;
     this.selections.clear();
+  }
+
+  /** Watches every group (this node's and, in a cluster, the other nodes'), and starts the lag rounds. */
+  private subscribe(): void {
+    // Each group's snapshot samples its lag as it arrives, so a page's first view of a group has it.
+    const localId = this.options.localNodeId ?? LOCAL_NODE;
+    this.unsubscribe = this.options.watchGroups([], (change) => this.hear(change, localId));
+    this.unsubscribeRemote = this.options.remoteGroups?.({
+      onChange: (nodeId, change) => this.hear(change, nodeId),
+      onNodeLost: (nodeId) => this.hear(NODE_LOST, nodeId),
+    });
+    this.timer = new SystemTimer({ name: 'admin-page', time: this.options.time });
+    this.sampleLag();
   }
 
   /**
@@ -514,8 +593,9 @@ export class GroupBoard {
    * profile, docs/performance.md). Pages not yet told hear now that rows wait, so their flush is due when
    * it would have been.
    */
-  private hear(change: GroupChange): void {
+  private hear(change: GroupChange, nodeId: number): void {
     this.backlog.push(change);
+    this.backlogNodes.push(nodeId);
     this.tellSeats();
     if (this.backlog.length >= BOARD_BACKLOG_LIMIT) this.catchUp();
   }
@@ -530,14 +610,24 @@ export class GroupBoard {
    */
   private catchUp(): void {
     const changes = this.backlog;
+    const nodes = this.backlogNodes;
     if (changes.length === 0) return;
     this.backlog = [];
+    this.backlogNodes = [];
     const since = this.seq;
     let done = 0;
     try {
-      while (done < changes.length) this.onChange(changes[done++]);
+      while (done < changes.length) {
+        const change = changes[done];
+        const nodeId = nodes[done++];
+        if (change === NODE_LOST) this.onNodeLost(nodeId);
+        else this.onChange(change, nodeId);
+      }
     } finally {
-      if (done < changes.length) this.backlog = [...changes.slice(done), ...this.backlog];
+      if (done < changes.length) {
+        this.backlog = [...changes.slice(done), ...this.backlog];
+        this.backlogNodes = [...nodes.slice(done), ...this.backlogNodes];
+      }
     }
     this.tellChangedSince(since);
   }
@@ -561,12 +651,38 @@ export class GroupBoard {
     }
   }
 
-  private onChange(change: GroupChange): void {
+  /**
+   * A node's watch ended: the groups it coordinated keep what they showed, with no coordinator known until
+   * a node tells of them again (their partition's new leader loads them: `group-loaded`).
+   */
+  private onNodeLost(nodeId: number): void {
+    for (const entry of this.groups.values()) {
+      if (entry.coordinatorId !== nodeId) continue;
+      entry.coordinatorId = null;
+      entry.view = undefined;
+      this.touch(entry, true);
+    }
+  }
+
+  private onChange(change: GroupChange, nodeId: number): void {
     const { group, reason, timestampMs } = change;
     const groupId = group.groupId;
+    if (group.errorCode !== ErrorCode.NONE && group.groupState !== 'Dead') {
+      // Not described (NOT_COORDINATOR: `group-unloaded`, its partition moved away; a snapshot taken while
+      // loading): the node no longer tells of the group. What it showed stays, its coordinator unknown until
+      // the partition's new leader tells of it; another node's word changes nothing.
+      const entry = this.groups.get(groupId);
+      if (entry === undefined || entry.coordinatorId !== nodeId) return;
+      entry.coordinatorId = null;
+      entry.view = undefined;
+      this.touch(entry, true);
+      return;
+    }
     if (group.groupState === 'Dead') {
       const entry = this.groups.get(groupId);
       if (entry === undefined) return;
+      // A node that no longer coordinates the group cannot end it (its word may come after the new one's).
+      if (entry.coordinatorId !== null && entry.coordinatorId !== nodeId) return;
       this.groups.delete(groupId);
       this.unlink(entry);
       this.lastTake = undefined;
@@ -578,6 +694,7 @@ export class GroupBoard {
     if (entry === undefined) this.groups.set(groupId, (entry = new GroupEntry()));
     const members = membersOf(group);
     if (!isNew) this.track(entry, group, members, reason, timestampMs);
+    entry.coordinatorId = nodeId === LOCAL_NODE ? null : nodeId;
     entry.described = group;
     entry.members = members;
     entry.reason = reason;
@@ -707,7 +824,7 @@ export class GroupBoard {
   private sampleLag(): void {
     this.catchUp();
     const lag = this.options.lag;
-    if (lag !== undefined && this.seats.size > 0) {
+    if (lag !== undefined && (this.seats.size > 0 || this.isKeepingHistory)) {
       const since = this.seq;
       for (const entry of this.groups.values()) if (this.sampleGroup(entry, lag)) this.touch(entry, false);
       this.tellChangedSince(since);
@@ -807,6 +924,7 @@ export class GroupBoard {
       memberCount: entry.members.length,
       totalLag: entry.totalLag,
       lastRebalanceMs: last === undefined ? null : (last.endMs ?? last.startMs),
+      coordinatorId: entry.coordinatorId,
     });
   }
 
@@ -828,6 +946,7 @@ export class GroupBoard {
       partitions: entry.partitions,
       totalLag: entry.totalLag,
       lagSamples: entry.lagSamples,
+      coordinatorId: entry.coordinatorId,
     });
   }
 }

@@ -16,6 +16,11 @@ export interface ServerSecurity {
   readonly credentials: ServerCredentials;
   /** Present when calls must carry a bearer token. */
   readonly tokenCheck: BearerTokenCheck | undefined;
+  /**
+   * The bearer token itself, for this node's own calls to the other nodes' GroupCoordinator (the live
+   * page's ClusterGroupFeed): the nodes of one cluster share it.
+   */
+  readonly token: string | undefined;
   readonly isTls: boolean;
   /** Clients must present a certificate signed by `tlsClientCa`. */
   readonly isMutualTls: boolean;
@@ -176,6 +181,7 @@ export function loadServerSecurity(config: CohortConfig): ServerSecurity {
   return {
     credentials,
     tokenCheck: token === undefined ? undefined : new BearerTokenCheck(token),
+    token,
     isTls,
     isMutualTls,
     leaderCredentials,

@@ -73,6 +73,8 @@ export interface EmbeddedServer {
   readonly dataDir: string;
   /** `http://HOST:PORT` of the admin listener (its live page is at `/`); absent without `adminListen`. */
   readonly adminUrl?: string;
+  /** Live pages open now on the admin listener (`adminUrl`): 0 without one. */
+  readonly openPages: number;
   /** `127.0.0.1:<port>` of the Kafka listener: a Kafka client's bootstrap server. Absent with `kafkaListen: 'off'`. */
   readonly kafkaAddress?: string;
   /**
@@ -170,6 +172,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Emb
     ...(server.kafkaAddress === undefined ? {} : { kafkaAddress: server.kafkaAddress.address }),
     get kafkaWireTrace() {
       return server.kafkaWireTrace;
+    },
+    get openPages() {
+      return server.openPages;
     },
     close,
   };

@@ -155,6 +155,8 @@
         return group.totalLag === null ? -1 : Number(group.totalLag);
       case 'lastRebalanceMs':
         return group.lastRebalanceMs ?? 0;
+      case 'coordinatorId':
+        return group.coordinatorId ?? -1;
       default:
         return group[key];
     }
@@ -174,7 +176,7 @@
   let listedOrder = [];
 
   function spacer() {
-    const td = el('td', { colspan: '7' });
+    const td = el('td', { colspan: '8' });
     return { tr: el('tr', { class: 'spacer', 'aria-hidden': 'true' }, td), td, heightPx: -1 };
   }
   const topSpacer = spacer();
@@ -208,8 +210,23 @@
       el('td', { class: 'num' }, group.memberCount),
       el('td', { class: 'num' }, formatLag(group.totalLag)),
       agoCell,
+      coordinatorCell(group.coordinatorId),
     );
     return { tr, group, isSelected, index, agoCell };
+  }
+
+  /**
+   * The node that coordinates the group; `moving` while none is known (its `__consumer_offsets` partition
+   * left its coordinator, or that node stopped answering, and no node has told of it since).
+   */
+  function coordinatorCell(coordinatorId) {
+    return coordinatorId === null || coordinatorId === undefined
+      ? el(
+          'td',
+          { class: 'num muted', 'data-testid': 'group-coordinator', title: 'coordinator not known yet' },
+          'moving',
+        )
+      : el('td', { class: 'num', 'data-testid': 'group-coordinator' }, String(coordinatorId));
   }
 
   /** "12s ago" moves on without any change: once a second, only those cells (of the window) are rewritten. */
@@ -438,6 +455,13 @@
       card('Members', String(group.members.length), 'group-members'),
       card('Total lag', formatLag(group.totalLag), 'group-lag'),
       card(
+        'Coordinator',
+        group.coordinatorId === null || group.coordinatorId === undefined
+          ? 'moving'
+          : `node ${group.coordinatorId}`,
+        'group-coordinator-node',
+      ),
+      card(
         'Last rebalance',
         last === undefined ? '—' : ago(last.endMs ?? last.startMs),
         'group-last-rebalance',
@@ -546,6 +570,8 @@
       chart !== null && chartGroupId === group.groupId
         ? chart.root.parentElement
         : el('div', { class: 'chart', id: 'lag-chart' });
+    // The samples charted (total lag, oldest first), for whoever reads the page without seeing the chart.
+    chartBox.setAttribute('data-lag-samples', group.lagSamples.map(([, lag]) => lag).join(' '));
     detail.replaceChildren(
       header,
       cards,
@@ -626,7 +652,7 @@
             n.isController ? el('span', { class: 'tag controller' }, 'controller') : null,
             n.isLocal ? el('span', { class: 'tag local' }, 'this node') : null,
           ),
-          el('td', { class: 'num' }, n.leaderCount),
+          el('td', { class: 'num', 'data-testid': 'node-leads' }, n.leaderCount),
           el('td', { 'data-testid': 'node-status' }, n.isLive ? 'live' : 'not live'),
         ),
       ),

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { get, type ClientRequest } from 'node:http';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { isRunning } from '../support/child-processes';
@@ -48,4 +49,73 @@ it('tells the story of a group losing a member and exits 0, cleaning up after it
   const pids = demoPids(stdout);
   expect(pids).toHaveLength(4);
   expect(pids.filter(isRunning)).toEqual([]);
+}, 120_000);
+
+it('keeps serving its live page once done while a page is open, says so, and stops at Ctrl-C', async () => {
+  const child = spawn(
+    process.execPath,
+    [
+      '-r',
+      './scripts/register-typescript.js',
+      'src/demo/main.ts',
+      '--session-timeout-ms',
+      '2000',
+      '--steady-ms',
+      '500',
+      '--after-rebalance-ms',
+      '500',
+      '--timeout-ms',
+      '90000',
+    ],
+    { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  const closed = new Promise<number | null>((resolve) => child.once('close', resolve));
+  let page: ClientRequest | undefined;
+  try {
+    const lineMatching = (pattern: RegExp): Promise<RegExpExecArray> =>
+      new Promise((resolve, reject) => {
+        const check = (): void => {
+          const match = pattern.exec(stdout);
+          if (match !== null) resolve(match);
+        };
+        child.stdout.on('data', check);
+        void closed.then(() => reject(new Error(`the demo ended before ${pattern}:\n${stdout}${stderr}`)));
+        check();
+      });
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const [, url] = await lineMatching(/live page: (http:\/\/127\.0\.0\.1:\d+)\//);
+    // A page's stream, held open as a browser tab holds it.
+    const opened = new Promise<void>((resolve, reject) => {
+      page = get(`${url}/api/stream`, (response) => {
+        response.resume();
+        resolve();
+      });
+      page.on('error', reject);
+    });
+    await opened;
+    await lineMatching(
+      /a live page is open: the live page stays at http:\/\/127\.0\.0\.1:\d+\/ until Ctrl-C/,
+    );
+    // Still serving: the page's files answer.
+    const status = await new Promise<number | undefined>((resolve, reject) =>
+      get(`${url}/`, (response) => {
+        response.resume();
+        resolve(response.statusCode);
+      }).on('error', reject),
+    );
+    expect(status).toBe(200);
+    child.kill('SIGINT');
+    expect(await closed).toBe(0);
+    expect(stderr).toBe('');
+    expectDemoStory(stdout, 1.6);
+    const pids = demoPids(stdout);
+    expect(pids.filter(isRunning)).toEqual([]);
+  } finally {
+    page?.destroy();
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await closed;
+  }
 }, 120_000);

@@ -200,6 +200,58 @@ it('shows a three-member group with its assignment and lag, then a session expir
   await page.close();
 }, 60_000);
 
+it('shows a page opened after a rebalance that rebalance, the member that left and the lag before it', async () => {
+  t = await startTestServer({
+    manualClock: true,
+    groupInitialRebalanceDelayMs: 0,
+    adminListen: '127.0.0.1:0',
+  });
+  const clock = t.testClock();
+  const producerClient = client('history-producer');
+  await producerClient.admin().createTopics([{ name: TOPIC, numPartitions: PARTITIONS }]);
+  const producer = producerClient.producer({ acks: -1 });
+  for (let partition = 0; partition < PARTITIONS; partition++)
+    for (let i = 0; i < 10; i++) await producer.send({ topic: TOPIC, partition, value: `order ${i}` });
+
+  const groupId = `history-${process.pid}`;
+  const partitions = partitionsOf(TOPIC, PARTITIONS);
+  const join = (i: number): GroupMember =>
+    client(`history-worker-${i}`).join({
+      ...MEMBER_DEFAULTS,
+      groupId,
+      topics: [TOPIC],
+      partitionsPerTopic: new Map([[TOPIC, PARTITIONS]]),
+    });
+  const members = [join(1), join(2)];
+  const generation = await settled(members, partitions);
+  // Nothing consumed yet: lag 10 a partition, sampled by the server with no page open; then a member leaves
+  // and the group rebalances without it, and the survivor consumes everything.
+  for (const m of members) await m.commitOffsets((m.assignment ?? []).map((tp) => ({ ...tp, offset: 0n })));
+  await clock.advance({ ms: 1_000 });
+  const leaverId = members[1].memberId;
+  await members[1].close();
+  const newGeneration = await settled(members.slice(0, 1), partitions);
+  expect(newGeneration).toBe(generation + 1);
+  await members[0].commitOffsets(partitions.map((tp) => ({ ...tp, offset: 10n })));
+  await clock.advance({ ms: 1_000 });
+
+  // Only now is a page opened.
+  const page = await browser.newPage();
+  await page.goto(`${t.adminUrl}/#group=${encodeURIComponent(groupId)}`);
+  await waitForText(page, '[data-testid=group-generation]', String(newGeneration));
+  await waitForText(page, '[data-testid=group-lag]', '0');
+  const rebalance = await page.$eval(
+    `[data-testid=timeline] li[data-generation="${newGeneration}"]`,
+    (li) => li.textContent,
+  );
+  expect(rebalance).toContain('member-left');
+  expect(rebalance).toContain('→ Stable');
+  expect(await textOf(page, `tr[data-departed="${leaverId}"] td.how`)).toMatch(/^left /);
+  // The lag chart holds the samples from before the page opened: 30, then 0.
+  expect(await page.$eval('#lag-chart', (box) => box.getAttribute('data-lag-samples'))).toBe('30 0');
+  await page.close();
+}, 60_000);
+
 /** The age a member's "last heartbeat" cell shows, in seconds; null while it shows none. */
 async function heartbeatAgeS(page: Page): Promise<number | null> {
   const text = await textOf(page, '[data-testid=member-heartbeat]');
@@ -288,7 +340,7 @@ it('shows this node in the Cluster panel as leader of every partition, and a top
   expect(await textOf(page, '[data-testid=cluster-under-replicated]')).toBe('0');
   expect(await textOf(page, '#cluster tr[data-node="7"] td:nth-child(2)')).toBe(t.target);
   expect(await textOf(page, '#cluster tr[data-node="7"] [data-testid=node-role]')).toBe('this node');
-  const rows = await page.$$eval('#cluster [data-topic-partition]', (trs) =>
+  const rows = await page.$$eval(`#cluster [data-topic-partition^="${TOPIC}/"]`, (trs) =>
     trs.map((tr) =>
       ['partition-leader', 'partition-epoch', 'partition-replicas', 'partition-isr', 'partition-status'].map(
         (id) => tr.querySelector(`[data-testid=${id}]`)?.textContent,
@@ -296,6 +348,19 @@ it('shows this node in the Cluster panel as leader of every partition, and a top
     ),
   );
   expect(rows).toEqual(Array.from({ length: PARTITIONS }, () => ['7', '0', '7', '7', 'ok']));
+  // The server's own topic is listed too, after the others: its partitions' leader coordinates the groups.
+  const topics = await page.$$eval('#cluster [data-topic-partition]', (trs) => [
+    ...new Set(trs.map((tr) => tr.getAttribute('data-topic-partition')!.split('/')[0])),
+  ]);
+  expect(topics).toEqual([TOPIC, '__consumer_offsets']);
+  const offsetsPartitions = await page.$$eval(
+    '#cluster [data-topic-partition^="__consumer_offsets/"] [data-testid=partition-leader]',
+    (cells) => cells.map((cell) => cell.textContent),
+  );
+  expect(new Set(offsetsPartitions)).toEqual(new Set(['7']));
+  expect(await textOf(page, '#cluster tr[data-node="7"] [data-testid=node-leads]')).toBe(
+    String(PARTITIONS + offsetsPartitions.length),
+  );
   await page.evaluate(() => ((globalThis as unknown as InPage).notReloaded = true));
 
   // A topic created while the page is open reaches it without a reload (read again within a second).
@@ -305,7 +370,11 @@ it('shows this node in the Cluster panel as leader of every partition, and a top
     '#cluster tr[data-topic-partition="payments/1"] [data-testid=partition-leader]',
     '7',
   );
-  await waitForText(page, '[data-testid=cluster-partitions]', String(PARTITIONS + 2));
+  await waitForText(
+    page,
+    '[data-testid=cluster-partitions]',
+    String(PARTITIONS + 2 + offsetsPartitions.length),
+  );
   expect(await page.evaluate(() => (globalThis as unknown as InPage).notReloaded)).toBe(true);
   await page.close();
 }, 30_000);

@@ -9,7 +9,11 @@ import {
 
 describe('the demo’s settings', () => {
   it('plays the default timeline without flags', () => {
-    expect(demoSettingsOf([])).toEqual({ settings: DEMO_DEFAULTS, cluster: null });
+    expect(demoSettingsOf([])).toEqual({
+      settings: DEMO_DEFAULTS,
+      cluster: null,
+      switches: { isServingKept: false },
+    });
     expect(DEMO_DEFAULTS.timeoutMs).toBeGreaterThan(DEMO_DEFAULTS.sessionTimeoutMs + DEMO_DEFAULTS.steadyMs);
   });
 
@@ -17,6 +21,7 @@ describe('the demo’s settings', () => {
     expect(demoSettingsOf(['--session-timeout-ms', '2000', '--steady-ms=500'])).toEqual({
       settings: { ...DEMO_DEFAULTS, sessionTimeoutMs: 2_000, steadyMs: 500 },
       cluster: null,
+      switches: { isServingKept: false },
     });
   });
 
@@ -24,10 +29,12 @@ describe('the demo’s settings', () => {
     expect(demoSettingsOf(['--address', '127.0.0.1:7070, 127.0.0.1:7080,node-3:7070'])).toEqual({
       settings: { ...DEMO_DEFAULTS, sessionTimeoutMs: CLUSTER_SESSION_TIMEOUT_MS },
       cluster: ['127.0.0.1:7070', '127.0.0.1:7080', 'node-3:7070'],
+      switches: { isServingKept: false },
     });
     expect(demoSettingsOf(['--address=127.0.0.1:7070', '--session-timeout-ms', '8000'])).toEqual({
       settings: { ...DEMO_DEFAULTS, sessionTimeoutMs: 8_000 },
       cluster: ['127.0.0.1:7070'],
+      switches: { isServingKept: false },
     });
     expect(demoSettingsOf(['--address', '127.0.0.1'])).toEqual({
       error: "--address must be HOST:PORT[,HOST:PORT...], got '127.0.0.1'",
@@ -35,6 +42,11 @@ describe('the demo’s settings', () => {
     expect(demoSettingsOf(['--address', '127.0.0.1:7070,'])).toEqual({
       error: expect.stringContaining('--address'),
     });
+  });
+
+  it('keeps the server serving once done with --keep-serving', () => {
+    expect(demoSettingsOf(['--keep-serving'])).toMatchObject({ switches: { isServingKept: true } });
+    expect(demoHelp()).toContain('--keep-serving');
   });
 
   it('refuses an unknown flag and a value out of range, naming them', () => {

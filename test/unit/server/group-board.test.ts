@@ -12,6 +12,7 @@ import {
   type BoardSeat,
   type TakenRows,
 } from '../../../src/server/group-board';
+import type { RemoteGroupListener } from '../../../src/server/group-board';
 import { ManualTime } from '../../../src/time';
 
 /** A GroupEvents stand-in: the test emits each change itself, as the coordinator would. */
@@ -356,6 +357,7 @@ describe('GroupBoard', () => {
       memberCount: 0,
       totalLag: null,
       lastRebalanceMs: 225,
+      coordinatorId: null,
     });
   });
 
@@ -561,5 +563,121 @@ describe('GroupBoard', () => {
     changes.emit({ ...group('Dead', -1, []), errorCode: 69 }, 'group-deleted', 3_000);
     expect(late.gone).toEqual(['g']);
     expect(board.size).toBe(0);
+  });
+
+  it('keeps history from the start when asked: a page opened later shows the rebalance, the expiry and the lag before it', () => {
+    committed.set(0, 90);
+    board.keepHistory();
+    expect(changes.subscriptions).toBe(1);
+    changes.emit(group('Stable', 1, [member('a', [0]), member('b', [])]), 'snapshot', 1_000);
+    time.advance(1_000);
+    committed.set(0, 95);
+    time.advance(1_000);
+    changes.emit(group('PreparingRebalance', 1, [member('a', [])]), 'session-expired', 3_000);
+    changes.emit(group('CompletingRebalance', 2, [member('a', [])]), 'join-completed', 3_100);
+    changes.emit(group('Stable', 2, [member('a', [0])]), 'rebalance-completed', 3_200);
+    committed.set(0, 100);
+    time.advance(1_000);
+
+    const late = new Page();
+    open(late);
+    board.select(late, 'g');
+    const view = late.views.get('g')!;
+    expect(view.rebalances).toMatchObject([
+      { reasons: ['session-expired'], generationId: 2, endState: 'Stable' },
+    ]);
+    expect(view.departed).toMatchObject([{ memberId: 'b', reason: 'session-expired' }]);
+    expect(view.lagSamples.map(([, lag]) => lag)).toEqual([10, 5, 0]);
+    expect(late.rows.get('g')).toMatchObject({ totalLag: '0', lastRebalanceMs: 3_200 });
+  });
+
+  describe('in a cluster', () => {
+    /** The other nodes' watches, as the ClusterGroupFeed passes them on. */
+    let remote: RemoteGroupListener | undefined;
+    let remoteSubscriptions = 0;
+    const notCoordinator = (groupId = 'g'): DescribedGroup => ({
+      ...group('', -1, [], groupId),
+      errorCode: 16, // NOT_COORDINATOR
+      protocolType: '',
+    });
+
+    beforeEach(() => {
+      board.close();
+      remote = undefined;
+      remoteSubscriptions = 0;
+      board = new GroupBoard({
+        localNodeId: 1,
+        watchGroups: changes.watchGroups,
+        remoteGroups: (listener) => {
+          remoteSubscriptions++;
+          remote = listener;
+          return () => (remote = undefined);
+        },
+        lastHeartbeats: undefined,
+        lag: undefined,
+        time,
+      });
+    });
+
+    const fromNode = (nodeId: number, g: DescribedGroup, reason: string, atMs: number): void =>
+      remote!.onChange(nodeId, { group: g, reason, timestampMs: atMs, isSnapshot: false } as GroupChange);
+
+    it("lists the groups other nodes coordinate beside this node's, each with its coordinator", () => {
+      const page = new Page();
+      open(page);
+      expect(remoteSubscriptions).toBe(1);
+      changes.emit(group('Stable', 1, [member('a', [0])], 'local'), 'snapshot', 1_000);
+      fromNode(3, group('Stable', 2, [member('b', [0])], 'billing'), 'snapshot', 1_000);
+      expect(page.rows.get('local')).toMatchObject({ state: 'Stable', coordinatorId: 1 });
+      expect(page.rows.get('billing')).toMatchObject({ state: 'Stable', generationId: 2, coordinatorId: 3 });
+      board.select(page, 'billing');
+      expect(page.views.get('billing')).toMatchObject({ coordinatorId: 3, members: [{ memberId: 'b' }] });
+    });
+
+    it('follows a group whose coordinator died to its new coordinator, timeline kept', () => {
+      const page = new Page();
+      open(page);
+      board.select(page, 'billing');
+      fromNode(3, group('Stable', 1, [member('a', [0]), member('b', [1])], 'billing'), 'snapshot', 1_000);
+      remote!.onNodeLost(3);
+      expect(page.rows.get('billing')).toMatchObject({ state: 'Stable', coordinatorId: null });
+      expect(page.gone).toEqual([]);
+      // Node 2 now leads the group's partition: it loads the group, and the member that died with node 3
+      // expires there.
+      fromNode(2, group('Stable', 1, [member('a', [0]), member('b', [1])], 'billing'), 'group-loaded', 5_000);
+      fromNode(2, group('PreparingRebalance', 1, [member('a', [])], 'billing'), 'session-expired', 6_000);
+      fromNode(2, group('Stable', 2, [member('a', [0, 1])], 'billing'), 'rebalance-completed', 6_500);
+      expect(page.rows.get('billing')).toMatchObject({ state: 'Stable', generationId: 2, coordinatorId: 2 });
+      expect(page.views.get('billing')).toMatchObject({
+        coordinatorId: 2,
+        departed: [{ memberId: 'b', reason: 'session-expired' }],
+        rebalances: [{ reasons: ['session-expired'], generationId: 2, endState: 'Stable' }],
+      });
+    });
+
+    it('keeps a group its coordinator unloads until the next coordinator tells of it, and hears only that one', () => {
+      const page = new Page();
+      open(page);
+      changes.emit(group('Stable', 1, [member('a', [0])], 'g'), 'snapshot', 1_000);
+      changes.emit(notCoordinator(), 'group-unloaded', 2_000);
+      expect(page.rows.get('g')).toMatchObject({ state: 'Stable', coordinatorId: null });
+      fromNode(2, group('Stable', 1, [member('a', [0])], 'g'), 'group-loaded', 2_100);
+      expect(page.rows.get('g')).toMatchObject({ coordinatorId: 2 });
+      // The old coordinator's late word changes nothing: neither an unload nor an end.
+      changes.emit(notCoordinator(), 'group-unloaded', 2_200);
+      changes.emit({ ...group('Dead', -1, [], 'g'), errorCode: 69 }, 'group-deleted', 2_300);
+      remote!.onNodeLost(3);
+      expect(page.rows.get('g')).toMatchObject({ state: 'Stable', coordinatorId: 2 });
+      expect(page.gone).toEqual([]);
+      fromNode(2, { ...group('Dead', -1, [], 'g'), errorCode: 69 }, 'group-deleted', 3_000);
+      expect(page.gone).toEqual(['g']);
+    });
+
+    it("stops the other nodes' watches when it closes", () => {
+      open(new Page());
+      expect(remote).toBeDefined();
+      board.close();
+      expect(remote).toBeUndefined();
+    });
   });
 });

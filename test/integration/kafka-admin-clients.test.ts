@@ -1,10 +1,10 @@
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { startServer, type EmbeddedServer } from '../../src/server/start-server';
 import { ErrorCode } from '../../src/errors';
 import { groupCoordinatorClient } from '../support/grpc-clients';
-import { DEBIAN_PYTHON, ensureKafkaClientPackages } from '../support/kafka-client-packages';
+import { ensureKafkaClientPackages } from '../support/kafka-client-packages';
+import { runPython } from '../support/run-python';
 import { KafkaMemberProcess, killKafkaMembers, type KafkaClientKind } from '../support/kafka-member-process';
 
 /**
@@ -115,7 +115,7 @@ describe('admin calls of real Kafka clients', () => {
     await admin.createTopics({ topics: [{ topic, numPartitions: 2 }] });
     const [live, empty] = await liveAndEmptyGroups('kafka-python', topic);
     const created = name('kpy-created');
-    const run = await python(join(__dirname, 'kafka', 'kafka-python-admin.py'), [
+    const run = await runPython(join(__dirname, 'kafka', 'kafka-python-admin.py'), [
       server.kafkaAddress!,
       created,
       live,
@@ -164,19 +164,3 @@ describe('admin calls of real Kafka clients', () => {
     expect((await admin.fetchTopicMetadata({ topics: [created] })).topics[0]!.partitions).toHaveLength(2);
   });
 });
-
-function python(
-  script: string,
-  args: readonly string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    // Asynchronous: the server runs in this process and must keep answering while the client runs.
-    execFile(
-      DEBIAN_PYTHON,
-      [script, ...args],
-      { timeout: 45_000, killSignal: 'SIGKILL', encoding: 'utf8' },
-      (error, stdout, stderr) =>
-        resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr }),
-    );
-  });
-}

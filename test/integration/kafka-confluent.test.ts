@@ -1,9 +1,9 @@
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { startServer, type EmbeddedServer } from '../../src/server/start-server';
 import { ErrorCode } from '../../src/errors';
 import { groupCoordinatorClient } from '../support/grpc-clients';
-import { DEBIAN_PYTHON, ensureKafkaClientPackages } from '../support/kafka-client-packages';
+import { ensureKafkaClientPackages } from '../support/kafka-client-packages';
+import { runPython } from '../support/run-python';
 
 /**
  * confluent-kafka for Python (python3-confluent-kafka 1.7.0 on librdkafka 2.0.2), unmodified, against the
@@ -33,22 +33,6 @@ afterEach(async () => {
   await server.close();
 });
 
-function python(
-  script: string,
-  args: readonly string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    // Asynchronous: the server runs in this process and must keep answering while the client runs.
-    execFile(
-      DEBIAN_PYTHON,
-      [script, ...args],
-      { cwd: REPO_ROOT, timeout: 45_000, killSignal: 'SIGKILL', encoding: 'utf8' },
-      (error, stdout, stderr) =>
-        resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr }),
-    );
-  });
-}
-
 /** The distinct (apiKey, apiVersion) pairs `clientId` used, as `key:version`, sorted by key. */
 function pairsUsedBy(clientId: string): string[] {
   const pairs = new Set(
@@ -61,7 +45,7 @@ describe('confluent-kafka (librdkafka) against the Kafka door', () => {
   test('creates topics, produces with acks 0, 1 and -1 and gzip, reads in a group, commits, lists and describes groups', async () => {
     const topic = name('orders');
     const groupId = name('billing');
-    const run = await python(join(__dirname, 'kafka', 'confluent-kafka-client.py'), [
+    const run = await runPython(join(__dirname, 'kafka', 'confluent-kafka-client.py'), [
       server.kafkaAddress!,
       topic,
       groupId,
@@ -154,12 +138,12 @@ describe('confluent-kafka (librdkafka) against the Kafka door', () => {
 
   test("the docs' confluent-kafka example runs as shown, and a second run is told the topic exists", async () => {
     const example = join(REPO_ROOT, 'examples', 'python', 'confluent_kafka_client.py');
-    const first = await python(example, [server.kafkaAddress!]);
+    const first = await runPython(example, [server.kafkaAddress!]);
     expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: '' });
     expect(first.stdout.split('\n').sort()).toEqual(
       ['', "0 0 order-1 b'paid'", '0 1 order-1 None', "1 0 order-2 b'paid'"].sort(),
     );
-    const second = await python(example, [server.kafkaAddress!]);
+    const second = await runPython(example, [server.kafkaAddress!]);
     expect(second.code).not.toBe(0);
     expect(second.stderr).toContain('TOPIC_ALREADY_EXISTS');
   });

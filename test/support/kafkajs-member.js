@@ -20,7 +20,6 @@ const consumer = kafka.consumer({
   heartbeatInterval: 300,
   maxWaitTimeInMs: 100,
   rebalanceTimeout: 60_000,
-  retry: { retries: 0 },
 });
 /** The next offset to commit, by partition: one past the last record read. */
 const consumed = new Map();
@@ -29,6 +28,7 @@ consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
   emit({ assigned: [...(payload.memberAssignment[topic] ?? [])].sort((a, b) => a - b) });
 });
 consumer.on(consumer.events.CRASH, ({ payload }) => {
+  process.stderr.write(`${payload.error.stack}\n`);
   emit({ error: payload.error.code ?? -1 });
 });
 

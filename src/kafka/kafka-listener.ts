@@ -24,6 +24,8 @@ export interface KafkaListenerOptions {
   readonly logger: Logger;
   /** Told each time a connection is ended because of what its client sent (a metric). */
   readonly onRefusedConnection?: (reason: RefusedFrameReason) => void;
+  /** Told how many connections are open each time one opens or closes (a metric). */
+  readonly onOpenConnections?: (open: number) => void;
   /** The observer of one API's requests, by the API's name (`JoinGroup`), asked once per API. */
   readonly observe?: (apiName: string) => KafkaCallObserver;
   /** Record the (client id, api key, version) of every request, for tests (`wireTrace`). Default false. */
@@ -126,9 +128,13 @@ export class KafkaListener {
         this.options.onRefusedConnection?.(reason);
         this.options.logger.debug({ reason, detail, peer: socket.remoteAddress }, 'Kafka connection refused');
       },
-      onClosed: () => this.connections.delete(connection),
+      onClosed: () => {
+        this.connections.delete(connection);
+        this.options.onOpenConnections?.(this.connections.size);
+      },
     });
     this.connections.add(connection);
+    this.options.onOpenConnections?.(this.connections.size);
   }
 
   private async serve(request: ServableRequest, context: KafkaRequestContext): Promise<ServedRequest> {

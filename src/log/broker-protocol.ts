@@ -83,7 +83,8 @@ export interface ProduceRecord {
   readonly timestampMs: number;
   /** Empty means no key: proto3 cannot tell the two apart. */
   readonly key: Buffer;
-  readonly value: Buffer;
+  /** null is Kafka's null value (a tombstone), kept apart from empty bytes (`value_null` on the wire). */
+  readonly value: Buffer | null;
   readonly headers: readonly RecordHeader[];
 }
 export interface ProducePartitionData {
@@ -142,7 +143,7 @@ export interface FetchPartitionData {
   readonly errorCode: ErrorCode;
   readonly highWatermark: number;
   readonly logStartOffset: number;
-  /** On the wire a null key or value is empty bytes. */
+  /** On the wire a null key is empty bytes; a null value is empty bytes with `value_null` set. */
   readonly records: readonly LogRecord[];
 }
 export interface FetchableTopicResponse {

@@ -59,6 +59,7 @@ interface FetchResponseWire {
         value: Buffer;
         headers: { key: string; value: Buffer }[];
         leaderEpoch: number;
+        valueNull: boolean;
       }[];
     })[];
   }[];
@@ -108,7 +109,8 @@ function decodeFetchResponse(wire: FetchResponseWire): FetchResponse {
           timestampMs: decodeInt64(record.timestampMs, 'timestamp_ms'),
           // The wire has no null bytes: the leader sends a null key as empty (it stores no empty keys).
           key: record.key.length === 0 ? null : record.key,
-          value: record.value,
+          // A null value stays null in the follower's copy, as in the leader's.
+          value: record.valueNull ? null : record.value,
           headers: record.headers,
           // The epoch the leader wrote it in: the follower's log keeps it, so it can later tell where
           // its history and a new leader's part.

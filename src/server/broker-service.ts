@@ -48,7 +48,7 @@ function decodeProduce(wire: ProduceWire): ProduceRequest {
             `topics[${t}].partitions[${p}].records[${r}].timestamp_ms`,
           ),
           key: record.key,
-          value: record.value,
+          value: record.valueNull ? null : record.value,
           headers: record.headers,
         })),
       })),

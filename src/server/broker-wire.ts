@@ -18,6 +18,7 @@ import {
   TAG_5_LEN,
   TAG_5_VARINT,
   TAG_6_VARINT,
+  TAG_7_VARINT,
   varintFieldSize,
   withServerWireCodecs,
   Writer,
@@ -56,6 +57,8 @@ export interface ProduceRecordWire {
   headers: RecordHeader[];
   /** Ignored in a Produce (the leader stamps its own); decoded as the generic decoder does. */
   leaderEpoch: number;
+  /** The value is null, not empty (`value` is then empty). */
+  valueNull: boolean;
 }
 
 export interface ProduceRequestWire {
@@ -79,6 +82,7 @@ function decodeRecord(r: Reader): ProduceRecordWire {
   let value: Buffer = EMPTY;
   const headers: RecordHeader[] = [];
   let leaderEpoch = 0;
+  let valueNull = false;
   while (!r.isDone) {
     const tag = r.tag();
     switch (tag >>> 3) {
@@ -100,11 +104,14 @@ function decodeRecord(r: Reader): ProduceRecordWire {
       case 6:
         leaderEpoch = r.int32Field(tag);
         break;
+      case 7:
+        valueNull = r.boolField(tag);
+        break;
       default:
         r.skipField(tag);
     }
   }
-  return { offset, timestampMs, key, value, headers, leaderEpoch };
+  return { offset, timestampMs, key, value, headers, leaderEpoch, valueNull };
 }
 
 function decodePartition(r: Reader): { partitionIndex: number; records: ProduceRecordWire[] } {
@@ -189,7 +196,8 @@ function sizeRecord(record: EncodableRecord, lengths: number[]): number {
     varintFieldSize(record.timestampMs) +
     bytesFieldSize(record.key) +
     bytesFieldSize(record.value) +
-    varintFieldSize(record.leaderEpoch ?? 0);
+    varintFieldSize(record.leaderEpoch ?? 0) +
+    (record.value === null ? 2 : 0);
   for (const header of record.headers) {
     const at = lengths.push(0) - 1;
     const length = stringFieldSize(header.key, lengths) + bytesFieldSize(header.value);
@@ -210,6 +218,7 @@ function writeRecord(w: Writer, record: EncodableRecord): void {
     w.bytesField(TAG_2_LEN, header.value);
   }
   w.varintField(TAG_6_VARINT, record.leaderEpoch ?? 0);
+  if (record.value === null) w.varintField(TAG_7_VARINT, 1);
 }
 
 /** cohort.v1.FetchResponse as bytes. */
@@ -301,7 +310,7 @@ export const HANDLED_FIELDS: Readonly<Record<string, readonly number[]>> = {
   'cohort.v1.ProduceRequest': [1, 2, 3],
   'cohort.v1.ProduceTopicData': [1, 2],
   'cohort.v1.ProducePartitionData': [1, 2],
-  'cohort.v1.Record': [1, 2, 3, 4, 5, 6],
+  'cohort.v1.Record': [1, 2, 3, 4, 5, 6, 7],
   'cohort.v1.RecordHeader': [1, 2],
   'cohort.v1.ProduceResponse': [1],
   'cohort.v1.ProduceTopicResponse': [1, 2],

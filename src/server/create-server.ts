@@ -571,6 +571,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           maxRequestBytes: config.maxMessageBytes,
           logger,
           onRefusedConnection: (reason) => metrics.onKafkaRefusedConnection(reason),
+          onOpenConnections: (open) => metrics.onKafkaConnections(open),
           // Kafka requests in cohort_rpc_duration_seconds, as service="kafka", method=the API's name.
           observe: (apiName) => metrics.callObservers(KAFKA_SERVICE_LABEL, apiName),
           isWireTraced: options.isKafkaWireTraced === true,

@@ -154,6 +154,12 @@ export class Reader {
     return this.int64();
   }
 
+  /** A `bool`: any varint other than 0 is true, as protobufjs reads it. */
+  boolField(tag: number): boolean {
+    expectWireType(tag, WIRE_VARINT);
+    return this.int64() !== 0;
+  }
+
   stringField(tag: number): string {
     expectWireType(tag, WIRE_LEN);
     return this.string();
@@ -405,6 +411,7 @@ export const TAG_3_VARINT = 0x18;
 export const TAG_4_VARINT = 0x20;
 export const TAG_5_VARINT = 0x28;
 export const TAG_6_VARINT = 0x30;
+export const TAG_7_VARINT = 0x38;
 export const TAG_8_VARINT = 0x40;
 export const TAG_1_LEN = 0x0a;
 export const TAG_2_LEN = 0x12;

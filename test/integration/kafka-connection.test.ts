@@ -288,6 +288,24 @@ describe('the Kafka door, over a raw connection', () => {
     expect((await bystander.response(API_VERSIONS, 2)).correlationId).toBe(5);
   });
 
+  test('1,000 idle connections are counted, do not keep others from being served, and end at shutdown', async () => {
+    const [host, port] = server.kafkaAddress!.split(':');
+    const idle = Array.from({ length: 1_000 }, () => {
+      const socket = createConnection({ host, port: Number(port) });
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      return { socket, closed: new Promise<void>((resolve) => socket.once('close', () => resolve())) };
+    });
+    const client = new RawKafka();
+    await eventually(() => metric('cohort_kafka_connections'), 1_001);
+    client.send(METADATA, 1, 1, { topics: [] });
+    expect((await client.response(METADATA, 1)).correlationId).toBe(1);
+    client.socket.destroy();
+    await eventually(() => metric('cohort_kafka_connections'), 1_000);
+    await server.close();
+    await Promise.all(idle.map((i) => i.closed));
+  });
+
   test('a frame cut short by the end of the stream ends the connection, counted as truncated', async () => {
     const client = new RawKafka();
     const before = await refusedConnections('truncated');

@@ -12,10 +12,9 @@ import {
 /**
  * Between Kafka's record batches and cohort's log API, in both directions.
  *
- * Produce: `toProduceRecords` turns decoded batches into the log's ProduceRecords. ProduceRecord has no
- * null: a null key becomes empty (which the log stores as null again), a null value or header value
- * becomes empty bytes (a tombstone either way for compaction, but a consumer then reads empty bytes
- * where the producer sent null). A record without a timestamp (-1) gets the append time, as in Kafka;
+ * Produce: `toProduceRecords` turns decoded batches into the log's ProduceRecords. A null value stays
+ * null (a tombstone, which a consumer reads back as null); a null key becomes empty, which the log stores
+ * as null again; a null header value becomes empty bytes (RecordHeader has no null). A record without a timestamp (-1) gets the append time, as in Kafka;
  * so does a record stamped exactly 0, which ProduceRecord cannot tell apart. Other negative timestamps
  * go through, and the log refuses them (INVALID_TIMESTAMP).
  *
@@ -44,7 +43,7 @@ export function toProduceRecords(batches: readonly KafkaRecordBatch[]): ProduceR
       out[i++] = {
         timestampMs: record.timestampMs === NO_TIMESTAMP ? 0 : record.timestampMs,
         key: record.key ?? EMPTY,
-        value: record.value ?? EMPTY,
+        value: record.value,
         headers:
           record.headers.length === 0
             ? NO_HEADERS

@@ -1,4 +1,4 @@
-import { Counter, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import type { GroupCoordinatorListener } from '../../group';
 import type { ReplicaManagerListener } from '../../log';
 import type { Time } from '../../time';
@@ -45,6 +45,7 @@ export class ServerMetrics {
   private readonly unauthenticated: Counter;
   private readonly readPauses: Counter;
   private readonly kafkaRefusedConnections: Counter;
+  private readonly kafkaConnections: Gauge;
   private sources: MetricsSources = {};
 
   constructor(options: ServerMetricsOptions) {
@@ -89,6 +90,16 @@ export class ServerMetrics {
     for (const reason of ['oversized', 'malformed', 'truncated', 'unsupported']) {
       this.kafkaRefusedConnections.inc({ reason }, 0);
     }
+    this.kafkaConnections = new Gauge({
+      name: 'cohort_kafka_connections',
+      help: 'Connections open on the Kafka listener, idle ones included.',
+      registers: [this.registry],
+    });
+  }
+
+  /** The number of connections open on the Kafka listener changed. */
+  onKafkaConnections(open: number): void {
+    this.kafkaConnections.set(open);
   }
 
   /** The Kafka door ended a connection because of what its client sent (kafka-connection.ts). */

@@ -40,6 +40,7 @@ function wire(acks: number, timestampMs: number | string = 0): ProduceRequestWir
                 value: Buffer.from('v'),
                 headers: [],
                 leaderEpoch: 0,
+                valueNull: false,
               },
             ],
           },

@@ -57,6 +57,7 @@ const produceRequest = fc.record({
               key: bytes,
               value: bytes,
               headers: fc.array(header, { maxLength: 3 }),
+              valueNull: fc.boolean(),
             }),
             { maxLength: 4 },
           ),
@@ -232,11 +233,27 @@ function viaGeneric(method: MethodDefinition<object, object>, response: object):
   return method.responseDeserialize(method.responseSerialize(response));
 }
 
+/** The message a generic encoder is given for `response`: a null value is `value_null`, as the door writes it. */
+function withValueNull(response: FetchResponse): object {
+  return {
+    ...response,
+    responses: response.responses.map((topic) => ({
+      ...topic,
+      partitions: topic.partitions.map((partition) => ({
+        ...partition,
+        records: partition.records.map((record) => ({ ...record, valueNull: record.value === null })),
+      })),
+    })),
+  };
+}
+
 describe('encodeFetchResponse and encodeProduceResponse', () => {
   test('a FetchResponse decodes as the generic encoding of it does (property)', () => {
     fc.assert(
       fc.property(fetchResponse, (response) => {
-        expect(fetch.responseDeserialize(encodeFetchResponse(response))).toEqual(viaGeneric(fetch, response));
+        expect(fetch.responseDeserialize(encodeFetchResponse(response))).toEqual(
+          viaGeneric(fetch, withValueNull(response)),
+        );
       }),
     );
   });

@@ -35,7 +35,7 @@ function asLogRecords(batches: readonly KafkaRecordBatch[]): LogRecord[] {
 }
 
 describe('toProduceRecords', () => {
-  test('turns nulls into empty bytes, no timestamp into the append time, and keeps batch order', () => {
+  test('keeps a null value, turns a null key or header value into empty bytes and no timestamp into the append time, and keeps batch order', () => {
     const first = encodeKafkaRecordBatch(
       [
         { offset: 0, timestampMs: -1, key: null, value: null, headers: [{ key: 'h', value: null }] },
@@ -52,7 +52,7 @@ describe('toProduceRecords', () => {
       {
         timestampMs: 0,
         key: Buffer.alloc(0),
-        value: Buffer.alloc(0),
+        value: null,
         headers: [{ key: 'h', value: Buffer.alloc(0) }],
       },
       { timestampMs: 5_000, key: Buffer.from('k'), value: Buffer.from('v'), headers: [] },

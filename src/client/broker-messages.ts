@@ -82,6 +82,11 @@ export interface WireRecord {
   key: Buffer;
   value: Buffer;
   headers: RecordHeader[];
+  /**
+   * A null value (Kafka's null, a tombstone on a compacted topic), told apart from empty bytes: `value` is
+   * then empty. Absent means false.
+   */
+  valueNull?: boolean;
   /** In a Fetch response: the epoch of the leader that wrote the record. Ignored in a Produce. */
   leaderEpoch?: number;
 }

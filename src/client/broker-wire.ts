@@ -40,6 +40,7 @@ function record(r: Wire<b.WireRecord>): b.WireRecord {
     key: r.key,
     value: r.value,
     headers: r.headers,
+    valueNull: r.valueNull === true,
   };
 }
 
@@ -58,6 +59,7 @@ export function produceToWire(request: b.ProduceRequest): object {
           key: r.key,
           value: r.value,
           headers: r.headers,
+          valueNull: r.valueNull === true,
         })),
       })),
     })),

@@ -7,8 +7,10 @@ export interface ConsumerRecord {
   readonly timestampMs: number;
   /** Null when the record has no key (the wire cannot tell an empty key from none). */
   readonly key: Buffer | null;
-  /** The value; empty for an empty (or null) value. */
+  /** The value; empty for an empty or a null value (`valueIsNull` tells them apart). */
   readonly value: Buffer;
+  /** True for a null value (Kafka's null: a tombstone on a compacted topic), false for any bytes. */
+  readonly valueIsNull: boolean;
   readonly headers: readonly { readonly key: string; readonly value: Buffer }[];
 }
 

@@ -736,6 +736,7 @@ function consumerRecord(topic: string, partition: number, record: b.WireRecord):
     timestampMs: record.timestampMs,
     key: record.key.length === 0 ? NO_KEY : record.key,
     value: record.value,
+    valueIsNull: record.valueNull === true,
     headers: record.headers,
   };
 }

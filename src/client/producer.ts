@@ -39,6 +39,7 @@ export interface ProducerRecord {
   readonly topic: string;
   /** Null or absent for a record without a key (spread over the partitions round robin). */
   readonly key?: Buffer | string | null;
+  /** Null is Kafka's null value (a tombstone on a compacted topic): Kafka consumers read null, this SDK's `valueIsNull`. */
   readonly value: Buffer | string | null;
   /** The partition to write to; default: the partitioner's choice. */
   readonly partition?: number;
@@ -490,6 +491,7 @@ function toWireRecord(record: ProducerRecord): b.WireRecord {
     key: bytes(record.key, 'key'),
     value: bytes(record.value, 'value'),
     headers: (record.headers ?? []).map((h) => ({ key: h.key, value: bytes(h.value, `header "${h.key}"`) })),
+    valueNull: record.value === null,
   };
 }
 

@@ -12,6 +12,7 @@ import {
   type ProduceRequest,
   type RecordMetadata,
 } from '../../src';
+import { Kafka, logLevel } from 'kafkajs';
 
 /**
  * Consumers and producers of the SDK against a real server on 127.0.0.1 (real clock, no initial rebalance
@@ -213,5 +214,52 @@ describe('consumers and producers against a real server', () => {
     expect(latest.map((o) => o.offset)).toEqual(
       [0, 1, 2].map((p) => BigInt(metadata.filter((m) => m.partition === p).length)),
     );
+  });
+  it('a null value stays null: the SDK consumer says valueIsNull, a KafkaJS consumer reads null; empty stays empty', async () => {
+    const topic = unique('tombstones');
+    await createTopic(topic, 1);
+    const producer = newClient('producer').producer({ acks: -1 });
+    await producer.send({ topic, key: 'deleted', value: null, partition: 0 });
+    await producer.send({ topic, key: 'empty', value: '', partition: 0 });
+    await producer.send({ topic, key: 'kept', value: 'v', partition: 0 });
+
+    const seen: [string, string, boolean][] = [];
+    const consumer = newClient('reader').consumer({ groupId: unique('nulls'), topics: [topic], ...QUICK });
+    void consumer.run({
+      eachMessage: async ({ message }) => {
+        seen.push([String(message.key), message.value.toString(), message.valueIsNull]);
+      },
+    });
+    await until(() => seen.length >= 3, 'three records');
+    expect(seen).toEqual([
+      ['deleted', '', true],
+      ['empty', '', false],
+      ['kept', 'v', false],
+    ]);
+
+    const kafka = new Kafka({
+      clientId: 'nulls',
+      brokers: [server.kafkaAddress!],
+      logLevel: logLevel.NOTHING,
+    });
+    const kafkaConsumer = kafka.consumer({ groupId: unique('kafkajs-nulls') });
+    const read: [string, string | null][] = [];
+    await kafkaConsumer.connect();
+    try {
+      await kafkaConsumer.subscribe({ topic, fromBeginning: true });
+      await kafkaConsumer.run({
+        eachMessage: async ({ message }) => {
+          read.push([String(message.key), message.value === null ? null : message.value.toString()]);
+        },
+      });
+      await until(() => read.length >= 3, 'KafkaJS reading three records');
+    } finally {
+      await kafkaConsumer.disconnect();
+    }
+    expect(read).toEqual([
+      ['deleted', null],
+      ['empty', ''],
+      ['kept', 'v'],
+    ]);
   });
 });

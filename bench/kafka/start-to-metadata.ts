@@ -53,6 +53,18 @@ function exited(child: ChildProcess): Promise<number | null> {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Resolves once no process of group `pgid` is left (10 s at most). */
+async function groupGone(pgid: number): Promise<void> {
+  for (let waited = 0; waited < 10_000; waited += 20) {
+    try {
+      process.kill(-pgid, 0);
+    } catch {
+      return;
+    }
+    await sleep(20);
+  }
+}
+
 /** Connects, retrying every POLL_MS until `deadlineMs`; then one Metadata v1 for every topic. */
 async function firstMetadata(port: number, deadlineMs: number): Promise<number> {
   for (;;) {
@@ -118,7 +130,9 @@ export async function startToMetadata(rounds: number, log: (text: string) => voi
       } finally {
         if (child.exitCode === null && child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');
         await stopped;
-        rmSync(dataDir, { recursive: true, force: true });
+        // npm may exit before the server it started has: wait until its whole process group is gone.
+        if (child.pid !== undefined) await groupGone(child.pid);
+        rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 });
       }
     }
     const v = (name: string): string => set.values(name)[r]!.toFixed(0);

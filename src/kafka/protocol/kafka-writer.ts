@@ -25,18 +25,24 @@ export class KafkaWriter {
     return this.position;
   }
 
+  // Each write reserves first, then reads `this.buffer`: `this.buffer.writeX(value, this.reserve(n))` would
+  // take the buffer before reserve() replaced it with a larger one, and write into (or past) the old one.
+
   int8(value: number): this {
-    this.buffer.writeInt8(value, this.reserve(1));
+    const at = this.reserve(1);
+    this.buffer.writeInt8(value, at);
     return this;
   }
 
   int16(value: number): this {
-    this.buffer.writeInt16BE(value, this.reserve(2));
+    const at = this.reserve(2);
+    this.buffer.writeInt16BE(value, at);
     return this;
   }
 
   int32(value: number): this {
-    this.buffer.writeInt32BE(value, this.reserve(4));
+    const at = this.reserve(4);
+    this.buffer.writeInt32BE(value, at);
     return this;
   }
 
@@ -47,7 +53,8 @@ export class KafkaWriter {
   }
 
   int64(value: number): this {
-    this.buffer.writeBigInt64BE(BigInt(value), this.reserve(8));
+    const at = this.reserve(8);
+    this.buffer.writeBigInt64BE(BigInt(value), at);
     return this;
   }
 
@@ -58,10 +65,12 @@ export class KafkaWriter {
   uvarint(value: number): this {
     let rest = value;
     while (rest >= 0x80) {
-      this.buffer.writeUInt8((rest & 0x7f) | 0x80, this.reserve(1));
+      const at = this.reserve(1);
+      this.buffer.writeUInt8((rest & 0x7f) | 0x80, at);
       rest = Math.floor(rest / 128);
     }
-    this.buffer.writeUInt8(rest, this.reserve(1));
+    const at = this.reserve(1);
+    this.buffer.writeUInt8(rest, at);
     return this;
   }
 

@@ -1,0 +1,356 @@
+/**
+ * bench:kafka — the Kafka door (issue 31 §3), each figure against its same-run reference:
+ *
+ * 1. Heartbeat cost (bench/kafka/heartbeat-cost.ts): 10,000 members in 1,000 groups, formed over the Kafka
+ *    door, heartbeat over it (Heartbeat v3, the bench's raw Kafka client) and as unary gRPC Heartbeats
+ *    (bench:group's raw HTTP/2 client), the same members on the same server in the same rounds. Server CPU
+ *    µs per heartbeat, Kafka ÷ gRPC (goal ≤ 0.15), and heartbeats per server core-second.
+ * 2. Throughput (bench/kafka/produce-fetch-throughput.ts): Produce of 1 KiB records, acks=1 and acks=-1,
+ *    fsync off, and Fetch of the same records, over the Kafka door, against the gRPC door's Produce and
+ *    Fetch and against a floor (bench/kafka/bare-kafka-child.ts: a bare Node `net` server that decodes the
+ *    same frames with cohort's codec and answers without storing). Goal: Kafka door ≥ 0.5 × the floor.
+ *    librdkafka's figures (kcat -P, acks=1 and -1, to cohort and to the floor; kcat -C) when kcat is
+ *    installed.
+ * 3. Rebalance (bench/kafka/rebalance-after-join.ts): a member joins a Stable group of 100 Kafka-protocol
+ *    members (raw frames, a connection each) and every member heartbeats at once: the time until all 101
+ *    hold their new assignment (goal ≤ 100 ms at the coordinator); the same over the gRPC door.
+ * 4. Memory (bench/kafka/connection-memory.ts): 10,000 formed members each open a connection of their own
+ *    and heartbeat once: the server's heap (and RSS) per idle member beyond the members themselves, against
+ *    a bare `net` server holding the same connections (goal ≤ 1.25 × its heap), beside bench:group's figure
+ *    for a gRPC HeartbeatStream member.
+ * 5. Start (bench/kafka/start-to-metadata.ts): `npm start` → the first Kafka client's answered Metadata,
+ *    against `npm start -- --help` (npm, Node and the TypeScript hook) from spawn to exit.
+ *
+ * The servers always run in child processes (bench/kafka/server-child.ts is a whole cohort server, built as
+ * `npm start` builds it), so their CPU and memory exclude the load generators. Every figure is a median over
+ * rounds; ratios are taken round by round (paired), then their median.
+ *
+ * Run with `npm run bench:kafka` (node --expose-gc). Options: `--rounds=N` (default 5; memory defaults to
+ * 3), `--only=heartbeat,throughput,rebalance,memory,start`, `--cpu-prof=DIR` (writes the heartbeat and
+ * throughput sections' server children's V8 CPU profiles to DIR). The last line of output is a JSON object
+ * of the figures.
+ */
+import { describeMachine } from './support/machine';
+import { line, printFigures, round, table, verdict } from './support/report';
+import { HEARTBEAT_GROUP_SIZE, HEARTBEAT_GROUPS, heartbeatCost } from './kafka/heartbeat-cost';
+import {
+  KCAT_RECORDS,
+  produceFetchThroughput,
+  RECORD_BYTES,
+  RECORDS_PER_REQUEST,
+} from './kafka/produce-fetch-throughput';
+import { REBALANCE_MEMBERS, rebalanceAfterJoinRounds } from './kafka/rebalance-after-join';
+import { connectionMemory, MEMORY_MEMBERS } from './kafka/connection-memory';
+import { startToMetadata } from './kafka/start-to-metadata';
+
+const SECTIONS = ['heartbeat', 'throughput', 'rebalance', 'memory', 'start'] as const;
+type Section = (typeof SECTIONS)[number];
+
+/** Issue 31: a Kafka heartbeat costs the server at most 0.15 of a unary gRPC one. */
+const TARGET_HEARTBEAT_CPU_RATIO = 0.15;
+/** Issue 31: the Kafka door's Produce and Fetch at least half the floor's, fsync off. */
+const TARGET_THROUGHPUT_TO_FLOOR = 0.5;
+/** Issue 31: a join into 100 Kafka members is served within 100 ms at the coordinator. */
+const TARGET_REBALANCE_MS = 100;
+/** Issue 31: an idle Kafka member's connection at most 1.25 × a bare `net` server's. */
+const TARGET_MEMORY_TO_FLOOR = 1.25;
+/**
+ * bench:group's figure for the V8 heap of one open, watched gRPC HeartbeatStream (docs/performance.md,
+ * G16: median of three runs, 2026-12-04); quoted for comparison, not measured here.
+ */
+const GRPC_STREAM_MEMBER_HEAP_BYTES = 5_588;
+
+function argValue(name: string): string | undefined {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return arg?.slice(name.length + 3);
+}
+
+function readRounds(fallback: number): number {
+  const arg = argValue('rounds');
+  const rounds = arg === undefined ? fallback : Number(arg);
+  if (!Number.isSafeInteger(rounds) || rounds < 1) throw new RangeError(`--rounds must be >= 1, got ${arg}`);
+  return rounds;
+}
+
+function readOnly(): Set<Section> {
+  const arg = argValue('only');
+  const only = arg === undefined ? [...SECTIONS] : arg.split(',');
+  for (const name of only) {
+    if (!(SECTIONS as readonly string[]).includes(name)) {
+      throw new RangeError(`--only takes ${SECTIONS.join(',')}, got ${name}`);
+    }
+  }
+  return new Set(only as Section[]);
+}
+
+async function main(): Promise<void> {
+  const rounds = readRounds(5);
+  const only = readOnly();
+  const cpuProfileDir = argValue('cpu-prof');
+  const machine = describeMachine();
+  const figures: Record<string, unknown> = { bench: 'kafka', date: new Date().toISOString(), rounds };
+  const summary: (string | number)[][] = [['target', 'figure', 'goal', 'verdict']];
+  const log = (text: string): void => line(text);
+
+  line('bench:kafka — cohort Kafka door');
+  line(JSON.stringify(machine));
+  Object.assign(figures, { node: machine.node, cpu: machine.cpu, cores: machine.cores });
+  line(`rounds: ${rounds}${cpuProfileDir === undefined ? '' : `, server CPU profiles in ${cpuProfileDir}`}`);
+
+  if (only.has('heartbeat')) {
+    line();
+    line(
+      `Heartbeat cost: ${HEARTBEAT_GROUPS * HEARTBEAT_GROUP_SIZE} members in ${HEARTBEAT_GROUPS} groups, ` +
+        'Kafka Heartbeat v3 (raw Kafka client) vs unary gRPC Heartbeat (raw HTTP/2 client)',
+    );
+    const r = await heartbeatCost({ rounds, warmupMs: 1_000, windowMs: 4_000, cpuProfileDir }, log);
+    table([
+      [
+        'door',
+        'heartbeats/s',
+        'server CPU µs/heartbeat',
+        'heartbeats per server core-second',
+        'event-loop utilisation',
+      ],
+      ...(['grpc', 'kafka'] as const).map((side) => [
+        side === 'grpc' ? 'gRPC (unary)' : 'Kafka',
+        round(r.median(`${side}CallsPerSec`), 0),
+        round(r.median(`${side}CpuUsPerCall`), 1),
+        round(r.median(`${side}CallsPerCoreSec`), 0),
+        round(r.median(`${side}EventLoopUtilization`), 3),
+      ]),
+    ]);
+    const cpuRatio = r.medianRatio('kafkaCpuUsPerCall', 'grpcCpuUsPerCall');
+    Object.assign(figures, {
+      heartbeatMembers: HEARTBEAT_GROUPS * HEARTBEAT_GROUP_SIZE,
+      kafkaHeartbeatCallsPerSec: round(r.median('kafkaCallsPerSec'), 0),
+      grpcHeartbeatCallsPerSec: round(r.median('grpcCallsPerSec'), 0),
+      kafkaHeartbeatServerCpuUsPerCall: round(r.median('kafkaCpuUsPerCall'), 2),
+      grpcHeartbeatServerCpuUsPerCall: round(r.median('grpcCpuUsPerCall'), 2),
+      ratioKafkaToGrpcServerCpuPerHeartbeat: round(cpuRatio, 3),
+      kafkaHeartbeatsPerServerCoreSec: round(r.median('kafkaCallsPerCoreSec'), 0),
+      grpcHeartbeatsPerServerCoreSec: round(r.median('grpcCallsPerCoreSec'), 0),
+      ratioKafkaToGrpcHeartbeatsPerServerCore: round(
+        r.medianRatio('kafkaCallsPerCoreSec', 'grpcCallsPerCoreSec'),
+        2,
+      ),
+      kafkaHeartbeatEventLoopUtilization: round(r.median('kafkaEventLoopUtilization'), 3),
+      grpcHeartbeatEventLoopUtilization: round(r.median('grpcEventLoopUtilization'), 3),
+    });
+    summary.push([
+      'Kafka ÷ gRPC server CPU per heartbeat',
+      round(cpuRatio, 3),
+      `<= ${TARGET_HEARTBEAT_CPU_RATIO}`,
+      verdict(cpuRatio <= TARGET_HEARTBEAT_CPU_RATIO),
+    ]);
+    summary.push([
+      '  Kafka heartbeats per server core-second',
+      round(r.median('kafkaCallsPerCoreSec'), 0),
+      '(for reading)',
+      '',
+    ]);
+  }
+
+  if (only.has('throughput')) {
+    line();
+    line(
+      `Throughput: ${RECORD_BYTES} B records, ${RECORDS_PER_REQUEST} a request (raw clients), fsync off; ` +
+        `librdkafka (kcat) ${KCAT_RECORDS} records a run`,
+    );
+    const { rounds: r, hasKcat } = await produceFetchThroughput(
+      { rounds, warmupMs: 500, windowMs: 2_500, cpuProfileDir },
+      log,
+    );
+    const sides: [string, string][] = [
+      ['kafkaAcks1', 'Produce, Kafka door, acks=1'],
+      ['kafkaAcksAll', 'Produce, Kafka door, acks=-1'],
+      ['grpcAcks1', 'Produce, gRPC door, acks=1'],
+      ['floorAcks1', 'Produce, floor (bare net server)'],
+      ...(hasKcat
+        ? ([
+            ['kcatAcks1', 'Produce, kcat → Kafka door, acks=1'],
+            ['kcatAcksAll', 'Produce, kcat → Kafka door, acks=-1'],
+            ['kcatFloorAcks1', 'Produce, kcat → floor, acks=1'],
+          ] as [string, string][])
+        : []),
+      ['kafkaFetch', 'Fetch, Kafka door'],
+      ['grpcFetch', 'Fetch, gRPC door'],
+      ['floorFetch', 'Fetch, floor (bare net server)'],
+      ...(hasKcat ? ([['kcatFetch', 'Fetch, kcat ← Kafka door']] as [string, string][]) : []),
+    ];
+    table([
+      ['side', 'records/s', 'MB/s', 'server CPU µs/record', 'event-loop utilisation'],
+      ...sides.map(([key, label]) => [
+        label,
+        round(r.median(`${key}RecordsPerSec`), 0),
+        round(r.median(`${key}MBPerSec`), 1),
+        round(r.median(`${key}CpuUsPerRecord`), 2),
+        round(r.median(`${key}EventLoopUtilization`), 3),
+      ]),
+    ]);
+    for (const [key] of sides) {
+      figures[`${key}RecordsPerSec`] = round(r.median(`${key}RecordsPerSec`), 0);
+      figures[`${key}ServerCpuUsPerRecord`] = round(r.median(`${key}CpuUsPerRecord`), 2);
+    }
+    const ratios: [string, string, string][] = [
+      ['ratioKafkaAcks1ToFloorProduce', 'kafkaAcks1', 'floorAcks1'],
+      ['ratioKafkaAcksAllToFloorProduce', 'kafkaAcksAll', 'floorAcks1'],
+      ['ratioKafkaToGrpcProduce', 'kafkaAcks1', 'grpcAcks1'],
+      ['ratioKafkaToFloorFetch', 'kafkaFetch', 'floorFetch'],
+      ['ratioKafkaToGrpcFetch', 'kafkaFetch', 'grpcFetch'],
+      ...(hasKcat
+        ? ([
+            ['ratioKcatAcks1ToKcatFloorProduce', 'kcatAcks1', 'kcatFloorAcks1'],
+            ['ratioKcatAcksAllToKcatFloorProduce', 'kcatAcksAll', 'kcatFloorAcks1'],
+          ] as [string, string, string][])
+        : []),
+    ];
+    for (const [name, a, b] of ratios) {
+      figures[name] = round(r.medianRatio(`${a}RecordsPerSec`, `${b}RecordsPerSec`), 3);
+    }
+    line(ratios.map(([name]) => `${name.replace(/^ratio/, '')} ${figures[name] as number}`).join('; '));
+    for (const [name, label] of [
+      ['ratioKafkaAcks1ToFloorProduce', 'Produce acks=1, Kafka door ÷ floor'],
+      ['ratioKafkaAcksAllToFloorProduce', 'Produce acks=-1, Kafka door ÷ floor'],
+      ['ratioKafkaToFloorFetch', 'Fetch, Kafka door ÷ floor'],
+      ...(hasKcat
+        ? [
+            ['ratioKcatAcks1ToKcatFloorProduce', 'Produce acks=1 with kcat, cohort ÷ floor'],
+            ['ratioKcatAcksAllToKcatFloorProduce', 'Produce acks=-1 with kcat, cohort ÷ floor'],
+          ]
+        : []),
+    ] as [string, string][]) {
+      const value = figures[name] as number;
+      summary.push([
+        label,
+        value,
+        `>= ${TARGET_THROUGHPUT_TO_FLOOR}`,
+        verdict(value >= TARGET_THROUGHPUT_TO_FLOOR),
+      ]);
+    }
+    summary.push([
+      '  Produce acks=1, Kafka door ÷ gRPC door',
+      figures.ratioKafkaToGrpcProduce as number,
+      '(for reading)',
+      '',
+    ]);
+    summary.push([
+      '  Fetch, Kafka door ÷ gRPC door',
+      figures.ratioKafkaToGrpcFetch as number,
+      '(for reading)',
+      '',
+    ]);
+  }
+
+  if (only.has('rebalance')) {
+    line();
+    line(
+      `Rebalance: a member joins a Stable group of ${REBALANCE_MEMBERS} members (raw clients), every member ` +
+        'heartbeats at once; until all hold their new assignment',
+    );
+    const r = await rebalanceAfterJoinRounds(rounds, log);
+    table([
+      ['door', 'ms (median)', 'worst round, ms'],
+      ['Kafka', round(r.median('kafkaMs'), 1), round(r.max('kafkaMs'), 1)],
+      ['gRPC (unary)', round(r.median('grpcMs'), 1), round(r.max('grpcMs'), 1)],
+    ]);
+    Object.assign(figures, {
+      rebalanceMembers: REBALANCE_MEMBERS,
+      rebalanceKafkaMs: round(r.median('kafkaMs'), 1),
+      rebalanceKafkaMsWorstRound: round(r.max('kafkaMs'), 1),
+      rebalanceGrpcMs: round(r.median('grpcMs'), 1),
+      rebalanceGrpcMsWorstRound: round(r.max('grpcMs'), 1),
+      ratioRebalanceKafkaToGrpc: round(r.medianRatio('kafkaMs', 'grpcMs'), 3),
+    });
+    summary.push([
+      `join into ${REBALANCE_MEMBERS} Kafka members → all assigned`,
+      round(r.median('kafkaMs'), 1),
+      `<= ${TARGET_REBALANCE_MS} ms`,
+      verdict(r.median('kafkaMs') <= TARGET_REBALANCE_MS),
+    ]);
+    summary.push(['  same over the gRPC door', round(r.median('grpcMs'), 1), '(reference)', '']);
+  }
+
+  if (only.has('memory')) {
+    line();
+    line(`Memory: ${MEMORY_MEMBERS} idle members, one Kafka connection each, one Heartbeat answered on each`);
+    const memoryRounds = readRounds(3);
+    const r = await connectionMemory(memoryRounds, log);
+    const b = (name: string): number => round(r.median(name), 0);
+    table([
+      ['bytes per idle member (median)', 'cohort (Kafka door)', 'bare net server (floor)'],
+      ['V8 heap used', b('heapBytesPerMember'), b('bareHeapBytesPerMember')],
+      ['RSS', b('rssBytesPerMember'), b('bareRssBytesPerMember')],
+      ['external', b('externalBytesPerMember'), b('bareExternalBytesPerMember')],
+    ]);
+    const heapRatio = r.medianRatio('heapBytesPerMember', 'bareHeapBytesPerMember');
+    line(
+      `  reference: a gRPC HeartbeatStream member holds ${GRPC_STREAM_MEMBER_HEAP_BYTES} B of heap (bench:group, ` +
+        'stream-memory; not measured here)',
+    );
+    Object.assign(figures, {
+      memoryRounds,
+      memoryMembers: MEMORY_MEMBERS,
+      memoryHeapBytesPerMember: b('heapBytesPerMember'),
+      memoryRssBytesPerMember: b('rssBytesPerMember'),
+      memoryExternalBytesPerMember: b('externalBytesPerMember'),
+      memoryBareHeapBytesPerMember: b('bareHeapBytesPerMember'),
+      memoryBareRssBytesPerMember: b('bareRssBytesPerMember'),
+      ratioMemoryHeapToBare: round(heapRatio, 3),
+      ratioMemoryHeapToGrpcStreamMember: round(
+        r.median('heapBytesPerMember') / GRPC_STREAM_MEMBER_HEAP_BYTES,
+        3,
+      ),
+    });
+    summary.push([
+      'heap per idle Kafka member ÷ bare net server',
+      round(heapRatio, 3),
+      `<= ${TARGET_MEMORY_TO_FLOOR}`,
+      verdict(heapRatio <= TARGET_MEMORY_TO_FLOOR),
+    ]);
+    summary.push([
+      '  heap per idle member: Kafka door vs gRPC stream member',
+      `${b('heapBytesPerMember')} vs ${GRPC_STREAM_MEMBER_HEAP_BYTES} B`,
+      '(reference)',
+      '',
+    ]);
+  }
+
+  if (only.has('start')) {
+    line();
+    line('Start: `npm start` → first Kafka Metadata answered, against `npm start -- --help` (spawn → exit)');
+    const r = await startToMetadata(rounds, log);
+    table([
+      ['from spawn', 'ms (median)', 'worst round, ms'],
+      [
+        'npm start → first Metadata',
+        round(r.median('startToMetadataMs'), 0),
+        round(r.max('startToMetadataMs'), 0),
+      ],
+      ['npm start -- --help → exit', round(r.median('helpMs'), 0), round(r.max('helpMs'), 0)],
+    ]);
+    Object.assign(figures, {
+      startToFirstMetadataMs: round(r.median('startToMetadataMs'), 0),
+      startHelpMs: round(r.median('helpMs'), 0),
+      ratioStartToMetadataToHelp: round(r.medianRatio('startToMetadataMs', 'helpMs'), 2),
+    });
+    summary.push([
+      'npm start → first Kafka Metadata, ms',
+      round(r.median('startToMetadataMs'), 0),
+      '(no goal)',
+      '',
+    ]);
+  }
+
+  line();
+  table(summary);
+  printFigures(figures);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`${String((error as Error)?.stack ?? error)}\n`);
+    process.exit(1);
+  },
+);

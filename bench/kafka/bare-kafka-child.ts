@@ -1,0 +1,169 @@
+/**
+ * The floor of bench:kafka's throughput and memory figures: a bare Node `net` server that reads the same
+ * Kafka frames as cohort's door, decodes each with cohort's codec (src/kafka/protocol: header, body, records
+ * left as raw bytes as the door leaves them) and answers at once without storing anything: ApiVersions with
+ * cohort's list, Metadata naming itself as the leader of partition 0 of every topic asked for, Produce with
+ * a base offset counted up per request (the records are neither checked nor kept), Fetch with one canned
+ * record set the parent hands over (what cohort served for the same request), Heartbeat with NONE. No
+ * queue, no log, no coordinator, no metrics: what any Kafka server on Node pays at least for the same
+ * requests and connections. Its memory and CPU are read over IPC, as the cohort server child's are.
+ */
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { ErrorCode } from '../../src/errors';
+import {
+  ADVERTISED_API_VERSIONS,
+  API_VERSIONS,
+  FETCH,
+  HEARTBEAT,
+  METADATA,
+  PRODUCE,
+} from '../../src/kafka/protocol/kafka-apis';
+import { decodeRequest, encodeResponse } from '../../src/kafka/protocol/kafka-request';
+import type { Struct } from '../../src/kafka/protocol/message-codec';
+import { serveParent } from '../group/child-rpc';
+import { memoryAfterCollection } from '../support/gc-recorder';
+import type { CpuWindow, ServerMemory } from './server-child';
+
+const NODE_ID = 0;
+let fetchRecords: Buffer = Buffer.alloc(0);
+let nextOffset = 0;
+let port = 0;
+/** Open sockets, to end them at exit (cohort's listener keeps such a set too). */
+const sockets = new Set<Socket>();
+
+function answer(frame: Buffer): Buffer | undefined {
+  const request = decodeRequest(frame);
+  if (request.kind !== 'request') throw new Error(`unsupported request (${JSON.stringify(request)})`);
+  const { header, body } = request;
+  const respond = (response: Struct): Buffer =>
+    encodeResponse(request.schema, header.apiVersion, header.correlationId, response);
+  switch (header.apiKey) {
+    case API_VERSIONS.apiKey:
+      return respond({ errorCode: ErrorCode.NONE, apiKeys: ADVERTISED_API_VERSIONS, throttleTimeMs: 0 });
+    case METADATA.apiKey: {
+      const topics = (body.topics as { name: string }[] | null) ?? [];
+      return respond({
+        throttleTimeMs: 0,
+        brokers: [{ nodeId: NODE_ID, host: '127.0.0.1', port, rack: null }],
+        clusterId: 'bare',
+        controllerId: NODE_ID,
+        topics: topics.map((t) => ({
+          errorCode: ErrorCode.NONE,
+          name: t.name,
+          isInternal: false,
+          partitions: [
+            {
+              errorCode: ErrorCode.NONE,
+              partitionIndex: 0,
+              leaderId: NODE_ID,
+              replicaNodes: [0],
+              isrNodes: [0],
+            },
+          ],
+        })),
+      });
+    }
+    case PRODUCE.apiKey: {
+      const topicData = body.topicData as { name: string; partitionData: { index: number }[] }[];
+      if (body.acks === 0) return undefined;
+      return respond({
+        responses: topicData.map((t) => ({
+          name: t.name,
+          partitionResponses: t.partitionData.map((p) => ({
+            index: p.index,
+            errorCode: ErrorCode.NONE,
+            baseOffset: nextOffset++,
+            logAppendTimeMs: -1,
+            logStartOffset: 0,
+          })),
+        })),
+        throttleTimeMs: 0,
+      });
+    }
+    case FETCH.apiKey: {
+      const topics = body.topics as { topic: string; partitions: { partition: number }[] }[];
+      return respond({
+        throttleTimeMs: 0,
+        responses: topics.map((t) => ({
+          topic: t.topic,
+          partitions: t.partitions.map((p) => ({
+            partitionIndex: p.partition,
+            errorCode: ErrorCode.NONE,
+            highWatermark: Number.MAX_SAFE_INTEGER,
+            lastStableOffset: Number.MAX_SAFE_INTEGER,
+            logStartOffset: 0,
+            abortedTransactions: null,
+            records: fetchRecords,
+          })),
+        })),
+      });
+    }
+    case HEARTBEAT.apiKey:
+      return respond({ throttleTimeMs: 0, errorCode: ErrorCode.NONE });
+    default:
+      throw new Error(`the bare server does not answer api key ${header.apiKey}`);
+  }
+}
+
+/** Size-prefixed framing, as the door does it: chunks joined once a whole frame is there. */
+function accept(socket: Socket): void {
+  socket.setNoDelay(true);
+  sockets.add(socket);
+  let chunks: Buffer[] = [];
+  let buffered = 0;
+  socket.on('data', (chunk: Buffer) => {
+    chunks.push(chunk);
+    buffered += chunk.length;
+    while (buffered >= 4) {
+      if (chunks[0]!.length < 4) chunks = [Buffer.concat(chunks)];
+      const size = chunks[0]!.readInt32BE(0);
+      if (buffered < 4 + size) break;
+      const head = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      const response = answer(head.subarray(4, 4 + size));
+      const rest = head.subarray(4 + size);
+      chunks = rest.length === 0 ? [] : [rest];
+      buffered = rest.length;
+      if (response !== undefined) socket.write(response);
+    }
+  });
+  socket.on('error', () => undefined);
+  socket.on('close', () => sockets.delete(socket));
+}
+
+const server = createServer(accept);
+const listening = new Promise<number>((resolve) =>
+  server.listen(0, '127.0.0.1', () => {
+    port = (server.address() as AddressInfo).port;
+    resolve(port);
+  }),
+);
+
+let window: { t0: number; cpu: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization> };
+
+serveParent(
+  {
+    port: () => listening,
+    setFetchRecords: (base64: string) => {
+      fetchRecords = Buffer.from(base64, 'base64');
+    },
+    connections: () => sockets.size,
+    windowStart: () => {
+      window = { t0: performance.now(), cpu: process.cpuUsage(), elu: performance.eventLoopUtilization() };
+    },
+    windowStop: (): CpuWindow => {
+      const cpu = process.cpuUsage(window.cpu);
+      return {
+        wallUs: (performance.now() - window.t0) * 1_000,
+        cpuUs: cpu.user + cpu.system,
+        eventLoopUtilization: performance.eventLoopUtilization(window.elu).utilization,
+      };
+    },
+    memory: (): ServerMemory => memoryAfterCollection(),
+  },
+  () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      for (const socket of sockets) socket.destroy();
+    }),
+);

@@ -1,0 +1,32 @@
+import { join } from 'node:path';
+import { startChild } from '../group/child-rpc';
+import type { CpuWindow, ServerMemory } from './server-child';
+
+/** The parent's handle on bench/kafka/bare-kafka-child.ts, the floor. */
+export interface BareKafkaServer {
+  readonly pid: number;
+  readonly port: number;
+  /** The record set every Fetch is answered with. */
+  setFetchRecords(records: Buffer): Promise<void>;
+  /** Connections open on the server. */
+  connections(): Promise<number>;
+  windowStart(): Promise<void>;
+  windowStop(): Promise<CpuWindow>;
+  memory(): Promise<ServerMemory>;
+  stop(): Promise<void>;
+}
+
+export async function startBareKafkaServer(): Promise<BareKafkaServer> {
+  const child = startChild(join(__dirname, 'bare-kafka-child.ts'));
+  const port = await child.request<number>('port');
+  return {
+    pid: child.pid,
+    port,
+    setFetchRecords: (records) => child.request('setFetchRecords', records.toString('base64')),
+    connections: () => child.request('connections'),
+    windowStart: () => child.request('windowStart'),
+    windowStop: () => child.request('windowStop'),
+    memory: () => child.request('memory'),
+    stop: () => child.stop(),
+  };
+}

@@ -1,0 +1,523 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ErrorCode } from '../../src/errors';
+import { CREATE_TOPICS, FETCH, LIST_OFFSETS, PRODUCE } from '../../src/kafka/protocol/kafka-apis';
+import { decodeResponseBody, encodeRequest } from '../../src/kafka/protocol/kafka-request';
+import { encodeKafkaRecordBatch, KAFKA_LOG_OVERHEAD } from '../../src/kafka/records/kafka-record-batch';
+import { loadCohortProtos } from '../../src/server/load-protos';
+import { RawHttp2Channels } from '../group/raw-http2-channels';
+import { RoundSet } from '../support/round-set';
+import { startBareKafkaServer, type BareKafkaServer } from './bare-kafka-process';
+import { ClosedLoopDriver, measureWindow, type MeasuredWindow } from './closed-loop-driver';
+import { closeConnections, openConnections, type KafkaFrameConnection } from './kafka-frames';
+import { correlationId } from './kafka-group-driver';
+import { hasKcat, kcatConsume, kcatProduce, writeRecordFile } from './kcat-load';
+import { startKafkaBenchServer, type KafkaBenchServer } from './server-process';
+
+/**
+ * Produce and Fetch throughput over the Kafka door (issue 31 §3), 1 KiB records, fsync off (the server
+ * acknowledges from the page cache), against the same records through the gRPC door's Produce and Fetch
+ * and against a floor: bench/kafka/bare-kafka-child.ts, a bare Node `net` server that decodes the same
+ * frames with cohort's codec and answers without storing. All in the same rounds, the order of the sides
+ * alternating round by round.
+ *
+ * Load generators (this process; the servers are children, so their CPU is theirs alone):
+ * - Kafka: the bench's raw client (bench/kafka/kafka-frames.ts). Produce v7 requests of RECORDS_PER_REQUEST
+ *   records in one uncompressed RecordBatch v2, encoded once and written again and again (the door checks
+ *   each batch's CRC and appends it; records are not deduplicated), PRODUCE_IN_FLIGHT requests outstanding
+ *   on CONNECTIONS connections; acks=1 and acks=-1 (a single node: the leader is the whole ISR). The floor
+ *   gets the same frames on as many connections.
+ * - gRPC: bench:group's raw HTTP/2 client, Produce requests of the same records (1 KiB values, empty keys,
+ *   no headers) encoded once, the same number outstanding.
+ * - Fetch: FETCH_WINDOWS fixed offsets FETCH_STRIDE apart in what the Kafka side produced, each asked for
+ *   in turn with a 1 MiB partition limit and max wait 0, FETCH_IN_FLIGHT outstanding. Fetch v6 on the
+ *   Kafka door; the gRPC Broker.Fetch for the same offsets; the floor answers every Fetch with the record
+ *   set cohort's door served for the first offset. Answers are counted as bytes; records a window holds are
+ *   counted once, in a pass before the rounds, and every later answer must be as long (a gRPC answer give or
+ *   take a few bytes: its high watermark is a varint, and the log grows between rounds).
+ * - librdkafka (when `kcat` is installed): `kcat -P` of KCAT_RECORDS lines of 1 KiB from a file, acks=1
+ *   and acks=-1, to cohort and (acks=1) to the floor; `kcat -C` of the acks=1 topic from the beginning to
+ *   its end. Timed from spawn to exit, process start and metadata included; the offsets are checked.
+ * Per side and round: records/s, MB/s of record values (Produce) or of answers (Fetch), and the server's
+ * CPU µs per record.
+ */
+
+export const RECORD_BYTES = 1_024;
+export const RECORDS_PER_REQUEST = 100;
+const CONNECTIONS = 4;
+const PRODUCE_IN_FLIGHT = 16;
+const FETCH_IN_FLIGHT = 8;
+const FETCH_MAX_BYTES = 1 << 20;
+const FETCH_WINDOWS = 64;
+const FETCH_STRIDE = 1_000;
+export const KCAT_RECORDS = 100_000;
+/** A gRPC Fetch answer's length may move by this much between passes: its high watermark is a varint. */
+const GRPC_HIGH_WATERMARK_SLACK_BYTES = 8;
+const PRODUCE_VERSION = 7;
+const FETCH_VERSION = 6;
+const KAFKA_TOPIC = 'kafka-throughput';
+const GRPC_TOPIC = 'grpc-throughput';
+const PRODUCE_PATH = '/cohort.v1.Broker/Produce';
+const FETCH_PATH = '/cohort.v1.Broker/Fetch';
+
+export interface ThroughputShape {
+  readonly rounds: number;
+  readonly warmupMs: number;
+  readonly windowMs: number;
+  readonly cpuProfileDir?: string;
+}
+
+export interface ThroughputResult {
+  readonly rounds: RoundSet;
+  readonly hasKcat: boolean;
+}
+
+const VALUE = Buffer.alloc(RECORD_BYTES, 'x');
+
+function produceFrame(topic: string, acks: number): Buffer {
+  const now = Date.now();
+  const batch = encodeKafkaRecordBatch(
+    Array.from({ length: RECORDS_PER_REQUEST }, (_, i) => ({
+      offset: i,
+      timestampMs: now,
+      key: null,
+      value: VALUE,
+      headers: [],
+    })),
+    { baseOffset: 0, partitionLeaderEpoch: -1 },
+  );
+  return encodeRequest(PRODUCE, PRODUCE_VERSION, correlationId(), 'bench-kafka', {
+    transactionalId: null,
+    acks,
+    timeoutMs: 30_000,
+    topicData: [{ name: topic, partitionData: [{ index: 0, records: batch }] }],
+  });
+}
+
+/** A Produce v7 answer's error code for its one topic and partition, read in place. */
+function produceErrorCode(frame: Buffer, topic: string): number {
+  // correlation id, responses length, topic name (int16 length + bytes), partitions length, index.
+  return frame.readInt16BE(4 + 4 + 2 + Buffer.byteLength(topic) + 4 + 4);
+}
+
+function fetchFrame(topic: string, fetchOffset: number): Buffer {
+  return encodeRequest(FETCH, FETCH_VERSION, correlationId(), 'bench-kafka', {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: FETCH_MAX_BYTES,
+    isolationLevel: 0,
+    topics: [
+      {
+        topic,
+        partitions: [{ partition: 0, fetchOffset, logStartOffset: -1, partitionMaxBytes: FETCH_MAX_BYTES }],
+      },
+    ],
+  });
+}
+
+interface FetchedPartition {
+  errorCode: number;
+  records: Buffer | null;
+}
+
+/** The record set of a Fetch v6 answer's one partition. */
+function fetchedRecords(frame: Buffer): Buffer {
+  const body = decodeResponseBody(FETCH, FETCH_VERSION, frame) as {
+    responses: { partitions: FetchedPartition[] }[];
+  };
+  const partition = body.responses[0]!.partitions[0]!;
+  if (partition.errorCode !== ErrorCode.NONE)
+    throw new Error(`Fetch answered ${ErrorCode[partition.errorCode]}`);
+  return partition.records ?? Buffer.alloc(0);
+}
+
+/** Records in the whole batches of a record set (a last, partial batch is not counted). */
+function recordsInBatches(records: Buffer): number {
+  let count = 0;
+  for (let at = 0; at + 61 <= records.length;) {
+    const batchBytes = KAFKA_LOG_OVERHEAD + records.readInt32BE(at + 8);
+    if (at + batchBytes > records.length) break;
+    count += records.readInt32BE(at + 57);
+    at += batchBytes;
+  }
+  return count;
+}
+
+async function createTopics(connection: KafkaFrameConnection, names: readonly string[]): Promise<void> {
+  const frame = encodeRequest(CREATE_TOPICS, 2, correlationId(), 'bench-kafka', {
+    topics: names.map((name) => ({
+      name,
+      numPartitions: 1,
+      replicationFactor: 1,
+      assignments: [],
+      configs: [],
+    })),
+    timeoutMs: 30_000,
+    validateOnly: false,
+  });
+  const body = decodeResponseBody(CREATE_TOPICS, 2, await connection.request(frame)) as {
+    topics: { name: string; errorCode: number }[];
+  };
+  for (const topic of body.topics) {
+    if (topic.errorCode !== ErrorCode.NONE)
+      throw new Error(`CreateTopics ${topic.name}: ${ErrorCode[topic.errorCode]}`);
+  }
+}
+
+async function latestOffset(connection: KafkaFrameConnection, topic: string): Promise<number> {
+  const frame = encodeRequest(LIST_OFFSETS, 1, correlationId(), 'bench-kafka', {
+    replicaId: -1,
+    topics: [{ name: topic, partitions: [{ partitionIndex: 0, timestamp: -1 }] }],
+  });
+  const body = decodeResponseBody(LIST_OFFSETS, 1, await connection.request(frame)) as {
+    topics: { partitions: { errorCode: number; offset: number }[] }[];
+  };
+  const partition = body.topics[0]!.partitions[0]!;
+  if (partition.errorCode !== ErrorCode.NONE)
+    throw new Error(`ListOffsets ${topic}: ${ErrorCode[partition.errorCode]}`);
+  return partition.offset;
+}
+
+/** One closed loop of Kafka frames over `connections`, answers checked by `check`. */
+function kafkaDriver(
+  connections: readonly KafkaFrameConnection[],
+  frameOf: (item: number) => Buffer,
+  items: number,
+  inFlight: number,
+  check: (item: number, frame: Buffer) => void,
+): ClosedLoopDriver {
+  const driver: ClosedLoopDriver = new ClosedLoopDriver(
+    (item, onAnswer) =>
+      connections[item % connections.length]!.send(frameOf(item), (frame) => {
+        try {
+          check(item, frame);
+        } catch (error) {
+          driver.fail(error as Error);
+        }
+        onAnswer();
+      }),
+    items,
+    inFlight,
+  );
+  return driver;
+}
+
+function grpcDriver<Res>(
+  channels: RawHttp2Channels,
+  path: string,
+  requestOf: (item: number) => Buffer,
+  decode: (bytes: Buffer) => Res,
+  items: number,
+  inFlight: number,
+  check: (item: number, response: Res) => void,
+): ClosedLoopDriver {
+  const driver: ClosedLoopDriver = new ClosedLoopDriver(
+    (item, onAnswer) => {
+      channels.call(item, path, requestOf(item), decode).then(
+        (response) => {
+          try {
+            check(item, response);
+          } catch (error) {
+            driver.fail(error as Error);
+          }
+          onAnswer();
+        },
+        (error: Error) => {
+          driver.fail(error);
+          onAnswer();
+        },
+      );
+    },
+    items,
+    inFlight,
+  );
+  return driver;
+}
+
+export async function produceFetchThroughput(
+  shape: ThroughputShape,
+  log: (text: string) => void,
+): Promise<ThroughputResult> {
+  const isKcat = hasKcat();
+  if (!isKcat) log('  kcat is not installed (apt-get install -y kcat): the librdkafka figures are left out');
+  const server: KafkaBenchServer = await startKafkaBenchServer({
+    isFsyncOff: true,
+    cpuProfileDir: shape.cpuProfileDir,
+  });
+  const bare: BareKafkaServer = await startBareKafkaServer();
+  const fileDir = mkdtempSync(join(tmpdir(), 'cohort-bench-kafka-records-'));
+  let failure: Error | undefined;
+  const onFailure = (error: Error): void => {
+    failure ??= error;
+  };
+  const cohortConnections = await openConnections('127.0.0.1', server.kafkaPort, CONNECTIONS, onFailure);
+  const bareConnections = await openConnections('127.0.0.1', bare.port, CONNECTIONS, onFailure);
+  const channels = new RawHttp2Channels(server.grpcTarget, CONNECTIONS);
+  const broker = loadCohortProtos().broker;
+  try {
+    const admin = cohortConnections[0]!;
+    await createTopics(admin, [KAFKA_TOPIC, GRPC_TOPIC]);
+
+    // --- Produce ---
+    const acks1 = produceFrame(KAFKA_TOPIC, 1);
+    const acksAll = produceFrame(KAFKA_TOPIC, -1);
+    const checkKafkaProduce = (_item: number, frame: Buffer): void => {
+      const code = produceErrorCode(frame, KAFKA_TOPIC);
+      if (code !== ErrorCode.NONE) throw new Error(`Kafka Produce answered ${ErrorCode[code]}`);
+    };
+    const grpcProduce = broker.Produce.requestSerialize({
+      acks: 1,
+      timeoutMs: 30_000,
+      topics: [
+        {
+          name: GRPC_TOPIC,
+          partitions: [
+            {
+              partitionIndex: 0,
+              records: Array.from({ length: RECORDS_PER_REQUEST }, () => ({
+                timestampMs: Date.now(),
+                key: Buffer.alloc(0),
+                value: VALUE,
+                headers: [],
+              })),
+            },
+          ],
+        },
+      ],
+    });
+    type ProduceAnswer = { topics: { partitions: { errorCode: number }[] }[] };
+    const decodeProduce = (bytes: Buffer): ProduceAnswer =>
+      broker.Produce.responseDeserialize(bytes) as ProduceAnswer;
+    const produceDrivers = {
+      kafkaAcks1: () =>
+        kafkaDriver(cohortConnections, () => acks1, PRODUCE_IN_FLIGHT, PRODUCE_IN_FLIGHT, checkKafkaProduce),
+      kafkaAcksAll: () =>
+        kafkaDriver(
+          cohortConnections,
+          () => acksAll,
+          PRODUCE_IN_FLIGHT,
+          PRODUCE_IN_FLIGHT,
+          checkKafkaProduce,
+        ),
+      grpcAcks1: () =>
+        grpcDriver(
+          channels,
+          PRODUCE_PATH,
+          () => grpcProduce,
+          decodeProduce,
+          PRODUCE_IN_FLIGHT,
+          PRODUCE_IN_FLIGHT,
+          (_i, r) => {
+            const code = r.topics[0]!.partitions[0]!.errorCode;
+            if (code !== ErrorCode.NONE) throw new Error(`gRPC Produce answered ${ErrorCode[code]}`);
+          },
+        ),
+      floorAcks1: () =>
+        kafkaDriver(bareConnections, () => acks1, PRODUCE_IN_FLIGHT, PRODUCE_IN_FLIGHT, checkKafkaProduce),
+    };
+    type ProduceSide = keyof typeof produceDrivers;
+
+    // Enough records for every Fetch window before the first round's Fetch.
+    const filled = produceDrivers.kafkaAcks1();
+    filled.start();
+    while ((await latestOffset(admin, KAFKA_TOPIC)) < FETCH_WINDOWS * FETCH_STRIDE + FETCH_STRIDE) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await filled.stop();
+    if (filled.failure !== undefined) throw filled.failure;
+
+    // --- Fetch: one pass to count each window's records, and the floor's canned answer ---
+    const kafkaFetchFrames = Array.from({ length: FETCH_WINDOWS }, (_, w) =>
+      fetchFrame(KAFKA_TOPIC, w * FETCH_STRIDE),
+    );
+    const kafkaFetchBytes: number[] = [];
+    const kafkaFetchRecords: number[] = [];
+    for (let w = 0; w < FETCH_WINDOWS; w++) {
+      const frame = await cohortConnections[0]!.request(kafkaFetchFrames[w]!);
+      kafkaFetchBytes.push(frame.length);
+      kafkaFetchRecords.push(recordsInBatches(fetchedRecords(frame)));
+    }
+    await bare.setFetchRecords(fetchedRecords(await cohortConnections[0]!.request(kafkaFetchFrames[0]!)));
+    const floorFetchBytes = (await bareConnections[0]!.request(kafkaFetchFrames[0]!)).length;
+    const floorFetchRecords = kafkaFetchRecords[0]!;
+    const grpcFetchRequests = Array.from({ length: FETCH_WINDOWS }, (_, w) =>
+      broker.Fetch.requestSerialize({
+        replicaId: -1,
+        maxWaitMs: 0,
+        minBytes: 1,
+        maxBytes: FETCH_MAX_BYTES,
+        topics: [
+          {
+            name: KAFKA_TOPIC,
+            partitions: [
+              { partitionIndex: 0, fetchOffset: w * FETCH_STRIDE, partitionMaxBytes: FETCH_MAX_BYTES },
+            ],
+          },
+        ],
+      }),
+    );
+    const grpcFetchBytes: number[] = [];
+    const grpcFetchRecords: number[] = [];
+    type FetchAnswer = {
+      errorCode: number;
+      responses: { partitions: { errorCode: number; records: unknown[] }[] }[];
+    };
+    for (let w = 0; w < FETCH_WINDOWS; w++) {
+      const bytes = await channels.call(0, FETCH_PATH, grpcFetchRequests[w]!, (b) => b);
+      const answer = broker.Fetch.responseDeserialize(bytes) as FetchAnswer;
+      const partition = answer.responses[0]!.partitions[0]!;
+      if (answer.errorCode !== ErrorCode.NONE || partition.errorCode !== ErrorCode.NONE) {
+        throw new Error(`gRPC Fetch answered ${ErrorCode[answer.errorCode || partition.errorCode]}`);
+      }
+      grpcFetchBytes.push(bytes.length);
+      grpcFetchRecords.push(partition.records.length);
+    }
+    const fetchCounted = { kafka: 0, grpc: 0, floor: 0 };
+    const fetchDrivers = {
+      kafkaFetch: () =>
+        kafkaDriver(
+          cohortConnections,
+          (w) => kafkaFetchFrames[w]!,
+          FETCH_WINDOWS,
+          FETCH_IN_FLIGHT,
+          (w, frame) => {
+            if (frame.length !== kafkaFetchBytes[w])
+              throw new Error(`Fetch at window ${w}: ${frame.length} bytes, expected ${kafkaFetchBytes[w]}`);
+            fetchCounted.kafka += kafkaFetchRecords[w]!;
+          },
+        ),
+      grpcFetch: () =>
+        grpcDriver(
+          channels,
+          FETCH_PATH,
+          (w) => grpcFetchRequests[w]!,
+          (b) => b,
+          FETCH_WINDOWS,
+          FETCH_IN_FLIGHT,
+          (w, bytes) => {
+            // The high watermark is a varint there: it grows a byte as the Produce rounds lengthen the log.
+            if (Math.abs(bytes.length - grpcFetchBytes[w]!) > GRPC_HIGH_WATERMARK_SLACK_BYTES)
+              throw new Error(
+                `gRPC Fetch at window ${w}: ${bytes.length} bytes, expected ${grpcFetchBytes[w]}`,
+              );
+            fetchCounted.grpc += grpcFetchRecords[w]!;
+          },
+        ),
+      floorFetch: () =>
+        kafkaDriver(
+          bareConnections,
+          (w) => kafkaFetchFrames[w]!,
+          FETCH_WINDOWS,
+          FETCH_IN_FLIGHT,
+          (_w, frame) => {
+            if (frame.length !== floorFetchBytes) throw new Error(`floor Fetch: ${frame.length} bytes`);
+            fetchCounted.floor += floorFetchRecords;
+          },
+        ),
+    };
+    type FetchSide = keyof typeof fetchDrivers;
+    const fetchBytesPerRecord = {
+      kafkaFetch: kafkaFetchBytes.reduce((a, b) => a + b, 0) / kafkaFetchRecords.reduce((a, b) => a + b, 0),
+      grpcFetch: grpcFetchBytes.reduce((a, b) => a + b, 0) / grpcFetchRecords.reduce((a, b) => a + b, 0),
+      floorFetch: floorFetchBytes / floorFetchRecords,
+    };
+    log(
+      `  Fetch windows: ${FETCH_WINDOWS} offsets, ~${Math.round(kafkaFetchRecords[0]!)} records (Kafka) and ` +
+        `${grpcFetchRecords[0]} (gRPC) an answer`,
+    );
+
+    const file = join(fileDir, 'records.txt');
+    if (isKcat) await writeRecordFile(file, KCAT_RECORDS, RECORD_BYTES);
+    const cohortBootstrap = `127.0.0.1:${server.kafkaPort}`;
+
+    const rounds = new RoundSet();
+    const record = (side: string, w: MeasuredWindow, records: number, bytes: number): void => {
+      rounds.record(`${side}RecordsPerSec`, records / (w.wallUs / 1e6));
+      rounds.record(`${side}MBPerSec`, bytes / w.wallUs);
+      rounds.record(`${side}CpuUsPerRecord`, w.cpuUs / records);
+      rounds.record(`${side}EventLoopUtilization`, w.eventLoopUtilization);
+    };
+    for (let r = 0; r < shape.rounds; r++) {
+      const produceSides = Object.keys(produceDrivers) as ProduceSide[];
+      if (r % 2 === 1) produceSides.reverse();
+      for (const side of produceSides) {
+        const target = side === 'floorAcks1' ? bare : server;
+        const w = await measureWindow(target, produceDrivers[side](), shape.warmupMs, shape.windowMs);
+        const records = w.answered * RECORDS_PER_REQUEST;
+        record(side, w, records, records * RECORD_BYTES);
+      }
+      const fetchSides = Object.keys(fetchDrivers) as FetchSide[];
+      if (r % 2 === 1) fetchSides.reverse();
+      for (const side of fetchSides) {
+        const target = side === 'floorFetch' ? bare : server;
+        const key = side === 'kafkaFetch' ? 'kafka' : side === 'grpcFetch' ? 'grpc' : 'floor';
+        const driver = fetchDrivers[side]();
+        driver.start();
+        await new Promise((resolve) => setTimeout(resolve, shape.warmupMs));
+        await target.windowStart();
+        const before = fetchCounted[key];
+        await new Promise((resolve) => setTimeout(resolve, shape.windowMs));
+        const records = fetchCounted[key] - before;
+        const window = await target.windowStop();
+        await driver.stop();
+        if (driver.failure !== undefined) throw driver.failure;
+        record(side, { answered: 0, ...window }, records, records * fetchBytesPerRecord[side]);
+      }
+      if (isKcat) {
+        const kcatSides: [string, string, number, BareKafkaServer | KafkaBenchServer][] = [
+          ['kcatAcks1', `kcat-r${r}-acks1`, 1, server],
+          ['kcatAcksAll', `kcat-r${r}-acksall`, -1, server],
+          ['kcatFloorAcks1', `kcat-r${r}-floor`, 1, bare],
+        ];
+        if (r % 2 === 1) kcatSides.reverse();
+        await createTopics(admin, [`kcat-r${r}-acks1`, `kcat-r${r}-acksall`]);
+        for (const [side, topic, acks, target] of kcatSides) {
+          const bootstrap = target === bare ? `127.0.0.1:${bare.port}` : cohortBootstrap;
+          await target.windowStart();
+          const ms = await kcatProduce(bootstrap, topic, file, acks);
+          const window = await target.windowStop();
+          if (target === server) {
+            const end = await latestOffset(admin, topic);
+            if (end !== KCAT_RECORDS)
+              throw new Error(`kcat produced ${end} records to ${topic}, expected ${KCAT_RECORDS}`);
+          }
+          record(
+            side,
+            { answered: 0, ...window, wallUs: ms * 1_000 },
+            KCAT_RECORDS,
+            KCAT_RECORDS * RECORD_BYTES,
+          );
+        }
+        await server.windowStart();
+        const ms = await kcatConsume(cohortBootstrap, `kcat-r${r}-acks1`);
+        const window = await server.windowStop();
+        record(
+          'kcatFetch',
+          { answered: 0, ...window, wallUs: ms * 1_000 },
+          KCAT_RECORDS,
+          KCAT_RECORDS * RECORD_BYTES,
+        );
+      }
+      if (failure !== undefined) throw failure;
+      const v = (name: string): string => Math.round(rounds.values(name)[r]!).toLocaleString('en-US');
+      log(
+        `  round ${r + 1}: Produce records/s: Kafka acks=1 ${v('kafkaAcks1RecordsPerSec')}, acks=-1 ` +
+          `${v('kafkaAcksAllRecordsPerSec')}, gRPC ${v('grpcAcks1RecordsPerSec')}, floor ${v('floorAcks1RecordsPerSec')}` +
+          (isKcat
+            ? `, kcat acks=1 ${v('kcatAcks1RecordsPerSec')}, acks=-1 ${v('kcatAcksAllRecordsPerSec')}, to the floor ${v('kcatFloorAcks1RecordsPerSec')}`
+            : '') +
+          `; Fetch records/s: Kafka ${v('kafkaFetchRecordsPerSec')}, gRPC ${v('grpcFetchRecordsPerSec')}, floor ` +
+          `${v('floorFetchRecordsPerSec')}${isKcat ? `, kcat ${v('kcatFetchRecordsPerSec')}` : ''}`,
+      );
+    }
+    return { rounds, hasKcat: isKcat };
+  } finally {
+    channels.close();
+    await closeConnections([...cohortConnections, ...bareConnections]);
+    await bare.stop();
+    await server.stop();
+    rmSync(fileDir, { recursive: true, force: true });
+  }
+}

@@ -268,6 +268,8 @@ describe('docs/cluster.md, "Run a cluster"', () => {
       expect(at).toBe(lines.length - 1);
       return [lines.slice(0, at).join('\n'), lines[at]];
     })();
+    // `cluster describe` runs first: asked just before the move, it still names the killed node as the
+    // leader of billing's partition while `groups describe`, just after, names the new coordinator.
     const after = await until(
       'a new coordinator with CURRENT-OFFSET 20',
       90_000,
@@ -275,9 +277,13 @@ describe('docs/cluster.md, "Run a cluster"', () => {
         const described = await run(describes);
         const newCoordinator = coordinatorId(described.output);
         const offsets = table(described.output, 'CURRENT-OFFSET').map((row) => row['CURRENT-OFFSET']);
+        const billingRow = table(described.output, '#GROUPS').find(
+          (row) => row.PARTITION === billingPartition,
+        );
         return described.code === 0 &&
           newCoordinator !== undefined &&
           newCoordinator !== coordinator &&
+          billingRow?.LEADER !== String(coordinator) &&
           offsets.join() === '20'
           ? described.output
           : undefined;

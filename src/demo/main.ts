@@ -13,9 +13,10 @@
  * of its nodes, which stays when the demo ends (a second run uses it again, and the group's offsets).
  */
 import { CohortClient } from '../client/cohort-client';
-import { ErrorCode } from '../errors';
+import { CohortError, ErrorCode } from '../errors';
 import type { ConsumerGroupDescription } from '../client/cohort-admin';
 import { startServer } from '../server/start-server';
+import { ClusterNarrator } from './cluster-narrator';
 import { DemoChild } from './demo-child';
 import type { DemoChildConfig, DemoChildEvent } from './demo-events';
 import { demoSettingsOf, type DemoCluster, type DemoSettings, type DemoSwitches } from './demo-settings';
@@ -112,6 +113,17 @@ async function runDemo(
   const bootstrap = server === null ? cluster! : [server.address];
   const client = new CohortClient({ bootstrap, clientId: 'demo' });
   const admin = client.admin({ requestTimeoutMs: 5_000 });
+  // On a cluster: what its nodes, leaders and the group's coordinator do meanwhile (a node killed, say).
+  const narrator =
+    cluster === null
+      ? null
+      : new ClusterNarrator({
+          bootstrap,
+          topic: TOPIC,
+          groupId: GROUP_ID,
+          sessionTimeoutMs: settings.sessionTimeoutMs,
+          say,
+        });
   if (server !== null) {
     say('server', `listening on ${server.address}; data in ${server.dataDir} (removed at the end)`);
     say('server', `live page: ${server.adminUrl}/ (open it to watch the group and its lag)`);
@@ -150,6 +162,7 @@ async function runDemo(
       } else {
         throw created.error;
       }
+      narrator?.start();
     }
 
     const config = (name: string): DemoChildConfig => ({
@@ -189,6 +202,7 @@ async function runDemo(
           say(child.name, `lost [${event.partitions.join(', ')}] (${event.reason})`);
           break;
         case 'produced':
+          narrator?.produced(event.total);
           if (Date.now() - lastProducedReportMs >= PRODUCED_EVERY_MS) {
             lastProducedReportMs = Date.now();
             say(child.name, `${event.total} records acknowledged (acks=-1)`);
@@ -222,8 +236,15 @@ async function runDemo(
     let lastShape = '';
     let lastTotal: bigint | null = null;
     let lastLagMs = 0;
-    const look = async (): Promise<ConsumerGroupDescription> => {
-      const described = await admin.describeConsumerGroup(GROUP_ID);
+    // Null while a cluster's group cannot be described (its coordinator killed: the narrator tells it).
+    const look = async (): Promise<ConsumerGroupDescription | null> => {
+      let described: ConsumerGroupDescription;
+      try {
+        described = await admin.describeConsumerGroup(GROUP_ID);
+      } catch (error) {
+        if (cluster !== null && error instanceof CohortError && error.retriable) return null;
+        throw error;
+      }
       group = described;
       const owners = described.members
         .map((m) => `${m.clientId} [${(m.assignment ?? []).map((tp) => tp.partition).join(', ')}]`)
@@ -249,7 +270,8 @@ async function runDemo(
       }
       return described;
     };
-    const assignedTo = (described: ConsumerGroupDescription, members: number): boolean =>
+    const assignedTo = (described: ConsumerGroupDescription | null, members: number): boolean =>
+      described !== null &&
       described.state === 'Stable' &&
       described.members.length === members &&
       described.members.reduce((n, m) => n + (m.assignment?.length ?? 0), 0) === partitions;
@@ -280,6 +302,7 @@ async function runDemo(
     await until(async () => {
       const described = await look();
       return (
+        described !== null &&
         described.partitions.length === partitions &&
         described.partitions.every((p) => p.lag === 0n && p.highWatermark !== null && p.highWatermark > 0n)
       );
@@ -321,6 +344,7 @@ async function runDemo(
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
     await Promise.all(children.map((c) => c.stop('SIGTERM', 3_000)));
+    await narrator?.stop();
     await client.close();
     await server?.close();
   }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DEFAULT_NODE_SESSION_TIMEOUT_MS } from '../../../src/config/defaults';
 import {
   CLUSTER_SESSION_TIMEOUT_MS,
   DEMO_DEFAULTS,
@@ -25,7 +26,7 @@ describe('the demo’s settings', () => {
     });
   });
 
-  it('runs against the cluster of --address, with a session a node allows by default', () => {
+  it('runs against the cluster of --address, with a session of its own', () => {
     expect(demoSettingsOf(['--address', '127.0.0.1:7070, 127.0.0.1:7080,node-3:7070'])).toEqual({
       settings: { ...DEMO_DEFAULTS, sessionTimeoutMs: CLUSTER_SESSION_TIMEOUT_MS },
       cluster: ['127.0.0.1:7070', '127.0.0.1:7080', 'node-3:7070'],
@@ -47,6 +48,16 @@ describe('the demo’s settings', () => {
   it('keeps the server serving once done with --keep-serving', () => {
     expect(demoSettingsOf(['--keep-serving'])).toMatchObject({ switches: { isServingKept: true } });
     expect(demoHelp()).toContain('--keep-serving');
+  });
+
+  it('gives the consumers on a cluster a session that outlasts a failover of a node with the default session', () => {
+    // From a member's last good heartbeat (a fifth of its session before the kill at most): the dead node's
+    // session, then the controller's moves, the group's load and the member's lookup (src/demo/demo-settings.ts).
+    const lastHeartbeatMs = CLUSTER_SESSION_TIMEOUT_MS / 5;
+    const moveAndLoadMs = 2_000;
+    expect(CLUSTER_SESSION_TIMEOUT_MS).toBeGreaterThan(
+      lastHeartbeatMs + DEFAULT_NODE_SESSION_TIMEOUT_MS + moveAndLoadMs,
+    );
   });
 
   it('refuses an unknown flag and a value out of range, naming them', () => {

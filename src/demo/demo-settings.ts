@@ -91,7 +91,12 @@ const FLAGS: Record<keyof DemoSettings, { flag: string; min: number; max: number
 export function demoHelp(): string {
   const rows = (Object.keys(FLAGS) as (keyof DemoSettings)[]).map((key) => {
     const f = FLAGS[key];
-    return `  --${f.flag} N`.padEnd(28) + `${f.help} (default ${DEMO_DEFAULTS[key]})`;
+    // The session is the one default that depends on --address: a cluster's outlasts a node failover.
+    const byDefault =
+      key === 'sessionTimeoutMs'
+        ? `${DEMO_DEFAULTS[key]}; ${CLUSTER_SESSION_TIMEOUT_MS} with --address`
+        : `${DEMO_DEFAULTS[key]}`;
+    return `  --${f.flag} N`.padEnd(28) + `${f.help} (default ${byDefault})`;
   });
   return [
     'usage: npm run demo -- [options]',

@@ -80,7 +80,9 @@ describe('the demo’s settings', () => {
     ]) {
       expect(demoHelp()).toContain(flag);
     }
-    expect(demoHelp()).toContain(`(default ${DEMO_DEFAULTS.sessionTimeoutMs})`);
+    expect(demoHelp()).toContain(
+      `(default ${DEMO_DEFAULTS.sessionTimeoutMs}; ${CLUSTER_SESSION_TIMEOUT_MS} with --address)`,
+    );
   });
 
   it('is the timeline the README’s demo sample shows: its session timeout, and a rebalance no sooner', () => {

@@ -173,6 +173,7 @@ describe('the Broker service of one cohort server', () => {
       headers: [{ key: 'h', value: Buffer.from([1, 2]) }],
       // One node leads at epoch 0.
       leaderEpoch: 0,
+      valueNull: false,
     });
     expect(second!.offset).toBe(1);
     expect(second!.key).toEqual(Buffer.alloc(0));

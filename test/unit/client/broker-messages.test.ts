@@ -38,6 +38,7 @@ const examples: Record<string, object> = {
     value: Buffer.alloc(0),
     headers: [],
     leaderEpoch: 0,
+    valueNull: false,
   } satisfies b.WireRecord,
   ProducePartitionData: { partitionIndex: 0, records: [] } satisfies b.ProducePartitionData,
   ProduceTopicData: { name: '', partitions: [] } satisfies b.ProduceTopicData,

@@ -16,3 +16,29 @@ export function errorResponseFor(schema: ApiSchema, version: number, error: unkn
   if (topLevel === undefined || !isInVersions(topLevel.versions, version)) return undefined;
   return { errorCode: code };
 }
+
+/**
+ * OffsetFetch answered with one error for the whole group, as Kafka's `OffsetFetchRequest.getErrorResponse`
+ * builds it: from v2 the top-level code with no partitions; before v2, which has no top-level code, the code
+ * on every requested partition, with offset -1 and empty metadata (KAFKA-19246).
+ */
+export function offsetFetchErrorResponse(body: Struct, version: number, code: ErrorCode): Struct {
+  const requested = (body.topics as { name: string; partitionIndexes: number[] }[] | null) ?? [];
+  return {
+    throttleTimeMs: 0,
+    errorCode: code,
+    topics:
+      version < 2
+        ? requested.map((topic) => ({
+            name: topic.name,
+            partitions: topic.partitionIndexes.map((partitionIndex) => ({
+              partitionIndex,
+              committedOffset: -1,
+              committedLeaderEpoch: -1,
+              metadata: '',
+              errorCode: code,
+            })),
+          }))
+        : [],
+  };
+}

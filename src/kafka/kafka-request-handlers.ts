@@ -10,6 +10,7 @@ import {
 } from '../log/broker-protocol';
 import { COORDINATOR_KEY_TYPE_GROUP } from '../protocol/find-coordinator-messages';
 import type { KafkaCore, KafkaNode } from './kafka-broker';
+import { offsetFetchErrorResponse } from './kafka-error-response';
 import {
   ADVERTISED_API_VERSIONS,
   API_VERSIONS,
@@ -421,8 +422,11 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
           { groupId: body.groupId as string, topics: topics ?? [], requireStable: false },
           context,
         );
-        // v1 has no top-level error code: Kafka puts it on every partition.
-        const partitionError = header.apiVersion < 2 ? fetched.errorCode : ErrorCode.NONE;
+        // v1 has no top-level error code: a group-level error (the coordinator loading, moved, or gone) comes
+        // back without partitions, so Kafka answers every requested partition with it (an offset of -1 and
+        // the code). Answered without them, a v1 client (kafka-python) reads "nothing committed" and resets.
+        if (header.apiVersion < 2 && fetched.errorCode !== ErrorCode.NONE)
+          return offsetFetchErrorResponse(body, header.apiVersion, fetched.errorCode);
         return {
           throttleTimeMs: 0,
           errorCode: fetched.errorCode,
@@ -433,7 +437,7 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
               committedOffset: p.committedOffset,
               committedLeaderEpoch: p.committedLeaderEpoch,
               metadata: p.metadata,
-              errorCode: p.errorCode !== ErrorCode.NONE ? p.errorCode : partitionError,
+              errorCode: p.errorCode,
             })),
           })),
         };

@@ -24,6 +24,8 @@ export interface CohortConfig {
   readonly kafkaAdvertisedAddress: string;
   /** A Kafka Metadata request naming an unknown topic creates it with the default settings. */
   readonly kafkaAutoCreateTopics: boolean;
+  /** The largest Kafka request frame read; a larger one ends its connection (socket.request.max.bytes). */
+  readonly kafkaMaxRequestBytes: number;
   /** Where durable state lives: one directory per partition, and the topic registry. */
   readonly dataDir: string;
   /**
@@ -53,7 +55,7 @@ export interface CohortConfig {
   readonly tlsClientCa: string;
   /** Accept a non-loopback `listen` without TLS and without a token. */
   readonly insecure: boolean;
-  /** The largest request message the server decodes; larger ones get RESOURCE_EXHAUSTED. */
+  /** The largest gRPC request message the server decodes; larger ones get RESOURCE_EXHAUSTED. */
   readonly maxMessageBytes: number;
   /** Calls read per event-loop turn before connections pause reading until the next turn; 0 = no cap. */
   readonly maxCallsPerLoopTurn: number;

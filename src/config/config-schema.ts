@@ -5,6 +5,7 @@ import {
   DEFAULT_ADMIN_LISTEN,
   DEFAULT_KAFKA_ADVERTISED_ADDRESS,
   DEFAULT_KAFKA_AUTO_CREATE_TOPICS,
+  DEFAULT_KAFKA_MAX_REQUEST_BYTES,
   DEFAULT_KAFKA_LISTEN,
   KAFKA_LISTEN_OFF,
   DEFAULT_DATA_DIR,
@@ -188,6 +189,17 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
       "A Kafka client's Metadata request naming a topic that does not exist creates it with the default " +
       'partition count and replication factor, as Kafka does by default (v4+ requests may opt out).',
   }),
+  kafkaMaxRequestBytes: setting('kafkaMaxRequestBytes', {
+    kind: 'integer',
+    valueName: 'BYTES',
+    defaultValue: DEFAULT_KAFKA_MAX_REQUEST_BYTES,
+    min: MIN_MAX_MESSAGE_BYTES,
+    max: INT32_MAX,
+    kafkaName: 'socket.request.max.bytes',
+    description:
+      'Largest request a Kafka client may send; a larger one ends its connection. Each record batch in it ' +
+      "is still held to the log's limit (MESSAGE_TOO_LARGE). The gRPC door has --max-message-bytes.",
+  }),
   dataDir: setting('dataDir', {
     kind: 'path',
     valueName: 'PATH',
@@ -291,8 +303,9 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     defaultValue: DEFAULT_MAX_MESSAGE_BYTES,
     min: MIN_MAX_MESSAGE_BYTES,
     max: INT32_MAX,
-    kafkaName: 'socket.request.max.bytes',
-    description: 'Largest request message decoded; a larger one ends with RESOURCE_EXHAUSTED.',
+    description:
+      'Largest gRPC request message decoded; a larger one ends with RESOURCE_EXHAUSTED. The Kafka door ' +
+      'has --kafka-max-request-bytes.',
   }),
   maxCallsPerLoopTurn: setting('maxCallsPerLoopTurn', {
     kind: 'integer',

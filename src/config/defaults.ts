@@ -28,6 +28,11 @@ export const EMBEDDED_KAFKA_LISTEN = '127.0.0.1:0';
 export const DEFAULT_KAFKA_ADVERTISED_ADDRESS = '';
 /** Kafka's auto.create.topics.enable default: a Metadata request naming an unknown topic creates it. */
 export const DEFAULT_KAFKA_AUTO_CREATE_TOPICS = true;
+/**
+ * Kafka's socket.request.max.bytes default, 100 MiB: a Produce of many partitions' batches fits, while each
+ * batch is still held to the log's max.message.bytes.
+ */
+export const DEFAULT_KAFKA_MAX_REQUEST_BYTES = 104_857_600;
 /** Kubernetes gives a pod 30 s between SIGTERM and SIGKILL; 10 s leaves room for the flush after the drain. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** No bearer token, no TLS: safe only on loopback or a Unix socket, which validation enforces. */

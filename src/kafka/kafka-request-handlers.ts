@@ -137,7 +137,14 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
               if (batches.length !== 1) {
                 throw new KafkaRecordsError('invalid-record', `${batches.length} batches in one partition`);
               }
-              return [{ partitionIndex: partition.index, records: toProduceRecords(batches) }];
+              return [
+                {
+                  partitionIndex: partition.index,
+                  records: toProduceRecords(batches),
+                  // The log's max.message.bytes bounds the batch as sent (compressed), as in Kafka.
+                  receivedBatchBytes: partition.records.length,
+                },
+              ];
             } catch (error) {
               if (!(error instanceof KafkaRecordsError)) throw error;
               refused.set(`${topic.name}\0${partition.index}`, error.code);

@@ -90,6 +90,12 @@ export interface ProduceRecord {
 export interface ProducePartitionData {
   readonly partitionIndex: number;
   readonly records: readonly ProduceRecord[];
+  /**
+   * The size of the batch as its producer sent it, which the log's maxMessageBytes bounds instead of the
+   * batch it stores: Kafka checks the batch it received, compressed, against max.message.bytes (the Kafka
+   * door sets it). Absent: the stored batch is checked.
+   */
+  readonly receivedBatchBytes?: number;
 }
 export interface ProduceTopicData {
   readonly name: string;

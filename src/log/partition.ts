@@ -287,8 +287,13 @@ export class Partition {
    * Appends a producer's records (Kafka's appendRecordsToLeader). acks=-1 with fewer in-sync replicas
    * than `minInsyncReplicas` is refused before anything is written. Storage errors (MESSAGE_TOO_LARGE,
    * INVALID_TIMESTAMP, ...) are thrown as CohortErrors. The caller checks `maybeIncrementLeaderHW`.
+   * `receivedBatchBytes`: the batch's size as the producer sent it, for the size limit (PartitionLog.append).
    */
-  appendRecordsToLeader(records: readonly SimpleRecord[], requiredAcks: number): LogAppendInfo {
+  appendRecordsToLeader(
+    records: readonly SimpleRecord[],
+    requiredAcks: number,
+    receivedBatchBytes?: number,
+  ): LogAppendInfo {
     if (!this.isLeader) {
       throw new CohortError(
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -302,12 +307,16 @@ export class Partition {
       );
     }
     // acks=0: nobody waits for this append, so it asks for no fsync of its own (PartitionLog.append).
-    return this.appendStamped(records, requiredAcks !== 0);
+    return this.appendStamped(records, requiredAcks !== 0, receivedBatchBytes);
   }
 
   /** The leader's append, its batch stamped with the leader epoch (a follower stores it as sent). */
-  private appendStamped(records: readonly SimpleRecord[], flush: boolean): LogAppendInfo {
-    return this.log.append(records, flush, this.epoch);
+  private appendStamped(
+    records: readonly SimpleRecord[],
+    flush: boolean,
+    receivedBatchBytes?: number,
+  ): LogAppendInfo {
+    return this.log.append(records, flush, this.epoch, receivedBatchBytes);
   }
 
   /**

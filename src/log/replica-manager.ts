@@ -42,6 +42,7 @@ import type {
   OffsetForLeaderEpochRequest,
   OffsetForLeaderEpochResponse,
   PartitionMetadata,
+  ProducePartitionData,
   ProducePartitionResponse,
   ProduceRecord,
   ProduceRequest,
@@ -738,13 +739,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
       topics: request.topics.map((topic) => ({
         name: topic.name,
         partitions: topic.partitions.map((data) => {
-          const entry = this.appendToLocalLog(
-            topic.name,
-            data.partitionIndex,
-            data.records,
-            acks,
-            requestError,
-          );
+          const entry = this.appendToLocalLog(topic.name, data, acks, requestError);
           entries.push(entry);
           return entry.response;
         }),
@@ -757,11 +752,11 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
 
   private appendToLocalLog(
     topic: string,
-    partitionIndex: number,
-    records: readonly ProduceRecord[],
+    data: ProducePartitionData,
     acks: number,
     requestError: ErrorCode,
   ): ProduceEntry {
+    const { partitionIndex, records } = data;
     const key = topicPartitionKey(topic, partitionIndex);
     const failed = (errorCode: ErrorCode): ProduceEntry => ({
       response: { partitionIndex, errorCode, baseOffset: -1, logAppendTimeMs: -1, logStartOffset: -1 },
@@ -780,7 +775,7 @@ export class ReplicaManager implements BrokerService, PartitionLookup, Partition
     if (partition.isLeader && !this.isLeadershipActive()) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     let info: LogAppendInfo;
     try {
-      info = partition.appendRecordsToLeader(records.map(toSimpleRecord), acks);
+      info = partition.appendRecordsToLeader(records.map(toSimpleRecord), acks, data.receivedBatchBytes);
     } catch (error) {
       if (!(error instanceof CohortError)) throw error;
       const entry = failed(error.code);

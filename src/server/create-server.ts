@@ -568,7 +568,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       : new KafkaListener({
           host: kafkaListen.host,
           port: kafkaListen.port,
-          maxRequestBytes: config.maxMessageBytes,
+          maxRequestBytes: config.kafkaMaxRequestBytes,
           logger,
           onRefusedConnection: (reason) => metrics.onKafkaRefusedConnection(reason),
           onOpenConnections: (open) => metrics.onKafkaConnections(open),

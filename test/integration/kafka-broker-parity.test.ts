@@ -1,5 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { ErrorCode } from '../../src/errors';
-import { OFFSET_FETCH } from '../../src/kafka/protocol/kafka-apis';
+import { API_VERSIONS, CREATE_TOPICS, OFFSET_FETCH, PRODUCE } from '../../src/kafka/protocol/kafka-apis';
+import type { Struct } from '../../src/kafka/protocol/message-codec';
+import { CompressionCodec } from '../../src/kafka/records/compression';
+import { encodeKafkaRecordBatch } from '../../src/kafka/records/kafka-record-batch';
 import { FakeGroupCoordinator } from '../support/fake-group-coordinator';
 import { RawKafka } from '../support/raw-kafka';
 import { startTestServer, type TestServer } from '../support/start-test-server';
@@ -26,6 +30,35 @@ function connect(server: TestServer): RawKafka {
   clients.push(client);
   return client;
 }
+
+async function createTopic(client: RawKafka, name: string, numPartitions = 1): Promise<void> {
+  client.send(CREATE_TOPICS, 3, 900, {
+    topics: [{ name, numPartitions, replicationFactor: 1, assignments: [], configs: [] }],
+    timeoutMs: 5_000,
+  });
+  const { body } = await client.response(CREATE_TOPICS, 3);
+  expect(body.topics).toEqual([expect.objectContaining({ name, errorCode: ErrorCode.NONE })]);
+}
+
+/** One record batch of `values`, as a producer sends it. */
+function batch(values: readonly Buffer[], compression: CompressionCodec = CompressionCodec.NONE): Buffer {
+  return encodeKafkaRecordBatch(
+    values.map((value, i) => ({ offset: i, key: null, value, headers: [], timestampMs: 1_700_000_000_000 })),
+    { baseOffset: 0, partitionLeaderEpoch: -1, compression },
+  );
+}
+
+/** A Produce of one topic, one batch per partition index. */
+function produceBody(topic: string, acks: number, batches: readonly Buffer[]): Struct {
+  return {
+    acks,
+    timeoutMs: 5_000,
+    topicData: [{ name: topic, partitionData: batches.map((records, index) => ({ index, records })) }],
+  };
+}
+
+const partitionErrors = (body: Struct): number[] =>
+  ((body.responses as Struct[])[0]!.partitionResponses as Struct[]).map((p) => p.errorCode as number);
 
 describe('OffsetFetch with a group-level error', () => {
   test.each([
@@ -61,5 +94,32 @@ describe('OffsetFetch with a group-level error', () => {
     // From v2 the code has a field of its own, and no partition is answered.
     client.send(OFFSET_FETCH, 2, 2, { groupId: 'restarted', topics });
     expect((await client.response(OFFSET_FETCH, 2)).body).toMatchObject({ errorCode: code, topics: [] });
+  });
+});
+
+describe('request and batch sizes', () => {
+  test('a request over the gRPC limit is read; its batch over the log limit is MESSAGE_TOO_LARGE, the connection stays', async () => {
+    t = await startTestServer();
+    const client = connect(t);
+    await createTopic(client, 'sizes', 2);
+    // 4.5 MiB: more than --max-message-bytes (the gRPC door's 4 MiB), within --kafka-max-request-bytes.
+    const oversize = batch([randomBytes(4.5 * 1024 * 1024)]);
+    client.send(PRODUCE, 7, 1, produceBody('sizes', 1, [oversize, batch([Buffer.from('small')])]));
+    const { correlationId, body } = await client.response(PRODUCE, 7);
+    expect(correlationId).toBe(1);
+    expect(partitionErrors(body)).toEqual([ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.NONE]);
+    client.send(API_VERSIONS, 2, 2, {});
+    expect((await client.response(API_VERSIONS, 2)).correlationId).toBe(2);
+  });
+
+  test('a batch is measured as sent: compressed within the limit is taken, whatever it decompresses to', async () => {
+    t = await startTestServer();
+    const client = connect(t);
+    await createTopic(client, 'compressed');
+    // 3 MiB of zeros: a few KiB gzipped.
+    const compressed = batch([Buffer.alloc(3 * 1024 * 1024)], CompressionCodec.GZIP);
+    expect(compressed.length).toBeLessThan(1024 * 1024);
+    client.send(PRODUCE, 7, 1, produceBody('compressed', 1, [compressed]));
+    expect(partitionErrors((await client.response(PRODUCE, 7)).body)).toEqual([ErrorCode.NONE]);
   });
 });

@@ -268,8 +268,8 @@ describe('the Kafka door, over a raw connection', () => {
     ],
     [
       'oversized',
-      'a frame larger than maxMessageBytes',
-      new KafkaWriter().int32(4 * 1024 * 1024 + 1).toBuffer(),
+      'a frame larger than kafkaMaxRequestBytes',
+      new KafkaWriter().int32(100 * 1024 * 1024 + 1).toBuffer(),
     ],
     ['oversized', 'a negative size', new KafkaWriter().int32(-5).toBuffer()],
     [

@@ -423,8 +423,18 @@ export class PartitionLog {
    * a new one adds an entry to `leaderEpochCache`. One below the cache's latest (a leader that has been
    * replaced and does not know it yet) is refused before anything is written, as Kafka's
    * FENCED_LEADER_EPOCH. The default 0 is the epoch of a partition that never changed leader.
+   *
+   * `receivedBatchBytes` is the size of the batch as its producer sent it (a Kafka producer's, compressed):
+   * given, it is what maxMessageBytes bounds, as Kafka checks the batch it received, so a compressed batch
+   * within the limit is taken whatever it decompresses to (segmentBytes still bounds what is stored).
+   * Absent, the batch as stored is checked.
    */
-  append(records: readonly SimpleRecord[], isAcknowledged = true, leaderEpoch = 0): LogAppendInfo {
+  append(
+    records: readonly SimpleRecord[],
+    isAcknowledged = true,
+    leaderEpoch = 0,
+    receivedBatchBytes?: number,
+  ): LogAppendInfo {
     this.ensureWritable();
     if (records.length === 0)
       throw new CohortError(ErrorCode.INVALID_RECORD, 'an append needs at least one record');
@@ -443,10 +453,11 @@ export class PartitionLog {
       defaultTimestampMs: logAppendTimeMs,
       partitionLeaderEpoch: leaderEpoch,
     });
-    if (batch.sizeInBytes > this.config.maxMessageBytes) {
+    const checkedBytes = receivedBatchBytes ?? batch.sizeInBytes;
+    if (checkedBytes > this.config.maxMessageBytes) {
       throw new CohortError(
         ErrorCode.MESSAGE_TOO_LARGE,
-        `batch of ${batch.sizeInBytes} bytes exceeds maxMessageBytes ${this.config.maxMessageBytes}`,
+        `batch of ${checkedBytes} bytes exceeds maxMessageBytes ${this.config.maxMessageBytes}`,
       );
     }
     return this.appendBatch(batch, logAppendTimeMs, isAcknowledged);

@@ -82,7 +82,7 @@ export class ServerMetrics {
       name: 'cohort_kafka_refused_connections_total',
       help:
         'Kafka connections ended because of what the client sent: oversized (a size prefix past ' +
-        '--max-message-bytes), malformed (a frame that does not decode), truncated (the stream ended inside ' +
+        '--kafka-max-request-bytes), malformed (a frame that does not decode), truncated (the stream ended inside ' +
         'a frame), unsupported (an API key or version not served).',
       labelNames: ['reason'],
       registers: [this.registry],

@@ -113,6 +113,15 @@ describe('PartitionLog', () => {
       expect(log.logEndOffset).toBe(0);
     });
 
+    test('a batch received at a size of its own (compressed) is held to maxMessageBytes at that size', () => {
+      const log = fixture.open({ maxMessageBytes: 200 });
+      // Stored larger than the limit, received within it: taken, as Kafka takes a compressed batch.
+      expect(log.append([record('z'.repeat(300))], true, 0, 150).firstOffset).toBe(0);
+      // Received over the limit, however small it is stored.
+      expect(codeOf(() => log.append([record('z')], true, 0, 201))).toBe(ErrorCode.MESSAGE_TOO_LARGE);
+      expect(log.logEndOffset).toBe(1);
+    });
+
     test('a follower batch larger than a segment is RECORD_LIST_TOO_LARGE', () => {
       const log = fixture.open({ segmentBytes: 100 });
       const records = [

@@ -4,8 +4,11 @@ import type { BrokerRequestContext } from '../log/broker-protocol';
 import { KafkaProtocolError } from './protocol/kafka-protocol-error';
 import { decodeRequest, type DecodedRequest } from './protocol/kafka-request';
 
-/** Why a connection was ended by the door, as the refused-frames metric labels it. */
-export type RefusedFrameReason = 'oversized' | 'malformed' | 'truncated' | 'unsupported';
+/**
+ * Why a connection was ended by the door, as the refused-frames metric labels it. `acks-zero-error`: a
+ * Produce with acks=0 failed for some partition, which only closing the connection can tell the producer.
+ */
+export type RefusedFrameReason = 'oversized' | 'malformed' | 'truncated' | 'unsupported' | 'acks-zero-error';
 
 /** A request the connection hands on: decoded, served, answered. */
 export type ServableRequest = Exclude<DecodedRequest, { kind: 'unsupported' }>;

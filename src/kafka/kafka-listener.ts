@@ -10,7 +10,12 @@ import {
   type ServedRequest,
 } from './kafka-connection';
 import { errorResponseFor } from './kafka-error-response';
-import { kafkaRequestHandlers, NO_RESPONSE, type KafkaHandler } from './kafka-request-handlers';
+import {
+  kafkaRequestHandlers,
+  NO_RESPONSE,
+  UnansweredError,
+  type KafkaHandler,
+} from './kafka-request-handlers';
 import { ADVERTISED_API_VERSIONS, API_VERSIONS } from './protocol/kafka-apis';
 import { encodeResponse } from './protocol/kafka-request';
 
@@ -164,6 +169,10 @@ export class KafkaListener {
       if (response === NO_RESPONSE) {
         observer?.endCall(mark, ErrorCode.NONE);
         return undefined;
+      }
+      if (response instanceof UnansweredError) {
+        observer?.endCall(mark, response.errorCode);
+        return { close: 'acks-zero-error', detail: response.detail };
       }
       const encoded = encodeResponse(schema, header.apiVersion, header.correlationId, response);
       observer?.endCall(

@@ -39,6 +39,18 @@ import { fromFetchedRecords, toProduceRecords } from './records/record-conversio
 /** A Produce with acks=0: Kafka sends no response, and neither does cohort. */
 export const NO_RESPONSE = Symbol('no response');
 
+/**
+ * A Produce with acks=0 refused for some partition: no response can carry the code, so, as Kafka's
+ * handleProduceRequest does, the connection is closed; the producer reconnects and refreshes its metadata
+ * (a moved leader, a deleted topic) instead of sending into the void.
+ */
+export class UnansweredError {
+  constructor(
+    readonly errorCode: ErrorCode,
+    readonly detail: string,
+  ) {}
+}
+
 export type KafkaContext = RequestContext & BrokerRequestContext;
 
 /** One API's handler: the decoded body of one version in, the response body out. */
@@ -46,7 +58,7 @@ export type KafkaHandler = (
   body: Struct,
   header: RequestHeader,
   context: KafkaContext,
-) => Promise<Struct | typeof NO_RESPONSE>;
+) => Promise<Struct | typeof NO_RESPONSE | UnansweredError>;
 
 /* The decoded shapes of the message tables (apis/*.ts), as the handlers read them. */
 interface NamedPartitions<P> {
@@ -153,7 +165,21 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
           }),
         }));
         const produced = await broker.produce({ acks, timeoutMs: body.timeoutMs as number, topics }, context);
-        if (acks === 0) return NO_RESPONSE;
+        if (acks === 0) {
+          const failed = [
+            ...[...refused].map(([key, code]) => [key.replace('\0', '-'), code] as const),
+            ...produced.topics.flatMap((t) =>
+              t.partitions
+                .filter((p) => p.errorCode !== ErrorCode.NONE)
+                .map((p) => [`${t.name}-${p.partitionIndex}`, p.errorCode] as const),
+            ),
+          ];
+          if (failed.length === 0) return NO_RESPONSE;
+          return new UnansweredError(
+            failed[0]![1],
+            `Produce with acks=0 failed: ${failed.map(([tp, code]) => `${tp} ${ErrorCode[code]}`).join(', ')}`,
+          );
+        }
         const answered = new Map(
           produced.topics.map((t) => [t.name, new Map(t.partitions.map((p) => [p.partitionIndex, p]))]),
         );

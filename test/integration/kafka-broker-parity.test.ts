@@ -123,3 +123,35 @@ describe('request and batch sizes', () => {
     expect(partitionErrors((await client.response(PRODUCE, 7)).body)).toEqual([ErrorCode.NONE]);
   });
 });
+
+describe('Produce with acks=0', () => {
+  test('a partition refused closes the connection, so that the producer refreshes its metadata', async () => {
+    t = await startTestServer({ adminListen: '127.0.0.1:0' });
+    const client = connect(t);
+    const refusals = async (): Promise<number> => {
+      const text = await (await fetch(`${t!.adminUrl!}/metrics`)).text();
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith('cohort_kafka_refused_connections_total{reason="acks-zero-error"} '));
+      return Number(line?.split(' ')[1] ?? NaN);
+    };
+    expect(await refusals()).toBe(0);
+    // Kafka's Produce never creates a topic: this one is UNKNOWN_TOPIC_OR_PARTITION.
+    client.send(PRODUCE, 7, 1, produceBody('no-such-topic', 0, [batch([Buffer.from('lost')])]));
+    client.send(API_VERSIONS, 2, 2, {});
+    expect(await client.next()).toBeUndefined();
+    await client.closed;
+    expect(await refusals()).toBe(1);
+  });
+
+  test('a batch that does not decode closes the connection too', async () => {
+    t = await startTestServer();
+    const client = connect(t);
+    await createTopic(client, 'quiet');
+    const broken = Buffer.from(batch([Buffer.from('x')]));
+    broken.writeUInt32BE(0, 17); // the CRC
+    client.send(PRODUCE, 7, 1, produceBody('quiet', 0, [broken]));
+    client.send(API_VERSIONS, 2, 2, {});
+    expect(await client.next()).toBeUndefined();
+  });
+});

@@ -83,11 +83,12 @@ export class ServerMetrics {
       help:
         'Kafka connections ended because of what the client sent: oversized (a size prefix past ' +
         '--kafka-max-request-bytes), malformed (a frame that does not decode), truncated (the stream ended inside ' +
-        'a frame), unsupported (an API key or version not served).',
+        'a frame), unsupported (an API key or version not served), acks-zero-error (a Produce with acks=0 ' +
+        'failed for a partition: closing the connection is how Kafka tells the producer).',
       labelNames: ['reason'],
       registers: [this.registry],
     });
-    for (const reason of ['oversized', 'malformed', 'truncated', 'unsupported']) {
+    for (const reason of ['oversized', 'malformed', 'truncated', 'unsupported', 'acks-zero-error']) {
       this.kafkaRefusedConnections.inc({ reason }, 0);
     }
     this.kafkaConnections = new Gauge({

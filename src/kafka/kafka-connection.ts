@@ -69,10 +69,14 @@ const SIZE_BYTES = 4;
  * before the next request is served, so answers leave strictly in request order (kafka-python checks
  * correlation ids against the head of its queue) and a parked Fetch or JoinGroup holds the answers after
  * it, as in Kafka. Pipelined frames wait in a queue; while it holds more than one maximal request, the
- * socket stops reading (TCP pushes back on the client). An oversized size prefix, an undecodable frame, an
- * unknown key or version, or a frame cut short by the end of the stream ends this connection only; the
- * connection's going away releases whatever it has parked. As in Kafka, a client's end of stream is its
- * going away (no half-open connections): what it had parked is released, nothing more is answered.
+ * socket stops reading (TCP pushes back on the client). An answer the socket cannot take at once (its
+ * client does not read) holds the next request until it has drained, and reading stays paused meanwhile,
+ * as Kafka mutes a channel until its response is sent: however many requests a client pipelines, its
+ * connection holds one unsent answer and at most one maximal request's worth of queued frames beyond the
+ * one being read. An oversized size prefix, an undecodable frame, an unknown key or version, or a frame cut
+ * short by the end of the stream ends this connection only; the connection's going away releases whatever
+ * it has parked. As in Kafka, a client's end of stream is its going away (no half-open connections): what
+ * it had parked is released, nothing more is answered.
  */
 export class KafkaConnection {
   private chunks: Buffer[] = [];
@@ -80,6 +84,8 @@ export class KafkaConnection {
   private readonly frames: Buffer[] = [];
   private queuedBytes = 0;
   private isServing = false;
+  /** An answer is still in the socket's buffer: nothing more is read or served until it drains. */
+  private isDraining = false;
   private isClosed = false;
   private readonly context: KafkaRequestContext;
 
@@ -130,11 +136,11 @@ export class KafkaConnection {
   }
 
   private serveNext(): void {
-    if (this.isServing || this.isClosed) return;
+    if (this.isServing || this.isDraining || this.isClosed) return;
     const frame = this.frames.shift();
     if (frame === undefined) return;
     this.queuedBytes -= frame.length;
-    if (this.queuedBytes <= this.options.maxRequestBytes && this.socket.isPaused()) this.socket.resume();
+    this.resumeIfRoom();
     let request: DecodedRequest;
     try {
       request = decodeRequest(frame);
@@ -157,7 +163,17 @@ export class KafkaConnection {
         } else if ('close' in served) {
           this.refuse(served.close, served.detail);
           return;
-        } else this.socket.write(served);
+        } else if (!this.socket.write(served)) {
+          this.isDraining = true;
+          this.socket.pause();
+          this.socket.once('drain', () => {
+            this.isDraining = false;
+            if (this.isClosed) return;
+            this.resumeIfRoom();
+            this.serveNext();
+          });
+          return;
+        }
         this.serveNext();
       },
       (error: unknown) => {
@@ -166,6 +182,12 @@ export class KafkaConnection {
         this.refuse('malformed', String(error));
       },
     );
+  }
+
+  /** Reads again, unless an answer is draining or the queue holds more than one maximal request. */
+  private resumeIfRoom(): void {
+    if (this.isDraining || this.queuedBytes > this.options.maxRequestBytes) return;
+    if (this.socket.isPaused()) this.socket.resume();
   }
 
   private refuse(reason: RefusedFrameReason, detail: string): void {

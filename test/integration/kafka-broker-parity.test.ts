@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { ErrorCode } from '../../src/errors';
-import { API_VERSIONS, CREATE_TOPICS, OFFSET_FETCH, PRODUCE } from '../../src/kafka/protocol/kafka-apis';
+import {
+  API_VERSIONS,
+  CREATE_TOPICS,
+  FETCH,
+  OFFSET_FETCH,
+  PRODUCE,
+} from '../../src/kafka/protocol/kafka-apis';
 import type { Struct } from '../../src/kafka/protocol/message-codec';
 import { CompressionCodec } from '../../src/kafka/records/compression';
 import { encodeKafkaRecordBatch } from '../../src/kafka/records/kafka-record-batch';
@@ -153,5 +159,46 @@ describe('Produce with acks=0', () => {
     client.send(PRODUCE, 7, 1, produceBody('quiet', 0, [broken]));
     client.send(API_VERSIONS, 2, 2, {});
     expect(await client.next()).toBeUndefined();
+  });
+});
+
+describe('a client that does not read', () => {
+  test('its pipelined Fetches wait for it, other connections are served, and every answer comes in order', async () => {
+    t = await startTestServer();
+    const producer = connect(t);
+    await createTopic(producer, 'wide');
+    producer.send(PRODUCE, 7, 1, produceBody('wide', 1, [batch([randomBytes(512 * 1024)])]));
+    expect(partitionErrors((await producer.response(PRODUCE, 7)).body)).toEqual([ErrorCode.NONE]);
+
+    // 32 answers of 512 KiB each: more than the sockets' buffers hold, so the server must wait for the
+    // client rather than keep them all.
+    const client = connect(t);
+    client.socket.pause();
+    const fetches = 32;
+    for (let id = 1; id <= fetches; id++) {
+      client.send(FETCH, 6, id, {
+        replicaId: -1,
+        maxWaitMs: 0,
+        minBytes: 0,
+        maxBytes: 1 << 20,
+        isolationLevel: 0,
+        topics: [
+          {
+            topic: 'wide',
+            partitions: [{ partition: 0, fetchOffset: 0, logStartOffset: -1, partitionMaxBytes: 1 << 20 }],
+          },
+        ],
+      });
+    }
+    producer.send(API_VERSIONS, 2, 2, {});
+    expect((await producer.response(API_VERSIONS, 2)).correlationId).toBe(2);
+
+    client.socket.resume();
+    for (let id = 1; id <= fetches; id++) {
+      const { correlationId, body } = await client.response(FETCH, 6);
+      expect(correlationId).toBe(id);
+      const [partition] = (body.responses as Struct[])[0]!.partitions as Struct[];
+      expect((partition!.records as Buffer).length).toBeGreaterThan(512 * 1024);
+    }
   });
 });

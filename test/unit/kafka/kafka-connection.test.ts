@@ -1,0 +1,81 @@
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { KafkaConnection, type ServableRequest } from '../../../src/kafka/kafka-connection';
+import { API_VERSIONS } from '../../../src/kafka/protocol/kafka-apis';
+import { encodeRequest } from '../../../src/kafka/protocol/kafka-request';
+
+/**
+ * A socket whose peer does not read: `write` returns `isFull` negated, as net.Socket does once its buffer
+ * is over the high-water mark; `drain()` is the peer reading it all.
+ */
+class StalledSocket extends EventEmitter {
+  readonly remoteAddress = '127.0.0.1';
+  readonly written: Buffer[] = [];
+  isFull = false;
+  private paused = false;
+
+  setNoDelay(): this {
+    return this;
+  }
+  isPaused(): boolean {
+    return this.paused;
+  }
+  pause(): this {
+    this.paused = true;
+    return this;
+  }
+  resume(): this {
+    this.paused = false;
+    return this;
+  }
+  write(bytes: Buffer): boolean {
+    this.written.push(bytes);
+    return !this.isFull;
+  }
+  drain(): void {
+    this.isFull = false;
+    this.emit('drain');
+  }
+  end(): this {
+    return this;
+  }
+  destroy(): this {
+    this.emit('close');
+    return this;
+  }
+}
+
+/** Runs the connection's promise callbacks (serve() here answers at once: microtasks only). */
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('KafkaConnection', () => {
+  test('an answer the socket cannot take holds the next request, and reading, until it drains', async () => {
+    const socket = new StalledSocket();
+    const served: number[] = [];
+    new KafkaConnection(socket as unknown as Socket, {
+      maxRequestBytes: 1 << 20,
+      serve: async (request: ServableRequest) => {
+        served.push(request.header.correlationId);
+        return Buffer.from([request.header.correlationId]);
+      },
+      onRefused: () => undefined,
+      onClosed: () => undefined,
+    });
+    socket.isFull = true;
+    socket.emit(
+      'data',
+      Buffer.concat([1, 2, 3].map((id) => encodeRequest(API_VERSIONS, 2, id, 'stalled', {}))),
+    );
+    await settle();
+    // The first answer did not fit: nothing more is served, nothing more is read.
+    expect(served).toEqual([1]);
+    expect(socket.isPaused()).toBe(true);
+
+    socket.isFull = false;
+    socket.drain();
+    await settle();
+    expect(served).toEqual([1, 2, 3]);
+    expect(socket.written.map((b) => b[0])).toEqual([1, 2, 3]);
+    expect(socket.isPaused()).toBe(false);
+  });
+});

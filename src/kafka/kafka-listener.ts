@@ -16,7 +16,7 @@ import {
   UnansweredError,
   type KafkaHandler,
 } from './kafka-request-handlers';
-import { ADVERTISED_API_VERSIONS, API_VERSIONS } from './protocol/kafka-apis';
+import { ADVERTISED_API_VERSIONS, API_VERSIONS, PRODUCE } from './protocol/kafka-apis';
 import { encodeResponse } from './protocol/kafka-request';
 
 export interface KafkaListenerOptions {
@@ -190,8 +190,13 @@ export class KafkaListener {
         { err: error, apiKey: header.apiKey, apiVersion: header.apiVersion, clientId: header.clientId },
         `Kafka ${schema.name} failed`,
       );
-      const answer = errorResponseFor(schema, header.apiVersion, error);
-      if (answer === undefined) return { close: 'malformed', detail: `${schema.name} failed` };
+      const answer = errorResponseFor(schema, header.apiVersion, body, error);
+      if (answer === undefined) {
+        return {
+          close: header.apiKey === PRODUCE.apiKey ? 'acks-zero-error' : 'malformed',
+          detail: `${schema.name} failed`,
+        };
+      }
       return encodeResponse(schema, header.apiVersion, header.correlationId, answer);
     }
   }

@@ -3,7 +3,9 @@ import { ErrorCode } from '../../src/errors';
 import {
   API_VERSIONS,
   CREATE_TOPICS,
+  DESCRIBE_GROUPS,
   FETCH,
+  OFFSET_COMMIT,
   OFFSET_FETCH,
   PRODUCE,
 } from '../../src/kafka/protocol/kafka-apis';
@@ -200,5 +202,53 @@ describe('a client that does not read', () => {
       const [partition] = (body.responses as Struct[])[0]!.partitions as Struct[];
       expect((partition!.records as Buffer).length).toBeGreaterThan(512 * 1024);
     }
+  });
+});
+
+describe('a request whose handler fails', () => {
+  test('is answered on each requested partition or group, and the connection stays', async () => {
+    t = await startTestServer(
+      {},
+      {
+        coordinatorFactory: () =>
+          new FakeGroupCoordinator({
+            offsetCommit: async () => {
+              throw new Error('offsets of group g-7 are corrupt');
+            },
+            describeGroups: async () => {
+              throw new Error('members map of group g-7 is corrupt');
+            },
+          }),
+      },
+    );
+    const client = connect(t);
+    client.send(OFFSET_COMMIT, 2, 1, {
+      groupId: 'g-7',
+      generationId: -1,
+      memberId: '',
+      retentionTimeMs: -1,
+      topics: [
+        {
+          name: 'orders',
+          partitions: [
+            { partitionIndex: 0, committedOffset: 5, committedMetadata: null },
+            { partitionIndex: 1, committedOffset: 7, committedMetadata: null },
+          ],
+        },
+      ],
+    });
+    expect((await client.response(OFFSET_COMMIT, 2)).body.topics).toEqual([
+      {
+        name: 'orders',
+        partitions: [
+          { partitionIndex: 0, errorCode: ErrorCode.UNKNOWN_SERVER_ERROR },
+          { partitionIndex: 1, errorCode: ErrorCode.UNKNOWN_SERVER_ERROR },
+        ],
+      },
+    ]);
+    client.send(DESCRIBE_GROUPS, 1, 2, { groups: ['g-7'] });
+    expect((await client.response(DESCRIBE_GROUPS, 1)).body.groups).toEqual([
+      expect.objectContaining({ groupId: 'g-7', errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, members: [] }),
+    ]);
   });
 });

@@ -294,6 +294,12 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorInfo>> = Object.freeze
     S.UNAVAILABLE,
     'The leader epoch in the request is newer than the epoch on the broker.',
   ),
+  [ErrorCode.UNSUPPORTED_COMPRESSION_TYPE]: row(
+    'UNSUPPORTED_COMPRESSION_TYPE',
+    false,
+    S.INVALID_ARGUMENT,
+    'The requesting client does not support the compression type of given partition.',
+  ),
   [ErrorCode.MEMBER_ID_REQUIRED]: row(
     'MEMBER_ID_REQUIRED',
     false,

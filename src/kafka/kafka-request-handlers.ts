@@ -32,7 +32,8 @@ import {
 } from './protocol/kafka-apis';
 import type { Struct } from './protocol/message-codec';
 import type { RequestHeader } from './protocol/kafka-request';
-import { decodeKafkaRecordBatches } from './records/kafka-record-batch';
+import { CompressionCodec } from './records/compression';
+import { decodeKafkaRecordBatches, type KafkaRecordBatch } from './records/kafka-record-batch';
 import { KafkaRecordsError } from './records/kafka-records-error';
 import { fromFetchedRecords, toProduceRecords } from './records/record-conversion';
 
@@ -132,7 +133,7 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
 
     [
       PRODUCE.apiKey,
-      async (body, _header, context) => {
+      async (body, header, context) => {
         const acks = body.acks as number;
         const refused = new Map<string, ErrorCode>();
         const topicData = body.topicData as {
@@ -143,11 +144,29 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
           name: topic.name,
           partitions: topic.partitionData.flatMap((partition): ProducePartitionData[] => {
             try {
-              if (partition.records === null) throw new KafkaRecordsError('truncated', 'null records');
+              // Kafka's ProduceRequest.validateRecords, then LogValidator's checks of a client's batch. A
+              // partition without records is invalid (INVALID_RECORD), not damaged: CORRUPT_MESSAGE is
+              // retriable, and a client would resend the same nothing forever.
+              if (partition.records === null || partition.records.length === 0)
+                throw new KafkaRecordsError('invalid-record', 'a partition must carry one record batch');
               const batches = decodeKafkaRecordBatches(partition.records);
               // Produce v3+ carries exactly one batch per partition (Kafka refuses more as INVALID_RECORD).
               if (batches.length !== 1) {
                 throw new KafkaRecordsError('invalid-record', `${batches.length} batches in one partition`);
+              }
+              const [batch] = batches as [KafkaRecordBatch];
+              if (header.apiVersion < 7 && batch.compression === CompressionCodec.ZSTD) {
+                throw new KafkaRecordsError(
+                  'zstd-before-produce-v7',
+                  `zstd in Produce v${header.apiVersion}`,
+                );
+              }
+              // The offsets a batch spans must be its records, one each: the log gives them offsets by count.
+              if (batch.lastOffsetDelta + 1 !== batch.records.length) {
+                throw new KafkaRecordsError(
+                  'invalid-record',
+                  `lastOffsetDelta ${batch.lastOffsetDelta} with ${batch.records.length} records`,
+                );
               }
               return [
                 {

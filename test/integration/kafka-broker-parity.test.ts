@@ -252,3 +252,40 @@ describe('a request whose handler fails', () => {
     ]);
   });
 });
+
+describe('Produce validation', () => {
+  test('an empty records field and a batch whose offsets do not match its count are INVALID_RECORD', async () => {
+    t = await startTestServer();
+    const client = connect(t);
+    await createTopic(client, 'checked', 3);
+    // Offsets 0 and 2: lastOffsetDelta 2 for two records.
+    const gapped = encodeKafkaRecordBatch(
+      [0, 2].map((offset) => ({ offset, key: null, value: Buffer.from('v'), headers: [], timestampMs: 1 })),
+      { baseOffset: 0, partitionLeaderEpoch: -1 },
+    );
+    client.send(
+      PRODUCE,
+      7,
+      1,
+      produceBody('checked', 1, [Buffer.alloc(0), gapped, batch([Buffer.from('ok')])]),
+    );
+    expect(partitionErrors((await client.response(PRODUCE, 7)).body)).toEqual([
+      ErrorCode.INVALID_RECORD,
+      ErrorCode.INVALID_RECORD,
+      ErrorCode.NONE,
+    ]);
+  });
+
+  test('zstd is UNSUPPORTED_COMPRESSION_TYPE before Produce v7, and taken from v7', async () => {
+    t = await startTestServer();
+    const client = connect(t);
+    await createTopic(client, 'zstd');
+    const zstd = batch([Buffer.from('compressed')], CompressionCodec.ZSTD);
+    client.send(PRODUCE, 6, 1, produceBody('zstd', 1, [zstd]));
+    expect(partitionErrors((await client.response(PRODUCE, 6)).body)).toEqual([
+      ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+    ]);
+    client.send(PRODUCE, 7, 2, produceBody('zstd', 1, [zstd]));
+    expect(partitionErrors((await client.response(PRODUCE, 7)).body)).toEqual([ErrorCode.NONE]);
+  });
+});

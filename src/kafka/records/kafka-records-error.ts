@@ -20,6 +20,9 @@ import { CohortError, ErrorCode } from '../../errors';
  *   for both.
  * - `too-large`: the records would decompress to more than the caller's limit (a decompression bomb):
  *   MESSAGE_TOO_LARGE 10, not retriable.
+ * - `zstd-before-produce-v7`: zstd in a Produce older than v7, which Kafka refuses with
+ *   UnsupportedCompressionTypeException (UNSUPPORTED_COMPRESSION_TYPE 76): a client that cannot negotiate
+ *   v7 is one Kafka will not send zstd to either.
  */
 export type KafkaRecordsReason =
   | 'truncated'
@@ -31,7 +34,8 @@ export type KafkaRecordsReason =
   | 'unsupported-compression'
   | 'transactional'
   | 'control'
-  | 'too-large';
+  | 'too-large'
+  | 'zstd-before-produce-v7';
 
 const REASON_CODES: Readonly<Record<KafkaRecordsReason, ErrorCode>> = {
   truncated: ErrorCode.CORRUPT_MESSAGE,
@@ -44,6 +48,7 @@ const REASON_CODES: Readonly<Record<KafkaRecordsReason, ErrorCode>> = {
   transactional: ErrorCode.INVALID_RECORD,
   control: ErrorCode.INVALID_RECORD,
   'too-large': ErrorCode.MESSAGE_TOO_LARGE,
+  'zstd-before-produce-v7': ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
 };
 
 /**

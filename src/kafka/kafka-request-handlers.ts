@@ -67,6 +67,12 @@ interface NamedPartitions<P> {
   partitions: P[];
 }
 
+/**
+ * The topics Kafka's Metadata flags internal (Topic.INTERNAL_TOPICS): a fixed set, not every `__` name. A
+ * user's `__audit` topic is an ordinary one, which a consumer subscribing by pattern must still see.
+ */
+const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__transaction_state']);
+
 const bytesOrEmpty = (value: Buffer | null): Buffer => value ?? Buffer.alloc(0);
 const nullIfEmpty = (value: string): string | null => (value === '' ? null : value);
 
@@ -118,7 +124,7 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
           topics: topics.map((topic: TopicMetadata) => ({
             errorCode: topic.errorCode,
             name: topic.name,
-            isInternal: topic.name.startsWith('__'),
+            isInternal: INTERNAL_TOPICS.has(topic.name),
             partitions: topic.partitions.map((p) => ({
               errorCode: p.errorCode,
               partitionIndex: p.partitionIndex,

@@ -5,6 +5,7 @@ import {
   CREATE_TOPICS,
   DESCRIBE_GROUPS,
   FETCH,
+  METADATA,
   OFFSET_COMMIT,
   OFFSET_FETCH,
   PRODUCE,
@@ -287,5 +288,17 @@ describe('Produce validation', () => {
     ]);
     client.send(PRODUCE, 7, 2, produceBody('zstd', 1, [zstd]));
     expect(partitionErrors((await client.response(PRODUCE, 7)).body)).toEqual([ErrorCode.NONE]);
+  });
+});
+
+describe('Metadata', () => {
+  test("flags only Kafka's internal topics internal, not every name starting with __", async () => {
+    t = await startTestServer();
+    const client = connect(t);
+    await createTopic(client, '__audit');
+    client.send(METADATA, 1, 1, { topics: [{ name: '__audit' }] });
+    expect((await client.response(METADATA, 1)).body.topics).toEqual([
+      expect.objectContaining({ name: '__audit', errorCode: ErrorCode.NONE, isInternal: false }),
+    ]);
   });
 });

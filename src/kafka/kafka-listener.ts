@@ -156,6 +156,17 @@ export class KafkaListener {
       });
     }
     const { schema, body } = request;
+    if (request.trailingBytes > 0) {
+      this.options.logger.debug(
+        {
+          apiKey: header.apiKey,
+          apiVersion: header.apiVersion,
+          clientId: header.clientId,
+          bytes: request.trailingBytes,
+        },
+        `Kafka ${schema.name} request has bytes after its body, ignored`,
+      );
+    }
     const handler = this.handlers.get(header.apiKey);
     if (handler === undefined) return { close: 'unsupported', detail: `no handler for key ${header.apiKey}` };
     const observer = this.observerOf(schema.name);

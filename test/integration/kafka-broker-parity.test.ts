@@ -11,6 +11,7 @@ import {
   PRODUCE,
 } from '../../src/kafka/protocol/kafka-apis';
 import type { Struct } from '../../src/kafka/protocol/message-codec';
+import { encodeRequest } from '../../src/kafka/protocol/kafka-request';
 import { CompressionCodec } from '../../src/kafka/records/compression';
 import { encodeKafkaRecordBatch } from '../../src/kafka/records/kafka-record-batch';
 import { FakeGroupCoordinator } from '../support/fake-group-coordinator';
@@ -300,5 +301,17 @@ describe('Metadata', () => {
     expect((await client.response(METADATA, 1)).body.topics).toEqual([
       expect.objectContaining({ name: '__audit', errorCode: ErrorCode.NONE, isInternal: false }),
     ]);
+  });
+
+  test("bytes after a request body are ignored, as Kafka's parser ignores them", async () => {
+    t = await startTestServer();
+    const client = connect(t);
+    const request = encodeRequest(METADATA, 1, 7, 'padded', { topics: [] });
+    const padded = Buffer.concat([request, Buffer.from([0, 0, 0])]);
+    padded.writeInt32BE(padded.length - 4, 0);
+    client.socket.write(padded);
+    const { correlationId, body } = await client.response(METADATA, 1);
+    expect(correlationId).toBe(7);
+    expect(body.topics).toEqual([]);
   });
 });

@@ -25,6 +25,11 @@ export type DecodedRequest =
       readonly header: RequestHeader;
       readonly schema: ApiSchema;
       readonly body: Struct;
+      /**
+       * Bytes after the body, which Kafka's parser ignores (a newer client's field, a client's padding), and
+       * so does cohort: they are only counted, for a debug log.
+       */
+      readonly trailingBytes: number;
     }
   /**
    * An ApiVersions version cohort does not serve: it is answered in v0 with UNSUPPORTED_VERSION and the
@@ -68,10 +73,13 @@ export function decodeRequest(frame: Buffer): DecodedRequest {
   const clientId = reader.nullableString(false);
   if (isCompact) reader.skipTaggedFields();
   const body = decodeStruct(reader, schema.request, apiVersion, isCompact);
-  if (reader.remaining !== 0) {
-    throw new KafkaProtocolError(`${reader.remaining} bytes after ${schema.name} v${apiVersion}`);
-  }
-  return { kind: 'request', header: { apiKey, apiVersion, correlationId, clientId }, schema, body };
+  return {
+    kind: 'request',
+    header: { apiKey, apiVersion, correlationId, clientId },
+    schema,
+    body,
+    trailingBytes: reader.remaining,
+  };
 }
 
 /** A whole response frame: size, header, body. */

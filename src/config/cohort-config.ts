@@ -26,6 +26,8 @@ export interface CohortConfig {
   readonly kafkaAutoCreateTopics: boolean;
   /** The largest Kafka request frame read; a larger one ends its connection (socket.request.max.bytes). */
   readonly kafkaMaxRequestBytes: number;
+  /** A Kafka connection idle this long (nothing read or written, nothing parked) is ended. */
+  readonly kafkaConnectionsMaxIdleMs: number;
   /** Where durable state lives: one directory per partition, and the topic registry. */
   readonly dataDir: string;
   /**

@@ -6,6 +6,7 @@ import {
   DEFAULT_KAFKA_ADVERTISED_ADDRESS,
   DEFAULT_KAFKA_AUTO_CREATE_TOPICS,
   DEFAULT_KAFKA_MAX_REQUEST_BYTES,
+  DEFAULT_KAFKA_CONNECTIONS_MAX_IDLE_MS,
   DEFAULT_KAFKA_LISTEN,
   KAFKA_LISTEN_OFF,
   DEFAULT_DATA_DIR,
@@ -199,6 +200,17 @@ export const CONFIG_SCHEMA: { readonly [K in ConfigKey]: SettingSpec<K> } = Obje
     description:
       'Largest request a Kafka client may send; a larger one ends its connection. Each record batch in it ' +
       "is still held to the log's limit (MESSAGE_TOO_LARGE). The gRPC door has --max-message-bytes.",
+  }),
+  kafkaConnectionsMaxIdleMs: setting('kafkaConnectionsMaxIdleMs', {
+    kind: 'integer',
+    valueName: 'MS',
+    defaultValue: DEFAULT_KAFKA_CONNECTIONS_MAX_IDLE_MS,
+    min: 1_000,
+    max: INT32_MAX,
+    kafkaName: 'connections.max.idle.ms',
+    description:
+      'A Kafka connection that neither reads nor writes for this long, with no request of its own parked, ' +
+      'is closed: a client that stalls, even halfway through a request, holds nothing for ever.',
   }),
   dataDir: setting('dataDir', {
     kind: 'path',

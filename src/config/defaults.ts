@@ -33,6 +33,8 @@ export const DEFAULT_KAFKA_AUTO_CREATE_TOPICS = true;
  * batch is still held to the log's max.message.bytes.
  */
 export const DEFAULT_KAFKA_MAX_REQUEST_BYTES = 104_857_600;
+/** Kafka's connections.max.idle.ms (10 minutes). */
+export const DEFAULT_KAFKA_CONNECTIONS_MAX_IDLE_MS = 600_000;
 /** Kubernetes gives a pod 30 s between SIGTERM and SIGKILL; 10 s leaves room for the flush after the drain. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** No bearer token, no TLS: safe only on loopback or a Unix socket, which validation enforces. */

@@ -3,12 +3,15 @@ import type { RequestContext } from '../group/group-protocol';
 import type { BrokerRequestContext } from '../log/broker-protocol';
 import { KafkaProtocolError } from './protocol/kafka-protocol-error';
 import { decodeRequest, type DecodedRequest } from './protocol/kafka-request';
+import type { Time } from '../time';
 
 /**
  * Why a connection was ended by the door, as the refused-frames metric labels it. `acks-zero-error`: a
  * Produce with acks=0 failed for some partition, which only closing the connection can tell the producer.
+ * `idle`: nothing went either way for the idle limit (a client stalled inside a frame included).
  */
-export type RefusedFrameReason = 'oversized' | 'malformed' | 'truncated' | 'unsupported' | 'acks-zero-error';
+export type RefusedFrameReason =
+  'oversized' | 'malformed' | 'truncated' | 'unsupported' | 'acks-zero-error' | 'idle';
 
 /** A request the connection hands on: decoded, served, answered. */
 export type ServableRequest = Exclude<DecodedRequest, { kind: 'unsupported' }>;
@@ -20,47 +23,24 @@ export type ServableRequest = Exclude<DecodedRequest, { kind: 'unsupported' }>;
 export type ServedRequest =
   Buffer | undefined | { readonly close: RefusedFrameReason; readonly detail: string };
 
-export interface KafkaConnectionOptions {
+/**
+ * What every connection needs of its listener: one object shared by all of them (an idle member's
+ * connection is what the door holds most of, so it holds no closures and no options of its own).
+ */
+export interface KafkaConnectionHost {
   /** The largest request accepted (its size prefix excluded): larger ones end the connection. */
   readonly maxRequestBytes: number;
-  readonly serve: (request: ServableRequest, context: KafkaRequestContext) => Promise<ServedRequest>;
-  /** The door ended the connection because of what the client sent. */
-  readonly onRefused: (reason: RefusedFrameReason, detail: string) => void;
-  readonly onClosed: () => void;
+  /** The clock idleness is measured on. */
+  readonly time: Time;
+  serve(request: ServableRequest, connection: KafkaConnection): Promise<ServedRequest>;
+  /** The door ended the connection because of what the client sent (or did not send: `idle`). */
+  onRefused(connection: KafkaConnection, reason: RefusedFrameReason, detail: string): void;
+  onClosed(connection: KafkaConnection): void;
 }
 
 const NOTHING_TO_UNREGISTER = (): void => {};
-
-/** The context of every request of one connection: its peer, and "the connection went away". */
-export class KafkaRequestContext implements RequestContext, BrokerRequestContext {
-  private readonly listeners = new Set<() => void>();
-  private isGone = false;
-
-  constructor(readonly clientHost: string) {}
-
-  /** The connection is gone: nothing more is written to it. */
-  get isCancelled(): boolean {
-    return this.isGone;
-  }
-
-  onCancel(listener: () => void): () => void {
-    if (this.isGone) {
-      listener();
-      return NOTHING_TO_UNREGISTER;
-    }
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  /** Releases every parked request of the connection (each listener once). */
-  cancelAll(): void {
-    if (this.isGone) return;
-    this.isGone = true;
-    const listeners = [...this.listeners];
-    this.listeners.clear();
-    for (const listener of listeners) listener();
-  }
-}
+/** Every socket's 'error' listener: the 'close' that follows an error is what ends the connection. */
+const IGNORE_SOCKET_ERROR = (): void => {};
 
 const SIZE_BYTES = 4;
 
@@ -76,33 +56,68 @@ const SIZE_BYTES = 4;
  * one being read. An oversized size prefix, an undecodable frame, an unknown key or version, or a frame cut
  * short by the end of the stream ends this connection only; the connection's going away releases whatever
  * it has parked. As in Kafka, a client's end of stream is its going away (no half-open connections): what
- * it had parked is released, nothing more is answered.
+ * it had parked is released, nothing more is answered. A connection that neither reads nor writes for the
+ * listener's idle limit (Kafka's connections.max.idle.ms) is ended by the listener's sweep
+ * (`isIdleSince`), unless a request of its own is parked: a client stalled inside a frame included.
+ *
+ * The connection is also the context of each of its requests (its peer, "the connection went away"): an
+ * idle member's connection is the door's commonest object, so it is one object with two closures, and
+ * its queues and cancel listeners exist only while in use.
  */
-export class KafkaConnection {
-  private chunks: Buffer[] = [];
+export class KafkaConnection implements RequestContext, BrokerRequestContext {
+  /** The bytes read and not yet split into frames: one buffer, or several until a frame is whole. */
+  private chunks: Buffer[] | undefined;
   private bufferedBytes = 0;
-  private readonly frames: Buffer[] = [];
+  /** Frames read and not yet served (pipelined requests). */
+  private frames: Buffer[] | undefined;
   private queuedBytes = 0;
   private isServing = false;
   /** An answer is still in the socket's buffer: nothing more is read or served until it drains. */
   private isDraining = false;
   private isClosed = false;
-  private readonly context: KafkaRequestContext;
+  /** The parked requests' "went away" listeners. */
+  private cancelListeners: Set<() => void> | undefined;
+  /** When bytes last went either way (the host's clock, monotonic). */
+  private lastActiveMs: number;
 
   constructor(
     private readonly socket: Socket,
-    private readonly options: KafkaConnectionOptions,
+    private readonly host: KafkaConnectionHost,
   ) {
     socket.setNoDelay(true);
-    this.context = new KafkaRequestContext((socket.remoteAddress ?? '').replace(/^::ffff:/, ''));
+    this.lastActiveMs = host.time.monotonicMs();
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('end', () => {
-      if (this.bufferedBytes > 0)
-        this.refuse('truncated', `the stream ended inside a frame (${this.bufferedBytes} bytes)`);
-      else socket.end();
-    });
-    socket.on('error', () => undefined);
+    // Node ends the socket when its client does (allowHalfOpen is off), then closes it.
+    socket.on('error', IGNORE_SOCKET_ERROR);
     socket.on('close', () => this.onClose());
+  }
+
+  /** The peer's host, as DescribeGroups reports it (`client_host`); read when asked, not held. */
+  get clientHost(): string {
+    return (this.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+  }
+
+  /** The connection is gone: nothing more is written to it. */
+  get isCancelled(): boolean {
+    return this.isClosed;
+  }
+
+  onCancel(listener: () => void): () => void {
+    if (this.isClosed) {
+      listener();
+      return NOTHING_TO_UNREGISTER;
+    }
+    const listeners = (this.cancelListeners ??= new Set());
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  }
+
+  /**
+   * Whether nothing went either way since `sinceMs` on the host's clock, with no request of the
+   * connection's own parked (a long poll or a join is the server's doing, not the client's stall).
+   */
+  isIdleSince(sinceMs: number): boolean {
+    return !this.isClosed && !this.isServing && !this.isDraining && this.lastActiveMs <= sinceMs;
   }
 
   /** Ends the connection now (the listener is closing). */
@@ -110,35 +125,53 @@ export class KafkaConnection {
     this.socket.destroy();
   }
 
+  /** Ends an idle connection, counted as refused for `idle`. */
+  expireIdle(idleMs: number): void {
+    const detail =
+      this.bufferedBytes > 0
+        ? `idle for ${idleMs} ms inside a frame (${this.bufferedBytes} bytes read)`
+        : `idle for ${idleMs} ms`;
+    this.refuse('idle', detail);
+  }
+
   private onData(chunk: Buffer): void {
     if (this.isClosed) return;
-    this.chunks.push(chunk);
+    this.lastActiveMs = this.host.time.monotonicMs();
+    let chunks = this.chunks;
+    if (chunks === undefined) chunks = this.chunks = [chunk];
+    else chunks.push(chunk);
     this.bufferedBytes += chunk.length;
+    const { maxRequestBytes } = this.host;
     // Chunks are joined once per frame, when the whole frame is there (a large Produce arrives in many
     // chunks: joining at every chunk would copy it over and over).
     while (this.bufferedBytes >= SIZE_BYTES) {
-      if (this.chunks[0]!.length < SIZE_BYTES) this.chunks = [Buffer.concat(this.chunks)];
-      const size = this.chunks[0]!.readInt32BE(0);
-      if (size < 0 || size > this.options.maxRequestBytes) {
-        this.refuse('oversized', `a request of ${size} bytes (the most is ${this.options.maxRequestBytes})`);
+      if (chunks[0]!.length < SIZE_BYTES) chunks = this.chunks = [Buffer.concat(chunks)];
+      const size = chunks[0]!.readInt32BE(0);
+      if (size < 0 || size > maxRequestBytes) {
+        this.refuse('oversized', `a request of ${size} bytes (the most is ${maxRequestBytes})`);
         return;
       }
       if (this.bufferedBytes < SIZE_BYTES + size) break;
-      const head = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-      this.frames.push(head.subarray(SIZE_BYTES, SIZE_BYTES + size));
+      const head: Buffer = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      (this.frames ??= []).push(head.subarray(SIZE_BYTES, SIZE_BYTES + size));
       this.queuedBytes += size;
-      const rest = head.subarray(SIZE_BYTES + size);
-      this.chunks = rest.length === 0 ? [] : [rest];
+      const rest: Buffer = head.subarray(SIZE_BYTES + size);
       this.bufferedBytes = rest.length;
+      if (rest.length === 0) {
+        this.chunks = undefined;
+        break;
+      }
+      chunks = this.chunks = [rest];
     }
-    if (this.queuedBytes > this.options.maxRequestBytes) this.socket.pause();
+    if (this.queuedBytes > maxRequestBytes) this.socket.pause();
     this.serveNext();
   }
 
   private serveNext(): void {
     if (this.isServing || this.isDraining || this.isClosed) return;
-    const frame = this.frames.shift();
+    const frame = this.frames?.shift();
     if (frame === undefined) return;
+    if (this.frames!.length === 0) this.frames = undefined;
     this.queuedBytes -= frame.length;
     this.resumeIfRoom();
     let request: DecodedRequest;
@@ -154,28 +187,8 @@ export class KafkaConnection {
       return;
     }
     this.isServing = true;
-    this.options.serve(request, this.context).then(
-      (served) => {
-        this.isServing = false;
-        if (this.isClosed) return;
-        if (served === undefined) {
-          // Nothing to answer (acks=0).
-        } else if ('close' in served) {
-          this.refuse(served.close, served.detail);
-          return;
-        } else if (!this.socket.write(served)) {
-          this.isDraining = true;
-          this.socket.pause();
-          this.socket.once('drain', () => {
-            this.isDraining = false;
-            if (this.isClosed) return;
-            this.resumeIfRoom();
-            this.serveNext();
-          });
-          return;
-        }
-        this.serveNext();
-      },
+    this.host.serve(request, this).then(
+      (served) => this.onServed(served),
       (error: unknown) => {
         // serve() answers every failure itself: a rejection is a bug, which ends this connection only.
         this.isServing = false;
@@ -184,25 +197,59 @@ export class KafkaConnection {
     );
   }
 
+  private onServed(served: ServedRequest): void {
+    this.isServing = false;
+    if (this.isClosed) return;
+    this.lastActiveMs = this.host.time.monotonicMs();
+    if (served === undefined) {
+      // Nothing to answer (acks=0).
+    } else if ('close' in served) {
+      this.refuse(served.close, served.detail);
+      return;
+    } else if (!this.socket.write(served)) {
+      this.isDraining = true;
+      this.socket.pause();
+      this.socket.once('drain', () => this.onDrained());
+      return;
+    }
+    this.serveNext();
+  }
+
+  private onDrained(): void {
+    this.isDraining = false;
+    if (this.isClosed) return;
+    this.lastActiveMs = this.host.time.monotonicMs();
+    this.resumeIfRoom();
+    this.serveNext();
+  }
+
   /** Reads again, unless an answer is draining or the queue holds more than one maximal request. */
   private resumeIfRoom(): void {
-    if (this.isDraining || this.queuedBytes > this.options.maxRequestBytes) return;
+    if (this.isDraining || this.queuedBytes > this.host.maxRequestBytes) return;
     if (this.socket.isPaused()) this.socket.resume();
   }
 
   private refuse(reason: RefusedFrameReason, detail: string): void {
     if (this.isClosed) return;
-    this.options.onRefused(reason, detail);
+    this.host.onRefused(this, reason, detail);
     this.onClose();
     this.socket.destroy();
   }
 
   private onClose(): void {
     if (this.isClosed) return;
+    // The client ended its stream inside a frame (its end is its going away: Node closes after it).
+    if (this.bufferedBytes > 0 && this.socket.readableEnded) {
+      this.host.onRefused(this, 'truncated', `the stream ended inside a frame (${this.bufferedBytes} bytes)`);
+    }
     this.isClosed = true;
-    this.frames.length = 0;
-    this.chunks = [];
-    this.context.cancelAll();
-    this.options.onClosed();
+    this.frames = undefined;
+    this.chunks = undefined;
+    this.bufferedBytes = 0;
+    const listeners = this.cancelListeners;
+    this.cancelListeners = undefined;
+    // Releases every parked request of the connection (each listener once).
+    if (listeners !== undefined) for (const listener of [...listeners]) listener();
+    this.host.onClosed(this);
   }
 }

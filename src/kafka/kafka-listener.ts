@@ -2,9 +2,12 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import type { Logger } from 'pino';
 import { CohortError, ErrorCode } from '../errors';
 import type { KafkaCore } from './kafka-broker';
+import { PeriodicTask } from '../log';
+import type { Time } from '../time';
+import { SystemTimer } from '../timer';
 import {
   KafkaConnection,
-  type KafkaRequestContext,
+  type KafkaConnectionHost,
   type RefusedFrameReason,
   type ServableRequest,
   type ServedRequest,
@@ -25,6 +28,13 @@ export interface KafkaListenerOptions {
   readonly port: number;
   /** The largest request accepted (socket.request.max.bytes): a larger frame ends its connection. */
   readonly maxRequestBytes: number;
+  /**
+   * A connection that neither reads nor writes for this long, with no request of its own parked, is
+   * ended (connections.max.idle.ms): a client that stalls, even inside a frame, holds nothing for ever.
+   */
+  readonly connectionsMaxIdleMs: number;
+  /** The server's clock: idleness is measured, and swept, on it (a manual clock's advance included). */
+  readonly time: Time;
   readonly core: KafkaCore;
   readonly logger: Logger;
   /** Told each time a connection is ended because of what its client sent (a metric). */
@@ -65,6 +75,14 @@ export interface KafkaBoundAddress {
 const WIRE_TRACE_LIMIT = 10_000;
 
 /**
+ * How often idle connections are looked for: a tenth of the limit, at most every 30 s, so a connection is
+ * ended between the limit and a tenth more (Kafka checks at each poll; one pass over every connection here).
+ */
+export function idleSweepPeriodMs(connectionsMaxIdleMs: number): number {
+  return Math.max(1, Math.min(Math.ceil(connectionsMaxIdleMs / 10), 30_000));
+}
+
+/**
  * The Kafka door's TCP listener: accepts connections, hands each to a KafkaConnection (framing, order,
  * cancellation), and serves each request through the API's handler, mapping a thrown failure once
  * (kafka-error-response.ts). `close()` stops accepting and ends every connection, releasing what they
@@ -77,10 +95,31 @@ export class KafkaListener {
   private readonly trace: WireTraceEntry[] = [];
   private readonly observers = new Map<string, KafkaCallObserver>();
   private bound: KafkaBoundAddress | undefined;
+  /** What every connection shares of the listener. */
+  private readonly host: KafkaConnectionHost;
+  private readonly idleTimer: SystemTimer;
+  private idleSweep: PeriodicTask | undefined;
 
   constructor(private readonly options: KafkaListenerOptions) {
     this.handlers = kafkaRequestHandlers(options.core);
     this.server = createServer((socket) => this.accept(socket));
+    this.idleTimer = new SystemTimer({ name: 'kafka-idle-connections', time: options.time });
+    this.host = {
+      maxRequestBytes: options.maxRequestBytes,
+      time: options.time,
+      serve: (request, connection) => this.serve(request, connection),
+      onRefused: (connection, reason, detail) => {
+        this.options.onRefusedConnection?.(reason);
+        this.options.logger.debug(
+          { reason, detail, peer: connection.clientHost },
+          'Kafka connection refused',
+        );
+      },
+      onClosed: (connection) => {
+        this.connections.delete(connection);
+        this.options.onOpenConnections?.(this.connections.size);
+      },
+    };
   }
 
   get address(): KafkaBoundAddress | undefined {
@@ -113,6 +152,10 @@ export class KafkaListener {
         );
         const bound = (this.server.address() as AddressInfo).port;
         this.bound = { host, port: bound, address: `${host}:${bound}` };
+        const idleMs = this.options.connectionsMaxIdleMs;
+        this.idleSweep = new PeriodicTask(this.idleTimer, idleSweepPeriodMs(idleMs), () =>
+          this.expireIdleConnections(idleMs),
+        ).start();
         resolve(this.bound);
       });
     });
@@ -120,29 +163,27 @@ export class KafkaListener {
 
   /** Stops accepting, ends every connection (their parked requests are released). Idempotent. */
   close(): Promise<void> {
+    this.idleSweep?.cancel();
+    this.idleTimer.shutdown();
     for (const connection of [...this.connections]) connection.destroy();
     if (!this.server.listening) return Promise.resolve();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 
   private accept(socket: Socket): void {
-    const connection: KafkaConnection = new KafkaConnection(socket, {
-      maxRequestBytes: this.options.maxRequestBytes,
-      serve: (request, context) => this.serve(request, context),
-      onRefused: (reason, detail) => {
-        this.options.onRefusedConnection?.(reason);
-        this.options.logger.debug({ reason, detail, peer: socket.remoteAddress }, 'Kafka connection refused');
-      },
-      onClosed: () => {
-        this.connections.delete(connection);
-        this.options.onOpenConnections?.(this.connections.size);
-      },
-    });
-    this.connections.add(connection);
+    this.connections.add(new KafkaConnection(socket, this.host));
     this.options.onOpenConnections?.(this.connections.size);
   }
 
-  private async serve(request: ServableRequest, context: KafkaRequestContext): Promise<ServedRequest> {
+  /** Ends every connection idle for `idleMs` (none of its requests parked). */
+  private expireIdleConnections(idleMs: number): void {
+    const sinceMs = this.options.time.monotonicMs() - idleMs;
+    for (const connection of this.connections) {
+      if (connection.isIdleSince(sinceMs)) connection.expireIdle(idleMs);
+    }
+  }
+
+  private async serve(request: ServableRequest, context: KafkaConnection): Promise<ServedRequest> {
     const { header } = request;
     if (this.options.isWireTraced === true) {
       if (this.trace.length >= WIRE_TRACE_LIMIT) this.trace.shift();

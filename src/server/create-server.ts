@@ -569,6 +569,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
           host: kafkaListen.host,
           port: kafkaListen.port,
           maxRequestBytes: config.kafkaMaxRequestBytes,
+          connectionsMaxIdleMs: config.kafkaConnectionsMaxIdleMs,
+          time,
           logger,
           onRefusedConnection: (reason) => metrics.onKafkaRefusedConnection(reason),
           onOpenConnections: (open) => metrics.onKafkaConnections(open),

@@ -59,6 +59,11 @@ export interface StartServerOptions {
   readonly kafkaListen?: string;
   /** A Kafka Metadata request naming an unknown topic creates it (auto.create.topics.enable). Default true. */
   readonly kafkaAutoCreateTopics?: boolean;
+  /**
+   * A Kafka connection idle this long (nothing read or written, no request of its own parked) is closed, on
+   * the server's clock (connections.max.idle.ms). Default 600,000.
+   */
+  readonly kafkaConnectionsMaxIdleMs?: number;
   /** Record the (client id, api key, version) of every Kafka request, for `kafkaWireTrace`. Default false. */
   readonly kafkaWireTrace?: boolean;
 }

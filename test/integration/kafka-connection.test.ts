@@ -570,3 +570,90 @@ describe('the Kafka listener at start-up', () => {
     }
   });
 });
+
+describe('idle Kafka connections', () => {
+  test('one stalled halfway through a frame, or silent, is closed past the idle limit on the server clock; one with a parked Fetch is not', async () => {
+    const clocked = await startServer({
+      manualClock: true,
+      adminListen: '127.0.0.1:0',
+      kafkaConnectionsMaxIdleMs: 1_000,
+    });
+    const [host, port] = clocked.kafkaAddress!.split(':');
+    const connect = (): { socket: Socket; closed: Promise<void> } => {
+      const socket = createConnection({ host, port: Number(port) });
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      return { socket, closed: new Promise((resolve) => socket.once('close', () => resolve())) };
+    };
+    const idleRefusals = async (): Promise<number> => {
+      const text = await (await fetch(`${clocked.adminUrl!}/metrics`)).text();
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith('cohort_kafka_refused_connections_total{reason="idle"} '));
+      return Number(line?.split(' ')[1] ?? 0);
+    };
+    try {
+      // A client that sends half a request and stalls, and one that never sends anything.
+      const stalled = connect();
+      stalled.socket.write(encodeRequest(API_VERSIONS, 2, 1, 'stalls', {}).subarray(0, 6));
+      const silent = connect();
+      // One with a Fetch parked for 5 s of the server's clock on an empty topic.
+      const parked = connect();
+      const answers: Buffer[] = [];
+      parked.socket.on('data', (chunk: Buffer) => answers.push(chunk));
+      parked.socket.write(
+        encodeRequest(CREATE_TOPICS, 3, 1, 'parks', {
+          topics: [
+            { name: 'idle-topic', numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] },
+          ],
+          timeoutMs: 5_000,
+        }),
+      );
+      await waitFor(() => answers.length === 1, 'the topic to be created');
+      parked.socket.write(
+        encodeRequest(FETCH, 4, 2, 'parks', {
+          replicaId: -1,
+          maxWaitMs: 5_000,
+          minBytes: 1,
+          maxBytes: 1 << 20,
+          isolationLevel: 0,
+          topics: [
+            {
+              topic: 'idle-topic',
+              partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 1 << 20 }],
+            },
+          ],
+        }),
+      );
+      await waitFor(async () => (await clockedParkedFetches(clocked.adminUrl!)) === 1, 'the Fetch to park');
+
+      await clocked.advanceClock(1_500);
+      await Promise.all([stalled.closed, silent.closed]);
+      expect(await idleRefusals()).toBe(2);
+      expect(parked.socket.destroyed).toBe(false);
+
+      // The long poll ends on the server's clock and is answered on its connection, which lives on.
+      await clocked.advanceClock(4_000);
+      await waitFor(() => answers.length === 2, 'the parked Fetch to be answered');
+      expect(parked.socket.destroyed).toBe(false);
+    } finally {
+      await clocked.close();
+    }
+  });
+});
+
+async function clockedParkedFetches(adminUrl: string): Promise<number> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith('cohort_purgatory_delayed_operations{purgatory="Fetch"} '));
+  return Number(line?.split(' ')[1] ?? NaN);
+}
+
+async function waitFor(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within 10 s`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

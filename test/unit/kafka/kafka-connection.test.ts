@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { KafkaConnection, type ServableRequest } from '../../../src/kafka/kafka-connection';
 import { API_VERSIONS } from '../../../src/kafka/protocol/kafka-apis';
+import { ManualTime } from '../../../src/time';
 import { encodeRequest } from '../../../src/kafka/protocol/kafka-request';
 
 /**
@@ -54,6 +55,7 @@ describe('KafkaConnection', () => {
     const served: number[] = [];
     new KafkaConnection(socket as unknown as Socket, {
       maxRequestBytes: 1 << 20,
+      time: new ManualTime(),
       serve: async (request: ServableRequest) => {
         served.push(request.header.correlationId);
         return Buffer.from([request.header.correlationId]);

@@ -19,6 +19,7 @@ import { lagPartitions, partitionLags, type PartitionLag } from '../protocol/par
 import { errorFromCode } from './error-from-code';
 import { ExponentialBackoff } from './exponential-backoff';
 import type { GroupAdminTransport } from './group-admin-transport';
+import type { GroupDescription } from './group-description';
 import { GroupWatch, type WatchGroupsOptions } from './group-watch';
 import { RetryingCaller } from './retrying-caller';
 import { TimeScheduler } from './time-scheduler';
@@ -155,35 +156,7 @@ export interface GroupListing {
   readonly state: string;
 }
 
-/** A member of a described group. */
-export interface GroupMemberDescription {
-  readonly memberId: string;
-  /** Set for static members. */
-  readonly groupInstanceId: string | null;
-  readonly clientId: string;
-  /** The address the member's calls come from. */
-  readonly clientHost: string;
-  /**
-   * The member's partitions, decoded through the consumer protocol; empty while the group rebalances, null
-   * for groups of another protocol type or an assignment that does not decode.
-   */
-  readonly assignment: readonly TopicPartition[] | null;
-  /** The raw assignment bytes, for groups of other protocol types. */
-  readonly assignmentBytes: Buffer;
-}
-
-/** A described group; `error` is GROUP_ID_NOT_FOUND for a group the coordinator does not hold. */
-export interface GroupDescription {
-  readonly groupId: string;
-  readonly state: string;
-  /** The group's generation: 0 before its first rebalance, -1 when it could not be described. */
-  readonly generationId: number;
-  readonly protocolType: string;
-  /** The assignor the group chose (its protocol), when Stable; empty otherwise. */
-  readonly protocol: string;
-  readonly members: readonly GroupMemberDescription[];
-  readonly error: CohortError | null;
-}
+export type { GroupDescription, GroupMemberDescription } from './group-description';
 
 /** The outcome for one group of `deleteGroups` (NON_EMPTY_GROUP while it has members). */
 export interface GroupDeletion {

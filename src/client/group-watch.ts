@@ -1,7 +1,7 @@
 import type { CohortError } from '../errors';
 import type { GroupEventReason } from '../protocol/group-event-reason';
 import type { GroupEvent, WatchGroupsRequest } from '../protocol/group-messages';
-import type { GroupDescription } from './cohort-admin';
+import type { GroupDescription } from './group-description';
 
 /** One change of a watched group, or its state when the watch opened (`isSnapshot`). */
 export interface GroupWatchEvent {

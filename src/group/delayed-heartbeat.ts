@@ -1,5 +1,6 @@
 import { TimerTask } from '../timer';
 import type { GroupMetadata } from './group-metadata';
+import type { SessionTimer } from './member-metadata';
 
 /** What a DelayedHeartbeat calls when it fires; the coordinator implements it. */
 export interface HeartbeatExpirationHandler {
@@ -15,7 +16,7 @@ export interface HeartbeatExpirationHandler {
  * Whether the member really failed is decided when the task fires (`onExpireHeartbeat`), exactly as Kafka
  * decides in `onExpireHeartbeat`: members parked in JoinGroup or SyncGroup are alive by definition.
  */
-export class DelayedHeartbeat extends TimerTask {
+export class DelayedHeartbeat extends TimerTask implements SessionTimer {
   /** Mutable: a static member keeps its task when a rejoin gives it a new member id. */
   memberId: string;
   readonly isPendingMember: boolean;

@@ -1,10 +1,9 @@
 import { ErrorCode } from '../errors';
 import { brokenInvariant } from './broken-invariant';
-import type { DelayedHeartbeat } from './delayed-heartbeat';
 import type { JoinGroupMember, JoinGroupResponse, Protocol, SyncGroupResponse } from './group-protocol';
 import { joinError, syncError } from './group-responses';
 import { assertLegalTransition, type GroupState, VALID_PREVIOUS_STATES } from './group-state';
-import type { MemberMetadata } from './member-metadata';
+import type { MemberMetadata, SessionTimer } from './member-metadata';
 import type { ParkedCall } from './parked-call';
 import { retainProtocols } from './retained-bytes';
 
@@ -52,7 +51,7 @@ export class GroupMetadata {
   /** groupInstanceId → memberId */
   private readonly staticMembers = new Map<string, string>();
   /** Member ids handed out with MEMBER_ID_REQUIRED and not yet used, each with its expiry task. */
-  private readonly pendingMembers = new Map<string, DelayedHeartbeat>();
+  private readonly pendingMembers = new Map<string, SessionTimer>();
   private readonly pendingSyncMembers = new Set<string>();
   private numMembersAwaitingJoin = 0;
   /** protocol name → number of members supporting it */
@@ -232,7 +231,7 @@ export class GroupMetadata {
     return this.pendingMembers.has(memberId);
   }
 
-  addPendingMember(memberId: string, expiration: DelayedHeartbeat): void {
+  addPendingMember(memberId: string, expiration: SessionTimer): void {
     if (this.members.has(memberId)) {
       throw brokenInvariant(
         `Attempt to add pending member ${memberId} which is already a member of ${this.groupId}`,
@@ -242,7 +241,7 @@ export class GroupMetadata {
   }
 
   /** Forgets a pending member id; returns its expiry task so the caller can cancel it. */
-  removePendingMember(memberId: string): DelayedHeartbeat | undefined {
+  removePendingMember(memberId: string): SessionTimer | undefined {
     const task = this.pendingMembers.get(memberId);
     this.pendingMembers.delete(memberId);
     return task;

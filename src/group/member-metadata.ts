@@ -1,11 +1,20 @@
 import type { ErrorCode } from '../errors';
+import type { TimerTask } from '../timer';
 import { brokenInvariant } from './broken-invariant';
-import type { DelayedHeartbeat } from './delayed-heartbeat';
 import type { ParkedCall } from './parked-call';
 import { retainProtocols } from './retained-bytes';
 import type { GenerationWatcher, JoinGroupResponse, Protocol, SyncGroupResponse } from './group-protocol';
 
 const EMPTY_BUFFER = Buffer.alloc(0);
+
+/**
+ * A member's session timer as the group model holds it: a timer task that knows the member id it watches
+ * (a static member's task follows the member to a new id). DelayedHeartbeat implements it; the model declares
+ * it so that it does not import the task built over it.
+ */
+export interface SessionTimer extends TimerTask {
+  memberId: string;
+}
 
 /**
  * One member of a classic group (Kafka's MemberMetadata / ClassicGroupMember): its identity, timeouts,
@@ -35,7 +44,7 @@ export class MemberMetadata {
    */
   isNew = false;
   /** The member's one session timer; assigned right after construction. */
-  heartbeat!: DelayedHeartbeat;
+  heartbeat!: SessionTimer;
   /** Who hears that this member's generation is over (its heartbeat stream), if anyone; one slot, no list. */
   generationWatcher: GenerationWatcher | undefined = undefined;
 

@@ -18,7 +18,7 @@ import type {
 import type { MemberMetadata } from './member-metadata';
 import type { TopicPartition, TopicPartitionOffset } from './offset-store';
 import { ParkedCall } from './parked-call';
-import type { RetentionTally } from './offset-retention';
+import type { RetentionTally } from './offset-retention-check';
 import { storeErrorCode } from './store-error-code';
 
 /**

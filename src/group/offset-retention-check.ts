@@ -16,6 +16,20 @@ export interface OffsetRetentionCheckSummary {
   readonly durationMs: number;
 }
 
+/** What one pass has done so far (OffsetRetentionCheckSummary without its duration). */
+export interface RetentionTally {
+  startedMs: number;
+  groupsChecked: number;
+  offsetsListed: number;
+  offsetsExpired: number;
+  groupsExpired: number;
+  turns: number;
+}
+
+export function newRetentionTally(startedMs: number): RetentionTally {
+  return { startedMs, groupsChecked: 0, offsetsListed: 0, offsetsExpired: 0, groupsExpired: 0, turns: 0 };
+}
+
 /** What an OffsetRetentionCheck calls when it fires; the coordinator implements it. */
 export interface OffsetRetentionHandler {
   onOffsetRetentionCheck(): void;

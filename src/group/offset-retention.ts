@@ -4,21 +4,11 @@ import type { GroupConfig } from './group-config';
 import { type GroupCoordinatorListener, RETENTION_CHECK_OFFSETS_PER_TURN } from './group-coordinator-options';
 import type { GroupCoordinatorShard } from './group-coordinator-shard';
 import type { GroupMetadata } from './group-metadata';
-import { OffsetRetentionCheck, type OffsetRetentionHandler } from './offset-retention-check';
-
-/** What one pass has done so far (OffsetRetentionCheckSummary without its duration). */
-export interface RetentionTally {
-  startedMs: number;
-  groupsChecked: number;
-  offsetsListed: number;
-  offsetsExpired: number;
-  groupsExpired: number;
-  turns: number;
-}
-
-function newRetentionTally(startedMs: number): RetentionTally {
-  return { startedMs, groupsChecked: 0, offsetsListed: 0, offsetsExpired: 0, groupsExpired: 0, turns: 0 };
-}
+import {
+  newRetentionTally,
+  OffsetRetentionCheck,
+  type OffsetRetentionHandler,
+} from './offset-retention-check';
 
 /**
  * The groups of one retention check, as they were when it started, each with the shard it belonged to

@@ -21,6 +21,7 @@ import type {
 } from './group-protocol';
 import { EMPTY_BUFFER, joinError, syncError } from './group-responses';
 import type { GroupState } from './group-state';
+import type { GroupDeletion, GroupShardState, StoreWait } from './group-shard-state';
 import type { GroupStats } from './group-stats';
 import { InMemoryOffsetStore } from './in-memory-offset-store';
 import { MemberMetadata } from './member-metadata';
@@ -43,16 +44,6 @@ function checkOrThrow(group: StoredGroup): void {
 
 type ListedGroup = ListGroupsResponse['groups'][number];
 
-/** A request waiting for a store; unloading the shard answers it at once with the unload's code. */
-export interface StoreWait {
-  abandon(errorCode: ErrorCode): void;
-}
-
-/** What DeleteGroups asks of each store. */
-interface GroupDeletion {
-  deleteGroup(groupId: string): Promise<void>;
-}
-
 /**
  * The coordinator of the groups of one `__consumer_offsets` partition, for as long as this node leads it at
  * one leader epoch: Kafka's coordinator shard (the group coordinator runtime keeps one per partition,
@@ -70,7 +61,7 @@ interface GroupDeletion {
  * heartbeat, leave and the rebalance), GroupOffsets (commit, fetch, retention's per-group work); admin
  * (describe, list, delete) is small and lives here.
  */
-export class GroupCoordinatorShard {
+export class GroupCoordinatorShard implements GroupShardState {
   readonly config: GroupConfig;
   readonly time: GroupCoordinatorRuntime['time'];
   readonly partitionIndex: number;

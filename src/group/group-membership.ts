@@ -6,8 +6,8 @@ import { DelayedJoin } from './delayed-join';
 import { DelayedSync } from './delayed-sync';
 import { NEW_MEMBER_JOIN_TIMEOUT_MS } from './group-coordinator-options';
 import type { GroupCoordinatorRuntime } from './group-coordinator-runtime';
-import type { GroupCoordinatorShard } from './group-coordinator-shard';
 import type { GroupMetadata } from './group-metadata';
+import type { GroupShardState } from './group-shard-state';
 import type {
   GenerationWatcher,
   HeartbeatRequest,
@@ -55,10 +55,10 @@ const EMPTY_MEMBERS: JoinGroupMember[] = Object.freeze([]) as unknown as JoinGro
  * docs/protocol.md lists, state by state, what each request gets.
  */
 export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHandler {
-  private readonly shard: GroupCoordinatorShard;
+  private readonly shard: GroupShardState;
   private readonly runtime: GroupCoordinatorRuntime;
 
-  constructor(shard: GroupCoordinatorShard, runtime: GroupCoordinatorRuntime) {
+  constructor(shard: GroupShardState, runtime: GroupCoordinatorRuntime) {
     this.shard = shard;
     this.runtime = runtime;
   }

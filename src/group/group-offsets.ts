@@ -4,8 +4,8 @@ import { callStore } from './call-store';
 import { INVALID_OFFSET } from './group-coordinator-options';
 import type { GroupCoordinatorRuntime } from './group-coordinator-runtime';
 import { emptyGroupSnapshot } from './empty-group-snapshot';
-import type { GroupCoordinatorShard, StoreWait } from './group-coordinator-shard';
 import type { GroupMetadata } from './group-metadata';
+import type { GroupShardState, StoreWait } from './group-shard-state';
 import type {
   OffsetCommitRequest,
   OffsetCommitResponse,
@@ -29,10 +29,10 @@ import { storeErrorCode } from './store-error-code';
  * group, and a group with offsets outlives its members.
  */
 export class GroupOffsets {
-  private readonly shard: GroupCoordinatorShard;
+  private readonly shard: GroupShardState;
   private readonly runtime: GroupCoordinatorRuntime;
 
-  constructor(shard: GroupCoordinatorShard, runtime: GroupCoordinatorRuntime) {
+  constructor(shard: GroupShardState, runtime: GroupCoordinatorRuntime) {
     this.shard = shard;
     this.runtime = runtime;
   }

@@ -44,14 +44,13 @@ export { replicaAuthorizationError } from './replica-authorization';
 export { ReplicaFetcherManager } from './replica-fetcher-manager';
 export type { LeaderEndpointFactory } from './replica-fetcher-manager';
 export { DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS, ReplicaManager } from './replica-manager';
+export type { ReplicaManagerListener, ReplicaManagerOptions } from './replica-manager';
 export type {
   EpochBoundaryOutcome,
   EpochBoundaryTarget,
   FetchedPartitionOutcome,
   FollowerFetchTarget,
-  ReplicaManagerListener,
-  ReplicaManagerOptions,
-} from './replica-manager';
+} from './follower-replicas';
 export {
   MAX_TOPIC_NAME_LENGTH,
   RESERVED_TOPIC_NAMES,

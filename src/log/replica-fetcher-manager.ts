@@ -1,8 +1,8 @@
+import type { FollowerReplicas } from './follower-replicas';
 import type { LeaderEndpoint } from './leader-endpoint';
 import type { ClusterNodeAddress } from './partition-roles';
 import { ReplicaFetcher } from './replica-fetcher';
 import type { LeaderLinkStatus, ReplicaFetcherOptions } from './replica-fetcher';
-import type { ReplicaManager } from './replica-manager';
 
 /**
  * How this node reaches another: the server implements it over grpc-js (BrokerLeaderEndpoint, with the
@@ -32,7 +32,7 @@ export class ReplicaFetcherManager {
 
   constructor(
     private readonly nodeId: number,
-    private readonly replicaManager: ReplicaManager,
+    private readonly replicaManager: FollowerReplicas,
     private readonly createEndpoint: LeaderEndpointFactory,
     private readonly options: Omit<ReplicaFetcherOptions, 'leaderId'>,
   ) {}

@@ -9,8 +9,8 @@ import type {
   EpochBoundaryTarget,
   FetchedPartitionOutcome,
   FollowerFetchTarget,
-  ReplicaManager,
-} from './replica-manager';
+  FollowerReplicas,
+} from './follower-replicas';
 import { topicPartitionKey } from './topic-partition';
 
 /** Kafka's replica.fetch.wait.max.ms. */
@@ -196,7 +196,7 @@ export class ReplicaFetcher {
 
   constructor(
     private readonly nodeId: number,
-    private readonly replicaManager: ReplicaManager,
+    private readonly replicaManager: FollowerReplicas,
     private readonly leader: LeaderEndpoint,
     options: ReplicaFetcherOptions,
   ) {

@@ -71,6 +71,13 @@ import {
 import { epochEndOffset, latestLocalEpoch } from './leader-epochs';
 import { Partition, sameIds } from './partition';
 import type { IsrProposal } from './partition';
+import type {
+  EpochBoundaryOutcome,
+  EpochBoundaryTarget,
+  FetchedPartitionOutcome,
+  FollowerFetchTarget,
+  FollowerReplicas,
+} from './follower-replicas';
 import type { PartitionLookup } from './partition-lookup';
 import { NO_LEADER_ID } from './partition-roles';
 import type {
@@ -165,37 +172,6 @@ export interface ReplicaManagerOptions {
 /** Kafka's AlterPartition retry: a partition whose ISR proposal got no answer proposes again after this. */
 export const DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS = 1_000;
 
-/** What the follower fetcher asks for, per partition. */
-export interface FollowerFetchTarget {
-  readonly topic: string;
-  readonly partitionIndex: number;
-  readonly key: string;
-  readonly fetchOffset: number;
-  /** The leader epoch the follower follows, sent for the leader to check. */
-  readonly currentLeaderEpoch: number;
-}
-
-/**
- * A partition that became a follower in a new leader epoch and must find where its log and the leader's
- * part before it fetches (KIP-101/279): the fetcher asks the leader OffsetForLeaderEpoch for `leaderEpoch`
- * (this replica's latest) and hands the answer to `applyEpochEndOffset`.
- */
-export interface EpochBoundaryTarget {
-  readonly topic: string;
-  readonly partitionIndex: number;
-  readonly key: string;
-  readonly currentLeaderEpoch: number;
-  readonly leaderEpoch: number;
-}
-
-/**
- * How `applyEpochEndOffset` went: `truncated` (done: fetch next), `again` (truncated to an intermediate
- * epoch boundary: ask again with the new latest epoch), `retry` (an error: back off), `retrySoon`
- * (UNKNOWN_LEADER_EPOCH: the leader has not yet heard of the epoch this replica follows it in; it hears
- * from the same etcd watch, moments later).
- */
-export type EpochBoundaryOutcome = 'truncated' | 'again' | 'retry' | 'retrySoon';
-
 /** Cluster mode: what this follower replica is doing about its leader. */
 interface FollowerFetchState {
   readonly leaderId: number;
@@ -204,12 +180,6 @@ interface FollowerFetchState {
   /** The leader answered FENCED_LEADER_EPOCH: this replica's epoch is old; wait for newer metadata. */
   isFenced: boolean;
 }
-
-/**
- * What one partition of a follower's fetch response did; `retry` asks the fetcher to back off,
- * `retrySoon` to ask again shortly (UNKNOWN_LEADER_EPOCH, as for EpochBoundaryOutcome).
- */
-export type FetchedPartitionOutcome = 'appended' | 'truncated' | 'retry' | 'retrySoon';
 
 interface PartitionInfo {
   readonly partitionIndex: number;
@@ -275,7 +245,7 @@ function abortError(): Error {
  * `shutdown()`. All of this runs on one event loop: an append, a read and the wake-ups it causes happen
  * without interleaving; re-entrancy (a completion that triggers another) is the purgatory's business.
  */
-export class ReplicaManager implements BrokerService, PartitionLookup, PartitionRoleTarget {
+export class ReplicaManager implements BrokerService, FollowerReplicas, PartitionLookup, PartitionRoleTarget {
   readonly config: BrokerConfig;
   private readonly time: Time;
   private readonly listener: ReplicaManagerListener;

@@ -17,7 +17,7 @@ import { DEFAULT_GROUP_CONFIG } from '../../src/group/group-config';
 import { GroupCoordinator } from '../../src/group/group-coordinator';
 import { encodeAssignment } from '../../src/protocol/consumer-protocol';
 import type { DescribedGroup, DescribedGroupMember } from '../../src/protocol/group-messages';
-import { BOARD_HISTORY_LENGTH, BOARD_LAG_SAMPLES, GroupBoard } from '../../src/server/group-board';
+import { BOARD_HISTORY_LENGTH, BOARD_LAG_SAMPLES, GroupBoard } from '../../src/live/group-board';
 import { ManualTime } from '../../src/time';
 import { median } from '../support/stats';
 import { stormCycle, type StormCalls } from './storm-cycle';

@@ -11,8 +11,8 @@ import {
   type BoardListener,
   type BoardSeat,
   type TakenRows,
-} from '../../../src/server/group-board';
-import type { RemoteGroupListener } from '../../../src/server/group-board';
+} from '../../../src/live/group-board';
+import type { RemoteGroupListener } from '../../../src/live/group-board';
 import { ManualTime } from '../../../src/time';
 
 /** A GroupEvents stand-in: the test emits each change itself, as the coordinator would. */

@@ -3,7 +3,8 @@ import type { ServerResponse } from 'node:http';
 import type { Time } from '../time';
 import type { ClusterListener, ClusterView } from './cluster-board';
 import { CoalescingQueue } from './coalescing-queue';
-import type { BoardGroup, BoardGroupRow, BoardHeartbeats, BoardListener, BoardSeat } from './group-board';
+import type { BoardGroup, BoardGroupRow, BoardHeartbeats } from './board-views';
+import type { BoardListener, BoardSeat } from './group-board';
 import { SystemTimer, TimerTask } from '../timer';
 
 /** How long a dropped page's connection may take to read its last message before it is cut. */

@@ -5,14 +5,12 @@ import {
   BOARD_BACKLOG_LIMIT,
   BOARD_HISTORY_LENGTH,
   GroupBoard,
-  type BoardGroup,
-  type BoardGroupRow,
-  type BoardHeartbeats,
   type BoardListener,
   type BoardSeat,
   type TakenRows,
 } from '../../../src/live/group-board';
 import type { RemoteGroupListener } from '../../../src/live/group-board';
+import type { BoardGroup, BoardGroupRow, BoardHeartbeats } from '../../../src/live/board-views';
 import { ManualTime } from '../../../src/time';
 
 /** A GroupEvents stand-in: the test emits each change itself, as the coordinator would. */

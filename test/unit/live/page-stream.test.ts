@@ -1,13 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { ClusterView } from '../../../src/live/cluster-board';
-import type {
-  BoardGroup,
-  BoardGroupRow,
-  BoardListener,
-  BoardSeat,
-  TakenRows,
-} from '../../../src/live/group-board';
+import type { BoardGroup, BoardGroupRow } from '../../../src/live/board-views';
+import type { BoardListener, BoardSeat, TakenRows } from '../../../src/live/group-board';
 import {
   PAGE_FLUSH_INTERVAL_MS,
   PAGE_STORM_CHANGES,

@@ -1,8 +1,6 @@
 import { ErrorCode } from '../errors';
 import type { GroupChange, GroupChangeListener, MemberLastHeartbeat, OffsetStore } from '../group';
-import { REBALANCE_REASONS } from '../group';
 import { topicPartitionKey } from '../log';
-import type { DescribedGroup } from '../protocol/group-messages';
 import {
   lagPartitions,
   partitionLags,
@@ -11,13 +9,12 @@ import {
 } from '../protocol/partition-lag';
 import type { Time } from '../time';
 import { SystemTimer, TimerTask } from '../timer';
-import type { BoardGroup, BoardGroupRow, BoardHeartbeats, BoardMember, Rebalance } from './board-views';
+import type { BoardGroup, BoardGroupRow, BoardHeartbeats } from './board-views';
+import { trackTimeline } from './group-timeline';
 import { GroupEntry, heartbeatMsOf, membersOf, ownLists, pushBounded, rowOf, viewOf } from './group-entry';
 
 /** How often lag and high watermarks are sampled while a page is open: the page never polls faster. */
 export const BOARD_LAG_INTERVAL_MS = 1_000;
-/** Rebalances and departed members each group remembers. */
-export const BOARD_HISTORY_LENGTH = 20;
 /**
  * Changes the board holds before it works them in (GroupBoard.catchUp): it works them in when a page takes
  * its rows, opens or shows a group, at the lag round, and at this many.
@@ -25,12 +22,6 @@ export const BOARD_HISTORY_LENGTH = 20;
 export const BOARD_BACKLOG_LIMIT = 1_000;
 /** Lag samples each group remembers for its chart (one per change, at most one a second: five minutes+). */
 export const BOARD_LAG_SAMPLES = 300;
-
-/**
- * Reasons that start (or join into) a rebalance: Kafka's prepareRebalance reasons, and the join phase
- * timing out with members removed (`rejoin-expired`), which the same rebalance goes on with.
- */
-const REBALANCE_CAUSES: ReadonlySet<string> = new Set<string>([...REBALANCE_REASONS, 'rejoin-expired']);
 
 /**
  * What a page hears: that rows wait for it (`onRowsWaiting`: it takes them from its BoardSeat when it
@@ -179,14 +170,6 @@ class LagTick extends TimerTask {
   run(): void {
     this.sample();
   }
-}
-
-/** Groups with this many members or more are looked up by a Set of their ids, smaller ones by a loop. */
-const MEMBER_SET_SIZE = 16;
-
-function hasMemberId(members: readonly BoardMember[], memberId: string): boolean {
-  for (const m of members) if (m.memberId === memberId) return true;
-  return false;
 }
 
 /**
@@ -512,7 +495,7 @@ export class GroupBoard {
     const isNew = entry === undefined;
     if (entry === undefined) this.groups.set(groupId, (entry = new GroupEntry()));
     const members = membersOf(group);
-    if (!isNew) this.track(entry, group, members, reason, timestampMs);
+    if (!isNew) trackTimeline(entry, group, members, reason, timestampMs);
     entry.coordinatorId = nodeId === LOCAL_NODE ? null : nodeId;
     entry.described = group;
     entry.members = members;
@@ -568,63 +551,6 @@ export class GroupBoard {
     for (let entry = this.newest; entry !== undefined && entry.seq > cursor; entry = entry.older)
       first = entry;
     return first;
-  }
-
-  /** The rebalance timeline and departed members, from one change of a known group. */
-  private track(
-    entry: GroupEntry,
-    after: DescribedGroup,
-    members: readonly BoardMember[],
-    reason: string,
-    atMs: number,
-  ): void {
-    ownLists(entry);
-    const ids = members.length >= MEMBER_SET_SIZE ? new Set(members.map((m) => m.memberId)) : undefined;
-    for (const m of entry.members) {
-      if (ids === undefined ? hasMemberId(members, m.memberId) : ids.has(m.memberId)) continue;
-      pushBounded(
-        entry.departed,
-        {
-          memberId: m.memberId,
-          groupInstanceId: m.groupInstanceId,
-          clientId: m.clientId,
-          clientHost: m.clientHost,
-          reason,
-          atMs,
-        },
-        BOARD_HISTORY_LENGTH,
-      );
-    }
-    const rebalances = entry.rebalances;
-    const lastIndex = rebalances.length - 1;
-    let last: Rebalance | undefined = rebalances[lastIndex];
-    const isOpen = last !== undefined && last.endMs === null;
-    const isRebalancing =
-      after.groupState === 'PreparingRebalance' || after.groupState === 'CompletingRebalance';
-    const isCause = REBALANCE_CAUSES.has(reason);
-    if (isCause || reason === 'join-completed') {
-      if (isOpen) {
-        // A rebalance is never changed in place: a view may hold it (GroupEntry).
-        if (isCause && !last!.reasons.includes(reason))
-          last = rebalances[lastIndex] = { ...last!, reasons: [...last!.reasons, reason] };
-        if (reason === 'join-completed')
-          last = rebalances[lastIndex] = { ...last!, generationId: after.generationId };
-      } else if (isRebalancing) {
-        pushBounded(
-          rebalances,
-          { startMs: atMs, reasons: [reason], generationId: after.generationId, endMs: null, endState: null },
-          BOARD_HISTORY_LENGTH,
-        );
-      }
-    }
-    if (isOpen && !isRebalancing && (after.groupState === 'Stable' || after.groupState === 'Empty')) {
-      rebalances[lastIndex] = {
-        ...last!,
-        generationId: after.generationId,
-        endMs: atMs,
-        endState: after.groupState,
-      };
-    }
   }
 
   private relabelOwners(entry: GroupEntry): void {

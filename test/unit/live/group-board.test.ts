@@ -3,7 +3,6 @@ import { encodeAssignment } from '../../../src/protocol/consumer-protocol';
 import type { DescribedGroup, DescribedGroupMember } from '../../../src/protocol/group-messages';
 import {
   BOARD_BACKLOG_LIMIT,
-  BOARD_HISTORY_LENGTH,
   GroupBoard,
   type BoardListener,
   type BoardSeat,
@@ -11,6 +10,7 @@ import {
 } from '../../../src/live/group-board';
 import type { RemoteGroupListener } from '../../../src/live/group-board';
 import type { BoardGroup, BoardGroupRow, BoardHeartbeats } from '../../../src/live/board-views';
+import { BOARD_HISTORY_LENGTH } from '../../../src/live/group-timeline';
 import { ManualTime } from '../../../src/time';
 
 /** A GroupEvents stand-in: the test emits each change itself, as the coordinator would. */

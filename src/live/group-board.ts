@@ -1,17 +1,11 @@
 import { ErrorCode } from '../errors';
-import type { GroupChange, GroupChangeListener, MemberLastHeartbeat, OffsetStore } from '../group';
-import { topicPartitionKey } from '../log';
-import {
-  lagPartitions,
-  partitionLags,
-  type CommittedPartitionOffset,
-  type LagMember,
-} from '../protocol/partition-lag';
+import type { GroupChange, GroupChangeListener, MemberLastHeartbeat } from '../group';
 import type { Time } from '../time';
 import { SystemTimer, TimerTask } from '../timer';
 import type { BoardGroup, BoardGroupRow, BoardHeartbeats } from './board-views';
 import { trackTimeline } from './group-timeline';
-import { GroupEntry, heartbeatMsOf, membersOf, ownLists, pushBounded, rowOf, viewOf } from './group-entry';
+import { GroupEntry, heartbeatMsOf, membersOf, rowOf, viewOf } from './group-entry';
+import { relabelOwners, sampleGroupLag, type BoardLagSources } from './group-lag';
 
 /** How often lag and high watermarks are sampled while a page is open: the page never polls faster. */
 export const BOARD_LAG_INTERVAL_MS = 1_000;
@@ -20,8 +14,6 @@ export const BOARD_LAG_INTERVAL_MS = 1_000;
  * its rows, opens or shows a group, at the lag round, and at this many.
  */
 export const BOARD_BACKLOG_LIMIT = 1_000;
-/** Lag samples each group remembers for its chart (one per change, at most one a second: five minutes+). */
-export const BOARD_LAG_SAMPLES = 300;
 
 /**
  * What a page hears: that rows wait for it (`onRowsWaiting`: it takes them from its BoardSeat when it
@@ -74,12 +66,6 @@ export interface BoardSeat {
   pendingGroups(): number;
   /** The page leaves the board. Idempotent. */
   leave(): void;
-}
-
-/** Where the board reads lag: committed offsets (the group layer) and high watermarks (the log). */
-export interface BoardLagSources {
-  readonly offsets: Pick<OffsetStore, 'list'>;
-  readonly highWatermark: (topicPartitionKey: string) => number | undefined;
 }
 
 /**
@@ -263,7 +249,8 @@ export class GroupBoard {
       // No page was open, so lag was not sampled: a page opened now must not see it stale. (With pages
       // open it is at most a second old, and sampling again for each page would cost every page.)
       const lag = this.options.lag;
-      if (lag !== undefined) for (const entry of this.groups.values()) this.sampleGroup(entry, lag);
+      if (lag !== undefined)
+        for (const entry of this.groups.values()) sampleGroupLag(entry, lag, this.options.time);
       this.lastTake = undefined;
     }
     const seat = new Seat(listener, this, this.changes);
@@ -502,8 +489,8 @@ export class GroupBoard {
     entry.reason = reason;
     entry.changedAtMs = timestampMs;
     // The owners of partitions change with the assignment; offsets are refreshed on the next sample.
-    if (isNew && this.options.lag !== undefined) this.sampleGroup(entry, this.options.lag);
-    else this.relabelOwners(entry);
+    if (isNew && this.options.lag !== undefined) sampleGroupLag(entry, this.options.lag, this.options.time);
+    else relabelOwners(entry);
     entry.view = undefined;
     this.touch(entry, true);
   }
@@ -553,25 +540,14 @@ export class GroupBoard {
     return first;
   }
 
-  private relabelOwners(entry: GroupEntry): void {
-    if (entry.partitions.length === 0) return;
-    const owners = new Map<string, string>();
-    for (const m of entry.members) {
-      for (const tp of m.assignment ?? []) owners.set(topicPartitionKey(tp.topic, tp.partition), m.memberId);
-    }
-    entry.partitions = entry.partitions.map((p) => ({
-      ...p,
-      memberId: owners.get(topicPartitionKey(p.topic, p.partition)) ?? null,
-    }));
-  }
-
   /** Samples committed offsets and high watermarks; pages hear of the groups whose lag changed. */
   private sampleLag(): void {
     this.catchUp();
     const lag = this.options.lag;
     if (lag !== undefined && (this.seats.size > 0 || this.isKeepingHistory)) {
       const since = this.seq;
-      for (const entry of this.groups.values()) if (this.sampleGroup(entry, lag)) this.touch(entry, false);
+      for (const entry of this.groups.values())
+        if (sampleGroupLag(entry, lag, this.options.time)) this.touch(entry, false);
       this.tellChangedSince(since);
     }
     // Each selected group is read once however many pages show it, and its pages share one message.
@@ -614,45 +590,5 @@ export class GroupBoard {
     entry.members = members;
     entry.view = undefined;
     return { groupId, members: moved };
-  }
-
-  /** True if the group's lag changed. */
-  private sampleGroup(entry: GroupEntry, lag: BoardLagSources): boolean {
-    const groupId = entry.described.groupId;
-    const committed: CommittedPartitionOffset[] = [];
-    for (const { topic, partition, offset } of lag.offsets.list(groupId)) {
-      committed.push({ topic, partition, offset: BigInt(offset.committedOffset) });
-    }
-    const members: LagMember[] = entry.members;
-    const partitions = lagPartitions(members, committed);
-    const highWatermarks = partitions.map((tp) => {
-      const hw = lag.highWatermark(topicPartitionKey(tp.topic, tp.partition));
-      return hw === undefined ? null : BigInt(hw);
-    });
-    const rows = partitionLags(partitions, members, committed, highWatermarks);
-    let signature = '';
-    let total: bigint | null = null;
-    for (const r of rows) {
-      signature += `${r.topic}\u0000${r.partition}\u0000${r.committedOffset}\u0000${r.highWatermark}\u0001`;
-      if (r.lag !== null) total = (total ?? 0n) + r.lag;
-    }
-    if (signature === entry.lagSignature) return false;
-    entry.lagSignature = signature;
-    entry.partitions = rows.map((r) => ({
-      topic: r.topic,
-      partition: r.partition,
-      committedOffset: r.committedOffset === null ? null : String(r.committedOffset),
-      highWatermark: r.highWatermark === null ? null : String(r.highWatermark),
-      lag: r.lag === null ? null : String(r.lag),
-      memberId: r.memberId,
-    }));
-    entry.totalLag = total === null ? null : String(total);
-    entry.row = undefined;
-    if (total !== null) {
-      ownLists(entry);
-      pushBounded(entry.lagSamples, [this.options.time.nowMs(), Number(total)] as const, BOARD_LAG_SAMPLES);
-    }
-    entry.view = undefined;
-    return true;
   }
 }

@@ -17,8 +17,8 @@
 import { DEFAULT_GROUP_CONFIG } from '../../src/group/group-config';
 import { GroupCoordinator } from '../../src/group/group-coordinator';
 import type { ServerResponse } from 'node:http';
-import { GroupBoard } from '../../src/server/group-board';
-import { PageFlushes, PageStream } from '../../src/server/page-stream';
+import { GroupBoard } from '../../src/live/group-board';
+import { PageFlushes, PageStream } from '../../src/live/page-stream';
 import { ManualTime } from '../../src/time';
 import { median } from '../support/stats';
 import { stormCycle, type StormCalls } from './storm-cycle';

@@ -3,11 +3,11 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { parseListenAddress } from '../config';
 import type { Time } from '../time';
-import { loadAdminPageAssets, type AdminPageAsset } from './admin-page-assets';
+import { loadAdminPageAssets, type AdminPageAsset } from '../live/admin-page-assets';
 import { AUTHORIZATION_METADATA_KEY, type BearerTokenCheck } from './bearer-token-interceptor';
-import type { ClusterBoard } from './cluster-board';
-import type { GroupBoard } from './group-board';
-import { PageFlushes, PageStream } from './page-stream';
+import type { ClusterBoard } from '../live/cluster-board';
+import type { GroupBoard } from '../live/group-board';
+import { PageFlushes, PageStream } from '../live/page-stream';
 import type { WatchLimits } from './watch-groups';
 
 /** Why the server is not ready, or undefined when it serves. */

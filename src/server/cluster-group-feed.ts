@@ -7,7 +7,7 @@ import type { GroupEventReason } from '../protocol/group-event-reason';
 import type { DescribedGroup } from '../protocol/group-messages';
 import type { Time } from '../time';
 import { SystemTimer, TimerTask } from '../timer';
-import type { RemoteGroupListener } from './group-board';
+import type { RemoteGroupListener } from '../live/group-board';
 import { loadCohortProtos } from './load-protos';
 
 /** How long after a node's watch ended it is opened again, while the node is still live. */

@@ -37,14 +37,14 @@ import { bearerTokenInterceptor, keepEveryAuthorizationHeader } from './bearer-t
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
-import { ClusterBoard } from './cluster-board';
+import { ClusterBoard } from '../live/cluster-board';
 import { ClusterGroupFeed } from './cluster-group-feed';
 import { ClusterWiring } from './cluster-wiring';
 import { fanOutListener } from './fan-out-listener';
 import { LedOffsetsStores } from './led-offsets-stores';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
-import { GroupBoard } from './group-board';
+import { GroupBoard } from '../live/group-board';
 import { GroupWatches } from './watch-groups';
 import { groupEventLog } from './group-event-log';
 import { HealthService } from './health-service';

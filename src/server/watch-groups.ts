@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { CohortError, ErrorCode } from '../errors';
 import type { GroupChange, GroupChangeListener, WatchGroupsRequest } from '../group';
 import type { Time } from '../time';
-import { CoalescingQueue } from './coalescing-queue';
+import { CoalescingQueue } from '../live/coalescing-queue';
 import { statusForError } from './status-for-error';
 import { UndecodableRequest } from './undecodable-request';
 

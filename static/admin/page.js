@@ -9,10 +9,10 @@
   const TOKEN_KEY = 'cohort-admin-token';
   const RECONNECT_MS = 2000;
 
-  /** groupId → the group's row of the groups table (group-board.ts, BoardGroupRow). */
+  /** groupId → the group's row of the groups table (src/live/board-views.ts, BoardGroupRow). */
   const groups = new Map();
   /**
-   * The whole view of the group whose detail the page shows (group-board.ts, BoardGroup): the server sends
+   * The whole view of the group whose detail the page shows (src/live/board-views.ts, BoardGroup): the server sends
    * it for that group only, once told which (tellSelection); null until it has.
    */
   let shown = null;
@@ -33,7 +33,7 @@
     /** The last selection request, so the next waits for it (see tellSelection). */
     selectionSent: Promise.resolve(),
   };
-  /** The server's view of the cluster (cluster-board.ts, ClusterView); null before the first. */
+  /** The server's view of the cluster (src/live/cluster-board.ts, ClusterView); null before the first. */
   let cluster = null;
   let chart = null;
   let chartGroupId = null;

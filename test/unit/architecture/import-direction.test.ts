@@ -20,7 +20,23 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // group layers who leads at which epoch, through their interfaces; they never import it.
   cluster: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group'],
   // The gRPC door, and the composition root (create-server.ts) that builds both doors.
-  server: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group', 'protocol', 'cluster', 'kafka'],
+  server: [
+    'time',
+    'errors',
+    'config',
+    'timer',
+    'purgatory',
+    'log',
+    'group',
+    'protocol',
+    'cluster',
+    'kafka',
+    'live',
+  ],
+  // The live page's model (the board), served by the admin listener: it reads the group, log and cluster
+  // interfaces, and never the gRPC door (what it needs from other nodes arrives through an interface it
+  // declares: GroupBoardOptions.remoteGroups, which the door's ClusterGroupFeed fills over grpc-js).
+  live: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group', 'protocol', 'cluster'],
   // The Kafka door, a sibling of the gRPC one: the same core, never the gRPC door itself (nor gRPC).
   kafka: ['time', 'errors', 'config', 'timer', 'purgatory', 'log', 'group', 'protocol', 'cluster'],
   // The SDK runs in users' processes: it may share the clock, timer and error codes, nothing server-side.
@@ -128,7 +144,8 @@ describe('import direction', () => {
     const layersWithImports = new Set(
       sites.filter((s) => s.specifier.startsWith('.')).map((s) => layerOf(s.file)),
     );
-    for (const layer of ['timer', 'purgatory', 'group', 'server']) expect(layersWithImports).toContain(layer);
+    for (const layer of ['timer', 'purgatory', 'group', 'server', 'live'])
+      expect(layersWithImports).toContain(layer);
   });
 
   it('follows the dependency matrix of STYLE.md in every file under src/', () => {
@@ -174,6 +191,10 @@ describe('import direction', () => {
     ['server/x.ts', 'etcd3', 'only src/cluster talks to etcd'],
     ['cluster/x.ts', '../server/create-server', 'src/cluster must not import src/server'],
     ['cluster/x.ts', '../client/producer', 'src/cluster must not import src/client'],
+    ['live/x.ts', '../server/load-protos', 'src/live must not import src/server'],
+    ['live/x.ts', '@grpc/grpc-js', 'src/live must not know gRPC'],
+    ['group/x.ts', '../live/group-board', 'src/group must not import src/live'],
+    ['kafka/x.ts', '../live/group-board', 'src/kafka must not import src/live'],
   ])('reports %s importing %s', (file, specifier, message) => {
     const found = violations([{ file, specifier }]);
     expect(found).toHaveLength(1);
@@ -192,6 +213,10 @@ describe('import direction', () => {
     ['cluster/x.ts', '@grpc/grpc-js'],
     ['cluster/x.ts', '../log/partition'],
     ['server/x.ts', '../cluster/node-session'],
+    ['server/x.ts', '../live/group-board'],
+    ['live/x.ts', '../group'],
+    ['live/x.ts', '../log'],
+    ['live/x.ts', '../cluster/metadata-store'],
   ])('allows %s to import %s', (file, specifier) => {
     expect(violations([{ file, specifier }])).toEqual([]);
   });

@@ -3,9 +3,9 @@ import type { ServerResponse } from 'node:http';
 import type { Time } from '../time';
 import type { ClusterListener, ClusterView } from './cluster-board';
 import { CoalescingQueue } from './coalescing-queue';
-import type { BoardGroup, BoardGroupRow, BoardHeartbeats, BoardListener, BoardSeat } from './group-board';
+import type { BoardGroup, BoardGroupRow, BoardHeartbeats } from './board-views';
+import type { BoardListener, BoardSeat } from './group-board';
 import { SystemTimer, TimerTask } from '../timer';
-import type { WatchLimits } from './watch-groups';
 
 /** How long a dropped page's connection may take to read its last message before it is cut. */
 const DROPPED_SOCKET_TIMEOUT_MS = 10_000;
@@ -32,6 +32,17 @@ export const PAGE_STORM_FLUSH_INTERVAL_MS = 1_000;
  * show a rebalance up to a second late on them.
  */
 export const PAGE_STORM_CHANGES = 10;
+
+/**
+ * How far a page may fall behind before it is dropped. The admin listener passes the gRPC watchers' limits
+ * (WatchLimits, src/server/watch-groups.ts): a page is held to the same bounds as a WatchGroups call.
+ */
+export interface PageLimits {
+  /** Groups with a frame waiting for the page's write buffer to drain. */
+  readonly maxPendingGroups: number;
+  /** How long frames may wait for the write buffer to drain, on the server's monotonic clock. */
+  readonly maxLagMs: number;
+}
 
 /** One Server-Sent Events frame. JSON.stringify escapes newlines, so `data` is always one line. */
 export function sseFrame(event: string, data: unknown): string {
@@ -212,7 +223,7 @@ export class PageStream implements BoardListener, ClusterListener {
 
   constructor(
     private readonly response: ServerResponse,
-    private readonly limits: WatchLimits,
+    private readonly limits: PageLimits,
     private readonly time: Time,
     private readonly flushes: PageFlushes,
     private readonly onDropped: (pendingGroups: number) => void,

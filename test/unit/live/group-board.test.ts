@@ -3,16 +3,14 @@ import { encodeAssignment } from '../../../src/protocol/consumer-protocol';
 import type { DescribedGroup, DescribedGroupMember } from '../../../src/protocol/group-messages';
 import {
   BOARD_BACKLOG_LIMIT,
-  BOARD_HISTORY_LENGTH,
   GroupBoard,
-  type BoardGroup,
-  type BoardGroupRow,
-  type BoardHeartbeats,
   type BoardListener,
   type BoardSeat,
   type TakenRows,
-} from '../../../src/server/group-board';
-import type { RemoteGroupListener } from '../../../src/server/group-board';
+} from '../../../src/live/group-board';
+import type { RemoteGroupListener } from '../../../src/live/group-board';
+import type { BoardGroup, BoardGroupRow, BoardHeartbeats } from '../../../src/live/board-views';
+import { BOARD_HISTORY_LENGTH } from '../../../src/live/group-timeline';
 import { ManualTime } from '../../../src/time';
 
 /** A GroupEvents stand-in: the test emits each change itself, as the coordinator would. */

@@ -1,143 +1,19 @@
 import { ErrorCode } from '../errors';
-import type { GroupChange, GroupChangeListener, MemberLastHeartbeat, OffsetStore } from '../group';
-import { REBALANCE_REASONS } from '../group';
-import { topicPartitionKey } from '../log';
-import { CONSUMER_PROTOCOL_TYPE, decodeAssignment } from '../protocol/consumer-protocol';
-import type { DescribedGroup } from '../protocol/group-messages';
-import {
-  lagPartitions,
-  partitionLags,
-  type CommittedPartitionOffset,
-  type LagMember,
-} from '../protocol/partition-lag';
-import type { TopicPartition } from '../protocol/topic-partition';
+import type { GroupChange, GroupChangeListener, MemberLastHeartbeat } from '../group';
 import type { Time } from '../time';
 import { SystemTimer, TimerTask } from '../timer';
+import type { BoardGroup, BoardGroupRow, BoardHeartbeats } from './board-views';
+import { trackTimeline } from './group-timeline';
+import { GroupEntry, heartbeatMsOf, membersOf, rowOf, viewOf } from './group-entry';
+import { relabelOwners, sampleGroupLag, type BoardLagSources } from './group-lag';
 
 /** How often lag and high watermarks are sampled while a page is open: the page never polls faster. */
 export const BOARD_LAG_INTERVAL_MS = 1_000;
-/** Rebalances and departed members each group remembers. */
-export const BOARD_HISTORY_LENGTH = 20;
 /**
  * Changes the board holds before it works them in (GroupBoard.catchUp): it works them in when a page takes
  * its rows, opens or shows a group, at the lag round, and at this many.
  */
 export const BOARD_BACKLOG_LIMIT = 1_000;
-/** Lag samples each group remembers for its chart (one per change, at most one a second: five minutes+). */
-export const BOARD_LAG_SAMPLES = 300;
-
-/**
- * Reasons that start (or join into) a rebalance: Kafka's prepareRebalance reasons, and the join phase
- * timing out with members removed (`rejoin-expired`), which the same rebalance goes on with.
- */
-const REBALANCE_CAUSES: ReadonlySet<string> = new Set<string>([...REBALANCE_REASONS, 'rejoin-expired']);
-
-/** One member as the page shows it. */
-export interface BoardMember {
-  readonly memberId: string;
-  readonly groupInstanceId: string;
-  readonly clientId: string;
-  readonly clientHost: string;
-  /** Owned partitions; null unless the group is a consumer group whose assignment decodes. */
-  readonly assignment: readonly TopicPartition[] | null;
-  /**
-   * When the coordinator last heard from the member (its wall clock, ms); null when it does not know (a
-   * member on its first join). As of the group's last change, and at most a lag round old while a page
-   * shows the group (GroupBoard.select). The page shows the age and lets it grow.
-   */
-  readonly lastHeartbeatMs: number | null;
-}
-
-/** A member that left the group, and how. */
-export interface DepartedMember {
-  readonly memberId: string;
-  readonly groupInstanceId: string;
-  readonly clientId: string;
-  readonly clientHost: string;
-  /** `session-expired`, `member-left`, or the reason of the change that removed it. */
-  readonly reason: string;
-  readonly atMs: number;
-}
-
-/**
- * One rebalance: from the change that started it until the group was Stable (or Empty) again. Never
- * changed once made: a change of the rebalance replaces it (views share them, see GroupEntry).
- */
-export interface Rebalance {
-  readonly startMs: number;
-  /** Every reason that joined in, first the one that started it (deduplicated, in order). */
-  readonly reasons: readonly string[];
-  /** The generation the rebalance made (set at join-completed); the previous one until then. */
-  readonly generationId: number;
-  readonly endMs: number | null;
-  /** `Stable` or `Empty` once done. */
-  readonly endState: string | null;
-}
-
-/** One partition's lag as the stream sends it (offsets as decimal strings: JSON has no int64). */
-export interface BoardPartitionLag {
-  readonly topic: string;
-  readonly partition: number;
-  readonly committedOffset: string | null;
-  readonly highWatermark: string | null;
-  readonly lag: string | null;
-  readonly memberId: string | null;
-}
-
-/** Everything the page shows of one group. */
-export interface BoardGroup {
-  readonly groupId: string;
-  readonly state: string;
-  readonly generationId: number;
-  readonly protocolType: string;
-  readonly protocol: string;
-  readonly members: readonly BoardMember[];
-  /** The reason of the latest change, and when it happened (the coordinator's wall clock). */
-  readonly reason: string;
-  readonly changedAtMs: number;
-  readonly rebalances: readonly Rebalance[];
-  readonly departed: readonly DepartedMember[];
-  readonly partitions: readonly BoardPartitionLag[];
-  /** Lag summed over the partitions whose lag is known; null when none is. */
-  readonly totalLag: string | null;
-  /** `[timeMs, totalLag]` pairs, oldest first. */
-  readonly lagSamples: readonly (readonly [number, number])[];
-  /** As in the row: the group's coordinator, null while it is not known. */
-  readonly coordinatorId: number | null;
-}
-
-/**
- * One group as the groups table shows it: what every page hears of every group. A few hundred bytes,
- * where a whole view (BoardGroup) holds a timeline, departed members, partitions and lag samples that
- * only the page showing the group needs. `groupId`, `state` and `generationId` come first, as in a view.
- */
-export interface BoardGroupRow {
-  readonly groupId: string;
-  readonly state: string;
-  readonly generationId: number;
-  readonly protocolType: string;
-  readonly protocol: string;
-  readonly memberCount: number;
-  /** As in the view: lag summed over the partitions whose lag is known; null when none is. */
-  readonly totalLag: string | null;
-  /** When the last rebalance ended, or started while it is in progress; null before any. */
-  readonly lastRebalanceMs: number | null;
-  /**
-   * The node that coordinates the group (its `__consumer_offsets` partition's leader), as the board last
-   * heard; null while it is not known: the group's partition moved away from its coordinator (or that node
-   * stopped answering) and no node has told of it since.
-   */
-  readonly coordinatorId: number | null;
-}
-
-/**
- * Members of one group and their last heartbeat (`[memberId, ms]` pairs): those that moved since the
- * previous round, or every member when a page has just selected the group.
- */
-export interface BoardHeartbeats {
-  readonly groupId: string;
-  readonly members: readonly (readonly [string, number | null])[];
-}
 
 /**
  * What a page hears: that rows wait for it (`onRowsWaiting`: it takes them from its BoardSeat when it
@@ -192,12 +68,6 @@ export interface BoardSeat {
   leave(): void;
 }
 
-/** Where the board reads lag: committed offsets (the group layer) and high watermarks (the log). */
-export interface BoardLagSources {
-  readonly offsets: Pick<OffsetStore, 'list'>;
-  readonly highWatermark: (topicPartitionKey: string) => number | undefined;
-}
-
 /**
  * Hears the groups other nodes coordinate (cluster mode, ClusterGroupFeed): each node's changes of the groups
  * it coordinates, in its order, and that a node's changes stopped (its watch ended: it died, or drains).
@@ -224,38 +94,6 @@ export interface GroupBoardOptions {
   readonly lastHeartbeats: ((groupId: string) => readonly MemberLastHeartbeat[] | undefined) | undefined;
   readonly lag: BoardLagSources | undefined;
   readonly time: Time;
-}
-
-/**
- * What the board knows of one group. Once a view holds its lists (`isShared`), they are never changed in
- * place, only replaced (a new list, or a new rebalance in a list's place): building a view copies nothing,
- * and a view already handed to the pages (and serialised once for all of them, page-stream.ts) never
- * changes under them. Lists no view holds (every group but those pages show) are changed in place.
- *
- * Entries are also links of the board's list of changes (GroupBoard.touch), in the order their rows last
- * changed: `seq` is the board's count of row changes at the entry's latest.
- */
-class GroupEntry {
-  /** The node whose changes the entry follows; null while none is known (GroupBoardRow.coordinatorId). */
-  coordinatorId: number | null = null;
-  members: BoardMember[] = [];
-  described!: DescribedGroup;
-  reason = 'snapshot';
-  changedAtMs = 0;
-  rebalances: Rebalance[] = [];
-  departed: DepartedMember[] = [];
-  partitions: BoardPartitionLag[] = [];
-  totalLag: string | null = null;
-  /** The partitions' lag as one string, to tell a changed sample from an unchanged one cheaply. */
-  lagSignature = '';
-  lagSamples: (readonly [number, number])[] = [];
-  view: BoardGroup | undefined;
-  row: BoardGroupRow | undefined;
-  /** A view holds `rebalances`, `departed` and `lagSamples`: change them by replacing them. */
-  isShared = false;
-  seq = 0;
-  older: GroupEntry | undefined;
-  newer: GroupEntry | undefined;
 }
 
 /** One page on the board: where it stands in the list of changes. */
@@ -318,56 +156,6 @@ class LagTick extends TimerTask {
   run(): void {
     this.sample();
   }
-}
-
-function membersOf(group: DescribedGroup): BoardMember[] {
-  const isConsumer = group.protocolType === CONSUMER_PROTOCOL_TYPE;
-  return group.members.map((m) => {
-    let assignment: TopicPartition[] | null = null;
-    if (isConsumer && group.groupState === 'Stable') {
-      try {
-        assignment = decodeAssignment(m.memberAssignment).partitions;
-      } catch {
-        // Not the consumer protocol after all (a custom client): the page shows no partitions for it.
-      }
-    }
-    return {
-      memberId: m.memberId,
-      groupInstanceId: m.groupInstanceId,
-      clientId: m.clientId,
-      clientHost: m.clientHost,
-      assignment,
-      lastHeartbeatMs: heartbeatMsOf(m.lastHeartbeatMs),
-    };
-  });
-}
-
-/** Groups with this many members or more are looked up by a Set of their ids, smaller ones by a loop. */
-const MEMBER_SET_SIZE = 16;
-
-function hasMemberId(members: readonly BoardMember[], memberId: string): boolean {
-  for (const m of members) if (m.memberId === memberId) return true;
-  return false;
-}
-
-/** A member's last heartbeat as the page shows it: the coordinator's 0 (not known) is null. */
-function heartbeatMsOf(ms: number): number | null {
-  return ms === 0 ? null : ms;
-}
-
-/** Adds `item` last to `list`, in place, leaving out its oldest items beyond `max`. */
-function pushBounded<T>(list: T[], item: T, max: number): void {
-  while (list.length >= max) list.shift();
-  list.push(item);
-}
-
-/** Before a change of the entry's lists: those a view holds are replaced by copies (GroupEntry). */
-function ownLists(entry: GroupEntry): void {
-  if (!entry.isShared) return;
-  entry.rebalances = entry.rebalances.slice();
-  entry.departed = entry.departed.slice();
-  entry.lagSamples = entry.lagSamples.slice();
-  entry.isShared = false;
 }
 
 /**
@@ -461,7 +249,8 @@ export class GroupBoard {
       // No page was open, so lag was not sampled: a page opened now must not see it stale. (With pages
       // open it is at most a second old, and sampling again for each page would cost every page.)
       const lag = this.options.lag;
-      if (lag !== undefined) for (const entry of this.groups.values()) this.sampleGroup(entry, lag);
+      if (lag !== undefined)
+        for (const entry of this.groups.values()) sampleGroupLag(entry, lag, this.options.time);
       this.lastTake = undefined;
     }
     const seat = new Seat(listener, this, this.changes);
@@ -491,7 +280,7 @@ export class GroupBoard {
       return { rows: last.rows, changes };
     const rows: BoardGroupRow[] = [];
     for (let entry = this.firstAfter(cursor); entry !== undefined; entry = entry.newer)
-      rows.push(this.rowOf(entry));
+      rows.push(rowOf(entry));
     this.lastTake = { cursor, seq: this.seq, rows };
     return { rows, changes };
   }
@@ -539,7 +328,7 @@ export class GroupBoard {
     }
     const entry = this.groups.get(groupId);
     if (entry === undefined) return;
-    listener.onGroup(this.viewOf(entry));
+    listener.onGroup(viewOf(entry));
     if (entry.members.length === 0) return;
     listener.onHeartbeats([{ groupId, members: entry.members.map((m) => [m.memberId, m.lastHeartbeatMs]) }]);
   }
@@ -645,7 +434,7 @@ export class GroupBoard {
       let view = views.get(groupId);
       if (view === undefined) {
         const entry = this.groups.get(groupId);
-        views.set(groupId, (view = entry === undefined || entry.seq <= since ? null : this.viewOf(entry)));
+        views.set(groupId, (view = entry === undefined || entry.seq <= since ? null : viewOf(entry)));
       }
       if (view !== null) l.onGroup(view);
     }
@@ -693,15 +482,15 @@ export class GroupBoard {
     const isNew = entry === undefined;
     if (entry === undefined) this.groups.set(groupId, (entry = new GroupEntry()));
     const members = membersOf(group);
-    if (!isNew) this.track(entry, group, members, reason, timestampMs);
+    if (!isNew) trackTimeline(entry, group, members, reason, timestampMs);
     entry.coordinatorId = nodeId === LOCAL_NODE ? null : nodeId;
     entry.described = group;
     entry.members = members;
     entry.reason = reason;
     entry.changedAtMs = timestampMs;
     // The owners of partitions change with the assignment; offsets are refreshed on the next sample.
-    if (isNew && this.options.lag !== undefined) this.sampleGroup(entry, this.options.lag);
-    else this.relabelOwners(entry);
+    if (isNew && this.options.lag !== undefined) sampleGroupLag(entry, this.options.lag, this.options.time);
+    else relabelOwners(entry);
     entry.view = undefined;
     this.touch(entry, true);
   }
@@ -751,82 +540,14 @@ export class GroupBoard {
     return first;
   }
 
-  /** The rebalance timeline and departed members, from one change of a known group. */
-  private track(
-    entry: GroupEntry,
-    after: DescribedGroup,
-    members: readonly BoardMember[],
-    reason: string,
-    atMs: number,
-  ): void {
-    ownLists(entry);
-    const ids = members.length >= MEMBER_SET_SIZE ? new Set(members.map((m) => m.memberId)) : undefined;
-    for (const m of entry.members) {
-      if (ids === undefined ? hasMemberId(members, m.memberId) : ids.has(m.memberId)) continue;
-      pushBounded(
-        entry.departed,
-        {
-          memberId: m.memberId,
-          groupInstanceId: m.groupInstanceId,
-          clientId: m.clientId,
-          clientHost: m.clientHost,
-          reason,
-          atMs,
-        },
-        BOARD_HISTORY_LENGTH,
-      );
-    }
-    const rebalances = entry.rebalances;
-    const lastIndex = rebalances.length - 1;
-    let last: Rebalance | undefined = rebalances[lastIndex];
-    const isOpen = last !== undefined && last.endMs === null;
-    const isRebalancing =
-      after.groupState === 'PreparingRebalance' || after.groupState === 'CompletingRebalance';
-    const isCause = REBALANCE_CAUSES.has(reason);
-    if (isCause || reason === 'join-completed') {
-      if (isOpen) {
-        // A rebalance is never changed in place: a view may hold it (GroupEntry).
-        if (isCause && !last!.reasons.includes(reason))
-          last = rebalances[lastIndex] = { ...last!, reasons: [...last!.reasons, reason] };
-        if (reason === 'join-completed')
-          last = rebalances[lastIndex] = { ...last!, generationId: after.generationId };
-      } else if (isRebalancing) {
-        pushBounded(
-          rebalances,
-          { startMs: atMs, reasons: [reason], generationId: after.generationId, endMs: null, endState: null },
-          BOARD_HISTORY_LENGTH,
-        );
-      }
-    }
-    if (isOpen && !isRebalancing && (after.groupState === 'Stable' || after.groupState === 'Empty')) {
-      rebalances[lastIndex] = {
-        ...last!,
-        generationId: after.generationId,
-        endMs: atMs,
-        endState: after.groupState,
-      };
-    }
-  }
-
-  private relabelOwners(entry: GroupEntry): void {
-    if (entry.partitions.length === 0) return;
-    const owners = new Map<string, string>();
-    for (const m of entry.members) {
-      for (const tp of m.assignment ?? []) owners.set(topicPartitionKey(tp.topic, tp.partition), m.memberId);
-    }
-    entry.partitions = entry.partitions.map((p) => ({
-      ...p,
-      memberId: owners.get(topicPartitionKey(p.topic, p.partition)) ?? null,
-    }));
-  }
-
   /** Samples committed offsets and high watermarks; pages hear of the groups whose lag changed. */
   private sampleLag(): void {
     this.catchUp();
     const lag = this.options.lag;
     if (lag !== undefined && (this.seats.size > 0 || this.isKeepingHistory)) {
       const since = this.seq;
-      for (const entry of this.groups.values()) if (this.sampleGroup(entry, lag)) this.touch(entry, false);
+      for (const entry of this.groups.values())
+        if (sampleGroupLag(entry, lag, this.options.time)) this.touch(entry, false);
       this.tellChangedSince(since);
     }
     // Each selected group is read once however many pages show it, and its pages share one message.
@@ -869,84 +590,5 @@ export class GroupBoard {
     entry.members = members;
     entry.view = undefined;
     return { groupId, members: moved };
-  }
-
-  /** True if the group's lag changed. */
-  private sampleGroup(entry: GroupEntry, lag: BoardLagSources): boolean {
-    const groupId = entry.described.groupId;
-    const committed: CommittedPartitionOffset[] = [];
-    for (const { topic, partition, offset } of lag.offsets.list(groupId)) {
-      committed.push({ topic, partition, offset: BigInt(offset.committedOffset) });
-    }
-    const members: LagMember[] = entry.members;
-    const partitions = lagPartitions(members, committed);
-    const highWatermarks = partitions.map((tp) => {
-      const hw = lag.highWatermark(topicPartitionKey(tp.topic, tp.partition));
-      return hw === undefined ? null : BigInt(hw);
-    });
-    const rows = partitionLags(partitions, members, committed, highWatermarks);
-    let signature = '';
-    let total: bigint | null = null;
-    for (const r of rows) {
-      signature += `${r.topic}\u0000${r.partition}\u0000${r.committedOffset}\u0000${r.highWatermark}\u0001`;
-      if (r.lag !== null) total = (total ?? 0n) + r.lag;
-    }
-    if (signature === entry.lagSignature) return false;
-    entry.lagSignature = signature;
-    entry.partitions = rows.map((r) => ({
-      topic: r.topic,
-      partition: r.partition,
-      committedOffset: r.committedOffset === null ? null : String(r.committedOffset),
-      highWatermark: r.highWatermark === null ? null : String(r.highWatermark),
-      lag: r.lag === null ? null : String(r.lag),
-      memberId: r.memberId,
-    }));
-    entry.totalLag = total === null ? null : String(total);
-    entry.row = undefined;
-    if (total !== null) {
-      ownLists(entry);
-      pushBounded(entry.lagSamples, [this.options.time.nowMs(), Number(total)] as const, BOARD_LAG_SAMPLES);
-    }
-    entry.view = undefined;
-    return true;
-  }
-
-  private rowOf(entry: GroupEntry): BoardGroupRow {
-    if (entry.row !== undefined) return entry.row;
-    const g = entry.described;
-    const last = entry.rebalances[entry.rebalances.length - 1];
-    return (entry.row = {
-      groupId: g.groupId,
-      state: g.groupState,
-      generationId: g.generationId,
-      protocolType: g.protocolType,
-      protocol: g.protocolData,
-      memberCount: entry.members.length,
-      totalLag: entry.totalLag,
-      lastRebalanceMs: last === undefined ? null : (last.endMs ?? last.startMs),
-      coordinatorId: entry.coordinatorId,
-    });
-  }
-
-  private viewOf(entry: GroupEntry): BoardGroup {
-    if (entry.view !== undefined) return entry.view;
-    const g = entry.described;
-    entry.isShared = true;
-    return (entry.view = {
-      groupId: g.groupId,
-      state: g.groupState,
-      generationId: g.generationId,
-      protocolType: g.protocolType,
-      protocol: g.protocolData,
-      members: entry.members,
-      reason: entry.reason,
-      changedAtMs: entry.changedAtMs,
-      rebalances: entry.rebalances,
-      departed: entry.departed,
-      partitions: entry.partitions,
-      totalLag: entry.totalLag,
-      lagSamples: entry.lagSamples,
-      coordinatorId: entry.coordinatorId,
-    });
   }
 }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { CoalescingQueue } from '../../../src/server/coalescing-queue';
+import { CoalescingQueue } from '../../../src/live/coalescing-queue';
 
 /**
  * CoalescingQueue against a model (a list of [key, item] in the order keys began to wait): whatever is put,

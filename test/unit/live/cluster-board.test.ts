@@ -5,7 +5,7 @@ import {
   ClusterBoard,
   clusterViewOf,
   type ClusterView,
-} from '../../../src/server/cluster-board';
+} from '../../../src/live/cluster-board';
 import { ManualTime } from '../../../src/time';
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

@@ -1,20 +1,15 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import type { ClusterView } from '../../../src/server/cluster-board';
-import type {
-  BoardGroup,
-  BoardGroupRow,
-  BoardListener,
-  BoardSeat,
-  TakenRows,
-} from '../../../src/server/group-board';
+import type { ClusterView } from '../../../src/live/cluster-board';
+import type { BoardGroup, BoardGroupRow } from '../../../src/live/board-views';
+import type { BoardListener, BoardSeat, TakenRows } from '../../../src/live/group-board';
 import {
   PAGE_FLUSH_INTERVAL_MS,
   PAGE_STORM_CHANGES,
   PAGE_STORM_FLUSH_INTERVAL_MS,
   PageFlushes,
   PageStream,
-} from '../../../src/server/page-stream';
+} from '../../../src/live/page-stream';
 import { ManualTime } from '../../../src/time';
 
 /** A response whose write buffer the test fills and drains. */

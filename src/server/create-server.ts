@@ -5,7 +5,6 @@ import pino from 'pino';
 import type { Logger } from 'pino';
 import type { CohortConfig } from '../config';
 import {
-  ADMIN_LISTEN_OFF,
   isLoopbackListen,
   KAFKA_LISTEN_OFF,
   MANUAL_CLOCK_RUNNING,
@@ -16,14 +15,13 @@ import { KafkaListener, type KafkaBoundAddress, type KafkaNode, type WireTraceEn
 import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinatorRouter } from '../group/group-coordinator-router';
 import type { GroupCoordinatorService } from '../group/group-protocol';
-import type { BrokerConfig, BrokerNode } from '../log';
+import type { BrokerNode } from '../log';
 import type { ClusterNodeAddress, LocalReplicaState } from '../log/partition-roles';
 import { ReplicaManager } from '../log';
 import type { ConsumerOffsetsStore } from '../log/consumer-offsets';
 import {
   checkDataDirIdentity,
   DataDirLock,
-  DEFAULT_FLUSH_INTERVAL_MS,
   newClusterUuid,
   readDataDirIdentity,
   writeDataDirIdentity,
@@ -51,6 +49,7 @@ import { HealthService } from './health-service';
 import { loadCohortProtos } from './load-protos';
 import type { Stopwatch } from './metrics/call-metrics';
 import { ServerMetrics } from './metrics/server-metrics';
+import { adminListenOf, brokerConfigOf, groupConfigOf } from './server-parts-config';
 import { ServerConnections } from './server-connections';
 import { loadServerSecurity } from './server-security';
 import { StreamingCalls } from './streaming-calls';
@@ -166,52 +165,6 @@ export interface CohortServer {
   readonly kafkaWireTrace: readonly WireTraceEntry[];
   /** The open WatchGroups calls: how many, and how many events wait for their readers. */
   readonly groupWatches: Pick<GroupWatches, 'size' | 'pendingEvents'>;
-}
-
-function groupConfigOf(config: CohortConfig): GroupConfig {
-  return Object.freeze({
-    groupMinSessionTimeoutMs: config.groupMinSessionTimeoutMs,
-    groupMaxSessionTimeoutMs: config.groupMaxSessionTimeoutMs,
-    groupInitialRebalanceDelayMs: config.groupInitialRebalanceDelayMs,
-    groupMaxSize: config.groupMaxSize,
-    offsetMetadataMaxBytes: config.offsetMetadataMaxBytes,
-    maxGroups: config.maxGroups,
-    memberMetadataMaxBytes: config.memberMetadataMaxBytes,
-    groupMaxMetadataBytes: config.groupMaxMetadataBytes,
-    groupMaxCommittedPartitions: config.groupMaxCommittedPartitions,
-    offsetsRetentionMinutes: config.offsetsRetentionMinutes,
-    offsetsRetentionCheckIntervalMs: config.offsetsRetentionCheckIntervalMs,
-  });
-}
-
-function brokerConfigOf(config: CohortConfig): BrokerConfig {
-  return Object.freeze({
-    nodeId: config.nodeId,
-    minInsyncReplicas: config.minInsyncReplicas,
-    replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
-    // Replication counts only from the node it names, in every mode: a client's Fetch with a follower's
-    // replica_id would otherwise acknowledge acks=-1 writes and keep a dead follower in the ISR. Cluster
-    // mode, the only one with followers, has a cluster secret (validation), so nodes can prove who they are.
-    requireAuthenticatedReplicas: true,
-    dataDir: config.dataDir,
-    logConfig: Object.freeze({
-      segmentBytes: config.logSegmentBytes,
-      retentionMs: config.logRetentionMs,
-      retentionBytes: config.logRetentionBytes,
-      flushMessages: config.logFlushMessages,
-      flushIntervalMs:
-        config.logFlushIntervalMs === -1 ? DEFAULT_FLUSH_INTERVAL_MS : config.logFlushIntervalMs,
-    }),
-    // 0: the log layer reads the process's own limit.
-    ...(config.maxOpenFiles > 0 ? { maxOpenFiles: config.maxOpenFiles } : {}),
-  });
-}
-
-/** Whether the admin listener is wanted, and where. */
-function adminListenOf(config: CohortConfig): string | undefined {
-  return config.adminListen === '' || config.adminListen === ADMIN_LISTEN_OFF
-    ? undefined
-    : config.adminListen;
 }
 
 /**

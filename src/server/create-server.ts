@@ -4,13 +4,7 @@ import { ReflectionService } from '@grpc/reflection';
 import pino from 'pino';
 import type { Logger } from 'pino';
 import type { CohortConfig } from '../config';
-import {
-  isLoopbackListen,
-  KAFKA_LISTEN_OFF,
-  MANUAL_CLOCK_RUNNING,
-  parseListenAddress,
-  parseUnixSocket,
-} from '../config';
+import { KAFKA_LISTEN_OFF, MANUAL_CLOCK_RUNNING, parseListenAddress, parseUnixSocket } from '../config';
 import { KafkaListener, type KafkaBoundAddress, type KafkaNode, type WireTraceEntry } from '../kafka';
 import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinatorRouter } from '../group/group-coordinator-router';
@@ -51,6 +45,7 @@ import type { Stopwatch } from './metrics/call-metrics';
 import { ServerMetrics } from './metrics/server-metrics';
 import { adminListenOf, brokerConfigOf, groupConfigOf } from './server-parts-config';
 import { ServerConnections } from './server-connections';
+import { logSecurityWarnings } from './security-warnings';
 import { loadServerSecurity } from './server-security';
 import { StreamingCalls } from './streaming-calls';
 import { testClockService } from './test-clock-service';
@@ -198,71 +193,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   }
   const shutdownGraceMs = options.shutdownGraceMs ?? config.shutdownTimeoutMs;
   const security = loadServerSecurity(config);
-  if (security.tokenCheck !== undefined && !security.isTls && !isLoopbackListen(config.listen)) {
-    logger.warn(
-      { listen: config.listen },
-      'the bearer token travels in clear text on a reachable address: give --tls-cert and --tls-key too',
-    );
-  }
-  if (security.nodeCredentials !== undefined && !security.isTls && !isLoopbackListen(config.listen)) {
-    // The credential is a fixed HMAC of the node id: whoever reads one off the wire can replicate as that
-    // node (not more: it opens the replication methods only), so it needs TLS off loopback as a token does.
-    logger.warn(
-      { listen: config.listen },
-      'node credentials travel in clear text on a reachable address: give --tls-cert and --tls-key too',
-    );
-  }
-  if (security.isTokenWeak) {
-    logger.warn(
-      { tokenFrom: config.tokenFile === '' ? 'COHORT_TOKEN' : '--token-file' },
-      'the bearer token looks easy to guess (docs/operations.md, "Bearer token"): make one with ' +
-        '`openssl rand -base64 32`',
-    );
-  }
-  if (security.isClusterSecretWeak) {
-    logger.warn(
-      {
-        clusterSecretFrom:
-          config.clusterSecretFile === '' ? 'COHORT_CLUSTER_SECRET' : '--cluster-secret-file',
-      },
-      'the cluster secret looks easy to guess (docs/operations.md, "Cluster secret"): make one with ' +
-        '`openssl rand -base64 32`',
-    );
-  }
-  if (security.isClusterSecretFileShared) {
-    logger.warn(
-      { clusterSecretFile: config.clusterSecretFile },
-      'the cluster secret file can be read by other users: chmod 600 it (or defaultMode 0400 on a mounted secret)',
-    );
-  }
-  if (security.etcd.isPasswordInClear) {
-    logger.warn(
-      { etcdEndpoints: config.etcdEndpoints },
-      'the etcd password and token travel in clear text to etcd: give https:// endpoints and --etcd-tls-ca',
-    );
-  }
-  if (security.etcd.isPasswordWeak) {
-    logger.warn(
-      { etcdPasswordFrom: config.etcdPasswordFile === '' ? 'COHORT_ETCD_PASSWORD' : '--etcd-password-file' },
-      'the etcd password looks easy to guess (docs/operations.md, "Locking etcd down"): make one with ' +
-        '`openssl rand -base64 32`',
-    );
-  }
-  if (security.etcd.isPasswordFileShared) {
-    logger.warn(
-      { etcdPasswordFile: config.etcdPasswordFile },
-      'the etcd password file can be read by other users: chmod 600 it (or defaultMode 0400 on a mounted secret)',
-    );
-  }
   const adminListen = adminListenOf(config);
-  if (adminListen !== undefined && !isLoopbackListen(adminListen)) {
-    logger.warn(
-      { adminListen },
-      security.tokenCheck === undefined
-        ? 'the admin listener (/metrics, the live page) has no authentication and listens on a reachable address'
-        : 'the admin listener is plain HTTP on a reachable address: its bearer token travels unencrypted',
-    );
-  }
+  logSecurityWarnings(config, security, adminListen, logger);
 
   const metrics = new ServerMetrics({
     time,

@@ -4,8 +4,8 @@ import { ReflectionService } from '@grpc/reflection';
 import pino from 'pino';
 import type { Logger } from 'pino';
 import type { CohortConfig } from '../config';
-import { KAFKA_LISTEN_OFF, MANUAL_CLOCK_RUNNING, parseListenAddress, parseUnixSocket } from '../config';
-import { KafkaListener, type KafkaBoundAddress, type KafkaNode, type WireTraceEntry } from '../kafka';
+import { MANUAL_CLOCK_RUNNING, parseListenAddress, parseUnixSocket } from '../config';
+import type { KafkaBoundAddress, WireTraceEntry } from '../kafka';
 import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinatorRouter } from '../group/group-coordinator-router';
 import type { GroupCoordinatorService } from '../group/group-protocol';
@@ -40,6 +40,7 @@ import { GroupBoard } from '../live/group-board';
 import { GroupWatches } from './watch-groups';
 import { groupEventLog } from './group-event-log';
 import { HealthService } from './health-service';
+import { kafkaDoorOf } from './kafka-door';
 import { loadCohortProtos } from './load-protos';
 import type { Stopwatch } from './metrics/call-metrics';
 import { ServerMetrics } from './metrics/server-metrics';
@@ -62,8 +63,7 @@ const WATCH_GROUPS_PATH = `/${GROUP_COORDINATOR_SERVICE}/WatchGroups`;
 export const TEST_CLOCK_SERVICE = 'cohort.v1.TestClock';
 export const BROKER_SERVICE = 'cohort.v1.Broker';
 export const HEALTH_SERVICE = 'grpc.health.v1.Health';
-/** The `service` label of the Kafka door's requests in cohort_rpc_duration_seconds. */
-export const KAFKA_SERVICE_LABEL = 'kafka';
+export { KAFKA_SERVICE_LABEL } from './kafka-door';
 /** How long `close()` lets in-flight calls finish before cutting every connection, unless configured. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 
@@ -439,57 +439,20 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     brokerService(broker, logger, metrics.callObservers, nodeAuthentication),
   );
 
-  // The Kafka door: the same coordinator, log and coordinator lookup, behind Kafka's wire protocol. Kafka
-  // clients are told this node's Kafka address (advertised, or the bound one), never its gRPC address; a
-  // single node knows only its own, so cluster mode lists no other node to them yet.
-  const kafkaListen =
-    config.kafkaListen === '' || config.kafkaListen === KAFKA_LISTEN_OFF
-      ? undefined
-      : parseListenAddress(config.kafkaListen);
-  let kafkaAdvertised: KafkaNode | undefined;
-  const kafka =
-    kafkaListen === undefined
-      ? undefined
-      : new KafkaListener({
-          host: kafkaListen.host,
-          port: kafkaListen.port,
-          maxRequestBytes: config.kafkaMaxRequestBytes,
-          connectionsMaxIdleMs: config.kafkaConnectionsMaxIdleMs,
-          time,
-          logger,
-          onRefusedConnection: (reason) => metrics.onKafkaRefusedConnection(reason),
-          onOpenConnections: (open) => metrics.onKafkaConnections(open),
-          // Kafka requests in cohort_rpc_duration_seconds, as service="kafka", method=the API's name.
-          observe: (apiName) => metrics.callObservers(KAFKA_SERVICE_LABEL, apiName),
-          isWireTraced: options.isKafkaWireTraced === true,
-          core: {
-            broker,
-            coordinator,
-            findCoordinator,
-            kafkaNode: (nodeId) => (nodeId === config.nodeId ? kafkaAdvertised : undefined),
-            controllerId: () => cluster?.controllerId ?? config.nodeId,
-            clusterId: config.clusterId,
-            isAutoCreateTopicsEnabled: config.kafkaAutoCreateTopics,
-          },
-        });
-  const startKafka = async (): Promise<void> => {
-    if (kafka === undefined) return;
-    const bound = await kafka.start();
-    const advertised = parseListenAddress(config.kafkaAdvertisedAddress);
-    kafkaAdvertised = {
-      nodeId: config.nodeId,
-      // IPv6 hosts go to Kafka clients without brackets.
-      host: (advertised?.host ?? bound.host).replace(/^\[(.*)\]$/, '$1'),
-      port: advertised?.port ?? bound.port,
-    };
-    if (cluster !== undefined) {
-      // Nodes do not yet tell each other their Kafka addresses (docs/kafka-clients.md, "Not yet").
-      logger.warn(
-        { kafkaAddress: bound.address },
-        'the Kafka listener lists only this node: Kafka clients cannot reach leaders or coordinators on other nodes of the cluster',
-      );
-    }
-  };
+  // The Kafka door: the same coordinator, log and coordinator lookup, behind Kafka's wire protocol.
+  const kafka = kafkaDoorOf(config, {
+    time,
+    logger,
+    metrics,
+    isWireTraced: options.isKafkaWireTraced === true,
+    core: {
+      broker,
+      coordinator,
+      findCoordinator,
+      controllerId: () => cluster?.controllerId ?? config.nodeId,
+    },
+    isClusterNode: cluster !== undefined,
+  });
   if (testClock !== undefined) {
     services.push(TEST_CLOCK_SERVICE);
     server.addService(
@@ -806,7 +769,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       // The page shows what happened before it was opened: the board keeps each group's recent history
       // (rebalances, departed members, lag samples; bounded) from now on (docs/live-page.md).
       board?.keepHistory();
-      await startKafka();
+      await kafka?.start();
       metrics.start();
       isBound = true;
       if (phase === 'starting') phase = 'loading';

@@ -23,20 +23,17 @@ import {
 } from '../log/storage';
 import type { Time } from '../time';
 import { ManualTime, RunningManualTime, SYSTEM_TIME } from '../time';
-import { AdminServer } from './admin-server';
+import { adminPartsOf } from './admin-parts';
 import type { AdminAddress } from './admin-server';
 import { bearerTokenInterceptor, keepEveryAuthorizationHeader } from './bearer-token-interceptor';
 import { BrokerLeaderEndpoint } from './broker-leader-endpoint';
 import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
-import { ClusterBoard } from '../live/cluster-board';
-import { ClusterGroupFeed } from './cluster-group-feed';
 import { ClusterWiring } from './cluster-wiring';
 import { fanOutListener } from './fan-out-listener';
 import { LedOffsetsStores } from './led-offsets-stores';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
-import { GroupBoard } from '../live/group-board';
 import { GroupWatches } from './watch-groups';
 import { groupEventLog } from './group-event-log';
 import { HealthService } from './health-service';
@@ -52,8 +49,7 @@ import { StreamingCalls } from './streaming-calls';
 import { testClockService } from './test-clock-service';
 import { storageRecoveryLog } from './storage-recovery-log';
 import { guardServiceDefinition } from './undecodable-request';
-import { findCoordinatorHandler, GROUP_METADATA_TOPIC } from './find-coordinator';
-import { ErrorCode } from '../errors';
+import { findCoordinatorHandler } from './find-coordinator';
 
 export const GROUP_COORDINATOR_SERVICE = 'cohort.v1.GroupCoordinator';
 /** Member streams: bounded by the groups' members and ended by HeartbeatStreams, not StreamingCalls. */
@@ -477,83 +473,20 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     { services: [...services, HEALTH_SERVICE] },
   ).addToServer(server);
 
-  // The live page's model of the groups: it subscribes to the coordinator's changes once the first page
-  // opens (nothing is watched before), and reads lag as the CLI does, from committed offsets and HWs.
-  // Cluster mode: the groups the other nodes coordinate, watched on each of them, so that this node's page
-  // shows every group of the cluster (each node's coordinator tells only of its own).
-  const groupFeed =
-    adminListen === undefined || cluster === undefined
-      ? undefined
-      : new ClusterGroupFeed({
-          localNodeId: config.nodeId,
-          liveNodes: () => cluster.liveNodes,
-          credentials: security.leaderCredentials,
-          ...(security.token === undefined ? {} : { token: security.token }),
-          time: SYSTEM_TIME,
-          onWatchEnded: (nodeId, error) =>
-            logger.debug({ node: nodeId, reason: error?.message }, "the live page's watch of a node ended"),
-        });
-  const board =
-    adminListen === undefined || coordinator.watchGroups === undefined
-      ? undefined
-      : new GroupBoard({
-          localNodeId: config.nodeId,
-          ...(groupFeed === undefined ? {} : { remoteGroups: (listener) => groupFeed.subscribe(listener) }),
-          watchGroups: coordinator.watchGroups.bind(coordinator),
-          lastHeartbeats: coordinator.lastHeartbeats?.bind(coordinator),
-          lag:
-            groupState === undefined
-              ? undefined
-              : {
-                  offsets: groupState.stores,
-                  highWatermark: (key) => replicaManager.getPartition(key)?.highWatermark,
-                },
-          time,
-        });
-  // The page's Cluster panel: this node's own view (its Metadata, its cluster view's controller), read
-  // after each change while a page is open; never etcd.
-  const clusterBoard =
-    board === undefined
-      ? undefined
-      : new ClusterBoard({
-          localNodeId: config.nodeId,
-          // Every topic (Metadata leaves the internal ones out unless named) and `__consumer_offsets`, named:
-          // its partitions' leaders are the groups' coordinators, and a failover shows there first.
-          metadata: async () => {
-            const all = await replicaManager.metadata({ topics: [] });
-            const offsets = await replicaManager.metadata({ topics: [GROUP_METADATA_TOPIC] });
-            const hosted = offsets.topics.filter((t) => t.errorCode === ErrorCode.NONE);
-            return { ...all, topics: [...all.topics, ...hosted] };
-          },
-          ...(cluster === undefined ? {} : { controllerId: () => cluster.controllerId }),
-          time,
-          onError: (error) => logger.warn({ err: error }, 'the live page could not read the cluster view'),
-        });
-  const admin =
-    adminListen === undefined
-      ? undefined
-      : new AdminServer({
-          listen: adminListen,
-          readiness: () => readinessProblem(),
-          scrape: () => metrics.scrape(),
-          contentType: metrics.contentType,
-          logger,
-          ...(security.tokenCheck === undefined ? {} : { tokenCheck: security.tokenCheck }),
-          ...(cluster === undefined ? {} : { recoverMetadata: (nodes) => cluster.recoverMetadata(nodes) }),
-          ...(board === undefined
-            ? {}
-            : {
-                page: {
-                  board,
-                  ...(clusterBoard === undefined ? {} : { cluster: clusterBoard }),
-                  limits: groupWatches.limits,
-                  time,
-                  // Paced on the machine's clock even on --manual-clock: the page stays live without the
-                  // clock being moved (what it shows still carries the server's clock).
-                  flushTime: SYSTEM_TIME,
-                },
-              }),
-        });
+  // The admin listener (/metrics, /readyz, the live page and its models); none without `adminListen`.
+  const { admin, board, groupFeed, clusterBoard } = adminPartsOf(adminListen, {
+    config,
+    time,
+    logger,
+    security,
+    metrics,
+    cluster,
+    coordinator,
+    replicaManager,
+    offsets: groupState?.stores,
+    groupWatches,
+    readinessProblem: () => readinessProblem(),
+  });
 
   let phase: ServerPhase = 'new';
   /** Set when the server must stop on its own (see `onFatalError`). */

@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { get, type ClientRequest } from 'node:http';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,8 +14,9 @@ import { demoPids, expectDemoStory } from '../support/demo-story';
 
 const REPO_ROOT = join(__dirname, '..', '..');
 
-it('tells the story of a group losing a member and exits 0, cleaning up after itself', async () => {
-  const child = spawn(
+/** The demo as `npm run demo` runs it, on a short timeline (a 2 s session, half-second phases). */
+function spawnQuickDemo(): ChildProcessByStdio<null, Readable, Readable> {
+  return spawn(
     process.execPath,
     [
       '-r',
@@ -31,6 +33,10 @@ it('tells the story of a group losing a member and exits 0, cleaning up after it
     ],
     { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
+}
+
+it('tells the story of a group losing a member and exits 0, cleaning up after itself', async () => {
+  const child = spawnQuickDemo();
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -52,23 +58,7 @@ it('tells the story of a group losing a member and exits 0, cleaning up after it
 }, 120_000);
 
 it('keeps serving its live page once done while a page is open, says so, and stops at Ctrl-C', async () => {
-  const child = spawn(
-    process.execPath,
-    [
-      '-r',
-      './scripts/register-typescript.js',
-      'src/demo/main.ts',
-      '--session-timeout-ms',
-      '2000',
-      '--steady-ms',
-      '500',
-      '--after-rebalance-ms',
-      '500',
-      '--timeout-ms',
-      '90000',
-    ],
-    { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child = spawnQuickDemo();
   let stdout = '';
   let stderr = '';
   const closed = new Promise<number | null>((resolve) => child.once('close', resolve));

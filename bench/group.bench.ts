@@ -79,6 +79,7 @@ import { describeMachine } from './support/machine';
 import { line, printFigures, round, table, verdict } from './support/report';
 import type { RoundSet } from './support/round-set';
 import { median } from './support/stats';
+import { argValue, readOnly, readRounds } from './support/bench-args';
 
 const SECTIONS = [
   'heartbeat',
@@ -90,7 +91,6 @@ const SECTIONS = [
   'rebalance-announcement',
   'stream-memory',
 ] as const;
-type Section = (typeof SECTIONS)[number];
 
 const TARGET_HEARTBEAT_RATIO = 0.9;
 const TARGET_ADDED_US_PER_HEARTBEAT = 5;
@@ -108,29 +108,6 @@ const TARGET_STREAM_PER_CORE_RATIO = 4;
 /** Issue 16: with streams, a Stable group hears of a rebalance at once, not at its next heartbeat. */
 const TARGET_ANNOUNCEMENT_MS = 100;
 
-function argValue(name: string): string | undefined {
-  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
-  return arg?.slice(name.length + 3);
-}
-
-function readRounds(fallback: number): number {
-  const arg = argValue('rounds');
-  const rounds = arg === undefined ? fallback : Number(arg);
-  if (!Number.isSafeInteger(rounds) || rounds < 1) throw new RangeError(`--rounds must be >= 1, got ${arg}`);
-  return rounds;
-}
-
-function readOnly(): Set<Section> {
-  const arg = argValue('only');
-  const only = arg === undefined ? [...SECTIONS] : arg.split(',');
-  for (const name of only) {
-    if (!(SECTIONS as readonly string[]).includes(name)) {
-      throw new RangeError(`--only takes ${SECTIONS.join(',')}, got ${name}`);
-    }
-  }
-  return new Set(only as Section[]);
-}
-
 /** Median over rounds of a − b, paired round by round. */
 function medianDifference(rounds: RoundSet, a: string, b: string): number {
   const x = rounds.values(a);
@@ -140,7 +117,7 @@ function medianDifference(rounds: RoundSet, a: string, b: string): number {
 
 async function main(): Promise<void> {
   const rounds = readRounds(5);
-  const only = readOnly();
+  const only = readOnly(SECTIONS);
   const cpuProfileDir = argValue('cpu-prof');
   const heapGrowingPercent = serverHeapGrowingPercent();
   const figures: Record<string, unknown> = {

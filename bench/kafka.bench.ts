@@ -42,9 +42,9 @@ import {
 import { REBALANCE_MEMBERS, rebalanceAfterJoinRounds } from './kafka/rebalance-after-join';
 import { connectionMemory, MEMORY_MEMBERS } from './kafka/connection-memory';
 import { startToMetadata } from './kafka/start-to-metadata';
+import { argValue, readOnly, readRounds } from './support/bench-args';
 
 const SECTIONS = ['heartbeat', 'throughput', 'rebalance', 'memory', 'start'] as const;
-type Section = (typeof SECTIONS)[number];
 
 /** Issue 31: a Kafka heartbeat costs the server at most 0.15 of a unary gRPC one. */
 const TARGET_HEARTBEAT_CPU_RATIO = 0.15;
@@ -60,32 +60,9 @@ const TARGET_MEMORY_TO_FLOOR = 1.25;
  */
 const GRPC_STREAM_MEMBER_HEAP_BYTES = 5_588;
 
-function argValue(name: string): string | undefined {
-  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
-  return arg?.slice(name.length + 3);
-}
-
-function readRounds(fallback: number): number {
-  const arg = argValue('rounds');
-  const rounds = arg === undefined ? fallback : Number(arg);
-  if (!Number.isSafeInteger(rounds) || rounds < 1) throw new RangeError(`--rounds must be >= 1, got ${arg}`);
-  return rounds;
-}
-
-function readOnly(): Set<Section> {
-  const arg = argValue('only');
-  const only = arg === undefined ? [...SECTIONS] : arg.split(',');
-  for (const name of only) {
-    if (!(SECTIONS as readonly string[]).includes(name)) {
-      throw new RangeError(`--only takes ${SECTIONS.join(',')}, got ${name}`);
-    }
-  }
-  return new Set(only as Section[]);
-}
-
 async function main(): Promise<void> {
   const rounds = readRounds(5);
-  const only = readOnly();
+  const only = readOnly(SECTIONS);
   const cpuProfileDir = argValue('cpu-prof');
   const machine = describeMachine();
   const figures: Record<string, unknown> = { bench: 'kafka', date: new Date().toISOString(), rounds };

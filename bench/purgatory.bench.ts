@@ -53,6 +53,7 @@ import { Random } from './support/random';
 import { line, printFigures, round, table, verdict } from './support/report';
 import { RoundSet } from './support/round-set';
 import { median, percentileOfSorted, sortedSample } from './support/stats';
+import { readRounds } from './support/bench-args';
 
 const ROUNDS = readRounds(5);
 const COMPLETION = readCompletion();
@@ -85,13 +86,6 @@ const DRAIN_LIMIT_MS = TIMEOUT_MS + 5_000;
 
 const TARGET_RATE_RATIO = 2;
 const TARGET_RATE = 100_000;
-
-function readRounds(fallback: number): number {
-  const arg = process.argv.find((a) => a.startsWith('--rounds='));
-  const rounds = arg === undefined ? fallback : Number(arg.slice('--rounds='.length));
-  if (!Number.isSafeInteger(rounds) || rounds < 1) throw new RangeError(`--rounds must be >= 1, got ${arg}`);
-  return rounds;
-}
 
 function readCompletion(): 'checkAndComplete' | 'forceComplete' {
   const arg = process.argv.find((a) => a.startsWith('--completion='));

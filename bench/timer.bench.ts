@@ -41,10 +41,11 @@ import { Random } from './support/random';
 import { line, printFigures, round, table, verdict } from './support/report';
 import { RoundSet } from './support/round-set';
 import { percentileOfSorted, sortedSample } from './support/stats';
+import { readOnly, readRounds } from './support/bench-args';
 
 const ROUNDS = readRounds(5);
 const CHURN_CANCELS_FIRST = process.argv.includes('--churn=cancel-add');
-const ONLY = readOnly();
+const ONLY = readOnly(['add', 'churn', 'heap', 'expiry']);
 const ADD_TIMERS = 1_000_000;
 const ADD_MAX_DELAY_MS = 30_000;
 const CHURN_KEYS = 100_000;
@@ -73,22 +74,6 @@ class SharedCallbackTask extends TimerTask {
   run(): void {
     sharedCallback();
   }
-}
-
-function readRounds(fallback: number): number {
-  const arg = process.argv.find((a) => a.startsWith('--rounds='));
-  const rounds = arg === undefined ? fallback : Number(arg.slice('--rounds='.length));
-  if (!Number.isSafeInteger(rounds) || rounds < 1) throw new RangeError(`--rounds must be >= 1, got ${arg}`);
-  return rounds;
-}
-
-function readOnly(): Set<string> {
-  const all = ['add', 'churn', 'heap', 'expiry'];
-  const arg = process.argv.find((a) => a.startsWith('--only='));
-  const only = arg === undefined ? all : arg.slice('--only='.length).split(',');
-  for (const name of only)
-    if (!all.includes(name)) throw new RangeError(`--only takes ${all.join(',')}, got ${name}`);
-  return new Set(only);
 }
 
 function nsSince(start: bigint): number {

@@ -20,6 +20,7 @@ import { createServer } from '../../src/server';
 import { serveParent } from '../group/child-rpc';
 import { applyServerHeapPolicy } from '../group/server-heap-policy';
 import { memoryAfterCollection } from '../support/gc-recorder';
+import { argValue } from '../support/bench-args';
 
 export interface ServerPorts {
   readonly grpcPort: number;
@@ -37,11 +38,6 @@ export interface ServerMemory {
   readonly rssBytes: number;
   readonly heapUsedBytes: number;
   readonly externalBytes: number;
-}
-
-function argValue(name: string): string | undefined {
-  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
-  return arg?.slice(name.length + 3);
 }
 
 applyServerHeapPolicy();

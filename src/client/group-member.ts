@@ -4,9 +4,8 @@
  * The rebalance loop (Kafka's joinGroupIfNeeded):
  *   prepare  – eager: revoke everything owned (`revoked`, waiting for `waitUntil`); cooperative: keep it.
  *   join     – JoinGroup with the encoded subscription (cooperative: owned partitions + generation inside).
- *              MEMBER_ID_REQUIRED: rejoin at once with the id given (KIP-394). UNKNOWN_MEMBER_ID: forget the
- *              id, `lost`, rejoin. REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION: rejoin. Retriable codes: back
- *              off and rejoin. Anything else is fatal.
+ *              What an error code means is the member's one table (member-error-actions.ts): join again at
+ *              once, after losing the generation if it is gone, back off and join again, or fail.
  *   sync     – the leader decodes every subscription, runs the voted assignor, encodes; everybody sends
  *              SyncGroup. Errors as for join, except that a failed sync always goes back to join.
  *   complete – cooperative: partitions taken away are revoked first, then `assigned`; if anything was taken
@@ -14,10 +13,10 @@
  *
  * Heartbeats run on their own timer from the JoinGroup response until the next JoinGroup is sent, one in
  * flight at a time, each `heartbeatIntervalMs` after the previous was sent; a retriable failure retries after
- * a jittered backoff. REBALANCE_IN_PROGRESS in Stable starts a rebalance; ILLEGAL_GENERATION and
- * UNKNOWN_MEMBER_ID (for the generation they were sent with) mean the assignment is `lost`; FENCED_INSTANCE_ID
- * is fatal. If no heartbeat succeeds for `sessionTimeoutMs` the coordinator has certainly expired the member
- * (its timer started before our last success arrived), so the assignment is `lost` and the member rejoins.
+ * a jittered backoff. REBALANCE_IN_PROGRESS in Stable starts a rebalance; a generation gone (for the
+ * generation the heartbeat was sent with) means the assignment is `lost`; FENCED_INSTANCE_ID is fatal. If
+ * no heartbeat succeeds for `sessionTimeoutMs` the coordinator has certainly expired the member (its timer
+ * started before our last success arrived), so the assignment is `lost` and the member rejoins.
  *
  * Heartbeats go over a HeartbeatStream when the transport has one (`heartbeatOverStream`): one stream per
  * member id, opened at its first heartbeat and kept across generations (the protocol lets the generation
@@ -50,8 +49,7 @@ import type {
   OffsetFetchResponse,
   SyncGroupAssignment,
 } from '../protocol/group-messages';
-import { isCoordinatorMoved } from './coordinator-cache';
-import { errorFromCode, isRetriable } from './error-from-code';
+import { errorFromCode } from './error-from-code';
 import { ExponentialBackoff } from './exponential-backoff';
 import type { GroupMemberEvents, LostReason, RevokeReason, RevokedEvent } from './group-member-events';
 import {
@@ -60,6 +58,7 @@ import {
   type ResolvedGroupMemberOptions,
 } from './group-member-options';
 import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
+import { memberErrorAction, type MemberErrorAction } from './member-error-actions';
 import type { ScheduledTask } from './scheduler';
 import { TimeScheduler } from './time-scheduler';
 import { ABANDONED, RetryingCaller, type CallOutcome } from './retrying-caller';
@@ -443,17 +442,13 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       if (joinCode !== ErrorCode.NONE) {
         const error =
           join.kind === 'failed' ? join.error : errorFromCode(joinCode, `JoinGroup of group "${o.groupId}"`);
-        if (joinCode === ErrorCode.MEMBER_ID_REQUIRED && join.kind === 'response') {
+        const action = memberErrorAction(joinCode);
+        if (action.kind === 'take-member-id' && join.kind === 'response') {
           this._memberId = join.response.memberId; // KIP-394: rejoin at once with the id given
           continue;
         }
-        if (joinCode === ErrorCode.UNKNOWN_MEMBER_ID || joinCode === ErrorCode.ILLEGAL_GENERATION) {
-          this.resetGeneration(joinCode === ErrorCode.UNKNOWN_MEMBER_ID);
-          this.loseAssignment(lostReasonFor(joinCode), error);
-          continue;
-        }
-        if (joinCode === ErrorCode.REBALANCE_IN_PROGRESS) continue;
-        if (isRetriable(joinCode) && (await backOff(joinCode))) continue;
+        if (this.joinsAgainAfter(action, error)) continue;
+        if (action.kind === 'retry' && (await backOff(joinCode))) continue;
         if (epoch === this.epoch) this.fail(error, false);
         return;
       }
@@ -496,14 +491,9 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       if (syncCode !== ErrorCode.NONE) {
         const error =
           sync.kind === 'failed' ? sync.error : errorFromCode(syncCode, `SyncGroup of group "${o.groupId}"`);
-        if (syncCode === ErrorCode.REBALANCE_IN_PROGRESS) continue;
-        if (syncCode === ErrorCode.UNKNOWN_MEMBER_ID || syncCode === ErrorCode.ILLEGAL_GENERATION) {
-          // Kafka keeps the member id on ILLEGAL_GENERATION: it may still be valid.
-          this.resetGeneration(syncCode === ErrorCode.UNKNOWN_MEMBER_ID);
-          this.loseAssignment(lostReasonFor(syncCode), error);
-          continue;
-        }
-        if (isRetriable(syncCode) && (await backOff(syncCode))) continue;
+        const action = memberErrorAction(syncCode);
+        if (this.joinsAgainAfter(action, error)) continue;
+        if (action.kind === 'retry' && (await backOff(syncCode))) continue;
         if (epoch === this.epoch) this.fail(error, false);
         return;
       }
@@ -551,6 +541,19 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       this.armStallGuard();
       return;
     }
+  }
+
+  /**
+   * Whether a failed JoinGroup or SyncGroup sends the loop straight back to JoinGroup: a rebalance is on,
+   * or the generation is gone (it is forgotten and its assignment lost first). Retries and fatal errors
+   * are the loop's to handle.
+   */
+  private joinsAgainAfter(action: MemberErrorAction, error: Error): boolean {
+    if (action.kind === 'rejoin') return true;
+    if (action.kind !== 'generation-gone') return false;
+    this.resetGeneration(action.resetMemberId);
+    this.loseAssignment(action.lostReason, error);
+    return true;
   }
 
   private joinRequest() {
@@ -659,6 +662,21 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     });
   }
 
+  /**
+   * The generation is gone (an answer said so, or the session expired) outside the rebalance loop: forget
+   * it, tell the user the assignment is lost, join again.
+   */
+  private leaveGeneration(
+    resetMemberId: boolean,
+    lostReason: LostReason,
+    error: Error,
+    rejoinReason: string,
+  ): void {
+    this.resetGeneration(resetMemberId);
+    this.loseAssignment(lostReason, error);
+    this.rejoin(rejoinReason);
+  }
+
   private resetGeneration(resetMemberId: boolean): void {
     this._generationId = NO_GENERATION;
     this._protocolName = '';
@@ -751,7 +769,10 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
 
   private watchCoordinator(code: ErrorCode, onFound: () => void): () => void {
     const transport = this.transport;
-    if (transport.onCoordinatorFound === undefined || !isCoordinatorMoved(code)) return () => {};
+    const action = memberErrorAction(code);
+    if (transport.onCoordinatorFound === undefined || action.kind !== 'retry' || !action.coordinatorMoved) {
+      return () => {};
+    }
     return transport.onCoordinatorFound(this.options.groupId, onFound);
   }
 
@@ -864,13 +885,14 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     if (stream !== this.heartbeatStream || this.heartbeatScope === null || this.isShut()) return;
     const error = (): CohortError =>
       errorFromCode(code, `HeartbeatStream of group "${this.options.groupId}" pushed`);
-    if (code === ErrorCode.REBALANCE_IN_PROGRESS) {
+    const action = memberErrorAction(code);
+    if (action.kind === 'rejoin') {
       if (this._state === 'stable' && !this.rebalancing) this.rejoin('the group is rebalancing (pushed)');
-    } else if (code === ErrorCode.UNKNOWN_MEMBER_ID) {
-      this.resetGeneration(true);
-      this.loseAssignment('unknown-member', error());
-      this.rejoin('HeartbeatStream pushed UNKNOWN_MEMBER_ID');
-    } else if (code === ErrorCode.FENCED_INSTANCE_ID) {
+    } else if (action.kind === 'generation-gone' && action.resetMemberId) {
+      // Only a member id that is gone: a push names no generation (the stream outlives them), so it is
+      // the next heartbeat's answer, for the generation it was sent with, that says whether one is over.
+      this.leaveGeneration(true, action.lostReason, error(), `HeartbeatStream pushed ${ErrorCode[code]}`);
+    } else if (action.kind === 'fenced') {
       this.fail(error(), false);
     }
   }
@@ -905,11 +927,12 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     const error = (): CohortError =>
       failure ?? errorFromCode(code, `Heartbeat of group "${this.options.groupId}"`);
     const unchanged = sent.generationId === this._generationId && sent.memberId === this._memberId;
-    if (code === ErrorCode.NONE || code === ErrorCode.REBALANCE_IN_PROGRESS) {
+    const action = memberErrorAction(code);
+    if (action.kind === 'proceed' || action.kind === 'rejoin') {
       // Both prove the coordinator holds our session; heartbeats go on while the group rebalances (Kafka).
       this.heartbeatFailures = 0;
       this.resetSessionTimer();
-      if (code === ErrorCode.REBALANCE_IN_PROGRESS && this._state === 'stable' && !this.rebalancing) {
+      if (action.kind === 'rejoin' && this._state === 'stable' && !this.rebalancing) {
         this.rejoin('the group is rebalancing'); // cooperative: stops heartbeats at once by sending JoinGroup
         if (this.heartbeatScope === null) return;
       }
@@ -920,17 +943,20 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       return;
     }
     if (this._state === 'closing') return this.stopHeartbeats();
-    if (code === ErrorCode.ILLEGAL_GENERATION || code === ErrorCode.UNKNOWN_MEMBER_ID) {
+    if (action.kind === 'generation-gone') {
       if (!unchanged) return; // an answer about a generation we already left
-      this.resetGeneration(code === ErrorCode.UNKNOWN_MEMBER_ID);
-      this.loseAssignment(lostReasonFor(code), error());
-      return this.rejoin(`Heartbeat answered ${ErrorCode[code]}`);
+      return this.leaveGeneration(
+        action.resetMemberId,
+        action.lostReason,
+        error(),
+        `Heartbeat answered ${ErrorCode[code]}`,
+      );
     }
-    if (code === ErrorCode.FENCED_INSTANCE_ID) {
+    if (action.kind === 'fenced') {
       if (unchanged) this.fail(error(), false);
       return;
     }
-    if (isRetriable(code)) {
+    if (action.kind === 'retry') {
       this.heartbeatTask = this.retryTask(
         code,
         this.retryWaitMs(code, this.heartbeatFailures++),
@@ -952,9 +978,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       `no heartbeat of group "${this.options.groupId}" succeeded for sessionTimeoutMs (${this.options.sessionTimeoutMs} ms); the coordinator has expired this member`,
     );
     // Keep the member id, as Kafka does: if the coordinator still knows it, the rejoin is cheaper.
-    this.resetGeneration(false);
-    this.loseAssignment('session-expired', error);
-    this.rejoin('session timed out');
+    this.leaveGeneration(false, 'session-expired', error, 'session timed out');
   }
 
   // ---- the stall guard ----
@@ -1026,7 +1050,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.stopHeartbeats();
     this.stallTask?.cancel();
     this.loseAssignment(
-      error instanceof CohortError && error.code === ErrorCode.FENCED_INSTANCE_ID ? 'fenced' : 'failed',
+      error instanceof CohortError && memberErrorAction(error.code).kind === 'fenced' ? 'fenced' : 'failed',
       error,
     );
     if (leave) this.leaveBestEffort('the member failed');
@@ -1128,13 +1152,18 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     sent: { generationId: number; memberId: string },
   ): ErrorCode {
     const unchanged = sent.generationId === this._generationId && sent.memberId === this._memberId;
-    if ((code === ErrorCode.UNKNOWN_MEMBER_ID || code === ErrorCode.ILLEGAL_GENERATION) && unchanged) {
-      this.resetGeneration(code === ErrorCode.UNKNOWN_MEMBER_ID);
-      this.loseAssignment(lostReasonFor(code), errorFromCode(code, what));
-      this.rejoin(`OffsetCommit answered ${ErrorCode[code]}`);
-    } else if (code === ErrorCode.REBALANCE_IN_PROGRESS && this._state === 'stable' && !this.rebalancing) {
+    const action = memberErrorAction(code);
+    if (action.kind === 'generation-gone' && unchanged) {
+      const error = errorFromCode(code, what);
+      this.leaveGeneration(
+        action.resetMemberId,
+        action.lostReason,
+        error,
+        `OffsetCommit answered ${ErrorCode[code]}`,
+      );
+    } else if (action.kind === 'rejoin' && this._state === 'stable' && !this.rebalancing) {
       this.rejoin('OffsetCommit answered REBALANCE_IN_PROGRESS');
-    } else if (code === ErrorCode.FENCED_INSTANCE_ID && unchanged) {
+    } else if (action.kind === 'fenced' && unchanged) {
       this.fail(errorFromCode(code, what), false);
     }
     return code;
@@ -1165,10 +1194,6 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   private isShut(): boolean {
     return this._state === 'closing' || this.isTerminal();
   }
-}
-
-function lostReasonFor(code: ErrorCode): LostReason {
-  return code === ErrorCode.UNKNOWN_MEMBER_ID ? 'unknown-member' : 'illegal-generation';
 }
 
 function asError(error: unknown): Error {

@@ -58,6 +58,7 @@ import {
   type ResolvedGroupMemberOptions,
 } from './group-member-options';
 import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
+import { MemberBackoff } from './member-backoff';
 import { memberErrorAction, type MemberErrorAction } from './member-error-actions';
 import type { ScheduledTask } from './scheduler';
 import { TimeScheduler } from './time-scheduler';
@@ -106,11 +107,6 @@ export interface CommittedOffset {
 }
 
 const NO_GENERATION = -1;
-/**
- * COORDINATOR_LOAD_IN_PROGRESS answers in a row retried at the first backoff (about 2 s of loading at the
- * default 100 ms) before the backoff grows as for any retriable code (see GroupMember.retryWaitMs).
- */
-export const LOAD_RETRIES_AT_FIRST_BACKOFF = 20;
 /** Kafka's JOIN_GROUP_TIMEOUT_LAPSE: JoinGroup and SyncGroup may park for the rebalance timeout, plus this. */
 const REBALANCE_CALL_GRACE_MS = 5_000;
 
@@ -163,7 +159,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   private readonly transport: GroupTransport;
   private readonly time: Time;
   private readonly scheduler: TimeScheduler;
-  private readonly backoff: ExponentialBackoff;
+  private readonly backoff: MemberBackoff;
   /** Every call ends when the member closes (`lifetime`), besides its own deadline and scope. */
   private readonly caller: RetryingCaller;
 
@@ -179,7 +175,6 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
 
   private epoch = 0;
   private attempt = new AbortController();
-  private readonly sleepers = new Set<() => void>();
   private rebalancing = false;
   private rejoinReason = 'initial join';
 
@@ -212,12 +207,13 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.transport = dependencies.transport;
     this.time = dependencies.time ?? SYSTEM_TIME;
     this.scheduler = new TimeScheduler(this.time);
-    this.backoff = new ExponentialBackoff({
+    const backoff = new ExponentialBackoff({
       initialMs: this.options.retryBackoffMs,
       maxMs: this.options.retryBackoffMaxMs,
       ...(dependencies.random ? { random: dependencies.random } : {}),
     });
-    this.caller = new RetryingCaller(this.time, this.scheduler, this.backoff, this.lifetime.signal);
+    this.backoff = new MemberBackoff(this.scheduler, backoff, this.transport, this.options.groupId);
+    this.caller = new RetryingCaller(this.time, this.scheduler, backoff, this.lifetime.signal);
     const signal = options.signal;
     if (signal?.aborted) {
       void this.close();
@@ -423,7 +419,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     const rebalanceCallMs = Math.max(o.requestTimeoutMs, o.rebalanceTimeoutMs + REBALANCE_CALL_GRACE_MS);
     let failures = 0;
     const backOff = async (code: ErrorCode): Promise<boolean> => {
-      if (await this.backOffFrom(code, this.retryWaitMs(code, failures++))) failures = 0;
+      if (await this.backoff.backOffFrom(code, this.backoff.retryWaitMs(code, failures++))) failures = 0;
       return epoch === this.epoch;
     };
 
@@ -639,7 +635,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.emitSafely('revoked', event);
     sealed = true;
     if (waits.length > 0) {
-      const bound = this.sleepHandle(boundMs);
+      const bound = this.backoff.sleep(boundMs);
       await Promise.race([Promise.allSettled(waits), bound.promise]);
       bound.cancel();
     }
@@ -694,86 +690,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.epoch++;
     this.attempt.abort(ABANDONED);
     this.attempt = new AbortController();
-    for (const wake of [...this.sleepers]) wake();
-  }
-
-  /** A wait that also ends when the attempt is abandoned. */
-  private sleepHandle(ms: number): { promise: Promise<void>; cancel: () => void } {
-    let wake = (): void => {};
-    const promise = new Promise<void>((resolve) => {
-      const task = this.scheduler.schedule(ms, () => wake());
-      wake = () => {
-        task.cancel();
-        this.sleepers.delete(wake);
-        resolve();
-      };
-      this.sleepers.add(wake);
-    });
-    return { promise, cancel: wake };
-  }
-
-  /**
-   * The wait before retrying after `code`, the `failures`-th failure in a row (from 0): the jittered
-   * exponential backoff, except that the first LOAD_RETRIES_AT_FIRST_BACKOFF failures in a row, while they
-   * are COORDINATOR_LOAD_IN_PROGRESS, do not grow it. That coordinator is found and serves once its
-   * partition is loaded, a few hundred ms after its election; doubled waits would hold members back for up
-   * to as long again after it (a takeover's last members confirmed 1.4 s after the load). Each retry costs
-   * it one answer from memory. A load that lasts longer than that gets the usual growing backoff, so a
-   * stuck one is not asked ten times a second by every member for ever.
-   */
-  private retryWaitMs(code: ErrorCode, failures: number): number {
-    const isEarlyLoad =
-      code === ErrorCode.COORDINATOR_LOAD_IN_PROGRESS && failures < LOAD_RETRIES_AT_FIRST_BACKOFF;
-    return this.backoff.backoffMs(isEarlyLoad ? 0 : failures);
-  }
-
-  /**
-   * The backoff after a retriable `code`: `ms`, or, when the code says the coordinator moved or went away,
-   * until the transport knows another one if that is sooner (the member can do nothing before; see
-   * CoordinatorCache.onCoordinatorFound). Resolves whether a new coordinator ended it: the retry then
-   * goes to a node that was not failing, so the caller starts its backoff over.
-   */
-  private async backOffFrom(code: ErrorCode, ms: number): Promise<boolean> {
-    let isFound = false;
-    const sleep = this.sleepHandle(ms);
-    const stop = this.watchCoordinator(code, () => {
-      isFound = true;
-      sleep.cancel();
-    });
-    await sleep.promise;
-    stop();
-    return isFound;
-  }
-
-  /** `run` after `ms`, or as soon as a new coordinator is known (see `backOffFrom`); cancellable. */
-  private retryTask(code: ErrorCode, ms: number, run: (isFound: boolean) => void): ScheduledTask {
-    const stop = this.watchCoordinator(code, () => {
-      if (!task.isPending) return;
-      task.cancel();
-      run(true);
-    });
-    const task = this.scheduler.schedule(ms, () => {
-      stop();
-      run(false);
-    });
-    return {
-      cancel: () => {
-        task.cancel();
-        stop();
-      },
-      get isPending() {
-        return task.isPending;
-      },
-    };
-  }
-
-  private watchCoordinator(code: ErrorCode, onFound: () => void): () => void {
-    const transport = this.transport;
-    const action = memberErrorAction(code);
-    if (transport.onCoordinatorFound === undefined || action.kind !== 'retry' || !action.coordinatorMoved) {
-      return () => {};
-    }
-    return transport.onCoordinatorFound(this.options.groupId, onFound);
+    this.backoff.wakeAll();
   }
 
   // ---- heartbeats ----
@@ -957,9 +874,9 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       return;
     }
     if (action.kind === 'retry') {
-      this.heartbeatTask = this.retryTask(
+      this.heartbeatTask = this.backoff.retryTask(
         code,
-        this.retryWaitMs(code, this.heartbeatFailures++),
+        this.backoff.retryWaitMs(code, this.heartbeatFailures++),
         (isFound) => {
           if (isFound) this.heartbeatFailures = 0;
           this.sendHeartbeat();
@@ -1074,7 +991,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     if (state === 'closed') {
       // In this order: sleeping retries wake and see the member closed, calls in flight end as aborted, and
       // only then do the timers go, so no promise of ours is left waiting on a timer that will never fire.
-      for (const wake of [...this.sleepers]) wake();
+      this.backoff.wakeAll();
       this.lifetime.abort();
       this.scheduler.shutdown();
       this.detachSignal();
@@ -1136,11 +1053,11 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       } else {
         throw errorFromCode(ErrorCode.REQUEST_TIMED_OUT, `${what} was cancelled`);
       }
-      const waitMs = this.retryWaitMs(error.code, failures);
+      const waitMs = this.backoff.retryWaitMs(error.code, failures);
       if (!error.retriable || this.isTerminal() || this.time.monotonicMs() + waitMs >= deadlineMs)
         throw error;
       // Woken early by a rejoin (harmless: one earlier retry), by close, or by the new coordinator found.
-      if (await this.backOffFrom(error.code, waitMs)) failures = -1;
+      if (await this.backoff.backOffFrom(error.code, waitMs)) failures = -1;
       if (this.isTerminal()) throw error;
     }
   }

@@ -1,5 +1,5 @@
 import { CohortError, ErrorCode } from '../../../src/errors';
-import { LOAD_RETRIES_AT_FIRST_BACKOFF } from '../../../src/client/group-member';
+import { LOAD_RETRIES_AT_FIRST_BACKOFF } from '../../../src/client/member-backoff';
 import { harness, joined } from './support/member-harness';
 import { flush, ScriptedTransport } from './support/scripted-transport';
 

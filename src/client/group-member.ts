@@ -36,13 +36,8 @@
 import { EventEmitter } from 'node:events';
 import { CohortError, ErrorCode } from '../errors';
 import { SYSTEM_TIME, type Time } from '../time';
-import type { AssignorMember, PartitionAssignor, RebalanceProtocol } from './assignors/partition-assignor';
-import {
-  decodeAssignment,
-  decodeSubscription,
-  encodeAssignment,
-  encodeSubscription,
-} from './consumer-protocol';
+import type { RebalanceProtocol } from './assignors/partition-assignor';
+import { decodeAssignment, encodeSubscription } from './consumer-protocol';
 import type {
   JoinGroupResponse,
   OffsetCommitTopic,
@@ -58,6 +53,7 @@ import {
   type ResolvedGroupMemberOptions,
 } from './group-member-options';
 import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
+import { assignAsLeader } from './leader-assignment';
 import { MemberBackoff } from './member-backoff';
 import { memberErrorAction, type MemberErrorAction } from './member-error-actions';
 import type { ScheduledTask } from './scheduler';
@@ -464,7 +460,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
 
       let assignments: SyncGroupAssignment[] = [];
       if (joined.leaderId === joined.memberId && !joined.skipAssignment) {
-        assignments = await this.performAssignment(assignor, joined);
+        assignments = await assignAsLeader(o.groupId, assignor, joined.members, o.partitionsPerTopic);
         if (epoch !== this.epoch) return;
       }
       const syncRequest = {
@@ -572,47 +568,6 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       clientId: o.clientId,
       reason: this.rejoinReason,
     };
-  }
-
-  /** The leader's part: decode subscriptions, run the voted assignor, encode one assignment per member. */
-  private async performAssignment(
-    assignor: PartitionAssignor,
-    joined: JoinGroupResponse,
-  ): Promise<SyncGroupAssignment[]> {
-    const members: AssignorMember[] = joined.members.map((m) => {
-      let subscription;
-      try {
-        subscription = decodeSubscription(m.metadata);
-      } catch (cause) {
-        throw new Error(
-          `leader of group "${this.options.groupId}" cannot read member ${m.memberId}'s subscription`,
-          {
-            cause,
-          },
-        );
-      }
-      return {
-        memberId: m.memberId,
-        ...(m.groupInstanceId ? { groupInstanceId: m.groupInstanceId } : {}),
-        subscription,
-      };
-    });
-    const counts = this.options.partitionsPerTopic;
-    const partitionsPerTopic =
-      typeof counts === 'function' ? await counts() : (counts ?? new Map<string, number>());
-    const result = assignor.assign(members, partitionsPerTopic);
-    const ids = new Set(members.map((m) => m.memberId));
-    for (const memberId of result.keys()) {
-      if (!ids.has(memberId)) {
-        throw new Error(
-          `assignor "${assignor.name}" assigned partitions to "${memberId}", who is not in the group`,
-        );
-      }
-    }
-    return members.map((m) => ({
-      memberId: m.memberId,
-      assignment: encodeAssignment({ partitions: result.get(m.memberId) ?? [] }),
-    }));
   }
 
   /** Emits `revoked` and waits for its `waitUntil` promises, at most `boundMs` (less if abandoned). */

@@ -57,6 +57,7 @@ import { assignAsLeader } from './leader-assignment';
 import { MemberBackoff } from './member-backoff';
 import { memberErrorAction, type MemberErrorAction } from './member-error-actions';
 import type { ScheduledTask } from './scheduler';
+import { StallGuard } from './stall-guard';
 import { TimeScheduler } from './time-scheduler';
 import { ABANDONED, RetryingCaller, type CallOutcome } from './retrying-caller';
 import { compareTopicPartitions, topicPartitionKey, type TopicPartition } from './topic-partition';
@@ -105,11 +106,6 @@ export interface CommittedOffset {
 const NO_GENERATION = -1;
 /** Kafka's JOIN_GROUP_TIMEOUT_LAPSE: JoinGroup and SyncGroup may park for the rebalance timeout, plus this. */
 const REBALANCE_CALL_GRACE_MS = 5_000;
-
-interface Work {
-  readonly startedMs: number;
-  readonly controller: AbortController;
-}
 
 /**
  * One run of heartbeats, from a JoinGroup answer to the next JoinGroup (or a stop). Identity is what counts:
@@ -186,8 +182,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   /** Set when the server answered HeartbeatStream with UNIMPLEMENTED: unary heartbeats from then on. */
   private streamUnsupported = false;
 
-  private readonly processing = new Set<Work>();
-  private stallTask: ScheduledTask | null = null;
+  private readonly stallGuard: StallGuard;
 
   private closePromise: Promise<void> | null = null;
   /** Aborted when the member is closed: ends every call still in flight. */
@@ -210,6 +205,10 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     });
     this.backoff = new MemberBackoff(this.scheduler, backoff, this.transport, this.options.groupId);
     this.caller = new RetryingCaller(this.time, this.scheduler, backoff, this.lifetime.signal);
+    this.stallGuard = new StallGuard(this.time, this.scheduler, this.options.maxProcessingIntervalMs, {
+      isGuarding: () => this._state !== 'stalled' && !this.isShut(),
+      onStall: () => this.onStall(),
+    });
     const signal = options.signal;
     if (signal?.aborted) {
       void this.close();
@@ -272,15 +271,12 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
    */
   async process<T>(work: (signal: AbortSignal) => PromiseLike<T> | T): Promise<T> {
     if (this.isShut()) throw new Error(`group member of "${this.options.groupId}" is ${this._state}`);
-    const entry: Work = { startedMs: this.time.monotonicMs(), controller: new AbortController() };
-    this.processing.add(entry);
-    if (this.processing.size === 1) this.armStallGuard();
+    const entry = this.stallGuard.begin();
     try {
       return await work(entry.controller.signal);
     } finally {
-      this.processing.delete(entry);
-      this.armStallGuard();
-      if (this._state === 'stalled' && this.processing.size === 0)
+      this.stallGuard.end(entry);
+      if (this._state === 'stalled' && this.stallGuard.isIdle)
         this.rejoin('processing resumed after a stall');
     }
   }
@@ -530,7 +526,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
         continue;
       }
       this.rebalancing = false;
-      this.armStallGuard();
+      this.stallGuard.arm();
       return;
     }
   }
@@ -604,7 +600,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     if (this.owned === null) return;
     const partitions = this.owned;
     this.owned = null;
-    this.abortWork(error ?? new Error(`assignment lost: ${reason}`));
+    this.stallGuard.abortAll(error ?? new Error(`assignment lost: ${reason}`));
     this.emitSafely('lost', {
       generationId: this.ownedGenerationId,
       partitions,
@@ -853,21 +849,10 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.leaveGeneration(false, 'session-expired', error, 'session timed out');
   }
 
-  // ---- the stall guard ----
+  // ---- the stall guard's verdict ----
 
-  private armStallGuard(): void {
-    this.stallTask?.cancel();
-    this.stallTask = null;
-    const max = this.options.maxProcessingIntervalMs;
-    if (max === undefined || this.processing.size === 0 || this._state === 'stalled' || this.isShut()) return;
-    const oldest = this.processing.values().next().value as Work; // a Set iterates in insertion order
-    const dueInMs = Math.max(0, oldest.startedMs + max - this.time.monotonicMs());
-    this.stallTask = this.scheduler.schedule(dueInMs, () => this.onStall());
-  }
-
+  /** Work ran past `maxProcessingIntervalMs` (see StallGuard): leave the group until no work is left. */
   private onStall(): void {
-    this.stallTask = null;
-    if (this._state === 'stalled' || this.isShut()) return;
     const o = this.options;
     const error = new Error(
       `work held longer than maxProcessingIntervalMs (${o.maxProcessingIntervalMs} ms); member left group "${o.groupId}" and rejoins when its work ends`,
@@ -877,12 +862,8 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.leaveBestEffort('processing stalled (maxProcessingIntervalMs exceeded)');
     this.resetGeneration(true); // Kafka's resetGenerationOnLeaveGroup
     this.setState('stalled');
-    this.abortWork(error); // the stuck work is why we left, whatever we owned
+    this.stallGuard.abortAll(error); // the stuck work is why we left, whatever we owned
     this.loseAssignment('processing-stalled', error);
-  }
-
-  private abortWork(reason: Error): void {
-    for (const work of this.processing) work.controller.abort(reason);
   }
 
   // ---- close and failure ----
@@ -895,7 +876,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.abandonAttempt();
     this.rebalancing = false;
     this.setState('closing');
-    this.stallTask?.cancel();
+    this.stallGuard.disarm();
     if (this.owned !== null) {
       // Kafka's onLeavePrepare: an orderly revoke while the generation is valid, a loss otherwise.
       if (this._generationId !== NO_GENERATION && !wasStalled)
@@ -920,7 +901,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.abandonAttempt();
     this.rebalancing = false;
     this.stopHeartbeats();
-    this.stallTask?.cancel();
+    this.stallGuard.disarm();
     this.loseAssignment(
       error instanceof CohortError && memberErrorAction(error.code).kind === 'fenced' ? 'fenced' : 'failed',
       error,
@@ -935,8 +916,8 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   private finish(state: 'closed' | 'failed'): void {
     this.stopHeartbeats();
     this.closeHeartbeatStream();
-    this.stallTask?.cancel();
-    this.abortWork(new Error(`group member ${state}`));
+    this.stallGuard.disarm();
+    this.stallGuard.abortAll(new Error(`group member ${state}`));
     if (this._state === 'closed') return;
     // No generation any more (Kafka resets it when leaving); the member id stays readable for logs.
     this._generationId = NO_GENERATION;

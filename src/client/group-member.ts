@@ -11,20 +11,8 @@
  *   complete – cooperative: partitions taken away are revoked first, then `assigned`; if anything was taken
  *              away, rejoin at once so the leader can hand it out (the follow-up rebalance).
  *
- * Heartbeats run on their own timer from the JoinGroup response until the next JoinGroup is sent, one in
- * flight at a time, each `heartbeatIntervalMs` after the previous was sent; a retriable failure retries after
- * a jittered backoff. REBALANCE_IN_PROGRESS in Stable starts a rebalance; a generation gone (for the
- * generation the heartbeat was sent with) means the assignment is `lost`; FENCED_INSTANCE_ID is fatal. If
- * no heartbeat succeeds for `sessionTimeoutMs` the coordinator has certainly expired the member (its timer
- * started before our last success arrived), so the assignment is `lost` and the member rejoins.
- *
- * Heartbeats go over a HeartbeatStream when the transport has one (`heartbeatOverStream`): one stream per
- * member id, opened at its first heartbeat and kept across generations (the protocol lets the generation
- * change from request to request; a rebalance then costs no stream), closed when the member id changes or
- * the member stops. The same requests and answers, plus pushes handled as the same code from a heartbeat
- * answer would be, at once; a push that comes while no heartbeats run (JoinGroup in flight) is left to the
- * JoinGroup answer. UNIMPLEMENTED means unary heartbeats from then on; a stream that breaks otherwise costs
- * that one heartbeat its stream (it goes unary) and the next one opens a new stream.
+ * Heartbeats (member-heartbeats.ts) run on their own timer from the JoinGroup answer until the next
+ * JoinGroup is sent, over the member's HeartbeatStream when there is one.
  *
  * Nothing here waits on user code except `waitUntil` promises, and those only with a bound; user code can
  * never delay a heartbeat short of blocking the event loop itself.
@@ -52,11 +40,11 @@ import {
   type GroupMemberOptions,
   type ResolvedGroupMemberOptions,
 } from './group-member-options';
-import type { CallOptions, GroupTransport, HeartbeatStream } from './group-transport';
+import type { CallOptions, GroupTransport } from './group-transport';
 import { assignAsLeader } from './leader-assignment';
 import { MemberBackoff } from './member-backoff';
 import { memberErrorAction, type MemberErrorAction } from './member-error-actions';
-import type { ScheduledTask } from './scheduler';
+import { MemberHeartbeats } from './member-heartbeats';
 import { StallGuard } from './stall-guard';
 import { TimeScheduler } from './time-scheduler';
 import { ABANDONED, RetryingCaller, type CallOutcome } from './retrying-caller';
@@ -108,29 +96,6 @@ const NO_GENERATION = -1;
 const REBALANCE_CALL_GRACE_MS = 5_000;
 
 /**
- * One run of heartbeats, from a JoinGroup answer to the next JoinGroup (or a stop). Identity is what counts:
- * an answer for a run that is over is dropped. Its signal, aborted when the run ends, is made only if a unary
- * heartbeat asks for one: stream heartbeats never do.
- */
-class HeartbeatRun {
-  private controller: AbortController | null = null;
-  private isOver = false;
-
-  get signal(): AbortSignal {
-    if (this.controller === null) {
-      this.controller = new AbortController();
-      if (this.isOver) this.controller.abort(ABANDONED);
-    }
-    return this.controller.signal;
-  }
-
-  end(): void {
-    this.isOver = true;
-    this.controller?.abort(ABANDONED);
-  }
-}
-
-/**
  * A member of a cohort consumer group. Create it with `CohortClient.join` (or directly, with any
  * `GroupTransport`); it starts joining on the next microtask, so attach listeners right away.
  *
@@ -170,18 +135,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   private rebalancing = false;
   private rejoinReason = 'initial join';
 
-  private heartbeatScope: HeartbeatRun | null = null;
-  private heartbeatTask: ScheduledTask | null = null;
-  private sessionTask: ScheduledTask | null = null;
-  private heartbeatFailures = 0;
-  private lastHeartbeatSentMs = 0;
-  /** The member id's stream, opened at its first heartbeat; null when none is open. */
-  private heartbeatStream: HeartbeatStream | null = null;
-  /** The member id `heartbeatStream` carries (its first request fixed it). */
-  private heartbeatStreamMemberId = '';
-  /** Set when the server answered HeartbeatStream with UNIMPLEMENTED: unary heartbeats from then on. */
-  private streamUnsupported = false;
-
+  private readonly heartbeats: MemberHeartbeats;
   private readonly stallGuard: StallGuard;
 
   private closePromise: Promise<void> | null = null;
@@ -205,6 +159,27 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     });
     this.backoff = new MemberBackoff(this.scheduler, backoff, this.transport, this.options.groupId);
     this.caller = new RetryingCaller(this.time, this.scheduler, backoff, this.lifetime.signal);
+    this.heartbeats = new MemberHeartbeats(
+      {
+        options: this.options,
+        transport: this.transport,
+        time: this.time,
+        scheduler: this.scheduler,
+        caller: this.caller,
+        backoff: this.backoff,
+      },
+      {
+        memberId: () => this._memberId,
+        generationId: () => this._generationId,
+        isClosing: () => this._state === 'closing',
+        isShut: () => this.isShut(),
+        isSettled: () => this.isSettled(),
+        rejoin: (reason) => this.rejoin(reason),
+        leaveGeneration: (resetMemberId, lostReason, error, rejoinReason) =>
+          this.leaveGeneration(resetMemberId, lostReason, error, rejoinReason),
+        fail: (error) => this.fail(error, false),
+      },
+    );
     this.stallGuard = new StallGuard(this.time, this.scheduler, this.options.maxProcessingIntervalMs, {
       isGuarding: () => this._state !== 'stalled' && !this.isShut(),
       onStall: () => this.onStall(),
@@ -416,7 +391,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     };
 
     for (;;) {
-      this.stopHeartbeats();
+      this.heartbeats.stop();
       this.setState('preparing-rebalance');
       const request = this.joinRequest();
       const join = await this.call(
@@ -452,7 +427,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       this._protocolName = joined.protocolName;
       this._leaderId = joined.leaderId;
       this.setState('completing-rebalance');
-      this.startHeartbeats();
+      this.heartbeats.start();
 
       let assignments: SyncGroupAssignment[] = [];
       if (joined.leaderId === joined.memberId && !joined.skipAssignment) {
@@ -630,9 +605,9 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this._leaderId = '';
     if (resetMemberId) {
       this._memberId = '';
-      this.closeHeartbeatStream(); // its first request fixed the id we just dropped
+      this.heartbeats.closeStream(); // its first request fixed the id we just dropped
     }
-    this.stopHeartbeats();
+    this.heartbeats.stop();
     this.setState('unjoined');
   }
 
@@ -642,211 +617,6 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.attempt.abort(ABANDONED);
     this.attempt = new AbortController();
     this.backoff.wakeAll();
-  }
-
-  // ---- heartbeats ----
-
-  private startHeartbeats(): void {
-    this.stopHeartbeats();
-    this.heartbeatScope = new HeartbeatRun();
-    this.resetSessionTimer();
-    this.heartbeatTask = this.scheduler.schedule(this.options.heartbeatIntervalMs, () =>
-      this.sendHeartbeat(),
-    );
-  }
-
-  private stopHeartbeats(): void {
-    this.heartbeatTask?.cancel();
-    this.sessionTask?.cancel();
-    this.heartbeatTask = this.sessionTask = null;
-    this.heartbeatScope?.end();
-    this.heartbeatScope = null;
-    this.heartbeatFailures = 0;
-  }
-
-  /** Ends the member id's stream (a new member id, or the member stops). */
-  private closeHeartbeatStream(): void {
-    this.heartbeatStream?.close();
-    this.heartbeatStream = null;
-  }
-
-  private resetSessionTimer(): void {
-    this.sessionTask?.cancel();
-    this.sessionTask = this.scheduler.schedule(this.options.sessionTimeoutMs, () => this.onSessionTimeout());
-  }
-
-  private sendHeartbeat(): void {
-    const scope = this.heartbeatScope;
-    if (scope === null) return;
-    const o = this.options;
-    const sent = { generationId: this._generationId, memberId: this._memberId };
-    const request = { groupId: o.groupId, ...sent, groupInstanceId: o.groupInstanceId ?? '' };
-    this.lastHeartbeatSentMs = this.time.monotonicMs();
-    const stream = this.openStream();
-    if (stream !== null) return this.sendOnStream(stream, scope, request, sent);
-    this.sendUnary(scope, request, sent);
-  }
-
-  /** The current run's stream, opened if need be; null when heartbeats go unary. */
-  private openStream(): HeartbeatStream | null {
-    if (!this.options.heartbeatOverStream || this.streamUnsupported) return null;
-    const open = this.transport.openHeartbeatStream;
-    if (open === undefined) return null;
-    // A stream's first request fixed its member id: another id needs another stream.
-    if (this.heartbeatStream !== null && this.heartbeatStreamMemberId !== this._memberId) {
-      this.closeHeartbeatStream();
-    }
-    if (this.heartbeatStream === null) {
-      const stream: HeartbeatStream = open.call(this.transport, (code) => this.onPush(stream, code));
-      this.heartbeatStream = stream;
-      this.heartbeatStreamMemberId = this._memberId;
-    }
-    return this.heartbeatStream;
-  }
-
-  private sendOnStream(
-    stream: HeartbeatStream,
-    scope: HeartbeatRun,
-    request: { groupId: string; generationId: number; memberId: string; groupInstanceId: string },
-    sent: { generationId: number; memberId: string },
-  ): void {
-    const o = this.options;
-    let settled = false;
-    // The same bound as a unary heartbeat's deadline: an answer that never comes is a timed-out heartbeat.
-    const timeout = this.scheduler.schedule(Math.min(o.requestTimeoutMs, o.sessionTimeoutMs), () => {
-      if (settled) return;
-      settled = true;
-      if (this.heartbeatStream === stream) this.heartbeatStream = null;
-      stream.close();
-      if (scope !== this.heartbeatScope) return;
-      const error = errorFromCode(
-        ErrorCode.REQUEST_TIMED_OUT,
-        `Heartbeat of group "${o.groupId}": no answer on the stream`,
-      );
-      this.onHeartbeat(error.code, sent, error);
-    });
-    stream.send(request).then(
-      (code) => {
-        if (settled) return;
-        settled = true;
-        timeout.cancel();
-        if (scope !== this.heartbeatScope) return;
-        this.onHeartbeat(code, sent);
-      },
-      () => {
-        if (settled) return;
-        settled = true;
-        timeout.cancel();
-        if (this.heartbeatStream === stream) this.heartbeatStream = null;
-        if (scope !== this.heartbeatScope) return;
-        // Not served: unary for good. Broken otherwise: this heartbeat goes unary, the next reopens a stream.
-        if (stream.unsupported) this.streamUnsupported = true;
-        this.sendUnary(scope, request, sent);
-      },
-    );
-  }
-
-  /** A push on `stream`: handled as the same code in a heartbeat answer, but now rather than at the next one. */
-  private onPush(stream: HeartbeatStream, code: ErrorCode): void {
-    // A stream we closed (another member id) speaks of an id we left. With no heartbeats running a
-    // JoinGroup is in flight, and its answer says the same.
-    if (stream !== this.heartbeatStream || this.heartbeatScope === null || this.isShut()) return;
-    const error = (): CohortError =>
-      errorFromCode(code, `HeartbeatStream of group "${this.options.groupId}" pushed`);
-    const action = memberErrorAction(code);
-    if (action.kind === 'rejoin') {
-      if (this._state === 'stable' && !this.rebalancing) this.rejoin('the group is rebalancing (pushed)');
-    } else if (action.kind === 'generation-gone' && action.resetMemberId) {
-      // Only a member id that is gone: a push names no generation (the stream outlives them), so it is
-      // the next heartbeat's answer, for the generation it was sent with, that says whether one is over.
-      this.leaveGeneration(true, action.lostReason, error(), `HeartbeatStream pushed ${ErrorCode[code]}`);
-    } else if (action.kind === 'fenced') {
-      this.fail(error(), false);
-    }
-  }
-
-  private sendUnary(
-    scope: HeartbeatRun,
-    request: { groupId: string; generationId: number; memberId: string; groupInstanceId: string },
-    sent: { generationId: number; memberId: string },
-  ): void {
-    const o = this.options;
-    void this.call(
-      `Heartbeat of group "${o.groupId}"`,
-      (options) => this.transport.heartbeat(request, options),
-      Math.min(o.requestTimeoutMs, o.sessionTimeoutMs),
-      scope.signal,
-    ).then((outcome) => {
-      if (outcome.kind === 'aborted' || scope !== this.heartbeatScope) return;
-      if (outcome.kind === 'failed') this.onHeartbeat(outcome.error.code, sent, outcome.error);
-      else this.onHeartbeat(outcome.response.errorCode, sent);
-    });
-  }
-
-  /**
-   * A heartbeat's outcome: `code`, and `failure` when it failed without an answer. The error a code stands
-   * for is built only when it is reported: an answer NONE costs no error object.
-   */
-  private onHeartbeat(
-    code: ErrorCode,
-    sent: { generationId: number; memberId: string },
-    failure?: CohortError,
-  ): void {
-    const error = (): CohortError =>
-      failure ?? errorFromCode(code, `Heartbeat of group "${this.options.groupId}"`);
-    const unchanged = sent.generationId === this._generationId && sent.memberId === this._memberId;
-    const action = memberErrorAction(code);
-    if (action.kind === 'proceed' || action.kind === 'rejoin') {
-      // Both prove the coordinator holds our session; heartbeats go on while the group rebalances (Kafka).
-      this.heartbeatFailures = 0;
-      this.resetSessionTimer();
-      if (action.kind === 'rejoin' && this._state === 'stable' && !this.rebalancing) {
-        this.rejoin('the group is rebalancing'); // cooperative: stops heartbeats at once by sending JoinGroup
-        if (this.heartbeatScope === null) return;
-      }
-      const dueInMs = this.lastHeartbeatSentMs + this.options.heartbeatIntervalMs - this.time.monotonicMs();
-      // An answer later than the interval: the next heartbeat is overdue, send it now.
-      if (dueInMs <= 0) return this.sendHeartbeat();
-      this.heartbeatTask = this.scheduler.schedule(dueInMs, () => this.sendHeartbeat());
-      return;
-    }
-    if (this._state === 'closing') return this.stopHeartbeats();
-    if (action.kind === 'generation-gone') {
-      if (!unchanged) return; // an answer about a generation we already left
-      return this.leaveGeneration(
-        action.resetMemberId,
-        action.lostReason,
-        error(),
-        `Heartbeat answered ${ErrorCode[code]}`,
-      );
-    }
-    if (action.kind === 'fenced') {
-      if (unchanged) this.fail(error(), false);
-      return;
-    }
-    if (action.kind === 'retry') {
-      this.heartbeatTask = this.backoff.retryTask(
-        code,
-        this.backoff.retryWaitMs(code, this.heartbeatFailures++),
-        (isFound) => {
-          if (isFound) this.heartbeatFailures = 0;
-          this.sendHeartbeat();
-        },
-      );
-      return;
-    }
-    this.fail(error(), false);
-  }
-
-  private onSessionTimeout(): void {
-    this.sessionTask = null;
-    if (this._state === 'closing' || this.isShut()) return;
-    const error = errorFromCode(
-      ErrorCode.REQUEST_TIMED_OUT,
-      `no heartbeat of group "${this.options.groupId}" succeeded for sessionTimeoutMs (${this.options.sessionTimeoutMs} ms); the coordinator has expired this member`,
-    );
-    // Keep the member id, as Kafka does: if the coordinator still knows it, the rejoin is cheaper.
-    this.leaveGeneration(false, 'session-expired', error, 'session timed out');
   }
 
   // ---- the stall guard's verdict ----
@@ -883,7 +653,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
         await this.revoke(this.owned, 'close', remainingMs());
       else this.loseAssignment('closed');
     }
-    this.stopHeartbeats();
+    this.heartbeats.stop();
     if (this.options.groupInstanceId === undefined && this._memberId !== '' && remainingMs() > 0) {
       const request = this.leaveRequest('the member is closing');
       await this.call(
@@ -900,7 +670,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     if (this.isShut()) return;
     this.abandonAttempt();
     this.rebalancing = false;
-    this.stopHeartbeats();
+    this.heartbeats.stop();
     this.stallGuard.disarm();
     this.loseAssignment(
       error instanceof CohortError && memberErrorAction(error.code).kind === 'fenced' ? 'fenced' : 'failed',
@@ -914,8 +684,8 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   }
 
   private finish(state: 'closed' | 'failed'): void {
-    this.stopHeartbeats();
-    this.closeHeartbeatStream();
+    this.heartbeats.stop();
+    this.heartbeats.closeStream();
     this.stallGuard.disarm();
     this.stallGuard.abortAll(new Error(`group member ${state}`));
     if (this._state === 'closed') return;
@@ -1014,7 +784,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
         error,
         `OffsetCommit answered ${ErrorCode[code]}`,
       );
-    } else if (action.kind === 'rejoin' && this._state === 'stable' && !this.rebalancing) {
+    } else if (action.kind === 'rejoin' && this.isSettled()) {
       this.rejoin('OffsetCommit answered REBALANCE_IN_PROGRESS');
     } else if (action.kind === 'fenced' && unchanged) {
       this.fail(errorFromCode(code, what), false);
@@ -1041,6 +811,11 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   /** Closed or failed: nothing runs any more. */
   private isTerminal(): boolean {
     return this._state === 'closed' || this._state === 'failed';
+  }
+
+  /** Stable with no rebalance under way: an answer REBALANCE_IN_PROGRESS starts one. */
+  private isSettled(): boolean {
+    return this._state === 'stable' && !this.rebalancing;
   }
 
   /** Closing, closed or failed: no new joins, no new work. */

@@ -26,12 +26,7 @@ import { CohortError, ErrorCode } from '../errors';
 import { SYSTEM_TIME, type Time } from '../time';
 import type { RebalanceProtocol } from './assignors/partition-assignor';
 import { decodeAssignment, encodeSubscription } from './consumer-protocol';
-import type {
-  JoinGroupResponse,
-  OffsetCommitTopic,
-  OffsetFetchResponse,
-  SyncGroupAssignment,
-} from '../protocol/group-messages';
+import type { JoinGroupResponse, SyncGroupAssignment } from '../protocol/group-messages';
 import { errorFromCode } from './error-from-code';
 import { ExponentialBackoff } from './exponential-backoff';
 import type { GroupMemberEvents, LostReason, RevokeReason, RevokedEvent } from './group-member-events';
@@ -43,12 +38,14 @@ import {
 import type { CallOptions, GroupTransport } from './group-transport';
 import { assignAsLeader } from './leader-assignment';
 import { MemberBackoff } from './member-backoff';
+import type { MemberControl } from './member-control';
 import { memberErrorAction, type MemberErrorAction } from './member-error-actions';
 import { MemberHeartbeats } from './member-heartbeats';
+import { MemberOffsets, type CommittedOffset, type OffsetToCommit } from './member-offsets';
 import { StallGuard } from './stall-guard';
 import { TimeScheduler } from './time-scheduler';
 import { ABANDONED, RetryingCaller, type CallOutcome } from './retrying-caller';
-import { compareTopicPartitions, topicPartitionKey, type TopicPartition } from './topic-partition';
+import { topicPartitionKey, type TopicPartition } from './topic-partition';
 
 /**
  * Where a member is, in Kafka's words: `unjoined` (waiting to join), `preparing-rebalance` (JoinGroup sent),
@@ -74,22 +71,7 @@ export interface GroupMemberDependencies {
   readonly random?: () => number;
 }
 
-/** One offset to commit. Offsets are `bigint`, as everywhere in the SDK's API. */
-export interface OffsetToCommit {
-  readonly topic: string;
-  readonly partition: number;
-  /** The offset of the next record to consume (Kafka's convention). */
-  readonly offset: bigint;
-  readonly metadata?: string;
-}
-
-/** A committed offset; `offset` is null when nothing was committed for the partition. */
-export interface CommittedOffset {
-  readonly topic: string;
-  readonly partition: number;
-  readonly offset: bigint | null;
-  readonly metadata: string;
-}
+export type { CommittedOffset, OffsetToCommit } from './member-offsets';
 
 const NO_GENERATION = -1;
 /** Kafka's JOIN_GROUP_TIMEOUT_LAPSE: JoinGroup and SyncGroup may park for the rebalance timeout, plus this. */
@@ -136,6 +118,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   private rejoinReason = 'initial join';
 
   private readonly heartbeats: MemberHeartbeats;
+  private readonly offsets: MemberOffsets;
   private readonly stallGuard: StallGuard;
 
   private closePromise: Promise<void> | null = null;
@@ -159,27 +142,28 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     });
     this.backoff = new MemberBackoff(this.scheduler, backoff, this.transport, this.options.groupId);
     this.caller = new RetryingCaller(this.time, this.scheduler, backoff, this.lifetime.signal);
-    this.heartbeats = new MemberHeartbeats(
-      {
-        options: this.options,
-        transport: this.transport,
-        time: this.time,
-        scheduler: this.scheduler,
-        caller: this.caller,
-        backoff: this.backoff,
-      },
-      {
-        memberId: () => this._memberId,
-        generationId: () => this._generationId,
-        isClosing: () => this._state === 'closing',
-        isShut: () => this.isShut(),
-        isSettled: () => this.isSettled(),
-        rejoin: (reason) => this.rejoin(reason),
-        leaveGeneration: (resetMemberId, lostReason, error, rejoinReason) =>
-          this.leaveGeneration(resetMemberId, lostReason, error, rejoinReason),
-        fail: (error) => this.fail(error, false),
-      },
-    );
+    const control: MemberControl = {
+      memberId: () => this._memberId,
+      generationId: () => this._generationId,
+      isClosing: () => this._state === 'closing',
+      isShut: () => this.isShut(),
+      isTerminal: () => this.isTerminal(),
+      isSettled: () => this.isSettled(),
+      rejoin: (reason) => this.rejoin(reason),
+      leaveGeneration: (resetMemberId, lostReason, error, rejoinReason) =>
+        this.leaveGeneration(resetMemberId, lostReason, error, rejoinReason),
+      fail: (error) => this.fail(error, false),
+    };
+    const parts = {
+      options: this.options,
+      transport: this.transport,
+      time: this.time,
+      scheduler: this.scheduler,
+      caller: this.caller,
+      backoff: this.backoff,
+    };
+    this.heartbeats = new MemberHeartbeats(parts, control);
+    this.offsets = new MemberOffsets(parts, control);
     this.stallGuard = new StallGuard(this.time, this.scheduler, this.options.maxProcessingIntervalMs, {
       isGuarding: () => this._state !== 'stalled' && !this.isShut(),
       onStall: () => this.onStall(),
@@ -266,88 +250,24 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     offsets: readonly OffsetToCommit[],
     options: { timeoutMs?: number } = {},
   ): Promise<void> {
-    const what = `OffsetCommit for group "${this.options.groupId}"`;
     // `closing` too: revoked listeners commit during close() while the generation is still valid.
     if ((this._state !== 'stable' && this._state !== 'closing') || this._generationId === NO_GENERATION) {
       const code = this.rebalancing ? ErrorCode.REBALANCE_IN_PROGRESS : ErrorCode.ILLEGAL_GENERATION;
+      const what = `OffsetCommit for group "${this.options.groupId}"`;
       throw errorFromCode(code, `${what}: the member is ${this._state}, not in a stable generation`);
     }
-    const topics = new Map<string, OffsetCommitTopic>();
-    for (const o of offsets) {
-      if (typeof o.offset !== 'bigint' || o.offset < 0n || o.offset > BigInt(Number.MAX_SAFE_INTEGER)) {
-        throw new RangeError(
-          `offset for ${o.topic}-${o.partition} must be a bigint in [0, 2^53 - 1], got ${o.offset}`,
-        );
-      }
-      let topic = topics.get(o.topic);
-      if (topic === undefined) topics.set(o.topic, (topic = { name: o.topic, partitions: [] }));
-      topic.partitions.push({
-        partitionIndex: o.partition,
-        committedOffset: Number(o.offset),
-        committedLeaderEpoch: -1,
-        committedMetadata: o.metadata ?? '',
-      });
-    }
-    const generation = { generationId: this._generationId, memberId: this._memberId };
-    const request = {
-      groupId: this.options.groupId,
-      ...generation,
-      groupInstanceId: this.options.groupInstanceId ?? '',
-      topics: [...topics.values()],
-    };
-    await this.retrying(what, options.timeoutMs, async (callOptions) => {
-      const response = await this.transport.offsetCommit(request, callOptions);
-      for (const topic of response.topics) {
-        for (const p of topic.partitions) {
-          if (p.errorCode !== ErrorCode.NONE) return this.onCommitError(p.errorCode, what, generation);
-        }
-      }
-      return ErrorCode.NONE;
-    });
+    await this.offsets.commit(offsets, options);
   }
 
   /**
    * Reads the group's committed offsets for `partitions` (all of the group's when omitted). Retriable
    * failures are retried until `timeoutMs` (default `requestTimeoutMs`); others reject with a `CohortError`.
    */
-  async fetchOffsets(
+  fetchOffsets(
     partitions?: readonly TopicPartition[],
     options: { timeoutMs?: number } = {},
   ): Promise<CommittedOffset[]> {
-    const what = `OffsetFetch for group "${this.options.groupId}"`;
-    const byTopic = new Map<string, number[]>();
-    for (const tp of partitions ?? []) {
-      let list = byTopic.get(tp.topic);
-      if (list === undefined) byTopic.set(tp.topic, (list = []));
-      list.push(tp.partition);
-    }
-    const request = {
-      groupId: this.options.groupId,
-      topics: [...byTopic].map(([name, partitionIndexes]) => ({ name, partitionIndexes })),
-      requireStable: true,
-    };
-    let result: OffsetFetchResponse | null = null;
-    await this.retrying(what, options.timeoutMs, async (callOptions) => {
-      const response = await this.transport.offsetFetch(request, callOptions);
-      if (response.errorCode !== ErrorCode.NONE) return response.errorCode;
-      for (const topic of response.topics) {
-        for (const p of topic.partitions) if (p.errorCode !== ErrorCode.NONE) return p.errorCode;
-      }
-      result = response;
-      return ErrorCode.NONE;
-    });
-    const out: CommittedOffset[] = [];
-    for (const topic of (result as OffsetFetchResponse | null)?.topics ?? []) {
-      for (const p of topic.partitions) {
-        out.push({
-          topic: topic.name,
-          partition: p.partitionIndex,
-          offset: p.committedOffset < 0 ? null : BigInt(p.committedOffset),
-          metadata: p.metadata,
-        });
-      }
-    }
-    return out.sort(compareTopicPartitions);
+    return this.offsets.fetch(partitions, options);
   }
 
   /**
@@ -735,61 +655,6 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     scope?: AbortSignal,
   ): Promise<CallOutcome<R>> {
     return this.caller.call(what, send, timeoutMs, scope);
-  }
-
-  /**
-   * Sends until `attempt` reports NONE or a code that is not retriable, backing off between tries, within
-   * `timeoutMs`. Rejects with the last error.
-   */
-  private async retrying(
-    what: string,
-    timeoutMs: number | undefined,
-    attempt: (options: CallOptions) => Promise<ErrorCode>,
-  ): Promise<void> {
-    const deadlineMs = this.time.monotonicMs() + (timeoutMs ?? this.options.requestTimeoutMs);
-    for (let failures = 0; ; failures++) {
-      const remainingMs = deadlineMs - this.time.monotonicMs();
-      const outcome = await this.call(what, attempt, Math.max(1, remainingMs));
-      let error: CohortError;
-      if (outcome.kind === 'response') {
-        if (outcome.response === ErrorCode.NONE) return;
-        error = errorFromCode(outcome.response, what);
-      } else if (outcome.kind === 'failed') {
-        error = outcome.error;
-      } else {
-        throw errorFromCode(ErrorCode.REQUEST_TIMED_OUT, `${what} was cancelled`);
-      }
-      const waitMs = this.backoff.retryWaitMs(error.code, failures);
-      if (!error.retriable || this.isTerminal() || this.time.monotonicMs() + waitMs >= deadlineMs)
-        throw error;
-      // Woken early by a rejoin (harmless: one earlier retry), by close, or by the new coordinator found.
-      if (await this.backoff.backOffFrom(error.code, waitMs)) failures = -1;
-      if (this.isTerminal()) throw error;
-    }
-  }
-
-  /** Kafka's OffsetCommitResponseHandler: which codes cost the generation. Returns the code to report. */
-  private onCommitError(
-    code: ErrorCode,
-    what: string,
-    sent: { generationId: number; memberId: string },
-  ): ErrorCode {
-    const unchanged = sent.generationId === this._generationId && sent.memberId === this._memberId;
-    const action = memberErrorAction(code);
-    if (action.kind === 'generation-gone' && unchanged) {
-      const error = errorFromCode(code, what);
-      this.leaveGeneration(
-        action.resetMemberId,
-        action.lostReason,
-        error,
-        `OffsetCommit answered ${ErrorCode[code]}`,
-      );
-    } else if (action.kind === 'rejoin' && this.isSettled()) {
-      this.rejoin('OffsetCommit answered REBALANCE_IN_PROGRESS');
-    } else if (action.kind === 'fenced' && unchanged) {
-      this.fail(errorFromCode(code, what), false);
-    }
-    return code;
   }
 
   private emitSafely<K extends keyof GroupMemberEvents>(name: K, ...args: GroupMemberEvents[K]): void {

@@ -1,10 +1,10 @@
 import { type CohortError, ErrorCode } from '../errors';
 import type { Time } from '../time';
 import { errorFromCode } from './error-from-code';
-import type { LostReason } from './group-member-events';
 import type { ResolvedGroupMemberOptions } from './group-member-options';
 import type { GroupTransport, HeartbeatStream } from './group-transport';
 import type { MemberBackoff } from './member-backoff';
+import type { MemberControl } from './member-control';
 import { memberErrorAction } from './member-error-actions';
 import { ABANDONED, type RetryingCaller } from './retrying-caller';
 import type { ScheduledTask, Scheduler } from './scheduler';
@@ -30,24 +30,6 @@ class HeartbeatRun {
     this.isOver = true;
     this.controller?.abort(ABANDONED);
   }
-}
-
-/** What heartbeats read of the member they keep in the group, and what their answers make it do. */
-export interface HeartbeatOwner {
-  /** The member id and generation a heartbeat sent now is for. */
-  memberId(): string;
-  generationId(): number;
-  /** `closing`: heartbeats go on while revoked listeners finish, and stop at the first failure. */
-  isClosing(): boolean;
-  /** Closing, closed or failed. */
-  isShut(): boolean;
-  /** Stable, with no rebalance under way: REBALANCE_IN_PROGRESS then starts one. */
-  isSettled(): boolean;
-  rejoin(reason: string): void;
-  /** The generation is gone: forget it (and the member id if `resetMemberId`), lose the assignment, rejoin. */
-  leaveGeneration(resetMemberId: boolean, lostReason: LostReason, error: Error, rejoinReason: string): void;
-  /** A fatal error. */
-  fail(error: Error): void;
 }
 
 /** What heartbeats run on: the member's own transport, clock, caller and backoff. */
@@ -105,7 +87,7 @@ export class MemberHeartbeats {
 
   constructor(
     dependencies: HeartbeatDependencies,
-    private readonly owner: HeartbeatOwner,
+    private readonly member: MemberControl,
   ) {
     this.options = dependencies.options;
     this.transport = dependencies.transport;
@@ -148,7 +130,7 @@ export class MemberHeartbeats {
     const scope = this.run;
     if (scope === null) return;
     const o = this.options;
-    const sent = { generationId: this.owner.generationId(), memberId: this.owner.memberId() };
+    const sent = { generationId: this.member.generationId(), memberId: this.member.memberId() };
     const request = { groupId: o.groupId, ...sent, groupInstanceId: o.groupInstanceId ?? '' };
     this.lastSentMs = this.time.monotonicMs();
     const stream = this.openStream();
@@ -162,13 +144,13 @@ export class MemberHeartbeats {
     const open = this.transport.openHeartbeatStream;
     if (open === undefined) return null;
     // A stream's first request fixed its member id: another id needs another stream.
-    if (this.stream !== null && this.streamMemberId !== this.owner.memberId()) {
+    if (this.stream !== null && this.streamMemberId !== this.member.memberId()) {
       this.closeStream();
     }
     if (this.stream === null) {
       const stream: HeartbeatStream = open.call(this.transport, (code) => this.onPush(stream, code));
       this.stream = stream;
-      this.streamMemberId = this.owner.memberId();
+      this.streamMemberId = this.member.memberId();
     }
     return this.stream;
   }
@@ -219,23 +201,23 @@ export class MemberHeartbeats {
   private onPush(stream: HeartbeatStream, code: ErrorCode): void {
     // A stream we closed (another member id) speaks of an id we left. With no heartbeats running a
     // JoinGroup is in flight, and its answer says the same.
-    if (stream !== this.stream || this.run === null || this.owner.isShut()) return;
+    if (stream !== this.stream || this.run === null || this.member.isShut()) return;
     const error = (): CohortError =>
       errorFromCode(code, `HeartbeatStream of group "${this.options.groupId}" pushed`);
     const action = memberErrorAction(code);
     if (action.kind === 'rejoin') {
-      if (this.owner.isSettled()) this.owner.rejoin('the group is rebalancing (pushed)');
+      if (this.member.isSettled()) this.member.rejoin('the group is rebalancing (pushed)');
     } else if (action.kind === 'generation-gone' && action.resetMemberId) {
       // Only a member id that is gone: a push names no generation (the stream outlives them), so it is
       // the next heartbeat's answer, for the generation it was sent with, that says whether one is over.
-      this.owner.leaveGeneration(
+      this.member.leaveGeneration(
         true,
         action.lostReason,
         error(),
         `HeartbeatStream pushed ${ErrorCode[code]}`,
       );
     } else if (action.kind === 'fenced') {
-      this.owner.fail(error());
+      this.member.fail(error());
     }
   }
 
@@ -271,15 +253,15 @@ export class MemberHeartbeats {
     const error = (): CohortError =>
       failure ?? errorFromCode(code, `Heartbeat of group "${this.options.groupId}"`);
     const unchanged =
-      sent.generationId === this.owner.generationId() && sent.memberId === this.owner.memberId();
+      sent.generationId === this.member.generationId() && sent.memberId === this.member.memberId();
     const action = memberErrorAction(code);
     if (action.kind === 'proceed' || action.kind === 'rejoin') {
       // Both prove the coordinator holds our session; heartbeats go on while the group rebalances (Kafka).
       this.failures = 0;
       this.resetSessionTimer();
-      if (action.kind === 'rejoin' && this.owner.isSettled()) {
+      if (action.kind === 'rejoin' && this.member.isSettled()) {
         // Cooperative: the rejoin stops heartbeats at once, by sending JoinGroup.
-        this.owner.rejoin('the group is rebalancing');
+        this.member.rejoin('the group is rebalancing');
         if (this.run === null) return;
       }
       const dueInMs = this.lastSentMs + this.options.heartbeatIntervalMs - this.time.monotonicMs();
@@ -288,10 +270,10 @@ export class MemberHeartbeats {
       this.nextTask = this.scheduler.schedule(dueInMs, () => this.send());
       return;
     }
-    if (this.owner.isClosing()) return this.stop();
+    if (this.member.isClosing()) return this.stop();
     if (action.kind === 'generation-gone') {
       if (!unchanged) return; // an answer about a generation we already left
-      return this.owner.leaveGeneration(
+      return this.member.leaveGeneration(
         action.resetMemberId,
         action.lostReason,
         error(),
@@ -299,7 +281,7 @@ export class MemberHeartbeats {
       );
     }
     if (action.kind === 'fenced') {
-      if (unchanged) this.owner.fail(error());
+      if (unchanged) this.member.fail(error());
       return;
     }
     if (action.kind === 'retry') {
@@ -313,17 +295,17 @@ export class MemberHeartbeats {
       );
       return;
     }
-    this.owner.fail(error());
+    this.member.fail(error());
   }
 
   private onSessionTimeout(): void {
     this.sessionTask = null;
-    if (this.owner.isShut()) return; // closing included
+    if (this.member.isShut()) return; // closing included
     const error = errorFromCode(
       ErrorCode.REQUEST_TIMED_OUT,
       `no heartbeat of group "${this.options.groupId}" succeeded for sessionTimeoutMs (${this.options.sessionTimeoutMs} ms); the coordinator has expired this member`,
     );
     // Keep the member id, as Kafka does: if the coordinator still knows it, the rejoin is cheaper.
-    this.owner.leaveGeneration(false, 'session-expired', error, 'session timed out');
+    this.member.leaveGeneration(false, 'session-expired', error, 'session timed out');
   }
 }

@@ -29,23 +29,24 @@ import { decodeAssignment, encodeSubscription } from './consumer-protocol';
 import type { JoinGroupResponse, SyncGroupAssignment } from '../protocol/group-messages';
 import { errorFromCode } from './error-from-code';
 import { ExponentialBackoff } from './exponential-backoff';
-import type { GroupMemberEvents, LostReason, RevokeReason, RevokedEvent } from './group-member-events';
+import type { GroupMemberEvents, LostReason } from './group-member-events';
 import {
   resolveGroupMemberOptions,
   type GroupMemberOptions,
   type ResolvedGroupMemberOptions,
 } from './group-member-options';
 import type { CallOptions, GroupTransport } from './group-transport';
+import { HeldAssignment } from './held-assignment';
 import { assignAsLeader } from './leader-assignment';
 import { MemberBackoff } from './member-backoff';
-import type { MemberControl } from './member-control';
+import { NO_GENERATION, type MemberControl } from './member-control';
 import { memberErrorAction, type MemberErrorAction } from './member-error-actions';
 import { MemberHeartbeats } from './member-heartbeats';
 import { MemberOffsets, type CommittedOffset, type OffsetToCommit } from './member-offsets';
 import { StallGuard } from './stall-guard';
 import { TimeScheduler } from './time-scheduler';
 import { ABANDONED, RetryingCaller, type CallOutcome } from './retrying-caller';
-import { topicPartitionKey, type TopicPartition } from './topic-partition';
+import type { TopicPartition } from './topic-partition';
 
 /**
  * Where a member is, in Kafka's words: `unjoined` (waiting to join), `preparing-rebalance` (JoinGroup sent),
@@ -73,7 +74,6 @@ export interface GroupMemberDependencies {
 
 export type { CommittedOffset, OffsetToCommit } from './member-offsets';
 
-const NO_GENERATION = -1;
 /** Kafka's JOIN_GROUP_TIMEOUT_LAPSE: JoinGroup and SyncGroup may park for the rebalance timeout, plus this. */
 const REBALANCE_CALL_GRACE_MS = 5_000;
 
@@ -108,9 +108,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   private _protocolName = '';
   private _leaderId = '';
   private _failure: Error | null = null;
-  /** The assignment held; null when none (never joined, revoked for an eager rebalance, lost). */
-  private owned: TopicPartition[] | null = null;
-  private ownedGenerationId = NO_GENERATION;
+  private readonly held: HeldAssignment;
 
   private epoch = 0;
   private attempt = new AbortController();
@@ -168,6 +166,11 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       isGuarding: () => this._state !== 'stalled' && !this.isShut(),
       onStall: () => this.onStall(),
     });
+    this.held = new HeldAssignment({
+      emit: (name, ...args) => this.emitSafely(name, ...args),
+      sleep: (ms) => this.backoff.sleep(ms),
+      abortWork: (reason) => this.stallGuard.abortAll(reason),
+    });
     const signal = options.signal;
     if (signal?.aborted) {
       void this.close();
@@ -214,7 +217,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
 
   /** The partitions held now, or null when none are (before the first assignment, after a loss). */
   get assignment(): readonly TopicPartition[] | null {
-    return this.owned;
+    return this.held.partitions;
   }
 
   /** The fatal error that stopped the member, if it failed. */
@@ -299,8 +302,9 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
   private async runRebalance(epoch: number): Promise<void> {
     const o = this.options;
     // Kafka's onJoinPrepare: eager rebalancing starts from nothing.
-    if (this.owned !== null && this.rebalanceProtocol === 'eager') {
-      await this.revoke(this.owned, 'rebalance', o.rebalanceTimeoutMs);
+    const held = this.held.partitions;
+    if (held !== null && this.rebalanceProtocol === 'eager') {
+      await this.held.revoke(held, 'rebalance', o.rebalanceTimeoutMs);
       if (epoch !== this.epoch) return;
     }
     const rebalanceCallMs = Math.max(o.requestTimeoutMs, o.rebalanceTimeoutMs + REBALANCE_CALL_GRACE_MS);
@@ -395,17 +399,12 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
 
       // Kafka's onJoinComplete.
       this.setState('stable');
-      const before = new Set((this.owned ?? []).map(topicPartitionKey));
-      const after = new Set(assignment.partitions.map(topicPartitionKey));
-      const revoked = (this.owned ?? []).filter((tp) => !after.has(topicPartitionKey(tp)));
-      const added = assignment.partitions.filter((tp) => !before.has(topicPartitionKey(tp)));
+      const { revoked, added } = this.held.changesTo(assignment.partitions);
       if (revoked.length > 0) {
-        await this.revoke(revoked, 'reassigned', o.rebalanceTimeoutMs);
+        await this.held.revoke(revoked, 'reassigned', o.rebalanceTimeoutMs);
         if (epoch !== this.epoch) return;
       }
-      this.owned = assignment.partitions;
-      this.ownedGenerationId = joined.generationId;
-      this.emitSafely('assigned', {
+      this.held.assign({
         generationId: joined.generationId,
         memberId: joined.memberId,
         leaderId: joined.leaderId,
@@ -435,18 +434,19 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     if (action.kind === 'rejoin') return true;
     if (action.kind !== 'generation-gone') return false;
     this.resetGeneration(action.resetMemberId);
-    this.loseAssignment(action.lostReason, error);
+    this.held.lose(action.lostReason, error);
     return true;
   }
 
   private joinRequest() {
     const o = this.options;
     const cooperative = this.rebalanceProtocol === 'cooperative';
+    const held = this.held.partitions;
     const metadata = encodeSubscription({
       topics: o.topics,
-      ownedPartitions: cooperative ? (this.owned ?? []) : [],
+      ownedPartitions: cooperative ? (held ?? []) : [],
       userData: o.userData,
-      generationId: cooperative && this.owned !== null ? this.ownedGenerationId : NO_GENERATION,
+      generationId: cooperative && held !== null ? this.held.generationId : NO_GENERATION,
     });
     return {
       groupId: o.groupId,
@@ -461,49 +461,6 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     };
   }
 
-  /** Emits `revoked` and waits for its `waitUntil` promises, at most `boundMs` (less if abandoned). */
-  private async revoke(
-    partitions: readonly TopicPartition[],
-    reason: RevokeReason,
-    boundMs: number,
-  ): Promise<void> {
-    const waits: PromiseLike<unknown>[] = [];
-    let sealed = false;
-    const event: RevokedEvent = {
-      generationId: this.ownedGenerationId,
-      partitions,
-      reason,
-      waitUntil: (work) => {
-        if (sealed) throw new Error('waitUntil must be called synchronously inside the revoked listener');
-        waits.push(work);
-      },
-    };
-    this.emitSafely('revoked', event);
-    sealed = true;
-    if (waits.length > 0) {
-      const bound = this.backoff.sleep(boundMs);
-      await Promise.race([Promise.allSettled(waits), bound.promise]);
-      bound.cancel();
-    }
-    if (this.owned === null) return; // lost meanwhile: `lost` already told the user
-    const gone = new Set(partitions.map(topicPartitionKey));
-    const kept = this.owned.filter((tp) => !gone.has(topicPartitionKey(tp)));
-    this.owned = kept.length > 0 || reason === 'reassigned' ? kept : null;
-  }
-
-  private loseAssignment(reason: LostReason, error?: Error): void {
-    if (this.owned === null) return;
-    const partitions = this.owned;
-    this.owned = null;
-    this.stallGuard.abortAll(error ?? new Error(`assignment lost: ${reason}`));
-    this.emitSafely('lost', {
-      generationId: this.ownedGenerationId,
-      partitions,
-      reason,
-      ...(error ? { error } : {}),
-    });
-  }
-
   /**
    * The generation is gone (an answer said so, or the session expired) outside the rebalance loop: forget
    * it, tell the user the assignment is lost, join again.
@@ -515,7 +472,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     rejoinReason: string,
   ): void {
     this.resetGeneration(resetMemberId);
-    this.loseAssignment(lostReason, error);
+    this.held.lose(lostReason, error);
     this.rejoin(rejoinReason);
   }
 
@@ -553,7 +510,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.resetGeneration(true); // Kafka's resetGenerationOnLeaveGroup
     this.setState('stalled');
     this.stallGuard.abortAll(error); // the stuck work is why we left, whatever we owned
-    this.loseAssignment('processing-stalled', error);
+    this.held.lose('processing-stalled', error);
   }
 
   // ---- close and failure ----
@@ -567,11 +524,12 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.rebalancing = false;
     this.setState('closing');
     this.stallGuard.disarm();
-    if (this.owned !== null) {
+    const held = this.held.partitions;
+    if (held !== null) {
       // Kafka's onLeavePrepare: an orderly revoke while the generation is valid, a loss otherwise.
       if (this._generationId !== NO_GENERATION && !wasStalled)
-        await this.revoke(this.owned, 'close', remainingMs());
-      else this.loseAssignment('closed');
+        await this.held.revoke(held, 'close', remainingMs());
+      else this.held.lose('closed');
     }
     this.heartbeats.stop();
     if (this.options.groupInstanceId === undefined && this._memberId !== '' && remainingMs() > 0) {
@@ -592,7 +550,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     this.rebalancing = false;
     this.heartbeats.stop();
     this.stallGuard.disarm();
-    this.loseAssignment(
+    this.held.lose(
       error instanceof CohortError && memberErrorAction(error.code).kind === 'fenced' ? 'fenced' : 'failed',
       error,
     );

@@ -1,5 +1,8 @@
 import type { LostReason } from './group-member-events';
 
+/** The generation id of a member in none (Kafka's Generation.NO_GENERATION). */
+export const NO_GENERATION = -1;
+
 /**
  * The group member as its parts see it (the heartbeats, the offset calls): what they read of it and what
  * an answer lets them do to it. The member keeps its state and decides how each of these is done; a part

@@ -35,7 +35,7 @@ import {
   type GroupMemberOptions,
   type ResolvedGroupMemberOptions,
 } from './group-member-options';
-import type { CallOptions, GroupTransport } from './group-transport';
+import type { GroupTransport } from './group-transport';
 import { HeldAssignment } from './held-assignment';
 import { assignAsLeader } from './leader-assignment';
 import { MemberBackoff } from './member-backoff';
@@ -45,7 +45,7 @@ import { MemberHeartbeats } from './member-heartbeats';
 import { MemberOffsets, type CommittedOffset, type OffsetToCommit } from './member-offsets';
 import { StallGuard } from './stall-guard';
 import { TimeScheduler } from './time-scheduler';
-import { ABANDONED, RetryingCaller, type CallOutcome } from './retrying-caller';
+import { ABANDONED, RetryingCaller } from './retrying-caller';
 import type { TopicPartition } from './topic-partition';
 
 /**
@@ -318,7 +318,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       this.heartbeats.stop();
       this.setState('preparing-rebalance');
       const request = this.joinRequest();
-      const join = await this.call(
+      const join = await this.caller.call(
         `JoinGroup of group "${o.groupId}"`,
         (options) => this.transport.joinGroup(request, options),
         rebalanceCallMs,
@@ -367,7 +367,7 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
         protocolName: joined.protocolName,
         assignments,
       };
-      const sync = await this.call(
+      const sync = await this.caller.call(
         `SyncGroup of group "${o.groupId}"`,
         (options) => this.transport.syncGroup(syncRequest, options),
         rebalanceCallMs,
@@ -532,13 +532,8 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
       else this.held.lose('closed');
     }
     this.heartbeats.stop();
-    if (this.options.groupInstanceId === undefined && this._memberId !== '' && remainingMs() > 0) {
-      const request = this.leaveRequest('the member is closing');
-      await this.call(
-        `LeaveGroup of group "${this.options.groupId}"`,
-        (options) => this.transport.leaveGroup(request, options),
-        Math.min(remainingMs(), this.options.requestTimeoutMs),
-      );
+    if (this.sendsLeaveGroup() && remainingMs() > 0) {
+      await this.leaveGroup('the member is closing', Math.min(remainingMs(), this.options.requestTimeoutMs));
     }
     this.finish('closed');
   }
@@ -583,37 +578,32 @@ export class GroupMember extends EventEmitter<GroupMemberEvents> {
     }
   }
 
-  private leaveBestEffort(reason: string): void {
-    if (this.options.groupInstanceId !== undefined || this._memberId === '') return;
-    const request = this.leaveRequest(reason);
-    void this.call(
-      `LeaveGroup of group "${this.options.groupId}"`,
-      (options) => this.transport.leaveGroup(request, options),
-      this.options.requestTimeoutMs,
-    );
+  /**
+   * Whether leaving sends LeaveGroup, so the group rebalances at once: only for a dynamic member with an id.
+   * A static member sends nothing, so that a restart within the session timeout causes no rebalance.
+   */
+  private sendsLeaveGroup(): boolean {
+    return this.options.groupInstanceId === undefined && this._memberId !== '';
   }
 
-  private leaveRequest(reason: string) {
-    return {
+  /** LeaveGroup without waiting for its answer (the stall guard, a failure). */
+  private leaveBestEffort(reason: string): void {
+    if (this.sendsLeaveGroup()) void this.leaveGroup(reason, this.options.requestTimeoutMs);
+  }
+
+  private leaveGroup(reason: string, timeoutMs: number): Promise<unknown> {
+    const request = {
       groupId: this.options.groupId,
       members: [{ memberId: this._memberId, groupInstanceId: '', reason }],
     };
+    return this.caller.call(
+      `LeaveGroup of group "${this.options.groupId}"`,
+      (options) => this.transport.leaveGroup(request, options),
+      timeoutMs,
+    );
   }
 
   // ---- plumbing ----
-
-  /**
-   * One call with a deadline on our own clock (so tests control it) and an optional scope whose abort
-   * cancels it. Always resolves: with the response, with the failure as a CohortError, or as aborted.
-   */
-  private call<R>(
-    what: string,
-    send: (options: CallOptions) => Promise<R>,
-    timeoutMs: number,
-    scope?: AbortSignal,
-  ): Promise<CallOutcome<R>> {
-    return this.caller.call(what, send, timeoutMs, scope);
-  }
 
   private emitSafely<K extends keyof GroupMemberEvents>(name: K, ...args: GroupMemberEvents[K]): void {
     try {

@@ -14,6 +14,12 @@
  * Heartbeats (member-heartbeats.ts) run on their own timer from the JoinGroup answer until the next
  * JoinGroup is sent, over the member's HeartbeatStream when there is one.
  *
+ * This file keeps the member's state, the rebalance loop, close and failure. Its other parts have a file
+ * each: the heartbeats, offset commits and fetches (member-offsets.ts), the stall guard (stall-guard.ts),
+ * the leader's assignment (leader-assignment.ts), the partitions held and the events that hand them over
+ * (held-assignment.ts), the waits between tries (member-backoff.ts) and what each error code means to a
+ * member (member-error-actions.ts). The parts that act on the member see it through MemberControl.
+ *
  * Nothing here waits on user code except `waitUntil` promises, and those only with a bound; user code can
  * never delay a heartbeat short of blocking the event loop itself.
  *

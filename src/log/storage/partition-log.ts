@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CohortError, ErrorCode } from '../../errors';
 import type { Time } from '../../time';
-import { ensureDirectory, fsyncDirectory, fsyncDirectorySync } from './file-io';
+import { ensureDirectory, fsyncDirectorySync } from './file-io';
 import { GroupCommit } from './group-commit';
 import {
   highWatermarkCheckpointPath,
@@ -20,6 +20,7 @@ import {
 } from './leader-epoch-cache';
 import { createLogConfig, type LogConfig } from './log-config';
 import { buildOffsetMap, cleanGroup, groupSegmentsBySize } from './log-cleaner';
+import { LocalLog, type LogReadInfo, type ReadOptions, segmentIndexIn } from './local-log';
 import type { LogOffsetMetadata } from './log-offset-metadata';
 import type { LogRecord, SimpleRecord } from './log-record';
 import {
@@ -48,15 +49,13 @@ import {
 } from './segment-file-names';
 
 /**
- * The durable log of one partition, in one directory, after Kafka's UnifiedLog/LocalLog: an ordered list
- * of segments (see `log-segment.ts`), the last of which (the active segment) takes appends.
+ * The durable log of one partition, in one directory, after Kafka's UnifiedLog: an ordered list of
+ * segments (`local-log.ts`: the active segment takes appends, roll, read, truncate, delete) and what makes
+ * them a replica's log: offsets and leader epochs, flushes, checkpoints, retention and compaction.
  *
  * - logStartOffset is the first segment's base offset; logEndOffset (LEO) the active segment's next
  *   offset. Offsets are assigned by the leader's `append` (LEO, LEO+1, ...) or given by the leader to a
  *   follower's `appendAsFollower`; compaction may leave gaps, never reorders.
- * - Roll: a batch goes to a new segment (base = its first offset) when it would push the active one past
- *   `segmentBytes`, when the active one is older than `segmentMs`, or when its offsets no longer fit the
- *   active segment's 32-bit relative offsets.
  * - Writes and reads are synchronous page-cache operations, so each is atomic on the event loop. Only
  *   fsync is asynchronous and goes through a `GroupCommit`: under the default policy (`flushMessages` 1)
  *   every append returns a `flushed` promise that settles after an fsync covering it, and appends that
@@ -113,23 +112,7 @@ export interface LogAppendInfo {
   readonly flushed: Promise<void> | null;
 }
 
-export interface ReadOptions {
-  /** Exclusive upper bound on returned offsets (the high watermark for consumers); default the LEO. */
-  readonly maxOffset?: number;
-  /** Return the first record even if its batch alone exceeds maxBytes (KIP-74); default true. */
-  readonly minOneMessage?: boolean;
-}
-
-export interface LogReadInfo {
-  /** Records at or after the fetch offset and below maxOffset, in offset order. */
-  readonly records: LogRecord[];
-  /** The whole batches they came from (the first may start before the fetch offset). */
-  readonly batches: readonly RecordBatch[];
-  readonly sizeInBytes: number;
-  /** Where a reader continues: after the last batch returned (skipping compaction gaps), capped at maxOffset. */
-  readonly nextFetchOffset: number;
-  readonly fetchOffsetMetadata: LogOffsetMetadata;
-}
+export type { LogReadInfo, ReadOptions } from './local-log';
 
 export interface CompactionResult {
   readonly isAborted: boolean;
@@ -167,12 +150,8 @@ const pauseImmediately = (): Promise<void> => new Promise((resolve) => setImmedi
 export class PartitionLog {
   readonly config: LogConfig;
   private readonly time: Time;
-  private segments: LogSegment[];
+  private readonly localLog: LocalLog;
   private readonly groupCommit: GroupCommit;
-  /** Segments removed from the log while a sync may still fsync them: closed once it ends. */
-  private retired: LogSegment[] = [];
-  private isSyncing = false;
-  private isDirectoryDirty: boolean;
   /** Exclusive: offsets below it have been handed to the group commit by the flush policy. */
   private flushRequestedOffset: number;
   private lastFlushMonotonicMs: number;
@@ -210,11 +189,8 @@ export class PartitionLog {
   ) {
     this.config = config;
     this.time = time;
-    this.segments = segments;
+    this.localLog = new LocalLog(dir, config, time, segments, () => this.syncDirectorySoon());
     this.recoveryListener = recoveryListener;
-    // Recovered data may sit only in the page cache (the process, not the machine, crashed): the first
-    // flush fsyncs every segment and the directory before anything new is reported durable.
-    this.isDirectoryDirty = true;
     this.flushRequestedOffset = this.logEndOffset;
     this.lastFlushMonotonicMs = time.monotonicMs();
     this.checkpointedRecoveryPoint = recoveryPoint;
@@ -314,20 +290,15 @@ export class PartitionLog {
   }
 
   get logStartOffset(): number {
-    return this.segments[0]!.baseOffset;
+    return this.localLog.logStartOffset;
   }
 
   get logEndOffset(): number {
-    return this.activeSegment.nextOffset;
+    return this.localLog.logEndOffset;
   }
 
   get logEndOffsetMetadata(): LogOffsetMetadata {
-    const active = this.activeSegment;
-    return {
-      messageOffset: active.nextOffset,
-      segmentBaseOffset: active.baseOffset,
-      relativePositionInSegment: active.sizeInBytes,
-    };
+    return this.localLog.logEndOffsetMetadata;
   }
 
   /** The latest leader epoch of the log, or -1 when no batch carried one (see `leaderEpochCache`). */
@@ -384,18 +355,16 @@ export class PartitionLog {
   }
 
   get sizeInBytes(): number {
-    let size = 0;
-    for (const segment of this.segments) size += segment.sizeInBytes;
-    return size;
+    return this.localLog.sizeInBytes;
   }
 
   get numberOfSegments(): number {
-    return this.segments.length;
+    return this.localLog.segments.length;
   }
 
   /** Base offsets of the segments, oldest first. */
   segmentBaseOffsets(): number[] {
-    return this.segments.map((segment) => segment.baseOffset);
+    return this.localLog.segments.map((segment) => segment.baseOffset);
   }
 
   /** fsync rounds completed (each covers every append that was waiting when it started). */
@@ -485,7 +454,7 @@ export class PartitionLog {
     const batches = encodeByEpoch(records);
     const nowMs = this.time.nowMs();
     if (batches.length === 1) return this.appendBatch(batches[0]!, nowMs, true);
-    for (const batch of batches) this.checkBatchFits(batch);
+    for (const batch of batches) this.localLog.checkBatchFits(batch);
     let recordCount = 0;
     let maxTimestampMs = -1;
     let sizeInBytes = 0;
@@ -507,53 +476,7 @@ export class PartitionLog {
    */
   read(fetchOffset: number, maxBytes: number, options: ReadOptions = {}): LogReadInfo {
     this.ensureOpen();
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
-      throw new CohortError(
-        ErrorCode.INVALID_FETCH_SIZE,
-        `maxBytes must be a non-negative integer, got ${maxBytes}`,
-      );
-    }
-    this.checkOffsetInRange(fetchOffset);
-    const maxOffset = Math.min(options.maxOffset ?? this.logEndOffset, this.logEndOffset);
-    const minOneMessage = options.minOneMessage ?? true;
-    const records: LogRecord[] = [];
-    const batches: RecordBatch[] = [];
-    let fetchOffsetMetadata: LogOffsetMetadata | null = null;
-    let sizeInBytes = 0;
-    let offset = fetchOffset;
-    let segmentIndex = this.segmentIndexFor(fetchOffset);
-    while (offset < maxOffset && segmentIndex < this.segments.length) {
-      const segment = this.segments[segmentIndex]!;
-      if (offset >= segment.nextOffset) {
-        segmentIndex++;
-        continue;
-      }
-      // Keep taking a batch past the budget until a record is returned: a run of batches emptied by
-      // compaction must not leave a reader refetching the same offset forever.
-      const mustTakeOne = minOneMessage && records.length === 0;
-      const read = segment.read(offset, maxBytes - sizeInBytes, maxOffset, mustTakeOne);
-      if (read.batches.length === 0) break;
-      fetchOffsetMetadata ??= {
-        messageOffset: fetchOffset,
-        segmentBaseOffset: segment.baseOffset,
-        relativePositionInSegment: read.firstPosition,
-      };
-      for (const batch of read.batches) {
-        batches.push(batch);
-        for (const record of batch.records()) {
-          if (record.offset >= fetchOffset && record.offset < maxOffset) records.push(record);
-        }
-      }
-      sizeInBytes += read.sizeInBytes;
-      offset = read.batches[read.batches.length - 1]!.nextOffset;
-    }
-    return {
-      records,
-      batches,
-      sizeInBytes,
-      nextFetchOffset: batches.length === 0 ? fetchOffset : Math.min(offset, maxOffset),
-      fetchOffsetMetadata: fetchOffsetMetadata ?? this.convertToOffsetMetadata(fetchOffset),
-    };
+    return this.localLog.read(fetchOffset, maxBytes, options);
   }
 
   /**
@@ -564,43 +487,19 @@ export class PartitionLog {
    */
   *replayBatches(endOffset = this.logEndOffset): Generator<RecordBatch | CorruptRegion> {
     this.ensureOpen();
-    for (const segment of [...this.segments]) {
-      if (segment.baseOffset >= endOffset) return;
-      for (const item of segment.scanBatches()) {
-        if (item instanceof RecordBatch && item.baseOffset >= endOffset) return;
-        yield item;
-      }
-    }
+    yield* this.localLog.replayBatches(endOffset);
   }
 
   /** Where `offset` sits on disk (for DelayedFetch's byte accounting). OFFSET_OUT_OF_RANGE outside the log. */
   convertToOffsetMetadata(offset: number): LogOffsetMetadata {
     this.ensureOpen();
-    this.checkOffsetInRange(offset);
-    if (offset === this.logEndOffset) return this.logEndOffsetMetadata;
-    for (let i = this.segmentIndexFor(offset); i < this.segments.length; i++) {
-      const segment = this.segments[i]!;
-      const position = segment.translateOffset(offset);
-      if (position >= 0) {
-        return {
-          messageOffset: offset,
-          segmentBaseOffset: segment.baseOffset,
-          relativePositionInSegment: position,
-        };
-      }
-    }
-    return this.logEndOffsetMetadata;
+    return this.localLog.convertToOffsetMetadata(offset);
   }
 
   /** The first record whose timestamp is at or after `timestampMs` (Kafka's ListOffsets by time), or null. */
   offsetForTimestamp(timestampMs: number): TimestampAndOffset | null {
     this.ensureOpen();
-    for (const segment of this.segments) {
-      if (segment.maxTimestampMs < timestampMs) continue;
-      const found = segment.findOffsetByTimestamp(timestampMs);
-      if (found !== null) return found;
-    }
-    return null;
+    return this.localLog.offsetForTimestamp(timestampMs);
   }
 
   /**
@@ -649,11 +548,14 @@ export class PartitionLog {
     try {
       if (retentionMs >= 0) {
         const nowMs = this.time.nowMs();
-        deleted += this.deletePrefix(maxOffset, (segment) => nowMs - segment.maxTimestampMs > retentionMs);
+        deleted += this.localLog.deleteOldest(
+          maxOffset,
+          (segment) => nowMs - segment.maxTimestampMs > retentionMs,
+        );
       }
       if (retentionBytes >= 0) {
         let excessBytes = this.sizeInBytes - retentionBytes;
-        deleted += this.deletePrefix(maxOffset, (segment) => {
+        deleted += this.localLog.deleteOldest(maxOffset, (segment) => {
           if (excessBytes - segment.sizeInBytes < 0) return false;
           excessBytes -= segment.sizeInBytes;
           return true;
@@ -709,13 +611,7 @@ export class PartitionLog {
       return;
     }
     this.lowerCheckpoint(offset);
-    // Newest first, so that a crash part-way leaves a prefix of the log.
-    const segmentsBefore = this.segments.length;
-    while (this.activeSegment.baseOffset >= offset) {
-      this.retire(this.segments.pop()!);
-    }
-    if (this.segments.length < segmentsBefore) this.syncDirectorySoon();
-    this.activeSegment.truncateTo(offset);
+    this.localLog.truncateTo(offset);
     // The LEO can end below `offset` (a compaction gap): nothing from it on is durable any more, and the
     // recovery point must come down to it too, or records appended there next would lie below the
     // checkpoint and a crash's open would take them as fsynced (not scanned, their epochs not rebuilt).
@@ -732,25 +628,11 @@ export class PartitionLog {
     if (!Number.isSafeInteger(offset) || offset < 0) {
       throw new CohortError(ErrorCode.OFFSET_OUT_OF_RANGE, `cannot restart the log at ${offset}`);
     }
-    const old = this.segments;
-    this.lowerCheckpoint(Math.min(offset, old[0]!.baseOffset));
-    // The new segment exists before the old ones go: a crash in between leaves either the old log or a
-    // log that restarts at `offset`, never an empty directory that would restart at 0.
-    const fresh = LogSegment.create(
-      this.dir,
-      offset,
-      this.config.indexIntervalBytes,
-      this.time.monotonicMs(),
-    );
-    fsyncDirectorySync(this.dir);
-    this.segments = [fresh];
-    for (let i = old.length - 1; i >= 0; i--) {
-      if (old[i]!.baseOffset !== offset) this.retire(old[i]!);
-      else this.retireWithoutDeleting(old[i]!);
-    }
-    this.syncDirectorySoon();
+    const oldStartOffset = this.logStartOffset;
+    this.lowerCheckpoint(Math.min(offset, oldStartOffset));
+    this.localLog.truncateFullyAndStartAt(offset);
     // Every old offset is gone, so every waiter for one is rejected.
-    this.lowerFlushState(Math.min(offset, old[0]!.baseOffset));
+    this.lowerFlushState(Math.min(offset, oldStartOffset));
     this.flushRequestedOffset = offset;
     this.leaderEpochCache.clear();
     this.lowerHighWatermarkCheckpoint(offset);
@@ -791,28 +673,11 @@ export class PartitionLog {
         .catch((error: unknown) => this.recoveryListener?.onCheckpointError?.(this.dir, error));
     }
     this.isClosed = true;
-    for (const segment of this.segments) segment.close();
-    for (const segment of this.retired) segment.close();
-    this.retired = [];
-  }
-
-  private get activeSegment(): LogSegment {
-    return this.segments[this.segments.length - 1]!;
-  }
-
-  private checkBatchFits(batch: RecordBatch): void {
-    if (batch.sizeInBytes > this.config.segmentBytes) {
-      throw new CohortError(
-        ErrorCode.RECORD_LIST_TOO_LARGE,
-        `batch of ${batch.sizeInBytes} bytes exceeds segmentBytes ${this.config.segmentBytes}`,
-      );
-    }
+    this.localLog.close();
   }
 
   private appendBatch(batch: RecordBatch, logAppendTimeMs: number, isAcknowledged: boolean): LogAppendInfo {
-    this.checkBatchFits(batch);
-    this.maybeRoll(batch);
-    this.activeSegment.append(batch);
+    this.localLog.append(batch);
     // In memory only, after the batch (a failed write adds no entry): the file follows before the next
     // recovery checkpoint (see `maybeCheckpoint`), and the open rebuilds what it lacks from the batches.
     this.leaderEpochCache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
@@ -836,27 +701,6 @@ export class PartitionLog {
     };
   }
 
-  private maybeRoll(batch: RecordBatch): void {
-    const active = this.activeSegment;
-    const nowMs = this.time.monotonicMs();
-    const isFull = active.sizeInBytes + batch.sizeInBytes > this.config.segmentBytes;
-    const isOld = nowMs - active.createdMonotonicMs >= this.config.segmentMs;
-    const fitsOffsets = active.canHoldOffset(batch.lastOffset);
-    if (active.isEmpty ? fitsOffsets : !isFull && !isOld && fitsOffsets) return;
-    const fresh = LogSegment.create(this.dir, batch.baseOffset, this.config.indexIntervalBytes, nowMs);
-    this.isDirectoryDirty = true;
-    if (active.isEmpty) {
-      // An empty active segment holds nothing: the new one replaces it instead of leaving an empty hole.
-      this.segments[this.segments.length - 1] = fresh;
-      if (active.baseOffset !== fresh.baseOffset) this.retire(active);
-      else this.retireWithoutDeleting(active);
-    } else {
-      active.releaseTail();
-      this.segments.push(fresh);
-    }
-  }
-
-  /** The group commit's sync: fsync every dirty segment (and the directory when files changed). */
   /** Writes the newest requested high watermark until the file holds it; one write at a time. */
   private async writeHighWatermarks(): Promise<void> {
     try {
@@ -879,27 +723,9 @@ export class PartitionLog {
     }
   }
 
+  /** The group commit's sync: the segments' fsync, then the time the flush interval counts from. */
   private async syncSegments(): Promise<number> {
-    const target = this.logEndOffset;
-    const dirty = this.segments.filter((segment) => segment.isDirty);
-    const isDirectoryDirty = this.isDirectoryDirty;
-    this.isDirectoryDirty = false;
-    this.isSyncing = true;
-    try {
-      await Promise.all(dirty.map((segment) => segment.flush()));
-      if (isDirectoryDirty) await fsyncDirectory(this.dir);
-    } catch (error) {
-      throw new CohortError(
-        ErrorCode.KAFKA_STORAGE_ERROR,
-        `fsync in ${this.dir} failed; the log is offline`,
-        {
-          cause: error,
-        },
-      );
-    } finally {
-      this.isSyncing = false;
-      this.closeRetired();
-    }
+    const target = await this.localLog.sync();
     this.lastFlushMonotonicMs = this.time.monotonicMs();
     return target;
   }
@@ -912,7 +738,7 @@ export class PartitionLog {
     if (this.isClosing || this.isClosed || this.isOffline) return;
     const recoveryPoint = this.recoveryPoint;
     if (recoveryPoint <= this.checkpointedRecoveryPoint) return;
-    const sealedEnd = this.activeSegment.baseOffset;
+    const sealedEnd = this.localLog.activeSegment.baseOffset;
     const isSealedCovered = this.checkpointedRecoveryPoint < sealedEnd && recoveryPoint >= sealedEnd;
     const nowMs = this.time.monotonicMs();
     const isDue = nowMs - this.lastCheckpointMonotonicMs >= RECOVERY_POINT_CHECKPOINT_INTERVAL_MS;
@@ -991,30 +817,17 @@ export class PartitionLog {
     this.highWatermarkOnDisk = offset;
   }
 
-  /** Deletes the oldest segments while `isDeletable` holds and the next segment starts at or below maxOffset. */
-  private deletePrefix(maxOffset: number, isDeletable: (segment: LogSegment) => boolean): number {
-    let deleted = 0;
-    while (
-      this.segments.length > 1 &&
-      this.segments[1]!.baseOffset <= maxOffset &&
-      isDeletable(this.segments[0]!)
-    ) {
-      this.retire(this.segments.shift()!);
-      deleted++;
-    }
-    return deleted;
-  }
-
   private async runCompaction(maxOffset: number): Promise<CompactionResult> {
+    const log = this.localLog;
     let cleanableCount = 0;
     while (
-      cleanableCount < this.segments.length - 1 &&
-      this.segments[cleanableCount + 1]!.baseOffset <= maxOffset
+      cleanableCount < log.segments.length - 1 &&
+      log.segments[cleanableCount + 1]!.baseOffset <= maxOffset
     ) {
       cleanableCount++;
     }
-    const cleanable = this.segments.slice(0, cleanableCount);
-    const segmentsBefore = this.segments.length;
+    const cleanable = log.segments.slice(0, cleanableCount);
+    const segmentsBefore = log.segments.length;
     const bytesBefore = this.sizeInBytes;
     // The offset map describes every cleanable segment, so a change to any of them (not only to the group
     // being cleaned) makes it stale: a truncation could remove the record that made an older one obsolete.
@@ -1023,14 +836,14 @@ export class PartitionLog {
     const result = (isAborted: boolean): CompactionResult => ({
       isAborted,
       segmentsBefore,
-      segmentsAfter: this.segments.length,
+      segmentsAfter: log.segments.length,
       recordsRemoved,
       bytesBefore,
       bytesAfter: this.sizeInBytes,
     });
     const isIntact = (): boolean => {
       if (this.isClosing) return false;
-      const present = new Set(this.segments);
+      const present = new Set(log.segments);
       for (const [segment, size] of tracked) {
         if (segment.isClosed || !present.has(segment) || segment.sizeInBytes !== size) return false;
       }
@@ -1058,7 +871,7 @@ export class PartitionLog {
         cleaned.cleaned.deleteFiles();
         continue;
       }
-      this.swapIn(group, cleaned.cleaned);
+      log.replaceSegments(group, cleaned.cleaned);
       for (const region of cleaned.corruptRegions) {
         // Damage read past by the cleaner is gone from the log now: reported as a recovery cut is.
         this.recoveryListener?.onTruncation?.({
@@ -1079,64 +892,14 @@ export class PartitionLog {
     return result(false);
   }
 
-  /**
-   * Replaces `group` by its cleaned segment. Synchronous, so nothing interleaves; each rename is made
-   * durable before the step after it, which is what lets `loadSegments` finish or undo a crashed swap.
-   */
-  private swapIn(group: readonly LogSegment[], cleaned: LogSegment): void {
-    cleaned.renameTo(SWAP_FILE_SUFFIX);
-    fsyncDirectorySync(this.dir);
-    for (const old of group) old.deleteFiles();
-    cleaned.renameTo('');
-    fsyncDirectorySync(this.dir);
-    const at = this.segments.indexOf(group[0]!);
-    this.segments.splice(at, group.length, cleaned);
-    for (const old of group) this.retireWithoutDeleting(old);
-  }
-
-  /**
-   * Removes a segment's files now; closes it once no sync can be using its descriptors. The unlink is made
-   * durable by the next sync's directory fsync (`syncDirectorySoon`, or the next append's flush): before
-   * it, a power loss could bring the segment back (records a truncation removed, or retention deleted).
-   */
-  private retire(segment: LogSegment): void {
-    segment.deleteFiles();
-    this.isDirectoryDirty = true;
-    this.retireWithoutDeleting(segment);
-  }
-
   /** A sync off the event loop for a change of the directory alone (segments deleted); failures, as any. */
   private syncDirectorySoon(): void {
     this.groupCommit.requestSync().catch(ignore);
   }
 
-  private retireWithoutDeleting(segment: LogSegment): void {
-    if (this.isSyncing) this.retired.push(segment);
-    else segment.close();
-  }
-
-  private closeRetired(): void {
-    for (const segment of this.retired) segment.close();
-    this.retired = [];
-  }
-
   private lowerFlushState(offset: number): void {
     if (offset < this.flushRequestedOffset) this.flushRequestedOffset = offset;
     this.groupCommit.lowerTo(offset, truncatedError(offset));
-  }
-
-  /** The last segment whose base offset is at or below `offset` (0 when it precedes them all). */
-  private segmentIndexFor(offset: number): number {
-    return segmentIndexIn(this.segments, offset);
-  }
-
-  private checkOffsetInRange(offset: number): void {
-    if (!Number.isSafeInteger(offset) || offset < this.logStartOffset || offset > this.logEndOffset) {
-      throw new CohortError(
-        ErrorCode.OFFSET_OUT_OF_RANGE,
-        `offset ${offset} is outside the log [${this.logStartOffset}, ${this.logEndOffset}]`,
-      );
-    }
   }
 
   private checkKeys(records: readonly { readonly key?: Uint8Array | null }[]): void {
@@ -1296,23 +1059,6 @@ function sameEntries(a: readonly EpochEntry[], b: readonly EpochEntry[]): boolea
     a.length === b.length &&
     a.every((entry, i) => entry.epoch === b[i]!.epoch && entry.startOffset === b[i]!.startOffset)
   );
-}
-
-/** The last segment whose base offset is at or below `offset` (0 when it precedes them all). */
-function segmentIndexIn(segments: readonly LogSegment[], offset: number): number {
-  let low = 0;
-  let high = segments.length - 1;
-  let found = 0;
-  while (low <= high) {
-    const mid = (low + high) >>> 1;
-    if (segments[mid]!.baseOffset <= offset) {
-      found = mid;
-      low = mid + 1;
-    } else {
-      high = mid - 1;
-    }
-  }
-  return found;
 }
 
 interface LoadedSegments {

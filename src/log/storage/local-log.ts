@@ -263,8 +263,7 @@ export class LocalLog {
   /**
    * Replaces `group` (consecutive segments of the log) by its cleaned segment, written as `.cleaned` (see
    * `log-cleaner.ts`). Synchronous, so nothing interleaves; each rename is made durable before the step
-   * after it, which is what lets the open (`loadSegments` in `partition-log.ts`) finish or undo a crashed
-   * swap.
+   * after it, which is what lets the open (`log-loader.ts`) finish or undo a crashed swap.
    */
   replaceSegments(group: readonly LogSegment[], cleaned: LogSegment): void {
     cleaned.renameTo(SWAP_FILE_SUFFIX);

@@ -14,7 +14,7 @@ import { CLEANED_FILE_SUFFIX } from './segment-file-names';
  *    their leader epoch, so offsets never change (gaps are allowed) and the leader-epoch cache stays
  *    right; a batch left with no record is dropped, except the group's last one, which stays as an empty
  *    batch so the cleaned segment ends where the group did. That end is how recovery knows which
- *    segments an interrupted swap replaces (see `partition-log.ts`).
+ *    segments an interrupted swap replaces (see `log-loader.ts`).
  *
  * Keyless records are dropped, as Kafka's cleaner does (a compacted log rejects them on append anyway).
  * Bytes that hold no valid batch (damage in a sealed segment, found by `LogSegment.scanBatches`) are

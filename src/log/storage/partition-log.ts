@@ -8,7 +8,7 @@ import {
 } from './high-watermark-checkpoint';
 import { type EpochEndOffset, type EpochEntry, LeaderEpochCache } from './leader-epoch-cache';
 import { createLogConfig, type LogConfig } from './log-config';
-import { buildOffsetMap, cleanGroup, groupSegmentsBySize } from './log-cleaner';
+import { cleanLog, type CompactionResult } from './log-cleaner';
 import { LocalLog, type LogReadInfo, type ReadOptions } from './local-log';
 import { type LoadedLog, loadLog } from './log-loader';
 import type { LogOffsetMetadata } from './log-offset-metadata';
@@ -79,14 +79,7 @@ export interface LogAppendInfo {
 
 export type { LogReadInfo, ReadOptions } from './local-log';
 
-export interface CompactionResult {
-  readonly isAborted: boolean;
-  readonly segmentsBefore: number;
-  readonly segmentsAfter: number;
-  readonly recordsRemoved: number;
-  readonly bytesBefore: number;
-  readonly bytesAfter: number;
-}
+export type { CompactionResult } from './log-cleaner';
 
 export interface PartitionLogOptions {
   readonly time: Time;
@@ -110,7 +103,6 @@ export const RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000;
 
 const RESOLVED: Promise<void> = Promise.resolve();
 const ignore = (): void => undefined;
-const pauseImmediately = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class PartitionLog {
   readonly config: LogConfig;
@@ -485,7 +477,12 @@ export class PartitionLog {
         ),
       );
     }
-    this.cleaning ??= this.runCompaction(maxOffset).finally(() => {
+    this.cleaning ??= cleanLog(
+      this.localLog,
+      maxOffset,
+      () => this.isClosing,
+      (region) => this.reportCleanedDamage(region),
+    ).finally(() => {
       this.cleaning = null;
     });
     return this.cleaning;
@@ -713,79 +710,18 @@ export class PartitionLog {
     this.highWatermarkOnDisk = offset;
   }
 
-  private async runCompaction(maxOffset: number): Promise<CompactionResult> {
-    const log = this.localLog;
-    let cleanableCount = 0;
-    while (
-      cleanableCount < log.segments.length - 1 &&
-      log.segments[cleanableCount + 1]!.baseOffset <= maxOffset
-    ) {
-      cleanableCount++;
-    }
-    const cleanable = log.segments.slice(0, cleanableCount);
-    const segmentsBefore = log.segments.length;
-    const bytesBefore = this.sizeInBytes;
-    // The offset map describes every cleanable segment, so a change to any of them (not only to the group
-    // being cleaned) makes it stale: a truncation could remove the record that made an older one obsolete.
-    const tracked = new Map(cleanable.map((segment) => [segment, segment.sizeInBytes]));
-    let recordsRemoved = 0;
-    const result = (isAborted: boolean): CompactionResult => ({
-      isAborted,
-      segmentsBefore,
-      segmentsAfter: log.segments.length,
-      recordsRemoved,
-      bytesBefore,
-      bytesAfter: this.sizeInBytes,
+  /** Damage the cleaner read past is gone from the log now: reported as a recovery cut is. */
+  private reportCleanedDamage(region: CorruptRegion): void {
+    this.recoveryListener?.onTruncation?.({
+      kind: 'corrupt',
+      dir: this.dir,
+      file: region.file,
+      offset: region.offset,
+      position: region.position,
+      truncatedBytes: region.sizeInBytes,
+      deletedFiles: [],
+      recoveryPoint: this.checkpointedRecoveryPoint,
     });
-    const isIntact = (): boolean => {
-      if (this.isClosing) return false;
-      const present = new Set(log.segments);
-      for (const [segment, size] of tracked) {
-        if (segment.isClosed || !present.has(segment) || segment.sizeInBytes !== size) return false;
-      }
-      return true;
-    };
-    const pause = async (): Promise<boolean> => {
-      await pauseImmediately();
-      return isIntact();
-    };
-    if (cleanable.length === 0) return result(false);
-    const offsetMap = await buildOffsetMap(cleanable, pause);
-    if (offsetMap === null) return result(true);
-    for (const group of groupSegmentsBySize(cleanable, this.config.segmentBytes)) {
-      if (!isIntact()) return result(true);
-      const cleaned = await cleanGroup(
-        group,
-        offsetMap,
-        this.config.indexIntervalBytes,
-        group[0]!.createdMonotonicMs,
-        pause,
-      );
-      if (cleaned === null) return result(true);
-      if (cleaned.recordsRemoved === 0 && group.length === 1 && cleaned.corruptRegions.length === 0) {
-        cleaned.cleaned.close();
-        cleaned.cleaned.deleteFiles();
-        continue;
-      }
-      log.replaceSegments(group, cleaned.cleaned);
-      for (const region of cleaned.corruptRegions) {
-        // Damage read past by the cleaner is gone from the log now: reported as a recovery cut is.
-        this.recoveryListener?.onTruncation?.({
-          kind: 'corrupt',
-          dir: this.dir,
-          file: region.file,
-          offset: region.offset,
-          position: region.position,
-          truncatedBytes: region.sizeInBytes,
-          deletedFiles: [],
-          recoveryPoint: this.checkpointedRecoveryPoint,
-        });
-      }
-      for (const old of group) tracked.delete(old);
-      tracked.set(cleaned.cleaned, cleaned.cleaned.sizeInBytes);
-      recordsRemoved += cleaned.recordsRemoved;
-    }
-    return result(false);
   }
 
   /** A sync off the event loop for a change of the directory alone (segments deleted); failures, as any. */

@@ -1,6 +1,5 @@
 import { CohortError, ErrorCode } from '../../errors';
 import type { Time } from '../../time';
-import { GroupCommit } from './group-commit';
 import {
   highWatermarkCheckpointPath,
   writeHighWatermarkCheckpoint,
@@ -10,6 +9,7 @@ import { type EpochEndOffset, type EpochEntry, LeaderEpochCache } from './leader
 import { createLogConfig, type LogConfig } from './log-config';
 import { cleanLog, type CompactionResult } from './log-cleaner';
 import { LocalLog, type LogReadInfo, type ReadOptions } from './local-log';
+import { LogFlusher } from './log-flusher';
 import { type LoadedLog, loadLog } from './log-loader';
 import type { LogOffsetMetadata } from './log-offset-metadata';
 import type { LogRecord, SimpleRecord } from './log-record';
@@ -31,10 +31,9 @@ import {
  *   offset. Offsets are assigned by the leader's `append` (LEO, LEO+1, ...) or given by the leader to a
  *   follower's `appendAsFollower`; compaction may leave gaps, never reorders.
  * - Writes and reads are synchronous page-cache operations, so each is atomic on the event loop. Only
- *   fsync is asynchronous and goes through a `GroupCommit`: under the default policy (`flushMessages` 1)
- *   every append returns a `flushed` promise that settles after an fsync covering it, and appends that
- *   arrive together share that fsync. A flush fsyncs every segment written since the last one and, when
- *   files were created, the directory.
+ *   fsync is asynchronous, and `log-flusher.ts` decides when: under the default policy (`flushMessages`
+ *   1) every append returns a `flushed` promise that settles after an fsync covering it, and appends that
+ *   arrive together share that fsync.
  * - Retention (`deleteOldSegments`, called periodically by the owner) removes a prefix of segments
  *   whose newest record is older than `retentionMs`, then a prefix while the log exceeds
  *   `retentionBytes`. The active segment is never deleted.
@@ -108,10 +107,7 @@ export class PartitionLog {
   readonly config: LogConfig;
   private readonly time: Time;
   private readonly localLog: LocalLog;
-  private readonly groupCommit: GroupCommit;
-  /** Exclusive: offsets below it have been handed to the group commit by the flush policy. */
-  private flushRequestedOffset: number;
-  private lastFlushMonotonicMs: number;
+  private readonly flusher: LogFlusher;
   private cleaning: Promise<CompactionResult> | null = null;
   private closing: Promise<void> | null = null;
   private isClosing = false;
@@ -144,17 +140,12 @@ export class PartitionLog {
     const { recoveryPoint, highWatermark } = loaded;
     this.config = config;
     this.time = time;
-    this.localLog = new LocalLog(dir, config, time, loaded.segments, () => this.syncDirectorySoon());
+    this.localLog = new LocalLog(dir, config, time, loaded.segments, () => this.flusher.syncDirectorySoon());
     this.recoveryListener = recoveryListener;
-    this.flushRequestedOffset = this.logEndOffset;
-    this.lastFlushMonotonicMs = time.monotonicMs();
+    const nowMs = time.monotonicMs();
     this.checkpointedRecoveryPoint = recoveryPoint;
-    this.lastCheckpointMonotonicMs = this.lastFlushMonotonicMs;
-    this.groupCommit = new GroupCommit(
-      () => this.syncSegments(),
-      recoveryPoint,
-      () => this.maybeCheckpoint(),
-    );
+    this.lastCheckpointMonotonicMs = nowMs;
+    this.flusher = new LogFlusher(this.localLog, time, recoveryPoint, nowMs, () => this.maybeCheckpoint());
     this.leaderEpochCache = new LeaderEpochCache(
       dir,
       loaded.epochEntries,
@@ -239,7 +230,7 @@ export class PartitionLog {
 
   /** Offsets below this are known to be fsynced (Kafka's recovery point). */
   get recoveryPoint(): number {
-    return this.groupCommit.flushedOffset;
+    return this.flusher.flushedOffset;
   }
 
   get sizeInBytes(): number {
@@ -257,12 +248,12 @@ export class PartitionLog {
 
   /** fsync rounds completed (each covers every append that was waiting when it started). */
   get flushCount(): number {
-    return this.groupCommit.syncCount;
+    return this.flusher.syncCount;
   }
 
   /** True after an fsync failed: the log takes no more appends (Kafka takes the log dir offline). */
   get isOffline(): boolean {
-    return this.groupCommit.error !== null;
+    return this.flusher.error !== null;
   }
 
   /**
@@ -405,8 +396,7 @@ export class PartitionLog {
       );
     }
     if (offset < 0) return RESOLVED;
-    if (offset >= this.flushRequestedOffset) this.flushRequestedOffset = offset + 1;
-    return this.groupCommit.request(offset);
+    return this.flusher.request(offset);
   }
 
   /**
@@ -415,7 +405,7 @@ export class PartitionLog {
    */
   maybeFlush(): Promise<void> | null {
     if (this.isClosed || this.isClosing || this.logEndOffset <= this.recoveryPoint) return null;
-    if (this.time.monotonicMs() - this.lastFlushMonotonicMs < this.config.flushIntervalMs) return null;
+    if (!this.flusher.isIntervalElapsed()) return null;
     const flushed = this.flush();
     flushed.catch(ignore);
     return flushed;
@@ -452,7 +442,7 @@ export class PartitionLog {
     } finally {
       if (deleted > 0) {
         this.leaderEpochCache.truncateFromStart(this.logStartOffset);
-        this.syncDirectorySoon();
+        this.flusher.syncDirectorySoon();
       }
     }
     return deleted;
@@ -509,7 +499,7 @@ export class PartitionLog {
     // recovery point must come down to it too, or records appended there next would lie below the
     // checkpoint and a crash's open would take them as fsynced (not scanned, their epochs not rebuilt).
     this.lowerCheckpoint(this.logEndOffset);
-    this.lowerFlushState(this.logEndOffset);
+    this.flusher.lowerTo(this.logEndOffset);
     this.lowerHighWatermarkCheckpoint(this.logEndOffset);
     // After the records: a crash in between leaves the cache ahead of the log, which the open trims.
     this.leaderEpochCache.truncateFromEnd(this.logEndOffset);
@@ -525,8 +515,8 @@ export class PartitionLog {
     this.lowerCheckpoint(Math.min(offset, oldStartOffset));
     this.localLog.truncateFullyAndStartAt(offset);
     // Every old offset is gone, so every waiter for one is rejected.
-    this.lowerFlushState(Math.min(offset, oldStartOffset));
-    this.flushRequestedOffset = offset;
+    this.flusher.lowerTo(Math.min(offset, oldStartOffset));
+    this.flusher.restartAt(offset);
     this.leaderEpochCache.clear();
     this.lowerHighWatermarkCheckpoint(offset);
   }
@@ -541,7 +531,7 @@ export class PartitionLog {
     this.isClosing = true;
     if (this.cleaning !== null) await this.cleaning.catch(ignore);
     if (!this.isOffline) await this.flush().catch(ignore);
-    await this.groupCommit.idle();
+    await this.flusher.idle();
     await this.checkpointing;
     await this.highWatermarkWriting?.catch(ignore);
     // Not needed for safety (the open repairs a stale file), but it spares the next open a replay, and no
@@ -576,8 +566,7 @@ export class PartitionLog {
     this.leaderEpochCache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
     const lastOffset = batch.lastOffset;
     let flushed: Promise<void> | null = null;
-    const unflushedMessages = batch.nextOffset - Math.max(this.recoveryPoint, this.flushRequestedOffset);
-    if (isAcknowledged && unflushedMessages >= this.config.flushMessages) {
+    if (this.flusher.isDueAfterAppend(batch.nextOffset, isAcknowledged)) {
       flushed = this.flush(lastOffset);
       // The caller may not await it (acks=0); a failure must not become an unhandled rejection.
       flushed.catch(ignore);
@@ -614,13 +603,6 @@ export class PartitionLog {
     } finally {
       this.highWatermarkWriting = null;
     }
-  }
-
-  /** The group commit's sync: the segments' fsync, then the time the flush interval counts from. */
-  private async syncSegments(): Promise<number> {
-    const target = await this.localLog.sync();
-    this.lastFlushMonotonicMs = this.time.monotonicMs();
-    return target;
   }
 
   /**
@@ -724,16 +706,6 @@ export class PartitionLog {
     });
   }
 
-  /** A sync off the event loop for a change of the directory alone (segments deleted); failures, as any. */
-  private syncDirectorySoon(): void {
-    this.groupCommit.requestSync().catch(ignore);
-  }
-
-  private lowerFlushState(offset: number): void {
-    if (offset < this.flushRequestedOffset) this.flushRequestedOffset = offset;
-    this.groupCommit.lowerTo(offset, truncatedError(offset));
-  }
-
   private checkKeys(records: readonly { readonly key?: Uint8Array | null }[]): void {
     if (this.config.cleanupPolicy !== 'compact') return;
     for (const record of records) {
@@ -754,7 +726,7 @@ export class PartitionLog {
         ErrorCode.KAFKA_STORAGE_ERROR,
         `log ${this.dir} is offline after an fsync failure`,
         {
-          cause: this.groupCommit.error,
+          cause: this.flusher.error,
         },
       );
     }
@@ -763,13 +735,6 @@ export class PartitionLog {
 
 function closedError(dir: string): CohortError {
   return new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `log ${dir} is closed`);
-}
-
-function truncatedError(offset: number): CohortError {
-  return new CohortError(
-    ErrorCode.NOT_LEADER_OR_FOLLOWER,
-    `records from offset ${offset} were truncated before they were flushed`,
-  );
 }
 
 /**

@@ -16,11 +16,7 @@ import type { LogRecord, SimpleRecord } from './log-record';
 import type { LogRecoveryListener, LogRecoveryOptions } from './log-recovery';
 import type { CorruptRegion, TimestampAndOffset } from './log-segment';
 import { RecordBatch } from './record-batch';
-import {
-  recoveryCheckpointPath,
-  writeRecoveryCheckpoint,
-  writeRecoveryCheckpointSync,
-} from './recovery-checkpoint';
+import { RecoveryCheckpointWriter } from './recovery-checkpoint';
 
 /**
  * The durable log of one partition, in one directory, after Kafka's UnifiedLog: an ordered list of
@@ -94,11 +90,7 @@ export interface PartitionLogOptions {
   readonly syncDirectories?: boolean;
 }
 
-/**
- * The recovery point is checkpointed at most this often by time (Kafka's
- * log.flush.offset.checkpoint.interval.ms), and in any case after a sync that covers a sealed segment.
- */
-export const RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000;
+export { RECOVERY_POINT_CHECKPOINT_INTERVAL_MS } from './recovery-checkpoint';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 const ignore = (): void => undefined;
@@ -113,13 +105,7 @@ export class PartitionLog {
   private isClosing = false;
   private isClosed = false;
   private readonly recoveryListener: LogRecoveryListener | undefined;
-  /** The recovery point the checkpoint file holds (or an async write is about to make it hold). */
-  private checkpointedRecoveryPoint: number;
-  private lastCheckpointMonotonicMs: number;
-  /** Bumped by every synchronous checkpoint write: an asynchronous one started before it is dropped. */
-  private checkpointGeneration = 0;
-  private checkpointing: Promise<void> | null = null;
-  private isCheckpointPending = false;
+  private readonly recoveryCheckpoint: RecoveryCheckpointWriter;
   /** Where each leader epoch started in this log; changed only by the log's appends and truncations. */
   readonly leaderEpochCache: LeaderEpochCache;
   /** The high watermark the checkpoint file holds, as written (undefined: no file). */
@@ -143,9 +129,24 @@ export class PartitionLog {
     this.localLog = new LocalLog(dir, config, time, loaded.segments, () => this.flusher.syncDirectorySoon());
     this.recoveryListener = recoveryListener;
     const nowMs = time.monotonicMs();
-    this.checkpointedRecoveryPoint = recoveryPoint;
-    this.lastCheckpointMonotonicMs = nowMs;
-    this.flusher = new LogFlusher(this.localLog, time, recoveryPoint, nowMs, () => this.maybeCheckpoint());
+    this.recoveryCheckpoint = new RecoveryCheckpointWriter(
+      dir,
+      time,
+      recoveryPoint,
+      nowMs,
+      {
+        recoveryPointState: () =>
+          this.isClosing || this.isClosed || this.isOffline
+            ? null
+            : { recoveryPoint: this.recoveryPoint, sealedEndOffset: this.localLog.activeSegment.baseOffset },
+        isClosed: () => this.isClosed,
+        flushLeaderEpochs: () => this.leaderEpochCache.flush(),
+      },
+      recoveryListener,
+    );
+    this.flusher = new LogFlusher(this.localLog, time, recoveryPoint, nowMs, () =>
+      this.recoveryCheckpoint.afterSync(),
+    );
     this.leaderEpochCache = new LeaderEpochCache(
       dir,
       loaded.epochEntries,
@@ -493,12 +494,12 @@ export class PartitionLog {
       this.truncateFullyAndStartAt(offset);
       return;
     }
-    this.lowerCheckpoint(offset);
+    this.recoveryCheckpoint.lowerTo(offset);
     this.localLog.truncateTo(offset);
     // The LEO can end below `offset` (a compaction gap): nothing from it on is durable any more, and the
     // recovery point must come down to it too, or records appended there next would lie below the
     // checkpoint and a crash's open would take them as fsynced (not scanned, their epochs not rebuilt).
-    this.lowerCheckpoint(this.logEndOffset);
+    this.recoveryCheckpoint.lowerTo(this.logEndOffset);
     this.flusher.lowerTo(this.logEndOffset);
     this.lowerHighWatermarkCheckpoint(this.logEndOffset);
     // After the records: a crash in between leaves the cache ahead of the log, which the open trims.
@@ -512,7 +513,7 @@ export class PartitionLog {
       throw new CohortError(ErrorCode.OFFSET_OUT_OF_RANGE, `cannot restart the log at ${offset}`);
     }
     const oldStartOffset = this.logStartOffset;
-    this.lowerCheckpoint(Math.min(offset, oldStartOffset));
+    this.recoveryCheckpoint.lowerTo(Math.min(offset, oldStartOffset));
     this.localLog.truncateFullyAndStartAt(offset);
     // Every old offset is gone, so every waiter for one is rejected.
     this.flusher.lowerTo(Math.min(offset, oldStartOffset));
@@ -532,28 +533,14 @@ export class PartitionLog {
     if (this.cleaning !== null) await this.cleaning.catch(ignore);
     if (!this.isOffline) await this.flush().catch(ignore);
     await this.flusher.idle();
-    await this.checkpointing;
+    await this.recoveryCheckpoint.idle();
     await this.highWatermarkWriting?.catch(ignore);
     // Not needed for safety (the open repairs a stale file), but it spares the next open a replay, and no
     // write is left running in the directory after close.
     await this.leaderEpochCache.flush().catch(ignore);
     if (!this.isOffline && this.recoveryPoint >= this.logEndOffset) {
       // Everything is fsynced: the next open validates nothing (Kafka's clean-shutdown marker).
-      const checkpoint = { recoveryPoint: this.logEndOffset, isCleanShutdown: true };
-      const generation = this.checkpointGeneration;
-      // The leader-epoch file first (see `maybeCheckpoint`): it then holds every entry, and the next open
-      // replays no batch.
-      await this.leaderEpochCache
-        .flush()
-        .then(() =>
-          writeRecoveryCheckpoint(this.dir, checkpoint, () => generation === this.checkpointGeneration),
-        )
-        .then((isWritten) => {
-          if (!isWritten) return;
-          this.checkpointedRecoveryPoint = checkpoint.recoveryPoint;
-          this.recoveryListener?.onCheckpoint?.(this.dir, checkpoint.recoveryPoint, true);
-        })
-        .catch((error: unknown) => this.recoveryListener?.onCheckpointError?.(this.dir, error));
+      await this.recoveryCheckpoint.writeCleanShutdown(this.logEndOffset);
     }
     this.isClosed = true;
     this.localLog.close();
@@ -562,7 +549,8 @@ export class PartitionLog {
   private appendBatch(batch: RecordBatch, logAppendTimeMs: number, isAcknowledged: boolean): LogAppendInfo {
     this.localLog.append(batch);
     // In memory only, after the batch (a failed write adds no entry): the file follows before the next
-    // recovery checkpoint (see `maybeCheckpoint`), and the open rebuilds what it lacks from the batches.
+    // recovery checkpoint (see `RecoveryCheckpointWriter`), and the open rebuilds what it lacks from the
+    // batches.
     this.leaderEpochCache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
     const lastOffset = batch.lastOffset;
     let flushed: Promise<void> | null = null;
@@ -606,70 +594,6 @@ export class PartitionLog {
   }
 
   /**
-   * After a sync: checkpoints the recovery point when the sync covered a segment sealed since the last
-   * checkpoint, or when the last one is a minute old. Off the event loop, one write at a time.
-   */
-  private maybeCheckpoint(): void {
-    if (this.isClosing || this.isClosed || this.isOffline) return;
-    const recoveryPoint = this.recoveryPoint;
-    if (recoveryPoint <= this.checkpointedRecoveryPoint) return;
-    const sealedEnd = this.localLog.activeSegment.baseOffset;
-    const isSealedCovered = this.checkpointedRecoveryPoint < sealedEnd && recoveryPoint >= sealedEnd;
-    const nowMs = this.time.monotonicMs();
-    const isDue = nowMs - this.lastCheckpointMonotonicMs >= RECOVERY_POINT_CHECKPOINT_INTERVAL_MS;
-    if (!isSealedCovered && !isDue) return;
-    if (this.checkpointing !== null) {
-      this.isCheckpointPending = true;
-      return;
-    }
-    const generation = this.checkpointGeneration;
-    this.lastCheckpointMonotonicMs = nowMs;
-    // The leader-epoch file first: the open trusts its entries below the checkpointed recovery point.
-    this.checkpointing = this.leaderEpochCache
-      .flush()
-      .then(() =>
-        writeRecoveryCheckpoint(
-          this.dir,
-          { recoveryPoint, isCleanShutdown: false },
-          () => generation === this.checkpointGeneration && !this.isClosed,
-        ),
-      )
-      .then((isWritten) => {
-        if (!isWritten) return;
-        this.checkpointedRecoveryPoint = recoveryPoint;
-        this.recoveryListener?.onCheckpoint?.(this.dir, recoveryPoint, false);
-      })
-      .catch((error: unknown) => this.recoveryListener?.onCheckpointError?.(this.dir, error))
-      .finally(() => {
-        this.checkpointing = null;
-        if (this.isCheckpointPending) {
-          this.isCheckpointPending = false;
-          this.maybeCheckpoint();
-        }
-      });
-  }
-
-  /**
-   * Before a truncation to `offset`: the checkpoint must not claim offsets that are about to be removed
-   * and then written again, unflushed, by later appends (a crash would make those look damaged).
-   * Synchronous, and it drops any asynchronous write in flight.
-   */
-  private lowerCheckpoint(offset: number): void {
-    this.checkpointGeneration++;
-    if (this.checkpointedRecoveryPoint <= offset) return;
-    try {
-      writeRecoveryCheckpointSync(this.dir, { recoveryPoint: offset, isCleanShutdown: false });
-    } catch (error) {
-      throw new CohortError(
-        ErrorCode.KAFKA_STORAGE_ERROR,
-        `cannot write ${recoveryCheckpointPath(this.dir)}`,
-        { cause: error },
-      );
-    }
-    this.checkpointedRecoveryPoint = offset;
-  }
-
-  /**
    * After a truncation to `offset`: the high-watermark checkpoint must not stay above it, or the records
    * appended there later (not committed yet) would count as committed after a crash. Rare (a follower
    * truncating below its checkpointed HW), synchronous, and it drops any asynchronous write in flight.
@@ -702,7 +626,7 @@ export class PartitionLog {
       position: region.position,
       truncatedBytes: region.sizeInBytes,
       deletedFiles: [],
-      recoveryPoint: this.checkpointedRecoveryPoint,
+      recoveryPoint: this.recoveryCheckpoint.checkpointed,
     });
   }
 

@@ -1,10 +1,6 @@
 import { CohortError, ErrorCode } from '../../errors';
 import type { Time } from '../../time';
-import {
-  highWatermarkCheckpointPath,
-  writeHighWatermarkCheckpoint,
-  writeHighWatermarkCheckpointSync,
-} from './high-watermark-checkpoint';
+import { HighWatermarkCheckpointWriter } from './high-watermark-checkpoint';
 import { type EpochEndOffset, type EpochEntry, LeaderEpochCache } from './leader-epoch-cache';
 import { createLogConfig, type LogConfig } from './log-config';
 import { cleanLog, type CompactionResult } from './log-cleaner';
@@ -108,13 +104,7 @@ export class PartitionLog {
   private readonly recoveryCheckpoint: RecoveryCheckpointWriter;
   /** Where each leader epoch started in this log; changed only by the log's appends and truncations. */
   readonly leaderEpochCache: LeaderEpochCache;
-  /** The high watermark the checkpoint file holds, as written (undefined: no file). */
-  private highWatermarkOnDisk: number | undefined;
-  /** The last high watermark asked to be checkpointed. */
-  private highWatermarkRequested: number | undefined;
-  private highWatermarkWriting: Promise<void> | null = null;
-  /** Bumped by every synchronous high-watermark write: an asynchronous one started before it is dropped. */
-  private highWatermarkGeneration = 0;
+  private readonly highWatermarkCheckpoint: HighWatermarkCheckpointWriter;
 
   private constructor(
     readonly dir: string,
@@ -123,7 +113,7 @@ export class PartitionLog {
     loaded: LoadedLog,
     recoveryListener: LogRecoveryListener | undefined,
   ) {
-    const { recoveryPoint, highWatermark } = loaded;
+    const recoveryPoint = loaded.recoveryPoint;
     this.config = config;
     this.time = time;
     this.localLog = new LocalLog(dir, config, time, loaded.segments, () => this.flusher.syncDirectorySoon());
@@ -154,8 +144,7 @@ export class PartitionLog {
       (epoch, startOffset, latest) =>
         recoveryListener?.onNonMonotonicLeaderEpoch?.(dir, epoch, startOffset, latest.epoch),
     );
-    this.highWatermarkOnDisk = highWatermark;
-    this.highWatermarkRequested = highWatermark;
+    this.highWatermarkCheckpoint = new HighWatermarkCheckpointWriter(dir, loaded.highWatermark);
   }
 
   /**
@@ -202,7 +191,7 @@ export class PartitionLog {
    * before cohort kept one).
    */
   get checkpointedHighWatermark(): number | undefined {
-    const value = this.highWatermarkOnDisk;
+    const value = this.highWatermarkCheckpoint.written;
     if (value === undefined) return undefined;
     return Math.max(this.logStartOffset, Math.min(value, this.logEndOffset));
   }
@@ -222,11 +211,7 @@ export class PartitionLog {
       );
     }
     if (this.isOffline) return RESOLVED;
-    this.highWatermarkRequested = highWatermark;
-    if (this.highWatermarkWriting !== null) return this.highWatermarkWriting;
-    if (highWatermark === this.highWatermarkOnDisk) return RESOLVED;
-    this.highWatermarkWriting = this.writeHighWatermarks();
-    return this.highWatermarkWriting;
+    return this.highWatermarkCheckpoint.write(highWatermark);
   }
 
   /** Offsets below this are known to be fsynced (Kafka's recovery point). */
@@ -501,7 +486,7 @@ export class PartitionLog {
     // checkpoint and a crash's open would take them as fsynced (not scanned, their epochs not rebuilt).
     this.recoveryCheckpoint.lowerTo(this.logEndOffset);
     this.flusher.lowerTo(this.logEndOffset);
-    this.lowerHighWatermarkCheckpoint(this.logEndOffset);
+    this.highWatermarkCheckpoint.lowerTo(this.logEndOffset);
     // After the records: a crash in between leaves the cache ahead of the log, which the open trims.
     this.leaderEpochCache.truncateFromEnd(this.logEndOffset);
   }
@@ -519,7 +504,7 @@ export class PartitionLog {
     this.flusher.lowerTo(Math.min(offset, oldStartOffset));
     this.flusher.restartAt(offset);
     this.leaderEpochCache.clear();
-    this.lowerHighWatermarkCheckpoint(offset);
+    this.highWatermarkCheckpoint.lowerTo(offset);
   }
 
   /** Waits for compaction and pending flushes, fsyncs what is left and closes every file. Idempotent. */
@@ -534,7 +519,7 @@ export class PartitionLog {
     if (!this.isOffline) await this.flush().catch(ignore);
     await this.flusher.idle();
     await this.recoveryCheckpoint.idle();
-    await this.highWatermarkWriting?.catch(ignore);
+    await this.highWatermarkCheckpoint.idle();
     // Not needed for safety (the open repairs a stale file), but it spares the next open a replay, and no
     // write is left running in the directory after close.
     await this.leaderEpochCache.flush().catch(ignore);
@@ -569,51 +554,6 @@ export class PartitionLog {
       sizeInBytes: batch.sizeInBytes,
       flushed,
     };
-  }
-
-  /** Writes the newest requested high watermark until the file holds it; one write at a time. */
-  private async writeHighWatermarks(): Promise<void> {
-    try {
-      while (
-        this.highWatermarkRequested !== undefined &&
-        this.highWatermarkRequested !== this.highWatermarkOnDisk
-      ) {
-        const value = this.highWatermarkRequested;
-        const generation = this.highWatermarkGeneration;
-        const isWritten = await writeHighWatermarkCheckpoint(
-          this.dir,
-          value,
-          () => generation === this.highWatermarkGeneration,
-        );
-        // Dropped: a truncation wrote a lower value meanwhile (and set what is requested now).
-        if (isWritten) this.highWatermarkOnDisk = value;
-      }
-    } finally {
-      this.highWatermarkWriting = null;
-    }
-  }
-
-  /**
-   * After a truncation to `offset`: the high-watermark checkpoint must not stay above it, or the records
-   * appended there later (not committed yet) would count as committed after a crash. Rare (a follower
-   * truncating below its checkpointed HW), synchronous, and it drops any asynchronous write in flight.
-   */
-  private lowerHighWatermarkCheckpoint(offset: number): void {
-    this.highWatermarkGeneration++;
-    if (this.highWatermarkRequested !== undefined && this.highWatermarkRequested > offset) {
-      this.highWatermarkRequested = offset;
-    }
-    if (this.highWatermarkOnDisk === undefined || this.highWatermarkOnDisk <= offset) return;
-    try {
-      writeHighWatermarkCheckpointSync(this.dir, offset);
-    } catch (error) {
-      throw new CohortError(
-        ErrorCode.KAFKA_STORAGE_ERROR,
-        `cannot write ${highWatermarkCheckpointPath(this.dir)}`,
-        { cause: error },
-      );
-    }
-    this.highWatermarkOnDisk = offset;
   }
 
   /** Damage the cleaner read past is gone from the log now: reported as a recovery cut is. */

@@ -11,7 +11,7 @@ import type { LogOffsetMetadata } from './log-offset-metadata';
 import type { LogRecord, SimpleRecord } from './log-record';
 import type { LogRecoveryListener, LogRecoveryOptions } from './log-recovery';
 import type { CorruptRegion, TimestampAndOffset } from './log-segment';
-import { RecordBatch } from './record-batch';
+import { encodeByLeaderEpoch, RecordBatch } from './record-batch';
 import { RecoveryCheckpointWriter } from './recovery-checkpoint';
 
 /**
@@ -316,7 +316,7 @@ export class PartitionLog {
       );
     }
     this.checkKeys(records);
-    const batches = encodeByEpoch(records);
+    const batches = encodeByLeaderEpoch(records);
     const nowMs = this.time.nowMs();
     if (batches.length === 1) return this.appendBatch(batches[0]!, nowMs, true);
     for (const batch of batches) this.localLog.checkBatchFits(batch);
@@ -599,30 +599,4 @@ export class PartitionLog {
 
 function closedError(dir: string): CohortError {
   return new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `log ${dir} is closed`);
-}
-
-/**
- * A follower's records as batches: one per run of records with the same leader epoch. Offsets must
- * increase across the runs as within each (RecordBatch.encode checks within).
- */
-function encodeByEpoch(records: readonly LogRecord[]): RecordBatch[] {
-  const batches: RecordBatch[] = [];
-  let start = 0;
-  for (let i = 1; i <= records.length; i++) {
-    const epoch = records[start]!.leaderEpoch;
-    if (i < records.length && records[i]!.leaderEpoch === epoch) continue;
-    if (start > 0 && !(records[start]!.offset > records[start - 1]!.offset)) {
-      throw new CohortError(
-        ErrorCode.INVALID_RECORD,
-        `record offsets must increase; got ${records[start]!.offset} after ${records[start - 1]!.offset}`,
-      );
-    }
-    // One run (the usual case): the records as they are, no copy.
-    const run = start === 0 && i === records.length ? records : records.slice(start, i);
-    batches.push(
-      RecordBatch.encode(run, { baseOffset: records[start]!.offset, partitionLeaderEpoch: epoch }),
-    );
-    start = i;
-  }
-  return batches;
 }

@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { CohortError, ErrorCode } from '../../errors';
 import {
   isOffset,
   parseCheckpointJson,
@@ -57,6 +58,99 @@ export function writeHighWatermarkCheckpoint(
 
 export function writeHighWatermarkCheckpointSync(dir: string, highWatermark: number): void {
   writeCheckpointFileSync(highWatermarkCheckpointPath(dir), highWatermarkText(highWatermark));
+}
+
+const RESOLVED: Promise<void> = Promise.resolve();
+const ignore = (): void => undefined;
+
+/**
+ * One partition's file, as its log writes it: off the event loop and one write at a time, always the
+ * newest value asked for, except below a truncation (`lowerTo`), which writes synchronously and drops
+ * any asynchronous write in flight, so that an older, higher value never lands after it.
+ */
+export class HighWatermarkCheckpointWriter {
+  /** The high watermark the file holds, as written (undefined: no file). */
+  private onDisk: number | undefined;
+  /** The last high watermark asked to be checkpointed. */
+  private requested: number | undefined;
+  private writing: Promise<void> | null = null;
+  /** Bumped by every synchronous write: an asynchronous one started before it is dropped. */
+  private generation = 0;
+
+  /** `onDisk`: what the file held at open (undefined: no file, or unreadable). */
+  constructor(
+    readonly dir: string,
+    onDisk: number | undefined,
+  ) {
+    this.onDisk = onDisk;
+    this.requested = onDisk;
+  }
+
+  /** The high watermark the file holds, as written (undefined: no file). */
+  get written(): number | undefined {
+    return this.onDisk;
+  }
+
+  /**
+   * Resolves at once when `highWatermark` is the value already written; while a write is under way the
+   * newest value asked for is written after it, and the returned promise resolves once that is done.
+   * Rejects with the I/O error of a failed write (the older file stays).
+   */
+  write(highWatermark: number): Promise<void> {
+    this.requested = highWatermark;
+    if (this.writing !== null) return this.writing;
+    if (highWatermark === this.onDisk) return RESOLVED;
+    this.writing = this.writeRequested();
+    return this.writing;
+  }
+
+  /**
+   * After a truncation to `offset`: the file must not stay above it, or the records appended there later
+   * (not committed yet) would count as committed after a crash. Rare (a follower truncating below its
+   * checkpointed HW), synchronous, and it drops any asynchronous write in flight. KAFKA_STORAGE_ERROR
+   * when it cannot write.
+   */
+  lowerTo(offset: number): void {
+    this.generation++;
+    if (this.requested !== undefined && this.requested > offset) {
+      this.requested = offset;
+    }
+    if (this.onDisk === undefined || this.onDisk <= offset) return;
+    try {
+      writeHighWatermarkCheckpointSync(this.dir, offset);
+    } catch (error) {
+      throw new CohortError(
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        `cannot write ${highWatermarkCheckpointPath(this.dir)}`,
+        { cause: error },
+      );
+    }
+    this.onDisk = offset;
+  }
+
+  /** Resolves once no write is running. Never rejects. */
+  async idle(): Promise<void> {
+    await this.writing?.catch(ignore);
+  }
+
+  /** Writes the newest requested high watermark until the file holds it; one write at a time. */
+  private async writeRequested(): Promise<void> {
+    try {
+      while (this.requested !== undefined && this.requested !== this.onDisk) {
+        const value = this.requested;
+        const generation = this.generation;
+        const isWritten = await writeHighWatermarkCheckpoint(
+          this.dir,
+          value,
+          () => generation === this.generation,
+        );
+        // Dropped: a truncation wrote a lower value meanwhile (and set what is requested now).
+        if (isWritten) this.onDisk = value;
+      }
+    } finally {
+      this.writing = null;
+    }
+  }
 }
 
 /**

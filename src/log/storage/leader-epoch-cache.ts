@@ -38,7 +38,7 @@ import {
  * (`PartitionLog` flushes the cache before each such write). Entries below the checkpointed recovery point
  * are thus exactly right; those at or above it are ignored at open and rebuilt from the batches from the
  * recovery point on, the part of the log an unclean open validates anyway (none after a clean shutdown).
- * See `PartitionLog.open` for the cases of a missing or damaged file.
+ * See `loadEpochEntries` in `log-loader.ts` for the cases of a missing or damaged file.
  */
 export const LEADER_EPOCH_CHECKPOINT_FILE = 'leader-epoch-checkpoint';
 /** Kafka's UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET: what `endOffsetFor` answers for an unknown epoch. */
@@ -143,7 +143,7 @@ export class LeaderEpochCache {
 
   /**
    * `entries` must increase strictly in both columns; `logEndOffset` is the owning log's. The log builds
-   * the cache (see `PartitionLog.open`); only the log changes it. `isWritten` says whether the file
+   * the cache (see `log-loader.ts`); only the log changes it. `isWritten` says whether the file
    * already holds `entries` (or an older state the open repairs the same way).
    */
   constructor(

@@ -1,3 +1,4 @@
+import type { LocalLog } from './local-log';
 import { isTombstone, type LogRecord } from './log-record';
 import { type CorruptRegion, LogSegment } from './log-segment';
 import { MAX_OFFSET_DELTA, RecordBatch } from './record-batch';
@@ -14,7 +15,7 @@ import { CLEANED_FILE_SUFFIX } from './segment-file-names';
  *    their leader epoch, so offsets never change (gaps are allowed) and the leader-epoch cache stays
  *    right; a batch left with no record is dropped, except the group's last one, which stays as an empty
  *    batch so the cleaned segment ends where the group did. That end is how recovery knows which
- *    segments an interrupted swap replaces (see `partition-log.ts`).
+ *    segments an interrupted swap replaces (see `log-loader.ts`).
  *
  * Keyless records are dropped, as Kafka's cleaner does (a compacted log rejects them on append anyway).
  * Bytes that hold no valid batch (damage in a sealed segment, found by `LogSegment.scanBatches`) are
@@ -28,8 +29,20 @@ import { CLEANED_FILE_SUFFIX } from './segment-file-names';
  *
  * Both passes stop every `pauseEveryBytes` to let other work run; `pause` resolves false when the log
  * changed under the cleaner (truncation, close), which abandons the pass.
+ *
+ * `cleanLog` runs both passes over a log's cleanable segments and swaps each cleaned group in as soon as
+ * it is written (`LocalLog.replaceSegments`), so an abort keeps the groups already swapped.
  */
 export const PAUSE_EVERY_BYTES = 1 << 20;
+
+export interface CompactionResult {
+  readonly isAborted: boolean;
+  readonly segmentsBefore: number;
+  readonly segmentsAfter: number;
+  readonly recordsRemoved: number;
+  readonly bytesBefore: number;
+  readonly bytesAfter: number;
+}
 
 export interface CleanedGroup {
   readonly cleaned: LogSegment;
@@ -172,4 +185,80 @@ export async function cleanGroup(
       cleaned.deleteFiles();
     }
   }
+}
+
+const pauseImmediately = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Compacts the segments of `log` that lie wholly below `maxOffset`, never the active one (see
+ * `PartitionLog.compact`). A lone segment whose cleaning removes nothing is left as it is. The run is
+ * abandoned (`isAborted`) when `isClosing` says so, or when a segment it read changed meanwhile (a
+ * truncation, a retention deletion). Damage the cleaner read past is left out of the cleaned segment and
+ * handed to `onDamageRemoved` once that segment is in the log.
+ */
+export async function cleanLog(
+  log: LocalLog,
+  maxOffset: number,
+  isClosing: () => boolean,
+  onDamageRemoved: (region: CorruptRegion) => void,
+): Promise<CompactionResult> {
+  let cleanableCount = 0;
+  while (
+    cleanableCount < log.segments.length - 1 &&
+    log.segments[cleanableCount + 1]!.baseOffset <= maxOffset
+  ) {
+    cleanableCount++;
+  }
+  const cleanable = log.segments.slice(0, cleanableCount);
+  const segmentsBefore = log.segments.length;
+  const bytesBefore = log.sizeInBytes;
+  // The offset map describes every cleanable segment, so a change to any of them (not only to the group
+  // being cleaned) makes it stale: a truncation could remove the record that made an older one obsolete.
+  const tracked = new Map(cleanable.map((segment) => [segment, segment.sizeInBytes]));
+  let recordsRemoved = 0;
+  const result = (isAborted: boolean): CompactionResult => ({
+    isAborted,
+    segmentsBefore,
+    segmentsAfter: log.segments.length,
+    recordsRemoved,
+    bytesBefore,
+    bytesAfter: log.sizeInBytes,
+  });
+  const isIntact = (): boolean => {
+    if (isClosing()) return false;
+    const present = new Set(log.segments);
+    for (const [segment, size] of tracked) {
+      if (segment.isClosed || !present.has(segment) || segment.sizeInBytes !== size) return false;
+    }
+    return true;
+  };
+  const pause = async (): Promise<boolean> => {
+    await pauseImmediately();
+    return isIntact();
+  };
+  if (cleanable.length === 0) return result(false);
+  const offsetMap = await buildOffsetMap(cleanable, pause);
+  if (offsetMap === null) return result(true);
+  for (const group of groupSegmentsBySize(cleanable, log.config.segmentBytes)) {
+    if (!isIntact()) return result(true);
+    const cleaned = await cleanGroup(
+      group,
+      offsetMap,
+      log.config.indexIntervalBytes,
+      group[0]!.createdMonotonicMs,
+      pause,
+    );
+    if (cleaned === null) return result(true);
+    if (cleaned.recordsRemoved === 0 && group.length === 1 && cleaned.corruptRegions.length === 0) {
+      cleaned.cleaned.close();
+      cleaned.cleaned.deleteFiles();
+      continue;
+    }
+    log.replaceSegments(group, cleaned.cleaned);
+    for (const region of cleaned.corruptRegions) onDamageRemoved(region);
+    for (const old of group) tracked.delete(old);
+    tracked.set(cleaned.cleaned, cleaned.cleaned.sizeInBytes);
+    recordsRemoved += cleaned.recordsRemoved;
+  }
+  return result(false);
 }

@@ -1,67 +1,31 @@
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { CohortError, ErrorCode } from '../../errors';
 import type { Time } from '../../time';
-import { ensureDirectory, fsyncDirectory, fsyncDirectorySync } from './file-io';
-import { GroupCommit } from './group-commit';
-import {
-  highWatermarkCheckpointPath,
-  readHighWatermarkCheckpoint,
-  writeHighWatermarkCheckpoint,
-  writeHighWatermarkCheckpointSync,
-} from './high-watermark-checkpoint';
-import {
-  type EpochEndOffset,
-  type EpochEntry,
-  LeaderEpochCache,
-  leaderEpochCheckpointPath,
-  readLeaderEpochCheckpoint,
-  UNDEFINED_EPOCH,
-} from './leader-epoch-cache';
+import { HighWatermarkCheckpointWriter } from './high-watermark-checkpoint';
+import { type EpochEndOffset, type EpochEntry, LeaderEpochCache } from './leader-epoch-cache';
 import { createLogConfig, type LogConfig } from './log-config';
-import { buildOffsetMap, cleanGroup, groupSegmentsBySize } from './log-cleaner';
+import { cleanLog, type CompactionResult } from './log-cleaner';
+import { LocalLog, type LogReadInfo, type ReadOptions } from './local-log';
+import { LogFlusher } from './log-flusher';
+import { type LoadedLog, loadLog } from './log-loader';
 import type { LogOffsetMetadata } from './log-offset-metadata';
 import type { LogRecord, SimpleRecord } from './log-record';
-import {
-  CorruptLogError,
-  type LogFileRemovalReason,
-  type LogRecoveryListener,
-  type LogRecoveryOptions,
-  type LogTruncationKind,
-} from './log-recovery';
-import { type CorruptRegion, LogSegment, type SegmentOpenMode, type TimestampAndOffset } from './log-segment';
-import { RecordBatch } from './record-batch';
-import {
-  readRecoveryCheckpoint,
-  recoveryCheckpointPath,
-  type RecoveryCheckpoint,
-  writeRecoveryCheckpoint,
-  writeRecoveryCheckpointSync,
-} from './recovery-checkpoint';
-import {
-  CLEANED_FILE_SUFFIX,
-  INDEX_FILE_SUFFIX,
-  LOG_FILE_SUFFIX,
-  SWAP_FILE_SUFFIX,
-  parseSegmentFileName,
-  segmentFilePath,
-} from './segment-file-names';
+import type { LogRecoveryListener, LogRecoveryOptions } from './log-recovery';
+import type { CorruptRegion, TimestampAndOffset } from './log-segment';
+import { encodeByLeaderEpoch, RecordBatch } from './record-batch';
+import { RecoveryCheckpointWriter } from './recovery-checkpoint';
 
 /**
- * The durable log of one partition, in one directory, after Kafka's UnifiedLog/LocalLog: an ordered list
- * of segments (see `log-segment.ts`), the last of which (the active segment) takes appends.
+ * The durable log of one partition, in one directory, after Kafka's UnifiedLog: an ordered list of
+ * segments (`local-log.ts`: the active segment takes appends, roll, read, truncate, delete) and what makes
+ * them a replica's log: offsets and leader epochs, flushes, checkpoints, retention and compaction.
  *
  * - logStartOffset is the first segment's base offset; logEndOffset (LEO) the active segment's next
  *   offset. Offsets are assigned by the leader's `append` (LEO, LEO+1, ...) or given by the leader to a
  *   follower's `appendAsFollower`; compaction may leave gaps, never reorders.
- * - Roll: a batch goes to a new segment (base = its first offset) when it would push the active one past
- *   `segmentBytes`, when the active one is older than `segmentMs`, or when its offsets no longer fit the
- *   active segment's 32-bit relative offsets.
  * - Writes and reads are synchronous page-cache operations, so each is atomic on the event loop. Only
- *   fsync is asynchronous and goes through a `GroupCommit`: under the default policy (`flushMessages` 1)
- *   every append returns a `flushed` promise that settles after an fsync covering it, and appends that
- *   arrive together share that fsync. A flush fsyncs every segment written since the last one and, when
- *   files were created, the directory.
+ *   fsync is asynchronous, and `log-flusher.ts` decides when: under the default policy (`flushMessages`
+ *   1) every append returns a `flushed` promise that settles after an fsync covering it, and appends that
+ *   arrive together share that fsync.
  * - Retention (`deleteOldSegments`, called periodically by the owner) removes a prefix of segments
  *   whose newest record is older than `retentionMs`, then a prefix while the log exceeds
  *   `retentionBytes`. The active segment is never deleted.
@@ -71,24 +35,15 @@ import {
  *   in `recovery-checkpoint.ts`'s file, written crash-safely after a sync that covers a newly sealed
  *   segment, at most once a minute otherwise, below a truncation before it cuts, and at close with a
  *   clean-shutdown mark.
- * - Open: leftover `.cleaned` files are deleted; `.swap` files complete their swap (the segments whose
- *   base offsets lie in the swap segment's range go, the suffix is dropped). After a clean shutdown no
- *   segment is validated; after an unclean stop only the segments holding offsets at or after the
- *   recovery point are (from their last index entry, see `log-segment.ts`); segments wholly below it
- *   have their batch headers walked, not their CRCs checked. Bad bytes at or after the recovery point are
- *   a torn tail: they are cut, and every later segment is deleted, as Kafka does (what follows a torn
- *   write was never fsynced, so never acknowledged). Bad bytes below it, or in a segment that is not the
- *   last when there is no checkpoint, are damage: the open throws CorruptLogError, changing no `.log`
- *   file, unless `truncateCorruptLogs` is set; then only the damaged bytes are removed (the valid
- *   batches after them in that segment are kept, later segments too: their data is whole), and if the log
- *   would end below the recovery point an empty segment starts at it, so no offset that was handed out is
- *   ever reused. Every cut, deleted segment
- *   and rebuilt index is reported to the recovery listener.
+ * - Open (`log-loader.ts`): unfinished compactions are finished or undone, the part of the log the
+ *   recovery point does not cover is validated, a torn tail is cut, and damage below the recovery point
+ *   refuses the open (CorruptLogError) unless `truncateCorruptLogs` is set. Every repair is reported to
+ *   the recovery listener.
  * - Leader epochs: every batch carries the epoch of the leader that assigned its offsets (`append`'s
  *   `leaderEpoch`, or each record's own on a follower), and `leaderEpochCache` (see `leader-epoch-cache.ts`)
  *   says where each epoch started, for OffsetForLeaderEpoch and a follower's truncation. It changes in
  *   memory; its file is written off the event loop before each recovery checkpoint, and the open rebuilds
- *   the entries at or above the recovery point from the batches (see `loadEpochEntries`).
+ *   the entries at or above the recovery point from the batches (see `loadEpochEntries` in `log-loader.ts`).
  * - High watermark: the owner checkpoints it (`checkpointHighWatermark`) and a restarted replica starts
  *   from `checkpointedHighWatermark` (see `high-watermark-checkpoint.ts`).
  *
@@ -113,32 +68,9 @@ export interface LogAppendInfo {
   readonly flushed: Promise<void> | null;
 }
 
-export interface ReadOptions {
-  /** Exclusive upper bound on returned offsets (the high watermark for consumers); default the LEO. */
-  readonly maxOffset?: number;
-  /** Return the first record even if its batch alone exceeds maxBytes (KIP-74); default true. */
-  readonly minOneMessage?: boolean;
-}
+export type { LogReadInfo, ReadOptions } from './local-log';
 
-export interface LogReadInfo {
-  /** Records at or after the fetch offset and below maxOffset, in offset order. */
-  readonly records: LogRecord[];
-  /** The whole batches they came from (the first may start before the fetch offset). */
-  readonly batches: readonly RecordBatch[];
-  readonly sizeInBytes: number;
-  /** Where a reader continues: after the last batch returned (skipping compaction gaps), capped at maxOffset. */
-  readonly nextFetchOffset: number;
-  readonly fetchOffsetMetadata: LogOffsetMetadata;
-}
-
-export interface CompactionResult {
-  readonly isAborted: boolean;
-  readonly segmentsBefore: number;
-  readonly segmentsAfter: number;
-  readonly recordsRemoved: number;
-  readonly bytesBefore: number;
-  readonly bytesAfter: number;
-}
+export type { CompactionResult } from './log-cleaner';
 
 export interface PartitionLogOptions {
   readonly time: Time;
@@ -154,85 +86,65 @@ export interface PartitionLogOptions {
   readonly syncDirectories?: boolean;
 }
 
-/**
- * The recovery point is checkpointed at most this often by time (Kafka's
- * log.flush.offset.checkpoint.interval.ms), and in any case after a sync that covers a sealed segment.
- */
-export const RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000;
+export { RECOVERY_POINT_CHECKPOINT_INTERVAL_MS } from './recovery-checkpoint';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 const ignore = (): void => undefined;
-const pauseImmediately = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class PartitionLog {
   readonly config: LogConfig;
   private readonly time: Time;
-  private segments: LogSegment[];
-  private readonly groupCommit: GroupCommit;
-  /** Segments removed from the log while a sync may still fsync them: closed once it ends. */
-  private retired: LogSegment[] = [];
-  private isSyncing = false;
-  private isDirectoryDirty: boolean;
-  /** Exclusive: offsets below it have been handed to the group commit by the flush policy. */
-  private flushRequestedOffset: number;
-  private lastFlushMonotonicMs: number;
+  private readonly localLog: LocalLog;
+  private readonly flusher: LogFlusher;
   private cleaning: Promise<CompactionResult> | null = null;
   private closing: Promise<void> | null = null;
   private isClosing = false;
   private isClosed = false;
   private readonly recoveryListener: LogRecoveryListener | undefined;
-  /** The recovery point the checkpoint file holds (or an async write is about to make it hold). */
-  private checkpointedRecoveryPoint: number;
-  private lastCheckpointMonotonicMs: number;
-  /** Bumped by every synchronous checkpoint write: an asynchronous one started before it is dropped. */
-  private checkpointGeneration = 0;
-  private checkpointing: Promise<void> | null = null;
-  private isCheckpointPending = false;
+  private readonly recoveryCheckpoint: RecoveryCheckpointWriter;
   /** Where each leader epoch started in this log; changed only by the log's appends and truncations. */
   readonly leaderEpochCache: LeaderEpochCache;
-  /** The high watermark the checkpoint file holds, as written (undefined: no file). */
-  private highWatermarkOnDisk: number | undefined;
-  /** The last high watermark asked to be checkpointed. */
-  private highWatermarkRequested: number | undefined;
-  private highWatermarkWriting: Promise<void> | null = null;
-  /** Bumped by every synchronous high-watermark write: an asynchronous one started before it is dropped. */
-  private highWatermarkGeneration = 0;
+  private readonly highWatermarkCheckpoint: HighWatermarkCheckpointWriter;
 
   private constructor(
     readonly dir: string,
     config: LogConfig,
     time: Time,
-    segments: LogSegment[],
-    recoveryPoint: number,
+    loaded: LoadedLog,
     recoveryListener: LogRecoveryListener | undefined,
-    epochEntries: readonly EpochEntry[],
-    highWatermark: number | undefined,
   ) {
+    const recoveryPoint = loaded.recoveryPoint;
     this.config = config;
     this.time = time;
-    this.segments = segments;
+    this.localLog = new LocalLog(dir, config, time, loaded.segments, () => this.flusher.syncDirectorySoon());
     this.recoveryListener = recoveryListener;
-    // Recovered data may sit only in the page cache (the process, not the machine, crashed): the first
-    // flush fsyncs every segment and the directory before anything new is reported durable.
-    this.isDirectoryDirty = true;
-    this.flushRequestedOffset = this.logEndOffset;
-    this.lastFlushMonotonicMs = time.monotonicMs();
-    this.checkpointedRecoveryPoint = recoveryPoint;
-    this.lastCheckpointMonotonicMs = this.lastFlushMonotonicMs;
-    this.groupCommit = new GroupCommit(
-      () => this.syncSegments(),
+    const nowMs = time.monotonicMs();
+    this.recoveryCheckpoint = new RecoveryCheckpointWriter(
+      dir,
+      time,
       recoveryPoint,
-      () => this.maybeCheckpoint(),
+      nowMs,
+      {
+        recoveryPointState: () =>
+          this.isClosing || this.isClosed || this.isOffline
+            ? null
+            : { recoveryPoint: this.recoveryPoint, sealedEndOffset: this.localLog.activeSegment.baseOffset },
+        isClosed: () => this.isClosed,
+        flushLeaderEpochs: () => this.leaderEpochCache.flush(),
+      },
+      recoveryListener,
+    );
+    this.flusher = new LogFlusher(this.localLog, time, recoveryPoint, nowMs, () =>
+      this.recoveryCheckpoint.afterSync(),
     );
     this.leaderEpochCache = new LeaderEpochCache(
       dir,
-      epochEntries,
+      loaded.epochEntries,
       () => this.logEndOffset,
       (epoch, startOffset, latest) =>
         recoveryListener?.onNonMonotonicLeaderEpoch?.(dir, epoch, startOffset, latest.epoch),
     );
-    this.highWatermarkOnDisk = highWatermark;
-    this.highWatermarkRequested = highWatermark;
+    this.highWatermarkCheckpoint = new HighWatermarkCheckpointWriter(dir, loaded.highWatermark);
   }
 
   /**
@@ -241,93 +153,21 @@ export class PartitionLog {
    */
   static open(dir: string, options: PartitionLogOptions): PartitionLog {
     const config = createLogConfig(options.config);
-    const time = options.time;
-    const syncDirectories = options.syncDirectories ?? true;
-    if (syncDirectories) ensureDirectory(dir);
-    else fs.mkdirSync(dir, { recursive: true });
-    const nowMs = time.monotonicMs();
-    const loaded = loadSegments(dir, config, nowMs, options.recovery ?? {});
-    const segments = loaded.segments;
-    const isNew = segments.length === 0 && loaded.checkpoint === null;
-    if (segments.length === 0) {
-      segments.push(LogSegment.create(dir, 0, config.indexIntervalBytes, nowMs));
-      if (syncDirectories) fsyncDirectorySync(dir);
-    }
-    const logStartOffset = segments[0]!.baseOffset;
-    const logEndOffset = segments[segments.length - 1]!.nextOffset;
-    // What was fsynced before the stop still is; without a checkpoint nothing is known to be.
-    const recoveryPoint = Math.max(
-      logStartOffset,
-      Math.min(loaded.checkpoint?.recoveryPoint ?? 0, logEndOffset),
-    );
-    const checkpoint: RecoveryCheckpoint = { recoveryPoint, isCleanShutdown: false };
-    const listener = options.recovery?.listener;
-    let highWatermark: number | undefined;
-    let epochEntries: readonly EpochEntry[];
-    try {
-      const found = readHighWatermarkCheckpoint(dir);
-      if (found === 'unreadable') {
-        listener?.onHighWatermarkCheckpointUnreadable?.(dir, highWatermarkCheckpointPath(dir));
-      }
-      highWatermark = typeof found === 'number' ? found : undefined;
-      // Before the recovery checkpoint below: the entries it covers must be on disk first.
-      epochEntries = loadEpochEntries(dir, segments, loaded.checkpoint?.recoveryPoint ?? 0, listener);
-      // A new log needs no checkpoint yet: it has nothing to protect, and its first one is written after
-      // the sync that covers its first sealed segment. Skipping it saves a created partition two fsyncs and
-      // a rename (a CreateTopics of 10,000 partitions would otherwise pay 20,000 fsyncs).
-      if (
-        !isNew &&
-        (loaded.checkpoint === null ||
-          loaded.checkpoint.isCleanShutdown ||
-          loaded.checkpoint.recoveryPoint !== recoveryPoint)
-      ) {
-        // Before the first append: a clean-shutdown mark left in place would skip the recovery of what
-        // this process appends and never fsyncs.
-        try {
-          writeRecoveryCheckpointSync(dir, checkpoint);
-        } catch (error) {
-          throw new CohortError(
-            ErrorCode.KAFKA_STORAGE_ERROR,
-            `cannot write ${recoveryCheckpointPath(dir)}`,
-            { cause: error },
-          );
-        }
-      }
-    } catch (error) {
-      for (const segment of segments) segment.close();
-      if (error instanceof CohortError) throw error;
-      throw new CohortError(ErrorCode.KAFKA_STORAGE_ERROR, `cannot open the checkpoints of ${dir}`, {
-        cause: error,
-      });
-    }
-    const log = new PartitionLog(
-      dir,
-      config,
-      time,
-      segments,
-      recoveryPoint,
-      listener,
-      epochEntries,
-      highWatermark,
-    );
-    return log;
+    const recovery = options.recovery ?? {};
+    const loaded = loadLog(dir, config, options.time, recovery, options.syncDirectories ?? true);
+    return new PartitionLog(dir, config, options.time, loaded, recovery.listener);
   }
 
   get logStartOffset(): number {
-    return this.segments[0]!.baseOffset;
+    return this.localLog.logStartOffset;
   }
 
   get logEndOffset(): number {
-    return this.activeSegment.nextOffset;
+    return this.localLog.logEndOffset;
   }
 
   get logEndOffsetMetadata(): LogOffsetMetadata {
-    const active = this.activeSegment;
-    return {
-      messageOffset: active.nextOffset,
-      segmentBaseOffset: active.baseOffset,
-      relativePositionInSegment: active.sizeInBytes,
-    };
+    return this.localLog.logEndOffsetMetadata;
   }
 
   /** The latest leader epoch of the log, or -1 when no batch carried one (see `leaderEpochCache`). */
@@ -351,7 +191,7 @@ export class PartitionLog {
    * before cohort kept one).
    */
   get checkpointedHighWatermark(): number | undefined {
-    const value = this.highWatermarkOnDisk;
+    const value = this.highWatermarkCheckpoint.written;
     if (value === undefined) return undefined;
     return Math.max(this.logStartOffset, Math.min(value, this.logEndOffset));
   }
@@ -371,41 +211,35 @@ export class PartitionLog {
       );
     }
     if (this.isOffline) return RESOLVED;
-    this.highWatermarkRequested = highWatermark;
-    if (this.highWatermarkWriting !== null) return this.highWatermarkWriting;
-    if (highWatermark === this.highWatermarkOnDisk) return RESOLVED;
-    this.highWatermarkWriting = this.writeHighWatermarks();
-    return this.highWatermarkWriting;
+    return this.highWatermarkCheckpoint.write(highWatermark);
   }
 
   /** Offsets below this are known to be fsynced (Kafka's recovery point). */
   get recoveryPoint(): number {
-    return this.groupCommit.flushedOffset;
+    return this.flusher.flushedOffset;
   }
 
   get sizeInBytes(): number {
-    let size = 0;
-    for (const segment of this.segments) size += segment.sizeInBytes;
-    return size;
+    return this.localLog.sizeInBytes;
   }
 
   get numberOfSegments(): number {
-    return this.segments.length;
+    return this.localLog.segments.length;
   }
 
   /** Base offsets of the segments, oldest first. */
   segmentBaseOffsets(): number[] {
-    return this.segments.map((segment) => segment.baseOffset);
+    return this.localLog.segments.map((segment) => segment.baseOffset);
   }
 
   /** fsync rounds completed (each covers every append that was waiting when it started). */
   get flushCount(): number {
-    return this.groupCommit.syncCount;
+    return this.flusher.syncCount;
   }
 
   /** True after an fsync failed: the log takes no more appends (Kafka takes the log dir offline). */
   get isOffline(): boolean {
-    return this.groupCommit.error !== null;
+    return this.flusher.error !== null;
   }
 
   /**
@@ -482,10 +316,10 @@ export class PartitionLog {
       );
     }
     this.checkKeys(records);
-    const batches = encodeByEpoch(records);
+    const batches = encodeByLeaderEpoch(records);
     const nowMs = this.time.nowMs();
     if (batches.length === 1) return this.appendBatch(batches[0]!, nowMs, true);
-    for (const batch of batches) this.checkBatchFits(batch);
+    for (const batch of batches) this.localLog.checkBatchFits(batch);
     let recordCount = 0;
     let maxTimestampMs = -1;
     let sizeInBytes = 0;
@@ -507,53 +341,7 @@ export class PartitionLog {
    */
   read(fetchOffset: number, maxBytes: number, options: ReadOptions = {}): LogReadInfo {
     this.ensureOpen();
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
-      throw new CohortError(
-        ErrorCode.INVALID_FETCH_SIZE,
-        `maxBytes must be a non-negative integer, got ${maxBytes}`,
-      );
-    }
-    this.checkOffsetInRange(fetchOffset);
-    const maxOffset = Math.min(options.maxOffset ?? this.logEndOffset, this.logEndOffset);
-    const minOneMessage = options.minOneMessage ?? true;
-    const records: LogRecord[] = [];
-    const batches: RecordBatch[] = [];
-    let fetchOffsetMetadata: LogOffsetMetadata | null = null;
-    let sizeInBytes = 0;
-    let offset = fetchOffset;
-    let segmentIndex = this.segmentIndexFor(fetchOffset);
-    while (offset < maxOffset && segmentIndex < this.segments.length) {
-      const segment = this.segments[segmentIndex]!;
-      if (offset >= segment.nextOffset) {
-        segmentIndex++;
-        continue;
-      }
-      // Keep taking a batch past the budget until a record is returned: a run of batches emptied by
-      // compaction must not leave a reader refetching the same offset forever.
-      const mustTakeOne = minOneMessage && records.length === 0;
-      const read = segment.read(offset, maxBytes - sizeInBytes, maxOffset, mustTakeOne);
-      if (read.batches.length === 0) break;
-      fetchOffsetMetadata ??= {
-        messageOffset: fetchOffset,
-        segmentBaseOffset: segment.baseOffset,
-        relativePositionInSegment: read.firstPosition,
-      };
-      for (const batch of read.batches) {
-        batches.push(batch);
-        for (const record of batch.records()) {
-          if (record.offset >= fetchOffset && record.offset < maxOffset) records.push(record);
-        }
-      }
-      sizeInBytes += read.sizeInBytes;
-      offset = read.batches[read.batches.length - 1]!.nextOffset;
-    }
-    return {
-      records,
-      batches,
-      sizeInBytes,
-      nextFetchOffset: batches.length === 0 ? fetchOffset : Math.min(offset, maxOffset),
-      fetchOffsetMetadata: fetchOffsetMetadata ?? this.convertToOffsetMetadata(fetchOffset),
-    };
+    return this.localLog.read(fetchOffset, maxBytes, options);
   }
 
   /**
@@ -564,43 +352,19 @@ export class PartitionLog {
    */
   *replayBatches(endOffset = this.logEndOffset): Generator<RecordBatch | CorruptRegion> {
     this.ensureOpen();
-    for (const segment of [...this.segments]) {
-      if (segment.baseOffset >= endOffset) return;
-      for (const item of segment.scanBatches()) {
-        if (item instanceof RecordBatch && item.baseOffset >= endOffset) return;
-        yield item;
-      }
-    }
+    yield* this.localLog.replayBatches(endOffset);
   }
 
   /** Where `offset` sits on disk (for DelayedFetch's byte accounting). OFFSET_OUT_OF_RANGE outside the log. */
   convertToOffsetMetadata(offset: number): LogOffsetMetadata {
     this.ensureOpen();
-    this.checkOffsetInRange(offset);
-    if (offset === this.logEndOffset) return this.logEndOffsetMetadata;
-    for (let i = this.segmentIndexFor(offset); i < this.segments.length; i++) {
-      const segment = this.segments[i]!;
-      const position = segment.translateOffset(offset);
-      if (position >= 0) {
-        return {
-          messageOffset: offset,
-          segmentBaseOffset: segment.baseOffset,
-          relativePositionInSegment: position,
-        };
-      }
-    }
-    return this.logEndOffsetMetadata;
+    return this.localLog.convertToOffsetMetadata(offset);
   }
 
   /** The first record whose timestamp is at or after `timestampMs` (Kafka's ListOffsets by time), or null. */
   offsetForTimestamp(timestampMs: number): TimestampAndOffset | null {
     this.ensureOpen();
-    for (const segment of this.segments) {
-      if (segment.maxTimestampMs < timestampMs) continue;
-      const found = segment.findOffsetByTimestamp(timestampMs);
-      if (found !== null) return found;
-    }
-    return null;
+    return this.localLog.offsetForTimestamp(timestampMs);
   }
 
   /**
@@ -618,8 +382,7 @@ export class PartitionLog {
       );
     }
     if (offset < 0) return RESOLVED;
-    if (offset >= this.flushRequestedOffset) this.flushRequestedOffset = offset + 1;
-    return this.groupCommit.request(offset);
+    return this.flusher.request(offset);
   }
 
   /**
@@ -628,7 +391,7 @@ export class PartitionLog {
    */
   maybeFlush(): Promise<void> | null {
     if (this.isClosed || this.isClosing || this.logEndOffset <= this.recoveryPoint) return null;
-    if (this.time.monotonicMs() - this.lastFlushMonotonicMs < this.config.flushIntervalMs) return null;
+    if (!this.flusher.isIntervalElapsed()) return null;
     const flushed = this.flush();
     flushed.catch(ignore);
     return flushed;
@@ -649,11 +412,14 @@ export class PartitionLog {
     try {
       if (retentionMs >= 0) {
         const nowMs = this.time.nowMs();
-        deleted += this.deletePrefix(maxOffset, (segment) => nowMs - segment.maxTimestampMs > retentionMs);
+        deleted += this.localLog.deleteOldest(
+          maxOffset,
+          (segment) => nowMs - segment.maxTimestampMs > retentionMs,
+        );
       }
       if (retentionBytes >= 0) {
         let excessBytes = this.sizeInBytes - retentionBytes;
-        deleted += this.deletePrefix(maxOffset, (segment) => {
+        deleted += this.localLog.deleteOldest(maxOffset, (segment) => {
           if (excessBytes - segment.sizeInBytes < 0) return false;
           excessBytes -= segment.sizeInBytes;
           return true;
@@ -662,7 +428,7 @@ export class PartitionLog {
     } finally {
       if (deleted > 0) {
         this.leaderEpochCache.truncateFromStart(this.logStartOffset);
-        this.syncDirectorySoon();
+        this.flusher.syncDirectorySoon();
       }
     }
     return deleted;
@@ -687,7 +453,12 @@ export class PartitionLog {
         ),
       );
     }
-    this.cleaning ??= this.runCompaction(maxOffset).finally(() => {
+    this.cleaning ??= cleanLog(
+      this.localLog,
+      maxOffset,
+      () => this.isClosing,
+      (region) => this.reportCleanedDamage(region),
+    ).finally(() => {
       this.cleaning = null;
     });
     return this.cleaning;
@@ -708,20 +479,14 @@ export class PartitionLog {
       this.truncateFullyAndStartAt(offset);
       return;
     }
-    this.lowerCheckpoint(offset);
-    // Newest first, so that a crash part-way leaves a prefix of the log.
-    const segmentsBefore = this.segments.length;
-    while (this.activeSegment.baseOffset >= offset) {
-      this.retire(this.segments.pop()!);
-    }
-    if (this.segments.length < segmentsBefore) this.syncDirectorySoon();
-    this.activeSegment.truncateTo(offset);
+    this.recoveryCheckpoint.lowerTo(offset);
+    this.localLog.truncateTo(offset);
     // The LEO can end below `offset` (a compaction gap): nothing from it on is durable any more, and the
     // recovery point must come down to it too, or records appended there next would lie below the
     // checkpoint and a crash's open would take them as fsynced (not scanned, their epochs not rebuilt).
-    this.lowerCheckpoint(this.logEndOffset);
-    this.lowerFlushState(this.logEndOffset);
-    this.lowerHighWatermarkCheckpoint(this.logEndOffset);
+    this.recoveryCheckpoint.lowerTo(this.logEndOffset);
+    this.flusher.lowerTo(this.logEndOffset);
+    this.highWatermarkCheckpoint.lowerTo(this.logEndOffset);
     // After the records: a crash in between leaves the cache ahead of the log, which the open trims.
     this.leaderEpochCache.truncateFromEnd(this.logEndOffset);
   }
@@ -732,28 +497,14 @@ export class PartitionLog {
     if (!Number.isSafeInteger(offset) || offset < 0) {
       throw new CohortError(ErrorCode.OFFSET_OUT_OF_RANGE, `cannot restart the log at ${offset}`);
     }
-    const old = this.segments;
-    this.lowerCheckpoint(Math.min(offset, old[0]!.baseOffset));
-    // The new segment exists before the old ones go: a crash in between leaves either the old log or a
-    // log that restarts at `offset`, never an empty directory that would restart at 0.
-    const fresh = LogSegment.create(
-      this.dir,
-      offset,
-      this.config.indexIntervalBytes,
-      this.time.monotonicMs(),
-    );
-    fsyncDirectorySync(this.dir);
-    this.segments = [fresh];
-    for (let i = old.length - 1; i >= 0; i--) {
-      if (old[i]!.baseOffset !== offset) this.retire(old[i]!);
-      else this.retireWithoutDeleting(old[i]!);
-    }
-    this.syncDirectorySoon();
+    const oldStartOffset = this.logStartOffset;
+    this.recoveryCheckpoint.lowerTo(Math.min(offset, oldStartOffset));
+    this.localLog.truncateFullyAndStartAt(offset);
     // Every old offset is gone, so every waiter for one is rejected.
-    this.lowerFlushState(Math.min(offset, old[0]!.baseOffset));
-    this.flushRequestedOffset = offset;
+    this.flusher.lowerTo(Math.min(offset, oldStartOffset));
+    this.flusher.restartAt(offset);
     this.leaderEpochCache.clear();
-    this.lowerHighWatermarkCheckpoint(offset);
+    this.highWatermarkCheckpoint.lowerTo(offset);
   }
 
   /** Waits for compaction and pending flushes, fsyncs what is left and closes every file. Idempotent. */
@@ -766,60 +517,29 @@ export class PartitionLog {
     this.isClosing = true;
     if (this.cleaning !== null) await this.cleaning.catch(ignore);
     if (!this.isOffline) await this.flush().catch(ignore);
-    await this.groupCommit.idle();
-    await this.checkpointing;
-    await this.highWatermarkWriting?.catch(ignore);
+    await this.flusher.idle();
+    await this.recoveryCheckpoint.idle();
+    await this.highWatermarkCheckpoint.idle();
     // Not needed for safety (the open repairs a stale file), but it spares the next open a replay, and no
     // write is left running in the directory after close.
     await this.leaderEpochCache.flush().catch(ignore);
     if (!this.isOffline && this.recoveryPoint >= this.logEndOffset) {
       // Everything is fsynced: the next open validates nothing (Kafka's clean-shutdown marker).
-      const checkpoint = { recoveryPoint: this.logEndOffset, isCleanShutdown: true };
-      const generation = this.checkpointGeneration;
-      // The leader-epoch file first (see `maybeCheckpoint`): it then holds every entry, and the next open
-      // replays no batch.
-      await this.leaderEpochCache
-        .flush()
-        .then(() =>
-          writeRecoveryCheckpoint(this.dir, checkpoint, () => generation === this.checkpointGeneration),
-        )
-        .then((isWritten) => {
-          if (!isWritten) return;
-          this.checkpointedRecoveryPoint = checkpoint.recoveryPoint;
-          this.recoveryListener?.onCheckpoint?.(this.dir, checkpoint.recoveryPoint, true);
-        })
-        .catch((error: unknown) => this.recoveryListener?.onCheckpointError?.(this.dir, error));
+      await this.recoveryCheckpoint.writeCleanShutdown(this.logEndOffset);
     }
     this.isClosed = true;
-    for (const segment of this.segments) segment.close();
-    for (const segment of this.retired) segment.close();
-    this.retired = [];
-  }
-
-  private get activeSegment(): LogSegment {
-    return this.segments[this.segments.length - 1]!;
-  }
-
-  private checkBatchFits(batch: RecordBatch): void {
-    if (batch.sizeInBytes > this.config.segmentBytes) {
-      throw new CohortError(
-        ErrorCode.RECORD_LIST_TOO_LARGE,
-        `batch of ${batch.sizeInBytes} bytes exceeds segmentBytes ${this.config.segmentBytes}`,
-      );
-    }
+    this.localLog.close();
   }
 
   private appendBatch(batch: RecordBatch, logAppendTimeMs: number, isAcknowledged: boolean): LogAppendInfo {
-    this.checkBatchFits(batch);
-    this.maybeRoll(batch);
-    this.activeSegment.append(batch);
+    this.localLog.append(batch);
     // In memory only, after the batch (a failed write adds no entry): the file follows before the next
-    // recovery checkpoint (see `maybeCheckpoint`), and the open rebuilds what it lacks from the batches.
+    // recovery checkpoint (see `RecoveryCheckpointWriter`), and the open rebuilds what it lacks from the
+    // batches.
     this.leaderEpochCache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
     const lastOffset = batch.lastOffset;
     let flushed: Promise<void> | null = null;
-    const unflushedMessages = batch.nextOffset - Math.max(this.recoveryPoint, this.flushRequestedOffset);
-    if (isAcknowledged && unflushedMessages >= this.config.flushMessages) {
+    if (this.flusher.isDueAfterAppend(batch.nextOffset, isAcknowledged)) {
       flushed = this.flush(lastOffset);
       // The caller may not await it (acks=0); a failure must not become an unhandled rejection.
       flushed.catch(ignore);
@@ -836,307 +556,18 @@ export class PartitionLog {
     };
   }
 
-  private maybeRoll(batch: RecordBatch): void {
-    const active = this.activeSegment;
-    const nowMs = this.time.monotonicMs();
-    const isFull = active.sizeInBytes + batch.sizeInBytes > this.config.segmentBytes;
-    const isOld = nowMs - active.createdMonotonicMs >= this.config.segmentMs;
-    const fitsOffsets = active.canHoldOffset(batch.lastOffset);
-    if (active.isEmpty ? fitsOffsets : !isFull && !isOld && fitsOffsets) return;
-    const fresh = LogSegment.create(this.dir, batch.baseOffset, this.config.indexIntervalBytes, nowMs);
-    this.isDirectoryDirty = true;
-    if (active.isEmpty) {
-      // An empty active segment holds nothing: the new one replaces it instead of leaving an empty hole.
-      this.segments[this.segments.length - 1] = fresh;
-      if (active.baseOffset !== fresh.baseOffset) this.retire(active);
-      else this.retireWithoutDeleting(active);
-    } else {
-      active.releaseTail();
-      this.segments.push(fresh);
-    }
-  }
-
-  /** The group commit's sync: fsync every dirty segment (and the directory when files changed). */
-  /** Writes the newest requested high watermark until the file holds it; one write at a time. */
-  private async writeHighWatermarks(): Promise<void> {
-    try {
-      while (
-        this.highWatermarkRequested !== undefined &&
-        this.highWatermarkRequested !== this.highWatermarkOnDisk
-      ) {
-        const value = this.highWatermarkRequested;
-        const generation = this.highWatermarkGeneration;
-        const isWritten = await writeHighWatermarkCheckpoint(
-          this.dir,
-          value,
-          () => generation === this.highWatermarkGeneration,
-        );
-        // Dropped: a truncation wrote a lower value meanwhile (and set what is requested now).
-        if (isWritten) this.highWatermarkOnDisk = value;
-      }
-    } finally {
-      this.highWatermarkWriting = null;
-    }
-  }
-
-  private async syncSegments(): Promise<number> {
-    const target = this.logEndOffset;
-    const dirty = this.segments.filter((segment) => segment.isDirty);
-    const isDirectoryDirty = this.isDirectoryDirty;
-    this.isDirectoryDirty = false;
-    this.isSyncing = true;
-    try {
-      await Promise.all(dirty.map((segment) => segment.flush()));
-      if (isDirectoryDirty) await fsyncDirectory(this.dir);
-    } catch (error) {
-      throw new CohortError(
-        ErrorCode.KAFKA_STORAGE_ERROR,
-        `fsync in ${this.dir} failed; the log is offline`,
-        {
-          cause: error,
-        },
-      );
-    } finally {
-      this.isSyncing = false;
-      this.closeRetired();
-    }
-    this.lastFlushMonotonicMs = this.time.monotonicMs();
-    return target;
-  }
-
-  /**
-   * After a sync: checkpoints the recovery point when the sync covered a segment sealed since the last
-   * checkpoint, or when the last one is a minute old. Off the event loop, one write at a time.
-   */
-  private maybeCheckpoint(): void {
-    if (this.isClosing || this.isClosed || this.isOffline) return;
-    const recoveryPoint = this.recoveryPoint;
-    if (recoveryPoint <= this.checkpointedRecoveryPoint) return;
-    const sealedEnd = this.activeSegment.baseOffset;
-    const isSealedCovered = this.checkpointedRecoveryPoint < sealedEnd && recoveryPoint >= sealedEnd;
-    const nowMs = this.time.monotonicMs();
-    const isDue = nowMs - this.lastCheckpointMonotonicMs >= RECOVERY_POINT_CHECKPOINT_INTERVAL_MS;
-    if (!isSealedCovered && !isDue) return;
-    if (this.checkpointing !== null) {
-      this.isCheckpointPending = true;
-      return;
-    }
-    const generation = this.checkpointGeneration;
-    this.lastCheckpointMonotonicMs = nowMs;
-    // The leader-epoch file first: the open trusts its entries below the checkpointed recovery point.
-    this.checkpointing = this.leaderEpochCache
-      .flush()
-      .then(() =>
-        writeRecoveryCheckpoint(
-          this.dir,
-          { recoveryPoint, isCleanShutdown: false },
-          () => generation === this.checkpointGeneration && !this.isClosed,
-        ),
-      )
-      .then((isWritten) => {
-        if (!isWritten) return;
-        this.checkpointedRecoveryPoint = recoveryPoint;
-        this.recoveryListener?.onCheckpoint?.(this.dir, recoveryPoint, false);
-      })
-      .catch((error: unknown) => this.recoveryListener?.onCheckpointError?.(this.dir, error))
-      .finally(() => {
-        this.checkpointing = null;
-        if (this.isCheckpointPending) {
-          this.isCheckpointPending = false;
-          this.maybeCheckpoint();
-        }
-      });
-  }
-
-  /**
-   * Before a truncation to `offset`: the checkpoint must not claim offsets that are about to be removed
-   * and then written again, unflushed, by later appends (a crash would make those look damaged).
-   * Synchronous, and it drops any asynchronous write in flight.
-   */
-  private lowerCheckpoint(offset: number): void {
-    this.checkpointGeneration++;
-    if (this.checkpointedRecoveryPoint <= offset) return;
-    try {
-      writeRecoveryCheckpointSync(this.dir, { recoveryPoint: offset, isCleanShutdown: false });
-    } catch (error) {
-      throw new CohortError(
-        ErrorCode.KAFKA_STORAGE_ERROR,
-        `cannot write ${recoveryCheckpointPath(this.dir)}`,
-        { cause: error },
-      );
-    }
-    this.checkpointedRecoveryPoint = offset;
-  }
-
-  /**
-   * After a truncation to `offset`: the high-watermark checkpoint must not stay above it, or the records
-   * appended there later (not committed yet) would count as committed after a crash. Rare (a follower
-   * truncating below its checkpointed HW), synchronous, and it drops any asynchronous write in flight.
-   */
-  private lowerHighWatermarkCheckpoint(offset: number): void {
-    this.highWatermarkGeneration++;
-    if (this.highWatermarkRequested !== undefined && this.highWatermarkRequested > offset) {
-      this.highWatermarkRequested = offset;
-    }
-    if (this.highWatermarkOnDisk === undefined || this.highWatermarkOnDisk <= offset) return;
-    try {
-      writeHighWatermarkCheckpointSync(this.dir, offset);
-    } catch (error) {
-      throw new CohortError(
-        ErrorCode.KAFKA_STORAGE_ERROR,
-        `cannot write ${highWatermarkCheckpointPath(this.dir)}`,
-        { cause: error },
-      );
-    }
-    this.highWatermarkOnDisk = offset;
-  }
-
-  /** Deletes the oldest segments while `isDeletable` holds and the next segment starts at or below maxOffset. */
-  private deletePrefix(maxOffset: number, isDeletable: (segment: LogSegment) => boolean): number {
-    let deleted = 0;
-    while (
-      this.segments.length > 1 &&
-      this.segments[1]!.baseOffset <= maxOffset &&
-      isDeletable(this.segments[0]!)
-    ) {
-      this.retire(this.segments.shift()!);
-      deleted++;
-    }
-    return deleted;
-  }
-
-  private async runCompaction(maxOffset: number): Promise<CompactionResult> {
-    let cleanableCount = 0;
-    while (
-      cleanableCount < this.segments.length - 1 &&
-      this.segments[cleanableCount + 1]!.baseOffset <= maxOffset
-    ) {
-      cleanableCount++;
-    }
-    const cleanable = this.segments.slice(0, cleanableCount);
-    const segmentsBefore = this.segments.length;
-    const bytesBefore = this.sizeInBytes;
-    // The offset map describes every cleanable segment, so a change to any of them (not only to the group
-    // being cleaned) makes it stale: a truncation could remove the record that made an older one obsolete.
-    const tracked = new Map(cleanable.map((segment) => [segment, segment.sizeInBytes]));
-    let recordsRemoved = 0;
-    const result = (isAborted: boolean): CompactionResult => ({
-      isAborted,
-      segmentsBefore,
-      segmentsAfter: this.segments.length,
-      recordsRemoved,
-      bytesBefore,
-      bytesAfter: this.sizeInBytes,
+  /** Damage the cleaner read past is gone from the log now: reported as a recovery cut is. */
+  private reportCleanedDamage(region: CorruptRegion): void {
+    this.recoveryListener?.onTruncation?.({
+      kind: 'corrupt',
+      dir: this.dir,
+      file: region.file,
+      offset: region.offset,
+      position: region.position,
+      truncatedBytes: region.sizeInBytes,
+      deletedFiles: [],
+      recoveryPoint: this.recoveryCheckpoint.checkpointed,
     });
-    const isIntact = (): boolean => {
-      if (this.isClosing) return false;
-      const present = new Set(this.segments);
-      for (const [segment, size] of tracked) {
-        if (segment.isClosed || !present.has(segment) || segment.sizeInBytes !== size) return false;
-      }
-      return true;
-    };
-    const pause = async (): Promise<boolean> => {
-      await pauseImmediately();
-      return isIntact();
-    };
-    if (cleanable.length === 0) return result(false);
-    const offsetMap = await buildOffsetMap(cleanable, pause);
-    if (offsetMap === null) return result(true);
-    for (const group of groupSegmentsBySize(cleanable, this.config.segmentBytes)) {
-      if (!isIntact()) return result(true);
-      const cleaned = await cleanGroup(
-        group,
-        offsetMap,
-        this.config.indexIntervalBytes,
-        group[0]!.createdMonotonicMs,
-        pause,
-      );
-      if (cleaned === null) return result(true);
-      if (cleaned.recordsRemoved === 0 && group.length === 1 && cleaned.corruptRegions.length === 0) {
-        cleaned.cleaned.close();
-        cleaned.cleaned.deleteFiles();
-        continue;
-      }
-      this.swapIn(group, cleaned.cleaned);
-      for (const region of cleaned.corruptRegions) {
-        // Damage read past by the cleaner is gone from the log now: reported as a recovery cut is.
-        this.recoveryListener?.onTruncation?.({
-          kind: 'corrupt',
-          dir: this.dir,
-          file: region.file,
-          offset: region.offset,
-          position: region.position,
-          truncatedBytes: region.sizeInBytes,
-          deletedFiles: [],
-          recoveryPoint: this.checkpointedRecoveryPoint,
-        });
-      }
-      for (const old of group) tracked.delete(old);
-      tracked.set(cleaned.cleaned, cleaned.cleaned.sizeInBytes);
-      recordsRemoved += cleaned.recordsRemoved;
-    }
-    return result(false);
-  }
-
-  /**
-   * Replaces `group` by its cleaned segment. Synchronous, so nothing interleaves; each rename is made
-   * durable before the step after it, which is what lets `loadSegments` finish or undo a crashed swap.
-   */
-  private swapIn(group: readonly LogSegment[], cleaned: LogSegment): void {
-    cleaned.renameTo(SWAP_FILE_SUFFIX);
-    fsyncDirectorySync(this.dir);
-    for (const old of group) old.deleteFiles();
-    cleaned.renameTo('');
-    fsyncDirectorySync(this.dir);
-    const at = this.segments.indexOf(group[0]!);
-    this.segments.splice(at, group.length, cleaned);
-    for (const old of group) this.retireWithoutDeleting(old);
-  }
-
-  /**
-   * Removes a segment's files now; closes it once no sync can be using its descriptors. The unlink is made
-   * durable by the next sync's directory fsync (`syncDirectorySoon`, or the next append's flush): before
-   * it, a power loss could bring the segment back (records a truncation removed, or retention deleted).
-   */
-  private retire(segment: LogSegment): void {
-    segment.deleteFiles();
-    this.isDirectoryDirty = true;
-    this.retireWithoutDeleting(segment);
-  }
-
-  /** A sync off the event loop for a change of the directory alone (segments deleted); failures, as any. */
-  private syncDirectorySoon(): void {
-    this.groupCommit.requestSync().catch(ignore);
-  }
-
-  private retireWithoutDeleting(segment: LogSegment): void {
-    if (this.isSyncing) this.retired.push(segment);
-    else segment.close();
-  }
-
-  private closeRetired(): void {
-    for (const segment of this.retired) segment.close();
-    this.retired = [];
-  }
-
-  private lowerFlushState(offset: number): void {
-    if (offset < this.flushRequestedOffset) this.flushRequestedOffset = offset;
-    this.groupCommit.lowerTo(offset, truncatedError(offset));
-  }
-
-  /** The last segment whose base offset is at or below `offset` (0 when it precedes them all). */
-  private segmentIndexFor(offset: number): number {
-    return segmentIndexIn(this.segments, offset);
-  }
-
-  private checkOffsetInRange(offset: number): void {
-    if (!Number.isSafeInteger(offset) || offset < this.logStartOffset || offset > this.logEndOffset) {
-      throw new CohortError(
-        ErrorCode.OFFSET_OUT_OF_RANGE,
-        `offset ${offset} is outside the log [${this.logStartOffset}, ${this.logEndOffset}]`,
-      );
-    }
   }
 
   private checkKeys(records: readonly { readonly key?: Uint8Array | null }[]): void {
@@ -1159,7 +590,7 @@ export class PartitionLog {
         ErrorCode.KAFKA_STORAGE_ERROR,
         `log ${this.dir} is offline after an fsync failure`,
         {
-          cause: this.groupCommit.error,
+          cause: this.flusher.error,
         },
       );
     }
@@ -1168,341 +599,4 @@ export class PartitionLog {
 
 function closedError(dir: string): CohortError {
   return new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, `log ${dir} is closed`);
-}
-
-function truncatedError(offset: number): CohortError {
-  return new CohortError(
-    ErrorCode.NOT_LEADER_OR_FOLLOWER,
-    `records from offset ${offset} were truncated before they were flushed`,
-  );
-}
-
-/**
- * A follower's records as batches: one per run of records with the same leader epoch. Offsets must
- * increase across the runs as within each (RecordBatch.encode checks within).
- */
-function encodeByEpoch(records: readonly LogRecord[]): RecordBatch[] {
-  const batches: RecordBatch[] = [];
-  let start = 0;
-  for (let i = 1; i <= records.length; i++) {
-    const epoch = records[start]!.leaderEpoch;
-    if (i < records.length && records[i]!.leaderEpoch === epoch) continue;
-    if (start > 0 && !(records[start]!.offset > records[start - 1]!.offset)) {
-      throw new CohortError(
-        ErrorCode.INVALID_RECORD,
-        `record offsets must increase; got ${records[start]!.offset} after ${records[start - 1]!.offset}`,
-      );
-    }
-    // One run (the usual case): the records as they are, no copy.
-    const run = start === 0 && i === records.length ? records : records.slice(start, i);
-    batches.push(
-      RecordBatch.encode(run, { baseOffset: records[start]!.offset, partitionLeaderEpoch: epoch }),
-    );
-    start = i;
-  }
-  return batches;
-}
-
-/**
- * The leader-epoch entries of a log at open. The file may be behind the log or ahead of it (its writes are
- * asynchronous, see `leader-epoch-cache.ts`), but every entry it holds below the checkpointed recovery
- * point `trustedBelow` is right, and it holds every entry starting there. So:
- *
- * - The file's entries below the recovery point are kept (the one covering the log start is moved to
- *   it); those at or above it are dropped, and the batches from the recovery point (capped to the log) to
- *   the end are replayed with follower semantics. That is the part of the log an unclean open validates
- *   anyway, and nothing after a clean shutdown (the recovery point is then the log end). When the recovery
- *   point is at or below the log start, nothing of the file is kept and the whole log is replayed: the
- *   whole log lies above the recovery point then, and recovery validated it all.
- * - No file: a data directory written before leader epochs (magic 1, no epoch below the recovery point),
- *   a new log, or a file lost. One batch tells them apart: the one just below the recovery point. Without
- *   an epoch there is nothing to find below it (epochs only ever start after magic-1 batches), so only the
- *   tail is replayed; with one, the file was lost, and the log is rebuilt as for a damaged file.
- * - A damaged file: the entries are rebuilt from every batch of the log, read once and CRC-checked (the
- *   cost of validating the whole log, paid only when the file cannot be read), and reported.
- *
- * When the entries differ from what the file says (after a crash, a replay or a rebuild changed them), the
- * file is rewritten before returning, so the open's own recovery checkpoint never covers a stale entry.
- */
-function loadEpochEntries(
-  dir: string,
-  segments: readonly LogSegment[],
-  trustedBelow: number,
-  listener: LogRecoveryListener | undefined,
-): readonly EpochEntry[] {
-  const logStartOffset = segments[0]!.baseOffset;
-  const logEndOffset = segments[segments.length - 1]!.nextOffset;
-  const found = readLeaderEpochCheckpoint(dir);
-  const replayFrom = Math.max(logStartOffset, Math.min(trustedBelow, logEndOffset));
-  let rebuild: 'missing' | 'unreadable' | null = found === 'unreadable' ? 'unreadable' : null;
-  if (
-    found === null &&
-    replayFrom > logStartOffset &&
-    epochBefore(segments, replayFrom) !== UNDEFINED_EPOCH
-  ) {
-    rebuild = 'missing';
-  }
-  const onFile = rebuild === null ? ((found as EpochEntry[] | null) ?? []) : [];
-  const asFileSays = new LeaderEpochCache(dir, onFile, () => logEndOffset);
-  asFileSays.truncateFromStart(logStartOffset);
-  const isKept = rebuild === null && trustedBelow > logStartOffset;
-  const from = isKept ? replayFrom : logStartOffset;
-  const cache = new LeaderEpochCache(
-    dir,
-    isKept ? onFile.filter((entry) => entry.startOffset < from) : [],
-    () => logEndOffset,
-  );
-  cache.truncateFromStart(logStartOffset);
-  for (const segment of segments.slice(segmentIndexIn(segments, from))) {
-    const position = segment.baseOffset >= from ? 0 : segment.translateOffset(from);
-    if (position < 0) continue;
-    for (const item of segment.scanBatches(position)) {
-      if (item instanceof RecordBatch) cache.assign(item.partitionLeaderEpoch, item.baseOffset, true);
-    }
-  }
-  const entries = cache.epochEntries();
-  if (rebuild !== null) {
-    listener?.onLeaderEpochCacheRebuilt?.({
-      dir,
-      file: leaderEpochCheckpointPath(dir),
-      reason: rebuild,
-      entries: entries.length,
-    });
-  }
-  if (rebuild !== null || !sameEntries(entries, asFileSays.epochEntries())) {
-    try {
-      cache.writeSync();
-    } catch (error) {
-      throw new CohortError(ErrorCode.KAFKA_STORAGE_ERROR, `cannot write ${cache.file}`, { cause: error });
-    }
-  }
-  return entries;
-}
-
-/** The leader epoch of the batch holding `offset - 1`; UNDEFINED_EPOCH when it has none. */
-function epochBefore(segments: readonly LogSegment[], offset: number): number {
-  const segment = segments[segmentIndexIn(segments, offset - 1)]!;
-  const position = segment.translateOffset(offset - 1);
-  if (position < 0) return UNDEFINED_EPOCH;
-  for (const item of segment.scanBatches(position)) {
-    // Damage where the batch should be: nothing known, so the caller rebuilds (0 is any epoch at all).
-    return item instanceof RecordBatch ? item.partitionLeaderEpoch : 0;
-  }
-  return UNDEFINED_EPOCH;
-}
-
-function sameEntries(a: readonly EpochEntry[], b: readonly EpochEntry[]): boolean {
-  return (
-    a.length === b.length &&
-    a.every((entry, i) => entry.epoch === b[i]!.epoch && entry.startOffset === b[i]!.startOffset)
-  );
-}
-
-/** The last segment whose base offset is at or below `offset` (0 when it precedes them all). */
-function segmentIndexIn(segments: readonly LogSegment[], offset: number): number {
-  let low = 0;
-  let high = segments.length - 1;
-  let found = 0;
-  while (low <= high) {
-    const mid = (low + high) >>> 1;
-    if (segments[mid]!.baseOffset <= offset) {
-      found = mid;
-      low = mid + 1;
-    } else {
-      high = mid - 1;
-    }
-  }
-  return found;
-}
-
-interface LoadedSegments {
-  readonly segments: LogSegment[];
-  /** The checkpoint found on open; null when there was none or it could not be read. */
-  readonly checkpoint: RecoveryCheckpoint | null;
-}
-
-/**
- * Reads a partition directory: deletes `.cleaned` leftovers, completes `.swap`s, deletes index files
- * without a log, opens every segment (validating those the recovery point does not cover), cuts a torn
- * tail with every later segment, and refuses or cuts damage below the recovery point (see the class
- * comment). Nothing in a `.log` file is changed before the decision to refuse is taken.
- */
-function loadSegments(
-  dir: string,
-  config: LogConfig,
-  nowMs: number,
-  recovery: LogRecoveryOptions,
-): LoadedSegments {
-  const interval = config.indexIntervalBytes;
-  const listener = recovery.listener;
-  const found = readRecoveryCheckpoint(dir);
-  if (found === 'unreadable') listener?.onCheckpointUnreadable?.(dir, recoveryCheckpointPath(dir));
-  const checkpoint = found === 'unreadable' ? null : found;
-  let names = fs.readdirSync(dir);
-  let isChanged = false;
-  const remove = (name: string, reason?: LogFileRemovalReason): void => {
-    const file = path.join(dir, name);
-    if (reason !== undefined && fs.existsSync(file)) listener?.onFileRemoved?.(dir, file, reason);
-    fs.rmSync(file, { force: true });
-    isChanged = true;
-  };
-  for (const name of names) {
-    if (parseSegmentFileName(name)?.state === CLEANED_FILE_SUFFIX) remove(name, 'unfinished_compaction');
-  }
-  const swaps = names
-    .map(parseSegmentFileName)
-    .filter((file) => file !== null && file.state === SWAP_FILE_SUFFIX && file.kind === LOG_FILE_SUFFIX)
-    .map((file) => file!.baseOffset)
-    .sort((a, b) => a - b);
-  for (const baseOffset of swaps) {
-    // The swap segment was fsynced before it was renamed to .swap: it is whole and it is the truth.
-    const swap = LogSegment.open(dir, baseOffset, interval, nowMs, SWAP_FILE_SUFFIX);
-    const end = swap.nextOffset;
-    for (const name of fs.readdirSync(dir)) {
-      const file = parseSegmentFileName(name);
-      if (file !== null && file.state === '' && file.baseOffset >= baseOffset && file.baseOffset < end)
-        remove(name, 'replaced_by_swap');
-    }
-    fsyncDirectorySync(dir);
-    swap.renameTo('');
-    swap.close();
-    isChanged = true;
-  }
-  names = fs.readdirSync(dir);
-  const logs = new Set<number>();
-  for (const name of names) {
-    const file = parseSegmentFileName(name);
-    if (file === null) continue;
-    if (file.state !== '') remove(name, 'leftover');
-    else if (file.kind === LOG_FILE_SUFFIX) logs.add(file.baseOffset);
-  }
-  for (const name of names) {
-    const file = parseSegmentFileName(name);
-    if (file !== null && file.state === '' && file.kind === INDEX_FILE_SUFFIX && !logs.has(file.baseOffset)) {
-      remove(name, 'orphan_index');
-    }
-  }
-  const recoveryPoint = checkpoint?.recoveryPoint ?? null;
-  const report = (
-    kind: LogTruncationKind,
-    segment: LogSegment,
-    position: number,
-    truncatedBytes: number,
-    deletedFiles: readonly string[] = [],
-  ): void => {
-    listener?.onTruncation?.({
-      kind,
-      dir,
-      file: segment.path,
-      offset: segment.nextOffset,
-      position,
-      truncatedBytes,
-      deletedFiles,
-      recoveryPoint,
-    });
-  };
-  const segments: LogSegment[] = [];
-  const baseOffsets = [...logs].sort((a, b) => a - b);
-  let isCutBelowRecoveryPoint = false;
-  try {
-    for (let i = 0; i < baseOffsets.length; i++) {
-      const isLast = i === baseOffsets.length - 1;
-      // After a clean shutdown nothing needs validating; after an unclean stop, what the recovery point
-      // does not cover; without a checkpoint, everything.
-      let mode: SegmentOpenMode = 'validate';
-      if (checkpoint !== null) {
-        const isCovered =
-          checkpoint.isCleanShutdown || (!isLast && baseOffsets[i + 1]! <= checkpoint.recoveryPoint);
-        if (isCovered) mode = 'load';
-      }
-      const segment = LogSegment.open(dir, baseOffsets[i]!, interval, nowMs, '', mode);
-      segments.push(segment);
-      if (segment.wasIndexMissing || segment.indexEntriesDropped > 0 || segment.indexEntriesAdded > 0) {
-        listener?.onIndexRebuild?.({
-          dir,
-          file: segment.indexPath,
-          wasMissing: segment.wasIndexMissing,
-          droppedEntries: segment.indexEntriesDropped,
-          addedEntries: segment.indexEntriesAdded,
-        });
-      }
-      const previous = segments[segments.length - 2];
-      if (previous !== undefined && previous.nextOffset > segment.baseOffset) {
-        // Overlap cannot come from cohort's own writes; trust the older segment up to the newer one's start.
-        const position = previous.translateOffset(segment.baseOffset);
-        const bytes = previous.truncateTo(segment.baseOffset);
-        report('overlap', previous, position, bytes);
-      }
-      const invalidBytes = segment.invalidTailBytes;
-      if (invalidBytes > 0) {
-        const lostOffset = segment.nextOffset;
-        const position = segment.invalidTailPosition;
-        // Fsynced data cannot be torn by a crash. Without a checkpoint, a sealed segment's data counts as
-        // fsynced: every sync after its roll covered it.
-        const isDamage = recoveryPoint === null ? !isLast : lostOffset < recoveryPoint;
-        if (isDamage) {
-          if (recovery.truncateCorruptLogs !== true) {
-            throw new CorruptLogError(segment.path, lostOffset, position, invalidBytes, recoveryPoint);
-          }
-          const removedBytes = segment.removeInvalidRegions();
-          isCutBelowRecoveryPoint = true;
-          listener?.onTruncation?.({
-            kind: 'corrupt',
-            dir,
-            file: segment.path,
-            offset: lostOffset,
-            position,
-            truncatedBytes: removedBytes,
-            deletedFiles: [],
-            recoveryPoint,
-          });
-        } else {
-          segment.cutInvalidTail();
-          const deletedFiles: string[] = [];
-          let deletedBytes = 0;
-          for (const later of baseOffsets.slice(i + 1)) {
-            for (const kind of [LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX] as const) {
-              const file = segmentFilePath(dir, later, kind);
-              if (kind === LOG_FILE_SUFFIX && fs.existsSync(file)) {
-                deletedBytes += fs.statSync(file).size;
-                deletedFiles.push(file);
-              }
-              remove(path.basename(file));
-            }
-          }
-          report('torn_tail', segment, position, invalidBytes + deletedBytes, deletedFiles);
-          break;
-        }
-      }
-      if (segment.isEmpty && !isLast && invalidBytes === 0) {
-        // An empty segment that is not the last holds no offsets: drop it rather than keep a hole.
-        segments.pop();
-        segment.close();
-        listener?.onFileRemoved?.(dir, segment.path, 'empty_segment');
-        segment.deleteFiles();
-        isChanged = true;
-      }
-    }
-    const last = segments[segments.length - 1];
-    if (
-      isCutBelowRecoveryPoint &&
-      last !== undefined &&
-      recoveryPoint !== null &&
-      last.nextOffset < recoveryPoint
-    ) {
-      // Offsets up to the recovery point were handed out (and perhaps read): the log goes on after them.
-      if (last.isEmpty) {
-        segments.pop();
-        last.close();
-        last.deleteFiles();
-      }
-      segments.push(LogSegment.create(dir, recoveryPoint, interval, nowMs));
-      isChanged = true;
-    }
-  } catch (error) {
-    for (const segment of segments) segment.close();
-    throw error;
-  }
-  if (isChanged) fsyncDirectorySync(dir);
-  return { segments, checkpoint };
 }

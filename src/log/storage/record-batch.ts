@@ -399,6 +399,33 @@ export class RecordBatch {
   }
 }
 
+/**
+ * Records that already carry their offsets and leader epochs (a follower's, as its leader sent them) as
+ * batches: a batch carries one leader epoch, so one per run of records with the same epoch. Offsets must
+ * increase across the runs as within each (RecordBatch.encode checks within): INVALID_RECORD otherwise.
+ */
+export function encodeByLeaderEpoch(records: readonly LogRecord[]): RecordBatch[] {
+  const batches: RecordBatch[] = [];
+  let start = 0;
+  for (let i = 1; i <= records.length; i++) {
+    const epoch = records[start]!.leaderEpoch;
+    if (i < records.length && records[i]!.leaderEpoch === epoch) continue;
+    if (start > 0 && !(records[start]!.offset > records[start - 1]!.offset)) {
+      throw new CohortError(
+        ErrorCode.INVALID_RECORD,
+        `record offsets must increase; got ${records[start]!.offset} after ${records[start - 1]!.offset}`,
+      );
+    }
+    // One run (the usual case): the records as they are, no copy.
+    const run = start === 0 && i === records.length ? records : records.slice(start, i);
+    batches.push(
+      RecordBatch.encode(run, { baseOffset: records[start]!.offset, partitionLeaderEpoch: epoch }),
+    );
+    start = i;
+  }
+  return batches;
+}
+
 function recordBodyBytes(record: RecordInput, offsetDelta: number, timestampDelta: number): number {
   let bytes = 1 + uvarintSize(timestampDelta) + uvarintSize(offsetDelta);
   bytes += nullableBytesSize(record.key ?? null) + nullableBytesSize(record.value);

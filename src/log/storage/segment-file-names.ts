@@ -5,7 +5,7 @@ import * as path from 'node:path';
  * exactly as Kafka names them: `00000000000000000000.log` and `00000000000000000000.index`.
  *
  * Compaction writes a replacement under a state suffix and renames it through these states, so a crash
- * at any step leaves names that say what to do on the next open (see `partition-log.ts`):
+ * at any step leaves names that say what to do on the next open (see `log-loader.ts`):
  *   `.cleaned`  being written: delete it;
  *   `.swap`     complete and fsynced: finish the swap (drop the segments it replaces, drop the suffix).
  */

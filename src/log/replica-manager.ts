@@ -41,13 +41,11 @@ import type {
   MetadataResponse,
   OffsetForLeaderEpochRequest,
   OffsetForLeaderEpochResponse,
-  PartitionMetadata,
   ProducePartitionData,
   ProducePartitionResponse,
   ProduceRecord,
   ProduceRequest,
   ProduceResponse,
-  TopicMetadata,
 } from './broker-protocol';
 import {
   CONSUMER_OFFSETS_LOG_CONFIG,
@@ -111,6 +109,7 @@ import {
   type SimpleRecord,
 } from './storage';
 import { RESERVED_TOPIC_NAMES, topicNameProblem, topicPartitionKey } from './topic-partition';
+import { TopicRegistry, type TopicState } from './topic-registry';
 
 /** Notable events, for the server's log and for tests. */
 export interface ReplicaManagerListener {
@@ -181,24 +180,6 @@ interface FollowerFetchState {
   isFenced: boolean;
 }
 
-interface PartitionInfo {
-  readonly partitionIndex: number;
-  replicas: readonly number[];
-  /** On a follower, for partitions not hosted here: what the leader last reported. */
-  leaderId: number;
-  leaderEpoch: number;
-  isr: readonly number[];
-  /** Set when this process hosts the partition. */
-  partition: Partition | undefined;
-}
-
-interface TopicState {
-  readonly name: string;
-  /** The topic's id (its incarnation), when it has one: see TopicAssignment.topicId. */
-  readonly topicId: string | undefined;
-  readonly partitions: PartitionInfo[];
-}
-
 /** A partition's part of a Produce, as processed. */
 interface ProduceEntry {
   readonly response: { -readonly [K in keyof ProducePartitionResponse]: ProducePartitionResponse[K] };
@@ -207,7 +188,6 @@ interface ProduceEntry {
 }
 
 const NO_RECORDS: readonly LogRecord[] = Object.freeze([]);
-const NO_NODES: readonly number[] = Object.freeze([]);
 
 /** The error code of a thrown error: a CohortError's own, anything else UNKNOWN_SERVER_ERROR. */
 function codeOf(error: unknown): ErrorCode {
@@ -250,8 +230,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private readonly time: Time;
   private readonly listener: ReplicaManagerListener;
   private readonly logManager: LogManager;
-  private readonly topics = new Map<string, TopicState>();
-  private readonly partitions = new Map<string, Partition>();
+  /** The topics, the partitions hosted here and the cluster's nodes (Kafka's MetadataCache). */
+  private readonly registry: TopicRegistry;
   /**
    * Logs being closed, by partition key (a replica no longer hosted, or of a topic deleted and created
    * again): their directories are not opened again until the close is done.
@@ -260,8 +240,6 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   /** Cluster mode: the last view applied, applied again when a log that held a topic back has closed. */
   private lastClusterUpdate: ClusterMetadataUpdate | undefined;
   private isReapplyScheduled = false;
-  /** Cluster mode: the controller as the last view named it (Metadata's controller_id). */
-  private controllerId = NO_LEADER_ID;
   private readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce | DelayedHighWatermark>;
   private readonly fetchPurgatory: DelayedOperationPurgatory<DelayedFetch>;
   private readonly maintenanceTimer: Timer;
@@ -282,14 +260,11 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private readonly createPartitionsPerTurn: number;
   private readonly maxOpenFiles: number;
   private readonly countOpenFiles: () => number | undefined;
-  private localBroker: BrokerNode | null = null;
   private readonly isrChangeProposer: IsrChangeProposer | undefined;
   private readonly isrProposalRetryBackoffMs: number;
   private readonly leadershipGuard: LeadershipGuard | undefined;
   /** Replication must come from the node it names (BrokerConfig.requireAuthenticatedReplicas). */
   private readonly requireAuthenticatedReplicas: boolean;
-  /** Cluster mode: the live nodes of the latest applyClusterMetadata (Metadata's broker list). */
-  private liveNodes: readonly BrokerNode[] | null = null;
   /** resignLeadership was called and no update has named this node live since. */
   private isResigned = false;
   /** Cluster mode: the follower partitions, by key, and what each is doing about its leader. */
@@ -329,6 +304,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       options.isrProposalRetryBackoffMs ?? DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS;
     this.leadershipGuard = options.leadershipGuard;
     this.requireAuthenticatedReplicas = config.requireAuthenticatedReplicas ?? this.isClusterMode;
+    this.registry = new TopicRegistry(config.nodeId, this.isClusterMode);
     this.logManager = new LogManager(config.dataDir, config.logConfig, this.time, options.recovery);
     this.offsetsTopic = options.offsetsTopic;
     this.offsetsLeadership =
@@ -396,7 +372,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
    * scrape. A live view: do not hold it across an await.
    */
   hostedPartitions(): IterableIterator<Partition> {
-    return this.partitions.values();
+    return this.registry.hostedPartitions();
   }
 
   /** Each leader this node fetches from, and whether its fetches succeed: for metrics read on scrape. */
@@ -428,11 +404,11 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
 
   /** This process's address, for Metadata's broker list (known once the server is bound). */
   setLocalBroker(node: BrokerNode): void {
-    this.localBroker = node;
+    this.registry.setLocalBroker(node);
   }
 
   getPartition(key: string): Partition | undefined {
-    return this.partitions.get(key);
+    return this.registry.getPartition(key);
   }
 
   /**
@@ -441,12 +417,12 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
    * is known here. The group layer places groups over this count, never over the configured one.
    */
   offsetsTopicPartitionCount(): number | undefined {
-    return this.topics.get(CONSUMER_OFFSETS_TOPIC)?.partitions.length;
+    return this.registry.partitionCount(CONSUMER_OFFSETS_TOPIC);
   }
 
   /** Topic names, in creation (or load) order. */
   topicNames(): string[] {
-    return [...this.topics.keys()];
+    return this.registry.topicNames();
   }
 
   // --- CreateTopics ---
@@ -494,7 +470,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     if (RESERVED_TOPIC_NAMES.has(name)) {
       return result(name, ErrorCode.INVALID_TOPIC_EXCEPTION, `${name} is reserved for the server's own use`);
     }
-    if (this.topics.has(name)) {
+    if (this.registry.topic(name) !== undefined) {
       return result(name, ErrorCode.TOPIC_ALREADY_EXISTS, `topic ${name} already exists`);
     }
     if (this.creations.has(name)) {
@@ -572,7 +548,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   /** Where /proc/self/fd cannot be read: two descriptors per segment of every hosted partition. */
   private estimatedOpenFiles(): number {
     let open = 0;
-    for (const partition of this.partitions.values()) open += 2 * partition.log.numberOfSegments;
+    for (const partition of this.registry.hostedPartitions()) open += 2 * partition.log.numberOfSegments;
     return open;
   }
 
@@ -613,7 +589,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         // its logs with the others.
         await this.logManager.syncNewLogs();
         await this.logManager.writeTopicAsync(assignment);
-        this.addTopic(assignment, opened);
+        this.registry.add(assignment, opened);
         return result(name, ErrorCode.NONE, '');
       }
     } catch (error) {
@@ -641,60 +617,9 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
 
   // --- Metadata ---
 
-  /**
-   * The requested topics (every topic but the internal ones when none is named) and the brokers: this node
-   * on a single node, the live nodes of the cluster's last view in cluster mode.
-   *
-   * A cluster node without a view yet (not registered: etcd down at its start, or its node id still held by
-   * another process's session) knows neither the cluster's nodes nor its topics: its data directory may
-   * hold topics deleted since and lack topics created since, and UNKNOWN_TOPIC_OR_PARTITION would tell a
-   * client bootstrapped from it that an existing topic does not exist. It answers no brokers, as a node
-   * that is not a member (Kafka's client drops a Metadata without brokers and asks again, another node if
-   * it has one), and each named topic LEADER_NOT_AVAILABLE (retriable) with a message saying why; asked
-   * for every topic, no topics. Once a member, a node answers from its last view even after losing
-   * its session, as a Kafka broker answers from its metadata cache: the leaders it names refuse what they
-   * no longer lead, and the client asks Metadata again.
-   */
+  /** Metadata, from the registry (TopicRegistry.metadata). */
   metadata(request: MetadataRequest): Promise<MetadataResponse> {
-    if (this.isClusterMode && this.liveNodes === null) {
-      const topics = request.topics.map((name): TopicMetadata => {
-        const problem = topicNameProblem(name);
-        return problem === null
-          ? topicError(name, ErrorCode.LEADER_NOT_AVAILABLE, NOT_A_MEMBER_MESSAGE)
-          : topicError(name, ErrorCode.INVALID_TOPIC_EXCEPTION, problem);
-      });
-      return Promise.resolve({ brokers: [], topics, controllerId: NO_LEADER_ID });
-    }
-    // Every topic but the internal ones (Kafka's clients exclude them by default, exclude.internal.topics;
-    // the protocol here has no is_internal flag to let them): `__consumer_offsets` is listed when named.
-    const names =
-      request.topics.length === 0
-        ? [...this.topics.keys()].filter((name) => !RESERVED_TOPIC_NAMES.has(name))
-        : request.topics;
-    const topics = names.map((name): TopicMetadata => {
-      const state = this.topics.get(name);
-      if (state === undefined) {
-        const problem = topicNameProblem(name);
-        return problem === null
-          ? topicError(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, '')
-          : topicError(name, ErrorCode.INVALID_TOPIC_EXCEPTION, problem);
-      }
-      return {
-        name,
-        errorCode: ErrorCode.NONE,
-        partitions: state.partitions.map(partitionMetadata),
-        errorMessage: '',
-      };
-    });
-    const brokers: BrokerNode[] = [];
-    if (this.liveNodes !== null) {
-      // Cluster mode: every live node, as the cluster last told this one (Kafka's live brokers).
-      for (const node of this.liveNodes) brokers.push(node);
-    } else if (this.localBroker !== null) {
-      brokers.push(this.localBroker);
-    }
-    const controllerId = this.isClusterMode ? this.controllerId : this.config.nodeId;
-    return Promise.resolve({ brokers, topics, controllerId });
+    return Promise.resolve(this.registry.metadata(request));
   }
 
   // --- Produce ---
@@ -737,9 +662,9 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     if (this.isShutdown) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     // Only the group layer writes the internal topic (through its stores), as in Kafka.
     if (RESERVED_TOPIC_NAMES.has(topic)) return failed(ErrorCode.INVALID_TOPIC_EXCEPTION);
-    const partition = this.partitions.get(key);
+    const partition = this.registry.getPartition(key);
     if (partition === undefined) {
-      return failed(this.unhostedPartitionError(topic, partitionIndex));
+      return failed(this.registry.unhostedPartitionError(topic, partitionIndex));
     }
     // A leader whose session is gone may already have been replaced: it must not take writes.
     if (partition.isLeader && !this.isLeadershipActive()) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
@@ -906,7 +831,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       name: topic.name,
       partitions: topic.partitions.map((request): FetchPartitionData => {
         const key = topicPartitionKey(topic.name, request.partitionIndex);
-        const partition = this.partitions.get(key);
+        const partition = this.registry.getPartition(key);
         const failed = (errorCode: ErrorCode): FetchPartitionData => {
           hasError = true;
           return {
@@ -919,7 +844,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         };
         if (this.isShutdown) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
         if (partition === undefined) {
-          return failed(this.unhostedPartitionError(topic.name, request.partitionIndex));
+          return failed(this.registry.unhostedPartitionError(topic.name, request.partitionIndex));
         }
         const epochError = partition.checkCurrentLeaderEpoch(request.currentLeaderEpoch);
         if (epochError !== ErrorCode.NONE) return failed(epochError);
@@ -1034,9 +959,9 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
             offset,
             timestamp: timestampMs,
           });
-          const partition = this.partitions.get(topicPartitionKey(topic.name, partitionIndex));
+          const partition = this.registry.getPartition(topicPartitionKey(topic.name, partitionIndex));
           if (partition === undefined) {
-            return answer(this.unhostedPartitionError(topic.name, partitionIndex));
+            return answer(this.registry.unhostedPartitionError(topic.name, partitionIndex));
           }
           const epochError = partition.checkCurrentLeaderEpoch(currentLeaderEpoch);
           if (epochError !== ErrorCode.NONE) return answer(epochError);
@@ -1085,9 +1010,9 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
           ): EpochEndOffset => ({ errorCode, partition: query.partition, leaderEpoch, endOffset });
           if (authorizationError !== ErrorCode.NONE) return answer(authorizationError);
           if (this.isShutdown) return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER);
-          const partition = this.partitions.get(topicPartitionKey(topic.name, query.partition));
+          const partition = this.registry.getPartition(topicPartitionKey(topic.name, query.partition));
           if (partition === undefined)
-            return answer(this.unhostedPartitionError(topic.name, query.partition));
+            return answer(this.registry.unhostedPartitionError(topic.name, query.partition));
           const epochError = partition.checkCurrentLeaderEpoch(query.currentLeaderEpoch);
           if (epochError !== ErrorCode.NONE) return answer(epochError);
           if (!partition.isLeader) return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER);
@@ -1113,8 +1038,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   applyClusterMetadata(update: ClusterMetadataUpdate): void {
     if (this.isShutdown) return;
     const nodeId = this.config.nodeId;
-    this.liveNodes = update.liveNodes.map(({ nodeId: id, host, port }) => ({ nodeId: id, host, port }));
-    this.controllerId = update.controllerId;
+    this.registry.setClusterNodes(update.liveNodes, update.controllerId);
     if (update.liveNodes.some((node) => node.nodeId === nodeId)) this.isResigned = false;
     const byTopic = new Map<string, PartitionLeadership[]>();
     for (const state of update.partitions) {
@@ -1129,7 +1053,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       states.sort((a, b) => a.partitionIndex - b.partitionIndex);
       if (states.some((state, i) => state.partitionIndex !== i)) continue;
       const topicId = states[0]!.topicId;
-      const known = this.topics.get(name);
+      const known = this.registry.topic(name);
       if (known?.topicId !== undefined && topicId !== undefined && known.topicId !== topicId) {
         // Another topic of the same name (deleted and created again): the earlier one's logs close, and
         // the new one opens once they have (its directories are then moved aside, see LogManager).
@@ -1156,7 +1080,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         this.reportError(error, `opening the replicas of topic ${name} failed`);
         continue;
       }
-      const current = this.topics.get(name)!;
+      const current = this.registry.topic(name)!;
       for (const state of states) {
         const info = current.partitions[state.partitionIndex]!;
         info.leaderId = state.leader;
@@ -1168,7 +1092,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         }
       }
     }
-    for (const state of [...this.topics.values()]) {
+    for (const state of [...this.registry.topicStates()]) {
       if (byTopic.has(state.name) || this.creations.has(state.name)) continue;
       this.removeTopic(state);
       for (const info of state.partitions) {
@@ -1188,7 +1112,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     // Never applied again on our own (see closeUnassigned): only a view from a new session may.
     this.lastClusterUpdate = undefined;
     this.offsetsLeadership?.resignAll();
-    for (const partition of this.partitions.values()) {
+    for (const partition of this.registry.hostedPartitions()) {
       if (partition.isLeader) this.producePurgatory.checkAndComplete(partition.key);
     }
   }
@@ -1222,7 +1146,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private sendIsrProposal(partition: Partition, proposal: IsrProposal): void {
     const proposer = this.isrChangeProposer!;
     const settle = (result: IsrChangeResult): void => {
-      if (this.isShutdown || this.partitions.get(partition.key) !== partition) return;
+      if (this.isShutdown || this.registry.getPartition(partition.key) !== partition) return;
       const isrBefore = partition.isr;
       const isChanged = partition.completeIsrProposal(
         proposal,
@@ -1260,7 +1184,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   followerFetchTargets(leaderId: number): FollowerFetchTarget[] {
     const targets: FollowerFetchTarget[] = [];
     for (const [key, state] of this.followerFetches) {
-      const partition = this.partitions.get(key);
+      const partition = this.registry.getPartition(key);
       if (partition === undefined || state.leaderId !== leaderId) continue;
       if (state.needsTruncation || state.isFenced) continue;
       targets.push({
@@ -1301,7 +1225,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   epochBoundaryTargets(leaderId: number): EpochBoundaryTarget[] {
     const targets: EpochBoundaryTarget[] = [];
     for (const [key, state] of this.followerFetches) {
-      const partition = this.partitions.get(key);
+      const partition = this.registry.getPartition(key);
       if (partition === undefined || state.leaderId !== leaderId) continue;
       if (!state.needsTruncation || state.isFenced) continue;
       const latestEpoch = latestLocalEpoch(partition);
@@ -1333,7 +1257,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
    * UNKNOWN_LEADER_EPOCH asks again shortly (`retrySoon`); other errors ask for a backoff (`retry`).
    */
   applyEpochEndOffset(key: string, data: EpochEndOffset, sentLeaderEpoch?: number): EpochBoundaryOutcome {
-    const partition = this.partitions.get(key);
+    const partition = this.registry.getPartition(key);
     const state = this.followerFetches.get(key);
     if (partition === undefined || state === undefined || this.isShutdown) return 'retry';
     if (!state.needsTruncation) return 'truncated';
@@ -1388,7 +1312,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     data: FetchPartitionData,
     sentLeaderEpoch?: number,
   ): FetchedPartitionOutcome {
-    const partition = this.partitions.get(key);
+    const partition = this.registry.getPartition(key);
     if (partition === undefined || partition.isLeader || this.isShutdown) return 'retry';
     if (data.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) {
       if (data.highWatermark < 0 || data.logStartOffset < 0) return 'retry';
@@ -1440,7 +1364,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         maxOffset: () => partition.highWatermark,
         ...(ratio === undefined ? {} : { minCleanableDirtyRatio: ratio }),
         onError: (error) => {
-          if (!this.isShuttingDown && this.partitions.get(partition.key) === partition) {
+          if (!this.isShuttingDown && this.registry.getPartition(partition.key) === partition) {
             this.reportError(error, `compaction of ${partition.key} failed`);
           }
         },
@@ -1462,7 +1386,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private createLocalOffsetsTopic(options: OffsetsTopicOptions): void {
     const name = CONSUMER_OFFSETS_TOPIC;
     const configuredNumPartitions = options.numPartitions ?? DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS;
-    const existing = this.topics.get(name);
+    const existing = this.registry.topic(name);
     let outcome: 'created' | 'adopted' | 'kept' = 'kept';
     if (existing === undefined) {
       // Partition 1's directory too means a create of several partitions that crashed before its
@@ -1482,7 +1406,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         false,
       );
     }
-    const state = this.topics.get(name)!;
+    const state = this.registry.topic(name)!;
     options.onStartup?.({
       outcome,
       numPartitions: state.partitions.length,
@@ -1607,7 +1531,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     const key = partition.key;
     const isLeading = (): boolean =>
       !this.isShuttingDown &&
-      this.partitions.get(key) === partition &&
+      this.registry.getPartition(key) === partition &&
       partition.isLeader &&
       partition.leaderEpoch === leaderEpoch &&
       this.isLeadershipActive();
@@ -1652,7 +1576,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       await this.checkpointHighWatermarks().catch(ignore);
       // The resigned stores' compactions end before their logs close (a close would abort them anyway).
       await this.offsetsLeadership?.settled();
-      await Promise.all([...this.partitions.values()].map((partition) => partition.log.close()));
+      await Promise.all([...this.registry.hostedPartitions()].map((partition) => partition.log.close()));
     })();
     return this.closing;
   }
@@ -1673,11 +1597,12 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     for (const { topic, partitionIndex } of this.logManager.partitionDirectories()) {
       const key = topicPartitionKey(topic, partitionIndex);
       await this.closingLogs.get(key);
-      const hosted = this.partitions.get(key);
+      const hosted = this.registry.getPartition(key);
       const log = hosted?.log ?? this.logManager.openLog(topic, partitionIndex);
       try {
-        const topicId = this.topics.get(topic)?.topicId ?? this.logManager.topicIdOf(topic, partitionIndex);
-        const partitionCount = this.topics.get(topic)?.partitions.length ?? partitionCounts.get(topic);
+        const topicId =
+          this.registry.topic(topic)?.topicId ?? this.logManager.topicIdOf(topic, partitionIndex);
+        const partitionCount = this.registry.topic(topic)?.partitions.length ?? partitionCounts.get(topic);
         replicas.push({
           topic,
           partitionIndex,
@@ -1701,7 +1626,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
 
   private maybeShrinkIsr(): void {
     const nowMs = this.time.monotonicMs();
-    for (const partition of this.partitions.values()) {
+    for (const partition of this.registry.hostedPartitions()) {
       const isrBefore = partition.isr;
       const removed = partition.maybeShrinkIsr(nowMs);
       if (removed.length === 0) continue;
@@ -1714,7 +1639,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   }
 
   private deleteOldSegments(): void {
-    for (const partition of this.partitions.values()) {
+    for (const partition of this.registry.hostedPartitions()) {
       try {
         if (partition.deleteOldSegments() > 0) this.completionReads.clear();
       } catch (error) {
@@ -1725,8 +1650,9 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
 
   /** Kafka's checkpointHighWatermarks: each partition whose HW moved since its last checkpoint. */
   private checkpointHighWatermarks(): Promise<void> {
-    this.highWatermarkCheckpointing ??= checkpointHighWatermarks(this.partitions.values(), (error, key) =>
-      this.reportError(error, `high watermark checkpoint of ${key} failed`),
+    this.highWatermarkCheckpointing ??= checkpointHighWatermarks(
+      this.registry.hostedPartitions(),
+      (error, key) => this.reportError(error, `high watermark checkpoint of ${key} failed`),
     ).finally(() => {
       this.highWatermarkCheckpointing = null;
     });
@@ -1734,7 +1660,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   }
 
   private maybeFlush(): void {
-    for (const partition of this.partitions.values()) {
+    for (const partition of this.registry.hostedPartitions()) {
       partition.log
         .maybeFlush()
         ?.catch((error: unknown) => this.reportError(error, `flush of ${partition.key} failed`));
@@ -1753,8 +1679,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
    * made (false).
    */
   private applyAssignment(assignment: TopicAssignment, checkBudget = true): boolean {
-    const state = this.topics.get(assignment.name);
-    if (state !== undefined && sameAssignment(state, assignment)) return true;
+    const state = this.registry.topic(assignment.name);
+    if (this.registry.hasAssignment(assignment)) return true;
     if (checkBudget) {
       const added = assignment.partitions.filter(
         (p) =>
@@ -1774,7 +1700,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     const opened = this.openPartitions(assignment, state);
     this.logManager.writeTopic(assignment);
     if (state !== undefined) this.removeTopic(state);
-    this.addTopic(assignment, opened);
+    this.registry.add(assignment, opened);
     const kept = new Set(opened.values());
     for (const info of state?.partitions ?? []) {
       if (info.partition !== undefined && !kept.has(info.partition)) this.closeUnassigned(info.partition);
@@ -1822,7 +1748,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
 
   /** Registers a topic read from the registry at start-up. */
   private registerTopic(assignment: TopicAssignment): void {
-    this.addTopic(assignment, this.openPartitions(assignment));
+    this.registry.add(assignment, this.openPartitions(assignment));
   }
 
   /**
@@ -1886,39 +1812,10 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     });
   }
 
-  /**
-   * The error for a partition this process has no log of, as Kafka tells them apart:
-   * UNKNOWN_TOPIC_OR_PARTITION when the topic or that partition index does not exist,
-   * NOT_LEADER_OR_FOLLOWER when it exists on replicas that do not include this process.
-   */
-  private unhostedPartitionError(topic: string, partitionIndex: number): ErrorCode {
-    // A topic's partitions are indexed by partition index; any other index finds nothing.
-    return this.topics.get(topic)?.partitions[partitionIndex] !== undefined
-      ? ErrorCode.NOT_LEADER_OR_FOLLOWER
-      : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
-  }
-
-  private addTopic(assignment: TopicAssignment, opened: Map<number, Partition>): void {
-    const partitions = assignment.partitions.map(({ partitionIndex, replicas }): PartitionInfo => {
-      const partition = opened.get(partitionIndex);
-      if (partition !== undefined) this.partitions.set(partition.key, partition);
-      return {
-        partitionIndex,
-        replicas,
-        leaderId: partition?.leaderId ?? NO_LEADER_ID,
-        leaderEpoch: partition?.leaderEpoch ?? 0,
-        isr: NO_NODES,
-        partition,
-      };
-    });
-    this.topics.set(assignment.name, { name: assignment.name, topicId: assignment.topicId, partitions });
-  }
-
-  /** Forgets a topic's state before `addTopic` replaces it (partitions kept open are re-added there). */
+  /** Forgets a topic (before `registry.add` replaces it, which re-adds partitions kept open): no fetching. */
   private removeTopic(state: TopicState): void {
-    this.topics.delete(state.name);
+    this.registry.remove(state);
     for (const info of state.partitions) {
-      if (info.partition !== undefined) this.partitions.delete(info.partition.key);
       this.followerFetches.delete(topicPartitionKey(state.name, info.partitionIndex));
     }
   }
@@ -1926,45 +1823,6 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
 
 function result(name: string, errorCode: ErrorCode, errorMessage: string): CreatableTopicResult {
   return { name, errorCode, errorMessage };
-}
-
-/** Metadata's answer for a topic named by a cluster node that has no view of the cluster yet. */
-const NOT_A_MEMBER_MESSAGE =
-  'this node is not yet a member of the cluster (not registered, or its first cluster view not applied): ' +
-  'ask another node, or again shortly';
-
-function topicError(name: string, errorCode: ErrorCode, errorMessage: string): TopicMetadata {
-  return { name, errorCode, partitions: [], errorMessage };
-}
-
-function partitionMetadata(info: PartitionInfo): PartitionMetadata {
-  const partition = info.partition;
-  if (partition !== undefined) {
-    return {
-      partitionIndex: info.partitionIndex,
-      leaderId: partition.leaderId,
-      replicaNodes: partition.replicas,
-      isrNodes: partition.isr,
-      errorCode: partition.leaderId < 0 ? ErrorCode.LEADER_NOT_AVAILABLE : ErrorCode.NONE,
-      leaderEpoch: partition.leaderEpoch,
-    };
-  }
-  return {
-    partitionIndex: info.partitionIndex,
-    leaderId: info.leaderId,
-    replicaNodes: info.replicas,
-    isrNodes: info.isr,
-    errorCode: info.leaderId < 0 ? ErrorCode.LEADER_NOT_AVAILABLE : ErrorCode.NONE,
-    leaderEpoch: info.leaderEpoch,
-  };
-}
-
-function sameAssignment(state: TopicState, assignment: TopicAssignment): boolean {
-  if (state.partitions.length !== assignment.partitions.length) return false;
-  if (state.topicId !== assignment.topicId) return false;
-  return assignment.partitions.every((p, i) => {
-    return sameIds(state.partitions[i]!.replicas, p.replicas);
-  });
 }
 
 function toSimpleRecord(record: ProduceRecord): SimpleRecord {

@@ -1,20 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { CohortError, ErrorCode } from '../errors';
 import { DelayedOperationPurgatory, type PurgatoryStats } from '../purgatory';
 import type { Time } from '../time';
 import { MAX_DELAY_MS, SystemTimer } from '../timer';
 import type { Timer } from '../timer';
-import {
-  CREATE_PARTITIONS_PER_TURN,
-  CREATE_SLICE_MAX_MS,
-  DEFAULT_RETENTION_CHECK_INTERVAL_MS,
-  DEFAULT_NUM_PARTITIONS,
-  DEFAULT_REPLICATION_FACTOR,
-  MAX_PARTITIONS_PER_TOPIC,
-} from './broker-config';
+import { DEFAULT_RETENTION_CHECK_INTERVAL_MS } from './broker-config';
 import type { BrokerConfig } from './broker-config';
 import {
-  DEFAULT_TOPIC_SETTING,
   EARLIEST_TIMESTAMP,
   LATEST_TIMESTAMP,
   NO_LEADER_EPOCH,
@@ -24,8 +15,6 @@ import type {
   BrokerNode,
   BrokerRequestContext,
   BrokerService,
-  CreatableTopic,
-  CreatableTopicResult,
   CreateTopicsRequest,
   CreateTopicsResponse,
   EpochEndOffset,
@@ -59,13 +48,7 @@ import { DelayedProduce } from './delayed-produce';
 import type { ProducePartitionStatus } from './delayed-produce';
 import { LogManager } from './log-manager';
 import type { TopicAssignment } from './log-manager';
-import {
-  countOpenFileDescriptors,
-  FALLBACK_OPEN_FILE_LIMIT,
-  FILE_DESCRIPTORS_PER_NEW_PARTITION,
-  openFilesHeadroom,
-  readOpenFileLimit,
-} from './open-files';
+import { FILE_DESCRIPTORS_PER_NEW_PARTITION } from './open-files';
 import { epochEndOffset, latestLocalEpoch } from './leader-epochs';
 import { Partition, sameIds } from './partition';
 import type { IsrProposal } from './partition';
@@ -109,6 +92,7 @@ import {
   type SimpleRecord,
 } from './storage';
 import { RESERVED_TOPIC_NAMES, topicNameProblem, topicPartitionKey } from './topic-partition';
+import { TopicCreator } from './topic-creator';
 import { TopicRegistry, type TopicState } from './topic-registry';
 
 /** Notable events, for the server's log and for tests. */
@@ -195,7 +179,6 @@ function codeOf(error: unknown): ErrorCode {
 }
 
 const ignore = (): void => undefined;
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 function abortError(): Error {
   const error = new Error('the call was cancelled');
@@ -250,16 +233,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private readonly clearCompletionReads = (): void => this.completionReads.clear();
   /** Parked operations, answered at shutdown. */
   private readonly parked = new Set<DelayedFetch | DelayedProduce | DelayedHighWatermark>();
-  /** Topics whose partitions CreateTopics is creating, slice by slice: their names are taken. */
-  private readonly creations = new Map<string, Promise<CreatableTopicResult>>();
-  /**
-   * Descriptors the creations in flight will have opened when done. Held in full until a creation ends, so
-   * what it has opened so far counts twice (also in the open count): the budget errs on the safe side.
-   */
-  private reservedFileDescriptors = 0;
-  private readonly createPartitionsPerTurn: number;
-  private readonly maxOpenFiles: number;
-  private readonly countOpenFiles: () => number | undefined;
+  /** CreateTopics, and the file-descriptor budget cluster mode checks too. */
+  private readonly creator: TopicCreator;
   private readonly isrChangeProposer: IsrChangeProposer | undefined;
   private readonly isrProposalRetryBackoffMs: number;
   private readonly leadershipGuard: LeadershipGuard | undefined;
@@ -296,16 +271,31 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     this.time = options.time;
     this.listener = options.listener ?? {};
     this.retentionCheckIntervalMs = options.retentionCheckIntervalMs ?? DEFAULT_RETENTION_CHECK_INTERVAL_MS;
-    this.createPartitionsPerTurn = Math.max(1, options.createPartitionsPerTurn ?? CREATE_PARTITIONS_PER_TURN);
-    this.maxOpenFiles = config.maxOpenFiles ?? readOpenFileLimit() ?? FALLBACK_OPEN_FILE_LIMIT;
-    this.countOpenFiles = options.countOpenFiles ?? countOpenFileDescriptors;
     this.isrChangeProposer = options.isrChangeProposer;
     this.isrProposalRetryBackoffMs =
       options.isrProposalRetryBackoffMs ?? DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS;
     this.leadershipGuard = options.leadershipGuard;
     this.requireAuthenticatedReplicas = config.requireAuthenticatedReplicas ?? this.isClusterMode;
-    this.registry = new TopicRegistry(config.nodeId, this.isClusterMode);
     this.logManager = new LogManager(config.dataDir, config.logConfig, this.time, options.recovery);
+    this.registry = new TopicRegistry(config.nodeId, this.isClusterMode);
+    this.creator = new TopicCreator(
+      {
+        time: this.time,
+        nodeId: config.nodeId,
+        isClusterMode: this.isClusterMode,
+        logManager: this.logManager,
+        registry: this.registry,
+        isShutdown: () => this.isShutdown,
+        createPartition: (topic, partitionIndex, replicas, nowMs, topicId) =>
+          this.newPartition(topic, partitionIndex, replicas, nowMs, true, topicId),
+        reportError: (error, what) => this.reportError(error, what),
+      },
+      {
+        createPartitionsPerTurn: options.createPartitionsPerTurn,
+        maxOpenFiles: config.maxOpenFiles,
+        countOpenFiles: options.countOpenFiles,
+      },
+    );
     this.offsetsTopic = options.offsetsTopic;
     this.offsetsLeadership =
       options.offsetsTopic === undefined
@@ -425,194 +415,9 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     return this.registry.topicNames();
   }
 
-  // --- CreateTopics ---
-
-  /**
-   * Creates each topic of the request (Kafka's CreateTopics): every check runs first, in the request's
-   * order, without touching the disk — the name, that no topic of that name exists or is being created,
-   * the partition count and replication factor, and that the process has the file descriptors the new
-   * partitions need (POLICY_VIOLATION otherwise, as Kafka refuses a create over its partition limits).
-   * The partitions are then created CREATE_PARTITIONS_PER_TURN per event-loop turn, so heartbeats and
-   * every other call keep being answered during a large create; the call is answered once every topic is
-   * done. A topic becomes visible (Metadata, Produce, Fetch) only once all its partitions exist and its
-   * registry file is written. If anything fails on the way, or the server shuts down, the logs that
-   * create opened are closed and the directories it made are deleted: nothing half-made is left.
-   */
+  /** CreateTopics, in slices (TopicCreator.createTopics). */
   createTopics(request: CreateTopicsRequest): Promise<CreateTopicsResponse> {
-    const counts = new Map<string, number>();
-    for (const topic of request.topics) counts.set(topic.name, (counts.get(topic.name) ?? 0) + 1);
-    // The topics of one request are created one after the other, in its order (Metadata lists them so).
-    let previous: Promise<unknown> = Promise.resolve();
-    const results = request.topics.map((topic): CreatableTopicResult | Promise<CreatableTopicResult> => {
-      if ((counts.get(topic.name) ?? 0) > 1) {
-        return result(topic.name, ErrorCode.INVALID_REQUEST, `topic ${topic.name} appears more than once`);
-      }
-      const created = this.createTopic(topic, previous);
-      if (created instanceof Promise) previous = created;
-      return created;
-    });
-    return Promise.all(results).then((topics) => ({ topics }));
-  }
-
-  private createTopic(
-    topic: CreatableTopic,
-    after: Promise<unknown>,
-  ): CreatableTopicResult | Promise<CreatableTopicResult> {
-    const { name } = topic;
-    if (this.isShutdown) return result(name, ErrorCode.NOT_LEADER_OR_FOLLOWER, 'the server is shutting down');
-    // Cluster mode: the controller assigns replicas and the topic reaches this node through
-    // applyClusterMetadata; a local create would make a topic no other node knows of.
-    if (this.isClusterMode) {
-      return result(name, ErrorCode.NOT_CONTROLLER, 'topics of a cluster are created by its controller');
-    }
-    const nameProblem = topicNameProblem(name);
-    if (nameProblem !== null) return result(name, ErrorCode.INVALID_TOPIC_EXCEPTION, nameProblem);
-    if (RESERVED_TOPIC_NAMES.has(name)) {
-      return result(name, ErrorCode.INVALID_TOPIC_EXCEPTION, `${name} is reserved for the server's own use`);
-    }
-    if (this.registry.topic(name) !== undefined) {
-      return result(name, ErrorCode.TOPIC_ALREADY_EXISTS, `topic ${name} already exists`);
-    }
-    if (this.creations.has(name)) {
-      return result(name, ErrorCode.TOPIC_ALREADY_EXISTS, `topic ${name} is being created`);
-    }
-    const numPartitions =
-      topic.numPartitions === DEFAULT_TOPIC_SETTING ? DEFAULT_NUM_PARTITIONS : topic.numPartitions;
-    if (
-      !Number.isSafeInteger(numPartitions) ||
-      numPartitions < 1 ||
-      numPartitions > MAX_PARTITIONS_PER_TOPIC
-    ) {
-      return result(
-        name,
-        ErrorCode.INVALID_PARTITIONS,
-        `num_partitions must be from 1 to ${MAX_PARTITIONS_PER_TOPIC} (or -1 for ${DEFAULT_NUM_PARTITIONS}), got ${numPartitions}`,
-      );
-    }
-    const replicationFactor =
-      topic.replicationFactor === DEFAULT_TOPIC_SETTING
-        ? DEFAULT_REPLICATION_FACTOR
-        : topic.replicationFactor;
-    // One node holds one replica of each partition; more replicas need a cluster (docs/cluster.md).
-    if (replicationFactor !== 1) {
-      return result(
-        name,
-        ErrorCode.INVALID_REPLICATION_FACTOR,
-        `replication_factor must be 1 (or -1) on a single node, got ${replicationFactor}; more replicas need a cluster of nodes (--etcd-endpoints)`,
-      );
-    }
-    // The leader hosts every partition it creates.
-    const descriptors = numPartitions * FILE_DESCRIPTORS_PER_NEW_PARTITION;
-    const budgetProblem = this.fileDescriptorProblem(numPartitions, descriptors);
-    if (budgetProblem !== null) return result(name, ErrorCode.POLICY_VIOLATION, budgetProblem);
-    const replicas = [this.config.nodeId];
-    const assignment: TopicAssignment = {
-      name,
-      topicId: randomUUID(),
-      partitions: Array.from({ length: numPartitions }, (_, partitionIndex) => ({
-        partitionIndex,
-        replicas,
-      })),
-    };
-    this.reservedFileDescriptors += descriptors;
-    const creation = after
-      .catch(ignore)
-      .then(() => this.createPartitionsInSlices(assignment))
-      .finally(() => {
-        this.creations.delete(name);
-        this.reservedFileDescriptors -= descriptors;
-      });
-    this.creations.set(name, creation);
-    return creation;
-  }
-
-  /**
-   * Why the process cannot open `descriptors` more files for `partitions` new partitions, or null if it
-   * can: the limit, less the descriptors open now, less those that creates in flight will open, less the
-   * headroom kept for connections and segment rolls (open-files.ts).
-   */
-  private fileDescriptorProblem(partitions: number, descriptors: number): string | null {
-    const limit = this.maxOpenFiles;
-    const open = this.countOpenFiles() ?? this.estimatedOpenFiles();
-    const headroom = openFilesHeadroom(limit);
-    const free = limit - headroom - open - this.reservedFileDescriptors;
-    if (descriptors <= free) return null;
-    return (
-      `${partitions} partitions need ${descriptors} file descriptors and ${Math.max(0, free)} are free: ` +
-      `the process may open ${limit}, has ${open} open, ${this.reservedFileDescriptors} are reserved by ` +
-      `creates in flight and ${headroom} kept for connections and segments. Raise the limit (ulimit -n, ` +
-      '--max-open-files) or create fewer partitions'
-    );
-  }
-
-  /** Where /proc/self/fd cannot be read: two descriptors per segment of every hosted partition. */
-  private estimatedOpenFiles(): number {
-    let open = 0;
-    for (const partition of this.registry.hostedPartitions()) open += 2 * partition.log.numberOfSegments;
-    return open;
-  }
-
-  /**
-   * Opens the topic's partition logs a slice per event-loop turn, then writes its registry file and
-   * registers it (logs first, registry last: see LogManager). Resolves with the topic's result; never
-   * rejects. On a failure or a shutdown, the logs opened so far are closed and the directories this
-   * creation made are deleted (directories an earlier crashed create left are reused, and left).
-   */
-  private async createPartitionsInSlices(assignment: TopicAssignment): Promise<CreatableTopicResult> {
-    const { name } = assignment;
-    const opened = new Map<number, Partition>();
-    const made: number[] = [];
-    const nowMs = this.time.monotonicMs();
-    let failure: unknown;
-    try {
-      let next = 0;
-      while (!this.isShutdown) {
-        const end = Math.min(next + this.createPartitionsPerTurn, assignment.partitions.length);
-        const sliceStartMs = this.time.monotonicMs();
-        while (next < end) {
-          const { partitionIndex, replicas } = assignment.partitions[next++]!;
-          // Counted before the open: a failure halfway through it may have made the directory already.
-          if (!this.logManager.hasLog(name, partitionIndex)) made.push(partitionIndex);
-          opened.set(
-            partitionIndex,
-            this.newPartition(name, partitionIndex, replicas, nowMs, true, assignment.topicId),
-          );
-          // A slow disk makes a partition slower: the slice also ends when its time is up.
-          if (this.time.monotonicMs() - sliceStartMs >= CREATE_SLICE_MAX_MS) break;
-        }
-        if (next === assignment.partitions.length) break;
-        await nextTurn();
-      }
-      if (!this.isShutdown) {
-        // The new directories durable in the data directory, then the registry that names them, both
-        // off the loop. Once the registry is written the topic exists, shutdown or not: close() closes
-        // its logs with the others.
-        await this.logManager.syncNewLogs();
-        await this.logManager.writeTopicAsync(assignment);
-        this.registry.add(assignment, opened);
-        return result(name, ErrorCode.NONE, '');
-      }
-    } catch (error) {
-      failure = error;
-    }
-    // Undo: close the logs, forget a registry file the failure may have left, then delete the directories
-    // in slices (deleting thousands is no shorter than making them).
-    await Promise.all([...opened.values()].map((partition) => partition.log.close().catch(ignore)));
-    if (failure !== undefined) this.logManager.deleteTopicFile(name);
-    for (let i = 0; i < made.length; i++) {
-      if (i > 0 && i % this.createPartitionsPerTurn === 0) await nextTurn();
-      this.logManager.deleteLog(name, made[i]!);
-    }
-    if (made.length > 0) this.logManager.syncDataDir();
-    if (failure === undefined) {
-      return result(name, ErrorCode.NOT_LEADER_OR_FOLLOWER, 'the server is shutting down');
-    }
-    this.reportError(failure, `creating topic ${name} failed; the partitions it made were removed`);
-    return result(
-      name,
-      failure instanceof CohortError ? failure.code : ErrorCode.KAFKA_STORAGE_ERROR,
-      'the partitions could not be created; the server log has why',
-    );
+    return this.creator.createTopics(request);
   }
 
   // --- Metadata ---
@@ -1093,7 +898,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       }
     }
     for (const state of [...this.registry.topicStates()]) {
-      if (byTopic.has(state.name) || this.creations.has(state.name)) continue;
+      if (byTopic.has(state.name) || this.creator.isCreating(state.name)) continue;
       this.removeTopic(state);
       for (const info of state.partitions) {
         if (info.partition !== undefined) this.closeUnassigned(info.partition);
@@ -1570,7 +1375,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       this.shutdown();
       await this.stoppingFetchers;
       // A create in flight sees the shutdown at its next slice and removes what it made.
-      await Promise.all(this.creations.values());
+      await this.creator.settled();
       // The last HWs, so a restart starts from them; a failure (reported) must not keep the logs open.
       await this.highWatermarkCheckpointing?.catch(ignore);
       await this.checkpointHighWatermarks().catch(ignore);
@@ -1688,7 +1493,9 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
           state?.partitions[p.partitionIndex]?.partition === undefined,
       ).length;
       const problem =
-        added === 0 ? null : this.fileDescriptorProblem(added, added * FILE_DESCRIPTORS_PER_NEW_PARTITION);
+        added === 0
+          ? null
+          : this.creator.fileDescriptorProblem(added, added * FILE_DESCRIPTORS_PER_NEW_PARTITION);
       if (problem !== null) {
         this.reportError(
           new CohortError(ErrorCode.POLICY_VIOLATION, problem),
@@ -1819,10 +1626,6 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       this.followerFetches.delete(topicPartitionKey(state.name, info.partitionIndex));
     }
   }
-}
-
-function result(name: string, errorCode: ErrorCode, errorMessage: string): CreatableTopicResult {
-  return { name, errorCode, errorMessage };
 }
 
 function toSimpleRecord(record: ProduceRecord): SimpleRecord {

@@ -735,9 +735,21 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   ): void {
     const isrBefore = partition.isr;
     const isHwIncreased = partition.updateFollowerFetchState(replicaId, fetchOffset, nowMs);
-    if (partition.isr !== isrBefore)
-      this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
-    if (isHwIncreased) this.onHighWatermarkIncreased(partition);
+    if (partition.isr !== isrBefore) this.afterIsrChange(partition, isrBefore, isHwIncreased);
+    else if (isHwIncreased) this.onHighWatermarkIncreased(partition);
+  }
+
+  /**
+   * A leader's ISR changed (a follower caught up, the expiry shrank it, a proposal was committed): the
+   * listener is told, then what the change may complete is woken. A higher HW completes acks=-1 Produces
+   * and consumer Fetches; without one, a waiting acks=-1 may now be answered
+   * NOT_ENOUGH_REPLICAS_AFTER_APPEND (below the minimum the HW stays). `isHwIncreased`: whether the HW
+   * already moved with the change (a follower's fetch moves it); absent, it is moved here.
+   */
+  private afterIsrChange(partition: Partition, isrBefore: readonly number[], isHwIncreased?: boolean): void {
+    this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
+    if (isHwIncreased ?? partition.maybeIncrementLeaderHW()) this.onHighWatermarkIncreased(partition);
+    else this.producePurgatory.checkAndComplete(partition.key);
   }
 
   /** Kafka's tryCompleteDelayedRequests: a higher HW may complete Produces and consumer Fetches. */
@@ -959,11 +971,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         this.time.monotonicMs(),
         this.isrProposalRetryBackoffMs,
       );
-      if (!isChanged) return;
-      this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
-      if (partition.maybeIncrementLeaderHW()) this.onHighWatermarkIncreased(partition);
-      // acks=-1 produces answer NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR fell below the minimum.
-      else this.producePurgatory.checkAndComplete(partition.key);
+      if (isChanged) this.afterIsrChange(partition, isrBefore);
     };
     let proposed: Promise<IsrChangeResult>;
     try {
@@ -1434,12 +1442,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     for (const partition of this.registry.hostedPartitions()) {
       const isrBefore = partition.isr;
       const removed = partition.maybeShrinkIsr(nowMs);
-      if (removed.length === 0) continue;
-      this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
-      if (partition.maybeIncrementLeaderHW()) this.onHighWatermarkIncreased(partition);
-      // Below the minimum the HW stays, but a waiting acks=-1 may now be answered
-      // NOT_ENOUGH_REPLICAS_AFTER_APPEND.
-      else this.producePurgatory.checkAndComplete(partition.key);
+      if (removed.length > 0) this.afterIsrChange(partition, isrBefore);
     }
   }
 

@@ -2,7 +2,6 @@ import { CohortError, ErrorCode } from '../errors';
 import { DelayedOperationPurgatory, type PurgatoryStats } from '../purgatory';
 import type { Time } from '../time';
 import { MAX_DELAY_MS, SystemTimer } from '../timer';
-import type { Timer } from '../timer';
 import { DEFAULT_RETENTION_CHECK_INTERVAL_MS } from './broker-config';
 import type { BrokerConfig } from './broker-config';
 import {
@@ -46,6 +45,7 @@ import type { FetchParams, FetchPartitionStatus } from './delayed-fetch';
 import { DelayedHighWatermark } from './delayed-high-watermark';
 import { DelayedProduce } from './delayed-produce';
 import type { ProducePartitionStatus } from './delayed-produce';
+import { LogMaintenance } from './log-maintenance';
 import { LogManager } from './log-manager';
 import type { TopicAssignment } from './log-manager';
 import { FILE_DESCRIPTORS_PER_NEW_PARTITION } from './open-files';
@@ -76,15 +76,11 @@ import {
   OffsetsTopicLeadership,
   type OffsetsTopicOptions,
 } from './offsets-topic';
-import { PeriodicTask } from './periodic-task';
 import { replicaAuthorizationError } from './replica-authorization';
 import type { LeaderLinkStatus, ReplicaFetcherOptions } from './replica-fetcher';
 import { ReplicaFetcherManager } from './replica-fetcher-manager';
 import type { LeaderEndpointFactory } from './replica-fetcher-manager';
 import {
-  checkpointHighWatermarks,
-  DirtyRatioCompaction,
-  HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
   type LogAppendInfo,
   type LogReadInfo,
   type LogRecord,
@@ -178,8 +174,6 @@ function codeOf(error: unknown): ErrorCode {
   return error instanceof CohortError ? error.code : ErrorCode.UNKNOWN_SERVER_ERROR;
 }
 
-const ignore = (): void => undefined;
-
 function abortError(): Error {
   const error = new Error('the call was cancelled');
   error.name = 'AbortError';
@@ -225,9 +219,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private isReapplyScheduled = false;
   private readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce | DelayedHighWatermark>;
   private readonly fetchPurgatory: DelayedOperationPurgatory<DelayedFetch>;
-  private readonly maintenanceTimer: Timer;
-  private readonly periodicTasks: PeriodicTask[] = [];
-  private readonly retentionCheckIntervalMs: number;
+  /** The periodic tasks (ISR expiry, retention, flush, HW checkpoint) and follower compaction. */
+  private readonly maintenance: LogMaintenance;
   /** Reads shared by the DelayedFetches one event completes (see `sharedRead`). */
   private readonly completionReads = new Map<string, LogReadInfo>();
   private readonly clearCompletionReads = (): void => this.completionReads.clear();
@@ -254,8 +247,6 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private isShutdown = false;
   private closing: Promise<void> | null = null;
   private stoppingFetchers: Promise<void> | null = null;
-  /** The high-watermark checkpoint pass under way, if any (a slow one is not overlapped). */
-  private highWatermarkCheckpointing: Promise<void> | null = null;
   /** Operations that expired, by kind (Kafka's ExpiresPerSec meters, as counts). */
   readonly expired = { produce: 0, consumerFetch: 0, followerFetch: 0 };
   private readonly offsetsTopic: OffsetsTopicOptions | undefined;
@@ -263,14 +254,11 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private readonly offsetsCommitTimeoutMs: number;
   /** shutdown() has begun: a store write answered from here on was cut by it, not timed out. */
   private isShuttingDown = false;
-  /** The compaction of each compacted follower replica (a leader's is its store's). */
-  private readonly followerCompactions = new WeakMap<Partition, DirtyRatioCompaction>();
 
   constructor(config: BrokerConfig, options: ReplicaManagerOptions) {
     this.config = config;
     this.time = options.time;
     this.listener = options.listener ?? {};
-    this.retentionCheckIntervalMs = options.retentionCheckIntervalMs ?? DEFAULT_RETENTION_CHECK_INTERVAL_MS;
     this.isrChangeProposer = options.isrChangeProposer;
     this.isrProposalRetryBackoffMs =
       options.isrProposalRetryBackoffMs ?? DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS;
@@ -323,7 +311,23 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       'Fetch',
       new SystemTimer({ name: 'fetch-purgatory', time: this.time, onTaskError }),
     );
-    this.maintenanceTimer = new SystemTimer({ name: 'log-maintenance', time: this.time, onTaskError });
+    this.maintenance = new LogMaintenance(
+      {
+        time: this.time,
+        partitions: this.registry,
+        isShuttingDown: () => this.isShuttingDown,
+        afterIsrChange: (partition, isrBefore) => this.afterIsrChange(partition, isrBefore),
+        onSegmentsDeleted: () => this.completionReads.clear(),
+        reportError: (error, what) => this.reportError(error, what),
+      },
+      {
+        replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
+        retentionCheckIntervalMs: options.retentionCheckIntervalMs ?? DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+        flushIntervalMs: this.logManager.logConfig.flushIntervalMs,
+        minCleanableDirtyRatio: options.offsetsTopic?.store?.minCleanableDirtyRatio,
+        onTaskError,
+      },
+    );
     this.replicaFetcherManager =
       options.leaderEndpointFactory === undefined
         ? undefined
@@ -331,7 +335,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
             onError: (error, what) => this.reportError(error, what),
             ...options.replicaFetcherOptions,
             time: this.time,
-            timer: this.maintenanceTimer,
+            timer: this.maintenance.timer,
           });
   }
 
@@ -372,7 +376,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
 
   /**
    * Opens and recovers every partition of every registered topic, then starts the periodic tasks: ISR
-   * expiry every half of replicaLagTimeMaxMs (leader), retention, and the time-based flush if set.
+   * expiry every half of replicaLagTimeMaxMs (leader), retention, the time-based flush if set, and the
+   * HW checkpoint (LogMaintenance).
    */
   startup(): void {
     if (this.isStarted) return;
@@ -381,15 +386,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     if (this.offsetsTopic !== undefined && !this.isClusterMode) {
       this.createLocalOffsetsTopic(this.offsetsTopic);
     }
-    const periodMs = Math.max(1, Math.floor(this.config.replicaLagTimeMaxMs / 2));
-    this.schedule(periodMs, () => this.maybeShrinkIsr());
-    this.deleteOldSegments();
-    this.schedule(this.retentionCheckIntervalMs, () => this.deleteOldSegments());
-    const flushIntervalMs = this.logManager.logConfig.flushIntervalMs;
-    if (flushIntervalMs < Number.MAX_SAFE_INTEGER) {
-      this.schedule(Math.max(1, Math.floor(flushIntervalMs / 2)), () => this.maybeFlush());
-    }
-    this.schedule(HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, () => void this.checkpointHighWatermarks());
+    this.maintenance.start();
   }
 
   /** This process's address, for Metadata's broker list (known once the server is bound). */
@@ -1158,33 +1155,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       }
     }
     if (partition.updateFollowerHighWatermark(data.highWatermark)) this.fetchPurgatory.checkAndComplete(key);
-    if (data.records.length > 0) this.maybeCompactFollower(partition);
+    if (data.records.length > 0) this.maintenance.maybeCompactFollower(partition);
     return 'appended';
-  }
-
-  /**
-   * Kafka's cleaner runs on every replica: a follower of a compacted topic compacts its own copy, by the
-   * same dirty ratio as the leader's store and only below its own HW (a record above it may still be
-   * truncated when it follows a new leader). Offsets never change, so the copy still matches the leader's
-   * offset for offset wherever both hold a record.
-   */
-  private maybeCompactFollower(partition: Partition): void {
-    if (partition.log.config.cleanupPolicy !== 'compact') return;
-    let compaction = this.followerCompactions.get(partition);
-    if (compaction === undefined) {
-      const ratio = this.offsetsTopic?.store?.minCleanableDirtyRatio;
-      compaction = new DirtyRatioCompaction(partition.log, {
-        maxOffset: () => partition.highWatermark,
-        ...(ratio === undefined ? {} : { minCleanableDirtyRatio: ratio }),
-        onError: (error) => {
-          if (!this.isShuttingDown && this.registry.getPartition(partition.key) === partition) {
-            this.reportError(error, `compaction of ${partition.key} failed`);
-          }
-        },
-      });
-      this.followerCompactions.set(partition, compaction);
-    }
-    compaction.maybeCompact();
   }
 
   // --- __consumer_offsets ---
@@ -1369,12 +1341,12 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     // First: the stores stop acknowledging before their parked writes are cut below.
     this.offsetsLeadership?.resignAll();
     this.stoppingFetchers = this.replicaFetcherManager?.shutdown() ?? null;
-    for (const task of this.periodicTasks) task.cancel();
+    this.maintenance.cancelTasks();
     for (const op of [...this.parked]) op.forceComplete();
     this.isShutdown = true;
     this.producePurgatory.shutdown();
     this.fetchPurgatory.shutdown();
-    this.maintenanceTimer.shutdown();
+    this.maintenance.shutdown();
   }
 
   /** `shutdown()`, then fsyncs and closes every log. Idempotent. */
@@ -1385,8 +1357,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       // A create in flight sees the shutdown at its next slice and removes what it made.
       await this.creator.settled();
       // The last HWs, so a restart starts from them; a failure (reported) must not keep the logs open.
-      await this.highWatermarkCheckpointing?.catch(ignore);
-      await this.checkpointHighWatermarks().catch(ignore);
+      await this.maintenance.checkpointLastHighWatermarks();
       // The resigned stores' compactions end before their logs close (a close would abort them anyway).
       await this.offsetsLeadership?.settled();
       await Promise.all([...this.registry.hostedPartitions()].map((partition) => partition.log.close()));
@@ -1432,48 +1403,6 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   }
 
   // --- internals ---
-
-  private schedule(periodMs: number, action: () => void): void {
-    this.periodicTasks.push(new PeriodicTask(this.maintenanceTimer, periodMs, action).start());
-  }
-
-  private maybeShrinkIsr(): void {
-    const nowMs = this.time.monotonicMs();
-    for (const partition of this.registry.hostedPartitions()) {
-      const isrBefore = partition.isr;
-      const removed = partition.maybeShrinkIsr(nowMs);
-      if (removed.length > 0) this.afterIsrChange(partition, isrBefore);
-    }
-  }
-
-  private deleteOldSegments(): void {
-    for (const partition of this.registry.hostedPartitions()) {
-      try {
-        if (partition.deleteOldSegments() > 0) this.completionReads.clear();
-      } catch (error) {
-        this.reportError(error, `retention of ${partition.key} failed`);
-      }
-    }
-  }
-
-  /** Kafka's checkpointHighWatermarks: each partition whose HW moved since its last checkpoint. */
-  private checkpointHighWatermarks(): Promise<void> {
-    this.highWatermarkCheckpointing ??= checkpointHighWatermarks(
-      this.registry.hostedPartitions(),
-      (error, key) => this.reportError(error, `high watermark checkpoint of ${key} failed`),
-    ).finally(() => {
-      this.highWatermarkCheckpointing = null;
-    });
-    return this.highWatermarkCheckpointing;
-  }
-
-  private maybeFlush(): void {
-    for (const partition of this.registry.hostedPartitions()) {
-      partition.log
-        .maybeFlush()
-        ?.catch((error: unknown) => this.reportError(error, `flush of ${partition.key} failed`));
-    }
-  }
 
   private reportError(error: unknown, what: string): void {
     if (this.listener.onError !== undefined) this.listener.onError(error, what);

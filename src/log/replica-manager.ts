@@ -1,7 +1,7 @@
 import { CohortError, ErrorCode } from '../errors';
-import { DelayedOperationPurgatory, type PurgatoryStats } from '../purgatory';
+import type { PurgatoryStats } from '../purgatory';
 import type { Time } from '../time';
-import { MAX_DELAY_MS, SystemTimer } from '../timer';
+import { MAX_DELAY_MS } from '../timer';
 import { DEFAULT_RETENTION_CHECK_INTERVAL_MS } from './broker-config';
 import type { BrokerConfig } from './broker-config';
 import {
@@ -76,6 +76,7 @@ import {
   OffsetsTopicLeadership,
   type OffsetsTopicOptions,
 } from './offsets-topic';
+import { ParkedOperations } from './parked-operations';
 import { replicaAuthorizationError } from './replica-authorization';
 import type { LeaderLinkStatus, ReplicaFetcherOptions } from './replica-fetcher';
 import { ReplicaFetcherManager } from './replica-fetcher-manager';
@@ -174,12 +175,6 @@ function codeOf(error: unknown): ErrorCode {
   return error instanceof CohortError ? error.code : ErrorCode.UNKNOWN_SERVER_ERROR;
 }
 
-function abortError(): Error {
-  const error = new Error('the call was cancelled');
-  error.name = 'AbortError';
-  return error;
-}
-
 /**
  * The partitions of this process and the requests on them, after Kafka's ReplicaManager
  * (`appendRecords`, `fetchMessages`) with the parts of KafkaApis that turn requests into responses.
@@ -217,15 +212,13 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   /** Cluster mode: the last view applied, applied again when a log that held a topic back has closed. */
   private lastClusterUpdate: ClusterMetadataUpdate | undefined;
   private isReapplyScheduled = false;
-  private readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce | DelayedHighWatermark>;
-  private readonly fetchPurgatory: DelayedOperationPurgatory<DelayedFetch>;
+  /** The Produce and Fetch purgatories and what is parked in them. */
+  private readonly parked: ParkedOperations;
   /** The periodic tasks (ISR expiry, retention, flush, HW checkpoint) and follower compaction. */
   private readonly maintenance: LogMaintenance;
   /** Reads shared by the DelayedFetches one event completes (see `sharedRead`). */
   private readonly completionReads = new Map<string, LogReadInfo>();
   private readonly clearCompletionReads = (): void => this.completionReads.clear();
-  /** Parked operations, answered at shutdown. */
-  private readonly parked = new Set<DelayedFetch | DelayedProduce | DelayedHighWatermark>();
   /** CreateTopics, and the file-descriptor budget cluster mode checks too. */
   private readonly creator: TopicCreator;
   private readonly isrChangeProposer: IsrChangeProposer | undefined;
@@ -301,16 +294,9 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       { ...CONSUMER_OFFSETS_LOG_CONFIG, ...options.offsetsTopic?.logConfig, cleanupPolicy: 'compact' },
       { truncateCorruptLogs: true },
     );
-    // One timer per purgatory, as in Kafka: numDelayed is its timer's size.
     const onTaskError = (error: unknown): void => this.reportError(error, 'a delayed operation failed');
-    this.producePurgatory = new DelayedOperationPurgatory(
-      'Produce',
-      new SystemTimer({ name: 'produce-purgatory', time: this.time, onTaskError }),
-    );
-    this.fetchPurgatory = new DelayedOperationPurgatory(
-      'Fetch',
-      new SystemTimer({ name: 'fetch-purgatory', time: this.time, onTaskError }),
-    );
+    // The purgatories' timers before the maintenance timer: a manual clock runs them in that order.
+    this.parked = new ParkedOperations(this.time, onTaskError);
     this.maintenance = new LogMaintenance(
       {
         time: this.time,
@@ -349,16 +335,16 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
    * `__consumer_offsets` partition whose load waits), and parked Fetches.
    */
   get numDelayedProduce(): number {
-    return this.producePurgatory.numDelayed;
+    return this.parked.numDelayedProduce;
   }
 
   get numDelayedFetch(): number {
-    return this.fetchPurgatory.numDelayed;
+    return this.parked.numDelayedFetch;
   }
 
   /** Kafka's gauges of the Produce and Fetch purgatories, for metrics read on scrape. */
   purgatoryStats(): PurgatoryStats[] {
-    return [this.producePurgatory.stats(), this.fetchPurgatory.stats()];
+    return this.parked.stats();
   }
 
   /**
@@ -479,11 +465,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       entry.response.logStartOffset = partition.logStartOffset;
       return entry;
     }
-    // Wake-ups: the HW moves on append only with an ISR of one. Parked follower Fetches wait for the
-    // LEO, consumer Fetches for the HW: one check of the key covers both.
-    const isHwIncreased = partition.maybeIncrementLeaderHW();
-    this.fetchPurgatory.checkAndComplete(key);
-    if (isHwIncreased) this.producePurgatory.checkAndComplete(key);
+    // The HW moves on append only with an ISR of one.
+    this.parked.afterLeaderAppend(key, partition.maybeIncrementLeaderHW());
     return {
       response: {
         partitionIndex,
@@ -527,39 +510,29 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       isFlushed: entry.info!.flushed === null,
       errorCode: ErrorCode.REQUEST_TIMED_OUT,
     }));
-    return new Promise<ProduceResponse>((resolve, reject) => {
-      const onAbort = (): void => {
-        this.parked.delete(op);
-        op.abort();
-        reject(abortError());
-      };
-      const respond = (): void => {
-        this.parked.delete(op);
-        unlisten?.();
+    return this.parked.park<DelayedProduce, ProduceResponse>(
+      statuses.map((status) => status.key),
+      (respond) => {
+        const op = new DelayedProduce(timeoutMs, statuses, this, respond, () => {
+          this.expired.produce++;
+        });
+        for (let i = 0; i < appended.length; i++) {
+          const flushed = appended[i]!.info!.flushed;
+          if (flushed === null) continue;
+          const status = statuses[i]!;
+          flushed.then(
+            () => op.onFlushed(status),
+            (error: unknown) => op.onFlushFailed(status, codeOf(error)),
+          );
+        }
+        return op;
+      },
+      (_op, resolve) => {
         for (let i = 0; i < appended.length; i++) appended[i]!.response.errorCode = statuses[i]!.errorCode;
         resolve(response);
-      };
-      const op: DelayedProduce = new DelayedProduce(timeoutMs, statuses, this, respond, () => {
-        this.expired.produce++;
-      });
-      this.parked.add(op);
-      for (let i = 0; i < appended.length; i++) {
-        const flushed = appended[i]!.info!.flushed;
-        if (flushed === null) continue;
-        const status = statuses[i]!;
-        flushed.then(
-          () => op.onFlushed(status),
-          (error: unknown) => op.onFlushFailed(status, codeOf(error)),
-        );
-      }
-      // Runs onAbort at once if the caller has already gone; respond (which unregisters) runs only later.
-      const unlisten = context.onCancel?.(onAbort);
-      if (op.isCompleted) return; // aborted: the caller was already gone
-      this.producePurgatory.tryCompleteElseWatch(
-        op,
-        statuses.map((status) => status.key),
-      );
-    });
+      },
+      context,
+    );
   }
 
   // --- Fetch ---
@@ -588,30 +561,16 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     if (maxWaitMs === 0 || statuses.length === 0 || read.bytesReadable >= minBytes || read.hasError) {
       return Promise.resolve(read.response);
     }
-    return new Promise<FetchResponse>((resolve, reject) => {
-      const onAbort = (): void => {
-        this.parked.delete(op);
-        op.abort();
-        reject(abortError());
-      };
-      const respond = (): void => {
-        this.parked.delete(op);
-        unlisten?.();
-        resolve(this.readFromLocalLog(params, request.topics, null).response);
-      };
-      const op: DelayedFetch = new DelayedFetch(maxWaitMs, params, statuses, this, respond, () => {
-        if (params.isFromFollower) this.expired.followerFetch++;
-        else this.expired.consumerFetch++;
-      });
-      this.parked.add(op);
-      // Runs onAbort at once if the caller has already gone; respond (which unregisters) runs only later.
-      const unlisten = context.onCancel?.(onAbort);
-      if (op.isCompleted) return; // aborted: the caller was already gone
-      this.fetchPurgatory.tryCompleteElseWatch(
-        op,
-        statuses.map((status) => status.key),
-      );
-    });
+    return this.parked.park<DelayedFetch, FetchResponse>(
+      statuses.map((status) => status.key),
+      (respond) =>
+        new DelayedFetch(maxWaitMs, params, statuses, this, respond, () => {
+          if (params.isFromFollower) this.expired.followerFetch++;
+          else this.expired.consumerFetch++;
+        }),
+      (_op, resolve) => resolve(this.readFromLocalLog(params, request.topics, null).response),
+      context,
+    );
   }
 
   /**
@@ -733,7 +692,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     const isrBefore = partition.isr;
     const isHwIncreased = partition.updateFollowerFetchState(replicaId, fetchOffset, nowMs);
     if (partition.isr !== isrBefore) this.afterIsrChange(partition, isrBefore, isHwIncreased);
-    else if (isHwIncreased) this.onHighWatermarkIncreased(partition);
+    else if (isHwIncreased) this.parked.checkAndComplete(partition.key);
   }
 
   /**
@@ -745,14 +704,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
    */
   private afterIsrChange(partition: Partition, isrBefore: readonly number[], isHwIncreased?: boolean): void {
     this.listener.onIsrChange?.(partition.topic, partition.partitionIndex, partition.isr, isrBefore);
-    if (isHwIncreased ?? partition.maybeIncrementLeaderHW()) this.onHighWatermarkIncreased(partition);
-    else this.producePurgatory.checkAndComplete(partition.key);
-  }
-
-  /** Kafka's tryCompleteDelayedRequests: a higher HW may complete Produces and consumer Fetches. */
-  private onHighWatermarkIncreased(partition: Partition): void {
-    this.producePurgatory.checkAndComplete(partition.key);
-    this.fetchPurgatory.checkAndComplete(partition.key);
+    if (isHwIncreased ?? partition.maybeIncrementLeaderHW()) this.parked.checkAndComplete(partition.key);
+    else this.parked.checkProduces(partition.key);
   }
 
   // --- ListOffsets ---
@@ -927,7 +880,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     this.lastClusterUpdate = undefined;
     this.offsetsLeadership?.resignAll();
     for (const partition of this.registry.hostedPartitions()) {
-      if (partition.isLeader) this.producePurgatory.checkAndComplete(partition.key);
+      if (partition.isLeader) this.parked.checkProduces(partition.key);
     }
   }
 
@@ -952,8 +905,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     }
     // Parked acks=-1 produces answer (NOT_LEADER_OR_FOLLOWER on a former leader), parked follower fetches
     // of a former leader answer, consumers see a new HW.
-    this.producePurgatory.checkAndComplete(key);
-    this.fetchPurgatory.checkAndComplete(key);
+    this.parked.checkAndComplete(key);
   }
 
   /** Sends a partition's ISR proposal to the store; the answer is applied when it comes (never awaited). */
@@ -1154,7 +1106,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         // A consumer reading this follower waits for the HW, not the LEO: nothing to wake yet.
       }
     }
-    if (partition.updateFollowerHighWatermark(data.highWatermark)) this.fetchPurgatory.checkAndComplete(key);
+    if (partition.updateFollowerHighWatermark(data.highWatermark)) this.parked.checkFetches(key);
     if (data.records.length > 0) this.maintenance.maybeCompactFollower(partition);
     return 'appended';
   }
@@ -1245,9 +1197,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     } catch (error) {
       return Promise.reject(error);
     }
-    const isHwIncreased = partition.maybeIncrementLeaderHW();
-    this.fetchPurgatory.checkAndComplete(key);
-    if (isHwIncreased) this.producePurgatory.checkAndComplete(key);
+    this.parked.afterLeaderAppend(key, partition.maybeIncrementLeaderHW());
     const status: ProducePartitionStatus = {
       key,
       requiredOffset: info.lastOffset + 1,
@@ -1255,9 +1205,17 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       isFlushed: info.flushed === null,
       errorCode: ErrorCode.REQUEST_TIMED_OUT,
     };
-    return new Promise<void>((resolve, reject) => {
-      const respond = (): void => {
-        this.parked.delete(op);
+    return this.parked.park<DelayedProduce, void>(
+      [key],
+      (respond) => {
+        const op = new DelayedProduce(this.offsetsCommitTimeoutMs, [status], lookup, respond);
+        info.flushed?.then(
+          () => op.onFlushed(status),
+          (error: unknown) => op.onFlushFailed(status, codeOf(error)),
+        );
+        return op;
+      },
+      (_op, resolve, reject) => {
         if (!isLeading()) reject(notLeader());
         else if (status.errorCode === ErrorCode.NONE) resolve();
         else {
@@ -1270,15 +1228,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
             ),
           );
         }
-      };
-      const op: DelayedProduce = new DelayedProduce(this.offsetsCommitTimeoutMs, [status], lookup, respond);
-      this.parked.add(op);
-      info.flushed?.then(
-        () => op.onFlushed(status),
-        (error: unknown) => op.onFlushFailed(status, codeOf(error)),
-      );
-      this.producePurgatory.tryCompleteElseWatch(op, [key]);
-    });
+      },
+    );
   }
 
   /**
@@ -1291,17 +1242,15 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     const { isLeading, notLeader, lookup } = this.leadershipAt(partition, leaderEpoch);
     if (!isLeading()) return Promise.reject(notLeader());
     if (partition.highWatermark >= offset) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const respond = (): void => {
-        this.parked.delete(op);
+    return this.parked.park<DelayedHighWatermark, void>(
+      [partition.key],
+      (respond) => new DelayedHighWatermark(MAX_DELAY_MS, partition.key, offset, lookup, respond),
+      (op, resolve, reject) => {
         if (!isLeading()) reject(notLeader());
         else if (op.errorCode === ErrorCode.NONE) resolve();
         else reject(new CohortError(op.errorCode, `${partition.key}: the HW did not reach ${offset}`));
-      };
-      const op = new DelayedHighWatermark(MAX_DELAY_MS, partition.key, offset, lookup, respond);
-      this.parked.add(op);
-      this.producePurgatory.tryCompleteElseWatch(op, [partition.key]);
-    });
+      },
+    );
   }
 
   /**
@@ -1342,10 +1291,9 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     this.offsetsLeadership?.resignAll();
     this.stoppingFetchers = this.replicaFetcherManager?.shutdown() ?? null;
     this.maintenance.cancelTasks();
-    for (const op of [...this.parked]) op.forceComplete();
+    this.parked.answerAll();
     this.isShutdown = true;
-    this.producePurgatory.shutdown();
-    this.fetchPurgatory.shutdown();
+    this.parked.shutdown();
     this.maintenance.shutdown();
   }
 
@@ -1452,8 +1400,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     if (partition.topic === CONSUMER_OFFSETS_TOPIC) this.offsetsLeadership?.resign(partition.partitionIndex);
     this.followerFetches.delete(partition.key);
     this.completionReads.clear();
-    this.producePurgatory.checkAndComplete(partition.key);
-    this.fetchPurgatory.checkAndComplete(partition.key);
+    this.parked.checkAndComplete(partition.key);
     const key = partition.key;
     const closed = partition.log
       .close()

@@ -31,7 +31,7 @@ export interface LogMaintenanceOptions {
   readonly retentionCheckIntervalMs: number;
   /** The logs' time-based flush interval; Number.MAX_SAFE_INTEGER (or more) for none. */
   readonly flushIntervalMs: number;
-  /** The dirty ratio a follower's compaction starts at: the offsets stores'. Default DirtyRatioCompaction's. */
+  /** The dirty ratio a follower's compaction uses: the offsets stores'. Default DirtyRatioCompaction's. */
   readonly minCleanableDirtyRatio?: number;
   /** A task on the maintenance timer threw. */
   readonly onTaskError: (error: unknown) => void;

@@ -49,7 +49,7 @@ import { LogMaintenance } from './log-maintenance';
 import { LogManager } from './log-manager';
 import type { TopicAssignment } from './log-manager';
 import { FILE_DESCRIPTORS_PER_NEW_PARTITION } from './open-files';
-import { epochEndOffset, latestLocalEpoch } from './leader-epochs';
+import { epochEndOffset } from './leader-epochs';
 import { Partition, sameIds } from './partition';
 import type { IsrProposal } from './partition';
 import type {
@@ -77,6 +77,7 @@ import {
   type OffsetsTopicOptions,
 } from './offsets-topic';
 import { ParkedOperations } from './parked-operations';
+import { PartitionFetchStates } from './partition-fetch-state';
 import { replicaAuthorizationError } from './replica-authorization';
 import type { LeaderLinkStatus, ReplicaFetcherOptions } from './replica-fetcher';
 import { ReplicaFetcherManager } from './replica-fetcher-manager';
@@ -152,15 +153,6 @@ export interface ReplicaManagerOptions {
 /** Kafka's AlterPartition retry: a partition whose ISR proposal got no answer proposes again after this. */
 export const DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS = 1_000;
 
-/** Cluster mode: what this follower replica is doing about its leader. */
-interface FollowerFetchState {
-  readonly leaderId: number;
-  /** Became a follower in a new epoch: must truncate to the epoch boundary before fetching. */
-  needsTruncation: boolean;
-  /** The leader answered FENCED_LEADER_EPOCH: this replica's epoch is old; wait for newer metadata. */
-  isFenced: boolean;
-}
-
 /** A partition's part of a Produce, as processed. */
 interface ProduceEntry {
   readonly response: { -readonly [K in keyof ProducePartitionResponse]: ProducePartitionResponse[K] };
@@ -228,8 +220,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private readonly requireAuthenticatedReplicas: boolean;
   /** resignLeadership was called and no update has named this node live since. */
   private isResigned = false;
-  /** Cluster mode: the follower partitions, by key, and what each is doing about its leader. */
-  private readonly followerFetches = new Map<string, FollowerFetchState>();
+  /** Cluster mode: what each follower partition is doing about its leader; the fetchers work on it. */
+  private readonly fetchStates: PartitionFetchStates;
   /** Cluster mode with a leaderEndpointFactory: the fetchers, one per leader node. */
   readonly replicaFetcherManager: ReplicaFetcherManager | undefined;
   private readonly isLeadershipActive = (): boolean =>
@@ -314,10 +306,17 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         onTaskError,
       },
     );
+    this.fetchStates = new PartitionFetchStates({
+      partitions: this.registry,
+      isShutdown: () => this.isShutdown,
+      onTruncated: () => this.completionReads.clear(),
+      onHighWatermarkIncreased: (key) => this.parked.checkFetches(key),
+      onRecordsFetched: (partition) => this.maintenance.maybeCompactFollower(partition),
+    });
     this.replicaFetcherManager =
       options.leaderEndpointFactory === undefined
         ? undefined
-        : new ReplicaFetcherManager(config.nodeId, this, options.leaderEndpointFactory, {
+        : new ReplicaFetcherManager(config.nodeId, this.fetchStates, options.leaderEndpointFactory, {
             onError: (error, what) => this.reportError(error, what),
             ...options.replicaFetcherOptions,
             time: this.time,
@@ -891,7 +890,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       const isrBefore = partition.isr;
       const isSameLeadership = partition.isLeader && partition.leaderEpoch === state.leaderEpoch;
       if (!partition.makeLeader(state, nowMs)) return;
-      this.followerFetches.delete(key);
+      this.fetchStates.unfollow(key);
       // An ISR change of this leader's, committed (the store's view may arrive before the proposer's
       // answer, which is then ignored). A new leadership's ISR is the cluster's, not a change.
       if (isSameLeadership && !sameIds(partition.isr, isrBefore)) {
@@ -900,8 +899,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       partition.maybeIncrementLeaderHW();
     } else {
       if (!partition.makeFollower(state)) return;
-      if (state.leader === NO_LEADER_ID) this.followerFetches.delete(key);
-      else this.followerFetches.set(key, { leaderId: state.leader, needsTruncation: true, isFenced: false });
+      if (state.leader === NO_LEADER_ID) this.fetchStates.unfollow(key);
+      else this.fetchStates.follow(key, state.leader);
     }
     // Parked acks=-1 produces answer (NOT_LEADER_OR_FOLLOWER on a former leader), parked follower fetches
     // of a former leader answer, consumers see a new HW.
@@ -937,178 +936,34 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     proposed.then(settle, (error: unknown) => settle({ kind: 'failed', error }));
   }
 
-  // --- the follower side, driven by ReplicaFetcher ---
+  // --- the follower side (FollowerReplicas), kept by PartitionFetchStates for the fetchers ---
 
-  /**
-   * The partitions this follower copies from `leaderId`, each from its LEO: those that follow that leader,
-   * have found their epoch boundary and are not fenced, each with its leader epoch.
-   */
-  followerFetchTargets(leaderId: number): FollowerFetchTarget[] {
-    const targets: FollowerFetchTarget[] = [];
-    for (const [key, state] of this.followerFetches) {
-      const partition = this.registry.getPartition(key);
-      if (partition === undefined || state.leaderId !== leaderId) continue;
-      if (state.needsTruncation || state.isFenced) continue;
-      targets.push({
-        topic: partition.topic,
-        partitionIndex: partition.partitionIndex,
-        key,
-        fetchOffset: partition.logEndOffset,
-        currentLeaderEpoch: partition.leaderEpoch,
-      });
-    }
-    return targets;
-  }
-
-  /** Cluster mode: the leaders this node's follower partitions fetch from. */
   followedLeaders(): Set<number> {
-    const leaders = new Set<number>();
-    for (const state of this.followerFetches.values()) leaders.add(state.leaderId);
-    return leaders;
+    return this.fetchStates.followedLeaders();
   }
 
-  /**
-   * Whether a partition following `leaderId` waits for its epoch-boundary truncation (it just became a
-   * follower of that leader, or its epoch moved) and `isDue` (the fetcher's: not sitting out a backoff):
-   * the leader's fetcher starts its next round with it.
-   */
+  followerFetchTargets(leaderId: number): FollowerFetchTarget[] {
+    return this.fetchStates.followerFetchTargets(leaderId);
+  }
+
   hasPendingTruncation(leaderId: number, isDue: (key: string) => boolean): boolean {
-    for (const [key, state] of this.followerFetches) {
-      if (state.leaderId === leaderId && state.needsTruncation && !state.isFenced && isDue(key)) return true;
-    }
-    return false;
+    return this.fetchStates.hasPendingTruncation(leaderId, isDue);
   }
 
-  /**
-   * Cluster mode: the partitions following `leaderId` that must find their epoch boundary before they
-   * fetch. One whose log records no leader epoch has nothing to ask: it is truncated to its HW here (every
-   * record below it is on the leader, as before KIP-101) and fetches next.
-   */
   epochBoundaryTargets(leaderId: number): EpochBoundaryTarget[] {
-    const targets: EpochBoundaryTarget[] = [];
-    for (const [key, state] of this.followerFetches) {
-      const partition = this.registry.getPartition(key);
-      if (partition === undefined || state.leaderId !== leaderId) continue;
-      if (!state.needsTruncation || state.isFenced) continue;
-      const latestEpoch = latestLocalEpoch(partition);
-      if (latestEpoch === NO_LEADER_EPOCH) {
-        this.truncateFollower(partition, partition.highWatermark);
-        state.needsTruncation = false;
-        continue;
-      }
-      targets.push({
-        topic: partition.topic,
-        partitionIndex: partition.partitionIndex,
-        key,
-        currentLeaderEpoch: partition.leaderEpoch,
-        leaderEpoch: latestEpoch,
-      });
-    }
-    return targets;
+    return this.fetchStates.epochBoundaryTargets(leaderId);
   }
 
-  /**
-   * Applies the leader's OffsetForLeaderEpoch answer for one partition (Kafka's
-   * AbstractFetcherThread.getOffsetTruncationState, KIP-279):
-   * - no end offset: the leader knows nothing of the epoch; truncate to the HW;
-   * - no epoch (an old leader): truncate to the leader's end offset;
-   * - the leader's epoch, which this replica also has: truncate to the smaller of the two ends of it;
-   * - an epoch this replica does not have: truncate to the end of the largest epoch below it that it
-   *   has, and ask again (`again`) with that one.
-   * Never past the local LEO. FENCED_LEADER_EPOCH parks the partition until newer metadata arrives;
-   * UNKNOWN_LEADER_EPOCH asks again shortly (`retrySoon`); other errors ask for a backoff (`retry`).
-   */
   applyEpochEndOffset(key: string, data: EpochEndOffset, sentLeaderEpoch?: number): EpochBoundaryOutcome {
-    const partition = this.registry.getPartition(key);
-    const state = this.followerFetches.get(key);
-    if (partition === undefined || state === undefined || this.isShutdown) return 'retry';
-    if (!state.needsTruncation) return 'truncated';
-    // An answer to a request sent in an older epoch says nothing of the current one (the metadata moved
-    // while it was in flight): its fence is already lifted, and its end offset is asked for again.
-    if (sentLeaderEpoch !== undefined && sentLeaderEpoch !== partition.leaderEpoch) return 'again';
-    if (data.errorCode === ErrorCode.FENCED_LEADER_EPOCH) {
-      state.isFenced = true;
-      return 'retry';
-    }
-    if (data.errorCode === ErrorCode.UNKNOWN_LEADER_EPOCH) return 'retrySoon';
-    if (data.errorCode !== ErrorCode.NONE) return 'retry';
-    const logEndOffset = partition.logEndOffset;
-    let offset: number;
-    let isComplete = true;
-    if (data.endOffset === UNDEFINED_EPOCH_OFFSET) {
-      offset = partition.highWatermark;
-    } else if (data.leaderEpoch === NO_LEADER_EPOCH) {
-      offset = data.endOffset;
-    } else {
-      const local = epochEndOffset(partition, data.leaderEpoch);
-      if (local.leaderEpoch === NO_LEADER_EPOCH) {
-        offset = data.endOffset;
-      } else if (local.leaderEpoch !== data.leaderEpoch) {
-        offset = local.endOffset;
-        isComplete = false;
-      } else {
-        offset = Math.min(local.endOffset, data.endOffset);
-      }
-    }
-    this.truncateFollower(partition, Math.min(offset, logEndOffset));
-    if (!isComplete) return 'again';
-    state.needsTruncation = false;
-    return 'truncated';
+    return this.fetchStates.applyEpochEndOffset(key, data, sentLeaderEpoch);
   }
 
-  /** Cuts a follower's log at `offset` if it reaches past it. */
-  private truncateFollower(partition: Partition, offset: number): void {
-    if (offset >= partition.logEndOffset) return;
-    this.completionReads.clear();
-    partition.truncateTo(Math.max(offset, partition.logStartOffset));
-  }
-
-  /**
-   * Applies one partition of a fetch response from the leader: appends its records and takes the
-   * leader's HW (capped at the local LEO). OFFSET_OUT_OF_RANGE means this replica is ahead of the leader
-   * or behind its log start: without leader epochs the safe rule is to truncate to the leader's HW (every
-   * record below it is on the leader) or, behind the log start, to restart at the leader's log start.
-   */
   applyFetchedPartition(
     key: string,
     data: FetchPartitionData,
     sentLeaderEpoch?: number,
   ): FetchedPartitionOutcome {
-    const partition = this.registry.getPartition(key);
-    if (partition === undefined || partition.isLeader || this.isShutdown) return 'retry';
-    if (data.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) {
-      if (data.highWatermark < 0 || data.logStartOffset < 0) return 'retry';
-      this.completionReads.clear();
-      if (partition.logEndOffset < data.logStartOffset)
-        partition.truncateFullyAndStartAt(data.logStartOffset);
-      else partition.truncateTo(Math.min(data.highWatermark, partition.logEndOffset));
-      return 'truncated';
-    }
-    if (data.errorCode === ErrorCode.FENCED_LEADER_EPOCH) {
-      // This replica's epoch is older than the leader's: wait for the metadata that says so — unless the
-      // fetch was sent in an epoch this replica has already left (the metadata arrived while it was in
-      // flight): then the fence is old news, and marking the new epoch fenced would park the partition
-      // until the next change of its state, which may never come.
-      if (sentLeaderEpoch !== undefined && sentLeaderEpoch !== partition.leaderEpoch) return 'appended';
-      const state = this.followerFetches.get(key);
-      if (state !== undefined) state.isFenced = true;
-      return 'retry';
-    }
-    if (data.errorCode === ErrorCode.UNKNOWN_LEADER_EPOCH) return 'retrySoon';
-    if (data.errorCode !== ErrorCode.NONE) return 'retry';
-    if (data.records.length > 0) {
-      // Only what follows the local LEO: a response to an older fetch offset may overlap.
-      const from = partition.logEndOffset;
-      const fresh =
-        data.records[0]!.offset >= from ? data.records : data.records.filter((r) => r.offset >= from);
-      if (fresh.length > 0) {
-        partition.appendRecordsAsFollower(fresh);
-        // A consumer reading this follower waits for the HW, not the LEO: nothing to wake yet.
-      }
-    }
-    if (partition.updateFollowerHighWatermark(data.highWatermark)) this.parked.checkFetches(key);
-    if (data.records.length > 0) this.maintenance.maybeCompactFollower(partition);
-    return 'appended';
+    return this.fetchStates.applyFetchedPartition(key, data, sentLeaderEpoch);
   }
 
   // --- __consumer_offsets ---
@@ -1398,7 +1253,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   /** A replica this node no longer hosts: no longer copied or served; its files stay on disk. */
   private closeUnassigned(partition: Partition): void {
     if (partition.topic === CONSUMER_OFFSETS_TOPIC) this.offsetsLeadership?.resign(partition.partitionIndex);
-    this.followerFetches.delete(partition.key);
+    this.fetchStates.unfollow(partition.key);
     this.completionReads.clear();
     this.parked.checkAndComplete(partition.key);
     const key = partition.key;
@@ -1502,7 +1357,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private removeTopic(state: TopicState): void {
     this.registry.remove(state);
     for (const info of state.partitions) {
-      this.followerFetches.delete(topicPartitionKey(state.name, info.partitionIndex));
+      this.fetchStates.unfollow(topicPartitionKey(state.name, info.partitionIndex));
     }
   }
 }

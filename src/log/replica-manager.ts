@@ -1,7 +1,6 @@
 import { CohortError, ErrorCode } from '../errors';
 import type { PurgatoryStats } from '../purgatory';
 import type { Time } from '../time';
-import { MAX_DELAY_MS } from '../timer';
 import { DEFAULT_RETENTION_CHECK_INTERVAL_MS } from './broker-config';
 import type { BrokerConfig } from './broker-config';
 import {
@@ -35,16 +34,12 @@ import type {
   ProduceRequest,
   ProduceResponse,
 } from './broker-protocol';
-import {
-  CONSUMER_OFFSETS_LOG_CONFIG,
-  CONSUMER_OFFSETS_TOPIC,
-  type OffsetsPartition,
-} from './consumer-offsets';
+import { CONSUMER_OFFSETS_LOG_CONFIG, CONSUMER_OFFSETS_TOPIC } from './consumer-offsets';
 import { DelayedFetch } from './delayed-fetch';
 import type { FetchParams, FetchPartitionStatus } from './delayed-fetch';
-import { DelayedHighWatermark } from './delayed-high-watermark';
-import { DelayedProduce } from './delayed-produce';
+import { DelayedProduce, flushErrorCode } from './delayed-produce';
 import type { ProducePartitionStatus } from './delayed-produce';
+import { CoordinatorPartitionWriter } from './coordinator-partition-writer';
 import { LogMaintenance } from './log-maintenance';
 import { LogManager } from './log-manager';
 import type { TopicAssignment } from './log-manager';
@@ -70,12 +65,7 @@ import type {
   PartitionLeadership,
   PartitionRoleTarget,
 } from './partition-roles';
-import {
-  DEFAULT_OFFSETS_COMMIT_TIMEOUT_MS,
-  DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS,
-  OffsetsTopicLeadership,
-  type OffsetsTopicOptions,
-} from './offsets-topic';
+import { DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS, type OffsetsTopicOptions } from './offsets-topic';
 import { ParkedOperations } from './parked-operations';
 import { PartitionFetchStates } from './partition-fetch-state';
 import { replicaAuthorizationError } from './replica-authorization';
@@ -162,11 +152,6 @@ interface ProduceEntry {
 
 const NO_RECORDS: readonly LogRecord[] = Object.freeze([]);
 
-/** The error code of a thrown error: a CohortError's own, anything else UNKNOWN_SERVER_ERROR. */
-function codeOf(error: unknown): ErrorCode {
-  return error instanceof CohortError ? error.code : ErrorCode.UNKNOWN_SERVER_ERROR;
-}
-
 /**
  * The partitions of this process and the requests on them, after Kafka's ReplicaManager
  * (`appendRecords`, `fetchMessages`) with the parts of KafkaApis that turn requests into responses.
@@ -235,8 +220,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   /** Operations that expired, by kind (Kafka's ExpiresPerSec meters, as counts). */
   readonly expired = { produce: 0, consumerFetch: 0, followerFetch: 0 };
   private readonly offsetsTopic: OffsetsTopicOptions | undefined;
-  private readonly offsetsLeadership: OffsetsTopicLeadership | undefined;
-  private readonly offsetsCommitTimeoutMs: number;
+  /** The `__consumer_offsets` partitions led here: who is told, and how the group layer writes them. */
+  private readonly offsets: CoordinatorPartitionWriter;
   /** shutdown() has begun: a store write answered from here on was cut by it, not timed out. */
   private isShuttingDown = false;
 
@@ -270,14 +255,6 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       },
     );
     this.offsetsTopic = options.offsetsTopic;
-    this.offsetsLeadership =
-      options.offsetsTopic === undefined
-        ? undefined
-        : // A listener that throws must not stop the partition changes it is told of halfway.
-          new OffsetsTopicLeadership(options.offsetsTopic, this.time, (error) =>
-            this.reportError(error, 'the __consumer_offsets listener failed'),
-          );
-    this.offsetsCommitTimeoutMs = options.offsetsTopic?.commitTimeoutMs ?? DEFAULT_OFFSETS_COMMIT_TIMEOUT_MS;
     // The internal topic's own settings (not the server's --log-* flags), on every replica. Its logs
     // always open with truncateCorruptLogs: one damaged batch costs one group write, where refusing the
     // partition would cost every group on it (docs/operations.md).
@@ -289,6 +266,18 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     const onTaskError = (error: unknown): void => this.reportError(error, 'a delayed operation failed');
     // The purgatories' timers before the maintenance timer: a manual clock runs them in that order.
     this.parked = new ParkedOperations(this.time, onTaskError);
+    this.offsets = new CoordinatorPartitionWriter(
+      {
+        time: this.time,
+        nodeId: config.nodeId,
+        partitions: this.registry,
+        parked: this.parked,
+        isShuttingDown: () => this.isShuttingDown,
+        isLeadershipActive: this.isLeadershipActive,
+        reportError: (error, what) => this.reportError(error, what),
+      },
+      options.offsetsTopic,
+    );
     this.maintenance = new LogMaintenance(
       {
         time: this.time,
@@ -488,7 +477,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         try {
           await flushed;
         } catch (error) {
-          entry.response.errorCode = codeOf(error);
+          entry.response.errorCode = flushErrorCode(error);
         }
       }),
     );
@@ -517,12 +506,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         });
         for (let i = 0; i < appended.length; i++) {
           const flushed = appended[i]!.info!.flushed;
-          if (flushed === null) continue;
-          const status = statuses[i]!;
-          flushed.then(
-            () => op.onFlushed(status),
-            (error: unknown) => op.onFlushFailed(status, codeOf(error)),
-          );
+          if (flushed !== null) op.awaitFlush(statuses[i]!, flushed);
         }
         return op;
       },
@@ -854,7 +838,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         info.isr = Object.freeze([...state.isr]);
         if (info.partition !== undefined) {
           this.applyPartitionState(info.partition, state, nowMs);
-          this.updateOffsetsLeadership(info.partition);
+          this.offsets.updateLeadership(info.partition);
         }
       }
     }
@@ -877,7 +861,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     this.isResigned = true;
     // Never applied again on our own (see closeUnassigned): only a view from a new session may.
     this.lastClusterUpdate = undefined;
-    this.offsetsLeadership?.resignAll();
+    this.offsets.resignAll();
     for (const partition of this.registry.hostedPartitions()) {
       if (partition.isLeader) this.parked.checkProduces(partition.key);
     }
@@ -1005,131 +989,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       configuredNumPartitions,
     });
     for (const info of state.partitions) {
-      if (info.partition !== undefined) this.updateOffsetsLeadership(info.partition);
+      if (info.partition !== undefined) this.offsets.updateLeadership(info.partition);
     }
-  }
-
-  /** Tells the offsets listener whether `partition` (of `__consumer_offsets`) is led here, and at which epoch. */
-  private updateOffsetsLeadership(partition: Partition): void {
-    if (this.offsetsLeadership === undefined || partition.topic !== CONSUMER_OFFSETS_TOPIC) return;
-    const isLeading = partition.isLeader && !this.isShuttingDown && this.isLeadershipActive();
-    this.offsetsLeadership.update(this.offsetsPartitionOf(partition), isLeading, partition.leaderEpoch);
-  }
-
-  private offsetsPartitionOf(partition: Partition): OffsetsPartition & { readonly partitionIndex: number } {
-    return {
-      key: partition.key,
-      partitionIndex: partition.partitionIndex,
-      log: partition.log,
-      get highWatermark() {
-        return partition.highWatermark;
-      },
-      appendCommitted: (records: readonly SimpleRecord[], leaderEpoch: number) =>
-        this.appendCommitted(partition, records, leaderEpoch),
-      awaitHighWatermark: (offset: number, leaderEpoch: number) =>
-        this.awaitHighWatermark(partition, offset, leaderEpoch),
-    };
-  }
-
-  /**
-   * A store's write (OffsetsPartition.appendCommitted): appended as leader at `leaderEpoch` with acks=-1
-   * semantics and parked as a DelayedProduce in the produce purgatory until the HW passes it with the ISR
-   * at the minimum and the leader's fsync covers it, or the commit timeout (REQUEST_TIMED_OUT). Once this
-   * node no longer leads the partition at that epoch (a new epoch, a follower, unassigned, the session
-   * lost, shutdown) it rejects NOT_LEADER_OR_FOLLOWER, whatever the purgatory found.
-   */
-  private appendCommitted(
-    partition: Partition,
-    records: readonly SimpleRecord[],
-    leaderEpoch: number,
-  ): Promise<void> {
-    const key = partition.key;
-    const { isLeading, notLeader, lookup } = this.leadershipAt(partition, leaderEpoch);
-    if (!isLeading()) return Promise.reject(notLeader());
-    let info: LogAppendInfo;
-    try {
-      info = partition.appendRecordsToLeader(records, -1);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    this.parked.afterLeaderAppend(key, partition.maybeIncrementLeaderHW());
-    const status: ProducePartitionStatus = {
-      key,
-      requiredOffset: info.lastOffset + 1,
-      acksPending: true,
-      isFlushed: info.flushed === null,
-      errorCode: ErrorCode.REQUEST_TIMED_OUT,
-    };
-    return this.parked.park<DelayedProduce, void>(
-      [key],
-      (respond) => {
-        const op = new DelayedProduce(this.offsetsCommitTimeoutMs, [status], lookup, respond);
-        info.flushed?.then(
-          () => op.onFlushed(status),
-          (error: unknown) => op.onFlushFailed(status, codeOf(error)),
-        );
-        return op;
-      },
-      (_op, resolve, reject) => {
-        if (!isLeading()) reject(notLeader());
-        else if (status.errorCode === ErrorCode.NONE) resolve();
-        else {
-          reject(
-            new CohortError(
-              status.errorCode,
-              status.errorCode === ErrorCode.REQUEST_TIMED_OUT
-                ? `${key}: not committed within ${this.offsetsCommitTimeoutMs} ms`
-                : `${key}: the write was not committed`,
-            ),
-          );
-        }
-      },
-    );
-  }
-
-  /**
-   * A store's wait for its load to be committed (OffsetsPartition.awaitHighWatermark): parked as a
-   * DelayedHighWatermark in the produce purgatory, under the partition's key, until the HW reaches
-   * `offset`; rejected NOT_LEADER_OR_FOLLOWER once this node no longer leads the partition at `leaderEpoch`
-   * (every such change checks the key's watchers; shutdown completes every parked operation).
-   */
-  private awaitHighWatermark(partition: Partition, offset: number, leaderEpoch: number): Promise<void> {
-    const { isLeading, notLeader, lookup } = this.leadershipAt(partition, leaderEpoch);
-    if (!isLeading()) return Promise.reject(notLeader());
-    if (partition.highWatermark >= offset) return Promise.resolve();
-    return this.parked.park<DelayedHighWatermark, void>(
-      [partition.key],
-      (respond) => new DelayedHighWatermark(MAX_DELAY_MS, partition.key, offset, lookup, respond),
-      (op, resolve, reject) => {
-        if (!isLeading()) reject(notLeader());
-        else if (op.errorCode === ErrorCode.NONE) resolve();
-        else reject(new CohortError(op.errorCode, `${partition.key}: the HW did not reach ${offset}`));
-      },
-    );
-  }
-
-  /**
-   * Whether this node still leads `partition` at `leaderEpoch` (not shutting down, the same replica, its
-   * leader at that epoch, the session active), the error a store's call gets once it does not, and the
-   * partition as a delayed operation sees it: gone once it is no longer led here at the epoch.
-   */
-  private leadershipAt(
-    partition: Partition,
-    leaderEpoch: number,
-  ): { isLeading: () => boolean; notLeader: () => CohortError; lookup: PartitionLookup } {
-    const key = partition.key;
-    const isLeading = (): boolean =>
-      !this.isShuttingDown &&
-      this.registry.getPartition(key) === partition &&
-      partition.isLeader &&
-      partition.leaderEpoch === leaderEpoch &&
-      this.isLeadershipActive();
-    const notLeader = (): CohortError =>
-      new CohortError(
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        `node ${this.config.nodeId} does not lead ${key} at leader epoch ${leaderEpoch}`,
-      );
-    return { isLeading, notLeader, lookup: { getPartition: () => (isLeading() ? partition : undefined) } };
   }
 
   // --- shutdown ---
@@ -1143,7 +1004,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     if (this.isShutdown) return;
     this.isShuttingDown = true;
     // First: the stores stop acknowledging before their parked writes are cut below.
-    this.offsetsLeadership?.resignAll();
+    this.offsets.resignAll();
     this.stoppingFetchers = this.replicaFetcherManager?.shutdown() ?? null;
     this.maintenance.cancelTasks();
     this.parked.answerAll();
@@ -1162,7 +1023,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       // The last HWs, so a restart starts from them; a failure (reported) must not keep the logs open.
       await this.maintenance.checkpointLastHighWatermarks();
       // The resigned stores' compactions end before their logs close (a close would abort them anyway).
-      await this.offsetsLeadership?.settled();
+      await this.offsets.settled();
       await Promise.all([...this.registry.hostedPartitions()].map((partition) => partition.log.close()));
     })();
     return this.closing;
@@ -1252,7 +1113,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
 
   /** A replica this node no longer hosts: no longer copied or served; its files stay on disk. */
   private closeUnassigned(partition: Partition): void {
-    if (partition.topic === CONSUMER_OFFSETS_TOPIC) this.offsetsLeadership?.resign(partition.partitionIndex);
+    this.offsets.resign(partition);
     this.fetchStates.unfollow(partition.key);
     this.completionReads.clear();
     this.parked.checkAndComplete(partition.key);

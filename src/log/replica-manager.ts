@@ -1,10 +1,8 @@
-import { CohortError, ErrorCode } from '../errors';
 import type { PurgatoryStats } from '../purgatory';
 import type { Time } from '../time';
 import { BrokerApis } from './broker-apis';
 import { DEFAULT_RETENTION_CHECK_INTERVAL_MS } from './broker-config';
 import type { BrokerConfig } from './broker-config';
-import { NO_LEADER_EPOCH } from './broker-protocol';
 import type {
   BrokerNode,
   BrokerRequestContext,
@@ -33,13 +31,13 @@ import type {
   FollowerFetchTarget,
   FollowerReplicas,
 } from './follower-replicas';
+import { HostedReplicas } from './hosted-replicas';
 import { LogMaintenance } from './log-maintenance';
 import { LogManager } from './log-manager';
 import type { TopicAssignment } from './log-manager';
-import { DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS, type OffsetsTopicOptions } from './offsets-topic';
-import { FILE_DESCRIPTORS_PER_NEW_PARTITION } from './open-files';
+import type { OffsetsTopicOptions } from './offsets-topic';
 import { ParkedOperations } from './parked-operations';
-import { Partition, sameIds } from './partition';
+import { type Partition, sameIds } from './partition';
 import type { IsrProposal } from './partition';
 import { PartitionFetchStates } from './partition-fetch-state';
 import type { PartitionLookup } from './partition-lookup';
@@ -59,7 +57,7 @@ import type { LeaderEndpointFactory } from './replica-fetcher-manager';
 import type { LogRecoveryOptions } from './storage';
 import { topicNameProblem, topicPartitionKey } from './topic-partition';
 import { TopicCreator } from './topic-creator';
-import { TopicRegistry, type TopicState } from './topic-registry';
+import { TopicRegistry } from './topic-registry';
 
 /** Notable events, for the server's log and for tests. */
 export interface ReplicaManagerListener {
@@ -122,11 +120,12 @@ export interface ReplicaManagerOptions {
 export const DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS = 1_000;
 
 /**
- * The partitions of this process, after Kafka's ReplicaManager: which replicas it hosts (from its data
- * directory, CreateTopics, or the cluster's view), each one's role (leader or follower, at its epoch, with
- * the ISR changes a leader proposes), the requests on them and its start and shutdown. The jobs around
- * that are parts of their own, which this wires together and the server reaches through it:
+ * The partitions of this process, after Kafka's ReplicaManager: each hosted replica's role (leader or
+ * follower, at its epoch, from the cluster's view or, on a single node, leader of everything), the ISR
+ * changes a leader proposes, and the start and shutdown of it all. The jobs around that are parts of
+ * their own, which this wires together and the server reaches through it:
  *
+ * - HostedReplicas: which replicas are open here (data directory, CreateTopics, the cluster's view);
  * - the requests: BrokerApis (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch), TopicRegistry
  *   (Metadata), TopicCreator (CreateTopics);
  * - ParkedOperations: the Produce and Fetch purgatories;
@@ -143,11 +142,8 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private readonly logManager: LogManager;
   /** The topics, the partitions hosted here and the cluster's nodes (Kafka's MetadataCache). */
   private readonly registry: TopicRegistry;
-  /**
-   * Logs being closed, by partition key (a replica no longer hosted, or of a topic deleted and created
-   * again): their directories are not opened again until the close is done.
-   */
-  private readonly closingLogs = new Map<string, Promise<void>>();
+  /** The replicas hosted here, as their logs open and close. */
+  private readonly hosted: HostedReplicas;
   /** Cluster mode: the last view applied, applied again when a log that held a topic back has closed. */
   private lastClusterUpdate: ClusterMetadataUpdate | undefined;
   private isReapplyScheduled = false;
@@ -195,6 +191,30 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     this.requireAuthenticatedReplicas = config.requireAuthenticatedReplicas ?? this.isClusterMode;
     this.logManager = new LogManager(config.dataDir, config.logConfig, this.time, options.recovery);
     this.registry = new TopicRegistry(config.nodeId, this.isClusterMode);
+    this.hosted = new HostedReplicas({
+      time: this.time,
+      config,
+      isClusterMode: this.isClusterMode,
+      logManager: this.logManager,
+      registry: this.registry,
+      proposeIsr: this.proposeIsr,
+      isLeadershipActive: this.isLeadershipActive,
+      fileDescriptorProblem: (partitions, descriptors) =>
+        this.creator.fileDescriptorProblem(partitions, descriptors),
+      onTopicForgotten: (state) => {
+        for (const info of state.partitions) {
+          this.fetchStates.unfollow(topicPartitionKey(state.name, info.partitionIndex));
+        }
+      },
+      onUnassigned: (partition) => {
+        this.offsets.resign(partition);
+        this.fetchStates.unfollow(partition.key);
+        this.apis.clearSharedReads();
+        this.parked.checkAndComplete(partition.key);
+      },
+      onLogClosed: () => this.scheduleReapply(),
+      reportError: (error, what) => this.reportError(error, what),
+    });
     this.creator = new TopicCreator(
       {
         time: this.time,
@@ -204,7 +224,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         registry: this.registry,
         isShutdown: () => this.isShutdown,
         createPartition: (topic, partitionIndex, replicas, nowMs, topicId) =>
-          this.newPartition(topic, partitionIndex, replicas, nowMs, true, topicId),
+          this.hosted.newPartition(topic, partitionIndex, replicas, nowMs, true, topicId),
         reportError: (error, what) => this.reportError(error, what),
       },
       {
@@ -330,9 +350,11 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   startup(): void {
     if (this.isStarted) return;
     this.isStarted = true;
-    for (const assignment of this.logManager.loadTopics()) this.registerTopic(assignment);
+    this.hosted.loadTopics();
     if (this.offsetsTopic !== undefined && !this.isClusterMode) {
-      this.createLocalOffsetsTopic(this.offsetsTopic);
+      for (const partition of this.hosted.hostLocalOffsetsTopic(this.offsetsTopic)) {
+        this.offsets.updateLeadership(partition);
+      }
     }
     this.maintenance.start();
   }
@@ -433,14 +455,11 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       if (known?.topicId !== undefined && topicId !== undefined && known.topicId !== topicId) {
         // Another topic of the same name (deleted and created again): the earlier one's logs close, and
         // the new one opens once they have (its directories are then moved aside, see LogManager).
-        this.removeTopic(known);
-        for (const info of known.partitions) {
-          if (info.partition !== undefined) this.closeUnassigned(info.partition);
-        }
+        this.hosted.dropTopic(known);
         continue;
       }
       // A log of this topic's still closing: its directory is not to be opened again until it is.
-      if (states.some((state) => this.closingLogs.has(topicPartitionKey(name, state.partitionIndex))))
+      if (states.some((state) => this.hosted.isClosing(topicPartitionKey(name, state.partitionIndex))))
         continue;
       const assignment: TopicAssignment = {
         name,
@@ -451,7 +470,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         })),
       };
       try {
-        if (!this.applyAssignment(assignment)) continue;
+        if (!this.hosted.applyAssignment(assignment)) continue;
       } catch (error) {
         this.reportError(error, `opening the replicas of topic ${name} failed`);
         continue;
@@ -470,10 +489,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     }
     for (const state of [...this.registry.topicStates()]) {
       if (byTopic.has(state.name) || this.creator.isCreating(state.name)) continue;
-      this.removeTopic(state);
-      for (const info of state.partitions) {
-        if (info.partition !== undefined) this.closeUnassigned(info.partition);
-      }
+      this.hosted.dropTopic(state);
     }
     this.replicaFetcherManager?.update(update.liveNodes);
   }
@@ -576,49 +592,6 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     return this.fetchStates.applyFetchedPartition(key, data, sentLeaderEpoch);
   }
 
-  // --- __consumer_offsets ---
-
-  /**
-   * Single-node mode: the internal topic at start-up, every partition led here at epoch 0. A data
-   * directory that has the topic keeps its partition count (Kafka keeps its topic too); one from before
-   * the topic was replicated (`__consumer_offsets-0` alone, no registry entry) is registered as a topic
-   * of one partition, its log taken as it is; otherwise the topic is created with `numPartitions`, every
-   * partition directory at once (eagerly: docs/storage.md).
-   */
-  private createLocalOffsetsTopic(options: OffsetsTopicOptions): void {
-    const name = CONSUMER_OFFSETS_TOPIC;
-    const configuredNumPartitions = options.numPartitions ?? DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS;
-    const existing = this.registry.topic(name);
-    let outcome: 'created' | 'adopted' | 'kept' = 'kept';
-    if (existing === undefined) {
-      // Partition 1's directory too means a create of several partitions that crashed before its
-      // registry file: nothing was written to it, and it is created again (reusing the directories).
-      const isAdopted = this.logManager.hasLog(name, 0) && !this.logManager.hasLog(name, 1);
-      outcome = isAdopted ? 'adopted' : 'created';
-      const numPartitions = isAdopted ? 1 : configuredNumPartitions;
-      const replicas = [this.config.nodeId];
-      this.applyAssignment(
-        {
-          name,
-          partitions: Array.from({ length: numPartitions }, (_, partitionIndex) => ({
-            partitionIndex,
-            replicas,
-          })),
-        },
-        false,
-      );
-    }
-    const state = this.registry.topic(name)!;
-    options.onStartup?.({
-      outcome,
-      numPartitions: state.partitions.length,
-      configuredNumPartitions,
-    });
-    for (const info of state.partitions) {
-      if (info.partition !== undefined) this.offsets.updateLeadership(info.partition);
-    }
-  }
-
   // --- shutdown ---
 
   /**
@@ -655,41 +628,9 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     return this.closing;
   }
 
-  /**
-   * Every partition replica this node's data directory holds, for a recovery of the cluster's metadata
-   * (called once this node has resigned every role: etcd lost the metadata): its topic's id and partition
-   * count as this node last knew them, the highest leader epoch it knows of (its log's last batch, or the
-   * epoch it was told in memory, which is higher after an election no write followed) and its log end
-   * offset. Hosted logs are read as they are; the others opened (recovered), read and closed, one at a
-   * time, after any close of the same directory still under way.
-   */
-  async describeLocalReplicas(): Promise<LocalReplicaState[]> {
-    const replicas: LocalReplicaState[] = [];
-    const partitionCounts = new Map<string, number>();
-    for (const topic of this.logManager.loadTopics())
-      partitionCounts.set(topic.name, topic.partitions.length);
-    for (const { topic, partitionIndex } of this.logManager.partitionDirectories()) {
-      const key = topicPartitionKey(topic, partitionIndex);
-      await this.closingLogs.get(key);
-      const hosted = this.registry.getPartition(key);
-      const log = hosted?.log ?? this.logManager.openLog(topic, partitionIndex);
-      try {
-        const topicId =
-          this.registry.topic(topic)?.topicId ?? this.logManager.topicIdOf(topic, partitionIndex);
-        const partitionCount = this.registry.topic(topic)?.partitions.length ?? partitionCounts.get(topic);
-        replicas.push({
-          topic,
-          partitionIndex,
-          leaderEpoch: Math.max(log.latestEpoch(), hosted?.leaderEpoch ?? -1),
-          logEndOffset: log.logEndOffset,
-          ...(topicId === undefined ? {} : { topicId }),
-          ...(partitionCount === undefined ? {} : { partitionCount }),
-        });
-      } finally {
-        if (hosted === undefined) await log.close();
-      }
-    }
-    return replicas;
+  /** Every partition replica this node's data directory holds (HostedReplicas.describeLocalReplicas). */
+  describeLocalReplicas(): Promise<LocalReplicaState[]> {
+    return this.hosted.describeLocalReplicas();
   }
 
   // --- internals ---
@@ -697,62 +638,6 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private reportError(error: unknown, what: string): void {
     if (this.listener.onError !== undefined) this.listener.onError(error, what);
     else throw error;
-  }
-
-  /**
-   * Takes a topic's assignment: registers it (and its registry file) if new or changed, opening the
-   * replicas this node now hosts and closing those it no longer does (their files stay on disk). With
-   * `checkBudget`, a change that would open more files than the process has free is reported and not
-   * made (false).
-   */
-  private applyAssignment(assignment: TopicAssignment, checkBudget = true): boolean {
-    const state = this.registry.topic(assignment.name);
-    if (this.registry.hasAssignment(assignment)) return true;
-    if (checkBudget) {
-      const added = assignment.partitions.filter(
-        (p) =>
-          p.replicas.includes(this.config.nodeId) &&
-          state?.partitions[p.partitionIndex]?.partition === undefined,
-      ).length;
-      const problem =
-        added === 0
-          ? null
-          : this.creator.fileDescriptorProblem(added, added * FILE_DESCRIPTORS_PER_NEW_PARTITION);
-      if (problem !== null) {
-        this.reportError(
-          new CohortError(ErrorCode.POLICY_VIOLATION, problem),
-          `cannot host the replicas of topic ${assignment.name}`,
-        );
-        return false;
-      }
-    }
-    const opened = this.openPartitions(assignment, state);
-    this.logManager.writeTopic(assignment);
-    if (state !== undefined) this.removeTopic(state);
-    this.registry.add(assignment, opened);
-    const kept = new Set(opened.values());
-    for (const info of state?.partitions ?? []) {
-      if (info.partition !== undefined && !kept.has(info.partition)) this.closeUnassigned(info.partition);
-    }
-    return true;
-  }
-
-  /** A replica this node no longer hosts: no longer copied or served; its files stay on disk. */
-  private closeUnassigned(partition: Partition): void {
-    this.offsets.resign(partition);
-    this.fetchStates.unfollow(partition.key);
-    this.apis.clearSharedReads();
-    this.parked.checkAndComplete(partition.key);
-    const key = partition.key;
-    const closed = partition.log
-      .close()
-      .catch((error: unknown) => this.reportError(error, `closing ${key} failed`))
-      .finally(() => {
-        if (this.closingLogs.get(key) !== closed) return;
-        this.closingLogs.delete(key);
-        this.scheduleReapply();
-      });
-    this.closingLogs.set(key, closed);
   }
 
   /**
@@ -765,86 +650,12 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     setImmediate(() => {
       this.isReapplyScheduled = false;
       const update = this.lastClusterUpdate;
-      if (update === undefined || this.isShutdown || this.closingLogs.size > 0) return;
+      if (update === undefined || this.isShutdown || this.hosted.hasClosingLogs) return;
       try {
         this.applyClusterMetadata(update);
       } catch (error) {
         this.reportError(error, 'applying the cluster view again after logs closed failed');
       }
     });
-  }
-
-  /** Registers a topic read from the registry at start-up. */
-  private registerTopic(assignment: TopicAssignment): void {
-    this.registry.add(assignment, this.openPartitions(assignment));
-  }
-
-  /**
-   * Opens the logs of the partitions this process hosts (it is one of their replicas), reusing those an
-   * earlier state of the topic already opened. On a failure the logs opened here are closed again.
-   */
-  private openPartitions(assignment: TopicAssignment, previous?: TopicState): Map<number, Partition> {
-    const opened = new Map<number, Partition>();
-    const nowMs = this.time.monotonicMs();
-    try {
-      for (const { partitionIndex, replicas } of assignment.partitions) {
-        if (!replicas.includes(this.config.nodeId)) continue;
-        const existing = previous?.partitions[partitionIndex]?.partition;
-        if (existing !== undefined) {
-          opened.set(partitionIndex, existing);
-          continue;
-        }
-        opened.set(
-          partitionIndex,
-          this.newPartition(assignment.name, partitionIndex, replicas, nowMs, false, assignment.topicId),
-        );
-      }
-    } catch (error) {
-      for (const [index, partition] of opened) {
-        if (previous?.partitions[index]?.partition !== partition) void partition.log.close();
-      }
-      throw error;
-    }
-    return opened;
-  }
-
-  /**
-   * Opens (creating or recovering) one partition's log; `isCreating` for CreateTopics, which makes the new
-   * directories durable itself (LogManager.createLog).
-   */
-  private newPartition(
-    topic: string,
-    partitionIndex: number,
-    replicas: readonly number[],
-    nowMs: number,
-    isCreating = false,
-    topicId?: string,
-  ): Partition {
-    return new Partition({
-      topic,
-      partitionIndex,
-      log: isCreating
-        ? this.logManager.createLog(topic, partitionIndex, topicId)
-        : this.logManager.openLog(topic, partitionIndex, topicId),
-      localNodeId: this.config.nodeId,
-      // Cluster mode: no role until the cluster gives it one (applyClusterMetadata). A single node leads
-      // every partition it hosts.
-      leaderId: this.isClusterMode ? NO_LEADER_ID : this.config.nodeId,
-      replicas,
-      minInsyncReplicas: this.config.minInsyncReplicas,
-      replicaLagTimeMaxMs: this.config.replicaLagTimeMaxMs,
-      nowMs,
-      leaderEpoch: this.isClusterMode ? NO_LEADER_EPOCH : 0,
-      proposeIsr: this.isClusterMode ? this.proposeIsr : undefined,
-      isLeadershipActive: this.isLeadershipActive,
-    });
-  }
-
-  /** Forgets a topic (before `registry.add` replaces it, which re-adds partitions kept open): no fetching. */
-  private removeTopic(state: TopicState): void {
-    this.registry.remove(state);
-    for (const info of state.partitions) {
-      this.fetchStates.unfollow(topicPartitionKey(state.name, info.partitionIndex));
-    }
   }
 }

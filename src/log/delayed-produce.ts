@@ -1,4 +1,4 @@
-import { ErrorCode } from '../errors';
+import { CohortError, ErrorCode } from '../errors';
 import { DelayedOperation } from '../purgatory';
 import type { PartitionLookup } from './partition-lookup';
 
@@ -14,6 +14,11 @@ export interface ProducePartitionStatus {
   isFlushed: boolean;
   /** REQUEST_TIMED_OUT while pending, as in Kafka, so an expiry answers it without touching it. */
   errorCode: ErrorCode;
+}
+
+/** The error code a failed fsync answers with: a CohortError's own, anything else UNKNOWN_SERVER_ERROR. */
+export function flushErrorCode(error: unknown): ErrorCode {
+  return error instanceof CohortError ? error.code : ErrorCode.UNKNOWN_SERVER_ERROR;
 }
 
 /**
@@ -76,6 +81,14 @@ export class DelayedProduce extends DelayedOperation {
 
   override onExpiration(): void {
     if (!this.isAborted) this.onExpired();
+  }
+
+  /** Waits for `flushed`, the leader's fsync of `status`'s records: `onFlushed` or `onFlushFailed`. */
+  awaitFlush(status: ProducePartitionStatus, flushed: Promise<unknown>): void {
+    flushed.then(
+      () => this.onFlushed(status),
+      (error: unknown) => this.onFlushFailed(status, flushErrorCode(error)),
+    );
   }
 
   /** The leader's fsync covered `status`'s records. */

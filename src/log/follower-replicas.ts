@@ -39,8 +39,9 @@ export type FetchedPartitionOutcome = 'appended' | 'truncated' | 'retry' | 'retr
 
 /**
  * The follower replicas of this node as its replica fetchers see them: which leaders to fetch from, what to
- * ask each leader for, and where the answers go. ReplicaManager implements it; the fetchers take it, not
- * the manager that builds them, so the imports point one way.
+ * ask each leader for, and where the answers go. PartitionFetchStates implements it (and ReplicaManager,
+ * by passing each call on to it); the fetchers take it, not the manager that builds them, so the imports
+ * point one way.
  */
 export interface FollowerReplicas {
   /** Cluster mode: the leaders this node's follower partitions fetch from. */

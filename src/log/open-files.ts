@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 
 /**
  * The process's file descriptors, for the budget CreateTopics checks before it touches the disk (see
- * ReplicaManager). Node has no getrlimit: on Linux the limit is the soft "Max open files" line of
+ * TopicCreator). Node has no getrlimit: on Linux the limit is the soft "Max open files" line of
  * /proc/self/limits and the descriptors in use are the entries of /proc/self/fd. Elsewhere both read as
  * undefined and the caller falls back (a configured limit, its own count of open logs).
  */

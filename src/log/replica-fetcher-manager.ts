@@ -23,7 +23,8 @@ interface FetcherEntry {
  * (`update`) a fetcher is started for each leader that leads some local follower and is live, stopped for
  * a leader that leads none any more or is gone, and replaced when the leader's address changed; the
  * others are woken, so partitions that just became followers (or saw a newer epoch) are fetched without
- * waiting out an idle interval. Each fetcher asks ReplicaManager for its leader's partitions every round.
+ * waiting out an idle interval. Each fetcher asks the follower replicas (PartitionFetchStates) for its
+ * leader's partitions every round.
  */
 export class ReplicaFetcherManager {
   private readonly fetchers = new Map<number, FetcherEntry>();
@@ -32,15 +33,15 @@ export class ReplicaFetcherManager {
 
   constructor(
     private readonly nodeId: number,
-    private readonly replicaManager: FollowerReplicas,
+    private readonly followers: FollowerReplicas,
     private readonly createEndpoint: LeaderEndpointFactory,
     private readonly options: Omit<ReplicaFetcherOptions, 'leaderId'>,
   ) {}
 
-  /** Fetchers to match the leaders ReplicaManager's followers follow, at `liveNodes`' addresses. */
+  /** Fetchers to match the leaders this node's followers follow, at `liveNodes`' addresses. */
   update(liveNodes: readonly ClusterNodeAddress[]): void {
     if (this.isShutdown) return;
-    const leaders = this.replicaManager.followedLeaders();
+    const leaders = this.followers.followedLeaders();
     const addresses = new Map(liveNodes.map((node) => [node.nodeId, node]));
     for (const [leaderId, entry] of this.fetchers) {
       const node = addresses.get(leaderId);
@@ -61,7 +62,7 @@ export class ReplicaFetcherManager {
       // A leader that is not live cannot be fetched from; the next update that lists it starts one.
       const node = addresses.get(leaderId);
       if (node === undefined) continue;
-      const fetcher = new ReplicaFetcher(this.nodeId, this.replicaManager, this.createEndpoint(node), {
+      const fetcher = new ReplicaFetcher(this.nodeId, this.followers, this.createEndpoint(node), {
         ...this.options,
         leaderId,
       });

@@ -152,7 +152,7 @@ class Wakeup extends TimerTask {
  *    `replica_id`, `min_bytes` 1 and `max_wait_ms` `fetchMaxWaitMs`: the leader answers as soon as
  *    there is a record, or after the wait with none. The fetch offsets are how the leader learns this
  *    replica's progress, so the next Fetch, sent right after appending, is what moves the leader's HW;
- * 3. appends the records and takes the leader's HW (ReplicaManager.applyFetchedPartition).
+ * 3. appends the records and takes the leader's HW (PartitionFetchStates.applyFetchedPartition).
  *
  * A partition whose response carries an error (other than OFFSET_OUT_OF_RANGE, which truncates) sits out
  * for `backoffMs`, so one bad partition never turns the long poll into a busy loop; a failed round (the
@@ -196,7 +196,7 @@ export class ReplicaFetcher {
 
   constructor(
     private readonly nodeId: number,
-    private readonly replicaManager: FollowerReplicas,
+    private readonly followers: FollowerReplicas,
     private readonly leader: LeaderEndpoint,
     options: ReplicaFetcherOptions,
   ) {
@@ -317,7 +317,7 @@ export class ReplicaFetcher {
         const key = topicPartitionKey(topic.name, data.partitionIndex);
         let outcome: FetchedPartitionOutcome;
         try {
-          outcome = this.replicaManager.applyFetchedPartition(key, data, sentEpochs.get(key));
+          outcome = this.followers.applyFetchedPartition(key, data, sentEpochs.get(key));
         } catch (error) {
           this.onError(error, `applying fetched records of ${key} failed`);
           outcome = 'retry';
@@ -330,13 +330,13 @@ export class ReplicaFetcher {
 
   /**
    * Asks the leader where the history of each new follower partition parts from its own and truncates
-   * there (ReplicaManager.applyEpochEndOffset), again while answers leave partitions at an intermediate
-   * boundary. A partition whose answer is an error sits out for `backoffMs`.
+   * there (PartitionFetchStates.applyEpochEndOffset), again while answers leave partitions at an
+   * intermediate boundary. A partition whose answer is an error sits out for `backoffMs`.
    */
   private async truncateToEpochBoundaries(leaderId: number, signal: AbortSignal): Promise<void> {
     for (let pass = 0; pass < MAX_EPOCH_BOUNDARY_PASSES; pass++) {
       const nowMs = this.time.monotonicMs();
-      const targets = this.replicaManager
+      const targets = this.followers
         .epochBoundaryTargets(leaderId)
         .filter((target) => this.isDue(target.key, nowMs));
       if (targets.length === 0) return;
@@ -353,7 +353,7 @@ export class ReplicaFetcher {
           const key = topicPartitionKey(topic.name, data.partition);
           let outcome: EpochBoundaryOutcome;
           try {
-            outcome = this.replicaManager.applyEpochEndOffset(key, data, sentEpochs.get(key));
+            outcome = this.followers.applyEpochEndOffset(key, data, sentEpochs.get(key));
           } catch (error) {
             this.onError(error, `truncating ${key} to its epoch boundary failed`);
             outcome = 'retry';
@@ -408,7 +408,7 @@ export class ReplicaFetcher {
 
   private fetchableTargets(): FollowerFetchTarget[] {
     const nowMs = this.time.monotonicMs();
-    return this.replicaManager
+    return this.followers
       .followerFetchTargets(this.leaderId)
       .filter((target) => this.isDue(target.key, nowMs));
   }
@@ -465,7 +465,7 @@ export class ReplicaFetcher {
   /** Whether a partition of this leader, not sitting out, waits for its epoch-boundary truncation. */
   private hasDuePendingTruncation(): boolean {
     const nowMs = this.time.monotonicMs();
-    return this.replicaManager.hasPendingTruncation(this.leaderId, (key) => this.isDueAt(key, nowMs));
+    return this.followers.hasPendingTruncation(this.leaderId, (key) => this.isDueAt(key, nowMs));
   }
 
   /** Whether the partition's sit-out, if any, is over at `nowMs` (changes nothing). */

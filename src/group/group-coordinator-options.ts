@@ -112,8 +112,8 @@ export interface PartitionStores {
 }
 
 /**
- * What the router is given when it becomes the coordinator of a partition (the log layer's
- * ConsumerOffsetsStore is structurally both stores).
+ * What the router is given when it becomes the coordinator of a partition (a CoordinatorRecordStore over
+ * the partition's writer is both stores).
  */
 export interface ShardStores {
   readonly offsetStore: OffsetStore;

@@ -160,7 +160,7 @@ export interface ReplicaManagerOptions {
   /** The fetchers' settings (wait, backoff, reports); they run on this manager's time and timer. */
   readonly replicaFetcherOptions?: Omit<ReplicaFetcherOptions, 'time' | 'timer' | 'leaderId'>;
   /**
-   * Hosts the internal topic `__consumer_offsets` for the group layer: a ConsumerOffsetsStore per
+   * Hosts the internal topic `__consumer_offsets` for the group layer: a ConsumerOffsetsWriter per
    * partition led here, announced to `offsetsTopic.listener` (see OffsetsTopicOptions). Single-node mode
    * creates the topic at `startup()` (replicas [this node], epoch 0); cluster mode takes it from the
    * cluster's metadata like any topic. Absent: the topic is still hosted (compacted) if the cluster
@@ -1435,7 +1435,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
     if (partition.log.config.cleanupPolicy !== 'compact') return;
     let compaction = this.followerCompactions.get(partition);
     if (compaction === undefined) {
-      const ratio = this.offsetsTopic?.store?.minCleanableDirtyRatio;
+      const ratio = this.offsetsTopic?.writer?.minCleanableDirtyRatio;
       compaction = new DirtyRatioCompaction(partition.log, {
         maxOffset: () => partition.highWatermark,
         ...(ratio === undefined ? {} : { minCleanableDirtyRatio: ratio }),

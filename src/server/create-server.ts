@@ -8,11 +8,12 @@ import { MANUAL_CLOCK_RUNNING, parseListenAddress, parseUnixSocket } from '../co
 import type { KafkaBoundAddress, WireTraceEntry } from '../kafka';
 import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinatorRouter } from '../group/group-coordinator-router';
+import { CoordinatorRecordStore } from '../group/coordinator-record-store';
 import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { BrokerNode } from '../log';
 import type { ClusterNodeAddress, LocalReplicaState } from '../log/partition-roles';
 import { ReplicaManager } from '../log';
-import type { ConsumerOffsetsStore } from '../log/consumer-offsets';
+import type { ConsumerOffsetsWriter } from '../log/consumer-offsets';
 import {
   checkDataDirIdentity,
   DataDirLock,
@@ -257,8 +258,8 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       : {
           offsetsTopic: {
             listener: {
-              onElection: (partitionIndex: number, leaderEpoch: number, store: ConsumerOffsetsStore) =>
-                electGroupPartition(partitionIndex, leaderEpoch, store),
+              onElection: (partitionIndex: number, leaderEpoch: number, writer: ConsumerOffsetsWriter) =>
+                electGroupPartition(partitionIndex, leaderEpoch, writer),
               onResignation: (partitionIndex: number, leaderEpoch: number) => {
                 groupState?.stores.resign(partitionIndex, leaderEpoch);
                 groupState?.router.onResignation(partitionIndex, leaderEpoch);
@@ -267,10 +268,10 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
             // Used when the topic is first created: a data directory (single-node mode) or the cluster
             // keeps the count its topic was created with.
             numPartitions: config.offsetsTopicNumPartitions,
-            store: {
+            writer: {
               onCompactionError: (error: unknown) =>
                 logger.warn({ err: error }, '__consumer_offsets compaction failed'),
-              onCorruptData: recoveryLog.onCorruptData,
+              onCorruptRegion: recoveryLog.onCorruptRegion,
             },
             onStartup: ({ outcome, numPartitions, configuredNumPartitions }) => {
               if (outcome === 'kept' && numPartitions !== configuredNumPartitions) {
@@ -573,7 +574,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   function electGroupPartition(
     partitionIndex: number,
     leaderEpoch: number,
-    store: ConsumerOffsetsStore,
+    writer: ConsumerOffsetsWriter,
   ): void {
     if (groupState === undefined) return;
     const { router, stores } = groupState;
@@ -581,6 +582,9 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     if (numPartitions !== undefined && router.numPartitions !== numPartitions) {
       router.setNumPartitions(numPartitions);
     }
+    // The group layer's records over the log's writer: the offsets they add up to, and the groups the
+    // load replays for the shard.
+    const store = new CoordinatorRecordStore(writer, { onCorruptRecord: recoveryLog.onCorruptRecord });
     stores.elect(partitionIndex, store);
     const loading = store.load();
     // Ready means a stored group is served, not answered COORDINATOR_LOAD_IN_PROGRESS: the store's replay

@@ -1,5 +1,4 @@
-import type { TopicPartitionOffset } from '../group';
-import type { ConsumerOffsetsStore } from '../log/consumer-offsets';
+import type { CoordinatorRecordStore, TopicPartitionOffset } from '../group';
 
 /**
  * The committed offsets of every `__consumer_offsets` partition this node leads, read as one store, for
@@ -10,13 +9,13 @@ import type { ConsumerOffsetsStore } from '../log/consumer-offsets';
  * records not yet committed (the load waits for the HW), which a failover could still take back.
  */
 export class LedOffsetsStores {
-  private readonly stores = new Map<number, ConsumerOffsetsStore>();
+  private readonly stores = new Map<number, CoordinatorRecordStore>();
 
   /** `partitionFor`: the group's partition (undefined while the partition count is unknown). */
   constructor(private readonly partitionFor: (groupId: string) => number | undefined) {}
 
   /** This node now leads `partitionIndex` with `store`. */
-  elect(partitionIndex: number, store: ConsumerOffsetsStore): void {
+  elect(partitionIndex: number, store: CoordinatorRecordStore): void {
     this.stores.set(partitionIndex, store);
   }
 
@@ -39,7 +38,7 @@ export class LedOffsetsStores {
     for (const store of this.stores.values()) if (store.isLoaded) yield* store.groupIds();
   }
 
-  private storeOf(groupId: string): ConsumerOffsetsStore | undefined {
+  private storeOf(groupId: string): CoordinatorRecordStore | undefined {
     const partitionIndex = this.partitionFor(groupId);
     const store = partitionIndex === undefined ? undefined : this.stores.get(partitionIndex);
     return store?.isLoaded === true ? store : undefined;

@@ -1,7 +1,7 @@
 import { ErrorCode } from '../../../src/errors';
 import { GroupCoordinatorRouter } from '../../../src/group/group-coordinator-router';
 import type { ReplicaManager } from '../../../src/log';
-import type { ConsumerOffsetsStore } from '../../../src/log/consumer-offsets';
+import { CoordinatorRecordStore } from '../../../src/group/coordinator-record-store';
 import {
   CONTEXT,
   GROUP_INITIAL_REBALANCE_DELAY_MS,
@@ -31,7 +31,7 @@ const INSTANCE = 'instance';
 describe('a coordinator that takes over records not yet committed', () => {
   let h: BrokerHarness;
   const routers = new Map<number, GroupCoordinatorRouter>();
-  const stores = new Map<number, ConsumerOffsetsStore>();
+  const stores = new Map<number, CoordinatorRecordStore>();
 
   beforeEach(() => {
     h = new BrokerHarness();
@@ -54,7 +54,8 @@ describe('a coordinator that takes over records not yet committed', () => {
       {
         offsetsTopic: {
           listener: {
-            onElection: (partitionIndex, leaderEpoch, store) => {
+            onElection: (partitionIndex, leaderEpoch, writer) => {
+              const store = new CoordinatorRecordStore(writer);
               stores.set(nodeId, store);
               const loading = store.load();
               loading.catch(() => undefined);

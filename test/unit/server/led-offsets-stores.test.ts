@@ -1,8 +1,9 @@
+import { CoordinatorRecordStore } from '../../../src/group';
 import {
-  ConsumerOffsetsStore,
   encodeOffsetCommitKey,
   encodeOffsetCommitValue,
-} from '../../../src/log/consumer-offsets';
+} from '../../../src/group/records/consumer-offsets-record';
+import { ConsumerOffsetsWriter } from '../../../src/log/consumer-offsets';
 import { PartitionLog } from '../../../src/log/storage';
 import { LedOffsetsStores } from '../../../src/server/led-offsets-stores';
 import { ManualTime } from '../../../src/time';
@@ -23,13 +24,14 @@ test('a store is read only once loaded: not while its load waits for the HW', as
       .flushed;
     let committed!: () => void;
     const highWatermark = new Promise<void>((resolve) => (committed = resolve));
-    const store = new ConsumerOffsetsStore({
+    const writer = new ConsumerOffsetsWriter({
       key: '__consumer_offsets-0',
       log,
       highWatermark: 0,
       appendCommitted: () => Promise.reject(new Error('nothing is written here')),
       awaitHighWatermark: () => highWatermark,
     });
+    const store = new CoordinatorRecordStore(writer);
     const stores = new LedOffsetsStores(() => 0);
     stores.elect(0, store);
     const loading = store.load();

@@ -243,7 +243,6 @@ async function routerElection(partitionDir: string): Promise<RouterLoad> {
     appendCommitted: () => Promise.reject(new Error('the load writes nothing')),
     awaitHighWatermark: () => Promise.resolve(),
   });
-  const store = new CoordinatorRecordStore(writer);
   let router: GroupCoordinatorRouter | undefined;
   try {
     const measured = await probed(
@@ -258,16 +257,15 @@ async function routerElection(partitionDir: string): Promise<RouterLoad> {
                 resolve();
               },
               onShardLoadFailed: (_p, _e, error) => reject(error),
+              // Before the shard's own reaction to the replay: its end, the start of the restore.
+              onPartitionReplayed: () => {
+                replayedAtMs = performance.now();
+                restoreProbe.start();
+              },
             },
           });
           startMs = performance.now();
-          const loading = store.load();
-          // Before the router's own reaction to it: marks the end of the replay, the start of the restore.
-          void loading.then(() => {
-            replayedAtMs = performance.now();
-            restoreProbe.start();
-          });
-          router.onElection(0, 0, { offsetStore: store, metadataStore: store, loading });
+          void router.onElection(0, 0, writer);
         }),
     );
     if (router!.numGroups !== LOAD_GROUPS) throw new Error(`the router holds ${router!.numGroups} groups`);

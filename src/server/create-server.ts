@@ -8,7 +8,6 @@ import { MANUAL_CLOCK_RUNNING, parseListenAddress, parseUnixSocket } from '../co
 import type { KafkaBoundAddress, WireTraceEntry } from '../kafka';
 import type { GroupConfig } from '../group/group-config';
 import { GroupCoordinatorRouter } from '../group/group-coordinator-router';
-import { CoordinatorRecordStore } from '../group/coordinator-record-store';
 import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { BrokerNode } from '../log';
 import type { ClusterNodeAddress, LocalReplicaState } from '../log/partition-roles';
@@ -32,7 +31,6 @@ import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { ClusterWiring } from './cluster-wiring';
 import { fanOutListener } from './fan-out-listener';
-import { LedOffsetsStores } from './led-offsets-stores';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
 import { GroupWatches } from './watch-groups';
@@ -198,9 +196,13 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     nodeId: config.nodeId,
     ...(options.metricsStopwatch ? { stopwatch: options.metricsStopwatch } : {}),
   });
-  const groupListener = fanOutListener([groupEventLog(logger, time), metrics.groupListener]);
   // Every cut, rebuilt index and skipped record of a log's recovery is logged and counted.
   const recoveryLog = storageRecoveryLog(logger, metrics.recovery);
+  const groupListener = fanOutListener([
+    groupEventLog(logger, time),
+    metrics.groupListener,
+    { onCorruptRecord: (_partitionIndex, offset, error) => recoveryLog.onCorruptRecord(offset, error) },
+  ]);
   const recovery = { truncateCorruptLogs: config.truncateCorruptLogs, listener: recoveryLog.listener };
 
   // Cluster mode (--etcd-endpoints): a ClusterNode drives the log's partition roles (docs/cluster.md). Its
@@ -235,7 +237,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   // ReplicaManager. The coordinator is a router over one shard per partition this node leads: the
   // ReplicaManager elects a partition's store here (single-node mode: every partition, at start()) and the
   // router loads it; a resignation unloads it (docs/cluster.md, "Groups").
-  let groupState: { readonly router: GroupCoordinatorRouter; readonly stores: LedOffsetsStores } | undefined;
+  let groupState: { readonly router: GroupCoordinatorRouter } | undefined;
   // A timer task that throws has broken an invariant of one group; log it with its stack and keep
   // serving the others, as Kafka's timer threads do, rather than let the timer rethrow it into the loop.
   const defaultFactory: CoordinatorFactory = (groupConfig, clock) => {
@@ -246,7 +248,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       // Cluster mode: no group request is served once the node's session may be gone (its clock says so).
       ...(cluster === undefined ? {} : { leadershipGuard: cluster.guard }),
     });
-    groupState = { router, stores: new LedOffsetsStores((groupId) => router.partitionFor(groupId)) };
+    groupState = { router };
     return router;
   };
   const coordinator = (options.coordinatorFactory ?? defaultFactory)(groupConfigOf(config), time);
@@ -261,7 +263,6 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
               onElection: (partitionIndex: number, leaderEpoch: number, writer: ConsumerOffsetsWriter) =>
                 electGroupPartition(partitionIndex, leaderEpoch, writer),
               onResignation: (partitionIndex: number, leaderEpoch: number) => {
-                groupState?.stores.resign(partitionIndex, leaderEpoch);
                 groupState?.router.onResignation(partitionIndex, leaderEpoch);
               },
             },
@@ -342,7 +343,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       ? {}
       : {
           consumerLag: {
-            offsets: groupState.stores,
+            offsets: groupState.router.committedOffsets,
             partition: (key: string) => replicaManager.getPartition(key),
           },
         }),
@@ -484,7 +485,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     cluster,
     coordinator,
     replicaManager,
-    offsets: groupState?.stores,
+    offsets: groupState?.router.committedOffsets,
     groupWatches,
     readinessProblem: () => readinessProblem(),
   });
@@ -577,37 +578,14 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     writer: ConsumerOffsetsWriter,
   ): void {
     if (groupState === undefined) return;
-    const { router, stores } = groupState;
+    const { router } = groupState;
     const numPartitions = replicaManager.offsetsTopicPartitionCount();
     if (numPartitions !== undefined && router.numPartitions !== numPartitions) {
       router.setNumPartitions(numPartitions);
     }
-    // The group layer's records over the log's writer: the offsets they add up to, and the groups the
-    // load replays for the shard.
-    const store = new CoordinatorRecordStore(writer, { onCorruptRecord: recoveryLog.onCorruptRecord });
-    stores.elect(partitionIndex, store);
-    const loading = store.load();
-    // Ready means a stored group is served, not answered COORDINATOR_LOAD_IN_PROGRESS: the store's replay
-    // is followed by the shard's restore of its groups, and a start waits for both.
-    const restored = router.onElection(partitionIndex, leaderEpoch, {
-      offsetStore: store,
-      metadataStore: store,
-      loading,
-    });
-    startupLoads?.push(restored);
-    loading.then(
-      (loaded) => logger.debug({ partitionIndex, leaderEpoch, ...loaded }, 'group partition loaded'),
-      (error: unknown) => {
-        if (store.isResigned) {
-          logger.info({ partitionIndex, leaderEpoch }, 'group partition load ended: no longer its leader');
-        } else {
-          logger.error(
-            { err: error, partitionIndex },
-            'group partition could not be loaded; its groups are unavailable',
-          );
-        }
-      },
-    );
+    // Ready means a stored group is served, not answered COORDINATOR_LOAD_IN_PROGRESS: the replay of the
+    // partition's records is followed by the shard's restore of its groups, and a start waits for both.
+    startupLoads?.push(router.onElection(partitionIndex, leaderEpoch, writer));
   }
 
   /**

@@ -583,9 +583,11 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     if (numPartitions !== undefined && router.numPartitions !== numPartitions) {
       router.setNumPartitions(numPartitions);
     }
+    const loaded = router.onElection(partitionIndex, leaderEpoch, writer);
     // Ready means a stored group is served, not answered COORDINATOR_LOAD_IN_PROGRESS: the replay of the
-    // partition's records is followed by the shard's restore of its groups, and a start waits for both.
-    startupLoads?.push(router.onElection(partitionIndex, leaderEpoch, writer));
+    // partition's records is followed by the shard's restore of its groups, and a start waits for both
+    // (start()'s elections only: later ones, a cluster's, are not waited for).
+    startupLoads?.push(loaded);
   }
 
   /**

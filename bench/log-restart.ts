@@ -38,13 +38,12 @@ import { CohortClient, CONSUMER_PROTOCOL_TYPE } from '../src/client';
 import { createConfig } from '../src/config';
 import { LogManager } from '../src/log';
 import {
-  CONSUMER_OFFSETS_LOG_CONFIG,
-  CONSUMER_OFFSETS_PARTITION_DIR,
   encodeGroupMetadataKey,
   encodeGroupMetadataValue,
   encodeOffsetCommitKey,
   encodeOffsetCommitValue,
-} from '../src/log/consumer-offsets';
+} from '../src/group/records/consumer-offsets-record';
+import { CONSUMER_OFFSETS_LOG_CONFIG, CONSUMER_OFFSETS_PARTITION_DIR } from '../src/log/consumer-offsets';
 import type { SimpleRecord } from '../src/log/storage';
 import { PartitionLog } from '../src/log/storage';
 import { SYSTEM_TIME } from '../src/time';
@@ -327,8 +326,8 @@ async function writeTopic(logManager: LogManager, nodeId: number): Promise<void>
 }
 
 /**
- * Per group: an OffsetCommit of 100 partitions (one batch, as ConsumerOffsetsStore.commit writes it), then
- * the group's metadata as the coordinator stores an Empty group (ConsumerOffsetsStore.storeGroup).
+ * Per group: an OffsetCommit of 100 partitions (one batch, as CoordinatorRecordStore.commit writes it), then
+ * the group's metadata as the coordinator stores an Empty group (CoordinatorRecordStore.storeGroup).
  */
 async function writeConsumerOffsets(dir: string): Promise<void> {
   const log = PartitionLog.open(dir, {

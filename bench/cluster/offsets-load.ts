@@ -13,10 +13,10 @@
  * - the server: a whole cohort server (createServer, as main.ts builds it; single-node mode, whose start
  *   elects the partition) on that data directory, from start() to ready (every partition loaded into the
  *   router's shard, its groups restored);
- * - a fresh GroupCoordinatorRouter elected for the partition, on a ConsumerOffsetsStore of its log: the
+ * - a fresh GroupCoordinatorRouter elected for the partition, on a CoordinatorRecordStore over its log's writer: the
  *   replay (election → the store's load resolved) and the restore (→ the shard serving; in 10 ms steps)
  *   timed apart;
- * - baseline, bare replay: the same log opened and replayed by a ConsumerOffsetsStore alone, no server,
+ * - baseline, bare replay: the same log opened and replayed into a CoordinatorRecordStore alone, no server,
  *   no router;
  * - baseline, the bare replay unsliced: in one step (a clock that does not move, no byte bound), what one
  *   turn would hold without the steps;
@@ -34,11 +34,11 @@ import { createConfig } from '../../src/config';
 import {
   CONSUMER_OFFSETS_LOG_CONFIG,
   CONSUMER_OFFSETS_PARTITION_DIR,
-  ConsumerOffsetsStore,
+  ConsumerOffsetsWriter,
   type ReplayOptions,
 } from '../../src/log/consumer-offsets';
 import { PartitionLog } from '../../src/log/storage';
-import { GroupCoordinatorRouter, type GroupConfig } from '../../src/group';
+import { CoordinatorRecordStore, GroupCoordinatorRouter, type GroupConfig } from '../../src/group';
 import { createServer } from '../../src/server';
 import { ManualTime, SYSTEM_TIME } from '../../src/time';
 import {
@@ -168,7 +168,7 @@ async function verifyLoaded(target: string, sampled: readonly number[]): Promise
   }
 }
 
-/** The partition replayed by a ConsumerOffsetsStore on its log alone (nothing is written). */
+/** The partition replayed into a CoordinatorRecordStore on its log alone (nothing is written). */
 async function bareReplay(
   partitionDir: string,
   replay?: ReplayOptions,
@@ -177,7 +177,7 @@ async function bareReplay(
   const measured = await probed(async () => {
     const log = PartitionLog.open(partitionDir, { time: SYSTEM_TIME, config: CONSUMER_OFFSETS_LOG_CONFIG });
     try {
-      const store = new ConsumerOffsetsStore(
+      const writer = new ConsumerOffsetsWriter(
         {
           key: CONSUMER_OFFSETS_PARTITION_DIR,
           log,
@@ -187,10 +187,10 @@ async function bareReplay(
         },
         replay === undefined ? {} : { replay },
       );
-      const loaded = await store.load();
+      const loaded = await new CoordinatorRecordStore(writer).load();
       offsets = loaded.offsets;
-      store.resign();
-      await store.close();
+      writer.resign();
+      await writer.close();
     } finally {
       await log.close();
     }
@@ -226,7 +226,7 @@ interface RouterLoad extends Measured {
 }
 
 /**
- * A fresh GroupCoordinatorRouter elected for the partition, on a ConsumerOffsetsStore of its log, as the
+ * A fresh GroupCoordinatorRouter elected for the partition, on a CoordinatorRecordStore over its log's writer, as the
  * server elects one (the store's and the shard's default steps, the server's), until the shard says it is
  * loaded.
  */
@@ -236,7 +236,7 @@ async function routerElection(partitionDir: string): Promise<RouterLoad> {
   let startMs = 0;
   const restoreProbe = new IterationProbe();
   const log = PartitionLog.open(partitionDir, { time: SYSTEM_TIME, config: CONSUMER_OFFSETS_LOG_CONFIG });
-  const store = new ConsumerOffsetsStore({
+  const writer = new ConsumerOffsetsWriter({
     key: CONSUMER_OFFSETS_PARTITION_DIR,
     log,
     highWatermark: log.logEndOffset,
@@ -257,16 +257,15 @@ async function routerElection(partitionDir: string): Promise<RouterLoad> {
                 resolve();
               },
               onShardLoadFailed: (_p, _e, error) => reject(error),
+              // Before the shard's own reaction to the replay: its end, the start of the restore.
+              onPartitionReplayed: () => {
+                replayedAtMs = performance.now();
+                restoreProbe.start();
+              },
             },
           });
           startMs = performance.now();
-          const loading = store.load();
-          // Before the router's own reaction to it: marks the end of the replay, the start of the restore.
-          void loading.then(() => {
-            replayedAtMs = performance.now();
-            restoreProbe.start();
-          });
-          router.onElection(0, 0, { offsetStore: store, metadataStore: store, loading });
+          void router.onElection(0, 0, writer);
         }),
     );
     if (router!.numGroups !== LOAD_GROUPS) throw new Error(`the router holds ${router!.numGroups} groups`);
@@ -278,8 +277,8 @@ async function routerElection(partitionDir: string): Promise<RouterLoad> {
     };
   } finally {
     router?.shutdown();
-    store.resign();
-    await store.close();
+    writer.resign();
+    await writer.close();
     await log.close();
   }
 }
@@ -399,7 +398,7 @@ export async function benchOffsetsLoad(rounds: number): Promise<Record<string, n
         '',
       ],
       [
-        'bare replay (ConsumerOffsetsStore alone)',
+        'bare replay (CoordinatorRecordStore alone)',
         figures.load_bare_replay_ms,
         figures.load_bare_replay_longest_turn_ms,
         figures.load_bare_replay_longest_task_cpu_ms,

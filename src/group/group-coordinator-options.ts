@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../errors';
+import type { CoordinatorLoadResult } from './coordinator-record-store';
 import type { GroupMetadataStore } from './group-metadata-store';
 import type { GroupState } from './group-state';
 import type { OffsetRetentionCheckSummary } from './offset-retention-check';
@@ -71,6 +72,16 @@ export interface GroupCoordinatorListener {
    * high watermark to cover what was replayed).
    */
   onShardLoaded?(partitionIndex: number, leaderEpoch: number, groups: number, durationMs: number): void;
+  /**
+   * An elected partition's records were replayed (before its groups are restored): what the load read and
+   * what it brought back.
+   */
+  onPartitionReplayed?(partitionIndex: number, leaderEpoch: number, result: CoordinatorLoadResult): void;
+  /**
+   * A load skipped a record of the partition it could not decode (no key, an unknown key type or value
+   * version, bytes that do not parse); the key keeps the value an earlier record gave it.
+   */
+  onCorruptRecord?(partitionIndex: number, offset: number, error: unknown): void;
   /** An elected partition's load failed: its groups get COORDINATOR_NOT_AVAILABLE until its next election. */
   onShardLoadFailed?(partitionIndex: number, leaderEpoch: number, error: unknown): void;
   /** A partition was unloaded (resigned, or superseded by a newer election); `groups` were dropped. */
@@ -112,8 +123,8 @@ export interface PartitionStores {
 }
 
 /**
- * What the router is given when it becomes the coordinator of a partition (the log layer's
- * ConsumerOffsetsStore is structurally both stores).
+ * What the router is given when it becomes the coordinator of a partition (a CoordinatorRecordStore over
+ * the partition's writer is both stores).
  */
 export interface ShardStores {
   readonly offsetStore: OffsetStore;

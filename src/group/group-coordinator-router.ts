@@ -14,6 +14,8 @@ import {
   checkOffsetFetchRequest,
   checkSyncGroupRequest,
 } from './check-request';
+import type { CoordinatorPartitionWriter } from './coordinator-partition-writer';
+import { CoordinatorRecordStore } from './coordinator-record-store';
 import type { GroupConfig } from './group-config';
 import type {
   GroupCoordinatorRuntimeOptions,
@@ -54,6 +56,7 @@ import { type GroupState, parseGroupState } from './group-state';
 import { emptyGroupStats, type GroupStats } from './group-stats';
 import { commitResponse } from './group-offsets';
 import { OffsetRetention } from './offset-retention';
+import type { OffsetStore } from './offset-store';
 
 /** The router's options: the runtime's, and how many partitions `__consumer_offsets` has. */
 export interface GroupCoordinatorRouterOptions extends GroupCoordinatorRuntimeOptions {
@@ -89,8 +92,8 @@ type ListedGroup = ListGroupsResponse['groups'][number];
  * are split by partition and answered per group; ListGroups lists every serving shard and says
  * COORDINATOR_LOAD_IN_PROGRESS while any partition loads, as Kafka's `handleListGroups` does.
  *
- * Leadership arrives from the log layer: `onElection` makes a shard and loads it, `onResignation` unloads
- * it. A notification older than the partition's current epoch is late (the leadership it speaks of is gone)
+ * Leadership arrives from the log layer: `onElection` makes a shard over the partition's writer and loads
+ * it by replaying the partition's records, `onResignation` unloads it. A notification older than the partition's current epoch is late (the leadership it speaks of is gone)
  * and ignored. A newer election of a partition already led is a resignation of the old epoch and an
  * election of the new one: the old shard's parked calls get NOT_COORDINATOR and its late store callbacks
  * touch nothing, since the new epoch has a shard of its own.
@@ -184,6 +187,30 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   // Leadership
 
   /**
+   * This node now leads `partitionIndex` at `leaderEpoch`, and appends to it through `writer`: the shard's
+   * state is what the partition's records add up to (a CoordinatorRecordStore over the writer, loaded by
+   * replaying them), Kafka's scheduleLoadOperation. See `onElectionWithStores` for the rest; the listener
+   * hears of the replay (`onPartitionReplayed`) and of every record it could not decode
+   * (`onCorruptRecord`).
+   */
+  onElection(partitionIndex: number, leaderEpoch: number, writer: CoordinatorPartitionWriter): Promise<void> {
+    const listener = this.runtime.listener;
+    const store = new CoordinatorRecordStore(writer, {
+      onCorruptRecord: (offset, error) => listener?.onCorruptRecord?.(partitionIndex, offset, error),
+    });
+    const loading = store.load();
+    loading.then(
+      (result) => listener?.onPartitionReplayed?.(partitionIndex, leaderEpoch, result),
+      () => undefined, // the shard's load reports it (onShardLoadFailed), unless it was resigned meanwhile
+    );
+    return this.onElectionWithStores(partitionIndex, leaderEpoch, {
+      offsetStore: store,
+      metadataStore: store,
+      loading,
+    });
+  }
+
+  /**
    * This node now leads `partitionIndex` at `leaderEpoch`: a shard on `stores` loads the partition's groups
    * (`stores.loading`), answering COORDINATOR_LOAD_IN_PROGRESS meanwhile; its members' sessions start from
    * the end of the load. Ignored if `leaderEpoch` is not newer than the newest epoch heard of for the
@@ -193,7 +220,7 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
    * ignored, or once the shard is unloaded before it finished) and rejects when the load failed (the
    * listener hears of it too). A single-node server is ready only once its partitions' loads resolved.
    */
-  onElection(partitionIndex: number, leaderEpoch: number, stores: ShardStores): Promise<void> {
+  onElectionWithStores(partitionIndex: number, leaderEpoch: number, stores: ShardStores): Promise<void> {
     const shard = this.elect(partitionIndex, leaderEpoch, stores);
     if (shard === undefined) return Promise.resolve();
     const listener = this.runtime.listener;
@@ -259,6 +286,19 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
     return shard;
   }
 
+  /**
+   * The committed offsets of the groups of every partition served here, for what reads offsets across
+   * groups outside the coordinator (the consumer-lag metrics, the live page). A partition is read only
+   * once its load is done: before, its offsets are partial, or hold records a failover could still take
+   * back (the load waits for the high watermark to cover what it replayed).
+   */
+  readonly committedOffsets: Pick<OffsetStore, 'groupIds' | 'list' | 'committedPartitions'> = {
+    groupIds: () => this.offsetGroupIds(),
+    list: (groupId) => this.servingShardOf(groupId)?.offsetStore.list(groupId) ?? [],
+    committedPartitions: (groupId) =>
+      this.servingShardOf(groupId)?.offsetStore.committedPartitions(groupId) ?? 0,
+  };
+
   /** The shard of `partitionIndex`, if this node leads it. */
   protected shardOf(partitionIndex: number): GroupCoordinatorShard | undefined {
     return this.shards[partitionIndex];
@@ -322,6 +362,16 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   private *ledShards(): Iterable<GroupCoordinatorShard> {
     if (this.leadershipGuard?.isActive() === false) return;
     for (const shard of this.shards) if (shard !== undefined) yield shard;
+  }
+
+  private *offsetGroupIds(): Iterable<string> {
+    for (const shard of this.ledShards()) if (shard.isServing) yield* shard.offsetStore.groupIds();
+  }
+
+  /** The shard of `groupId`'s partition if it serves its groups now. */
+  private servingShardOf(groupId: string): GroupCoordinatorShard | undefined {
+    const shard = this.route(groupId);
+    return typeof shard === 'object' && shard.isServing ? shard : undefined;
   }
 
   private *groupIds(): Iterable<string> {

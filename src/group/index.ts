@@ -40,3 +40,11 @@ export { GROUP_STATES, isLegalTransition } from './group-state';
 export type { OffsetStore, CommittedOffset, TopicPartitionOffset } from './offset-store';
 export { InMemoryOffsetStore } from './in-memory-offset-store';
 export type { GroupMetadataStore, StoredGroup, StoredMember } from './group-metadata-store';
+export { CoordinatorRecordStore } from './coordinator-record-store';
+export type { CoordinatorLoadResult, CoordinatorRecordStoreOptions } from './coordinator-record-store';
+export type {
+  CoordinatorLoadSummary,
+  CoordinatorLogRecord,
+  CoordinatorPartitionWriter,
+  CoordinatorRecordToWrite,
+} from './coordinator-partition-writer';

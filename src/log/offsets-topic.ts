@@ -1,6 +1,6 @@
 import {
-  ConsumerOffsetsStore,
-  type ConsumerOffsetsStoreOptions,
+  ConsumerOffsetsWriter,
+  type ConsumerOffsetsWriterOptions,
   type OffsetsPartition,
 } from './consumer-offsets';
 import type { LogConfig } from './storage';
@@ -12,17 +12,17 @@ import type { Time } from '../time';
  */
 export interface OffsetsTopicListener {
   /**
-   * This node now leads `partitionIndex` at `leaderEpoch`; `store` is that partition's
-   * ConsumerOffsetsStore (on the partition's log, not yet loaded: the listener calls `load()`). Its writes
-   * append as leader at `leaderEpoch` and resolve only when committed; they reject with a CohortError whose
-   * code is the log's: NOT_LEADER_OR_FOLLOWER once the leadership or the epoch is gone,
+   * This node now leads `partitionIndex` at `leaderEpoch`; `writer` is that partition's
+   * ConsumerOffsetsWriter (on the partition's log, not yet loaded: the listener calls `load()`). Its
+   * appends are made as leader at `leaderEpoch` and resolve only when committed; they reject with a
+   * CohortError whose code is the log's: NOT_LEADER_OR_FOLLOWER once the leadership or the epoch is gone,
    * NOT_ENOUGH_REPLICAS(_AFTER_APPEND), REQUEST_TIMED_OUT after the commit timeout.
    */
-  onElection(partitionIndex: number, leaderEpoch: number, store: ConsumerOffsetsStore): void;
+  onElection(partitionIndex: number, leaderEpoch: number, writer: ConsumerOffsetsWriter): void;
   /**
    * This node no longer leads it (became a follower, unassigned, session lost, shutdown). `leaderEpoch` is
-   * the epoch it led at. Called once per election, synchronously inside the change, after the store was
-   * resigned (its writes reject from then on).
+   * the epoch it led at. Called once per election, synchronously inside the change, after the writer was
+   * resigned (its appends reject from then on).
    */
   onResignation(partitionIndex: number, leaderEpoch: number): void;
 }
@@ -41,12 +41,12 @@ export interface OffsetsTopicOptions {
    * directory from before the topic was replicated (only `__consumer_offsets-0`) keeps 1.
    */
   readonly numPartitions?: number;
-  /** How long a store's write waits to be committed (default DEFAULT_OFFSETS_COMMIT_TIMEOUT_MS). */
+  /** How long an append waits to be committed (default DEFAULT_OFFSETS_COMMIT_TIMEOUT_MS). */
   readonly commitTimeoutMs?: number;
   /** Overrides of CONSUMER_OFFSETS_LOG_CONFIG (tests use small segments); the policy is always compact. */
   readonly logConfig?: Partial<LogConfig>;
-  /** What every store is created with (its leader epoch is the election's). */
-  readonly store?: Omit<ConsumerOffsetsStoreOptions, 'leaderEpoch'>;
+  /** What every writer is created with (its leader epoch is the election's). */
+  readonly writer?: Omit<ConsumerOffsetsWriterOptions, 'leaderEpoch'>;
   /** Single-node start-up: how the topic was found (for the server's log). */
   readonly onStartup?: (info: OffsetsTopicStartup) => void;
 }
@@ -64,22 +64,22 @@ export interface OffsetsTopicStartup {
 
 interface Election {
   readonly leaderEpoch: number;
-  readonly store: ConsumerOffsetsStore;
+  readonly writer: ConsumerOffsetsWriter;
 }
 
 /**
- * Which `__consumer_offsets` partitions this node leads, at which epoch, with which store: ReplicaManager
+ * Which `__consumer_offsets` partitions this node leads, at which epoch, with which writer: ReplicaManager
  * reports each hosted partition's role after every change (`update`), and this turns the changes into
  * the listener's calls. A partition led at a new epoch is a resignation of the old epoch, then an
  * election; leading at the same epoch again after a resignation (the session came back) is an election.
  */
 export class OffsetsTopicLeadership {
   private readonly elections = new Map<number, Election>();
-  /** Resigned stores' close(): their writes and compactions still settling. */
+  /** Resigned writers' close(): their appends and compactions still settling. */
   private readonly settling = new Set<Promise<void>>();
 
   /**
-   * `time`: the node's clock, which each store's load measures its steps on. `onListenerError`: the
+   * `time`: the node's clock, which each writer's load measures its steps on. `onListenerError`: the
    * listener threw (the change it was told of is made all the same).
    */
   constructor(
@@ -90,8 +90,8 @@ export class OffsetsTopicLeadership {
     },
   ) {}
 
-  /** The stores of the partitions led here now, by partition index. */
-  get stores(): ReadonlyMap<number, Election> {
+  /** The writers of the partitions led here now, by partition index. */
+  get writers(): ReadonlyMap<number, Election> {
     return this.elections;
   }
 
@@ -108,15 +108,15 @@ export class OffsetsTopicLeadership {
     if (isLeading && current?.leaderEpoch === leaderEpoch) return;
     if (current !== undefined) this.resign(partition.partitionIndex);
     if (!isLeading) return;
-    const { store: storeOptions } = this.options;
-    const store = new ConsumerOffsetsStore(partition, {
-      ...storeOptions,
+    const { writer: writerOptions } = this.options;
+    const writer = new ConsumerOffsetsWriter(partition, {
+      ...writerOptions,
       leaderEpoch,
-      replay: { time: this.time, ...storeOptions?.replay },
+      replay: { time: this.time, ...writerOptions?.replay },
     });
-    this.elections.set(partition.partitionIndex, { leaderEpoch, store });
+    this.elections.set(partition.partitionIndex, { leaderEpoch, writer });
     try {
-      this.options.listener.onElection(partition.partitionIndex, leaderEpoch, store);
+      this.options.listener.onElection(partition.partitionIndex, leaderEpoch, writer);
     } catch (error) {
       this.onListenerError(error);
     }
@@ -127,8 +127,8 @@ export class OffsetsTopicLeadership {
     const current = this.elections.get(partitionIndex);
     if (current === undefined) return;
     this.elections.delete(partitionIndex);
-    current.store.resign();
-    const settled = current.store.close().finally(() => this.settling.delete(settled));
+    current.writer.resign();
+    const settled = current.writer.close().finally(() => this.settling.delete(settled));
     this.settling.add(settled);
     try {
       this.options.listener.onResignation(partitionIndex, current.leaderEpoch);
@@ -142,7 +142,7 @@ export class OffsetsTopicLeadership {
     for (const partitionIndex of [...this.elections.keys()]) this.resign(partitionIndex);
   }
 
-  /** Settles once every resigned store's writes and compaction have (before the logs close). */
+  /** Settles once every resigned writer's appends and compaction have (before the logs close). */
   async settled(): Promise<void> {
     await Promise.all(this.settling);
   }

@@ -23,7 +23,7 @@ import type {
   ProduceResponse,
 } from './broker-protocol';
 import { CONSUMER_OFFSETS_LOG_CONFIG, CONSUMER_OFFSETS_TOPIC } from './consumer-offsets';
-import { CoordinatorPartitionWriter } from './coordinator-partition-writer';
+import { OffsetsTopicPartitions } from './offsets-topic-partitions';
 import type {
   EpochBoundaryOutcome,
   EpochBoundaryTarget,
@@ -107,7 +107,7 @@ export interface ReplicaManagerOptions {
   /** The fetchers' settings (wait, backoff, reports); they run on this manager's time and timer. */
   readonly replicaFetcherOptions?: Omit<ReplicaFetcherOptions, 'time' | 'timer' | 'leaderId'>;
   /**
-   * Hosts the internal topic `__consumer_offsets` for the group layer: a ConsumerOffsetsStore per
+   * Hosts the internal topic `__consumer_offsets` for the group layer: a ConsumerOffsetsWriter per
    * partition led here, announced to `offsetsTopic.listener` (see OffsetsTopicOptions). Single-node mode
    * creates the topic at `startup()` (replicas [this node], epoch 0); cluster mode takes it from the
    * cluster's metadata like any topic. Absent: the topic is still hosted (compacted) if the cluster
@@ -130,7 +130,7 @@ export const DEFAULT_ISR_PROPOSAL_RETRY_BACKOFF_MS = 1_000;
  *   (Metadata), TopicCreator (CreateTopics);
  * - ParkedOperations: the Produce and Fetch purgatories;
  * - PartitionFetchStates: what each follower partition fetches, for the ReplicaFetchers;
- * - CoordinatorPartitionWriter: the group layer's writes to `__consumer_offsets`;
+ * - OffsetsTopicPartitions: the group layer's writes to `__consumer_offsets`, and who is told it leads them;
  * - LogMaintenance: ISR expiry, retention, flush and HW checkpoints.
  *
  * All of this runs on one event loop (see BrokerApis).
@@ -176,7 +176,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
   private stoppingFetchers: Promise<void> | null = null;
   private readonly offsetsTopic: OffsetsTopicOptions | undefined;
   /** The `__consumer_offsets` partitions led here: who is told, and how the group layer writes them. */
-  private readonly offsets: CoordinatorPartitionWriter;
+  private readonly offsets: OffsetsTopicPartitions;
   /** shutdown() has begun: a store write answered from here on was cut by it, not timed out. */
   private isShuttingDown = false;
 
@@ -255,7 +255,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
       afterIsrChange: (partition, isrBefore, isHwIncreased) =>
         this.afterIsrChange(partition, isrBefore, isHwIncreased),
     });
-    this.offsets = new CoordinatorPartitionWriter(
+    this.offsets = new OffsetsTopicPartitions(
       {
         time: this.time,
         nodeId: config.nodeId,
@@ -280,7 +280,7 @@ export class ReplicaManager implements BrokerService, FollowerReplicas, Partitio
         replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
         retentionCheckIntervalMs: options.retentionCheckIntervalMs ?? DEFAULT_RETENTION_CHECK_INTERVAL_MS,
         flushIntervalMs: this.logManager.logConfig.flushIntervalMs,
-        minCleanableDirtyRatio: options.offsetsTopic?.store?.minCleanableDirtyRatio,
+        minCleanableDirtyRatio: options.offsetsTopic?.writer?.minCleanableDirtyRatio,
         onTaskError,
       },
     );

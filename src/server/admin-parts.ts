@@ -11,8 +11,8 @@ import { AdminServer } from './admin-server';
 import { ClusterGroupFeed } from './cluster-group-feed';
 import type { ClusterWiring } from './cluster-wiring';
 import { GROUP_METADATA_TOPIC } from './find-coordinator';
-import type { LedOffsetsStores } from './led-offsets-stores';
 import type { ServerMetrics } from './metrics/server-metrics';
+import type { ConsumerLagSources } from './metrics/consumer-lag-metrics';
 import type { ServerSecurity } from './server-security';
 import type { GroupWatches } from './watch-groups';
 
@@ -27,7 +27,7 @@ export interface AdminPartsOptions {
   readonly coordinator: GroupCoordinatorService;
   readonly replicaManager: ReplicaManager;
   /** The committed offsets of the groups this node coordinates; undefined with a coordinator of its own. */
-  readonly offsets: LedOffsetsStores | undefined;
+  readonly offsets: ConsumerLagSources['offsets'] | undefined;
   readonly groupWatches: GroupWatches;
   /** Why the server is not ready, as /readyz says it (undefined: ready). */
   readonly readinessProblem: () => string | undefined;

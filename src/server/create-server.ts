@@ -12,7 +12,7 @@ import type { GroupCoordinatorService } from '../group/group-protocol';
 import type { BrokerNode } from '../log';
 import type { ClusterNodeAddress, LocalReplicaState } from '../log/partition-roles';
 import { ReplicaManager } from '../log';
-import type { ConsumerOffsetsStore } from '../log/consumer-offsets';
+import type { ConsumerOffsetsWriter } from '../log/consumer-offsets';
 import {
   checkDataDirIdentity,
   DataDirLock,
@@ -31,7 +31,6 @@ import { brokerService } from './broker-service';
 import { budgetServerAt, CallReadBudget } from './call-read-budget';
 import { ClusterWiring } from './cluster-wiring';
 import { fanOutListener } from './fan-out-listener';
-import { LedOffsetsStores } from './led-offsets-stores';
 import { groupCoordinatorService } from './group-coordinator-service';
 import { HeartbeatStreams } from './heartbeat-stream';
 import { GroupWatches } from './watch-groups';
@@ -197,9 +196,13 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     nodeId: config.nodeId,
     ...(options.metricsStopwatch ? { stopwatch: options.metricsStopwatch } : {}),
   });
-  const groupListener = fanOutListener([groupEventLog(logger, time), metrics.groupListener]);
   // Every cut, rebuilt index and skipped record of a log's recovery is logged and counted.
   const recoveryLog = storageRecoveryLog(logger, metrics.recovery);
+  const groupListener = fanOutListener([
+    groupEventLog(logger, time),
+    metrics.groupListener,
+    { onCorruptRecord: (_partitionIndex, offset, error) => recoveryLog.onCorruptRecord(offset, error) },
+  ]);
   const recovery = { truncateCorruptLogs: config.truncateCorruptLogs, listener: recoveryLog.listener };
 
   // Cluster mode (--etcd-endpoints): a ClusterNode drives the log's partition roles (docs/cluster.md). Its
@@ -234,7 +237,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   // ReplicaManager. The coordinator is a router over one shard per partition this node leads: the
   // ReplicaManager elects a partition's store here (single-node mode: every partition, at start()) and the
   // router loads it; a resignation unloads it (docs/cluster.md, "Groups").
-  let groupState: { readonly router: GroupCoordinatorRouter; readonly stores: LedOffsetsStores } | undefined;
+  let groupState: { readonly router: GroupCoordinatorRouter } | undefined;
   // A timer task that throws has broken an invariant of one group; log it with its stack and keep
   // serving the others, as Kafka's timer threads do, rather than let the timer rethrow it into the loop.
   const defaultFactory: CoordinatorFactory = (groupConfig, clock) => {
@@ -245,7 +248,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       // Cluster mode: no group request is served once the node's session may be gone (its clock says so).
       ...(cluster === undefined ? {} : { leadershipGuard: cluster.guard }),
     });
-    groupState = { router, stores: new LedOffsetsStores((groupId) => router.partitionFor(groupId)) };
+    groupState = { router };
     return router;
   };
   const coordinator = (options.coordinatorFactory ?? defaultFactory)(groupConfigOf(config), time);
@@ -257,20 +260,19 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       : {
           offsetsTopic: {
             listener: {
-              onElection: (partitionIndex: number, leaderEpoch: number, store: ConsumerOffsetsStore) =>
-                electGroupPartition(partitionIndex, leaderEpoch, store),
+              onElection: (partitionIndex: number, leaderEpoch: number, writer: ConsumerOffsetsWriter) =>
+                electGroupPartition(partitionIndex, leaderEpoch, writer),
               onResignation: (partitionIndex: number, leaderEpoch: number) => {
-                groupState?.stores.resign(partitionIndex, leaderEpoch);
                 groupState?.router.onResignation(partitionIndex, leaderEpoch);
               },
             },
             // Used when the topic is first created: a data directory (single-node mode) or the cluster
             // keeps the count its topic was created with.
             numPartitions: config.offsetsTopicNumPartitions,
-            store: {
+            writer: {
               onCompactionError: (error: unknown) =>
                 logger.warn({ err: error }, '__consumer_offsets compaction failed'),
-              onCorruptData: recoveryLog.onCorruptData,
+              onCorruptRegion: recoveryLog.onCorruptRegion,
             },
             onStartup: ({ outcome, numPartitions, configuredNumPartitions }) => {
               if (outcome === 'kept' && numPartitions !== configuredNumPartitions) {
@@ -341,7 +343,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       ? {}
       : {
           consumerLag: {
-            offsets: groupState.stores,
+            offsets: groupState.router.committedOffsets,
             partition: (key: string) => replicaManager.getPartition(key),
           },
         }),
@@ -483,7 +485,7 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     cluster,
     coordinator,
     replicaManager,
-    offsets: groupState?.stores,
+    offsets: groupState?.router.committedOffsets,
     groupWatches,
     readinessProblem: () => readinessProblem(),
   });
@@ -573,37 +575,19 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
   function electGroupPartition(
     partitionIndex: number,
     leaderEpoch: number,
-    store: ConsumerOffsetsStore,
+    writer: ConsumerOffsetsWriter,
   ): void {
     if (groupState === undefined) return;
-    const { router, stores } = groupState;
+    const { router } = groupState;
     const numPartitions = replicaManager.offsetsTopicPartitionCount();
     if (numPartitions !== undefined && router.numPartitions !== numPartitions) {
       router.setNumPartitions(numPartitions);
     }
-    stores.elect(partitionIndex, store);
-    const loading = store.load();
-    // Ready means a stored group is served, not answered COORDINATOR_LOAD_IN_PROGRESS: the store's replay
-    // is followed by the shard's restore of its groups, and a start waits for both.
-    const restored = router.onElection(partitionIndex, leaderEpoch, {
-      offsetStore: store,
-      metadataStore: store,
-      loading,
-    });
-    startupLoads?.push(restored);
-    loading.then(
-      (loaded) => logger.debug({ partitionIndex, leaderEpoch, ...loaded }, 'group partition loaded'),
-      (error: unknown) => {
-        if (store.isResigned) {
-          logger.info({ partitionIndex, leaderEpoch }, 'group partition load ended: no longer its leader');
-        } else {
-          logger.error(
-            { err: error, partitionIndex },
-            'group partition could not be loaded; its groups are unavailable',
-          );
-        }
-      },
-    );
+    const loaded = router.onElection(partitionIndex, leaderEpoch, writer);
+    // Ready means a stored group is served, not answered COORDINATOR_LOAD_IN_PROGRESS: the replay of the
+    // partition's records is followed by the shard's restore of its groups, and a start waits for both
+    // (start()'s elections only: later ones, a cluster's, are not waited for).
+    startupLoads?.push(loaded);
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { ErrorCode } from '../errors';
 import type {
+  CoordinatorLoadResult,
   GroupCoordinatorListener,
   GroupState,
   OffsetRetentionCheckSummary,
@@ -91,6 +92,9 @@ export function groupEventLog(logger: Logger, time: Time): GroupCoordinatorListe
       const fields = { partition, leaderEpoch, groups, durationMs };
       if (groups > 0) logger.info(fields, 'offsets partition loaded');
       else logger.debug(fields, 'offsets partition loaded');
+    },
+    onPartitionReplayed: (partition: number, leaderEpoch: number, result: CoordinatorLoadResult) => {
+      logger.debug({ partition, leaderEpoch, ...result }, 'offsets partition replayed');
     },
     onShardLoadFailed: (partition: number, leaderEpoch: number, error: unknown) => {
       logger.error({ err: error, partition, leaderEpoch }, 'offsets partition failed to load');

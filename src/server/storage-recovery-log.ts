@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
-import type { ConsumerOffsetsStoreOptions } from '../log/consumer-offsets';
-import type { LogRecoveryListener } from '../log/storage';
+import type { CorruptRegion, LogRecoveryListener } from '../log/storage';
 import type { RecoveryMetrics } from './metrics/recovery-metrics';
 
 /**
@@ -22,7 +21,10 @@ export function storageRecoveryLog(
   metrics: RecoveryMetrics,
 ): {
   readonly listener: LogRecoveryListener;
-  readonly onCorruptData: NonNullable<ConsumerOffsetsStoreOptions['onCorruptData']>;
+  /** The `__consumer_offsets` load skipped bytes holding no valid batch (the log's side of the load). */
+  readonly onCorruptRegion: (region: CorruptRegion) => void;
+  /** The `__consumer_offsets` load skipped a record it could not decode (the group layer's side). */
+  readonly onCorruptRecord: (offset: number, error: unknown) => void;
 } {
   const listener: LogRecoveryListener = {
     onTruncation: (event) => {
@@ -88,20 +90,16 @@ export function storageRecoveryLog(
       logger.trace({ dir, recoveryPoint, isCleanShutdown }, 'recovery point checkpointed');
     },
   };
-  const onCorruptData: NonNullable<ConsumerOffsetsStoreOptions['onCorruptData']> = (damage) => {
-    if ('region' in damage) {
-      metrics.onConsumerOffsetsCorrupt('batch');
-      logger.error(
-        { ...damage.region },
-        'the __consumer_offsets load skipped bytes holding no valid batch; the writes they held are lost',
-      );
-    } else {
-      metrics.onConsumerOffsetsCorrupt('record');
-      logger.error(
-        { offset: damage.offset, err: damage.error },
-        'the __consumer_offsets load skipped a record it could not decode',
-      );
-    }
+  const onCorruptRegion = (region: CorruptRegion): void => {
+    metrics.onConsumerOffsetsCorrupt('batch');
+    logger.error(
+      { ...region },
+      'the __consumer_offsets load skipped bytes holding no valid batch; the writes they held are lost',
+    );
   };
-  return { listener, onCorruptData };
+  const onCorruptRecord = (offset: number, error: unknown): void => {
+    metrics.onConsumerOffsetsCorrupt('record');
+    logger.error({ offset, err: error }, 'the __consumer_offsets load skipped a record it could not decode');
+  };
+  return { listener, onCorruptRegion, onCorruptRecord };
 }

@@ -44,7 +44,7 @@ describe('a server with a damaged __consumer_offsets', () => {
     await store.commit('g1', [{ topic: 't', partition: 1, offset: offset(2) }]);
     await store.commit('g1', [{ topic: 't', partition: 0, offset: offset(3) }]);
     await store.commit('g2', [{ topic: 'u', partition: 0, offset: offset(7) }]);
-    const [first, victim] = store.log.read(0, 1 << 20).batches;
+    const [first, victim] = topic.writer(0).log.read(0, 1 << 20).batches;
     await topic.close();
     // A byte of the victim's record value: only its CRC can tell.
     const file = path.join(dir, '00000000000000000000.log');

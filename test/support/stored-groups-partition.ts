@@ -2,13 +2,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CONSUMER_PROTOCOL_TYPE } from '../../src/client';
 import {
-  CONSUMER_OFFSETS_LOG_CONFIG,
   encodeGroupMetadataKey,
   encodeGroupMetadataValue,
   encodeOffsetCommitKey,
   encodeOffsetCommitValue,
   type MemberMetadataValue,
-} from '../../src/log/consumer-offsets';
+} from '../../src/group/records/consumer-offsets-record';
+import { CONSUMER_OFFSETS_LOG_CONFIG } from '../../src/log/consumer-offsets';
 import { PartitionLog, type SimpleRecord } from '../../src/log/storage';
 import { SYSTEM_TIME } from '../../src/time';
 

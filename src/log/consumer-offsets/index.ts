@@ -3,37 +3,10 @@ export {
   CONSUMER_OFFSETS_PARTITION_DIR,
   CONSUMER_OFFSETS_SEGMENT_BYTES,
   CONSUMER_OFFSETS_TOPIC,
-  ConsumerOffsetsStore,
+  ConsumerOffsetsWriter,
   DEFAULT_MIN_CLEANABLE_DIRTY_RATIO,
-} from './consumer-offsets-store';
+} from './consumer-offsets-writer';
 export type { OffsetsPartition } from './offsets-partition';
-export type {
-  ConsumerOffsetsLoadResult,
-  ConsumerOffsetsStoreOptions,
-  StoredGroupRecord,
-  TopicPartitionOffsetRecord,
-} from './consumer-offsets-store';
-export {
-  decodeGroupMetadataValue,
-  decodeKey,
-  decodeOffsetCommitValue,
-  encodeGroupMetadataKey,
-  encodeGroupMetadataValue,
-  encodeOffsetCommitKey,
-  encodeOffsetCommitValue,
-  GROUP_METADATA_KEY_TYPE,
-  GROUP_METADATA_VALUE_VERSION,
-  OFFSET_COMMIT_KEY_TYPE,
-  OFFSET_COMMIT_VALUE_VERSION,
-} from './consumer-offsets-record';
-export type {
-  ConsumerOffsetsKey,
-  GroupMetadataKey,
-  GroupMetadataValue,
-  MemberMetadataValue,
-  MemberProtocolValue,
-  OffsetCommitKey,
-  OffsetCommitValue,
-} from './consumer-offsets-record';
+export type { ConsumerOffsetsWriterOptions } from './consumer-offsets-writer';
 export { DEFAULT_LOAD_STEP_BYTES, replayLog } from './replay-log';
 export type { ReplayOptions, ReplayResult } from './replay-log';

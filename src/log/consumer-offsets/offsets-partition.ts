@@ -1,10 +1,10 @@
 import type { PartitionLog, SimpleRecord } from '../storage';
 
 /**
- * One partition of `__consumer_offsets` as its ConsumerOffsetsStore sees it: the partition's log (which
- * the store replays and compacts, never appends to directly) and an append that resolves only once the
+ * One partition of `__consumer_offsets` as its ConsumerOffsetsWriter sees it: the partition's log (which
+ * the writer reads back and compacts, never appends to directly) and an append that resolves only once the
  * batch is committed. ReplicaManager implements it for every partition it hosts (`offsets-topic.ts`);
- * the store never learns whether the partition has one replica or three.
+ * the writer never learns whether the partition has one replica or three.
  */
 export interface OffsetsPartition {
   /** "__consumer_offsets-<index>", for messages. */

@@ -1,7 +1,7 @@
 import { ErrorCode } from '../../../src/errors';
 import { GroupCoordinatorRouter } from '../../../src/group/group-coordinator-router';
 import type { ReplicaManager } from '../../../src/log';
-import type { ConsumerOffsetsStore } from '../../../src/log/consumer-offsets';
+import type { ConsumerOffsetsWriter } from '../../../src/log/consumer-offsets';
 import {
   CONTEXT,
   GROUP_INITIAL_REBALANCE_DELAY_MS,
@@ -23,7 +23,7 @@ const INSTANCE = 'instance';
 
 /**
  * Coordinators on replicated `__consumer_offsets` (ReplicaManagers on a fake cluster, one partition, the
- * manual clock), wired as the server wires them: each election's store loads into the router's shard.
+ * manual clock), wired as the server wires them: each election's writer is replayed into the router's shard.
  * A new leader holds records of the old leader's above the HW (a group's generation and a commit no
  * follower has yet): its groups answer COORDINATOR_LOAD_IN_PROGRESS until the HW covers them, so nothing
  * a failover could still take back is ever served.
@@ -31,7 +31,7 @@ const INSTANCE = 'instance';
 describe('a coordinator that takes over records not yet committed', () => {
   let h: BrokerHarness;
   const routers = new Map<number, GroupCoordinatorRouter>();
-  const stores = new Map<number, ConsumerOffsetsStore>();
+  const writers = new Map<number, ConsumerOffsetsWriter>();
 
   beforeEach(() => {
     h = new BrokerHarness();
@@ -40,11 +40,11 @@ describe('a coordinator that takes over records not yet committed', () => {
   afterEach(async () => {
     for (const router of routers.values()) router.shutdown();
     routers.clear();
-    stores.clear();
+    writers.clear();
     await h.cleanup();
   });
 
-  /** Node `nodeId` and its coordinator, as create-server's electGroupPartition wires them. */
+  /** Node `nodeId` and its coordinator, as the server wires them. */
   function node(nodeId: number): ReplicaManager {
     const router = new GroupCoordinatorRouter(TEST_GROUP_CONFIG, h.time, { numPartitions: 1 });
     routers.set(nodeId, router);
@@ -54,17 +54,9 @@ describe('a coordinator that takes over records not yet committed', () => {
       {
         offsetsTopic: {
           listener: {
-            onElection: (partitionIndex, leaderEpoch, store) => {
-              stores.set(nodeId, store);
-              const loading = store.load();
-              loading.catch(() => undefined);
-              void router
-                .onElection(partitionIndex, leaderEpoch, {
-                  offsetStore: store,
-                  metadataStore: store,
-                  loading,
-                })
-                .catch(() => undefined);
+            onElection: (partitionIndex, leaderEpoch, writer) => {
+              writers.set(nodeId, writer);
+              void router.onElection(partitionIndex, leaderEpoch, writer).catch(() => undefined);
             },
             onResignation: (partitionIndex, leaderEpoch) => router.onResignation(partitionIndex, leaderEpoch),
           },
@@ -112,7 +104,7 @@ describe('a coordinator that takes over records not yet committed', () => {
     const one = node(1);
     node(2);
     h.cluster.set(TOPIC, 0, { leader: 0, leaderEpoch: 0, isr: [0, 1, 2], replicas: [0, 1, 2] });
-    await until(() => stores.get(0)?.isLoaded === true, "node 0's load");
+    await until(() => writers.get(0)?.isLoaded === true, "node 0's load");
     const coordinator = routers.get(0)!;
     const joined = join(coordinator);
     await settle();
@@ -202,6 +194,6 @@ describe('a coordinator that takes over records not yet committed', () => {
     expect(await fetchOffset(coordinator)).toEqual([ErrorCode.NOT_COORDINATOR, undefined]);
     expect((await describe(coordinator))[0]).toBe(ErrorCode.NOT_COORDINATOR);
     expect(coordinator.numGroups).toBe(0);
-    expect(stores.get(1)!.isLoaded).toBe(false);
+    expect(writers.get(1)!.isLoaded).toBe(false);
   });
 });

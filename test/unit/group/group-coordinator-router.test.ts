@@ -264,7 +264,7 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
   test('every request of a group whose partition is not led', async () => {
     const h = harness();
     // Partition 0 is led here, partition 1 (GROUP_B's) is not.
-    h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     await settle();
     const notCoordinator = ErrorCode.NOT_COORDINATOR;
     const join = h.sendJoin(GROUP_B, 'instance');
@@ -295,7 +295,7 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
 
   test('DescribeGroups and DeleteGroups answer per group, in the request order', async () => {
     const h = harness();
-    h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     await settle();
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     const described = await h.router.describeGroups({ groups: [GROUP_B, GROUP_A] }, CONTEXT);
@@ -313,7 +313,7 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
 
   test("lastHeartbeats: a led group's members and their last heartbeat, nothing for a group not led", async () => {
     const h = harness();
-    h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     await settle();
     const { memberId, generationId } = await h.stableGroup(GROUP_A);
     h.advance(100);
@@ -341,10 +341,10 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
           )
         ).errorCode,
       ).toBe(ErrorCode.NOT_COORDINATOR);
-      expect(() => router.onElection(0, 0, storesOn(new MemoryGroupStore()))).toThrow(RangeError);
+      expect(() => router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()))).toThrow(RangeError);
       router.setNumPartitions(NUM_PARTITIONS);
       expect(router.partitionFor(GROUP_B)).toBe(1);
-      router.onElection(1, 0, storesOn(new MemoryGroupStore()));
+      router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
       router.setNumPartitions(NUM_PARTITIONS);
       expect(() => router.setNumPartitions(NUM_PARTITIONS + 1)).toThrow(RangeError);
     } finally {
@@ -360,7 +360,7 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     const store = new MemoryGroupStore();
     store.seed(storedGroup(GROUP_A, 'member-1'));
     const loading = deferred();
-    h.router.onElection(0, 1, storesOn(store, loading.promise));
+    h.router.onElectionWithStores(0, 1, storesOn(store, loading.promise));
     const inProgress = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
     expect((await h.sendJoin(GROUP_A, 'instance').promise).errorCode).toBe(inProgress);
     // The rebalance a SyncGroup belonged to may be lost with the old coordinator: rejoin.
@@ -384,13 +384,13 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
 
   test('ListGroups lists the loaded partitions and says COORDINATOR_LOAD_IN_PROGRESS while one loads', async () => {
     const h = harness();
-    h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     await settle();
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     const storeB = new MemoryGroupStore();
     storeB.seed(storedGroup(GROUP_B, 'member-b'));
     const loading = deferred();
-    h.router.onElection(1, 0, storesOn(storeB, loading.promise));
+    h.router.onElectionWithStores(1, 0, storesOn(storeB, loading.promise));
     let listed = await h.router.listGroups({ statesFilter: [] }, CONTEXT);
     expect(listed.errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     expect(listed.groups.map((g) => g.groupId)).toEqual([GROUP_A]);
@@ -418,7 +418,7 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     const sessionMs = 1_000;
     store.seed(storedGroup(GROUP_A, 'member-1', sessionMs));
     const loading = deferred();
-    h.router.onElection(0, 2, storesOn(store, loading.promise));
+    h.router.onElectionWithStores(0, 2, storesOn(store, loading.promise));
     // The load outlasts the member's session: its session must not have been running meanwhile.
     h.advance(3 * sessionMs);
     loading.resolve();
@@ -448,7 +448,7 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     const first = groupIds[0]!;
     const last = groupIds[groupIds.length - 1]!;
     const loading = deferred();
-    h.router.onElection(0, 2, storesOn(store, loading.promise));
+    h.router.onElectionWithStores(0, 2, storesOn(store, loading.promise));
     loading.resolve();
     // One turn after the replay: the first slices are in, not all, and the shard is still loading.
     await settle(1);
@@ -489,7 +489,7 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
       });
     }
     const loading = deferred();
-    const loaded = h.router.onElection(0, 2, storesOn(store, loading.promise));
+    const loaded = h.router.onElectionWithStores(0, 2, storesOn(store, loading.promise));
     let isLoaded = false;
     void loaded.then(() => (isLoaded = true));
     loading.resolve();
@@ -516,7 +516,7 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     const failures: unknown[] = [];
     const h = harness({ onShardLoadFailed: (_p, _e, error) => failures.push(error) });
     const loading = deferred();
-    h.router.onElection(0, 0, storesOn(new MemoryGroupStore(), loading.promise));
+    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore(), loading.promise));
     loading.reject(new Error('replay failed'));
     await settle();
     expect(failures).toHaveLength(1);
@@ -524,7 +524,7 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     expect((await h.router.listGroups({ statesFilter: [] }, CONTEXT)).errorCode).toBe(
       ErrorCode.COORDINATOR_NOT_AVAILABLE,
     );
-    h.router.onElection(0, 1, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 1, storesOn(new MemoryGroupStore()));
     await settle();
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
   });
@@ -536,7 +536,7 @@ describe('resignation', () => {
     // resigns its shards; the guard reads the clock and answers for it.
     let isSessionAlive = true;
     const h = harness({}, { isActive: () => isSessionAlive });
-    h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     await settle();
     const groupId = groupOn(0);
     const { memberId, generationId } = await h.stableGroup(groupId);
@@ -558,7 +558,7 @@ describe('resignation', () => {
 
   test('a parked JoinGroup is answered NOT_COORDINATOR, and so is every later request', async () => {
     const h = harness();
-    h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     await settle();
     // Parked through the initial rebalance delay.
     const join = h.sendJoin(GROUP_A, 'instance');
@@ -579,7 +579,7 @@ describe('resignation', () => {
   test('a SyncGroup waiting for its group record is answered NOT_COORDINATOR; the late write touches nothing', async () => {
     const h = harness();
     const store = new MemoryGroupStore();
-    h.router.onElection(0, 0, storesOn(store));
+    h.router.onElectionWithStores(0, 0, storesOn(store));
     await settle();
     const join = h.sendJoin(GROUP_A, 'instance');
     await settle();
@@ -596,7 +596,7 @@ describe('resignation', () => {
     expect(sync.result.errorCode).toBe(ErrorCode.NOT_COORDINATOR);
     // Led again at a newer epoch, on the same log: the new shard loads what is durable (nothing yet).
     store.isDeferred = false;
-    h.router.onElection(0, 1, storesOn(store));
+    h.router.onElectionWithStores(0, 1, storesOn(store));
     await settle();
     expect(await h.describe(GROUP_A)).toEqual({
       errorCode: ErrorCode.GROUP_ID_NOT_FOUND,
@@ -613,7 +613,7 @@ describe('resignation', () => {
   test('an OffsetCommit waiting for the store is answered NOT_COORDINATOR; its late failure touches nothing', async () => {
     const h = harness();
     const store = new MemoryGroupStore();
-    h.router.onElection(0, 0, storesOn(store));
+    h.router.onElectionWithStores(0, 0, storesOn(store));
     await settle();
     store.isDeferred = true;
     const commit = h.sendCommit(GROUP_A, 7);
@@ -622,7 +622,7 @@ describe('resignation', () => {
     h.router.onResignation(0, 0);
     await settle();
     expect(commit.result).toBe(ErrorCode.NOT_COORDINATOR);
-    h.router.onElection(0, 1, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 1, storesOn(new MemoryGroupStore()));
     await settle();
     expect(await h.commit(GROUP_A, 8)).toBe(ErrorCode.NONE);
     store.fail(new CohortError(ErrorCode.NOT_LEADER_OR_FOLLOWER, 'deposed'));
@@ -634,7 +634,7 @@ describe('resignation', () => {
   test("a store's NOT_LEADER_OR_FOLLOWER reaches the client as NOT_COORDINATOR", async () => {
     const h = harness();
     const store = new MemoryGroupStore();
-    h.router.onElection(0, 0, storesOn(store));
+    h.router.onElectionWithStores(0, 0, storesOn(store));
     await settle();
     store.isDeferred = true;
     const commit = h.sendCommit(GROUP_A, 7);
@@ -646,8 +646,8 @@ describe('resignation', () => {
 
   test("a member's heartbeat stream hears NOT_COORDINATOR; another shard's members hear nothing", async () => {
     const h = harness();
-    h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
-    h.router.onElection(1, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
     await settle();
     const a = await h.stableGroup(GROUP_A, 'a');
     const b = await h.stableGroup(GROUP_B, 'b');
@@ -665,8 +665,8 @@ describe('resignation', () => {
 
   test('two shards are independent: one resigns, the other keeps its groups, sessions and rebalances', async () => {
     const h = harness();
-    h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
-    h.router.onElection(1, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
     await settle();
     const a = await h.stableGroup(GROUP_A, 'a');
     const b = await h.stableGroup(GROUP_B, 'b');
@@ -696,12 +696,12 @@ describe('resignation', () => {
   test('a stale election or resignation (older epoch) is ignored', async () => {
     const h = harness();
     const store = new MemoryGroupStore();
-    h.router.onElection(0, 5, storesOn(store));
+    h.router.onElectionWithStores(0, 5, storesOn(store));
     await settle();
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     // A late election of an older epoch, or the same one again, must not replace the shard.
-    h.router.onElection(0, 4, storesOn(new MemoryGroupStore()));
-    h.router.onElection(0, 5, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 4, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 5, storesOn(new MemoryGroupStore()));
     await settle();
     expect((await h.fetch(GROUP_A)).offset).toBe(1);
     // A late resignation of an older epoch must not unload it.
@@ -715,7 +715,7 @@ describe('resignation', () => {
     h.router.onResignation(0, 5);
     expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
     // Resigned at 5: an election of 5 (or older) arriving late is stale too.
-    h.router.onElection(0, 5, storesOn(store));
+    h.router.onElectionWithStores(0, 5, storesOn(store));
     expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
   });
 
@@ -724,7 +724,7 @@ describe('resignation', () => {
     const store = new MemoryGroupStore();
     store.seed(storedGroup(GROUP_A, 'member-1'));
     const loading = deferred();
-    h.router.onElection(0, 0, storesOn(store, loading.promise));
+    h.router.onElectionWithStores(0, 0, storesOn(store, loading.promise));
     expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     h.router.onResignation(0, 0);
     loading.resolve();
@@ -741,13 +741,13 @@ describe('resignation', () => {
   test('a newer election of a partition led is a resignation then an election', async () => {
     const h = harness();
     const store = new MemoryGroupStore();
-    h.router.onElection(0, 0, storesOn(store));
+    h.router.onElectionWithStores(0, 0, storesOn(store));
     await settle();
     expect(await h.commit(GROUP_A, 3)).toBe(ErrorCode.NONE);
     const join = h.sendJoin(GROUP_A, 'instance');
     await settle();
     const loading = deferred();
-    h.router.onElection(0, 1, storesOn(store, loading.promise));
+    h.router.onElectionWithStores(0, 1, storesOn(store, loading.promise));
     await settle();
     expect(join.result.errorCode).toBe(ErrorCode.NOT_COORDINATOR);
     expect(h.unloaded).toEqual([[0, 0, 1]]);
@@ -767,7 +767,7 @@ describe('watching groups across shards', () => {
     const unwatch = h.router.watchGroups([], (change) => changes.push(change));
     const store = new MemoryGroupStore();
     store.seed(storedGroup(GROUP_A, 'member-1'));
-    h.router.onElection(0, 0, storesOn(store, Promise.resolve()));
+    h.router.onElectionWithStores(0, 0, storesOn(store, Promise.resolve()));
     await settle();
     expect(changes.map((c) => [c.group.groupId, c.reason, c.isSnapshot, c.group.groupState])).toEqual([
       [GROUP_A, 'group-loaded', true, 'Stable'],
@@ -777,7 +777,7 @@ describe('watching groups across shards', () => {
       changes.slice(1).map((c) => [c.group.groupId, c.reason, c.group.errorCode, c.group.groupState]),
     ).toEqual([[GROUP_A, 'group-unloaded', ErrorCode.NOT_COORDINATOR, '']]);
     // Back on this node: a new group to the watch again.
-    h.router.onElection(0, 1, storesOn(store));
+    h.router.onElectionWithStores(0, 1, storesOn(store));
     await settle();
     expect(changes.slice(2).map((c) => [c.group.groupId, c.reason, c.isSnapshot])).toEqual([
       [GROUP_A, 'group-loaded', true],
@@ -787,7 +787,7 @@ describe('watching groups across shards', () => {
 
   test('a watch by name is told its group is not coordinated here, and when it is', async () => {
     const h = harness();
-    h.router.onElection(1, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
     await settle();
     const changes: GroupChange[] = [];
     h.router.watchGroups([GROUP_A], (change) => changes.push(change));
@@ -798,7 +798,7 @@ describe('watching groups across shards', () => {
     expect(await h.commit(GROUP_B, 1)).toBe(ErrorCode.NONE);
     expect(changes).toHaveLength(1);
     // Its partition is elected here, without the group: now it is known not to exist.
-    h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
+    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     await settle();
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     expect(changes.slice(1).map((c) => [c.reason, c.group.errorCode, c.group.groupState])).toEqual([
@@ -812,7 +812,7 @@ describe('watching groups across shards', () => {
     const changes: GroupChange[] = [];
     h.router.watchGroups([GROUP_A], (change) => changes.push(change));
     const loading = deferred();
-    h.router.onElection(0, 0, storesOn(new MemoryGroupStore(), loading.promise));
+    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore(), loading.promise));
     loading.resolve();
     await settle();
     h.router.onResignation(0, 0);
@@ -830,8 +830,8 @@ test('maxGroups bounds the node, over every shard', async () => {
     numPartitions: NUM_PARTITIONS,
   });
   try {
-    router.onElection(0, 0, storesOn(new MemoryGroupStore()));
-    router.onElection(1, 0, storesOn(new MemoryGroupStore()));
+    router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
     await settle();
     const commit = (groupId: string): Promise<ErrorCode> =>
       router
@@ -847,8 +847,8 @@ test('maxGroups bounds the node, over every shard', async () => {
 
 test('shutdown answers the parked calls of every shard COORDINATOR_NOT_AVAILABLE', async () => {
   const h = harness();
-  h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
-  h.router.onElection(1, 0, storesOn(new MemoryGroupStore()));
+  h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+  h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
   await settle();
   const joinA = h.sendJoin(GROUP_A, 'a');
   const joinB = h.sendJoin(GROUP_B, 'b');
@@ -859,15 +859,15 @@ test('shutdown answers the parked calls of every shard COORDINATOR_NOT_AVAILABLE
   expect(joinB.result.errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
   expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
   // Leadership news after shutdown changes nothing.
-  h.router.onElection(2, 0, storesOn(new MemoryGroupStore()));
+  h.router.onElectionWithStores(2, 0, storesOn(new MemoryGroupStore()));
   expect(h.router.isLeading(2)).toBe(false);
 });
 
 test('one retention check covers every serving shard; a loading shard joins once loaded', async () => {
   const summaries: number[] = [];
   const h = harness({ onOffsetRetentionCheckCompleted: (summary) => summaries.push(summary.groupsExpired) });
-  h.router.onElection(0, 0, storesOn(new MemoryGroupStore()));
-  h.router.onElection(1, 0, storesOn(new MemoryGroupStore()));
+  h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+  h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
   await settle();
   expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
   expect(await h.commit(GROUP_B, 1)).toBe(ErrorCode.NONE);
@@ -886,7 +886,7 @@ test('one retention check covers every serving shard; a loading shard joins once
     },
   ]);
   const loadingC = deferred();
-  h.router.onElection(2, 0, storesOn(storeC, loadingC.promise));
+  h.router.onElectionWithStores(2, 0, storesOn(storeC, loadingC.promise));
   // The one check the retention timer runs (its interval has passed many times over, checks never overlap).
   h.advance(TEST_GROUP_CONFIG.offsetsRetentionMinutes * 60_000);
   await settle();

@@ -1,6 +1,8 @@
 import { CohortError, ErrorCode } from '../../../src/errors';
 import type { BrokerConfig, FetchRequest, ReplicaManager, ReplicaManagerOptions } from '../../../src/log';
-import type { ConsumerOffsetsStore, OffsetCommitValue } from '../../../src/log/consumer-offsets';
+import { CoordinatorRecordStore } from '../../../src/group';
+import type { OffsetCommitValue } from '../../../src/group/records/consumer-offsets-record';
+import type { ConsumerOffsetsWriter } from '../../../src/log/consumer-offsets';
 import type { LogConfig } from '../../../src/log/storage';
 import {
   BrokerHarness,
@@ -33,13 +35,15 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
   let h: BrokerHarness;
   let cluster: FakeCluster;
   let calls: Map<number, Call[]>;
-  let stores: Map<number, Map<number, ConsumerOffsetsStore>>;
+  let stores: Map<number, Map<number, CoordinatorRecordStore>>;
+  let writers: Map<number, Map<number, ConsumerOffsetsWriter>>;
 
   beforeEach(() => {
     h = new BrokerHarness();
     cluster = new FakeCluster();
     calls = new Map();
     stores = new Map();
+    writers = new Map();
   });
 
   afterEach(async () => {
@@ -53,9 +57,11 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
     options: Partial<ReplicaManagerOptions> = {},
   ): ReplicaManager {
     const made: Call[] = [];
-    const led = new Map<number, ConsumerOffsetsStore>();
+    const led = new Map<number, CoordinatorRecordStore>();
+    const ledWriters = new Map<number, ConsumerOffsetsWriter>();
     calls.set(nodeId, made);
     stores.set(nodeId, led);
+    writers.set(nodeId, ledWriters);
     const manager = h.start(
       leaderConfig(h.dir(`node-${nodeId}`), {
         nodeId,
@@ -67,13 +73,15 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
         offsetsTopic: {
           ...offsetsTopic,
           listener: {
-            onElection: (partitionIndex, leaderEpoch, store) => {
+            onElection: (partitionIndex, leaderEpoch, writer) => {
               made.push(['election', partitionIndex, leaderEpoch]);
-              led.set(partitionIndex, store);
+              ledWriters.set(partitionIndex, writer);
+              led.set(partitionIndex, new CoordinatorRecordStore(writer));
             },
             onResignation: (partitionIndex, leaderEpoch) => {
               made.push(['resignation', partitionIndex, leaderEpoch]);
               led.delete(partitionIndex);
+              ledWriters.delete(partitionIndex);
             },
           },
         },
@@ -85,7 +93,7 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
     return manager;
   }
 
-  async function loadedStore(nodeId: number, partitionIndex = 0): Promise<ConsumerOffsetsStore> {
+  async function loadedStore(nodeId: number, partitionIndex = 0): Promise<CoordinatorRecordStore> {
     const store = stores.get(nodeId)!.get(partitionIndex)!;
     expect(store).toBeDefined();
     await store.load();
@@ -114,7 +122,7 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
     return (error as CohortError).code;
   }
 
-  const commit = (store: ConsumerOffsetsStore, n: number, partition = 0): Promise<void> =>
+  const commit = (store: CoordinatorRecordStore, n: number, partition = 0): Promise<void> =>
     store.commit('g', [{ topic: 't', partition, offset: offset(n) }]);
 
   it('elects a store at the leader epoch; its commit resolves only once the follower has it (HW passed)', async () => {
@@ -192,7 +200,7 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
    * that follower 2 does not have yet: node 1 fetched it, but not the HW past it (its HW is 0, its LEO 1).
    * Node 0 is gone; node 1 leads at epoch 2 with 2 still in sync. Returns node 1 and its store, not loaded.
    */
-  async function takeOverAboveHw(): Promise<{ one: ReplicaManager; store: ConsumerOffsetsStore }> {
+  async function takeOverAboveHw(): Promise<{ one: ReplicaManager; store: CoordinatorRecordStore }> {
     const zero = node(0);
     const one = node(1);
     node(2);
@@ -359,13 +367,13 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
     for (let n = 0; n < 40; n++) writes.push(commit(store, n, n % 2));
     expect(leader.log.numberOfSegments).toBeGreaterThan(2);
     // Nothing is below the HW: compaction must leave every segment as it is.
-    const early = await store.compact();
+    const early = await writers.get(0)!.get(0)!.compact();
     expect([early.isAborted, early.recordsRemoved]).toEqual([false, 0]);
     // Follower 1 copies everything; the HW reaches the log end and every write resolves.
     await zero.fetch(replicaFetch(1, 0), { authenticatedNodeId: 1 });
     await zero.fetch(replicaFetch(1, leader.logEndOffset), { authenticatedNodeId: 1 });
     await Promise.all(writes);
-    const compacted = await store.compact();
+    const compacted = await writers.get(0)!.get(0)!.compact();
     expect(compacted.recordsRemoved).toBeGreaterThan(0);
     const leaderOffsets = leader.read(0, 1 << 20, true, true).records.map((r) => r.offset);
     expect(leaderOffsets.length).toBeLessThan(40);

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { ConsumerOffsetsStore } from '../../../../src/log/consumer-offsets';
+import type { CoordinatorRecordStore } from '../../../../src/group';
 import { CorruptLogError, PartitionLog } from '../../../../src/log/storage';
 import { writeRecoveryCheckpointSync } from '../../../../src/log/storage/recovery-checkpoint';
 import { ManualTime } from '../../../../src/time';
@@ -40,11 +40,11 @@ const group = (groupId: string, generationId: number) => ({
   ],
 });
 
-describe('ConsumerOffsetsStore with a damaged log', () => {
+describe('__consumer_offsets with a damaged log', () => {
   let dataDir: string;
   let dir: string;
   const time = new ManualTime();
-  const topics = new Map<ConsumerOffsetsStore, LocalOffsetsTopic>();
+  const topics = new Map<CoordinatorRecordStore, LocalOffsetsTopic>();
   let damage: unknown[];
 
   beforeEach(() => {
@@ -60,10 +60,11 @@ describe('ConsumerOffsetsStore with a damaged log', () => {
   });
 
   /** Partition 0's store of a single-node server's `__consumer_offsets` on `dataDir`, not loaded. */
-  const newStore = (): ConsumerOffsetsStore => {
+  const newStore = (): CoordinatorRecordStore => {
     const topic = new LocalOffsetsTopic(dataDir, {
       time,
-      store: { onCorruptData: (event) => damage.push(event) },
+      writer: { onCorruptRegion: (region) => damage.push({ region }) },
+      store: { onCorruptRecord: (offset, error) => damage.push({ offset, error }) },
       recovery: { listener: { onTruncation: (event) => damage.push(event) } },
     });
     topics.set(topic.store(0), topic);
@@ -71,7 +72,7 @@ describe('ConsumerOffsetsStore with a damaged log', () => {
   };
 
   /** Stops the server the store is on: every log fsynced and closed. */
-  const closeStore = async (store: ConsumerOffsetsStore): Promise<void> => {
+  const closeStore = async (store: CoordinatorRecordStore): Promise<void> => {
     await topics.get(store)!.close();
     topics.delete(store);
   };
@@ -90,7 +91,7 @@ describe('ConsumerOffsetsStore with a damaged log', () => {
     await store.commit('g1', [{ topic: 't', partition: 0, offset: offset(3) }]);
     await store.commit('g2', [{ topic: 'u', partition: 0, offset: offset(7) }]);
     await store.storeGroup(group('g3', 5));
-    const batches = store.log.read(0, Number.MAX_SAFE_INTEGER).batches;
+    const batches = topics.get(store)!.writer(0).log.read(0, Number.MAX_SAFE_INTEGER).batches;
     await closeStore(store);
     const position = batches.slice(0, 2).reduce((sum, batch) => sum + batch.sizeInBytes, 0);
     return { position, size: batches[2]!.sizeInBytes };
@@ -107,11 +108,11 @@ describe('ConsumerOffsetsStore with a damaged log', () => {
   }
 
   /** Everything written but the victim. */
-  function expectEverythingButTheVictim(store: ConsumerOffsetsStore): void {
+  function expectEverythingButTheVictim(store: CoordinatorRecordStore): void {
     expectEverythingButTheVictimAnd(store, 3);
   }
 
-  function expectEverythingButTheVictimAnd(store: ConsumerOffsetsStore, lastG1Offset: number): void {
+  function expectEverythingButTheVictimAnd(store: CoordinatorRecordStore, lastG1Offset: number): void {
     expect(store.isLoaded).toBe(true);
     expect(store.get('g1', 't', 0)?.committedOffset).toBe(lastG1Offset);
     expect(store.get('g1', 't', 1)).toBeUndefined();
@@ -212,6 +213,6 @@ describe('ConsumerOffsetsStore with a damaged log', () => {
         recoveryPoint: end,
       }),
     ]);
-    expect(store.log.logEndOffset).toBe(end);
+    expect(topics.get(store)!.writer(0).log.logEndOffset).toBe(end);
   });
 });

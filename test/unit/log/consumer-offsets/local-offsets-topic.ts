@@ -1,4 +1,8 @@
-import type { ConsumerOffsetsStore, ConsumerOffsetsStoreOptions } from '../../../../src/log/consumer-offsets';
+import { CoordinatorRecordStore, type CoordinatorRecordStoreOptions } from '../../../../src/group';
+import type {
+  ConsumerOffsetsWriter,
+  ConsumerOffsetsWriterOptions,
+} from '../../../../src/log/consumer-offsets';
 import type { OffsetsTopicStartup } from '../../../../src/log';
 import { ReplicaManager } from '../../../../src/log';
 import type { LogConfig, LogRecoveryOptions } from '../../../../src/log/storage';
@@ -9,7 +13,9 @@ export interface LocalOffsetsTopicOptions {
   /** Partitions when the data directory has none (default 1). */
   readonly numPartitions?: number;
   readonly logConfig?: Partial<LogConfig>;
-  readonly store?: Omit<ConsumerOffsetsStoreOptions, 'leaderEpoch'>;
+  readonly writer?: Omit<ConsumerOffsetsWriterOptions, 'leaderEpoch'>;
+  /** What each partition's CoordinatorRecordStore (over its writer) is made with. */
+  readonly store?: CoordinatorRecordStoreOptions;
   readonly recovery?: LogRecoveryOptions;
   readonly commitTimeoutMs?: number;
 }
@@ -21,12 +27,14 @@ export type OffsetsTopicCall =
 
 /**
  * A single-node ReplicaManager (node 0, one replica) on `dataDir` hosting `__consumer_offsets`, started:
- * every partition elected at epoch 0, the way a cohort server runs without a cluster. Its stores are not
- * loaded (the caller loads them).
+ * every partition elected at epoch 0, the way a cohort server runs without a cluster. Each elected
+ * partition's writer comes with the group layer's record store over it, as the server makes them; the
+ * stores are not loaded (the caller loads them).
  */
 export class LocalOffsetsTopic {
   readonly manager: ReplicaManager;
-  readonly stores = new Map<number, ConsumerOffsetsStore>();
+  readonly writers = new Map<number, ConsumerOffsetsWriter>();
+  readonly stores = new Map<number, CoordinatorRecordStore>();
   readonly calls: OffsetsTopicCall[] = [];
   readonly errors: unknown[] = [];
   startup: OffsetsTopicStartup | undefined;
@@ -47,16 +55,18 @@ export class LocalOffsetsTopic {
         offsetsTopic: {
           numPartitions: options.numPartitions ?? 1,
           ...(options.logConfig === undefined ? {} : { logConfig: options.logConfig }),
-          ...(options.store === undefined ? {} : { store: options.store }),
+          ...(options.writer === undefined ? {} : { writer: options.writer }),
           ...(options.commitTimeoutMs === undefined ? {} : { commitTimeoutMs: options.commitTimeoutMs }),
           onStartup: (info) => (this.startup = info),
           listener: {
-            onElection: (partitionIndex, leaderEpoch, store) => {
+            onElection: (partitionIndex, leaderEpoch, writer) => {
               this.calls.push({ call: 'election', partitionIndex, leaderEpoch });
-              this.stores.set(partitionIndex, store);
+              this.writers.set(partitionIndex, writer);
+              this.stores.set(partitionIndex, new CoordinatorRecordStore(writer, options.store));
             },
             onResignation: (partitionIndex, leaderEpoch) => {
               this.calls.push({ call: 'resignation', partitionIndex, leaderEpoch });
+              this.writers.delete(partitionIndex);
               this.stores.delete(partitionIndex);
             },
           },
@@ -66,11 +76,18 @@ export class LocalOffsetsTopic {
     this.manager.startup();
   }
 
-  /** Partition `partitionIndex`'s store (throws if it is not led here). */
-  store(partitionIndex = 0): ConsumerOffsetsStore {
+  /** Partition `partitionIndex`'s record store (throws if it is not led here). */
+  store(partitionIndex = 0): CoordinatorRecordStore {
     const store = this.stores.get(partitionIndex);
     if (store === undefined) throw new Error(`partition ${partitionIndex} is not led here`);
     return store;
+  }
+
+  /** Partition `partitionIndex`'s writer (throws if it is not led here). */
+  writer(partitionIndex = 0): ConsumerOffsetsWriter {
+    const writer = this.writers.get(partitionIndex);
+    if (writer === undefined) throw new Error(`partition ${partitionIndex} is not led here`);
+    return writer;
   }
 
   /** Shuts the manager down and closes every log (fsynced). */

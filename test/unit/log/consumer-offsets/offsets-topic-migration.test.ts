@@ -1,14 +1,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { StoredGroup } from '../../../../src/group';
 import {
-  CONSUMER_OFFSETS_LOG_CONFIG,
   encodeGroupMetadataKey,
   encodeGroupMetadataValue,
   encodeOffsetCommitKey,
   encodeOffsetCommitValue,
   type OffsetCommitValue,
-  type StoredGroupRecord,
-} from '../../../../src/log/consumer-offsets';
+} from '../../../../src/group/records/consumer-offsets-record';
+import { CONSUMER_OFFSETS_LOG_CONFIG } from '../../../../src/log/consumer-offsets';
 import { PartitionLog, type SimpleRecord } from '../../../../src/log/storage';
 import { ManualTime } from '../../../../src/time';
 import { makeTempDir, removeTempDir } from '../storage/temp-dir';
@@ -23,7 +23,7 @@ function offset(committedOffset: number): OffsetCommitValue {
   };
 }
 
-const GROUP: StoredGroupRecord = {
+const GROUP: StoredGroup = {
   groupId: 'g1',
   protocolType: 'consumer',
   generationId: 3,
@@ -166,6 +166,6 @@ describe('__consumer_offsets in a single-node data directory', () => {
     const reloaded = again.store(2);
     await reloaded.load();
     expect(reloaded.get('g', 't', 0)).toEqual(offset(1));
-    expect(again.store(0).log.logEndOffset).toBe(0);
+    expect(again.writer(0).log.logEndOffset).toBe(0);
   });
 });

@@ -1,14 +1,16 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CohortError, ErrorCode } from '../../../../src/errors';
+import type { CoordinatorRecordStore, StoredGroup } from '../../../../src/group';
+import type {
+  ConsumerOffsetsWriter,
+  ConsumerOffsetsWriterOptions,
+} from '../../../../src/log/consumer-offsets';
 import {
-  type ConsumerOffsetsStore,
-  type ConsumerOffsetsStoreOptions,
   decodeKey,
   encodeGroupMetadataKey,
   type OffsetCommitValue,
-  type StoredGroupRecord,
-} from '../../../../src/log/consumer-offsets';
+} from '../../../../src/group/records/consumer-offsets-record';
 import {
   type CompactionResult,
   type LogConfig,
@@ -24,7 +26,7 @@ function offset(committedOffset: number, metadata = ''): OffsetCommitValue {
   return { committedOffset, committedLeaderEpoch: -1, metadata, commitTimestampMs: 1_000 };
 }
 
-function group(groupId: string, generationId: number, memberIds: string[] = ['m1', 'm2']): StoredGroupRecord {
+function group(groupId: string, generationId: number, memberIds: string[] = ['m1', 'm2']): StoredGroup {
   return {
     groupId,
     protocolType: 'consumer',
@@ -48,16 +50,20 @@ function group(groupId: string, generationId: number, memberIds: string[] = ['m1
   };
 }
 
-/** Everything a reader of the store sees, in a form jest can compare. */
-function viewOf(store: ConsumerOffsetsStore): unknown {
+/** Every committed offset the store holds, in a form jest can compare. */
+function offsetsOf(store: CoordinatorRecordStore): unknown {
   const offsets: Record<string, unknown> = {};
   for (const groupId of [...store.groupIds()].sort()) {
     offsets[groupId] = store
       .list(groupId)
       .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
   }
-  const groups = [...store.storedGroups()].sort((a, b) => a.groupId.localeCompare(b.groupId));
-  return { offsets, groups };
+  return offsets;
+}
+
+/** The groups a load brought back (handed over once: call it once per loaded store). */
+function loadedGroupsOf(store: CoordinatorRecordStore): StoredGroup[] {
+  return [...store.storedGroups()].sort((a, b) => a.groupId.localeCompare(b.groupId));
 }
 
 function allRecords(log: PartitionLog): LogRecord[] {
@@ -65,30 +71,35 @@ function allRecords(log: PartitionLog): LogRecord[] {
   return log.read(log.logStartOffset, Number.MAX_SAFE_INTEGER).records;
 }
 
-type StoreOptions = Partial<Omit<ConsumerOffsetsStoreOptions, 'leaderEpoch'>> & {
+type StoreOptions = Partial<Omit<ConsumerOffsetsWriterOptions, 'leaderEpoch'>> & {
   readonly logConfig?: Partial<LogConfig>;
 };
 
-describe('ConsumerOffsetsStore', () => {
+describe("ConsumerOffsetsWriter with the group layer's CoordinatorRecordStore over it", () => {
   let dataDir: string;
   let dir: string;
   const time = new ManualTime();
   /** The single-node topic each store is partition 0 of. */
-  const topics = new Map<ConsumerOffsetsStore, LocalOffsetsTopic>();
+  const topics = new Map<CoordinatorRecordStore, LocalOffsetsTopic>();
+
+  /** The log's writer under `store`. */
+  function writerOf(store: CoordinatorRecordStore): ConsumerOffsetsWriter {
+    return topics.get(store)!.writer(0);
+  }
 
   /** Partition 0's store of a single-node server's `__consumer_offsets` on `dataDir`, not loaded. */
-  function newStore(options: StoreOptions = {}): ConsumerOffsetsStore {
-    const { logConfig, ...store } = options;
+  function newStore(options: StoreOptions = {}): CoordinatorRecordStore {
+    const { logConfig, ...writer } = options;
     const topic = new LocalOffsetsTopic(dataDir, {
       time,
-      store,
+      writer,
       ...(logConfig === undefined ? {} : { logConfig }),
     });
     topics.set(topic.store(0), topic);
     return topic.store(0);
   }
 
-  async function openStore(options: StoreOptions = {}): Promise<ConsumerOffsetsStore> {
+  async function openStore(options: StoreOptions = {}): Promise<CoordinatorRecordStore> {
     const store = newStore(options);
     await store.load();
     return store;
@@ -96,9 +107,9 @@ describe('ConsumerOffsetsStore', () => {
 
   /** Stops the server the store is on (every log fsynced and closed) and starts another on its data dir. */
   async function reopen(
-    store: ConsumerOffsetsStore,
+    store: CoordinatorRecordStore,
     options: StoreOptions = {},
-  ): Promise<ConsumerOffsetsStore> {
+  ): Promise<CoordinatorRecordStore> {
     await topics.get(store)!.close();
     topics.delete(store);
     return openStore(options);
@@ -123,19 +134,20 @@ describe('ConsumerOffsetsStore', () => {
     ]);
     await store.storeGroup(group('g1', 3));
     await store.commit('g2', [{ topic: 'payments', partition: 3, offset: offset(7) }]);
-    const before = viewOf(store);
+    const before = offsetsOf(store);
     await topics.get(store)!.close();
     topics.delete(store);
     downgradeToMagic1(dir);
 
     const upgraded = await openStore();
-    expect(viewOf(upgraded)).toEqual(before);
-    expect(allRecords(upgraded.log).map((record) => record.leaderEpoch)).toEqual([-1, -1, -1, -1]);
+    expect(offsetsOf(upgraded)).toEqual(before);
+    expect(loadedGroupsOf(upgraded)).toEqual([group('g1', 3)]);
+    expect(allRecords(writerOf(upgraded).log).map((record) => record.leaderEpoch)).toEqual([-1, -1, -1, -1]);
     await upgraded.commit('g2', [{ topic: 'payments', partition: 3, offset: offset(8) }]);
     const mixed = await reopen(upgraded);
     expect(mixed.get('g2', 'payments', 3)).toEqual(offset(8));
     expect(mixed.get('g1', 'orders', 0)).toEqual(offset(10, 'first'));
-    expect(allRecords(mixed.log).map((record) => record.leaderEpoch)).toEqual([-1, -1, -1, -1, 0]);
+    expect(allRecords(writerOf(mixed).log).map((record) => record.leaderEpoch)).toEqual([-1, -1, -1, -1, 0]);
   });
 
   test('offsets and group metadata written before a close are all there after reopening', async () => {
@@ -149,15 +161,15 @@ describe('ConsumerOffsetsStore', () => {
     await store.storeGroup(group('g1', 1));
     await store.storeGroup(group('g1', 2, ['m2', 'm3']));
     await store.storeGroup(group('g3', 5, []));
-    const before = viewOf(store);
+    const before = offsetsOf(store);
     expect(store.get('g1', 'orders', 0)).toEqual(offset(11, 'second'));
 
     const reopened = await reopen(store);
-    expect(viewOf(reopened)).toEqual(before);
+    expect(offsetsOf(reopened)).toEqual(before);
     expect(reopened.get('g1', 'orders', 0)).toEqual(offset(11, 'second'));
-    expect([...reopened.storedGroups()].find((g) => g.groupId === 'g1')).toEqual(
-      group('g1', 2, ['m2', 'm3']),
-    );
+    // The latest record of each group comes back, handed over once to the shard that loads it.
+    expect(loadedGroupsOf(reopened)).toEqual([group('g1', 2, ['m2', 'm3']), group('g3', 5, [])]);
+    expect([...reopened.storedGroups()]).toEqual([]);
     expect(reopened.hasOffsets('g3')).toBe(false);
   });
 
@@ -185,11 +197,11 @@ describe('ConsumerOffsetsStore', () => {
   test('a commit reaches the view only when its append is committed (single node: durable), and resolves then', async () => {
     const store = await openStore();
     const committed = store.commit('g', [{ topic: 't', partition: 0, offset: offset(5) }]);
-    const appendedAt = store.log.logEndOffset - 1;
-    expect(store.log.recoveryPoint).toBeLessThanOrEqual(appendedAt);
+    const appendedAt = writerOf(store).log.logEndOffset - 1;
+    expect(writerOf(store).log.recoveryPoint).toBeLessThanOrEqual(appendedAt);
     expect(store.get('g', 't', 0)).toBeUndefined();
     await committed;
-    expect(store.log.recoveryPoint).toBeGreaterThan(appendedAt);
+    expect(writerOf(store).log.recoveryPoint).toBeGreaterThan(appendedAt);
     expect(store.get('g', 't', 0)).toEqual(offset(5));
   });
 
@@ -218,11 +230,10 @@ describe('ConsumerOffsetsStore', () => {
     await store.commit('kept', [{ topic: 't', partition: 0, offset: offset(9) }]);
     await store.deleteGroup('doomed');
     expect(store.hasOffsets('doomed')).toBe(false);
-    expect([...store.storedGroups()]).toEqual([]);
 
     const reopened = await reopen(store);
     expect([...reopened.groupIds()]).toEqual(['kept']);
-    expect([...reopened.storedGroups()]).toEqual([]);
+    expect(loadedGroupsOf(reopened)).toEqual([]);
     expect(reopened.get('kept', 't', 0)).toEqual(offset(9));
   });
 
@@ -246,17 +257,18 @@ describe('ConsumerOffsetsStore', () => {
       { topic: 't', partition: 1, offset: offset(2) },
       { topic: 'u', partition: 2, offset: offset(30) },
     ]);
-    const live = viewOf(store);
-    expect(viewOf(await reopen(store))).toEqual(live);
+    const live = offsetsOf(store);
+    const reopened = await reopen(store);
+    expect(offsetsOf(reopened)).toEqual(live);
+    expect(loadedGroupsOf(reopened)).toEqual([group('g', 4, [])]);
 
-    const reopened = [...topics.keys()].at(-1)!;
     await reopened.deleteOffsets('g', [
       { topic: 't', partition: 1 },
       { topic: 'u', partition: 2 },
     ]);
     expect(reopened.hasOffsets('g')).toBe(false);
     // The group's metadata record is not an offset: it stays until the group is deleted.
-    expect([...reopened.storedGroups()].map((g) => g.groupId)).toEqual(['g']);
+    expect(loadedGroupsOf(await reopen(reopened)).map((g) => g.groupId)).toEqual(['g']);
   });
 
   test('a commit racing a group deletion ends the same in memory and after a replay', async () => {
@@ -267,23 +279,20 @@ describe('ConsumerOffsetsStore', () => {
     const racing = store.commit('g', [{ topic: 't', partition: 1, offset: offset(2) }]);
     const deleted = store.deleteGroup('g');
     await Promise.all([racing, deleted]);
-    const live = viewOf(store);
+    const live = offsetsOf(store);
     expect(store.get('g', 't', 0)).toBeUndefined();
     expect(store.get('g', 't', 1)).toEqual(offset(2));
-    expect(viewOf(await reopen(store))).toEqual(live);
+    expect(offsetsOf(await reopen(store))).toEqual(live);
   });
 
   test('the partition directory exists from the start (created with the topic), empty until the first write', async () => {
     const store = await openStore();
     expect(fs.existsSync(dir)).toBe(true);
     expect(fs.existsSync(path.join(dataDir, 'topics', '__consumer_offsets.json'))).toBe(true);
-    expect(store.log.logEndOffset).toBe(0);
-    expect([...store.storedGroups()]).toEqual([]);
+    expect(writerOf(store).log.logEndOffset).toBe(0);
+    expect(loadedGroupsOf(store)).toEqual([]);
     await store.commit('g', [{ topic: 't', partition: 0, offset: offset(1) }]);
-    expect(viewOf(await reopen(store))).toEqual({
-      offsets: { g: [{ topic: 't', partition: 0, offset: offset(1) }] },
-      groups: [],
-    });
+    expect(offsetsOf(await reopen(store))).toEqual({ g: [{ topic: 't', partition: 0, offset: offset(1) }] });
   });
 
   test('writes before the load has finished are refused with COORDINATOR_LOAD_IN_PROGRESS', async () => {
@@ -301,7 +310,7 @@ describe('ConsumerOffsetsStore', () => {
     for (let i = 0; i < 50; i++) {
       await store.commit(`g${i % 5}`, [{ topic: 't', partition: i, offset: offset(i) }]);
     }
-    const before = viewOf(store);
+    const before = offsetsOf(store);
     let pauses = 0;
     const reopened = await reopen(store, {
       replay: {
@@ -313,9 +322,9 @@ describe('ConsumerOffsetsStore', () => {
         },
       },
     });
-    expect(viewOf(reopened)).toEqual(before);
+    expect(offsetsOf(reopened)).toEqual(before);
     // A step ends after the batch that reaches 256 bytes, so it holds less than 256 + the largest batch.
-    const log = reopened.log;
+    const log = writerOf(reopened).log;
     const largest = Math.max(
       ...log.read(log.logStartOffset, Number.MAX_SAFE_INTEGER).batches.map((batch) => batch.sizeInBytes),
     );
@@ -336,8 +345,8 @@ describe('ConsumerOffsetsStore', () => {
         })),
       );
     }
-    const before = viewOf(store);
-    const records = store.log.logEndOffset - store.log.logStartOffset;
+    const before = offsetsOf(store);
+    const records = writerOf(store).log.logEndOffset - writerOf(store).log.logStartOffset;
     // A clock that moves 1 ms each time it is read: the replay reads it once per record it has applied,
     // so every record costs it 1 ms, and a batch of 10 records as much as the whole budget.
     let nowMs = 0;
@@ -353,7 +362,7 @@ describe('ConsumerOffsetsStore', () => {
         },
       },
     });
-    expect(viewOf(reopened)).toEqual(before);
+    expect(offsetsOf(reopened)).toEqual(before);
     expect(reopened.isLoaded).toBe(true);
     // A step holds at most 10 records (10 ms): one pause per 10 records at least, not one per batch.
     expect(pauses).toBeGreaterThanOrEqual(Math.floor(records / DEFAULT_TURN_BUDGET_MS) - 1);
@@ -376,27 +385,29 @@ describe('ConsumerOffsetsStore', () => {
       await store.storeGroup(group('gone', 4));
       await store.deleteGroup('gone');
       // Fill until the active segment holds only filler: everything above is then in sealed segments.
-      const written = store.log.logEndOffset;
-      for (let i = 0; store.log.segmentBaseOffsets().at(-1)! < written; i++) {
+      const written = writerOf(store).log.logEndOffset;
+      for (let i = 0; writerOf(store).log.segmentBaseOffsets().at(-1)! < written; i++) {
         await store.commit('filler', [{ topic: 'f', partition: 0, offset: offset(i) }]);
       }
-      const before = viewOf(store);
-      const recordsBefore = allRecords(store.log).length;
+      const before = offsetsOf(store);
+      const recordsBefore = allRecords(writerOf(store).log).length;
 
-      const result = await store.compact();
+      const result = await writerOf(store).compact();
       expect(result.isAborted).toBe(false);
       expect(result.recordsRemoved).toBeGreaterThan(0);
-      const records = allRecords(store.log);
+      const records = allRecords(writerOf(store).log);
       expect(records.length).toBe(recordsBefore - result.recordsRemoved);
-      const activeBase = store.log.segmentBaseOffsets().at(-1)!;
+      const activeBase = writerOf(store).log.segmentBaseOffsets().at(-1)!;
       const sealedKeys = records.filter((r) => r.offset < activeBase).map((r) => r.key!.toString('latin1'));
       expect(new Set(sealedKeys).size).toBe(sealedKeys.length);
       const groupsInLog = records.map((r) => decodeKey(r.key!)).map((k) => k.groupId);
       expect(groupsInLog).not.toContain('gone');
       expect(records.some((r) => r.key!.equals(encodeGroupMetadataKey('g1')))).toBe(true);
 
-      expect(viewOf(store)).toEqual(before);
-      expect(viewOf(await reopen(store, { logConfig: SMALL }))).toEqual(before);
+      expect(offsetsOf(store)).toEqual(before);
+      const reopened = await reopen(store, { logConfig: SMALL });
+      expect(offsetsOf(reopened)).toEqual(before);
+      expect(loadedGroupsOf(reopened)).toEqual([group('g1', 6)]);
     });
 
     test('starts by itself once the dirty share of the log reaches the ratio, and not again until it does', async () => {
@@ -410,8 +421,8 @@ describe('ConsumerOffsetsStore', () => {
       let firstCompaction: Promise<CompactionResult> | null = null;
       while (firstCompaction === null) {
         const committed = commitOne();
-        firstCompaction = store.compacting;
-        expect(store.log.numberOfSegments).toBe(firstCompaction === null ? 1 : 2);
+        firstCompaction = writerOf(store).compacting;
+        expect(writerOf(store).log.numberOfSegments).toBe(firstCompaction === null ? 1 : 2);
         await committed;
       }
       const first = await firstCompaction;
@@ -422,16 +433,16 @@ describe('ConsumerOffsetsStore', () => {
       // No second compaction until the bytes written since make half the log.
       for (;;) {
         const committed = commitOne();
-        const dirtyBytes = store.log.sizeInBytes - cleanBytes;
-        if (store.compacting !== null) {
-          expect(dirtyBytes).toBeGreaterThanOrEqual(store.log.sizeInBytes * 0.5);
+        const dirtyBytes = writerOf(store).log.sizeInBytes - cleanBytes;
+        if (writerOf(store).compacting !== null) {
+          expect(dirtyBytes).toBeGreaterThanOrEqual(writerOf(store).log.sizeInBytes * 0.5);
           await committed;
           break;
         }
-        expect(dirtyBytes).toBeLessThan(store.log.sizeInBytes * 0.5);
+        expect(dirtyBytes).toBeLessThan(writerOf(store).log.sizeInBytes * 0.5);
         await committed;
       }
-      await store.compacting;
+      await writerOf(store).compacting;
     });
 
     test('keeps a log of two live keys small however much is written, reading a bounded amount per byte', async () => {
@@ -440,17 +451,17 @@ describe('ConsumerOffsetsStore', () => {
       let appendedBytes = 0;
       let largestBytes = 0;
       for (let i = 0; i < 300; i++) {
-        const sizeBefore = store.sizeInBytes;
+        const sizeBefore = writerOf(store).sizeInBytes;
         const committed = store.commit('g', [{ topic: 't', partition: i % 2, offset: offset(i) }]);
-        appendedBytes += store.sizeInBytes - sizeBefore;
-        const started = store.compacting;
+        appendedBytes += writerOf(store).sizeInBytes - sizeBefore;
+        const started = writerOf(store).compacting;
         if (started !== null) startedAtBytes.push(started.then((result) => result.bytesBefore));
-        largestBytes = Math.max(largestBytes, store.sizeInBytes);
+        largestBytes = Math.max(largestBytes, writerOf(store).sizeInBytes);
         await committed;
         // One thing at a time, so that what is measured does not depend on how fast fsync is.
-        await store.compacting;
+        await writerOf(store).compacting;
       }
-      await store.compacting;
+      await writerOf(store).compacting;
       const readBytes = (await Promise.all(startedAtBytes)).reduce((a, b) => a + b, 0);
       expect(startedAtBytes.length).toBeGreaterThan(3);
       // Each pass starts only once half the log is new since the last one: at most two bytes read per

@@ -12,7 +12,7 @@ import {
   type GroupMetadataValue,
   OFFSET_COMMIT_KEY_TYPE,
   type OffsetCommitValue,
-} from '../../../../src/log/consumer-offsets';
+} from '../../../../src/group/records/consumer-offsets-record';
 
 const text = fc.string({ unit: 'grapheme', maxLength: 12 });
 const int32 = fc.integer({ min: -0x80000000, max: 0x7fffffff });

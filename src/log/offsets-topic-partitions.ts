@@ -15,7 +15,7 @@ import type { PartitionLookup } from './partition-lookup';
 import type { LogAppendInfo, SimpleRecord } from './storage';
 
 /** What the coordinator's partitions need of the node that hosts them (ReplicaManager). */
-export interface CoordinatorPartitionHost {
+export interface OffsetsTopicPartitionsHost {
   readonly time: Time;
   readonly nodeId: number;
   /** The hosted partitions: a write is for the replica hosted under its key when it was made, no other. */
@@ -31,24 +31,24 @@ export interface CoordinatorPartitionHost {
 
 /**
  * The partitions of `__consumer_offsets` as the group coordinator writes them (Kafka's
- * CoordinatorPartitionWriter, over ReplicaManager), on the node that leads them:
+ * PartitionWriter, over ReplicaManager), on the node that leads them:
  *
  * - `append`: records appended as the leader at a leader epoch, resolved once the HW covers them (acks=-1,
  *   the leader's fsync included), rejected NOT_LEADER_OR_FOLLOWER once the epoch is gone here;
  * - `awaitHighWatermark`: resolved once the HW reaches an offset, rejected likewise;
  * - who is told that this node leads a partition, or no longer does (`updateLeadership`, `resign`): the
- *   offsets listener, with a ConsumerOffsetsStore over the partition (OffsetsTopicLeadership), whose
+ *   offsets listener, with a ConsumerOffsetsWriter over the partition (OffsetsTopicLeadership), whose
  *   OffsetsPartition is these two calls bound to the partition and the epoch it was elected at.
  *
  * Without OffsetsTopicOptions the topic is still hosted (compacted) if the cluster assigns it, but nobody
  * is told of its leadership and nothing writes it.
  */
-export class CoordinatorPartitionWriter {
+export class OffsetsTopicPartitions {
   private readonly leadership: OffsetsTopicLeadership | undefined;
   private readonly commitTimeoutMs: number;
 
   constructor(
-    private readonly host: CoordinatorPartitionHost,
+    private readonly host: OffsetsTopicPartitionsHost,
     options: OffsetsTopicOptions | undefined,
   ) {
     this.leadership =

@@ -1,0 +1,105 @@
+import { CohortError, ErrorCode } from '../../src/errors';
+import type {
+  CoordinatorLoadSummary,
+  CoordinatorLogRecord,
+  CoordinatorPartitionWriter,
+  CoordinatorRecordToWrite,
+} from '../../src/group';
+
+interface PendingAppend {
+  readonly records: readonly CoordinatorRecordToWrite[];
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * A `__consumer_offsets` partition in memory for the group layer's tests: its records are a list, a load
+ * replays them (and resolves when the test says, `releaseLoad`, or at once), and appends join the list as
+ * they are made but resolve only when the test releases them (`releaseAppends`), oldest first, or fails
+ * one (`failAppend`): what the coordinator does between writing a record and seeing it committed is
+ * visible and steerable, as Kafka's coordinator tests steer their MockPartitionWriter.
+ */
+export class FakePartitionWriter implements CoordinatorPartitionWriter {
+  readonly key: string;
+  readonly leaderEpoch: number;
+  /** Every record in the partition, in offset order (appended ones as soon as they are appended). */
+  readonly records: CoordinatorLogRecord[] = [];
+  readonly pending: PendingAppend[] = [];
+  /** False: loads resolve only at `releaseLoad()`. */
+  isLoadImmediate = true;
+  private phase: 'new' | 'loading' | 'ready' | 'resigned' = 'new';
+  private loadReleased: (() => void) | undefined;
+
+  constructor(partitionIndex = 0, leaderEpoch = 0, records: readonly CoordinatorRecordToWrite[] = []) {
+    this.key = `__consumer_offsets-${partitionIndex}`;
+    this.leaderEpoch = leaderEpoch;
+    for (const record of records) this.records.push({ offset: this.records.length, ...record });
+  }
+
+  get isLoaded(): boolean {
+    return this.phase === 'ready';
+  }
+
+  get isResigned(): boolean {
+    return this.phase === 'resigned';
+  }
+
+  async load(replay: (record: CoordinatorLogRecord) => void): Promise<CoordinatorLoadSummary> {
+    this.phase = 'loading';
+    const endOffset = this.records.length;
+    for (const record of this.records.slice(0, endOffset)) replay(record);
+    if (!this.isLoadImmediate) await new Promise<void>((resolve) => (this.loadReleased = resolve));
+    if (this.phase !== 'loading') throw this.notLeading();
+    this.phase = 'ready';
+    return {
+      records: endOffset,
+      bytes: 0,
+      startOffset: 0,
+      endOffset,
+      corruptBatches: 0,
+      corruptBytes: 0,
+    };
+  }
+
+  /** Ends a load held by `isLoadImmediate = false`. */
+  releaseLoad(): void {
+    this.loadReleased?.();
+  }
+
+  append(records: readonly CoordinatorRecordToWrite[]): Promise<void> {
+    if (this.phase !== 'ready') {
+      return Promise.reject(
+        this.phase === 'resigned'
+          ? this.notLeading()
+          : new CohortError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, `${this.key} is still loading`),
+      );
+    }
+    for (const record of records) {
+      this.records.push({ offset: this.records.length, key: record.key, value: record.value });
+    }
+    return new Promise<void>((resolve, reject) => this.pending.push({ records, resolve, reject }));
+  }
+
+  /** Commits the oldest `count` appends (all by default), in order. */
+  releaseAppends(count = this.pending.length): void {
+    for (const append of this.pending.splice(0, count)) {
+      if (this.phase === 'resigned') append.reject(this.notLeading());
+      else append.resolve();
+    }
+  }
+
+  /** Fails the oldest append with `error`. */
+  failAppend(error: unknown): void {
+    const append = this.pending.shift();
+    if (append === undefined) throw new Error('no append is pending');
+    append.reject(error);
+  }
+
+  resign(): void {
+    this.phase = 'resigned';
+  }
+
+  private notLeading(): CohortError {
+    return new CohortError(ErrorCode.NOT_LEADER_OR_FOLLOWER, `${this.key} is not led here any more`);
+  }
+}

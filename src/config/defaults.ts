@@ -54,8 +54,9 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 4_194_304;
 /** The smallest message limit accepted: every request of the contract fits in it with room to spare. */
 export const MIN_MAX_MESSAGE_BYTES = 1_024;
 /**
- * Calls read per event-loop turn before every connection stops reading until the next turn. 128 calls are
- * ~2.5–5 ms of server CPU; see docs/performance.md (G5, G8).
+ * Calls read per event-loop turn before every connection stops reading until the next turn. With 128 a
+ * 1,000-member rebalance completed sooner than with 256, and the heartbeat bench lost nothing; see
+ * docs/performance.md (G5, G8).
  */
 export const DEFAULT_MAX_CALLS_PER_LOOP_TURN = 128;
 /**

@@ -18,7 +18,8 @@ export const PAGE_FLUSH_INTERVAL_MS = 100;
  * How often pages are written in a storm of group changes (PageFlushes, PAGE_STORM_CHANGES). A person cannot
  * read ten updates a second of a table that changes everywhere, and every write costs the server the
  * same whatever it holds (about 115 µs of server CPU per write to a local socket on our 2-vCPU VMs, of
- * which the bytes are a small part), so in a storm each page is written once a second, as its tick is.
+ * which the bytes are a small part; bench:live-page, 2026-12-03), so in a storm each page is written once
+ * a second, as its tick is.
  */
 export const PAGE_STORM_FLUSH_INTERVAL_MS = 1_000;
 /**

@@ -49,10 +49,11 @@ function socketHandle(connection: BudgetedConnection): StreamHandle | undefined 
 
 /**
  * Caps how many calls the server reads in one event-loop turn. One socket read can carry hundreds of calls
- * (a burst of JoinGroups on one connection), and libuv runs every ready read in the same turn: 5,000 calls
- * on 4 connections took ~70 ms of the main thread's CPU (~90 ms of the process's) in a single turn, and
- * nothing else — a heartbeat, a timer, a reply — ran meanwhile. `budgetServerAt` counts every HTTP/2 stream
- * a server opens. Once `maxCallsPerTurn` calls have arrived in a turn, every connection stops reading;
+ * (a burst of JoinGroups on one connection), and libuv runs every ready read in the same turn: without this
+ * budget, 5,000 calls on 4 connections took ~70 ms of the main thread's CPU (~90 ms of the process's) in a
+ * single turn (bench:group, 2026-11-30; docs/performance.md, G3 and G5), and nothing else — a heartbeat, a
+ * timer, a reply — ran meanwhile. `budgetServerAt` counts every HTTP/2 stream a server opens. Once
+ * `maxCallsPerTurn` calls have arrived in a turn, every connection stops reading;
  * at the end of the turn they read again, so the rest of the burst arrives over the next turns with the
  * loop free in between. Like Kafka's network threads muting a channel, this only delays reading: TCP and
  * HTTP/2 flow control hold the rest on the client's side, and no call is refused.

@@ -68,6 +68,16 @@ export interface LoadedLog {
   readonly highWatermark: number | undefined;
 }
 
+/** Makes the directory's entries durable; if that fails, the segments opened are closed before it throws. */
+function syncOrClose(dir: string, segments: readonly LogSegment[]): void {
+  try {
+    fsyncDirectorySync(dir);
+  } catch (error) {
+    for (const segment of segments) segment.close();
+    throw error;
+  }
+}
+
 /**
  * Opens (creating if needed) the log directory `dir` and recovers it. Throws CorruptLogError when data
  * below the recovery point is damaged and `recovery.truncateCorruptLogs` is not set. `syncDirectories`
@@ -88,7 +98,7 @@ export function loadLog(
   const isNew = segments.length === 0 && loaded.checkpoint === null;
   if (segments.length === 0) {
     segments.push(LogSegment.create(dir, 0, config.indexIntervalBytes, nowMs));
-    if (syncDirectories) fsyncDirectorySync(dir);
+    if (syncDirectories) syncOrClose(dir, segments);
   }
   const logStartOffset = segments[0]!.baseOffset;
   const logEndOffset = segments[segments.length - 1]!.nextOffset;
@@ -421,6 +431,6 @@ function loadSegments(
     for (const segment of segments) segment.close();
     throw error;
   }
-  if (isChanged) fsyncDirectorySync(dir);
+  if (isChanged) syncOrClose(dir, segments);
   return { segments, checkpoint };
 }

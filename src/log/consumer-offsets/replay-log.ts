@@ -42,8 +42,8 @@ export interface ReplayResult {
 /**
  * The byte bound of a replay step: one read of the segment scanner (its 1 MiB chunk, which is what bounds
  * the replay's memory; Kafka's offsets.load.buffer.size is its 5 MiB read buffer). It bounds a step where
- * the time bound cannot, on a clock that does not move; on this machine 1 MiB decodes in 20-40 ms, so on a
- * real clock the 10 ms time bound ends a step long before it.
+ * the time bound cannot, on a clock that does not move; 1 MiB decoded in 20-40 ms on the bench machine when the
+ * load was written (bench:cluster's load section), so on a real clock the 10 ms time bound ends a step long before it.
  */
 export const DEFAULT_LOAD_STEP_BYTES = 1024 * 1024;
 

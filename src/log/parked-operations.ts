@@ -60,9 +60,9 @@ export class ParkedOperations {
   /**
    * Parks the operation `create` makes (it calls `respond`, given to it, once it completes) in its
    * purgatory under `keys`, unless it can complete at once, and answers the call with `answer` when it
-   * completes, by an event, its timeout or shutdown. With `context` (a request's; only an operation that
-   * can be aborted) the caller may go away: the operation is then aborted, never answered, and the call
-   * rejects with an AbortError.
+   * completes, by an event, its timeout or shutdown; if `answer` throws, the call rejects with it. With
+   * `context` (a request's; only an operation that can be aborted) the caller may go away: the operation
+   * is then aborted, never answered, and the call rejects with an AbortError.
    */
   park<Op extends ParkedOperation, T>(
     keys: readonly string[],
@@ -80,7 +80,13 @@ export class ParkedOperations {
       const respond = (): void => {
         this.parked.delete(op);
         unlisten?.();
-        answer(op, resolve, reject);
+        // The answer is this call's: a failure while making it (a Fetch's re-read of the log) rejects this
+        // call, not the request whose append or HW move happened to complete the operation.
+        try {
+          answer(op, resolve, reject);
+        } catch (error) {
+          reject(error);
+        }
       };
       const op = create(respond);
       this.parked.add(op);

@@ -1,5 +1,6 @@
 import { ErrorCode } from '../../../src/errors';
 import type { FetchRequest, ReplicaManager } from '../../../src/log';
+import { Partition } from '../../../src/log/partition';
 import { BrokerHarness, fetched, record, settle, track, values } from './broker-harness';
 import { cancelOn } from '../../support/cancel-on';
 
@@ -48,6 +49,30 @@ describe('DelayedFetch', () => {
   }
 
   const unsynced = { flushMessages: 1_000_000 };
+
+  it('a parked Fetch whose re-read fails rejects with the failure; the Produce that woke it is answered', async () => {
+    const broker = h.leader({}, unsynced);
+    await createTopic(broker, 't');
+    const pending = track(broker.fetch(consumerFetch([{ topic: 't', partitionIndex: 0, fetchOffset: 0 }])));
+    await settle();
+    expect(broker.numDelayedFetch).toBe(1);
+    // The first read parked the Fetch; the read at its completion fails (a bug, an I/O failure).
+    const read = jest.spyOn(Partition.prototype, 'read').mockImplementation(() => {
+      throw new Error('the disk went away');
+    });
+    try {
+      const produced = await broker.produce({
+        acks: 1,
+        timeoutMs: 1_000,
+        topics: [{ name: 't', partitions: [{ partitionIndex: 0, records: [record('a')] }] }],
+      });
+      expect(produced.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
+      await expect(pending.value).rejects.toThrow('the disk went away');
+    } finally {
+      read.mockRestore();
+    }
+    expect(broker.numDelayedFetch).toBe(0);
+  });
 
   it('answers at once when min_bytes are already there', async () => {
     const broker = h.leader({}, unsynced);

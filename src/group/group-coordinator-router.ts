@@ -112,6 +112,8 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   private isActive = true;
   private readonly leadershipGuard: { isActive(): boolean } | undefined;
   private readonly time: Time;
+  /** The load of each partition led here (settled or not), by index: what `whenLoaded` waits for. */
+  private readonly loads = new Map<number, Promise<void>>();
 
   constructor(config: GroupConfig, time: Time, options: GroupCoordinatorRouterOptions) {
     this.leadershipGuard = options.leadershipGuard;
@@ -178,6 +180,14 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
     return count === 1 ? 0 : groupPartitionFor(groupId, count);
   }
 
+  /**
+   * Resolves once every partition led here now has loaded (its shard serves, or was unloaded before it
+   * finished); rejects with the first load that failed. A single-node server is ready only then.
+   */
+  whenLoaded(): Promise<void> {
+    return Promise.all(this.loads.values()).then(() => undefined);
+  }
+
   /** Whether this node leads `partitionIndex` now (loading, serving, or failed to load). */
   isLeading(partitionIndex: number): boolean {
     return this.shards[partitionIndex] !== undefined;
@@ -191,9 +201,18 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
    * state is what the partition's records add up to (a CoordinatorRecordStore over the writer, loaded by
    * replaying them), Kafka's scheduleLoadOperation. See `onElectionWithStores` for the rest; the listener
    * hears of the replay (`onPartitionReplayed`) and of every record it could not decode
-   * (`onCorruptRecord`).
+   * (`onCorruptRecord`). `numPartitions`: the topic's partition count as the log knows it, taken when it
+   * differs from the router's (see `setNumPartitions`).
    */
-  onElection(partitionIndex: number, leaderEpoch: number, writer: CoordinatorPartitionWriter): Promise<void> {
+  onElection(
+    partitionIndex: number,
+    leaderEpoch: number,
+    writer: CoordinatorPartitionWriter,
+    numPartitions?: number,
+  ): Promise<void> {
+    if (numPartitions !== undefined && numPartitions !== this.partitionCount) {
+      this.setNumPartitions(numPartitions);
+    }
     const listener = this.runtime.listener;
     const store = new CoordinatorRecordStore(writer, {
       onCorruptRecord: (offset, error) => listener?.onCorruptRecord?.(partitionIndex, offset, error),
@@ -226,6 +245,7 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
     const listener = this.runtime.listener;
     const electedAtMs = this.time.monotonicMs();
     const loaded = shard.load(stores.loading);
+    this.loads.set(partitionIndex, loaded);
     loaded.then(
       () => {
         if (!shard.isActive) return;
@@ -307,6 +327,7 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   private resign(partitionIndex: number): void {
     const shard = this.shards[partitionIndex];
     if (shard === undefined) return;
+    this.loads.delete(partitionIndex);
     const groupIds = [...shard.groups.keys()];
     this.shards[partitionIndex] = undefined;
     shard.unload(ErrorCode.NOT_COORDINATOR, true);

@@ -260,8 +260,15 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
       : {
           offsetsTopic: {
             listener: {
+              // The router loads a shard for the partition by replaying its records, in the background:
+              // its groups answer COORDINATOR_LOAD_IN_PROGRESS until then, and nothing else waits.
               onElection: (partitionIndex: number, leaderEpoch: number, writer: ConsumerOffsetsWriter) =>
-                electGroupPartition(partitionIndex, leaderEpoch, writer),
+                void groupState?.router.onElection(
+                  partitionIndex,
+                  leaderEpoch,
+                  writer,
+                  replicaManager.offsetsTopicPartitionCount(),
+                ),
               onResignation: (partitionIndex: number, leaderEpoch: number) => {
                 groupState?.router.onResignation(partitionIndex, leaderEpoch);
               },
@@ -561,44 +568,13 @@ export function createServer(config: CohortConfig, options: CreateServerOptions 
     }
   }
 
-  /** Shard loads started by start()'s elections (single-node mode: every partition); undefined afterwards. */
-  let startupLoads: Promise<unknown>[] | undefined = [];
-
-  /**
-   * This node now leads `__consumer_offsets-<partitionIndex>` at `leaderEpoch`: the router's shard for it
-   * loads the partition's store in the background, answering COORDINATOR_LOAD_IN_PROGRESS for its groups
-   * until it is done, so a large log delays no other group and no other service. In single-node mode
-   * start() elects every partition, and the server is ready (health SERVING, /readyz 200) once every
-   * shard has loaded (the store replayed, then its groups restored); a cluster node is ready without them
-   * (its partitions come and go with leadership).
-   */
-  function electGroupPartition(
-    partitionIndex: number,
-    leaderEpoch: number,
-    writer: ConsumerOffsetsWriter,
-  ): void {
-    if (groupState === undefined) return;
-    const { router } = groupState;
-    const numPartitions = replicaManager.offsetsTopicPartitionCount();
-    if (numPartitions !== undefined && router.numPartitions !== numPartitions) {
-      router.setNumPartitions(numPartitions);
-    }
-    const loaded = router.onElection(partitionIndex, leaderEpoch, writer);
-    // Ready means a stored group is served, not answered COORDINATOR_LOAD_IN_PROGRESS: the replay of the
-    // partition's records is followed by the shard's restore of its groups, and a start waits for both
-    // (start()'s elections only: later ones, a cluster's, are not waited for).
-    startupLoads?.push(loaded);
-  }
-
   /**
    * Single-node mode: ready once every partition start() elected has loaded into its shard; readiness
    * fails if one cannot.
    */
   const awaitStartupLoads = (): void => {
-    const loads = startupLoads ?? [];
-    startupLoads = undefined;
-    if (isGroupStateLoaded) return;
-    Promise.all(loads).then(
+    if (isGroupStateLoaded || groupState === undefined) return;
+    groupState.router.whenLoaded().then(
       () => {
         isGroupStateLoaded = true;
         if (phase === 'loading') maybeServe();

@@ -164,6 +164,26 @@ describe('a coordinator elected over a partition writer', () => {
     expect(await fetchOffset('g')).toBe(-1);
   });
 
+  test('takes the partition count from the election, and whenLoaded waits for every led partition to load', async () => {
+    const counted = new GroupCoordinatorRouter(TEST_GROUP_CONFIG, time, {});
+    try {
+      const first = new FakePartitionWriter(0, 0);
+      const second = new FakePartitionWriter(1, 0);
+      first.isLoadImmediate = false;
+      void counted.onElection(0, 0, first, 2);
+      void counted.onElection(1, 0, second, 2);
+      expect(counted.numPartitions).toBe(2);
+      const loaded = new Tracked(counted.whenLoaded());
+      await settle();
+      expect(loaded.isSettled).toBe(false);
+      first.releaseLoad();
+      await loaded.promise;
+      expect([first.isLoaded, second.isLoaded]).toEqual([true, true]);
+    } finally {
+      counted.shutdown();
+    }
+  });
+
   test('committed offsets are read across groups only once the partition is loaded, and not after it is resigned', async () => {
     const writer = new FakePartitionWriter(0, 1, [offsetRecord('g', 5)]);
     writer.isLoadImmediate = false;

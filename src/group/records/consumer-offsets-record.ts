@@ -1,4 +1,7 @@
 import { CohortError, ErrorCode } from '../../errors';
+import type { StoredGroup, StoredMember } from '../group-metadata-store';
+import type { Protocol } from '../group-protocol';
+import type { CommittedOffset } from '../offset-store';
 
 /**
  * The records of `__consumer_offsets`, after Kafka's GroupMetadataManager: two kinds of key, each with its
@@ -44,40 +47,14 @@ export interface GroupMetadataKey {
 
 export type ConsumerOffsetsKey = OffsetCommitKey | GroupMetadataKey;
 
-/** Field for field the group layer's CommittedOffset. */
-export interface OffsetCommitValue {
-  readonly committedOffset: number;
-  readonly committedLeaderEpoch: number;
-  readonly metadata: string;
-  readonly commitTimestampMs: number;
-}
-
-export interface MemberProtocolValue {
-  readonly name: string;
-  readonly metadata: Buffer;
-}
-
-/** Field for field the group layer's StoredMember. */
-export interface MemberMetadataValue {
-  readonly memberId: string;
-  readonly groupInstanceId: string;
-  readonly clientId: string;
-  readonly clientHost: string;
-  readonly rebalanceTimeoutMs: number;
-  readonly sessionTimeoutMs: number;
-  readonly protocols: readonly MemberProtocolValue[];
-  readonly assignment: Buffer;
-}
-
-/** Field for field the group layer's StoredGroup, without the group id (that is the key's). */
-export interface GroupMetadataValue {
-  readonly protocolType: string;
-  readonly generationId: number;
-  readonly protocolName: string;
-  readonly leaderId: string;
-  readonly currentStateTimestampMs: number;
-  readonly members: readonly MemberMetadataValue[];
-}
+/*
+ * The values are the group layer's own types, field for field: an offset commit's is a CommittedOffset,
+ * a group's the StoredGroup without its id (the key has it).
+ */
+export type OffsetCommitValue = CommittedOffset;
+export type MemberProtocolValue = Protocol;
+export type MemberMetadataValue = StoredMember;
+export type GroupMetadataValue = Omit<StoredGroup, 'groupId'>;
 
 const U8 = 1;
 const I32 = 4;

@@ -208,23 +208,14 @@ function topicError(name: string, errorCode: ErrorCode, errorMessage: string): T
 }
 
 function partitionMetadata(info: PartitionInfo): PartitionMetadata {
-  const partition = info.partition;
-  if (partition !== undefined) {
-    return {
-      partitionIndex: info.partitionIndex,
-      leaderId: partition.leaderId,
-      replicaNodes: partition.replicas,
-      isrNodes: partition.isr,
-      errorCode: partition.leaderId < 0 ? ErrorCode.LEADER_NOT_AVAILABLE : ErrorCode.NONE,
-      leaderEpoch: partition.leaderEpoch,
-    };
-  }
+  // A partition hosted here knows its own state; the registry has what the leader last reported.
+  const state: Pick<PartitionInfo, 'leaderId' | 'leaderEpoch' | 'replicas' | 'isr'> = info.partition ?? info;
   return {
     partitionIndex: info.partitionIndex,
-    leaderId: info.leaderId,
-    replicaNodes: info.replicas,
-    isrNodes: info.isr,
-    errorCode: info.leaderId < 0 ? ErrorCode.LEADER_NOT_AVAILABLE : ErrorCode.NONE,
-    leaderEpoch: info.leaderEpoch,
+    leaderId: state.leaderId,
+    replicaNodes: state.replicas,
+    isrNodes: state.isr,
+    errorCode: state.leaderId < 0 ? ErrorCode.LEADER_NOT_AVAILABLE : ErrorCode.NONE,
+    leaderEpoch: state.leaderEpoch,
   };
 }

@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { CohortError, ErrorCode } from '../../errors';
 
 /**
  * The few file operations storage needs, with the loops and durability steps Node leaves to callers:
@@ -62,4 +63,16 @@ export function ensureDirectory(dir: string): void {
   if (created.length === 0) return;
   fs.mkdirSync(dir, { recursive: true });
   for (const made of created) fsyncDirectorySync(path.dirname(made));
+}
+
+/**
+ * Runs `write`, a synchronous write of `file`; a failure becomes KAFKA_STORAGE_ERROR naming the file, the
+ * code that takes a log offline (its cause kept).
+ */
+export function writeOrStorageError(file: string, write: () => void): void {
+  try {
+    write();
+  } catch (error) {
+    throw new CohortError(ErrorCode.KAFKA_STORAGE_ERROR, `cannot write ${file}`, { cause: error });
+  }
 }

@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { CohortError, ErrorCode } from '../../errors';
+import { writeOrStorageError } from './file-io';
 import {
   isOffset,
   parseCheckpointJson,
@@ -116,15 +116,9 @@ export class HighWatermarkCheckpointWriter {
       this.requested = offset;
     }
     if (this.onDisk === undefined || this.onDisk <= offset) return;
-    try {
-      writeHighWatermarkCheckpointSync(this.dir, offset);
-    } catch (error) {
-      throw new CohortError(
-        ErrorCode.KAFKA_STORAGE_ERROR,
-        `cannot write ${highWatermarkCheckpointPath(this.dir)}`,
-        { cause: error },
-      );
-    }
+    writeOrStorageError(highWatermarkCheckpointPath(this.dir), () =>
+      writeHighWatermarkCheckpointSync(this.dir, offset),
+    );
     this.onDisk = offset;
   }
 

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CohortError, ErrorCode } from '../../errors';
 import type { Time } from '../../time';
-import { ensureDirectory, fsyncDirectorySync } from './file-io';
+import { ensureDirectory, fsyncDirectorySync, writeOrStorageError } from './file-io';
 import { highWatermarkCheckpointPath, readHighWatermarkCheckpoint } from './high-watermark-checkpoint';
 import {
   type EpochEntry,
@@ -130,13 +130,7 @@ export function loadLog(
     ) {
       // Before the first append: a clean-shutdown mark left in place would skip the recovery of what
       // this process appends and never fsyncs.
-      try {
-        writeRecoveryCheckpointSync(dir, checkpoint);
-      } catch (error) {
-        throw new CohortError(ErrorCode.KAFKA_STORAGE_ERROR, `cannot write ${recoveryCheckpointPath(dir)}`, {
-          cause: error,
-        });
-      }
+      writeOrStorageError(recoveryCheckpointPath(dir), () => writeRecoveryCheckpointSync(dir, checkpoint));
     }
   } catch (error) {
     for (const segment of segments) segment.close();
@@ -215,11 +209,7 @@ function loadEpochEntries(
     });
   }
   if (rebuild !== null || !sameEntries(entries, asFileSays.epochEntries())) {
-    try {
-      cache.writeSync();
-    } catch (error) {
-      throw new CohortError(ErrorCode.KAFKA_STORAGE_ERROR, `cannot write ${cache.file}`, { cause: error });
-    }
+    writeOrStorageError(cache.file, () => cache.writeSync());
   }
   return entries;
 }

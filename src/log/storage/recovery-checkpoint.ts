@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { CohortError, ErrorCode } from '../../errors';
+import { writeOrStorageError } from './file-io';
 import type { Time } from '../../time';
 import {
   isOffset,
@@ -202,15 +202,9 @@ export class RecoveryCheckpointWriter {
   lowerTo(offset: number): void {
     this.generation++;
     if (this.checkpointedValue <= offset) return;
-    try {
-      writeRecoveryCheckpointSync(this.dir, { recoveryPoint: offset, isCleanShutdown: false });
-    } catch (error) {
-      throw new CohortError(
-        ErrorCode.KAFKA_STORAGE_ERROR,
-        `cannot write ${recoveryCheckpointPath(this.dir)}`,
-        { cause: error },
-      );
-    }
+    writeOrStorageError(recoveryCheckpointPath(this.dir), () =>
+      writeRecoveryCheckpointSync(this.dir, { recoveryPoint: offset, isCleanShutdown: false }),
+    );
     this.checkpointedValue = offset;
   }
 

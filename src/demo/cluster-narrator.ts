@@ -88,6 +88,8 @@ export class ClusterNarrator {
   private leaders: ReadonlyMap<number, number> | null = null;
   /** The group as last seen at its coordinator. */
   private group: Exclude<GroupSample, { error: string }> | null = null;
+  /** The group as last seen Stable (the first sample the narrator takes of the group is one). */
+  private stableGroup: Exclude<GroupSample, { error: string }> | null = null;
   /** The coordinator that stopped answering, told once per outage. */
   private silentCoordinatorId: number | null = null;
 
@@ -203,21 +205,28 @@ export class ClusterNarrator {
       return;
     }
     const before = this.group;
+    // Named once the group has formed: a move is told against a generation its members hold, never
+    // against a look taken in the middle of its first rebalance.
+    if (before === null && sample.state !== 'Stable') return;
     this.group = sample;
-    if (before === null) {
+    const stableBefore = this.stableGroup;
+    if (sample.state === 'Stable') this.stableGroup = sample;
+    if (before === null || stableBefore === null) {
       this.say('group', `${groupId} is coordinated by node ${sample.coordinatorId}`);
       return;
     }
     if (before.coordinatorId !== sample.coordinatorId) {
       this.silentCoordinatorId = null;
+      // What the members held before the move: the last generation seen Stable.
+      const held = stableBefore;
       const isSameMembers =
-        before.memberIds.length === sample.memberIds.length &&
-        before.memberIds.every((id) => sample.memberIds.includes(id));
+        held.memberIds.length === sample.memberIds.length &&
+        held.memberIds.every((id) => sample.memberIds.includes(id));
       const kept =
-        sample.generationId === before.generationId && isSameMembers
+        sample.generationId === held.generationId && isSameMembers
           ? `generation ${sample.generationId} and the same ${sample.memberIds.length} members as before`
-          : `generation ${sample.generationId} (was ${before.generationId}), ${sample.memberIds.length} ` +
-            `members (were ${before.memberIds.length})`;
+          : `generation ${sample.generationId} (was ${held.generationId}), ${sample.memberIds.length} ` +
+            `members (were ${held.memberIds.length})`;
       this.say('group', `${groupId} moved to node ${sample.coordinatorId}: ${sample.state}, ${kept}`);
     } else if (this.silentCoordinatorId !== null) {
       // The same node answers again (it was slow, not dead).

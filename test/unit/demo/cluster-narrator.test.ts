@@ -125,6 +125,23 @@ describe('the cluster demo’s narrator', () => {
     ]);
   });
 
+  it('names the coordinator once the group is Stable, and tells a move against the last Stable generation', () => {
+    const { narrator: n, told } = narrator();
+    const forming = { ...stable(2), state: 'PreparingRebalance', generationId: 0 };
+    n.observe(sample([1, 2, 3], [], forming));
+    expect(told).toEqual([]);
+    n.observe(sample([1, 2, 3], [], stable(2)));
+    // A look in the middle of a rebalance, then the move: the members still hold the Stable generation.
+    n.observe(sample([1, 2, 3], [], { ...stable(2), state: 'CompletingRebalance', generationId: 0 }));
+    n.observe(sample([1, 2, 3], [], stable(3)));
+    expect(told).toEqual([
+      'group: demo-group is coordinated by node 2',
+      expect.stringMatching(
+        /^group: demo-group moved to node 3: Stable, generation \d+ and the same \d+ members as before$/,
+      ),
+    ]);
+  });
+
   it('says nothing of a group it has not seen yet, nor of a look that failed', () => {
     const { narrator: n, told } = narrator();
     n.observe({ brokers: null, leaders: null, group: { error: 'GROUP_ID_NOT_FOUND' } });

@@ -147,7 +147,10 @@ export class BrokerApis {
       return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     let info: LogAppendInfo;
     try {
-      info = partition.appendRecordsToLeader(records.map(toSimpleRecord), acks, data.receivedBatchBytes);
+      info =
+        data.clientBatch === undefined
+          ? partition.appendRecordsToLeader(records.map(toSimpleRecord), acks, data.receivedBatchBytes)
+          : partition.appendClientBatchToLeader(data.clientBatch, acks);
     } catch (error) {
       if (!(error instanceof CohortError)) throw error;
       const entry = failed(error.code);
@@ -239,7 +242,13 @@ export class BrokerApis {
     if (authorizationError !== ErrorCode.NONE) {
       return Promise.resolve({ errorCode: authorizationError, responses: [] });
     }
-    const params: FetchParams = { replicaId, isFromFollower: replicaId >= 0, minBytes, maxBytes };
+    const params: FetchParams = {
+      replicaId,
+      isFromFollower: replicaId >= 0,
+      minBytes,
+      maxBytes,
+      servesBatches: request.servesBatches === true,
+    };
     const statuses: FetchPartitionStatus[] = [];
     const read = this.readFromLocalLog(params, request.topics, statuses);
     if (maxWaitMs === 0 || statuses.length === 0 || read.bytesReadable >= minBytes || read.hasError) {
@@ -299,20 +308,19 @@ export class BrokerApis {
         if (!Number.isSafeInteger(request.partitionMaxBytes) || request.partitionMaxBytes < 0) {
           return failed(ErrorCode.INVALID_FETCH_SIZE);
         }
-        let records: readonly LogRecord[];
+        let info: LogReadInfo;
         try {
           const maxBytes = Math.min(request.partitionMaxBytes, bytesRemaining);
-          const info =
+          info =
             statuses === null
-              ? this.sharedRead(
-                  partition,
+              ? this.sharedRead(partition, request.fetchOffset, maxBytes, params, minOneMessage)
+              : partition.read(
                   request.fetchOffset,
                   maxBytes,
                   params.isFromFollower,
                   minOneMessage,
-                )
-              : partition.read(request.fetchOffset, maxBytes, params.isFromFollower, minOneMessage);
-          records = info.records;
+                  !params.servesBatches,
+                );
           bytesRemaining = Math.max(0, bytesRemaining - info.sizeInBytes);
           bytesReadable += info.sizeInBytes;
           if (info.sizeInBytes > 0) minOneMessage = false;
@@ -335,7 +343,9 @@ export class BrokerApis {
           errorCode: ErrorCode.NONE,
           highWatermark: partition.highWatermark,
           logStartOffset: partition.logStartOffset,
-          records,
+          ...(params.servesBatches
+            ? { records: NO_RECORDS, batches: info.batches }
+            : { records: info.records }),
         };
       }),
     }));
@@ -353,14 +363,15 @@ export class BrokerApis {
     partition: Partition,
     fetchOffset: number,
     maxBytes: number,
-    isFromFollower: boolean,
+    params: FetchParams,
     minOneMessage: boolean,
   ): LogReadInfo {
+    const { isFromFollower, servesBatches } = params;
     const end = isFromFollower ? partition.logEndOffset : partition.highWatermark;
-    const cacheKey = `${partition.key}:${fetchOffset}:${end}:${maxBytes}:${minOneMessage ? 1 : 0}:${isFromFollower ? 1 : 0}`;
+    const cacheKey = `${partition.key}:${fetchOffset}:${end}:${maxBytes}:${minOneMessage ? 1 : 0}:${isFromFollower ? 1 : 0}:${servesBatches ? 1 : 0}`;
     let info = this.completionReads.get(cacheKey);
     if (info === undefined) {
-      info = partition.read(fetchOffset, maxBytes, isFromFollower, minOneMessage);
+      info = partition.read(fetchOffset, maxBytes, isFromFollower, minOneMessage, !servesBatches);
       if (this.completionReads.size === 0) queueMicrotask(this.clearCompletionReads);
       this.completionReads.set(cacheKey, info);
     }

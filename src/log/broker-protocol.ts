@@ -1,5 +1,5 @@
 import type { ErrorCode } from '../errors';
-import type { LogRecord } from './storage';
+import type { LogRecord, RecordBatch } from './storage';
 
 /**
  * The Broker contract (`proto/cohort/v1/broker.proto`) as the log layer sees it: the decoded messages
@@ -96,6 +96,11 @@ export interface ProducePartitionData {
    * door sets it). Absent: the stored batch is checked.
    */
   readonly receivedBatchBytes?: number;
+  /**
+   * A Kafka client's batch that the log stores as it came (RecordBatch.fromClientBatch: the Kafka door's
+   * Produce); `records` is then empty and ignored.
+   */
+  readonly clientBatch?: RecordBatch;
 }
 export interface ProduceTopicData {
   readonly name: string;
@@ -143,6 +148,11 @@ export interface FetchRequest {
   readonly minBytes: number;
   readonly maxBytes: number;
   readonly topics: readonly FetchTopic[];
+  /**
+   * Answer each partition with the stored batches (`FetchPartitionData.batches`) instead of their
+   * records: the Kafka door serves batches of Kafka's layout as they are stored.
+   */
+  readonly servesBatches?: boolean;
 }
 export interface FetchPartitionData {
   readonly partitionIndex: number;
@@ -151,6 +161,12 @@ export interface FetchPartitionData {
   readonly logStartOffset: number;
   /** On the wire a null key is empty bytes; a null value is empty bytes with `value_null` set. */
   readonly records: readonly LogRecord[];
+  /**
+   * With `servesBatches`, instead of `records`: the whole batches read, whose records the reader must
+   * take only from the fetch offset to the high watermark (the first batch may start below the one, the
+   * last reach past the other).
+   */
+  readonly batches?: readonly RecordBatch[];
 }
 export interface FetchableTopicResponse {
   readonly name: string;

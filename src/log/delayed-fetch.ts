@@ -19,6 +19,8 @@ export interface FetchParams {
   readonly isFromFollower: boolean;
   readonly minBytes: number;
   readonly maxBytes: number;
+  /** FetchRequest.servesBatches. */
+  readonly servesBatches: boolean;
 }
 
 /**

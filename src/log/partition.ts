@@ -5,6 +5,7 @@ import type {
   LogReadInfo,
   LogRecord,
   PartitionLog,
+  RecordBatch,
   SimpleRecord,
 } from './storage';
 import { NO_LEADER_EPOCH } from './broker-protocol';
@@ -294,6 +295,21 @@ export class Partition {
     requiredAcks: number,
     receivedBatchBytes?: number,
   ): LogAppendInfo {
+    this.checkLeaderAppend(requiredAcks);
+    // acks=0: nobody waits for this append, so it asks for no fsync of its own (PartitionLog.append).
+    return this.log.append(records, requiredAcks !== 0, this.epoch, receivedBatchBytes);
+  }
+
+  /**
+   * `appendRecordsToLeader` for a Kafka client's batch stored as it came (RecordBatch.fromClientBatch):
+   * the same checks, the batch stamped with this leader's epoch.
+   */
+  appendClientBatchToLeader(batch: RecordBatch, requiredAcks: number): LogAppendInfo {
+    this.checkLeaderAppend(requiredAcks);
+    return this.log.appendClientBatch(batch, requiredAcks !== 0, this.epoch);
+  }
+
+  private checkLeaderAppend(requiredAcks: number): void {
     if (!this.isLeader) {
       throw new CohortError(
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -306,17 +322,6 @@ export class Partition {
         `${this.key} has ${this.isrIds.length} in-sync replicas; acks=-1 needs ${this.minInsyncReplicas}`,
       );
     }
-    // acks=0: nobody waits for this append, so it asks for no fsync of its own (PartitionLog.append).
-    return this.appendStamped(records, requiredAcks !== 0, receivedBatchBytes);
-  }
-
-  /** The leader's append, its batch stamped with the leader epoch (a follower stores it as sent). */
-  private appendStamped(
-    records: readonly SimpleRecord[],
-    flush: boolean,
-    receivedBatchBytes?: number,
-  ): LogAppendInfo {
-    return this.log.append(records, flush, this.epoch, receivedBatchBytes);
   }
 
   /**
@@ -458,9 +463,15 @@ export class Partition {
    * OFFSET_OUT_OF_RANGE for an offset outside [log start, LEO]; an offset between HW and LEO reads
    * nothing for a consumer (it waits for the HW), as in Kafka.
    */
-  read(fetchOffset: number, maxBytes: number, isFromFollower: boolean, minOneMessage: boolean): LogReadInfo {
+  read(
+    fetchOffset: number,
+    maxBytes: number,
+    isFromFollower: boolean,
+    minOneMessage: boolean,
+    isDecoded = true,
+  ): LogReadInfo {
     const maxOffset = isFromFollower ? this.log.logEndOffset : this.hw;
-    return this.log.read(fetchOffset, maxBytes, { maxOffset, minOneMessage });
+    return this.log.read(fetchOffset, maxBytes, { maxOffset, minOneMessage, isDecoded });
   }
 
   // --- roles (cluster mode) ---

@@ -13,10 +13,15 @@ export interface ReadOptions {
   readonly maxOffset?: number;
   /** Return the first record even if its batch alone exceeds maxBytes (KIP-74); default true. */
   readonly minOneMessage?: boolean;
+  /**
+   * Decode the batches into `records` (default true). False leaves `records` empty for a reader that
+   * hands the batches on (the Kafka door), so that a batch is not decoded for nothing.
+   */
+  readonly isDecoded?: boolean;
 }
 
 export interface LogReadInfo {
-  /** Records at or after the fetch offset and below maxOffset, in offset order. */
+  /** Records at or after the fetch offset and below maxOffset, in offset order (none unless isDecoded). */
   readonly records: LogRecord[];
   /** The whole batches they came from (the first may start before the fetch offset). */
   readonly batches: readonly RecordBatch[];
@@ -129,7 +134,9 @@ export class LocalLog {
     this.checkOffsetInRange(fetchOffset);
     const maxOffset = Math.min(options.maxOffset ?? this.logEndOffset, this.logEndOffset);
     const minOneMessage = options.minOneMessage ?? true;
+    const isDecoded = options.isDecoded ?? true;
     const records: LogRecord[] = [];
+    let hasRecord = false;
     const batches: RecordBatch[] = [];
     let fetchOffsetMetadata: LogOffsetMetadata | null = null;
     let sizeInBytes = 0;
@@ -143,7 +150,7 @@ export class LocalLog {
       }
       // Keep taking a batch past the budget until a record is returned: a run of batches emptied by
       // compaction must not leave a reader refetching the same offset forever.
-      const mustTakeOne = minOneMessage && records.length === 0;
+      const mustTakeOne = minOneMessage && !hasRecord;
       const read = segment.read(offset, maxBytes - sizeInBytes, maxOffset, mustTakeOne);
       if (read.batches.length === 0) break;
       fetchOffsetMetadata ??= {
@@ -153,9 +160,14 @@ export class LocalLog {
       };
       for (const batch of read.batches) {
         batches.push(batch);
+        if (!isDecoded) {
+          hasRecord ||= hasRecordIn(batch, fetchOffset, maxOffset);
+          continue;
+        }
         for (const record of batch.records()) {
           if (record.offset >= fetchOffset && record.offset < maxOffset) records.push(record);
         }
+        hasRecord = records.length > 0;
       }
       sizeInBytes += read.sizeInBytes;
       offset = read.batches[read.batches.length - 1]!.nextOffset;
@@ -384,4 +396,11 @@ export function segmentIndexIn(segments: readonly LogSegment[], offset: number):
     }
   }
   return found;
+}
+
+/** Whether `batch` holds a record in [fromOffset, maxOffset), from its header when it has no gaps. */
+function hasRecordIn(batch: RecordBatch, fromOffset: number, maxOffset: number): boolean {
+  if (batch.recordCount === 0 || batch.lastOffset < fromOffset || batch.baseOffset >= maxOffset) return false;
+  if (batch.recordCount === batch.lastOffsetDelta + 1) return true;
+  return batch.records().some((record) => record.offset >= fromOffset && record.offset < maxOffset);
 }

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { CohortError, ErrorCode } from '../../errors';
 import { fsyncAsync, readAt, writeFully } from './file-io';
+import { isKafkaLayoutAt } from './kafka-batch-layout';
 import { OffsetIndex } from './offset-index';
 import {
   CORRUPT_BATCH,
@@ -8,8 +9,10 @@ import {
   LOG_OVERHEAD,
   MAX_OFFSET_DELTA,
   RECORD_BATCH_V1_HEADER_BYTES,
+  OFFSET_RANGE_PREFIX_BYTES,
   RecordBatch,
   checkBatchAt,
+  lastOffsetAt,
 } from './record-batch';
 import {
   INDEX_FILE_SUFFIX,
@@ -63,8 +66,8 @@ const HEADER_SCAN_CHUNK_BYTES = 8192;
 const headerScanChunk = Buffer.allocUnsafe(HEADER_SCAN_CHUNK_BYTES);
 /** The last appended batch is kept in memory only up to this size (one per partition's active segment). */
 export const TAIL_BATCH_MAX_BYTES = 64 * 1024;
-/** baseOffset, batchLength, magic, crc, attributes, lastOffsetDelta: enough to find a batch's range. */
-const HEADER_PREFIX_BYTES = 23;
+/** Enough of a header to find a batch's range, in either layout. */
+const HEADER_PREFIX_BYTES = OFFSET_RANGE_PREFIX_BYTES;
 const TWO_POW_32 = 0x1_0000_0000;
 
 export interface SegmentReadResult {
@@ -326,9 +329,7 @@ export class LogSegment {
         at = 0;
         if (chunkLength < HEADER_PREFIX_BYTES) break;
       }
-      const lastOffset =
-        chunk.readUInt32BE(at) * TWO_POW_32 + chunk.readUInt32BE(at + 4) + chunk.readInt32BE(at + 19);
-      if (lastOffset >= offset) return position;
+      if (lastOffsetAt(chunk, at) >= offset) return position;
       position += LOG_OVERHEAD + chunk.readInt32BE(at + 8);
     }
     return -1;
@@ -619,7 +620,9 @@ export class LogSegment {
     const batches: RecordBatch[] = [];
     let position = 0;
     while (position < buffer.length) {
-      const size = checkBatchAt(buffer, position, buffer.length);
+      // A batch of Kafka's layout goes out as it is, its CRC-32C for the consumer to check (as Kafka's
+      // brokers leave it); decoding it (RecordBatch.records) checks it. cohort's layout is checked here.
+      const size = checkBatchAt(buffer, position, buffer.length, !isKafkaLayoutAt(buffer, position));
       if (size === INCOMPLETE_BATCH) break;
       if (size === CORRUPT_BATCH) {
         throw new CohortError(ErrorCode.CORRUPT_MESSAGE, `corrupt batch in ${this.logPath}`);

@@ -1,6 +1,7 @@
 import { CohortError, ErrorCode } from '../../errors';
 import type { Time } from '../../time';
 import { HighWatermarkCheckpointWriter } from './high-watermark-checkpoint';
+import { MAX_KAFKA_LAYOUT_EPOCH } from './kafka-batch-layout';
 import { type EpochEndOffset, type EpochEntry, LeaderEpochCache } from './leader-epoch-cache';
 import { createLogConfig, type LogConfig } from './log-config';
 import { cleanLog, type CompactionResult } from './log-cleaner';
@@ -272,14 +273,7 @@ export class PartitionLog {
     this.ensureWritable();
     if (records.length === 0)
       throw new CohortError(ErrorCode.INVALID_RECORD, 'an append needs at least one record');
-    const latestEpoch = this.leaderEpochCache.latestEpoch();
-    if (leaderEpoch < latestEpoch) {
-      // A deposed leader's append: refused (the producer re-finds the leader) rather than stored out of order.
-      throw new CohortError(
-        ErrorCode.FENCED_LEADER_EPOCH,
-        `leader epoch ${leaderEpoch} is below the log's latest epoch ${latestEpoch} (fenced leader epoch)`,
-      );
-    }
+    this.checkLeaderEpoch(leaderEpoch);
     this.checkKeys(records);
     const logAppendTimeMs = this.time.nowMs();
     const batch = RecordBatch.encode(records, {
@@ -287,14 +281,51 @@ export class PartitionLog {
       defaultTimestampMs: logAppendTimeMs,
       partitionLeaderEpoch: leaderEpoch,
     });
-    const checkedBytes = receivedBatchBytes ?? batch.sizeInBytes;
+    this.checkMessageBytes(receivedBatchBytes ?? batch.sizeInBytes);
+    return this.appendBatch(batch, logAppendTimeMs, isAcknowledged);
+  }
+
+  /** A deposed leader's append is refused (the producer re-finds the leader) rather than stored out of order. */
+  private checkLeaderEpoch(leaderEpoch: number): void {
+    const latestEpoch = this.leaderEpochCache.latestEpoch();
+    if (leaderEpoch < latestEpoch) {
+      throw new CohortError(
+        ErrorCode.FENCED_LEADER_EPOCH,
+        `leader epoch ${leaderEpoch} is below the log's latest epoch ${latestEpoch} (fenced leader epoch)`,
+      );
+    }
+  }
+
+  private checkMessageBytes(checkedBytes: number): void {
     if (checkedBytes > this.config.maxMessageBytes) {
       throw new CohortError(
         ErrorCode.MESSAGE_TOO_LARGE,
         `batch of ${checkedBytes} bytes exceeds maxMessageBytes ${this.config.maxMessageBytes}`,
       );
     }
-    return this.appendBatch(batch, logAppendTimeMs, isAcknowledged);
+  }
+
+  /**
+   * Leader append of a Kafka client's batch as it came (`RecordBatch.fromClientBatch`), as Kafka appends
+   * one: the batch gets its offsets from the LEO on and the leader's epoch written in place, and its bytes
+   * are stored unchanged otherwise, its client's CRC-32C with them. The checks and errors are `append`'s
+   * (the batch's timestamps are all set, so none is the append time); a leader epoch above
+   * MAX_KAFKA_LAYOUT_EPOCH, which that layout cannot carry, stores the records in cohort's layout instead.
+   */
+  appendClientBatch(batch: RecordBatch, isAcknowledged = true, leaderEpoch = 0): LogAppendInfo {
+    this.ensureWritable();
+    if (leaderEpoch > MAX_KAFKA_LAYOUT_EPOCH) {
+      // Without their offsets (the batch's own, from 0): the LEO gives them theirs.
+      const records = batch
+        .records()
+        .map(({ timestampMs, key, value, headers }) => ({ timestampMs, key, value, headers }));
+      return this.append(records, isAcknowledged, leaderEpoch, batch.sizeInBytes);
+    }
+    this.checkLeaderEpoch(leaderEpoch);
+    if (this.config.cleanupPolicy === 'compact') this.checkKeys(batch.records());
+    this.checkMessageBytes(batch.sizeInBytes);
+    batch.assignOffsets(this.logEndOffset, leaderEpoch);
+    return this.appendBatch(batch, this.time.nowMs(), isAcknowledged);
   }
 
   /**

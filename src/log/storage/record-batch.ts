@@ -1,5 +1,14 @@
 import { crc32 } from 'node:zlib';
 import { CohortError, ErrorCode } from '../../errors';
+import {
+  decodeKafkaLayoutRecords,
+  isKafkaLayoutAt,
+  isStorableClientBatch,
+  isValidKafkaLayoutBatch,
+  KafkaLayout,
+  MAX_KAFKA_LAYOUT_EPOCH,
+  stampKafkaLayout,
+} from './kafka-batch-layout';
 import { NO_HEADERS, type LogRecord, type RecordHeader, type SimpleRecord } from './log-record';
 import { readUvarint, uvarintSize, writeUvarint, type Cursor } from './varint';
 
@@ -37,6 +46,10 @@ import { readUvarint, uvarintSize, writeUvarint, type Cursor } from './varint';
  *
  * A batch may cover offsets that hold no record (gaps left by compaction), and may even be empty: the
  * cleaner keeps an empty last batch so that a cleaned segment still ends at the same offset.
+ *
+ * A batch may also have Kafka's RecordBatch v2 layout, as a Kafka client produced it (see
+ * `kafka-batch-layout.ts`): its byte 12 is 0x00 or 0xff where this layout's magic is 1 or 2, and
+ * `RecordBatch` reads either.
  *
  * Worked example: one record {offset 7, timestamp 1000, key "k", value "v", no headers} written by the
  * leader of epoch 5 encodes as baseOffset 7, batchLength 44, lastOffsetDelta 0, both timestamps 1000,
@@ -130,6 +143,7 @@ export function checkBatchAt(buffer: Buffer, position: number, end: number, isCr
   const size = LOG_OVERHEAD + batchLength;
   if (end - position < size) return INCOMPLETE_BATCH;
   const batch = buffer.subarray(position, position + size);
+  if (isKafkaLayoutAt(batch, 0)) return isValidKafkaLayoutBatch(batch, isCrcChecked) ? size : CORRUPT_BATCH;
   const headerBytes = headerBytesOf(batch[MAGIC_AT]);
   if (headerBytes < 0 || size < headerBytes) return CORRUPT_BATCH;
   if (isCrcChecked && batch.readUInt32BE(CRC_AT) !== batchCrc(batch)) return CORRUPT_BATCH;
@@ -152,12 +166,30 @@ export function checkBatchAt(buffer: Buffer, position: number, end: number, isCr
   return size;
 }
 
+/** Enough of a batch's header, in either layout, to read the offsets it spans (`lastOffsetAt`). */
+export const OFFSET_RANGE_PREFIX_BYTES = KafkaLayout.LAST_OFFSET_DELTA_AT + 4;
+
+/** The last offset of the batch at `position` from its header alone (OFFSET_RANGE_PREFIX_BYTES of it). */
+export function lastOffsetAt(buffer: Buffer, position: number): number {
+  const deltaAt = isKafkaLayoutAt(buffer, position) ? KafkaLayout.LAST_OFFSET_DELTA_AT : LAST_OFFSET_DELTA_AT;
+  return (
+    buffer.readUInt32BE(position) * TWO_POW_32 +
+    buffer.readUInt32BE(position + 4) +
+    buffer.readInt32BE(position + deltaAt)
+  );
+}
+
 /** An encoded batch: a view over exactly its bytes, with its header fields and a decoder for its records. */
 export class RecordBatch {
   /** The records, once decoded: a batch is immutable, so every reader of it can share them. */
   private decoded: readonly LogRecord[] | undefined;
 
-  private constructor(readonly buffer: Buffer) {}
+  /** Kafka's RecordBatch v2 layout (a client's batch stored as it came), not cohort's own. */
+  readonly isKafkaLayout: boolean;
+
+  private constructor(readonly buffer: Buffer) {
+    this.isKafkaLayout = isKafkaLayoutAt(buffer, 0);
+  }
 
   /** Wraps bytes that `checkBatchAt` has accepted (or that `encode` produced); no checks. */
   static wrap(buffer: Buffer): RecordBatch {
@@ -171,6 +203,44 @@ export class RecordBatch {
     if (size === CORRUPT_BATCH) throw corrupt('record batch failed its CRC or header checks');
     if (size !== buffer.length) throw corrupt('bytes follow the record batch');
     return new RecordBatch(buffer);
+  }
+
+  /**
+   * A Kafka client's batch (one Produce partition's records field) that the log can store as it came, or
+   * null when it cannot (compressed, idempotent, records without a timestamp, ...: see
+   * `isStorableClientBatch`) and the caller must decode it into records. The batch is a view of `bytes`,
+   * which an append then stamps with its offset and leader epoch (`assignOffsets`): the caller hands
+   * them over.
+   */
+  static fromClientBatch(bytes: Buffer): RecordBatch | null {
+    if (!isStorableClientBatch(bytes)) return null;
+    // Whatever epoch the client wrote (its top byte could read as cohort's magic) until the append's.
+    stampKafkaLayout(bytes, 0, NO_PARTITION_LEADER_EPOCH);
+    return new RecordBatch(bytes);
+  }
+
+  /**
+   * Gives a client's batch (`fromClientBatch`) its offsets and the leader's epoch before it is appended,
+   * as a Kafka leader does in place; the CRC does not cover them. Throws INVALID_RECORD for an epoch this
+   * layout cannot carry (the caller stores the records in cohort's layout instead) or a batch of cohort's
+   * layout, whose offsets are given at encoding.
+   */
+  assignOffsets(baseOffset: number, partitionLeaderEpoch: number): void {
+    if (
+      !this.isKafkaLayout ||
+      !Number.isSafeInteger(baseOffset) ||
+      baseOffset < 0 ||
+      !Number.isSafeInteger(baseOffset + this.lastOffsetDelta) ||
+      !Number.isInteger(partitionLeaderEpoch) ||
+      partitionLeaderEpoch < NO_PARTITION_LEADER_EPOCH ||
+      partitionLeaderEpoch > MAX_KAFKA_LAYOUT_EPOCH
+    ) {
+      throw new CohortError(
+        ErrorCode.INVALID_RECORD,
+        `cannot give offset ${baseOffset} and epoch ${partitionLeaderEpoch} to this batch in place`,
+      );
+    }
+    stampKafkaLayout(this.buffer, baseOffset, partitionLeaderEpoch);
   }
 
   /**
@@ -291,7 +361,9 @@ export class RecordBatch {
   }
 
   get lastOffsetDelta(): number {
-    return this.buffer.readInt32BE(LAST_OFFSET_DELTA_AT);
+    return this.buffer.readInt32BE(
+      this.isKafkaLayout ? KafkaLayout.LAST_OFFSET_DELTA_AT : LAST_OFFSET_DELTA_AT,
+    );
   }
 
   get lastOffset(): number {
@@ -303,24 +375,27 @@ export class RecordBatch {
     return this.lastOffset + 1;
   }
 
+  /** cohort's layout: the smallest record timestamp; Kafka's: the first record's. */
   get baseTimestampMs(): number {
-    return readSafeInt64(this.buffer, BASE_TIMESTAMP_AT);
+    return readSafeInt64(this.buffer, this.isKafkaLayout ? KafkaLayout.BASE_TIMESTAMP_AT : BASE_TIMESTAMP_AT);
   }
 
   get maxTimestampMs(): number {
-    return readSafeInt64(this.buffer, MAX_TIMESTAMP_AT);
+    return readSafeInt64(this.buffer, this.isKafkaLayout ? KafkaLayout.MAX_TIMESTAMP_AT : MAX_TIMESTAMP_AT);
   }
 
   get recordCount(): number {
-    return this.buffer.readInt32BE(RECORD_COUNT_AT);
+    return this.buffer.readInt32BE(this.isKafkaLayout ? KafkaLayout.RECORD_COUNT_AT : RECORD_COUNT_AT);
   }
 
+  /** 2 (or 1 for cohort's layout before leader epochs). */
   get magic(): number {
-    return this.buffer[MAGIC_AT]!;
+    return this.isKafkaLayout ? RECORD_BATCH_MAGIC : this.buffer[MAGIC_AT]!;
   }
 
   /** The epoch of the leader that assigned this batch's offsets; -1 for a magic 1 batch or none given. */
   get partitionLeaderEpoch(): number {
+    if (this.isKafkaLayout) return this.buffer.readInt32BE(KafkaLayout.PARTITION_LEADER_EPOCH_AT);
     return this.buffer[MAGIC_AT] === RECORD_BATCH_MAGIC
       ? this.buffer.readInt32BE(PARTITION_LEADER_EPOCH_AT)
       : NO_PARTITION_LEADER_EPOCH;
@@ -330,8 +405,9 @@ export class RecordBatch {
     return this.buffer.length;
   }
 
+  /** cohort's layout: its CRC-32; Kafka's: the client's CRC-32C. */
   get crc(): number {
-    return this.buffer.readUInt32BE(CRC_AT);
+    return this.buffer.readUInt32BE(this.isKafkaLayout ? KafkaLayout.CRC_AT : CRC_AT);
   }
 
   /**
@@ -339,10 +415,13 @@ export class RecordBatch {
    * read by every Fetch its append woke (1,000 parked consumers decode it once, not 1,000 times). Keys,
    * values and header values are views into this batch's buffer (no copy); copy them to keep them beyond
    * the batch. Throws CORRUPT_MESSAGE when the record area contradicts the header (possible only for bytes
-   * that bypassed `checkBatchAt`'s CRC, or a writer bug).
+   * that bypassed `checkBatchAt`'s CRC, or a writer bug). A batch of Kafka's layout has its CRC-32C
+   * checked here, since reads that serve its bytes as they are do not check it.
    */
   records(): readonly LogRecord[] {
-    return (this.decoded ??= this.decode());
+    return (this.decoded ??= this.isKafkaLayout
+      ? decodeKafkaLayoutRecords(this.buffer, this.partitionLeaderEpoch)
+      : this.decode());
   }
 
   private decode(): LogRecord[] {

@@ -6,8 +6,10 @@ import {
   type BrokerRequestContext,
   type FetchPartitionData,
   type ProducePartitionData,
+  type ProduceRecord,
   type TopicMetadata,
 } from '../log/broker-protocol';
+import { RecordBatch } from '../log/storage';
 import { COORDINATOR_KEY_TYPE_GROUP } from '../protocol/find-coordinator-messages';
 import type { KafkaCore, KafkaNode } from './kafka-broker';
 import { offsetFetchErrorResponse } from './kafka-error-response';
@@ -35,7 +37,7 @@ import type { RequestHeader } from './protocol/kafka-request';
 import { CompressionCodec } from './records/compression';
 import { decodeKafkaRecordBatches, type KafkaRecordBatch } from './records/kafka-record-batch';
 import { KafkaRecordsError } from './records/kafka-records-error';
-import { fromFetchedRecords, toProduceRecords } from './records/record-conversion';
+import { fromFetchedBatches, toProduceRecords } from './records/record-conversion';
 
 /** A Produce with acks=0: Kafka sends no response, and neither does cohort. */
 export const NO_RESPONSE = Symbol('no response');
@@ -74,6 +76,8 @@ interface NamedPartitions<P> {
 const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__transaction_state']);
 
 const bytesOrEmpty = (value: Buffer | null): Buffer => value ?? Buffer.alloc(0);
+const NO_PRODUCE_RECORDS: readonly ProduceRecord[] = Object.freeze([]);
+const NO_BATCHES: readonly RecordBatch[] = Object.freeze([]);
 const nullIfEmpty = (value: string): string | null => (value === '' ? null : value);
 
 /**
@@ -155,6 +159,13 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
               // retriable, and a client would resend the same nothing forever.
               if (partition.records === null || partition.records.length === 0)
                 throw new KafkaRecordsError('invalid-record', 'a partition must carry one record batch');
+              // The usual batch (one, uncompressed, not idempotent, its records in order with their
+              // timestamps): the log stores it as it came. Anything else is decoded, and refused or
+              // stored as records, below.
+              const clientBatch = RecordBatch.fromClientBatch(partition.records);
+              if (clientBatch !== null) {
+                return [{ partitionIndex: partition.index, records: NO_PRODUCE_RECORDS, clientBatch }];
+              }
               const batches = decodeKafkaRecordBatches(partition.records);
               // Produce v3+ carries exactly one batch per partition (Kafka refuses more as INVALID_RECORD).
               if (batches.length !== 1) {
@@ -249,6 +260,8 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
             maxWaitMs: body.maxWaitMs as number,
             minBytes: body.minBytes as number,
             maxBytes: body.maxBytes as number,
+            // Batches kept in Kafka's layout go back out as they are stored.
+            servesBatches: true,
             topics: topics.map((t) => ({
               name: t.topic,
               partitions: t.partitions.map((p) => ({
@@ -265,6 +278,11 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
             t.partitions.map((p) => [`${t.topic}\0${p.partition}`, p.partitionMaxBytes] as const),
           ),
         );
+        const fetchOffsetOf = new Map(
+          topics.flatMap((t) =>
+            t.partitions.map((p) => [`${t.topic}\0${p.partition}`, p.fetchOffset] as const),
+          ),
+        );
         return {
           throttleTimeMs: 0,
           responses: fetched.responses.map((topic) => ({
@@ -277,9 +295,12 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
               lastStableOffset: p.highWatermark,
               logStartOffset: p.logStartOffset,
               abortedTransactions: null,
-              records: fromFetchedRecords(p, {
-                maxBytes: maxBytesOf.get(`${topic.name}\0${p.partitionIndex}`) ?? 0,
-              }),
+              records: fromFetchedBatches(
+                p.batches ?? NO_BATCHES,
+                fetchOffsetOf.get(`${topic.name}\0${p.partitionIndex}`) ?? 0,
+                p.highWatermark,
+                { maxBytes: maxBytesOf.get(`${topic.name}\0${p.partitionIndex}`) ?? 0 },
+              ),
             })),
           })),
         };

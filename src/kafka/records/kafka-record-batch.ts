@@ -3,9 +3,11 @@ import { compress, CompressionCodec, decompress } from './compression';
 import { KafkaRecordsError } from './kafka-records-error';
 
 /**
- * Kafka's RecordBatch v2 (magic 2), as clients send it in Produce and read it in Fetch. cohort stores
- * its own batch format (src/log/storage/record-batch.ts), so the Kafka door decodes a client's batches
- * into records and encodes fetched records into new batches; nothing is kept verbatim.
+ * Kafka's RecordBatch v2 (magic 2), as clients send it in Produce and read it in Fetch. The log keeps
+ * the usual client batch as it came (src/log/storage/kafka-batch-layout.ts) and serves it back as it is;
+ * this codec is for the rest: the door decodes any other batch (compressed, idempotent, records without
+ * timestamps) into records, says what is wrong with a bad one, and encodes records stored in cohort's own
+ * layout (src/log/storage/record-batch.ts) into new batches for a Fetch.
  *
  *   offset size field
  *        0    8 baseOffset            ignored on Produce (the leader assigns offsets)

@@ -1,4 +1,5 @@
 import type { FetchPartitionData, ProduceRecord, RecordHeader } from '../../log';
+import type { LogRecord, RecordBatch } from '../../log/storage';
 import { CompressionCodec } from './compression';
 import {
   encodeCompressedBatch,
@@ -10,7 +11,9 @@ import {
 } from './kafka-record-batch';
 
 /**
- * Between Kafka's record batches and cohort's log API, in both directions.
+ * Between Kafka's record batches and cohort's log API, in both directions, for what the log does not
+ * keep in Kafka's layout (the usual client batch is stored and served as it came: see
+ * `fromFetchedBatches` and src/log/storage/kafka-batch-layout.ts).
  *
  * Produce: `toProduceRecords` turns decoded batches into the log's ProduceRecords. A null value stays
  * null (a tombstone, which a consumer reads back as null); a null key becomes empty, which the log stores
@@ -59,6 +62,11 @@ export interface FetchEncodeOptions {
   readonly maxBytes: number;
   /** CompressionCodec.NONE unless given; the budget counts uncompressed bytes. */
   readonly compression?: CompressionCodec;
+  /**
+   * Whether these batches open the partition's answer, so that the first record goes out whatever the
+   * budget (KIP-74); default true. False: nothing beyond the budget.
+   */
+  readonly isFirst?: boolean;
 }
 
 /**
@@ -69,7 +77,14 @@ export function fromFetchedRecords(
   partition: Pick<FetchPartitionData, 'records'>,
   options: FetchEncodeOptions,
 ): Buffer {
-  const records = partition.records;
+  return encodeFetchedRecords(partition.records, options).bytes;
+}
+
+/** `fromFetchedRecords`, also saying whether every record fitted the budget. */
+function encodeFetchedRecords(
+  records: readonly LogRecord[],
+  options: FetchEncodeOptions,
+): { bytes: Buffer; isBudgetSpent: boolean } {
   const codec = options.compression ?? CompressionCodec.NONE;
   // Plan the batches first (starts, ends, records' bytes), so the output is one buffer of its exact size.
   const starts: number[] = [];
@@ -91,7 +106,7 @@ export function fromFetchedRecords(
       }
       previousOffset = record.offset;
       const size = kafkaRecordSize(record, first.offset, first.timestampMs);
-      const isFirstRecord = starts.length === 0 && i === start;
+      const isFirstRecord = options.isFirst !== false && starts.length === 0 && i === start;
       if (!isFirstRecord && total + KAFKA_RECORD_BATCH_HEADER_BYTES + bytes + size > options.maxBytes) {
         isBudgetSpent = true;
         break;
@@ -105,7 +120,7 @@ export function fromFetchedRecords(
       total += KAFKA_RECORD_BATCH_HEADER_BYTES + bytes;
     }
   }
-  if (starts.length === 0) return EMPTY;
+  if (starts.length === 0) return { bytes: EMPTY, isBudgetSpent };
 
   if (codec !== CompressionCodec.NONE) {
     const batches = starts.map((start, b) =>
@@ -119,7 +134,7 @@ export function fromFetchedRecords(
         recordsBytes[b]!,
       ),
     );
-    return batches.length === 1 ? batches[0]! : Buffer.concat(batches);
+    return { bytes: batches.length === 1 ? batches[0]! : Buffer.concat(batches), isBudgetSpent };
   }
   const out = Buffer.allocUnsafe(total);
   let position = 0;
@@ -128,5 +143,55 @@ export function fromFetchedRecords(
     const first = records[start]!;
     position = writeBatch(out, position, records, start, ends[b]!, first.offset, first.leaderEpoch);
   }
-  return out;
+  return { bytes: out, isBudgetSpent };
+}
+
+/**
+ * The Kafka batches for one partition of a Fetch response from the stored batches the log read
+ * (FetchRequest.servesBatches). A batch kept in Kafka's layout and wholly below the high watermark goes
+ * out as it is stored, its producer's CRC-32C with it, as a Kafka broker serves it: it may start below
+ * the fetch offset, and the client skips what it did not ask for. Any other batch (cohort's layout, or
+ * one that reaches past the high watermark) is encoded anew from its records at or after the fetch
+ * offset and below the high watermark, as `fromFetchedRecords` does. The budget is `fromFetchedRecords`'s:
+ * the first record always, nothing after it beyond `maxBytes`.
+ */
+export function fromFetchedBatches(
+  batches: readonly RecordBatch[],
+  fetchOffset: number,
+  highWatermark: number,
+  options: FetchEncodeOptions,
+): Buffer {
+  const parts: Buffer[] = [];
+  let total = 0;
+  let pending: LogRecord[] = [];
+  /** Encodes the records of the converted batches so far; false once the budget is spent. */
+  const flushPending = (): boolean => {
+    if (pending.length === 0) return true;
+    const { bytes, isBudgetSpent } = encodeFetchedRecords(pending, {
+      ...options,
+      maxBytes: options.maxBytes - total,
+      isFirst: parts.length === 0,
+    });
+    pending = [];
+    if (bytes.length > 0) {
+      parts.push(bytes);
+      total += bytes.length;
+    }
+    return !isBudgetSpent;
+  };
+  for (const batch of batches) {
+    if (batch.isKafkaLayout && batch.lastOffset < highWatermark) {
+      if (!flushPending()) break;
+      if (parts.length > 0 && total + batch.sizeInBytes > options.maxBytes) break;
+      parts.push(batch.buffer);
+      total += batch.sizeInBytes;
+      continue;
+    }
+    for (const record of batch.records()) {
+      if (record.offset >= fetchOffset && record.offset < highWatermark) pending.push(record);
+    }
+  }
+  flushPending();
+  if (parts.length === 0) return EMPTY;
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, total);
 }

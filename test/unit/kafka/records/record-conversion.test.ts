@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { LogRecord } from '../../../../src/log/storage';
+import { RecordBatch, type LogRecord } from '../../../../src/log/storage';
 import { CompressionCodec } from '../../../../src/kafka/records/compression';
 import {
   decodeKafkaRecordBatches,
@@ -7,7 +7,11 @@ import {
   KAFKA_RECORD_BATCH_HEADER_BYTES,
   type KafkaRecordBatch,
 } from '../../../../src/kafka/records/kafka-record-batch';
-import { fromFetchedRecords, toProduceRecords } from '../../../../src/kafka/records/record-conversion';
+import {
+  fromFetchedBatches,
+  fromFetchedRecords,
+  toProduceRecords,
+} from '../../../../src/kafka/records/record-conversion';
 
 function logRecord(offset: number, leaderEpoch: number, value = `value-${offset}`): LogRecord {
   return {
@@ -154,5 +158,72 @@ describe('fromFetchedRecords', () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('fromFetchedBatches', () => {
+  /** A client's batch of `count` records, stored at `baseOffset` by the leader of `epoch`. */
+  function storedClientBatch(baseOffset: number, count: number, epoch: number): RecordBatch {
+    const bytes = encodeKafkaRecordBatch(
+      Array.from({ length: count }, (_, i) => {
+        const record = logRecord(baseOffset + i, epoch);
+        return { ...record, offset: i };
+      }),
+      { baseOffset: 0, partitionLeaderEpoch: -1 },
+    );
+    const batch = RecordBatch.fromClientBatch(bytes)!;
+    batch.assignOffsets(baseOffset, epoch);
+    return batch;
+  }
+
+  /** A batch in cohort's own layout. */
+  function ownBatch(baseOffset: number, count: number, epoch: number): RecordBatch {
+    const records = Array.from({ length: count }, (_, i) => logRecord(baseOffset + i, epoch));
+    return RecordBatch.encode(records, { baseOffset, partitionLeaderEpoch: epoch });
+  }
+
+  const served = (bytes: Buffer): LogRecord[] => asLogRecords(decodeKafkaRecordBatches(bytes));
+  const offsets = (bytes: Buffer): number[] => served(bytes).map((record) => record.offset);
+
+  test('serves a batch kept in Kafka layout as it is stored, records below the fetch offset included', () => {
+    const batch = storedClientBatch(10, 5, 2);
+    const bytes = fromFetchedBatches([batch], 12, 100, { maxBytes: 1 << 20 });
+    expect(bytes.equals(batch.buffer)).toBe(true);
+    expect(served(bytes)).toEqual(Array.from({ length: 5 }, (_, i) => logRecord(10 + i, 2)));
+  });
+
+  test('encodes anew, from the fetch offset to the high watermark, a batch reaching past the high watermark and batches of cohort layout', () => {
+    const batches = [ownBatch(0, 3, 1), storedClientBatch(3, 4, 1), storedClientBatch(7, 4, 2)];
+    const bytes = fromFetchedBatches(batches, 1, 9, { maxBytes: 1 << 20 });
+    expect(offsets(bytes)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(served(bytes)).toEqual(
+      [1, 2, 3, 4, 5, 6].map((o) => logRecord(o, 1)).concat([7, 8].map((o) => logRecord(o, 2))),
+    );
+    // The batch wholly below the high watermark went out as it is.
+    expect(bytes.includes(batches[1]!.buffer)).toBe(true);
+  });
+
+  test('the first batch goes out whatever its size; a later one only within the budget', () => {
+    const first = storedClientBatch(0, 3, 0);
+    const second = storedClientBatch(3, 3, 0);
+    expect(offsets(fromFetchedBatches([first, second], 0, 100, { maxBytes: 10 }))).toEqual([0, 1, 2]);
+    const both = first.sizeInBytes + second.sizeInBytes;
+    expect(offsets(fromFetchedBatches([first, second], 0, 100, { maxBytes: both }))).toEqual([
+      0, 1, 2, 3, 4, 5,
+    ]);
+    expect(offsets(fromFetchedBatches([first, second], 0, 100, { maxBytes: both - 1 }))).toEqual([0, 1, 2]);
+    // Records encoded anew after a stored batch count against what it left of the budget.
+    const own = ownBatch(6, 3, 0);
+    expect(offsets(fromFetchedBatches([first, own], 0, 100, { maxBytes: first.sizeInBytes + 1 }))).toEqual([
+      0, 1, 2,
+    ]);
+    // And a stored batch after records encoded anew.
+    const after = fromFetchedBatches([own, storedClientBatch(9, 2, 0)], 6, 100, { maxBytes: 1 << 20 });
+    expect(offsets(after)).toEqual([6, 7, 8, 9, 10]);
+  });
+
+  test('nothing read, nothing served', () => {
+    expect(fromFetchedBatches([], 0, 0, { maxBytes: 100 })).toHaveLength(0);
+    expect(fromFetchedBatches([storedClientBatch(5, 2, 0)], 5, 5, { maxBytes: 100 })).toHaveLength(0);
   });
 });

@@ -162,6 +162,8 @@ export function fromFetchedBatches(
   options: FetchEncodeOptions,
 ): Buffer {
   const parts: Buffer[] = [];
+  /** Whether each part was encoded here (a new buffer no stored batch may be joined to). */
+  const isEncoded: boolean[] = [];
   let total = 0;
   let pending: LogRecord[] = [];
   /** Encodes the records of the converted batches so far; false once the budget is spent. */
@@ -175,6 +177,7 @@ export function fromFetchedBatches(
     pending = [];
     if (bytes.length > 0) {
       parts.push(bytes);
+      isEncoded.push(true);
       total += bytes.length;
     }
     return !isBudgetSpent;
@@ -183,7 +186,24 @@ export function fromFetchedBatches(
     if (batch.isKafkaLayout && batch.lastOffset < highWatermark) {
       if (!flushPending()) break;
       if (parts.length > 0 && total + batch.sizeInBytes > options.maxBytes) break;
-      parts.push(batch.buffer);
+      const bytes = batch.buffer;
+      const previous =
+        parts.length === 0 || isEncoded[parts.length - 1] ? undefined : parts[parts.length - 1]!;
+      if (
+        previous !== undefined &&
+        previous.buffer === bytes.buffer &&
+        previous.byteOffset + previous.length === bytes.byteOffset
+      ) {
+        // The next batch of the same file read: one view over both, so nothing is copied to join them.
+        parts[parts.length - 1] = Buffer.from(
+          bytes.buffer,
+          previous.byteOffset,
+          previous.length + bytes.length,
+        );
+      } else {
+        parts.push(bytes);
+        isEncoded.push(false);
+      }
       total += batch.sizeInBytes;
       continue;
     }

@@ -222,6 +222,20 @@ describe('fromFetchedBatches', () => {
     expect(offsets(after)).toEqual([6, 7, 8, 9, 10]);
   });
 
+  test('stored batches that lie one after the other in one read go out as one view of it, not a copy', () => {
+    const first = storedClientBatch(0, 2, 0);
+    const second = storedClientBatch(2, 3, 0);
+    const read = Buffer.concat([first.buffer, second.buffer]);
+    const batches = [
+      RecordBatch.wrap(read.subarray(0, first.sizeInBytes)),
+      RecordBatch.wrap(read.subarray(first.sizeInBytes)),
+    ];
+    const bytes = fromFetchedBatches(batches, 0, 100, { maxBytes: 1 << 20 });
+    expect(bytes.buffer).toBe(read.buffer);
+    expect([bytes.byteOffset, bytes.length]).toEqual([read.byteOffset, read.length]);
+    expect(offsets(bytes)).toEqual([0, 1, 2, 3, 4]);
+  });
+
   test('nothing read, nothing served', () => {
     expect(fromFetchedBatches([], 0, 0, { maxBytes: 100 })).toHaveLength(0);
     expect(fromFetchedBatches([storedClientBatch(5, 2, 0)], 5, 5, { maxBytes: 100 })).toHaveLength(0);

@@ -143,6 +143,7 @@ async function main(): Promise<void> {
       ['kafkaAcksAll', 'Produce, Kafka door, acks=-1'],
       ['grpcAcks1', 'Produce, gRPC door, acks=1'],
       ['floorAcks1', 'Produce, floor (bare net server)'],
+      ['storingFloorAcks1', 'Produce, storing floor (floor + file write)'],
       ...(hasKcat
         ? ([
             ['kcatAcks1', 'Produce, kcat → Kafka door, acks=1'],
@@ -173,6 +174,8 @@ async function main(): Promise<void> {
       ['ratioKafkaAcks1ToFloorProduce', 'kafkaAcks1', 'floorAcks1'],
       ['ratioKafkaAcksAllToFloorProduce', 'kafkaAcksAll', 'floorAcks1'],
       ['ratioKafkaToGrpcProduce', 'kafkaAcks1', 'grpcAcks1'],
+      ['ratioKafkaAcks1ToStoringFloorProduce', 'kafkaAcks1', 'storingFloorAcks1'],
+      ['ratioStoringFloorToFloorProduce', 'storingFloorAcks1', 'floorAcks1'],
       ['ratioKafkaToFloorFetch', 'kafkaFetch', 'floorFetch'],
       ['ratioKafkaToGrpcFetch', 'kafkaFetch', 'grpcFetch'],
       ...(hasKcat
@@ -205,6 +208,18 @@ async function main(): Promise<void> {
         verdict(value >= TARGET_THROUGHPUT_TO_FLOOR),
       ]);
     }
+    summary.push([
+      '  Produce acks=1, Kafka door ÷ storing floor',
+      figures.ratioKafkaAcks1ToStoringFloorProduce as number,
+      '(for reading)',
+      '',
+    ]);
+    summary.push([
+      '  Produce, storing floor ÷ floor: the file write alone',
+      figures.ratioStoringFloorToFloorProduce as number,
+      '(for reading)',
+      '',
+    ]);
     summary.push([
       '  Produce acks=1, Kafka door ÷ gRPC door',
       figures.ratioKafkaToGrpcProduce as number,

@@ -7,8 +7,15 @@
  * record set the parent hands over (what cohort served for the same request), Heartbeat with NONE. No
  * queue, no log, no coordinator, no metrics: what any Kafka server on Node pays at least for the same
  * requests and connections. Its memory and CPU are read over IPC, as the cohort server child's are.
+ *
+ * With `--store=DIR` it is the storing floor: it also writes each Produce partition's record bytes to the
+ * end of one file in DIR, with the same synchronous write cohort's log uses for a batch (no fsync, as in
+ * the throughput section's cohort), and removes DIR at exit. Nothing else changes: the difference between
+ * the two floors is what this machine charges any server that stores the bytes it is sent.
  */
+import { closeSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ErrorCode } from '../../src/errors';
 import {
@@ -31,6 +38,22 @@ let nextOffset = 0;
 let port = 0;
 /** Open sockets, to end them at exit (cohort's listener keeps such a set too). */
 const sockets = new Set<Socket>();
+const storeDir = process.argv.find((arg) => arg.startsWith('--store='))?.slice('--store='.length);
+/** The storing floor's file: written at its end, as a log segment is. */
+let storeFd: number | undefined;
+let storePosition = 0;
+if (storeDir !== undefined) {
+  mkdirSync(storeDir, { recursive: true });
+  storeFd = openSync(join(storeDir, 'records.log'), 'w');
+}
+
+function store(records: Buffer): void {
+  let written = 0;
+  while (written < records.length) {
+    written += writeSync(storeFd!, records, written, records.length - written, storePosition + written);
+  }
+  storePosition += records.length;
+}
 
 function answer(frame: Buffer): Buffer | undefined {
   const request = decodeRequest(frame);
@@ -65,7 +88,13 @@ function answer(frame: Buffer): Buffer | undefined {
       });
     }
     case PRODUCE.apiKey: {
-      const topicData = body.topicData as { name: string; partitionData: { index: number }[] }[];
+      const topicData = body.topicData as {
+        name: string;
+        partitionData: { index: number; records: Buffer | null }[];
+      }[];
+      if (storeFd !== undefined) {
+        for (const t of topicData) for (const p of t.partitionData) if (p.records !== null) store(p.records);
+      }
       if (body.acks === 0) return undefined;
       return respond({
         responses: topicData.map((t) => ({
@@ -163,7 +192,11 @@ serveParent(
   },
   () =>
     new Promise<void>((resolve) => {
-      server.close(() => resolve());
+      server.close(() => {
+        if (storeFd !== undefined) closeSync(storeFd);
+        if (storeDir !== undefined) rmSync(storeDir, { recursive: true, force: true });
+        resolve();
+      });
       for (const socket of sockets) socket.destroy();
     }),
 );

@@ -16,8 +16,11 @@ export interface BareKafkaServer {
   stop(): Promise<void>;
 }
 
-export async function startBareKafkaServer(): Promise<BareKafkaServer> {
-  const child = startChild(join(__dirname, 'bare-kafka-child.ts'));
+/** `storeDir`: the storing floor, which also writes the produced bytes to a file there (see the child). */
+export async function startBareKafkaServer(storeDir?: string): Promise<BareKafkaServer> {
+  const child = startChild(join(__dirname, 'bare-kafka-child.ts'), {
+    args: storeDir === undefined ? [] : [`--store=${storeDir}`],
+  });
   const port = await child.request<number>('port');
   return {
     pid: child.pid,

@@ -19,8 +19,10 @@ import { startKafkaBenchServer, type KafkaBenchServer } from './server-process';
  * Produce and Fetch throughput over the Kafka door (issue 31 §3), 1 KiB records, fsync off (the server
  * acknowledges from the page cache), against the same records through the gRPC door's Produce and Fetch
  * and against a floor: bench/kafka/bare-kafka-child.ts, a bare Node `net` server that decodes the same
- * frames with cohort's codec and answers without storing. All in the same rounds, the order of the sides
- * alternating round by round.
+ * frames with cohort's codec and answers without storing; and for Produce also against the storing floor,
+ * the same server writing each request's record bytes to a file as cohort's log writes a batch (what the
+ * machine charges for storing them, which the floor does not pay). All in the same rounds, the order of
+ * the sides alternating round by round.
  *
  * Load generators (this process; the servers are children, so their CPU is theirs alone):
  * - Kafka: the bench's raw client (bench/kafka/kafka-frames.ts). Produce v7 requests of RECORDS_PER_REQUEST
@@ -248,12 +250,14 @@ export async function produceFetchThroughput(
   });
   const bare: BareKafkaServer = await startBareKafkaServer();
   const fileDir = mkdtempSync(join(tmpdir(), 'cohort-bench-kafka-records-'));
+  const storing: BareKafkaServer = await startBareKafkaServer(join(fileDir, 'storing-floor'));
   let failure: Error | undefined;
   const onFailure = (error: Error): void => {
     failure ??= error;
   };
   const cohortConnections = await openConnections('127.0.0.1', server.kafkaPort, CONNECTIONS, onFailure);
   const bareConnections = await openConnections('127.0.0.1', bare.port, CONNECTIONS, onFailure);
+  const storingConnections = await openConnections('127.0.0.1', storing.port, CONNECTIONS, onFailure);
   const channels = new RawHttp2Channels(server.grpcTarget, CONNECTIONS);
   const broker = loadCohortProtos().broker;
   try {
@@ -316,6 +320,8 @@ export async function produceFetchThroughput(
         ),
       floorAcks1: () =>
         kafkaDriver(bareConnections, () => acks1, PRODUCE_IN_FLIGHT, PRODUCE_IN_FLIGHT, checkKafkaProduce),
+      storingFloorAcks1: () =>
+        kafkaDriver(storingConnections, () => acks1, PRODUCE_IN_FLIGHT, PRODUCE_IN_FLIGHT, checkKafkaProduce),
     };
     type ProduceSide = keyof typeof produceDrivers;
 
@@ -443,7 +449,7 @@ export async function produceFetchThroughput(
       const produceSides = Object.keys(produceDrivers) as ProduceSide[];
       if (r % 2 === 1) produceSides.reverse();
       for (const side of produceSides) {
-        const target = side === 'floorAcks1' ? bare : server;
+        const target = side === 'floorAcks1' ? bare : side === 'storingFloorAcks1' ? storing : server;
         const w = await measureWindow(target, produceDrivers[side](), shape.warmupMs, shape.windowMs);
         const records = w.answered * RECORDS_PER_REQUEST;
         record(side, w, records, records * RECORD_BYTES);
@@ -504,7 +510,8 @@ export async function produceFetchThroughput(
       const v = (name: string): string => Math.round(rounds.values(name)[r]!).toLocaleString('en-US');
       log(
         `  round ${r + 1}: Produce records/s: Kafka acks=1 ${v('kafkaAcks1RecordsPerSec')}, acks=-1 ` +
-          `${v('kafkaAcksAllRecordsPerSec')}, gRPC ${v('grpcAcks1RecordsPerSec')}, floor ${v('floorAcks1RecordsPerSec')}` +
+          `${v('kafkaAcksAllRecordsPerSec')}, gRPC ${v('grpcAcks1RecordsPerSec')}, floor ${v('floorAcks1RecordsPerSec')}, ` +
+          `storing floor ${v('storingFloorAcks1RecordsPerSec')}` +
           (isKcat
             ? `, kcat acks=1 ${v('kcatAcks1RecordsPerSec')}, acks=-1 ${v('kcatAcksAllRecordsPerSec')}, to the floor ${v('kcatFloorAcks1RecordsPerSec')}`
             : '') +
@@ -515,8 +522,9 @@ export async function produceFetchThroughput(
     return { rounds, hasKcat: isKcat };
   } finally {
     channels.close();
-    await closeConnections([...cohortConnections, ...bareConnections]);
+    await closeConnections([...cohortConnections, ...bareConnections, ...storingConnections]);
     await bare.stop();
+    await storing.stop();
     await server.stop();
     rmSync(fileDir, { recursive: true, force: true });
   }

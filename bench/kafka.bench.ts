@@ -149,6 +149,7 @@ async function main(): Promise<void> {
             ['kcatAcks1', 'Produce, kcat → Kafka door, acks=1'],
             ['kcatAcksAll', 'Produce, kcat → Kafka door, acks=-1'],
             ['kcatFloorAcks1', 'Produce, kcat → floor, acks=1'],
+            ['kcatStoringFloorAcks1', 'Produce, kcat → storing floor, acks=1'],
           ] as [string, string][])
         : []),
       ['kafkaFetch', 'Fetch, Kafka door'],
@@ -182,6 +183,8 @@ async function main(): Promise<void> {
         ? ([
             ['ratioKcatAcks1ToKcatFloorProduce', 'kcatAcks1', 'kcatFloorAcks1'],
             ['ratioKcatAcksAllToKcatFloorProduce', 'kcatAcksAll', 'kcatFloorAcks1'],
+            ['ratioKcatAcks1ToKcatStoringFloorProduce', 'kcatAcks1', 'kcatStoringFloorAcks1'],
+            ['ratioKcatStoringFloorToKcatFloorProduce', 'kcatStoringFloorAcks1', 'kcatFloorAcks1'],
           ] as [string, string, string][])
         : []),
     ];
@@ -220,6 +223,20 @@ async function main(): Promise<void> {
       '(for reading)',
       '',
     ]);
+    if (hasKcat) {
+      summary.push([
+        '  Produce acks=1 with kcat, cohort ÷ storing floor',
+        figures.ratioKcatAcks1ToKcatStoringFloorProduce as number,
+        '(for reading)',
+        '',
+      ]);
+      summary.push([
+        '  Produce with kcat, storing floor ÷ floor',
+        figures.ratioKcatStoringFloorToKcatFloorProduce as number,
+        '(for reading)',
+        '',
+      ]);
+    }
     summary.push([
       '  Produce acks=1, Kafka door ÷ gRPC door',
       figures.ratioKafkaToGrpcProduce as number,

@@ -39,7 +39,7 @@ import { startKafkaBenchServer, type KafkaBenchServer } from './server-process';
  *   counted once, in a pass before the rounds, and every later answer must be as long (a gRPC answer give or
  *   take a few bytes: its high watermark is a varint, and the log grows between rounds).
  * - librdkafka (when `kcat` is installed): `kcat -P` of KCAT_RECORDS lines of 1 KiB from a file, acks=1
- *   and acks=-1, to cohort and (acks=1) to the floor; `kcat -C` of the acks=1 topic from the beginning to
+ *   and acks=-1, to cohort and (acks=1) to both floors; `kcat -C` of the acks=1 topic from the beginning to
  *   its end. Timed from spawn to exit, process start and metadata included; the offsets are checked.
  * Per side and round: records/s, MB/s of record values (Produce) or of answers (Fetch), and the server's
  * CPU µs per record.
@@ -476,11 +476,13 @@ export async function produceFetchThroughput(
           ['kcatAcks1', `kcat-r${r}-acks1`, 1, server],
           ['kcatAcksAll', `kcat-r${r}-acksall`, -1, server],
           ['kcatFloorAcks1', `kcat-r${r}-floor`, 1, bare],
+          ['kcatStoringFloorAcks1', `kcat-r${r}-storing-floor`, 1, storing],
         ];
         if (r % 2 === 1) kcatSides.reverse();
         await createTopics(admin, [`kcat-r${r}-acks1`, `kcat-r${r}-acksall`]);
         for (const [side, topic, acks, target] of kcatSides) {
-          const bootstrap = target === bare ? `127.0.0.1:${bare.port}` : cohortBootstrap;
+          const bootstrap =
+            target === server ? cohortBootstrap : `127.0.0.1:${(target as BareKafkaServer).port}`;
           await target.windowStart();
           const ms = await kcatProduce(bootstrap, topic, file, acks);
           const window = await target.windowStop();

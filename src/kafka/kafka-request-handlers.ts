@@ -1,4 +1,4 @@
-import { ErrorCode } from '../errors';
+import { CohortError, ErrorCode } from '../errors';
 import type { JoinGroupRequest, RequestContext } from '../group/group-protocol';
 import {
   CONSUMER_REPLICA_ID,
@@ -78,6 +78,7 @@ const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__t
 const bytesOrEmpty = (value: Buffer | null): Buffer => value ?? Buffer.alloc(0);
 const NO_PRODUCE_RECORDS: readonly ProduceRecord[] = Object.freeze([]);
 const NO_BATCHES: readonly RecordBatch[] = Object.freeze([]);
+const NO_BYTES = Buffer.alloc(0);
 const nullIfEmpty = (value: string): string | null => (value === '' ? null : value);
 
 /**
@@ -287,21 +288,33 @@ export function kafkaRequestHandlers(core: KafkaCore): ReadonlyMap<number, Kafka
           throttleTimeMs: 0,
           responses: fetched.responses.map((topic) => ({
             topic: topic.name,
-            partitions: topic.partitions.map((p: FetchPartitionData) => ({
-              partitionIndex: p.partitionIndex,
-              errorCode: fetched.errorCode !== ErrorCode.NONE ? fetched.errorCode : p.errorCode,
-              highWatermark: p.highWatermark,
-              // No transactions: everything below the high watermark is stable.
-              lastStableOffset: p.highWatermark,
-              logStartOffset: p.logStartOffset,
-              abortedTransactions: null,
-              records: fromFetchedBatches(
-                p.batches ?? NO_BATCHES,
-                fetchOffsetOf.get(`${topic.name}\0${p.partitionIndex}`) ?? 0,
-                p.highWatermark,
-                { maxBytes: maxBytesOf.get(`${topic.name}\0${p.partitionIndex}`) ?? 0 },
-              ),
-            })),
+            partitions: topic.partitions.map((p: FetchPartitionData) => {
+              let errorCode = fetched.errorCode !== ErrorCode.NONE ? fetched.errorCode : p.errorCode;
+              let records: Buffer = NO_BYTES;
+              try {
+                records = fromFetchedBatches(
+                  p.batches ?? NO_BATCHES,
+                  fetchOffsetOf.get(`${topic.name}\0${p.partitionIndex}`) ?? 0,
+                  p.highWatermark,
+                  { maxBytes: maxBytesOf.get(`${topic.name}\0${p.partitionIndex}`) ?? 0 },
+                );
+              } catch (error) {
+                // A stored batch that fails its decode (damage the read handed on unchecked) fails its
+                // own partition, as a read error does, not the whole Fetch.
+                if (!(error instanceof CohortError)) throw error;
+                errorCode = error.code;
+              }
+              return {
+                partitionIndex: p.partitionIndex,
+                errorCode,
+                highWatermark: p.highWatermark,
+                // No transactions: everything below the high watermark is stable.
+                lastStableOffset: p.highWatermark,
+                logStartOffset: p.logStartOffset,
+                abortedTransactions: null,
+                records,
+              };
+            }),
           })),
         };
       },

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { crc32c } from '@node-rs/crc32';
 import { CohortError, ErrorCode } from '../../errors';
 import { NO_HEADERS, type LogRecord, type RecordHeader } from './log-record';
@@ -56,8 +57,11 @@ const KAFKA_MAGIC = 2;
 const MIN_RECORD_BYTES = 7;
 const TWO_POW_32 = 0x1_0000_0000;
 const SAFE_HIGH_WORD_LIMIT = 0x20_0000;
-/** A zigzag varlong takes at most 10 bytes. */
-const MAX_VARINT_BYTES = 10;
+/** A zigzag varlong takes at most 10 bytes, a varint 5 (Java's reader refuses a longer one). */
+const MAX_VARLONG_BYTES = 10;
+const MAX_VARINT_BYTES = 5;
+const MIN_INT32 = -0x8000_0000;
+const MAX_INT32 = 0x7fff_ffff;
 const EMPTY = Buffer.alloc(0);
 
 /** The header fields of a batch in this layout, at their places. */
@@ -117,7 +121,11 @@ export function isValidKafkaLayoutBatch(batch: Buffer, isCrcChecked: boolean): b
  * transactional nor control), no producer id, records numbered 0, 1, ... (lastOffsetDelta + 1 of them),
  * every record well formed with a timestamp above 0, and maxTimestamp the largest of them. Anything else
  * is false, never an error: the caller decodes such a batch itself, which also says what is wrong with
- * it. (A timestamp of 0 or none is excluded because the log gives such records the append time.)
+ * it. Also left to the caller is what cohort's own layout and replication store differently, so that
+ * every replica and every rewrite (compaction, truncation) keeps the same record: a timestamp of 0 or
+ * none (the append time), an empty key (stored as none), a null header value (stored as empty) and a
+ * header key that is not UTF-8. Varints must be as long as Kafka's readers take (5 bytes for an int32
+ * field, 10 for the timestamp delta), since the bytes go to consumers as they are.
  */
 export function isStorableClientBatch(bytes: Buffer): boolean {
   if (bytes.length < KAFKA_LAYOUT_HEADER_BYTES) return false;
@@ -131,7 +139,7 @@ export function isStorableClientBatch(bytes: Buffer): boolean {
   const maxTimestampMs = readSafeInt64(bytes, MAX_TIMESTAMP_AT);
   if (baseTimestampMs <= 0 || maxTimestampMs <= 0) return false;
   try {
-    if (walkRecords(bytes, 0, 0, null) !== maxTimestampMs) return false;
+    if (walkRecords(bytes, 0, 0, null, true) !== maxTimestampMs) return false;
   } catch (error) {
     if (error instanceof CohortError) return false;
     throw error;
@@ -154,19 +162,21 @@ export function stampKafkaLayout(batch: Buffer, baseOffset: number, leaderEpoch:
 export function decodeKafkaLayoutRecords(batch: Buffer, leaderEpoch: number): LogRecord[] {
   if (!isCrcValid(batch)) throw corrupt('record batch failed its CRC-32C check');
   const records = new Array<LogRecord>(batch.readInt32BE(RECORD_COUNT_AT));
-  walkRecords(batch, readSafeInt64(batch, 0), leaderEpoch, records);
+  walkRecords(batch, readSafeInt64(batch, 0), leaderEpoch, records, false);
   return records;
 }
 
 /**
  * Checks every record of the batch and returns the largest timestamp; with `out`, also decodes them into
- * it (offsets from `baseOffset`). Throws CORRUPT_MESSAGE at the first thing wrong.
+ * it (offsets from `baseOffset`). `isStoring`: also refuse what the log does not store as it came (see
+ * `isStorableClientBatch`). Throws CORRUPT_MESSAGE at the first thing wrong.
  */
 function walkRecords(
   batch: Buffer,
   baseOffset: number,
   leaderEpoch: number,
   out: LogRecord[] | null,
+  isStoring: boolean,
 ): number {
   const end = batch.length;
   const count = batch.readInt32BE(RECORD_COUNT_AT);
@@ -179,12 +189,13 @@ function walkRecords(
       throw corrupt('record runs past its batch');
     const recordEnd = cursor.position + length;
     cursor.position++; // attributes: unused
-    const timestampMs = baseTimestampMs + readVarint(batch, cursor, recordEnd);
+    const timestampMs = baseTimestampMs + readVarlong(batch, cursor, recordEnd);
     if (!(timestampMs > 0) || !Number.isSafeInteger(timestampMs))
       throw corrupt('record timestamp must be above 0');
     if (timestampMs > maxTimestampMs) maxTimestampMs = timestampMs;
     if (readVarint(batch, cursor, recordEnd) !== i) throw corrupt('record offset deltas must be 0, 1, ...');
     const key = readNullableBytes(batch, cursor, recordEnd);
+    if (isStoring && key !== null && key.length === 0) throw corrupt('an empty key is stored as none');
     const value = readNullableBytes(batch, cursor, recordEnd);
     const headerCount = readVarint(batch, cursor, recordEnd);
     if (headerCount < 0 || headerCount * 2 > recordEnd - cursor.position)
@@ -199,6 +210,9 @@ function walkRecords(
       const keyStart = cursor.position;
       cursor.position += keyLength;
       const headerValue = readNullableBytes(batch, cursor, recordEnd);
+      if (isStoring && (headerValue === null || !isUtf8(batch.subarray(keyStart, keyStart + keyLength)))) {
+        throw corrupt('a null header value or a header key that is not UTF-8 is stored otherwise');
+      }
       if (list !== null) {
         list[h] = {
           key: batch.toString('utf8', keyStart, keyStart + keyLength),
@@ -213,12 +227,23 @@ function walkRecords(
   return maxTimestampMs;
 }
 
-/** A zigzag LEB128 varint or varlong at the cursor that must end before `end`, as a safe integer. */
+/** A zigzag LEB128 varint (an int32 field: at most 5 bytes, within int32) at the cursor, before `end`. */
 function readVarint(buffer: Buffer, cursor: Cursor, end: number): number {
+  const value = readZigzag(buffer, cursor, end, MAX_VARINT_BYTES);
+  if (value < MIN_INT32 || value > MAX_INT32) throw corrupt('varint is beyond 32 bits');
+  return value;
+}
+
+/** A zigzag LEB128 varlong at the cursor, before `end`, as a safe integer. */
+function readVarlong(buffer: Buffer, cursor: Cursor, end: number): number {
+  return readZigzag(buffer, cursor, end, MAX_VARLONG_BYTES);
+}
+
+function readZigzag(buffer: Buffer, cursor: Cursor, end: number, maxBytes: number): number {
   let position = cursor.position;
   let unsigned = 0;
   let scale = 1;
-  for (let i = 0; i < MAX_VARINT_BYTES; i++) {
+  for (let i = 0; i < maxBytes; i++) {
     if (position >= end) throw corrupt('varint runs past the end of its record');
     const byte = buffer[position++]!;
     unsigned += (byte & 0x7f) * scale;
@@ -229,7 +254,7 @@ function readVarint(buffer: Buffer, cursor: Cursor, end: number): number {
     }
     scale *= 0x80;
   }
-  throw corrupt(`varint longer than ${MAX_VARINT_BYTES} bytes`);
+  throw corrupt(`varint longer than ${maxBytes} bytes`);
 }
 
 function readNullableBytes(buffer: Buffer, cursor: Cursor, end: number): Buffer | null {

@@ -291,7 +291,7 @@ export class LogSegment {
     this.logDirty = true;
     this.next = batch.nextOffset;
     if (batch.sizeInBytes <= TAIL_BATCH_MAX_BYTES) {
-      this.tail = batch;
+      this.tail = isViewOfLargerBuffer(batch) ? RecordBatch.wrap(exactCopy(batch.buffer)) : batch;
     } else {
       this.releaseTail();
     }
@@ -704,4 +704,19 @@ export class LogSegment {
     this.size = position;
     this.logDirty = true;
   }
+}
+
+/**
+ * A client's batch kept as it came is a view into its whole request (up to the Kafka door's request
+ * limit): kept as the tail, it would keep that alive until the next append. cohort's own batches are
+ * encoded to their size (small ones share Node's 8 KiB pool, which is fine to keep).
+ */
+function isViewOfLargerBuffer(batch: RecordBatch): boolean {
+  return batch.isKafkaLayout && batch.buffer.buffer.byteLength !== batch.buffer.byteLength;
+}
+
+function exactCopy(bytes: Buffer): Buffer {
+  const copy = Buffer.allocUnsafeSlow(bytes.length);
+  bytes.copy(copy);
+  return copy;
 }

@@ -36,7 +36,7 @@ function clientRecord(i: number, overrides: Partial<KafkaRecordInput> = {}): Kaf
     timestampMs: T0 + i,
     key: i % 2 === 0 ? null : text(`key-${i}`),
     value: text(`value-${i}`),
-    headers: i % 3 === 0 ? [{ key: 'h', value: i % 2 === 0 ? null : text('x') }] : [],
+    headers: i % 3 === 0 ? [{ key: 'h', value: text(`x${i}`) }] : [],
     ...overrides,
   };
 }
@@ -65,10 +65,23 @@ function expected(base: number, count: number, leaderEpoch: number): LogRecord[]
       timestampMs: record.timestampMs,
       key: record.key,
       value: record.value,
-      headers: record.headers.map((h) => ({ key: h.key, value: h.value ?? Buffer.alloc(0) })),
+      headers: record.headers.map((h) => ({ key: h.key, value: h.value! })),
       leaderEpoch,
     };
   });
+}
+
+/** A one-record batch whose record length is written as a 6-byte varint (Java's reader takes 5). */
+function overlongVarintBatch(): Buffer {
+  const bytes = clientBatch(1);
+  const length = bytes[61]!; // one byte: the record is short
+  const padded = Buffer.concat([
+    bytes.subarray(0, 61),
+    Buffer.from([length | 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]),
+    bytes.subarray(62),
+  ]);
+  padded.writeInt32BE(padded.length - 12, 8);
+  return withCrc(padded);
 }
 
 describe('a client batch kept in Kafka layout', () => {
@@ -105,11 +118,11 @@ describe('a client batch kept in Kafka layout', () => {
   test('any records a client can send round-trip through the layout', () => {
     const header = fc.record({
       key: fc.string({ maxLength: 8 }),
-      value: fc.option(fc.uint8Array({ maxLength: 8 }), { nil: null }),
+      value: fc.uint8Array({ maxLength: 8 }),
     });
     const record = fc.record({
       timestampMs: fc.integer({ min: 1, max: 2 ** 45 }),
-      key: fc.option(fc.uint8Array({ maxLength: 16 }), { nil: null }),
+      key: fc.option(fc.uint8Array({ minLength: 1, maxLength: 16 }), { nil: null }),
       value: fc.option(fc.uint8Array({ maxLength: 64 }), { nil: null }),
       headers: fc.array(header, { maxLength: 3 }),
     });
@@ -126,7 +139,7 @@ describe('a client batch kept in Kafka layout', () => {
             value: r.value === null ? null : Buffer.from(r.value),
             headers: r.headers.map((h) => ({
               key: h.key,
-              value: h.value === null ? null : Buffer.from(h.value),
+              value: Buffer.from(h.value),
             })),
           }));
           const bytes = encodeKafkaRecordBatch(inputs, { baseOffset: 0, partitionLeaderEpoch: -1 });
@@ -143,7 +156,7 @@ describe('a client batch kept in Kafka layout', () => {
               timestampMs: r.timestampMs,
               key: r.key,
               value: r.value,
-              headers: r.headers.map((h) => ({ key: h.key, value: h.value ?? Buffer.alloc(0) })),
+              headers: r.headers.map((h) => ({ key: h.key, value: h.value! })),
               leaderEpoch: epoch,
             })),
           );
@@ -210,6 +223,24 @@ describe('a client batch kept in Kafka layout', () => {
       },
     ],
     ['two batches', () => Buffer.concat([clientBatch(1), clientBatch(1)])],
+    [
+      'an empty key (cohort stores it as none)',
+      () => clientBatch(2, (i) => (i === 1 ? { key: Buffer.alloc(0) } : {})),
+    ],
+    [
+      'a null header value (cohort stores it as empty)',
+      () => clientBatch(2, (i) => (i === 1 ? { headers: [{ key: 'h', value: null }] } : {})),
+    ],
+    [
+      'a header key that is not UTF-8',
+      () => {
+        const bytes = clientBatch(1, () => ({ headers: [{ key: 'hh', value: text('v') }] }));
+        const at = bytes.indexOf('hh');
+        bytes[at] = 0xff;
+        return withCrc(bytes);
+      },
+    ],
+    ['a varint longer than Java reads', overlongVarintBatch],
     ['truncated', () => clientBatch(3).subarray(0, 80)],
   ])('is not taken as it came when %s (the door decodes it instead)', (_what, make) => {
     expect(RecordBatch.fromClientBatch(make())).toBeNull();
@@ -299,6 +330,16 @@ describe('a log holding both layouts', () => {
     const read = log.read(0, 1 << 20);
     expect(read.batches.map((b) => [b.isKafkaLayout, b.partitionLeaderEpoch])).toEqual([[false, epoch]]);
     expect(read.records).toEqual(expected(0, 3, epoch));
+  });
+
+  test('a small client batch kept in memory as the last one written does not keep its whole request alive', () => {
+    const log = fixture.open();
+    const request = Buffer.concat([Buffer.alloc(10_000), clientBatch(2), Buffer.alloc(10_000)]);
+    const bytes = request.subarray(10_000, request.length - 10_000);
+    log.appendClientBatch(RecordBatch.fromClientBatch(bytes)!, true, 0);
+    const [kept] = log.read(0, 1 << 20, { isDecoded: false }).batches;
+    expect(kept!.buffer.buffer.byteLength).toBe(bytes.length);
+    expect(kept!.records()).toEqual(expected(0, 2, 0));
   });
 
   test('a damaged client batch on disk is refused by a decoding read and cut by recovery after a crash', async () => {

@@ -3,6 +3,7 @@ import { TurnBudget } from '../time';
 import { brokenInvariant } from './broken-invariant';
 import { callStore } from './call-store';
 import { checkStoredGroup } from './check-stored-group';
+import type { CoordinatorResult } from './coordinator-result';
 import { DelayedHeartbeat } from './delayed-heartbeat';
 import { emptyGroupSnapshot, type EmptyGroupSnapshot } from './empty-group-snapshot';
 import type { GroupConfig } from './group-config';
@@ -21,12 +22,12 @@ import type {
 } from './group-protocol';
 import { EMPTY_BUFFER, joinError, syncError } from './group-responses';
 import type { GroupState } from './group-state';
-import type { GroupDeletion, GroupShardState, StoreWait } from './group-shard-state';
+import type { GroupDeletion, GroupShardState, StoreWait, WriteOperation } from './group-shard-state';
 import type { GroupStats } from './group-stats';
 import { InMemoryOffsetStore } from './in-memory-offset-store';
 import { MemberMetadata } from './member-metadata';
 import type { OffsetStore } from './offset-store';
-import { ParkedCall } from './parked-call';
+import { type CallCancellation, ParkedCall } from './parked-call';
 import { storeErrorCode, storeGroupErrorCode } from './store-error-code';
 
 /**
@@ -72,8 +73,10 @@ export class GroupCoordinatorShard implements GroupShardState {
   readonly metadataStore: GroupMetadataStore | undefined;
   /** The distinct stores a group's deletion goes to (one when one object is both). */
   readonly groupStores: readonly GroupDeletion[];
-  /** Requests waiting for a store (OffsetCommit, DeleteGroups); unload answers them. */
+  /** DeleteGroups waiting for the stores; unload answers them. */
   readonly storeWaits = new Set<StoreWait>();
+  /** Writes whose records are being appended, each with what ends it with a code; unload ends them. */
+  private readonly pendingWrites = new Set<(errorCode: ErrorCode) => void>();
   readonly membership: GroupMembership;
   readonly offsets: GroupOffsets;
   /** False after unload: late store callbacks and a late load do nothing. */
@@ -397,6 +400,50 @@ export class GroupCoordinatorShard implements GroupShardState {
     return call.promise;
   }
 
+  /**
+   * Kafka's CoordinatorRuntime write operation, for this shard. `result` is what a handler returned after
+   * changing the in-memory state; its records are appended (`operation.append`) and, in the order the
+   * appends were made, each write ends one way:
+   *
+   * - committed: `onCommitted` replays the records into what readers see, and the caller gets
+   *   `result.response`;
+   * - failed: `onFailed` reverts the change, and the caller gets its response for the code Kafka answers
+   *   for that append error (storeErrorCode);
+   * - unloaded first (resignation, shutdown): `onFailed` with the unload's code, at once; the append's late
+   *   end does nothing, the shard's successor replays whatever the log kept.
+   *
+   * A result without records is answered at once. The caller may go away meanwhile (`abortedResponse`,
+   * ParkedCall): the write goes on, since the change is made.
+   */
+  scheduleWriteOperation<Response>(
+    result: CoordinatorResult<Response, unknown>,
+    operation: WriteOperation<Response>,
+    caller: CallCancellation | undefined,
+    abortedResponse: Response | undefined,
+  ): Promise<Response> {
+    if (result.records.length === 0) return Promise.resolve(result.response);
+    const call = new ParkedCall<Response>(this.runtime.dispatcher, caller, abortedResponse);
+    let isEnded = false;
+    const fail = (errorCode: ErrorCode): void => {
+      if (isEnded) return;
+      isEnded = true;
+      this.pendingWrites.delete(fail);
+      call.complete(operation.onFailed(errorCode));
+    };
+    this.pendingWrites.add(fail);
+    callStore(() => operation.append()).then(
+      () => {
+        if (isEnded) return;
+        isEnded = true;
+        this.pendingWrites.delete(fail);
+        operation.onCommitted();
+        call.complete(result.response);
+      },
+      (error: unknown) => fail(storeErrorCode(error)),
+    );
+    return call.promise;
+  }
+
   createGroup(groupId: string): GroupMetadata {
     const group = new GroupMetadata(groupId, this.runtime.onTransition);
     group.currentStateTimestampMs = this.time.nowMs();
@@ -543,6 +590,7 @@ export class GroupCoordinatorShard implements GroupShardState {
       purgatory.cancelForKey(group.joinKey);
       purgatory.cancelForKey(group.syncKey);
     }
+    for (const fail of [...this.pendingWrites]) fail(errorCode);
     for (const wait of [...this.storeWaits]) wait.abandon(errorCode);
     this.storeWaits.clear();
     if (isResignation) this.groups.clear();

@@ -58,8 +58,6 @@ export class GroupMetadata {
   private readonly supportedProtocols = new Map<string, number>();
   /** The members' protocol metadata bytes, all protocols together (groupMaxMetadataBytes bounds it). */
   private protocolMetadataBytesValue = 0;
-  /** "topic\0partition" → offset commits of this group still being stored. */
-  readonly pendingOffsetCommits = new Map<string, number>();
 
   /** `onTransition` is told after every state change (the coordinator's listener, for metrics and tests). */
   constructor(groupId: string, onTransition?: (group: GroupMetadata) => void) {

@@ -1,11 +1,12 @@
 import { ErrorCode } from '../errors';
 import { isLegalTopicName } from './check-request';
 import { callStore } from './call-store';
+import type { CoordinatorResult } from './coordinator-result';
 import { INVALID_OFFSET } from './group-coordinator-options';
 import type { GroupCoordinatorRuntime } from './group-coordinator-runtime';
 import { emptyGroupSnapshot } from './empty-group-snapshot';
 import type { GroupMetadata } from './group-metadata';
-import type { GroupShardState, StoreWait } from './group-shard-state';
+import type { GroupShardState } from './group-shard-state';
 import type {
   OffsetCommitRequest,
   OffsetCommitResponse,
@@ -16,30 +17,69 @@ import type {
   RequestContext,
 } from './group-protocol';
 import type { MemberMetadata } from './member-metadata';
-import type { TopicPartition, TopicPartitionOffset } from './offset-store';
-import { ParkedCall } from './parked-call';
+import type { OffsetCommitRecord, TopicPartition } from './offset-store';
 import type { RetentionTally } from './offset-retention-check';
-import { storeErrorCode } from './store-error-code';
+import { UncommittedOffsets } from './uncommitted-offsets';
+
+/** An OffsetCommit handler's result, with the response its caller gets should the append fail. */
+export interface OffsetCommitResult extends CoordinatorResult<OffsetCommitResponse, OffsetCommitRecord> {
+  /** The response for a failed append: `errorCode` for the accepted partitions, refused ones keep theirs. */
+  errorResponse(errorCode: ErrorCode): OffsetCommitResponse;
+}
 
 /**
- * Committed offsets of one coordinator shard: OffsetCommit (parked until the shard's offset store has the
- * commit, acknowledged only once durable), OffsetFetch, and the per-group work of offset retention
- * (KIP-211) that OffsetRetention schedules over every shard. Its own file because offsets live in the
- * store, not in the group's membership: a commit outside any membership (generation -1) still makes a
- * group, and a group with offsets outlives its members.
+ * Committed offsets of one coordinator shard, as Kafka's OffsetMetadataManager: OffsetCommit (a handler,
+ * `commitOffset`, that validates and returns records, written by the shard's runtime and acknowledged only
+ * once committed), OffsetFetch, and the per-group work of offset retention (KIP-211) that OffsetRetention
+ * schedules over every shard. Its own file because offsets are not the group's membership: a commit outside
+ * any membership (generation -1) still makes a group, and a group with offsets outlives its members.
+ *
+ * Two views of the offsets, as Kafka's timeline gives them: committed ones, in the offset store, which
+ * every reader sees (OffsetFetch, lag, the live page, retention); and the partitions written but not yet
+ * committed (`uncommitted`), which validation counts and require_stable reports as unstable.
  */
 export class GroupOffsets {
   private readonly shard: GroupShardState;
   private readonly runtime: GroupCoordinatorRuntime;
+  private readonly uncommitted = new UncommittedOffsets();
 
   constructor(shard: GroupShardState, runtime: GroupCoordinatorRuntime) {
     this.shard = shard;
     this.runtime = runtime;
   }
 
+  /**
+   * OffsetCommit through the shard's runtime: the handler (`commitOffset`) changes the state and returns
+   * its records and response; the runtime appends the records to the offset store and answers once they
+   * are committed, or reverts and answers the code Kafka gives for the failed append.
+   */
   offsetCommit(request: OffsetCommitRequest, context: RequestContext): Promise<OffsetCommitResponse> {
-    if (this.shard.availability !== ErrorCode.NONE)
-      return Promise.resolve(commitResponse(request, this.shard.availability));
+    const result = this.commitOffset(request);
+    const { groupId } = request;
+    return this.shard.scheduleWriteOperation(
+      result,
+      {
+        append: () => this.shard.offsetStore.commit(groupId, result.records),
+        onCommitted: () => this.replayCommitted(groupId, result.records),
+        onFailed: (code) => {
+          this.uncommitted.remove(groupId, result.records);
+          return result.errorResponse(code);
+        },
+      },
+      context,
+      context.onCancel === undefined ? undefined : commitResponse(request, ErrorCode.REQUEST_TIMED_OUT),
+    );
+  }
+
+  /**
+   * Kafka's commitOffset: validates the commit against the group as it is now and the offsets as written
+   * (committed or not), and returns the offset commit records of the partitions it accepts with the
+   * response for when they are committed. Synchronous; its changes to the state are made before it
+   * returns: the group a commit outside any membership creates, the member's session kept alive, and the
+   * accepted partitions counted as written (`uncommitted`), which the write ends (`offsetCommit`).
+   */
+  commitOffset(request: OffsetCommitRequest): OffsetCommitResult {
+    if (this.shard.availability !== ErrorCode.NONE) return refusedWhole(request, this.shard.availability);
     // The empty group id is allowed for offsets, as in Kafka (old clients commit under it).
     let group = this.shard.groups.get(request.groupId);
     if (group === undefined) {
@@ -51,29 +91,44 @@ export class GroupOffsets {
           request.groupInstanceId,
           ErrorCode.ILLEGAL_GENERATION,
         );
-        return Promise.resolve(commitResponse(request, code));
+        return refusedWhole(request, code);
       }
       if (this.runtime.numGroups() >= this.shard.config.maxGroups) {
-        return Promise.resolve(commitResponse(request, ErrorCode.GROUP_MAX_SIZE_REACHED));
+        return refusedWhole(request, ErrorCode.GROUP_MAX_SIZE_REACHED);
       }
+      // Kept should the append fail: watchers have heard of it, and retention removes a group that has
+      // no offset at its next check, as it does one whose every partition was refused.
       group = this.shard.createGroup(request.groupId);
       this.runtime.notifyWatchers(group.groupId, 'group-created');
     }
     const error = this.validateOffsetCommit(group, request);
-    if (error !== ErrorCode.NONE) return Promise.resolve(commitResponse(request, error));
+    if (error !== ErrorCode.NONE) return refusedWhole(request, error);
     switch (group.state) {
       case 'Empty':
-        return this.storeOffsets(group, request, context);
+        return this.acceptOffsets(group, request);
       case 'Stable':
       case 'PreparingRebalance':
         // Still allowed while preparing: the member learns of the rebalance from its next heartbeat.
         this.shard.keepAlive(group.get(request.memberId) as MemberMetadata);
-        return this.storeOffsets(group, request, context);
+        return this.acceptOffsets(group, request);
       case 'CompletingRebalance':
         // The member already has the new generation's JoinGroup answer but not its assignment.
-        return Promise.resolve(commitResponse(request, ErrorCode.REBALANCE_IN_PROGRESS));
+        return refusedWhole(request, ErrorCode.REBALANCE_IN_PROGRESS);
       case 'Dead':
-        return Promise.resolve(commitResponse(request, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+        return refusedWhole(request, ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    }
+  }
+
+  /**
+   * Kafka's replay of offset commit records, once committed: the store's view has the offsets, so they are
+   * no longer only written. A group that was deleted while they were written exists again, as in Kafka's
+   * replay (a group holds the offsets the log keeps).
+   */
+  private replayCommitted(groupId: string, records: readonly OffsetCommitRecord[]): void {
+    this.uncommitted.remove(groupId, records);
+    if (!this.shard.groups.has(groupId)) {
+      this.shard.createGroup(groupId);
+      this.runtime.notifyWatchers(groupId, 'group-created');
     }
   }
 
@@ -92,14 +147,12 @@ export class GroupOffsets {
     return ErrorCode.UNKNOWN_MEMBER_ID;
   }
 
-  private storeOffsets(
-    group: GroupMetadata,
-    request: OffsetCommitRequest,
-    context: RequestContext,
-  ): Promise<OffsetCommitResponse> {
+  /** The partitions of a valid commit, one by one: a record for each accepted, a code for each refused. */
+  private acceptOffsets(group: GroupMetadata, request: OffsetCommitRequest): OffsetCommitResult {
     const maxBytes = this.shard.config.offsetMetadataMaxBytes;
     const commitTimestampMs = this.shard.time.nowMs();
-    const accepted: TopicPartitionOffset[] = [];
+    const { groupId } = group;
+    const records: OffsetCommitRecord[] = [];
     // Partitions refused one by one, in request order; undefined when none is (the common case).
     let refused: (ErrorCode | undefined)[] | undefined;
     const newPartitions = this.newPartitionAllowance(group, request);
@@ -123,7 +176,8 @@ export class GroupOffsets {
           continue;
         }
         index++;
-        accepted.push({
+        records.push({
+          groupId,
           topic: topic.name,
           partition: partition.partitionIndex,
           offset: {
@@ -139,83 +193,44 @@ export class GroupOffsets {
       const counts = new Map<ErrorCode, number>();
       for (const code of refused) if (code !== undefined) counts.set(code, (counts.get(code) ?? 0) + 1);
       for (const [code, partitions] of counts)
-        this.runtime.listener.onOffsetCommitRefused(group.groupId, code, partitions);
+        this.runtime.listener.onOffsetCommitRefused(groupId, code, partitions);
     }
-    const codeFor = (code: ErrorCode): OffsetCommitResponse =>
+    const errorResponse = (code: ErrorCode): OffsetCommitResponse =>
       refused === undefined
         ? commitResponse(request, code)
         : commitResponseWithRefused(request, code, refused);
-    if (accepted.length === 0) return Promise.resolve(codeFor(ErrorCode.NONE));
-
-    const aborted =
-      context.onCancel === undefined ? undefined : commitResponse(request, ErrorCode.REQUEST_TIMED_OUT);
-    const call = new ParkedCall<OffsetCommitResponse>(this.runtime.dispatcher, context, aborted);
-    for (const { topic, partition } of accepted) {
-      const key = partitionKey(topic, partition);
-      group.pendingOffsetCommits.set(key, (group.pendingOffsetCommits.get(key) ?? 0) + 1);
-    }
-    const wait: StoreWait = {
-      abandon: (code) => call.complete(codeFor(code)),
-    };
-    this.shard.storeWaits.add(wait);
-    const finish = (code: ErrorCode): void => {
-      this.shard.storeWaits.delete(wait);
-      for (const { topic, partition } of accepted) {
-        const key = partitionKey(topic, partition);
-        const count = (group.pendingOffsetCommits.get(key) ?? 1) - 1;
-        if (count === 0) group.pendingOffsetCommits.delete(key);
-        else group.pendingOffsetCommits.set(key, count);
-      }
-      // The group was deleted while the commit was being stored: the offsets exist, so must a group.
-      if (
-        code === ErrorCode.NONE &&
-        group.is('Dead') &&
-        this.shard.isActive &&
-        !this.shard.groups.has(group.groupId)
-      ) {
-        this.shard.createGroup(group.groupId);
-        this.runtime.notifyWatchers(group.groupId, 'group-created');
-      }
-      call.complete(codeFor(code));
-    };
-    const stored = callStore(() => this.shard.offsetStore.commit(group.groupId, accepted));
-    stored.then(
-      () => finish(ErrorCode.NONE),
-      (error: unknown) => finish(storeErrorCode(error)),
-    );
-    return call.promise;
+    this.uncommitted.add(groupId, records);
+    return { records, response: errorResponse(ErrorCode.NONE), errorResponse };
   }
 
   /**
    * groupMaxCommittedPartitions: undefined when the request cannot take the group past the limit even if
    * every partition in it were new (the common case, decided in O(1)); else what admits the partitions that
-   * already have an offset (or one being stored) and new ones only while they fit.
+   * already have an offset (committed or only written) and new ones only while they fit.
    */
   private newPartitionAllowance(
     group: GroupMetadata,
     request: OffsetCommitRequest,
   ): { admit(topic: string, partition: number): boolean } | undefined {
     const limit = this.shard.config.groupMaxCommittedPartitions;
-    const committed = this.shard.offsetStore.committedPartitions(group.groupId);
+    const groupId = group.groupId;
+    const store = this.shard.offsetStore;
+    const committed = store.committedPartitions(groupId);
     let requested = 0;
     for (const topic of request.topics) requested += topic.partitions.length;
-    if (committed + group.pendingOffsetCommits.size + requested <= limit) return undefined;
-    const groupId = group.groupId;
-    const isKnown = (topic: string, partition: number, key: string): boolean =>
-      this.shard.offsetStore.get(groupId, topic, partition) !== undefined ||
-      group.pendingOffsetCommits.has(key);
-    // Partitions being stored that the store does not have yet will count once they are.
+    if (committed + this.uncommitted.size(groupId) + requested <= limit) return undefined;
+    const isKnown = (topic: string, partition: number): boolean =>
+      store.get(groupId, topic, partition) !== undefined || this.uncommitted.has(groupId, topic, partition);
+    // Partitions written that the store does not have yet will count once they are committed.
     let counted = committed;
-    for (const key of group.pendingOffsetCommits.keys()) {
-      const at = key.lastIndexOf('\u0000');
-      if (this.shard.offsetStore.get(groupId, key.slice(0, at), Number(key.slice(at + 1))) === undefined)
-        counted++;
+    for (const { topic, partition } of this.uncommitted.partitions(groupId)) {
+      if (store.get(groupId, topic, partition) === undefined) counted++;
     }
     const admitted = new Set<string>();
     return {
       admit: (topic, partition) => {
         const key = partitionKey(topic, partition);
-        if (isKnown(topic, partition, key) || admitted.has(key)) return true;
+        if (isKnown(topic, partition) || admitted.has(key)) return true;
         if (counted >= limit) return false;
         counted++;
         admitted.add(key);
@@ -228,11 +243,11 @@ export class GroupOffsets {
     if (this.shard.availability !== ErrorCode.NONE)
       return Promise.resolve({ errorCode: this.shard.availability, topics: [] });
     const { groupId, requireStable } = request;
-    const pending = this.shard.groups.get(groupId)?.pendingOffsetCommits;
-    // With requireStable, a partition whose commit is still being stored answers UNSTABLE_OFFSET_COMMIT so
-    // the client retries instead of reading an offset about to change.
+    // Readers see committed offsets only. With requireStable, a partition with an offset written and not
+    // yet committed answers UNSTABLE_OFFSET_COMMIT so the client retries instead of reading an offset about
+    // to change.
     const partitionOf = (topic: string, partitionIndex: number): OffsetFetchPartition => {
-      if (requireStable && pending !== undefined && pending.has(partitionKey(topic, partitionIndex))) {
+      if (requireStable && this.uncommitted.has(groupId, topic, partitionIndex)) {
         return noOffset(partitionIndex, ErrorCode.UNSTABLE_OFFSET_COMMIT);
       }
       const committed = this.shard.offsetStore.get(groupId, topic, partitionIndex);
@@ -272,7 +287,7 @@ export class GroupOffsets {
    * Kafka's `removeExpiredOffsets` for one Empty group, and the group's removal when nothing is left. A
    * group that had members (it has a protocol type) loses all its offsets `offsetsRetentionMinutes` after
    * it became Empty; one that never had members (commits outside any membership, generation -1) loses each
-   * offset that long after its own commit. An offset whose commit is still being stored is kept, and so is
+   * offset that long after its own commit. An offset written again and not yet committed is kept, and so is
    * a group with pending member ids (a member is about to join). Returns how many offsets it looked at.
    *
    * Kafka also expires, in a Stable consumer group, the offsets of topics no member subscribes to any more;
@@ -294,13 +309,12 @@ export class GroupOffsets {
         : group.currentStateTimestampMs + retentionMs;
     if (nowMs < notBeforeMs && this.shard.offsetStore.hasOffsets(groupId)) return 0;
     const offsets = this.shard.offsetStore.list(groupId);
-    const pending = group.pendingOffsetCommits;
     const expired: TopicPartition[] = [];
     let nextExpiryMs = Number.POSITIVE_INFINITY;
     for (const { topic, partition, offset } of offsets) {
       const sinceMs =
         group.protocolType === undefined ? offset.commitTimestampMs : group.currentStateTimestampMs;
-      if (nowMs - sinceMs >= retentionMs && !pending.has(partitionKey(topic, partition))) {
+      if (nowMs - sinceMs >= retentionMs && !this.uncommitted.has(groupId, topic, partition)) {
         expired.push({ topic, partition });
       } else {
         nextExpiryMs = Math.min(nextExpiryMs, sinceMs + retentionMs);
@@ -309,7 +323,7 @@ export class GroupOffsets {
     group.offsetsExpireNotBeforeMs = nextExpiryMs;
     tally.offsetsListed += offsets.length;
     tally.offsetsExpired += expired.length;
-    if (expired.length === offsets.length && pending.size === 0 && group.numPending === 0) {
+    if (expired.length === offsets.length && this.uncommitted.size(groupId) === 0 && group.numPending === 0) {
       tally.groupsExpired++;
       this.expireGroup(group, expired.length);
     } else if (expired.length > 0) {
@@ -377,6 +391,12 @@ function noOffset(partitionIndex: number, errorCode: ErrorCode): OffsetFetchPart
     metadata: '',
     errorCode,
   };
+}
+
+/** A commit refused whole, before any partition was looked at: no records, one code for every partition. */
+function refusedWhole(request: OffsetCommitRequest, errorCode: ErrorCode): OffsetCommitResult {
+  const response = commitResponse(request, errorCode);
+  return { records: [], response, errorResponse: () => response };
 }
 
 /** One code for every partition of the request, in the request's order. */

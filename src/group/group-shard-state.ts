@@ -1,14 +1,27 @@
 import type { ErrorCode } from '../errors';
 import type { Time } from '../time';
+import type { CoordinatorResult } from './coordinator-result';
 import type { EmptyGroupSnapshot } from './empty-group-snapshot';
 import type { GroupConfig } from './group-config';
 import type { GroupMetadata } from './group-metadata';
 import type { MemberMetadata } from './member-metadata';
 import type { OffsetStore } from './offset-store';
+import type { CallCancellation } from './parked-call';
 
-/** A request waiting for a store; unloading the shard answers it at once with the unload's code. */
+/** A DeleteGroups waiting for the stores; unloading the shard answers it at once with the unload's code. */
 export interface StoreWait {
   abandon(errorCode: ErrorCode): void;
+}
+
+/**
+ * How the runtime writes one handler's result (`scheduleWriteOperation`): `append` writes the records and
+ * resolves once they are committed; `onCommitted` replays them into the state readers see; `onFailed`
+ * reverts the handler's change and gives the response for the code the client gets.
+ */
+export interface WriteOperation<Response> {
+  append(): Promise<void>;
+  onCommitted(): void;
+  onFailed(errorCode: ErrorCode): Response;
 }
 
 /** What DeleteGroups asks of each store. */
@@ -31,6 +44,12 @@ export interface GroupShardState {
   readonly storeWaits: Set<StoreWait>;
   readonly isActive: boolean;
   readonly availability: ErrorCode;
+  scheduleWriteOperation<Response>(
+    result: CoordinatorResult<Response, unknown>,
+    operation: WriteOperation<Response>,
+    caller: CallCancellation | undefined,
+    abortedResponse: Response | undefined,
+  ): Promise<Response>;
   createGroup(groupId: string): GroupMetadata;
   bringBackEmptyGroup(removed: EmptyGroupSnapshot): void;
   deleteGroup(group: GroupMetadata): void;

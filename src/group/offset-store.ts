@@ -52,3 +52,8 @@ export interface TopicPartition {
 export interface TopicPartitionOffset extends TopicPartition {
   readonly offset: CommittedOffset;
 }
+
+/** An offset commit record as the group layer holds it (the key's group, topic and partition; the value). */
+export interface OffsetCommitRecord extends TopicPartitionOffset {
+  readonly groupId: string;
+}

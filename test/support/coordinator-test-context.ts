@@ -1,0 +1,337 @@
+import { ErrorCode } from '../../src/errors';
+import type { CoordinatorRecordToWrite, GroupCoordinatorListener } from '../../src/group';
+import type { GroupConfig } from '../../src/group/group-config';
+import { GroupCoordinatorRouter } from '../../src/group/group-coordinator-router';
+import type {
+  DeletableGroupResult,
+  DescribedGroup,
+  JoinGroupResponse,
+  LeaveGroupResponse,
+  MemberIdentity,
+  OffsetCommitRequest,
+  OffsetCommitResponse,
+  OffsetFetchResponse,
+} from '../../src/group/group-protocol';
+import type { CommittedOffset } from '../../src/group/offset-store';
+import {
+  decodeGroupMetadataValue,
+  decodeKey,
+  decodeOffsetCommitValue,
+  encodeOffsetCommitKey,
+  encodeOffsetCommitValue,
+  GROUP_METADATA_KEY_TYPE,
+  type GroupMetadataKey,
+  type GroupMetadataValue,
+  type OffsetCommitKey,
+} from '../../src/group/records/consumer-offsets-record';
+import { ManualTime } from '../../src/time';
+import { FakePartitionWriter } from './fake-partition-writer';
+import {
+  CONTEXT,
+  GROUP_ID,
+  type JoinOptions,
+  joinRequest,
+  syncRequest,
+  TEST_GROUP_CONFIG,
+  Tracked,
+} from './group-harness';
+
+/** A record the coordinator appended, decoded: an offset commit or a group's metadata; null: a tombstone. */
+export type AppendedRecord =
+  | { readonly key: OffsetCommitKey; readonly value: CommittedOffset | null }
+  | { readonly key: GroupMetadataKey; readonly value: GroupMetadataValue | null };
+
+/** One request sent through the coordinator: the records it appended (synchronously) and its answer. */
+export interface CoordinatorCall<Response> {
+  readonly records: readonly AppendedRecord[];
+  readonly answer: Tracked<Response>;
+}
+
+/** An offset to commit, as tests write them. */
+export interface OffsetToCommit {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly metadata?: string;
+  readonly leaderEpoch?: number;
+}
+
+/** Who commits: a member of a generation, or -1 and no member for a commit outside the group protocol. */
+export interface Committer {
+  readonly groupId?: string;
+  readonly memberId: string;
+  readonly generationId: number;
+  readonly groupInstanceId?: string;
+}
+
+/** An offset commit record of `groupId`, as the coordinator writes it (to seed a partition). */
+export function offsetCommitRecord(
+  groupId: string,
+  topic: string,
+  partition: number,
+  offset: CommittedOffset,
+): CoordinatorRecordToWrite {
+  return {
+    timestampMs: offset.commitTimestampMs,
+    key: encodeOffsetCommitKey(groupId, topic, partition),
+    value: encodeOffsetCommitValue(offset),
+  };
+}
+
+/**
+ * The coordinator of one `__consumer_offsets` partition as Kafka's GroupMetadataManagerTestContext drives
+ * its shard: a request runs its handler synchronously, so the records it wrote are in `records` the moment
+ * the call returns; its answer comes only once the test commits those records (`commit`, the high
+ * watermark passing them) or fails the append (`failAppend`). No test waits for the event loop: it awaits
+ * an answer it knows is due.
+ *
+ * Under it: a GroupCoordinatorRouter elected over a FakePartitionWriter (the way the server elects it),
+ * loaded by replaying the records the partition starts with, on a ManualTime.
+ */
+export class CoordinatorTestContext {
+  readonly time: ManualTime;
+  readonly config: GroupConfig;
+  readonly writer: FakePartitionWriter;
+  readonly router: GroupCoordinatorRouter;
+  /** What the listener heard of offset expiry: [groupId, partitions, isGroupRemoved]. */
+  readonly offsetsExpired: [string, number, boolean][] = [];
+  private expiryWaiters: (() => void)[] = [];
+
+  private constructor(
+    config: GroupConfig,
+    listener: GroupCoordinatorListener,
+    records: readonly CoordinatorRecordToWrite[],
+  ) {
+    this.time = new ManualTime();
+    this.config = config;
+    this.writer = new FakePartitionWriter(0, 0, records);
+    this.router = new GroupCoordinatorRouter(config, this.time, {
+      numPartitions: 1,
+      listener: {
+        ...listener,
+        onOffsetsExpired: (groupId, partitions, isGroupRemoved) => {
+          this.offsetsExpired.push([groupId, partitions, isGroupRemoved]);
+          listener.onOffsetsExpired?.(groupId, partitions, isGroupRemoved);
+          const waiters = this.expiryWaiters;
+          this.expiryWaiters = [];
+          for (const wake of waiters) wake();
+        },
+      },
+    });
+  }
+
+  /** A loaded coordinator over a partition holding `records` (none by default). */
+  static async create(
+    config: Partial<GroupConfig> = {},
+    options: { listener?: GroupCoordinatorListener; records?: readonly CoordinatorRecordToWrite[] } = {},
+  ): Promise<CoordinatorTestContext> {
+    const context = new CoordinatorTestContext(
+      { ...TEST_GROUP_CONFIG, ...config },
+      options.listener ?? {},
+      options.records ?? [],
+    );
+    await context.router.onElection(0, 0, context.writer);
+    return context;
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // The partition
+
+  /** The high watermark passes the oldest `count` appends (every one by default), in order. */
+  commit(count?: number): void {
+    this.writer.releaseAppends(count);
+  }
+
+  /** The oldest append fails with `error` (what the log rejects it with). */
+  failAppend(error: unknown): void {
+    this.writer.failAppend(error);
+  }
+
+  /** Appends not committed yet. */
+  get pendingAppends(): number {
+    return this.writer.pending.length;
+  }
+
+  /** Runs `send` and returns its answer with the records it appended meanwhile. */
+  call<Response>(send: () => Promise<Response>): CoordinatorCall<Response> {
+    const from = this.writer.records.length;
+    const answer = new Tracked(send());
+    return { records: this.writer.records.slice(from).map(decodeRecord), answer };
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Offsets
+
+  offsetCommit(request: OffsetCommitRequest): CoordinatorCall<OffsetCommitResponse> {
+    return this.call(() => this.router.offsetCommit(request, CONTEXT));
+  }
+
+  /** An OffsetCommit of `offsets` by `committer` (its group GROUP_ID unless it says). */
+  commitOffsets(
+    committer: Committer,
+    offsets: readonly OffsetToCommit[],
+  ): CoordinatorCall<OffsetCommitResponse> {
+    return this.offsetCommit(offsetCommitRequestOf(committer, offsets));
+  }
+
+  /**
+   * An OffsetCommit whose records the test lets commit: its answer, as partition → code
+   * ("topic-partition"). A commit refused whole wrote nothing and was answered at once.
+   */
+  async commitOffsetsAndAnswer(
+    committer: Committer,
+    offsets: readonly OffsetToCommit[],
+  ): Promise<Map<string, ErrorCode>> {
+    const call = this.commitOffsets(committer, offsets);
+    this.commit();
+    return codesOf(await call.answer.promise);
+  }
+
+  fetch(
+    groupId: string,
+    partitions: Array<[string, number[]]> = [],
+    requireStable = true,
+  ): Promise<OffsetFetchResponse> {
+    return this.router.offsetFetch(
+      {
+        groupId,
+        requireStable,
+        topics: partitions.map(([name, partitionIndexes]) => ({ name, partitionIndexes })),
+      },
+      CONTEXT,
+    );
+  }
+
+  /** The committed offset of one partition as OffsetFetch gives it (-1: none), without require_stable. */
+  async fetchOffset(groupId: string, topic: string, partition: number): Promise<number> {
+    const fetched = await this.fetch(groupId, [[topic, [partition]]], false);
+    return fetched.topics[0]!.partitions[0]!.committedOffset;
+  }
+
+  /** Runs the offset retention check and waits for the expiry it starts to be committed. */
+  async expireOffsets(): Promise<void> {
+    const expired = new Promise<void>((resolve) => this.expiryWaiters.push(resolve));
+    this.router.onOffsetRetentionCheck();
+    this.commit();
+    await expired;
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Groups
+
+  describe(groupId = GROUP_ID): Promise<DescribedGroup> {
+    return this.router.describeGroups({ groups: [groupId] }, CONTEXT).then((r) => r.groups[0]!);
+  }
+
+  /** DeleteGroups, its records committed: the results, one per group. */
+  async deleteGroups(groupIds: string[]): Promise<DeletableGroupResult[]> {
+    const call = this.call(() => this.router.deleteGroups({ groupsNames: groupIds }, CONTEXT));
+    this.commit();
+    return (await call.answer.promise).results;
+  }
+
+  /**
+   * Kafka's dynamicJoinGroup: a JoinGroup without member id gets MEMBER_ID_REQUIRED at once; the rejoin
+   * with that id is answered when the initial rebalance delay has passed.
+   */
+  async dynamicJoin(options: JoinOptions = {}): Promise<JoinGroupResponse> {
+    const rejoin = await this.sendDynamicJoin(options);
+    this.time.advance(this.config.groupInitialRebalanceDelayMs);
+    return rejoin.promise;
+  }
+
+  /** Gets a member id through MEMBER_ID_REQUIRED and returns the parked second JoinGroup. */
+  async sendDynamicJoin(options: JoinOptions = {}): Promise<Tracked<JoinGroupResponse>> {
+    const first = await this.router.joinGroup(joinRequest(options), CONTEXT);
+    if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) {
+      throw new Error(`expected MEMBER_ID_REQUIRED, got ${first.errorCode}`);
+    }
+    return new Tracked(this.router.joinGroup(joinRequest({ ...options, memberId: first.memberId }), CONTEXT));
+  }
+
+  /** A one-member group, joined and synced, its record committed: Stable at generation 1. */
+  async stableSingleMemberGroup(options: JoinOptions = {}): Promise<string> {
+    const join = await this.dynamicJoin(options);
+    if (join.errorCode !== ErrorCode.NONE) throw new Error(`join failed with ${join.errorCode}`);
+    const sync = this.call(() =>
+      this.router.syncGroup(
+        syncRequest({
+          groupId: options.groupId,
+          generationId: join.generationId,
+          memberId: join.memberId,
+          assignments: [[join.memberId, Buffer.alloc(0)]],
+        }),
+        CONTEXT,
+      ),
+    );
+    this.commit();
+    const synced = await sync.answer.promise;
+    if (synced.errorCode !== ErrorCode.NONE) throw new Error(`sync failed with ${synced.errorCode}`);
+    return join.memberId;
+  }
+
+  leave(members: Array<Partial<MemberIdentity>>, groupId = GROUP_ID): Promise<LeaveGroupResponse> {
+    return this.router.leaveGroup(
+      {
+        groupId,
+        members: members.map((m) => ({
+          memberId: m.memberId ?? '',
+          groupInstanceId: m.groupInstanceId ?? '',
+          reason: '',
+        })),
+      },
+      CONTEXT,
+    );
+  }
+
+  shutdown(): void {
+    this.router.shutdown();
+  }
+}
+
+/** An OffsetCommit request of `offsets`, grouped by topic in the order given. */
+export function offsetCommitRequestOf(
+  committer: Committer,
+  offsets: readonly OffsetToCommit[],
+): OffsetCommitRequest {
+  const byTopic = new Map<string, OffsetCommitRequest['topics'][number]>();
+  for (const { topic, partition, offset, metadata, leaderEpoch } of offsets) {
+    let entry = byTopic.get(topic);
+    if (entry === undefined) {
+      entry = { name: topic, partitions: [] };
+      byTopic.set(topic, entry);
+    }
+    entry.partitions.push({
+      partitionIndex: partition,
+      committedOffset: offset,
+      committedLeaderEpoch: leaderEpoch ?? -1,
+      committedMetadata: metadata ?? '',
+    });
+  }
+  return {
+    groupId: committer.groupId ?? GROUP_ID,
+    generationId: committer.generationId,
+    memberId: committer.memberId,
+    groupInstanceId: committer.groupInstanceId ?? '',
+    topics: [...byTopic.values()],
+  };
+}
+
+/** An OffsetCommit response as partition ("topic-partition") → code, in the response's order. */
+export function codesOf(response: OffsetCommitResponse): Map<string, ErrorCode> {
+  const codes = new Map<string, ErrorCode>();
+  for (const topic of response.topics) {
+    for (const partition of topic.partitions)
+      codes.set(`${topic.name}-${partition.partitionIndex}`, partition.errorCode);
+  }
+  return codes;
+}
+
+function decodeRecord(record: { key: Buffer | null; value: Buffer | null }): AppendedRecord {
+  if (record.key === null) throw new Error('the coordinator appended a record without a key');
+  const key = decodeKey(record.key);
+  if (key.type === GROUP_METADATA_KEY_TYPE) {
+    return { key, value: record.value === null ? null : decodeGroupMetadataValue(record.value) };
+  }
+  return { key, value: record.value === null ? null : decodeOffsetCommitValue(record.value) };
+}

@@ -76,7 +76,7 @@ export class GroupCoordinatorShard implements GroupShardState {
   /** DeleteGroups waiting for the stores; unload answers them. */
   readonly storeWaits = new Set<StoreWait>();
   /** Writes whose records are being appended, each with what ends it with a code; unload ends them. */
-  private readonly pendingWrites = new Set<(errorCode: ErrorCode) => void>();
+  private readonly pendingWrites = new Set<(errorCode: ErrorCode, cause?: unknown) => void>();
   readonly membership: GroupMembership;
   readonly offsets: GroupOffsets;
   /** False after unload: late store callbacks and a late load do nothing. */
@@ -409,11 +409,13 @@ export class GroupCoordinatorShard implements GroupShardState {
    *   `result.response`;
    * - failed: `onFailed` reverts the change, and the caller gets its response for the code Kafka answers
    *   for that append error (storeErrorCode);
-   * - unloaded first (resignation, shutdown): `onFailed` with the unload's code, at once; the append's late
-   *   end does nothing, the shard's successor replays whatever the log kept.
+   * - unloaded first (resignation, shutdown): `onFailed` with the unload's code and no cause, at once (the
+   *   shard is no longer active); the append's late end does nothing, the shard's successor replays
+   *   whatever the log kept.
    *
    * A result without records is answered at once. The caller may go away meanwhile (`abortedResponse`,
-   * ParkedCall): the write goes on, since the change is made.
+   * ParkedCall): the write goes on, since the change is made. A write nobody waits for (retention's) has
+   * no caller and an undefined response.
    */
   scheduleWriteOperation<Response>(
     result: CoordinatorResult<Response, unknown>,
@@ -424,11 +426,11 @@ export class GroupCoordinatorShard implements GroupShardState {
     if (result.records.length === 0) return Promise.resolve(result.response);
     const call = new ParkedCall<Response>(this.runtime.dispatcher, caller, abortedResponse);
     let isEnded = false;
-    const fail = (errorCode: ErrorCode): void => {
+    const fail = (errorCode: ErrorCode, cause?: unknown): void => {
       if (isEnded) return;
       isEnded = true;
       this.pendingWrites.delete(fail);
-      call.complete(operation.onFailed(errorCode));
+      call.complete(operation.onFailed(errorCode, cause));
     };
     this.pendingWrites.add(fail);
     callStore(() => operation.append()).then(
@@ -439,7 +441,7 @@ export class GroupCoordinatorShard implements GroupShardState {
         operation.onCommitted();
         call.complete(result.response);
       },
-      (error: unknown) => fail(storeErrorCode(error)),
+      (error: unknown) => fail(storeErrorCode(error), error),
     );
     return call.promise;
   }

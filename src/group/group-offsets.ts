@@ -21,6 +21,12 @@ import type { OffsetCommitRecord, TopicPartition } from './offset-store';
 import type { RetentionTally } from './offset-retention-check';
 import { UncommittedOffsets } from './uncommitted-offsets';
 
+/**
+ * What retention writes: tombstones, of an offset (group, topic and partition) or of a group's metadata
+ * (group id alone); the stores encode them (CoordinatorRecordStore.deleteOffsets, deleteGroup).
+ */
+type RetentionRecord = (TopicPartition & { readonly groupId: string }) | { readonly groupId: string };
+
 /** An OffsetCommit handler's result, with the response its caller gets should the append fail. */
 export interface OffsetCommitResult extends CoordinatorResult<OffsetCommitResponse, OffsetCommitRecord> {
   /** The response for a failed append: `errorCode` for the accepted partitions, refused ones keep theirs. */
@@ -325,7 +331,7 @@ export class GroupOffsets {
     tally.offsetsExpired += expired.length;
     if (expired.length === offsets.length && this.uncommitted.size(groupId) === 0 && group.numPending === 0) {
       tally.groupsExpired++;
-      this.expireGroup(group, expired.length);
+      this.expireGroup(group, expired);
     } else if (expired.length > 0) {
       this.expireOffsets(group, expired);
     }
@@ -333,48 +339,62 @@ export class GroupOffsets {
   }
 
   /**
-   * An Empty group with no offsets left goes Dead at once, as DeleteGroups makes it, and its records
-   * (metadata and offsets) leave the stores in one batch each. Should a store fail, what it kept still
-   * belongs to a group: the group comes back Empty and the next check tries again.
+   * An Empty group with no offsets left goes Dead at once, as DeleteGroups makes it, and the shard's
+   * runtime writes its tombstones (metadata and offsets, in one batch per store); the listener hears of the
+   * expiry once they are committed. Should the append fail, what a store kept still belongs to a group:
+   * the group comes back Empty and the next check tries again.
    */
-  private expireGroup(group: GroupMetadata, partitions: number): void {
+  private expireGroup(group: GroupMetadata, expired: readonly TopicPartition[]): void {
     const { groupId } = group;
     const removed = emptyGroupSnapshot(group);
     this.shard.deleteGroup(group);
     this.runtime.notifyWatchers(groupId, 'group-expired');
-    let remaining = this.shard.groupStores.length;
-    let failed = false;
-    for (const store of this.shard.groupStores) {
-      const removal = callStore(() => store.deleteGroup(groupId));
-      removal.then(
-        () => {
-          if (--remaining === 0 && !failed && this.shard.isActive) {
-            this.runtime.listener?.onOffsetsExpired?.(groupId, partitions, true);
-          }
-        },
-        (error: unknown) => {
-          remaining--;
-          failed = true;
-          if (!this.shard.isActive) return;
+    const records: RetentionRecord[] = [{ groupId }];
+    for (const { topic, partition } of expired) records.push({ groupId, topic, partition });
+    void this.shard.scheduleWriteOperation(
+      { records, response: undefined },
+      {
+        // Each store writes the tombstones of what it has of the group (the group's record, its offsets).
+        append: () =>
+          Promise.all(
+            this.shard.groupStores.map((store) => callStore(() => store.deleteGroup(groupId))),
+          ).then(() => undefined),
+        onCommitted: () => this.runtime.listener?.onOffsetsExpired?.(groupId, expired.length, true),
+        onFailed: (_code, cause) => {
+          if (!this.shard.isActive) return undefined;
+          // What a store kept still belongs to a group: back as it was, and the next check tries again.
           if (!this.shard.groups.has(groupId)) this.shard.bringBackEmptyGroup(removed);
-          this.runtime.listener?.onOffsetExpiryFailed?.(groupId, error);
+          this.runtime.listener?.onOffsetExpiryFailed?.(groupId, cause);
+          return undefined;
         },
-      );
-    }
+      },
+      undefined,
+      undefined,
+    );
   }
 
+  /**
+   * Tombstones for the expired offsets, written by the shard's runtime; readers see the offsets until they
+   * are committed. On a failed append they stay, and the group is listed again at the next check.
+   */
   private expireOffsets(group: GroupMetadata, expired: readonly TopicPartition[]): void {
     const { groupId } = group;
-    const removal = callStore(() => this.shard.offsetStore.deleteOffsets(groupId, expired));
-    removal.then(
-      () => {
-        if (this.shard.isActive) this.runtime.listener?.onOffsetsExpired?.(groupId, expired.length, false);
+    const records: RetentionRecord[] = expired.map(({ topic, partition }) => ({ groupId, topic, partition }));
+    void this.shard.scheduleWriteOperation(
+      { records, response: undefined },
+      {
+        append: () => this.shard.offsetStore.deleteOffsets(groupId, expired),
+        onCommitted: () => this.runtime.listener?.onOffsetsExpired?.(groupId, expired.length, false),
+        onFailed: (_code, cause) => {
+          if (!this.shard.isActive) return undefined;
+          // They are still there, and the bound the check left does not count them: list the group again.
+          group.offsetsExpireNotBeforeMs = 0;
+          this.runtime.listener?.onOffsetExpiryFailed?.(groupId, cause);
+          return undefined;
+        },
       },
-      (error: unknown) => {
-        // They are still there, and the bound the check left does not count them: list the group again.
-        group.offsetsExpireNotBeforeMs = 0;
-        if (this.shard.isActive) this.runtime.listener?.onOffsetExpiryFailed?.(groupId, error);
-      },
+      undefined,
+      undefined,
     );
   }
 }

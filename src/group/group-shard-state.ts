@@ -16,12 +16,14 @@ export interface StoreWait {
 /**
  * How the runtime writes one handler's result (`scheduleWriteOperation`): `append` writes the records and
  * resolves once they are committed; `onCommitted` replays them into the state readers see; `onFailed`
- * reverts the handler's change and gives the response for the code the client gets.
+ * reverts the handler's change and gives the response for the code the client gets (`cause`: what the
+ * append was rejected with; undefined when the shard was unloaded first, and then the shard is no longer
+ * active: there is nothing to revert for a successor that replays the log).
  */
 export interface WriteOperation<Response> {
   append(): Promise<void>;
   onCommitted(): void;
-  onFailed(errorCode: ErrorCode): Response;
+  onFailed(errorCode: ErrorCode, cause: unknown): Response;
 }
 
 /** What DeleteGroups asks of each store. */

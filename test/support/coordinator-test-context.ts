@@ -1,5 +1,9 @@
 import { ErrorCode } from '../../src/errors';
-import type { CoordinatorRecordToWrite, GroupCoordinatorListener } from '../../src/group';
+import type {
+  CoordinatorRecordToWrite,
+  GroupCoordinatorRouterOptions,
+  OffsetRetentionCheckSummary,
+} from '../../src/group';
 import type { GroupConfig } from '../../src/group/group-config';
 import { GroupCoordinatorRouter } from '../../src/group/group-coordinator-router';
 import type {
@@ -34,12 +38,25 @@ import {
   syncRequest,
   TEST_GROUP_CONFIG,
   Tracked,
+  type Transition,
 } from './group-harness';
 
 /** A record the coordinator appended, decoded: an offset commit or a group's metadata; null: a tombstone. */
 export type AppendedRecord =
   | { readonly key: OffsetCommitKey; readonly value: CommittedOffset | null }
   | { readonly key: GroupMetadataKey; readonly value: GroupMetadataValue | null };
+
+/** The router's options but those of its elections (one partition, led at epoch 0, always). */
+export type CoordinatorTestContextOptions = Omit<
+  GroupCoordinatorRouterOptions,
+  'numPartitions' | 'leadershipGuard'
+>;
+
+export interface OffsetsExpired {
+  readonly groupId: string;
+  readonly partitions: number;
+  readonly isGroupRemoved: boolean;
+}
 
 /** One request sent through the coordinator: the records it appended (synchronously) and its answer. */
 export interface CoordinatorCall<Response> {
@@ -93,45 +110,88 @@ export class CoordinatorTestContext {
   readonly config: GroupConfig;
   readonly writer: FakePartitionWriter;
   readonly router: GroupCoordinatorRouter;
-  /** What the listener heard of offset expiry: [groupId, partitions, isGroupRemoved]. */
-  readonly offsetsExpired: [string, number, boolean][] = [];
-  private expiryWaiters: (() => void)[] = [];
+  /** Every state change, in order. */
+  readonly transitions: Transition[] = [];
+  /** What the listener heard of offset expiry, in order. */
+  readonly offsetsExpired: OffsetsExpired[] = [];
+  /** The groups whose expiry failed, in order. */
+  readonly offsetExpiryFailures: string[] = [];
+  /** Every retention check's summary, in order. */
+  readonly retentionChecks: OffsetRetentionCheckSummary[] = [];
+  private waiters: { isDue: () => boolean; wake: () => void }[] = [];
 
   private constructor(
     config: GroupConfig,
-    listener: GroupCoordinatorListener,
+    options: CoordinatorTestContextOptions,
     records: readonly CoordinatorRecordToWrite[],
   ) {
     this.time = new ManualTime();
     this.config = config;
     this.writer = new FakePartitionWriter(0, 0, records);
+    const listener = options.listener ?? {};
     this.router = new GroupCoordinatorRouter(config, this.time, {
+      ...options,
       numPartitions: 1,
       listener: {
         ...listener,
+        onStateChange: (groupId, from, to, generationId) => {
+          this.transitions.push({ groupId, from, to, generationId });
+          listener.onStateChange?.(groupId, from, to, generationId);
+        },
         onOffsetsExpired: (groupId, partitions, isGroupRemoved) => {
-          this.offsetsExpired.push([groupId, partitions, isGroupRemoved]);
+          this.offsetsExpired.push({ groupId, partitions, isGroupRemoved });
           listener.onOffsetsExpired?.(groupId, partitions, isGroupRemoved);
-          const waiters = this.expiryWaiters;
-          this.expiryWaiters = [];
-          for (const wake of waiters) wake();
+          this.wakeWaiters();
+        },
+        onOffsetExpiryFailed: (groupId, error) => {
+          this.offsetExpiryFailures.push(groupId);
+          listener.onOffsetExpiryFailed?.(groupId, error);
+          this.wakeWaiters();
+        },
+        onOffsetRetentionCheckCompleted: (summary) => {
+          this.retentionChecks.push(summary);
+          listener.onOffsetRetentionCheckCompleted?.(summary);
+          this.wakeWaiters();
         },
       },
     });
   }
 
-  /** A loaded coordinator over a partition holding `records` (none by default). */
+  /** A loaded coordinator over a partition holding `options.records` (none by default). */
   static async create(
     config: Partial<GroupConfig> = {},
-    options: { listener?: GroupCoordinatorListener; records?: readonly CoordinatorRecordToWrite[] } = {},
+    options: CoordinatorTestContextOptions & { records?: readonly CoordinatorRecordToWrite[] } = {},
   ): Promise<CoordinatorTestContext> {
-    const context = new CoordinatorTestContext(
-      { ...TEST_GROUP_CONFIG, ...config },
-      options.listener ?? {},
-      options.records ?? [],
-    );
+    const { records, ...rest } = options;
+    const context = new CoordinatorTestContext({ ...TEST_GROUP_CONFIG, ...config }, rest, records ?? []);
     await context.router.onElection(0, 0, context.writer);
     return context;
+  }
+
+  /**
+   * Resolves once `isDue` holds, checked now and after every expiry, expiry failure and retention check
+   * the listener hears of: what retention's writes are awaited by, since nobody waits for their answer.
+   */
+  until(isDue: () => boolean): Promise<void> {
+    if (isDue()) return Promise.resolve();
+    return new Promise<void>((wake) => this.waiters.push({ isDue, wake }));
+  }
+
+  /** Resolves once `count` expiries have ended over the context's life (committed or failed). */
+  untilExpiriesEnded(count: number): Promise<void> {
+    return this.until(() => this.offsetsExpired.length + this.offsetExpiryFailures.length >= count);
+  }
+
+  /** Commits every append made so far and waits for the expiries among them (`count` in all) to end. */
+  async commitExpiries(count: number): Promise<void> {
+    this.commit();
+    await this.untilExpiriesEnded(count);
+  }
+
+  private wakeWaiters(): void {
+    const due = this.waiters.filter((waiter) => waiter.isDue());
+    this.waiters = this.waiters.filter((waiter) => !due.includes(waiter));
+    for (const waiter of due) waiter.wake();
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -208,12 +268,29 @@ export class CoordinatorTestContext {
     return fetched.topics[0]!.partitions[0]!.committedOffset;
   }
 
-  /** Runs the offset retention check and waits for the expiry it starts to be committed. */
-  async expireOffsets(): Promise<void> {
-    const expired = new Promise<void>((resolve) => this.expiryWaiters.push(resolve));
-    this.router.onOffsetRetentionCheck();
-    this.commit();
-    await expired;
+  /** The tombstones appended so far, as "group" or "group topic-partition", in order. */
+  tombstones(): string[] {
+    const found: string[] = [];
+    for (const record of this.writer.records) {
+      if (record.value !== null || record.key === null) continue;
+      const key = decodeKey(record.key);
+      found.push(
+        key.type === GROUP_METADATA_KEY_TYPE ? key.groupId : `${key.groupId} ${key.topic}-${key.partition}`,
+      );
+    }
+    return found;
+  }
+
+  /** The latest metadata record of `groupId` appended (or loaded), undefined if none or a tombstone. */
+  storedGroup(groupId: string): GroupMetadataValue | undefined {
+    let latest: GroupMetadataValue | undefined;
+    for (const record of this.writer.records) {
+      if (record.key === null) continue;
+      const key = decodeKey(record.key);
+      if (key.type !== GROUP_METADATA_KEY_TYPE || key.groupId !== groupId) continue;
+      latest = record.value === null ? undefined : decodeGroupMetadataValue(record.value);
+    }
+    return latest;
   }
 
   // ---------------------------------------------------------------------------------------------------

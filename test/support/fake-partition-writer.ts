@@ -27,6 +27,8 @@ export class FakePartitionWriter implements CoordinatorPartitionWriter {
   readonly pending: PendingAppend[] = [];
   /** False: loads resolve only at `releaseLoad()`. */
   isLoadImmediate = true;
+  /** When set, every append is refused at once with it, and nothing joins the partition. */
+  rejectAppendsWith: unknown = undefined;
   private phase: 'new' | 'loading' | 'ready' | 'resigned' = 'new';
   private loadReleased: (() => void) | undefined;
 
@@ -74,6 +76,7 @@ export class FakePartitionWriter implements CoordinatorPartitionWriter {
           : new CohortError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, `${this.key} is still loading`),
       );
     }
+    if (this.rejectAppendsWith !== undefined) return Promise.reject(this.rejectAppendsWith);
     for (const record of records) {
       this.records.push({ offset: this.records.length, key: record.key, value: record.value });
     }

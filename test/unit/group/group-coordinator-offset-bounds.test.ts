@@ -176,8 +176,8 @@ describe('OffsetCommit: groupMaxCommittedPartitions', () => {
     expect((await ctx.commitOffsetsAndAnswer(OUTSIDE, offsets('a', [2]))).get('a-2')).toBe(
       ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
     );
-    ctx.time.advance(60_000);
-    await ctx.expireOffsets();
+    ctx.time.advance(60_000 + ctx.config.offsetsRetentionCheckIntervalMs);
+    await ctx.commitExpiries(1);
     expect((await ctx.commitOffsetsAndAnswer(OUTSIDE, offsets('a', [2]))).get('a-2')).toBe(ErrorCode.NONE);
   });
 });

@@ -1,14 +1,19 @@
 import { ErrorCode } from '../../../src/errors';
 import type { GroupCoordinatorListener } from '../../../src/group/group-coordinator';
 import type { GroupConfig } from '../../../src/group/group-config';
-import type { GroupCoordinatorOptions } from '../../../src/group/group-coordinator';
-import type { OffsetRetentionCheckSummary } from '../../../src/group/offset-retention-check';
-import { GROUP_ID, GroupHarness, settle } from '../../support/group-harness';
+import {
+  CoordinatorTestContext,
+  type CoordinatorTestContextOptions,
+  type OffsetsExpired,
+} from '../../support/coordinator-test-context';
+import { CONTEXT, GROUP_ID, GroupHarness, joinRequest } from '../../support/group-harness';
 import { MemoryGroupStore } from './memory-group-store';
 
 /**
  * Offset retention (KIP-211, Kafka's cleanupGroupMetadata) under the manual clock: a one-minute retention
- * checked every second, so every expiry happens at a time the test names.
+ * checked every second, so every expiry happens at a time the test names. The checks run inside the clock's
+ * advance; what they write (tombstones) is in the partition at once, and readers see it once the test
+ * commits it.
  */
 const RETENTION_MS = 60_000;
 const CHECK_INTERVAL_MS = 1_000;
@@ -17,51 +22,26 @@ const RETENTION: Partial<GroupConfig> = {
   offsetsRetentionCheckIntervalMs: CHECK_INTERVAL_MS,
 };
 
-interface Expiry {
-  readonly groupId: string;
-  readonly partitions: number;
-  readonly isGroupRemoved: boolean;
+let ctx: CoordinatorTestContext;
+
+async function context(
+  config: Partial<GroupConfig> = {},
+  options: CoordinatorTestContextOptions & Parameters<typeof CoordinatorTestContext.create>[1] = {},
+): Promise<CoordinatorTestContext> {
+  ctx = await CoordinatorTestContext.create({ ...RETENTION, ...config }, options);
+  return ctx;
 }
 
-let h: GroupHarness;
-let expiries: Expiry[];
-let failures: string[];
-let summaries: OffsetRetentionCheckSummary[];
+afterEach(() => ctx?.shutdown());
 
-function harness(config: Partial<GroupConfig> = {}, options: GroupCoordinatorOptions = {}): GroupHarness {
-  const listener: GroupCoordinatorListener = {
-    onOffsetsExpired: (groupId, partitions, isGroupRemoved) =>
-      expiries.push({ groupId, partitions, isGroupRemoved }),
-    onOffsetExpiryFailed: (groupId) => failures.push(groupId),
-    onOffsetRetentionCheckCompleted: (summary) => summaries.push(summary),
-  };
-  return new GroupHarness({ ...RETENTION, ...config }, { ...options, listener });
-}
-
-beforeEach(() => {
-  expiries = [];
-  failures = [];
-  summaries = [];
-});
-
-afterEach(() => h?.shutdown());
-
-/** A harness on a MemoryGroupStore (offsets and group records, as the server's store holds both). */
-function harnessWithStore(): MemoryGroupStore {
-  const store = new MemoryGroupStore();
-  h = harness({}, { offsetStore: store, metadataStore: store });
-  return store;
-}
-
-/** Advances the clock to `atMs` after `fromMs` (both on the harness's monotonic clock) and lets stores settle. */
-async function advanceTo(fromMs: number, atMs: number): Promise<void> {
-  h.advance(fromMs + atMs - h.time.monotonicMs());
-  await settle();
+/** Advances the clock to `atMs` after `fromMs` (both on the context's monotonic clock). */
+function advanceTo(fromMs: number, atMs: number): void {
+  ctx.time.advance(fromMs + atMs - ctx.time.monotonicMs());
 }
 
 /** The committed offsets OffsetFetch returns for the group, as "topic-partition=offset", -1s left out. */
 async function committed(groupId = GROUP_ID): Promise<string[]> {
-  const response = await h.fetch(groupId);
+  const response = await ctx.fetch(groupId);
   return response.topics.flatMap((t) =>
     t.partitions
       .filter((p) => p.committedOffset !== -1)
@@ -70,14 +50,21 @@ async function committed(groupId = GROUP_ID): Promise<string[]> {
 }
 
 async function describedCode(groupId = GROUP_ID): Promise<ErrorCode> {
-  return (await h.describe(groupId)).errorCode;
+  return (await ctx.describe(groupId)).errorCode;
 }
 
-/** A Stable one-member group commits two offsets, then (10 s later) its member leaves: Empty from then. */
+async function state(groupId = GROUP_ID): Promise<string> {
+  return (await ctx.describe(groupId)).groupState;
+}
+
+/**
+ * A Stable one-member group commits two offsets, then (10 s later) its member leaves: Empty from then, its
+ * record committed. Returns when it emptied (monotonic clock).
+ */
 async function emptiedGroupWithOffsets(): Promise<number> {
-  const memberId = await h.stableSingleMemberGroup();
+  const memberId = await ctx.stableSingleMemberGroup();
   expect(
-    await h.commit({ memberId, generationId: 1 }, [
+    await ctx.commitOffsetsAndAnswer({ memberId, generationId: 1 }, [
       { topic: 't', partition: 0, offset: 10 },
       { topic: 't', partition: 1, offset: 11 },
     ]),
@@ -89,75 +76,98 @@ async function emptiedGroupWithOffsets(): Promise<number> {
   );
   // Ten seconds between the commits and the group emptying, so that the two clocks of retention differ.
   for (let elapsed = 0; elapsed < 10_000; elapsed += 400) {
-    h.advance(400);
-    expect(await h.heartbeat(memberId, 1)).toBe(ErrorCode.NONE);
+    ctx.time.advance(400);
+    expect(await heartbeat(memberId)).toBe(ErrorCode.NONE);
   }
-  await h.leave([{ memberId }]);
-  expect(await h.state()).toBe('Empty');
-  return h.time.monotonicMs();
+  await ctx.leave([{ memberId }]);
+  ctx.commit();
+  expect(await state()).toBe('Empty');
+  return ctx.time.monotonicMs();
+}
+
+async function heartbeat(memberId: string): Promise<ErrorCode> {
+  const request = { groupId: GROUP_ID, memberId, generationId: 1, groupInstanceId: '' };
+  return (await ctx.router.heartbeat(request, CONTEXT)).errorCode;
 }
 
 async function commitOutsideMembership(partition: number, offset: number, groupId = GROUP_ID): Promise<void> {
-  const codes = await h.commit({ groupId, memberId: '', generationId: -1 }, [
+  const codes = await ctx.commitOffsetsAndAnswer({ groupId, memberId: '', generationId: -1 }, [
     { topic: 't', partition, offset },
   ]);
   expect(codes.get(`t-${partition}`)).toBe(ErrorCode.NONE);
 }
 
+const expiry = (groupId: string, partitions: number, isGroupRemoved: boolean): OffsetsExpired => ({
+  groupId,
+  partitions,
+  isGroupRemoved,
+});
+
 describe('offset retention (offsets.retention.minutes)', () => {
   test("an Empty group's offsets expire retention after it became Empty, and the group goes with them", async () => {
-    h = harness();
+    await context();
     const emptiedAt = await emptiedGroupWithOffsets();
 
-    await advanceTo(emptiedAt, RETENTION_MS - 1);
+    advanceTo(emptiedAt, RETENTION_MS - 1);
+    expect(ctx.tombstones()).toEqual([]);
     expect(await committed()).toEqual(['t-0=10', 't-1=11']);
-    expect(await h.state()).toBe('Empty');
-    expect(expiries).toEqual([]);
+    expect(await state()).toBe('Empty');
 
-    await advanceTo(emptiedAt, RETENTION_MS + CHECK_INTERVAL_MS);
-    expect(await committed()).toEqual([]);
+    advanceTo(emptiedAt, RETENTION_MS + CHECK_INTERVAL_MS);
+    // The group's tombstone and its offsets', in one batch; the group is gone at once.
+    expect(ctx.tombstones()).toEqual([GROUP_ID, `${GROUP_ID} t-0`, `${GROUP_ID} t-1`]);
     expect(await describedCode()).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
-    expect((await h.coordinator.listGroups({ statesFilter: [] }, { clientHost: '' })).groups).toEqual([]);
-    expect(expiries).toEqual([{ groupId: GROUP_ID, partitions: 2, isGroupRemoved: true }]);
-    expect(h.transitions.at(-1)).toMatchObject({ groupId: GROUP_ID, to: 'Dead' });
+    expect(ctx.offsetsExpired).toEqual([]);
+    await ctx.commitExpiries(1);
+    expect(await committed()).toEqual([]);
+    expect((await ctx.router.listGroups({ statesFilter: [] }, CONTEXT)).groups).toEqual([]);
+    expect(ctx.offsetsExpired).toEqual([expiry(GROUP_ID, 2, true)]);
+    expect(ctx.transitions.at(-1)).toMatchObject({ groupId: GROUP_ID, to: 'Dead' });
   });
 
   test('a group with members keeps its offsets however old they are', async () => {
-    h = harness();
-    const memberId = await h.stableSingleMemberGroup();
-    await h.commit({ memberId, generationId: 1 }, [{ topic: 't', partition: 0, offset: 5 }]);
+    await context();
+    const memberId = await ctx.stableSingleMemberGroup();
+    await ctx.commitOffsetsAndAnswer({ memberId, generationId: 1 }, [
+      { topic: 't', partition: 0, offset: 5 },
+    ]);
     // Heartbeats well inside the 500 ms session, for three retention periods.
     for (let elapsed = 0; elapsed < 3 * RETENTION_MS; elapsed += 400) {
-      h.advance(400);
-      expect(await h.heartbeat(memberId, 1)).toBe(ErrorCode.NONE);
+      ctx.time.advance(400);
+      expect(await heartbeat(memberId)).toBe(ErrorCode.NONE);
     }
-    await settle();
+    expect(ctx.tombstones()).toEqual([]);
+    expect(ctx.pendingAppends).toBe(0);
     expect(await committed()).toEqual(['t-0=5']);
-    expect(await h.state()).toBe('Stable');
-    expect(expiries).toEqual([]);
+    expect(await state()).toBe('Stable');
+    expect(ctx.offsetsExpired).toEqual([]);
   });
 
   test('offsets committed outside any membership expire each from its own commit', async () => {
-    h = harness();
-    const start = h.time.monotonicMs();
+    await context();
+    const start = ctx.time.monotonicMs();
     await commitOutsideMembership(0, 100);
-    await advanceTo(start, 30_000);
+    advanceTo(start, 30_000);
     await commitOutsideMembership(1, 200);
-    await advanceTo(start, 50_000);
+    advanceTo(start, 50_000);
     await commitOutsideMembership(2, 300);
     await commitOutsideMembership(2, 301); // a later commit of the same partition restarts its retention
 
-    await advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
+    advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
+    expect(ctx.tombstones()).toEqual([`${GROUP_ID} t-0`]);
+    await ctx.commitExpiries(1);
     expect(await committed()).toEqual(['t-1=200', 't-2=301']);
-    expect(await h.state()).toBe('Empty');
-    expect(expiries).toEqual([{ groupId: GROUP_ID, partitions: 1, isGroupRemoved: false }]);
+    expect(await state()).toBe('Empty');
+    expect(ctx.offsetsExpired).toEqual([expiry(GROUP_ID, 1, false)]);
 
-    await advanceTo(start, 30_000 + RETENTION_MS + CHECK_INTERVAL_MS);
+    advanceTo(start, 30_000 + RETENTION_MS + CHECK_INTERVAL_MS);
+    await ctx.commitExpiries(2);
     expect(await committed()).toEqual(['t-2=301']);
-    await advanceTo(start, 50_000 + RETENTION_MS + CHECK_INTERVAL_MS);
+    advanceTo(start, 50_000 + RETENTION_MS + CHECK_INTERVAL_MS);
+    await ctx.commitExpiries(3);
     expect(await committed()).toEqual([]);
     expect(await describedCode()).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
-    expect(expiries.map((e) => [e.partitions, e.isGroupRemoved])).toEqual([
+    expect(ctx.offsetsExpired.map((e) => [e.partitions, e.isGroupRemoved])).toEqual([
       [1, false],
       [1, false],
       [1, true],
@@ -165,112 +175,117 @@ describe('offset retention (offsets.retention.minutes)', () => {
   });
 
   test('an Empty group without offsets goes at the next check, but not while a member id is pending', async () => {
-    h = harness({ offsetsRetentionCheckIntervalMs: 100 });
-    const start = h.time.monotonicMs();
+    await context({ offsetsRetentionCheckIntervalMs: 100 });
+    const start = ctx.time.monotonicMs();
     // MEMBER_ID_REQUIRED leaves the group Empty with a pending member id (KIP-394): someone is joining.
-    const first = await h.join({ memberId: '' });
+    const first = await ctx.router.joinGroup(joinRequest(), CONTEXT);
     expect(first.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
-    await advanceTo(start, 300);
-    expect(await h.state()).toBe('Empty');
+    advanceTo(start, 300);
+    expect(await state()).toBe('Empty');
+    expect(ctx.tombstones()).toEqual([]);
     // The pending id expires with the session timeout (500 ms); the next check removes the group.
-    await advanceTo(start, 600);
+    advanceTo(start, 600);
     expect(await describedCode()).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
-    expect(expiries).toEqual([{ groupId: GROUP_ID, partitions: 0, isGroupRemoved: true }]);
+    await ctx.commitExpiries(1);
+    expect(ctx.offsetsExpired).toEqual([expiry(GROUP_ID, 0, true)]);
 
     // A group whose members all left without committing goes the same way.
-    const memberId = await h.stableSingleMemberGroup({ groupId: 'other' });
-    await h.leave([{ memberId }], 'other');
-    const emptiedAt = h.time.monotonicMs();
-    expect(await h.state('other')).toBe('Empty');
-    await advanceTo(emptiedAt, 100);
+    const memberId = await ctx.stableSingleMemberGroup({ groupId: 'other' });
+    await ctx.leave([{ memberId }], 'other');
+    const emptiedAt = ctx.time.monotonicMs();
+    expect(await state('other')).toBe('Empty');
+    advanceTo(emptiedAt, 100);
     expect(await describedCode('other')).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
   });
 
-  test('an offset whose commit is still being stored is not expired, nor is its group removed', async () => {
-    const store = harnessWithStore();
-    const start = h.time.monotonicMs();
+  test('an offset written again and not yet committed is not expired, nor is its group removed', async () => {
+    await context();
+    const start = ctx.time.monotonicMs();
     await commitOutsideMembership(0, 1);
-    await advanceTo(start, 30_000);
-    store.isDeferred = true;
-    const recommit = h.commit({ memberId: '', generationId: -1 }, [{ topic: 't', partition: 0, offset: 2 }]);
+    advanceTo(start, 30_000);
+    const recommit = ctx.commitOffsets({ memberId: '', generationId: -1 }, [
+      { topic: 't', partition: 0, offset: 2 },
+    ]);
 
-    await advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
-    expect(store.offsetDeletions).toEqual([]);
-    expect(store.deletions).toEqual([]);
-    expect(await h.state()).toBe('Empty');
+    advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
+    expect(ctx.tombstones()).toEqual([]);
+    expect(await state()).toBe('Empty');
 
-    store.release();
-    expect((await recommit).get('t-0')).toBe(ErrorCode.NONE);
-    store.isDeferred = false;
+    ctx.commit();
+    expect((await recommit.answer.promise).topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
     // Its retention now runs from the second commit (at 30 s).
-    await advanceTo(start, 30_000 + RETENTION_MS - CHECK_INTERVAL_MS);
+    advanceTo(start, 30_000 + RETENTION_MS - CHECK_INTERVAL_MS);
     expect(await committed()).toEqual(['t-0=2']);
-    await advanceTo(start, 30_000 + RETENTION_MS + CHECK_INTERVAL_MS);
+    advanceTo(start, 30_000 + RETENTION_MS + CHECK_INTERVAL_MS);
+    expect(ctx.tombstones()).toEqual([GROUP_ID, `${GROUP_ID} t-0`]);
+    await ctx.commitExpiries(1);
     expect(await committed()).toEqual([]);
-    expect(store.deletions).toEqual([GROUP_ID]);
-    expect(store.storedGroup(GROUP_ID)).toBeUndefined();
+    expect(ctx.storedGroup(GROUP_ID)).toBeUndefined();
   });
 
-  test('a store that fails to remove an expired group keeps it, and the next check tries again', async () => {
-    const store = harnessWithStore();
+  test('an expiry whose append fails keeps the group, and the next check tries again', async () => {
+    await context();
     const emptiedAt = await emptiedGroupWithOffsets();
-    store.isDeferred = true;
-    await advanceTo(emptiedAt, RETENTION_MS + CHECK_INTERVAL_MS);
-    expect(store.deletions).toEqual([GROUP_ID]);
-    store.fail(new Error('disk full'));
-    await settle();
-    expect(failures).toEqual([GROUP_ID]);
-    expect(expiries).toEqual([]);
+    advanceTo(emptiedAt, RETENTION_MS + CHECK_INTERVAL_MS);
+    expect(ctx.tombstones()).toEqual([GROUP_ID, `${GROUP_ID} t-0`, `${GROUP_ID} t-1`]);
+    ctx.failAppend(new Error('disk full'));
+    await ctx.untilExpiriesEnded(1);
+    expect(ctx.offsetExpiryFailures).toEqual([GROUP_ID]);
+    expect(ctx.offsetsExpired).toEqual([]);
     // The offsets are still there, and so is a group to hold them.
     expect(await committed()).toEqual(['t-0=10', 't-1=11']);
-    expect(await h.state()).toBe('Empty');
+    expect(await state()).toBe('Empty');
 
-    store.isDeferred = false;
-    await advanceTo(emptiedAt, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
-    expect(store.deletions).toEqual([GROUP_ID, GROUP_ID]);
+    advanceTo(emptiedAt, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
+    expect(ctx.tombstones().filter((t) => t === GROUP_ID)).toEqual([GROUP_ID, GROUP_ID]);
+    await ctx.commitExpiries(2);
     expect(await committed()).toEqual([]);
     expect(await describedCode()).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
-    expect(expiries).toEqual([{ groupId: GROUP_ID, partitions: 2, isGroupRemoved: true }]);
+    expect(ctx.offsetsExpired).toEqual([expiry(GROUP_ID, 2, true)]);
   });
 
   test('after a restart an Empty group expires from when it emptied, not from the restart', async () => {
-    const store = harnessWithStore();
+    await context();
     const emptiedAt = await emptiedGroupWithOffsets();
-    const emptiedWallMs = h.time.nowMs();
-    expect(store.storedGroup(GROUP_ID)?.currentStateTimestampMs).toBe(emptiedWallMs);
-    await advanceTo(emptiedAt, 40_000);
-    h.shutdown();
+    const emptiedWallMs = ctx.time.nowMs();
+    expect(ctx.storedGroup(GROUP_ID)?.currentStateTimestampMs).toBe(emptiedWallMs);
+    advanceTo(emptiedAt, 40_000);
+    const log = ctx.writer.records.map(({ key, value }) => ({ key: key!, value }));
+    ctx.shutdown();
 
-    // The next process starts 40 s after the group emptied, on the same wall clock.
-    h = harness({}, { offsetStore: store, metadataStore: store });
-    h.advance(emptiedWallMs + 40_000 - h.time.nowMs());
-    const restartedAt = h.time.monotonicMs();
-    expect(await h.state()).toBe('Empty');
-    await advanceTo(restartedAt, RETENTION_MS - 40_000 - CHECK_INTERVAL_MS);
+    // The next process starts 40 s after the group emptied, on the same wall clock, over the same log.
+    await context({}, { records: log });
+    ctx.time.advance(emptiedWallMs + 40_000 - ctx.time.nowMs());
+    const restartedAt = ctx.time.monotonicMs();
+    expect(await state()).toBe('Empty');
+    advanceTo(restartedAt, RETENTION_MS - 40_000 - CHECK_INTERVAL_MS);
+    expect(ctx.tombstones()).toEqual([]);
     expect(await committed()).toEqual(['t-0=10', 't-1=11']);
-    await advanceTo(restartedAt, RETENTION_MS - 40_000 + CHECK_INTERVAL_MS);
+    advanceTo(restartedAt, RETENTION_MS - 40_000 + CHECK_INTERVAL_MS);
+    await ctx.commitExpiries(1);
     expect(await committed()).toEqual([]);
     expect(await describedCode()).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
-    expect(store.storedGroup(GROUP_ID)).toBeUndefined();
+    expect(ctx.storedGroup(GROUP_ID)).toBeUndefined();
   });
 
   test('a check spreads its work over event-loop turns, and the next one starts an interval after it ends', async () => {
     // Two offsets a turn: one group of two offsets, or two groups of one (each group also counts one).
-    h = harness({}, { retentionCheckOffsetsPerTurn: 2 });
-    const start = h.time.monotonicMs();
+    await context({}, { retentionCheckOffsetsPerTurn: 2 });
+    const start = ctx.time.monotonicMs();
     for (const groupId of ['a', 'b', 'c', 'd']) await commitOutsideMembership(0, 1, groupId);
-    h.advance(RETENTION_MS + CHECK_INTERVAL_MS);
+    ctx.time.advance(RETENTION_MS + CHECK_INTERVAL_MS);
     // The check ran inside the advance: its first turn reached group a only.
     expect(await describedCode('a')).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
     expect(await describedCode('b')).toBe(ErrorCode.NONE);
     // A second start while the pass runs is ignored: one pass at a time, its tally whole.
-    h.coordinator.onOffsetRetentionCheck();
-    await settle(6);
+    ctx.router.onOffsetRetentionCheck();
+    await ctx.until(() => ctx.retentionChecks.at(-1)?.groupsExpired === 4);
     for (const groupId of ['b', 'c', 'd'])
       expect(await describedCode(groupId)).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
-    expect(expiries.map((e) => e.groupId)).toEqual(['a', 'b', 'c', 'd']);
+    await ctx.commitExpiries(4);
+    expect(ctx.offsetsExpired.map((e) => e.groupId)).toEqual(['a', 'b', 'c', 'd']);
     // Every earlier check found nothing due and listed nothing after the first; the last one did the work.
-    expect(summaries.at(-1)).toEqual({
+    expect(ctx.retentionChecks.at(-1)).toEqual({
       groupsChecked: 4,
       offsetsListed: 4,
       offsetsExpired: 4,
@@ -278,33 +293,120 @@ describe('offset retention (offsets.retention.minutes)', () => {
       turns: 4, // one group a turn
       durationMs: 0,
     });
-    expect(summaries.slice(1, -1).every((summary) => summary.offsetsListed === 0)).toBe(true);
+    expect(ctx.retentionChecks.slice(1, -1).every((summary) => summary.offsetsListed === 0)).toBe(true);
     // Passes never overlap, and checks go on: a group committed now expires a retention later.
     await commitOutsideMembership(0, 2, 'e');
-    await advanceTo(start, 2 * RETENTION_MS + 3 * CHECK_INTERVAL_MS);
+    advanceTo(start, 2 * RETENTION_MS + 3 * CHECK_INTERVAL_MS);
     expect(await describedCode('e')).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
   });
 
-  test('groups a failing store brought back wait for the next check instead of failing the pass forever', async () => {
-    const store = new MemoryGroupStore();
-    store.deleteGroup = () => Promise.reject(new Error('log offline'));
+  test('groups whose expiry failed wait for the next check instead of failing the pass forever', async () => {
     // One group a turn, so the failures (and the groups' return) land while the pass is still running.
-    h = harness({}, { offsetStore: store, metadataStore: store, retentionCheckOffsetsPerTurn: 1 });
-    const start = h.time.monotonicMs();
+    await context({}, { retentionCheckOffsetsPerTurn: 1 });
+    const start = ctx.time.monotonicMs();
     for (const groupId of ['a', 'b', 'c']) await commitOutsideMembership(0, 1, groupId);
-    await advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
-    await settle(10);
-    expect(failures.sort()).toEqual(['a', 'b', 'c']);
-    expect(summaries.filter((summary) => summary.groupsExpired > 0)).toEqual([
+    ctx.writer.rejectAppendsWith = new Error('log offline');
+    advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
+    await ctx.until(() => ctx.retentionChecks.some((summary) => summary.groupsExpired > 0));
+    await ctx.untilExpiriesEnded(3);
+    expect([...ctx.offsetExpiryFailures].sort()).toEqual(['a', 'b', 'c']);
+    expect(ctx.retentionChecks.filter((summary) => summary.groupsExpired > 0)).toEqual([
       expect.objectContaining({ groupsChecked: 3, groupsExpired: 3 }),
     ]);
-    for (const groupId of ['a', 'b', 'c']) expect(await h.state(groupId)).toBe('Empty');
+    for (const groupId of ['a', 'b', 'c']) expect(await state(groupId)).toBe('Empty');
     expect(await committed('a')).toEqual(['t-0=1']);
     // The next check tries once more for each.
-    await advanceTo(start, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
-    await settle(10);
-    expect(failures).toHaveLength(6);
+    advanceTo(start, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
+    await ctx.untilExpiriesEnded(6);
+    expect(ctx.offsetExpiryFailures).toHaveLength(6);
   });
+
+  test('offsets whose expiry failed stay readable, and the next check removes them', async () => {
+    await context();
+    const start = ctx.time.monotonicMs();
+    await commitOutsideMembership(0, 1);
+    advanceTo(start, 30_000);
+    await commitOutsideMembership(1, 2);
+    advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
+    expect(ctx.tombstones()).toEqual([`${GROUP_ID} t-0`]);
+    ctx.failAppend(new Error('disk full'));
+    await ctx.untilExpiriesEnded(1);
+    expect(ctx.offsetExpiryFailures).toEqual([GROUP_ID]);
+    expect(await committed()).toEqual(['t-0=1', 't-1=2']);
+    advanceTo(start, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
+    await ctx.commitExpiries(2);
+    expect(await committed()).toEqual(['t-1=2']);
+    expect(ctx.offsetsExpired).toEqual([expiry(GROUP_ID, 1, false)]);
+  });
+
+  test('an expired group whose append failed comes back as it was, and still counts from when it emptied', async () => {
+    await context();
+    const emptiedAt = await emptiedGroupWithOffsets();
+    advanceTo(emptiedAt, RETENTION_MS + CHECK_INTERVAL_MS);
+    ctx.failAppend(new Error('disk full'));
+    await ctx.untilExpiriesEnded(1);
+    const described = await ctx.describe();
+    expect([described.groupState, described.protocolType]).toEqual(['Empty', 'consumer']);
+    // An admin resets an offset meanwhile (a commit outside membership, which an Empty group takes): it
+    // belongs to a group that has been Empty for longer than the retention, so it goes with the rest.
+    await commitOutsideMembership(2, 20);
+    advanceTo(emptiedAt, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
+    await ctx.commitExpiries(2);
+    expect(await committed()).toEqual([]);
+    expect(await describedCode()).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+  });
+});
+
+/**
+ * What the test context cannot stage (a store whose reads throw, a load held by hand), on the coordinator
+ * over its in-memory stores; its writes complete at once, and each test awaits the listener's events.
+ */
+describe('offset retention on a coordinator over its own stores', () => {
+  let h: GroupHarness;
+  let expiries: OffsetsExpired[];
+  let failures: string[];
+  let waiters: { isDue: () => boolean; wake: () => void }[];
+
+  beforeEach(() => {
+    expiries = [];
+    failures = [];
+    waiters = [];
+  });
+  afterEach(() => h.shutdown());
+
+  function harness(options: { offsetStore?: MemoryGroupStore } = {}): GroupHarness {
+    const wake = (): void => {
+      const due = waiters.filter((waiter) => waiter.isDue());
+      waiters = waiters.filter((waiter) => !due.includes(waiter));
+      for (const waiter of due) waiter.wake();
+    };
+    const listener: GroupCoordinatorListener = {
+      onOffsetsExpired: (groupId, partitions, isGroupRemoved) => {
+        expiries.push({ groupId, partitions, isGroupRemoved });
+        wake();
+      },
+      onOffsetExpiryFailed: (groupId) => {
+        failures.push(groupId);
+        wake();
+      },
+    };
+    const stores = options.offsetStore === undefined ? {} : { metadataStore: options.offsetStore };
+    h = new GroupHarness(RETENTION, { ...options, ...stores, listener });
+    return h;
+  }
+
+  function untilExpiries(count: number): Promise<void> {
+    const isDue = (): boolean => expiries.length >= count;
+    if (isDue()) return Promise.resolve();
+    return new Promise<void>((resolve) => waiters.push({ isDue, wake: resolve }));
+  }
+
+  async function commitOutside(groupId: string, offset: number): Promise<void> {
+    const codes = await h.commit({ groupId, memberId: '', generationId: -1 }, [
+      { topic: 't', partition: 0, offset },
+    ]);
+    expect(codes.get('t-0')).toBe(ErrorCode.NONE);
+  }
 
   test('a check that fails for one group goes on with the others, and the next check runs', async () => {
     const store = new MemoryGroupStore();
@@ -314,66 +416,39 @@ describe('offset retention (offsets.retention.minutes)', () => {
       if (isBroken && groupId === 'broken') throw new Error('unreadable');
       return list(groupId);
     };
-    h = harness({}, { offsetStore: store, metadataStore: store });
+    harness({ offsetStore: store });
     const start = h.time.monotonicMs();
-    await commitOutsideMembership(0, 1, 'broken');
-    await commitOutsideMembership(0, 2, 'fine');
-    await advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
+    await commitOutside('broken', 1);
+    await commitOutside('fine', 2);
+    h.advance(start + RETENTION_MS + CHECK_INTERVAL_MS - h.time.monotonicMs());
     expect(failures).toContain('broken');
-    expect(expiries).toEqual([{ groupId: 'fine', partitions: 1, isGroupRemoved: true }]);
+    await untilExpiries(1);
+    expect(expiries).toEqual([expiry('fine', 1, true)]);
     isBroken = false;
-    await advanceTo(start, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
+    h.advance(start + RETENTION_MS + 2 * CHECK_INTERVAL_MS - h.time.monotonicMs());
+    await untilExpiries(2);
     expect(expiries.map((e) => e.groupId)).toEqual(['fine', 'broken']);
   });
 
-  test('offsets a store failed to remove stay readable, and the next check removes them', async () => {
-    const store = harnessWithStore();
-    const start = h.time.monotonicMs();
-    await commitOutsideMembership(0, 1);
-    await advanceTo(start, 30_000);
-    await commitOutsideMembership(1, 2);
-    store.isDeferred = true;
-    await advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
-    expect(store.offsetDeletions).toEqual([`${GROUP_ID} t-0`]);
-    store.fail(new Error('disk full'));
-    await settle();
-    expect(failures).toEqual([GROUP_ID]);
-    expect(await committed()).toEqual(['t-0=1', 't-1=2']);
-    store.isDeferred = false;
-    await advanceTo(start, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
-    expect(await committed()).toEqual(['t-1=2']);
-    expect(expiries).toEqual([{ groupId: GROUP_ID, partitions: 1, isGroupRemoved: false }]);
-  });
-
   test('nothing expires while the coordinator is loading; the first check after the load does it', async () => {
-    h = harness();
-    const emptiedAt = await emptiedGroupWithOffsets();
+    harness();
+    const memberId = await h.stableSingleMemberGroup();
+    await h.commit({ memberId, generationId: 1 }, [
+      { topic: 't', partition: 0, offset: 10 },
+      { topic: 't', partition: 1, offset: 11 },
+    ]);
+    await h.leave([{ memberId }]);
+    expect(await h.state()).toBe('Empty');
+    const emptiedAt = h.time.monotonicMs();
     let finishLoad: () => void = () => undefined;
     const loaded = h.coordinator.load(new Promise<void>((resolve) => (finishLoad = resolve)));
-    await advanceTo(emptiedAt, RETENTION_MS + CHECK_INTERVAL_MS);
+    h.advance(RETENTION_MS + CHECK_INTERVAL_MS);
     expect(expiries).toEqual([]);
     finishLoad();
     await loaded;
-    await advanceTo(emptiedAt, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
-    expect(await committed()).toEqual([]);
-    expect(expiries).toEqual([{ groupId: GROUP_ID, partitions: 2, isGroupRemoved: true }]);
-  });
-
-  test('an expired group a store failed to delete comes back as it was, and still counts from when it emptied', async () => {
-    const store = harnessWithStore();
-    const emptiedAt = await emptiedGroupWithOffsets();
-    store.isDeferred = true;
-    await advanceTo(emptiedAt, RETENTION_MS + CHECK_INTERVAL_MS);
-    store.fail(new Error('disk full'));
-    await settle();
-    store.isDeferred = false;
-    const described = await h.describe();
-    expect([described.groupState, described.protocolType]).toEqual(['Empty', 'consumer']);
-    // An admin resets an offset meanwhile (a commit outside membership, which an Empty group takes): it
-    // belongs to a group that has been Empty for longer than the retention, so it goes with the rest.
-    await commitOutsideMembership(2, 20);
-    await advanceTo(emptiedAt, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
-    expect(await committed()).toEqual([]);
-    expect(await describedCode()).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+    h.advance(emptiedAt + RETENTION_MS + 2 * CHECK_INTERVAL_MS - h.time.monotonicMs());
+    await untilExpiries(1);
+    expect((await h.fetch(GROUP_ID)).topics).toEqual([]);
+    expect(expiries).toEqual([expiry(GROUP_ID, 2, true)]);
   });
 });

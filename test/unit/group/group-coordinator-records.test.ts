@@ -19,7 +19,6 @@ import {
   TEST_GROUP_CONFIG,
   Tracked,
   offsetCommitRequest,
-  settle,
 } from '../../support/group-harness';
 
 const CONTEXT = { clientHost: '/127.0.0.1' };
@@ -135,9 +134,8 @@ describe('a coordinator elected over a partition writer', () => {
     const writer = new FakePartitionWriter();
     await router.onElection(0, 0, writer);
     const commit = new Tracked(router.offsetCommit(offsetCommitRequest('g', 42), CONTEXT));
-    await settle();
-    expect(commit.isSettled).toBe(false);
-    // Written, not committed: the record is in the partition, the offset is not served yet.
+    // Written, not committed: the record is in the partition (the handler ran as the call was made), the
+    // offset is not served yet, and the commit is not answered.
     const record = writer.records.at(-1)!;
     expect(decodeKey(record.key!)).toEqual({
       type: OFFSET_COMMIT_KEY_TYPE,
@@ -147,20 +145,18 @@ describe('a coordinator elected over a partition writer', () => {
     });
     expect(decodeOffsetCommitValue(record.value!).committedOffset).toBe(42);
     expect(await fetchOffset('g')).toBe(-1);
+    expect(commit.isSettled).toBe(false);
     writer.releaseAppends();
-    await settle();
-    expect(commit.value?.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
+    expect((await commit.promise).topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
     expect(await fetchOffset('g')).toBe(42);
   });
 
   test('a commit the writer fails is answered with the code Kafka converts the failure to, and not applied', async () => {
     const writer = new FakePartitionWriter();
     await router.onElection(0, 0, writer);
-    const commit = new Tracked(router.offsetCommit(offsetCommitRequest('g', 42), CONTEXT));
-    await settle();
+    const commit = router.offsetCommit(offsetCommitRequest('g', 42), CONTEXT);
     writer.failAppend(new CohortError(ErrorCode.NOT_ENOUGH_REPLICAS, 'the ISR shrank'));
-    await settle();
-    expect(commit.value?.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    expect((await commit).topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     expect(await fetchOffset('g')).toBe(-1);
   });
 
@@ -171,10 +167,12 @@ describe('a coordinator elected over a partition writer', () => {
       const second = new FakePartitionWriter(1, 0);
       first.isLoadImmediate = false;
       void counted.onElection(0, 0, first, 2);
-      void counted.onElection(1, 0, second, 2);
+      const secondLoaded = counted.onElection(1, 0, second, 2);
       expect(counted.numPartitions).toBe(2);
       const loaded = new Tracked(counted.whenLoaded());
-      await settle();
+      // The second partition has loaded; the first, held, keeps whenLoaded waiting.
+      await secondLoaded;
+      expect([first.isLoaded, second.isLoaded]).toEqual([false, true]);
       expect(loaded.isSettled).toBe(false);
       first.releaseLoad();
       await loaded.promise;
@@ -188,8 +186,8 @@ describe('a coordinator elected over a partition writer', () => {
     const writer = new FakePartitionWriter(0, 1, [offsetRecord('g', 5)]);
     writer.isLoadImmediate = false;
     const loaded = router.onElection(0, 1, writer);
-    await settle();
-    // Replayed but not yet covered by the high watermark: nothing of it is read.
+    // Replayed (the election reads the partition as it is made) but not yet covered by the high
+    // watermark: nothing of it is read.
     expect([[...router.committedOffsets.groupIds()], router.committedOffsets.list('g')]).toEqual([[], []]);
     expect(router.committedOffsets.committedPartitions('g')).toBe(0);
     writer.releaseLoad();

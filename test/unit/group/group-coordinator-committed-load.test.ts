@@ -9,7 +9,6 @@ import {
   Tracked,
   joinRequest,
   offsetCommitRequest,
-  settle,
   syncRequest,
 } from '../../support/group-harness';
 import { BrokerHarness, fetched, until } from '../log/broker-harness';
@@ -107,10 +106,8 @@ describe('a coordinator that takes over records not yet committed', () => {
     await until(() => writers.get(0)?.isLoaded === true, "node 0's load");
     const coordinator = routers.get(0)!;
     const joined = join(coordinator);
-    await settle();
     h.time.advance(GROUP_INITIAL_REBALANCE_DELAY_MS);
-    await settle();
-    const { memberId, generationId, errorCode } = joined.result;
+    const { memberId, generationId, errorCode } = await joined.promise;
     expect([errorCode, generationId]).toEqual([ErrorCode.NONE, 1]);
     const synced = new Tracked(
       coordinator.syncGroup(
@@ -125,10 +122,9 @@ describe('a coordinator that takes over records not yet committed', () => {
       ),
     );
     const committed = new Tracked(commit(coordinator, 5));
-    await settle();
-    expect([synced.isSettled, committed.isSettled]).toEqual([false, false]);
     const partition = zero.getPartition(KEY)!;
-    expect(partition.logEndOffset).toBe(2);
+    await until(() => partition.logEndOffset === 2, 'the group record and the commit in the log');
+    expect([synced.isSettled, committed.isSettled]).toEqual([false, false]);
     const data = fetched(
       await zero.fetch({
         replicaId: 1,
@@ -162,7 +158,7 @@ describe('a coordinator that takes over records not yet committed', () => {
   test('its group and offset requests get COORDINATOR_LOAD_IN_PROGRESS until the HW covers the load; then they are served', async () => {
     const { one, memberId } = await takeOver();
     const coordinator = routers.get(1)!;
-    await settle();
+    await until(() => coordinator.isLeading(0), "node 1's election");
     const inProgress = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
     // The log is replayed, the generation and the commit are in the store's view, but not committed.
     expect(await fetchOffset(coordinator)).toEqual([inProgress, undefined]);
@@ -172,10 +168,9 @@ describe('a coordinator that takes over records not yet committed', () => {
     expect(coordinator.isLeading(0)).toBe(true);
     // Follower 2 gets the records, then asks for what follows: the HW reaches 2, the load ends.
     await followerFetch(one, 0);
-    await settle();
     expect((await describe(coordinator))[0]).toBe(inProgress);
     await followerFetch(one, 2);
-    await settle();
+    await coordinator.whenLoaded();
     expect(await describe(coordinator)).toEqual([ErrorCode.NONE, 'Stable', 1, 1]);
     expect(await fetchOffset(coordinator)).toEqual([ErrorCode.NONE, 5]);
     expect(one.numDelayedProduce).toBe(0);
@@ -184,13 +179,12 @@ describe('a coordinator that takes over records not yet committed', () => {
   test('a resignation during the wait: NOT_COORDINATOR from then on, nothing left parked or loaded', async () => {
     const { one } = await takeOver();
     const coordinator = routers.get(1)!;
-    await settle();
+    // The load waits for the high watermark to cover what it replayed.
+    await until(() => one.numDelayedProduce === 1, "node 1's load waiting for the high watermark");
     expect((await describe(coordinator))[0]).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
-    expect(one.numDelayedProduce).toBe(1);
     h.cluster.elect(TOPIC, 0, 2, [2]);
-    await settle();
+    await until(() => !coordinator.isLeading(0), "node 1's resignation");
     expect(one.numDelayedProduce).toBe(0);
-    expect(coordinator.isLeading(0)).toBe(false);
     expect(await fetchOffset(coordinator)).toEqual([ErrorCode.NOT_COORDINATOR, undefined]);
     expect((await describe(coordinator))[0]).toBe(ErrorCode.NOT_COORDINATOR);
     expect(coordinator.numGroups).toBe(0);

@@ -205,10 +205,9 @@ class RouterHarness {
     );
   }
 
-  async commit(groupId: string, offset: number): Promise<ErrorCode> {
-    const call = this.sendCommit(groupId, offset);
-    await settle();
-    return call.result;
+  /** A commit outside any membership, answered (its store must not be holding writes). */
+  commit(groupId: string, offset: number): Promise<ErrorCode> {
+    return this.sendCommit(groupId, offset).promise;
   }
 
   async fetch(groupId: string): Promise<{ errorCode: ErrorCode; offset: number | undefined }> {
@@ -613,20 +612,19 @@ describe('resignation', () => {
   test('an OffsetCommit waiting for the store is answered NOT_COORDINATOR; its late failure touches nothing', async () => {
     const h = harness();
     const store = new MemoryGroupStore();
-    h.router.onElectionWithStores(0, 0, storesOn(store));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(store));
     store.isDeferred = true;
     const commit = h.sendCommit(GROUP_A, 7);
-    await settle();
+    expect(store.pending).toHaveLength(1);
     expect(commit.isSettled).toBe(false);
     h.router.onResignation(0, 0);
-    await settle();
-    expect(commit.result).toBe(ErrorCode.NOT_COORDINATOR);
-    h.router.onElectionWithStores(0, 1, storesOn(new MemoryGroupStore()));
-    await settle();
+    expect(await commit.promise).toBe(ErrorCode.NOT_COORDINATOR);
+    await h.router.onElectionWithStores(0, 1, storesOn(new MemoryGroupStore()));
     expect(await h.commit(GROUP_A, 8)).toBe(ErrorCode.NONE);
+    // The deposed write fails late; the new shard's state is its own.
+    const lateFailure = store.pendingOutcome(0);
     store.fail(new CohortError(ErrorCode.NOT_LEADER_OR_FOLLOWER, 'deposed'));
-    await settle();
+    await lateFailure;
     expect((await h.fetch(GROUP_A)).offset).toBe(8);
     expect(await h.describe(GROUP_A)).toMatchObject({ errorCode: ErrorCode.NONE, state: 'Empty' });
   });
@@ -634,14 +632,11 @@ describe('resignation', () => {
   test("a store's NOT_LEADER_OR_FOLLOWER reaches the client as NOT_COORDINATOR", async () => {
     const h = harness();
     const store = new MemoryGroupStore();
-    h.router.onElectionWithStores(0, 0, storesOn(store));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(store));
     store.isDeferred = true;
     const commit = h.sendCommit(GROUP_A, 7);
-    await settle();
     store.fail(new CohortError(ErrorCode.NOT_LEADER_OR_FOLLOWER, 'deposed'));
-    await settle();
-    expect(commit.result).toBe(ErrorCode.NOT_COORDINATOR);
+    expect(await commit.promise).toBe(ErrorCode.NOT_COORDINATOR);
   });
 
   test("a member's heartbeat stream hears NOT_COORDINATOR; another shard's members hear nothing", async () => {
@@ -830,9 +825,8 @@ test('maxGroups bounds the node, over every shard', async () => {
     numPartitions: NUM_PARTITIONS,
   });
   try {
-    router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
-    await settle();
+    await router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    await router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
     const commit = (groupId: string): Promise<ErrorCode> =>
       router
         .offsetCommit(h.commitRequest(groupId, 1), CONTEXT)
@@ -866,9 +860,8 @@ test('shutdown answers the parked calls of every shard COORDINATOR_NOT_AVAILABLE
 test('one retention check covers every serving shard; a loading shard joins once loaded', async () => {
   const summaries: number[] = [];
   const h = harness({ onOffsetRetentionCheckCompleted: (summary) => summaries.push(summary.groupsExpired) });
-  h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-  h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
-  await settle();
+  await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+  await h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
   expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
   expect(await h.commit(GROUP_B, 1)).toBe(ErrorCode.NONE);
   const GROUP_C = groupOn(2);
@@ -886,18 +879,17 @@ test('one retention check covers every serving shard; a loading shard joins once
     },
   ]);
   const loadingC = deferred();
-  h.router.onElectionWithStores(2, 0, storesOn(storeC, loadingC.promise));
-  // The one check the retention timer runs (its interval has passed many times over, checks never overlap).
+  const loadedC = h.router.onElectionWithStores(2, 0, storesOn(storeC, loadingC.promise));
+  // The one check the retention timer runs (its interval has passed many times over, checks never overlap);
+  // it runs inside the advance, and removes the groups it expires at once.
   h.advance(TEST_GROUP_CONFIG.offsetsRetentionMinutes * 60_000);
-  await settle();
   expect(summaries).toEqual([2]);
   expect((await h.describe(GROUP_A)).state).toBe('Dead');
   expect((await h.describe(GROUP_B)).state).toBe('Dead');
   loadingC.resolve();
-  await settle();
+  await loadedC;
   expect((await h.describe(GROUP_C)).state).toBe('Empty');
   h.advance(TEST_GROUP_CONFIG.offsetsRetentionCheckIntervalMs);
-  await settle();
   expect(summaries).toEqual([2, 1]);
   expect((await h.describe(GROUP_C)).state).toBe('Dead');
 });

@@ -11,6 +11,8 @@ interface PendingWrite {
   readonly apply: () => void;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
+  /** The write's promise, settled or not, as its caller got it. */
+  readonly outcome: Promise<void>;
 }
 
 /**
@@ -36,6 +38,19 @@ export class MemoryGroupStore implements OffsetStore, GroupMetadataStore {
       write.apply();
       write.resolve();
     }
+  }
+
+  /**
+   * Resolves once the pending write at `index` has settled, however (a test awaits a write whose caller
+   * is gone, and whose callbacks, attached when it was made, have run by then).
+   */
+  pendingOutcome(index: number): Promise<void> {
+    const write = this.pending[index];
+    if (write === undefined) throw new Error(`no pending write at ${index}`);
+    return write.outcome.then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /** Fails the oldest pending write. */
@@ -105,6 +120,13 @@ export class MemoryGroupStore implements OffsetStore, GroupMetadataStore {
       apply();
       return Promise.resolve();
     }
-    return new Promise<void>((resolve, reject) => this.pending.push({ apply, resolve, reject }));
+    let resolve!: () => void;
+    let reject!: (error: unknown) => void;
+    const outcome = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.pending.push({ apply, resolve, reject, outcome });
+    return outcome;
   }
 }

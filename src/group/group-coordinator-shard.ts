@@ -22,7 +22,7 @@ import type {
 } from './group-protocol';
 import { EMPTY_BUFFER, joinError, syncError } from './group-responses';
 import type { GroupState } from './group-state';
-import type { GroupDeletion, GroupShardState, StoreWait, WriteOperation } from './group-shard-state';
+import type { GroupDeletion, GroupShardState, WriteOperation } from './group-shard-state';
 import type { GroupStats } from './group-stats';
 import { InMemoryOffsetStore } from './in-memory-offset-store';
 import { MemberMetadata } from './member-metadata';
@@ -73,8 +73,6 @@ export class GroupCoordinatorShard implements GroupShardState {
   readonly metadataStore: GroupMetadataStore | undefined;
   /** The distinct stores a group's deletion goes to (one when one object is both). */
   readonly groupStores: readonly GroupDeletion[];
-  /** DeleteGroups waiting for the stores; unload answers them. */
-  readonly storeWaits = new Set<StoreWait>();
   /** Writes whose records are being appended, each with what ends it with a code; unload ends them. */
   private readonly pendingWrites = new Set<(errorCode: ErrorCode, cause?: unknown) => void>();
   readonly membership: GroupMembership;
@@ -366,38 +364,44 @@ export class GroupCoordinatorShard implements GroupShardState {
     }
     if (deleted.length === 0) return Promise.resolve(results);
 
-    // Answer once every store has dropped what it had of every deleted group.
-    const call = new ParkedCall<DeletableGroupResult[]>(this.runtime.dispatcher, undefined, undefined);
-    let remaining = deleted.length * this.groupStores.length;
-    const wait: StoreWait = {
-      abandon: (code) => {
-        for (const result of deleted) result.errorCode = code;
-        call.complete(results);
-      },
-    };
-    this.storeWaits.add(wait);
-    const done = (): void => {
-      if (--remaining > 0 || call.isDone) return;
-      this.storeWaits.delete(wait);
-      call.complete(results);
-    };
-    for (const result of deleted) {
-      for (const store of this.groupStores) {
-        const removal = callStore(() => store.deleteGroup(result.groupId));
-        removal.then(done, (error: unknown) => {
-          if (!call.isDone) {
-            result.errorCode = storeErrorCode(error);
-            // What the store kept (offsets, metadata) still belongs to a group.
-            const removed = removedGroups.get(result.groupId);
-            if (this.isActive && !this.groups.has(result.groupId) && removed !== undefined) {
-              this.bringBackEmptyGroup(removed);
-            }
-          }
-          done();
-        });
-      }
-    }
-    return call.promise;
+    // One write per deleted group, as each store writes one batch of tombstones per group; the answer goes
+    // once every one has ended.
+    let unloadCode: ErrorCode | undefined;
+    const writes = deleted.map((result) => {
+      const removed = removedGroups.get(result.groupId) as EmptyGroupSnapshot;
+      return this.scheduleWriteOperation<ErrorCode>(
+        { records: [result.groupId], response: ErrorCode.NONE },
+        {
+          append: () => this.deleteGroupRecords(result.groupId),
+          onCommitted: () => undefined,
+          onFailed: (code, cause) => {
+            if (cause === undefined) unloadCode = code;
+            // What a store kept (offsets, metadata) still belongs to a group.
+            else if (!this.groups.has(result.groupId)) this.bringBackEmptyGroup(removed);
+            return code;
+          },
+        },
+        undefined,
+        undefined,
+      );
+    });
+    return Promise.all(writes).then((codes) => {
+      // An unload that ended one of the writes answers the whole request with its code.
+      deleted.forEach((result, i) => (result.errorCode = unloadCode ?? codes[i]!));
+      return results;
+    });
+  }
+
+  /**
+   * Every store drops what it has of the group (its record, its offsets: one batch of tombstones each).
+   * Resolves once all of them are committed; rejects, once every store has answered, with the first
+   * failure.
+   */
+  deleteGroupRecords(groupId: string): Promise<void> {
+    const removals = this.groupStores.map((store) => callStore(() => store.deleteGroup(groupId)));
+    return Promise.allSettled(removals).then((outcomes) => {
+      for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+    });
   }
 
   /**
@@ -593,8 +597,6 @@ export class GroupCoordinatorShard implements GroupShardState {
       purgatory.cancelForKey(group.syncKey);
     }
     for (const fail of [...this.pendingWrites]) fail(errorCode);
-    for (const wait of [...this.storeWaits]) wait.abandon(errorCode);
-    this.storeWaits.clear();
     if (isResignation) this.groups.clear();
   }
 }

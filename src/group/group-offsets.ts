@@ -1,6 +1,5 @@
 import { ErrorCode } from '../errors';
 import { isLegalTopicName } from './check-request';
-import { callStore } from './call-store';
 import type { CoordinatorResult } from './coordinator-result';
 import { INVALID_OFFSET } from './group-coordinator-options';
 import type { GroupCoordinatorRuntime } from './group-coordinator-runtime';
@@ -355,10 +354,7 @@ export class GroupOffsets {
       { records, response: undefined },
       {
         // Each store writes the tombstones of what it has of the group (the group's record, its offsets).
-        append: () =>
-          Promise.all(
-            this.shard.groupStores.map((store) => callStore(() => store.deleteGroup(groupId))),
-          ).then(() => undefined),
+        append: () => this.shard.deleteGroupRecords(groupId),
         onCommitted: () => this.runtime.listener?.onOffsetsExpired?.(groupId, expired.length, true),
         onFailed: (_code, cause) => {
           if (!this.shard.isActive) return undefined;

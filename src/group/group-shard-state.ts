@@ -8,11 +8,6 @@ import type { MemberMetadata } from './member-metadata';
 import type { OffsetStore } from './offset-store';
 import type { CallCancellation } from './parked-call';
 
-/** A DeleteGroups waiting for the stores; unloading the shard answers it at once with the unload's code. */
-export interface StoreWait {
-  abandon(errorCode: ErrorCode): void;
-}
-
 /**
  * How the runtime writes one handler's result (`scheduleWriteOperation`): `append` writes the records and
  * resolves once they are committed; `onCommitted` replays them into the state readers see; `onFailed`
@@ -43,7 +38,7 @@ export interface GroupShardState {
   readonly groups: Map<string, GroupMetadata>;
   readonly offsetStore: OffsetStore;
   readonly groupStores: readonly GroupDeletion[];
-  readonly storeWaits: Set<StoreWait>;
+  deleteGroupRecords(groupId: string): Promise<void>;
   readonly isActive: boolean;
   readonly availability: ErrorCode;
   scheduleWriteOperation<Response>(

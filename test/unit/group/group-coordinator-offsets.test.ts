@@ -388,3 +388,51 @@ describe('an OffsetCommit between its append and its commit', () => {
     expect(await ctx.fetchOffset('restored', 't', 0)).toBe(9);
   });
 });
+
+describe('a DeleteGroups between its append and its commit', () => {
+  beforeEach(async () => {
+    ctx = await CoordinatorTestContext.create();
+  });
+
+  test('writes the tombstones of the group and of its offsets, and is answered once they are committed', async () => {
+    await ctx.commitOffsetsAndAnswer(OUTSIDE, [{ ...TP, offset: 3 }]);
+    const deleted = ctx.call(() => ctx.router.deleteGroups({ groupsNames: [GROUP_ID] }, { clientHost: 'h' }));
+    expect(deleted.records.map((r) => [r.key, r.value])).toEqual([
+      [{ type: 2, groupId: GROUP_ID }, null],
+      [{ type: 1, groupId: GROUP_ID, topic: 'topic', partition: 0 }, null],
+    ]);
+    // The group is gone at once; its offset is read until the tombstones are committed.
+    expect((await ctx.describe()).errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+    expect(await ctx.fetchOffset(GROUP_ID, 'topic', 0)).toBe(3);
+    expect(deleted.answer.isSettled).toBe(false);
+    ctx.commit();
+    expect((await deleted.answer.promise).results).toEqual([
+      { groupId: GROUP_ID, errorCode: ErrorCode.NONE },
+    ]);
+    expect(await ctx.fetchOffset(GROUP_ID, 'topic', 0)).toBe(-1);
+  });
+
+  test('an append that fails answers its code and brings the group back, Empty, with its offsets', async () => {
+    await ctx.commitOffsetsAndAnswer(OUTSIDE, [{ ...TP, offset: 3 }]);
+    const deleted = ctx.call(() => ctx.router.deleteGroups({ groupsNames: [GROUP_ID] }, { clientHost: 'h' }));
+    ctx.failAppend(new CohortError(ErrorCode.NOT_ENOUGH_REPLICAS));
+    expect((await deleted.answer.promise).results).toEqual([
+      { groupId: GROUP_ID, errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE },
+    ]);
+    expect(await ctx.describe()).toMatchObject({ errorCode: ErrorCode.NONE, groupState: 'Empty' });
+    expect(await ctx.fetchOffset(GROUP_ID, 'topic', 0)).toBe(3);
+  });
+
+  test('a resignation answers every group of a pending DeleteGroups NOT_COORDINATOR at once', async () => {
+    await ctx.commitOffsetsAndAnswer({ ...OUTSIDE, groupId: 'a' }, [{ ...TP, offset: 1 }]);
+    await ctx.commitOffsetsAndAnswer({ ...OUTSIDE, groupId: 'b' }, [{ ...TP, offset: 1 }]);
+    const deleted = ctx.call(() => ctx.router.deleteGroups({ groupsNames: ['a', 'b'] }, { clientHost: 'h' }));
+    expect(ctx.pendingAppends).toBe(2);
+    ctx.writer.resign();
+    ctx.router.onResignation(0, 0);
+    expect((await deleted.answer.promise).results).toEqual([
+      { groupId: 'a', errorCode: ErrorCode.NOT_COORDINATOR },
+      { groupId: 'b', errorCode: ErrorCode.NOT_COORDINATOR },
+    ]);
+  });
+});

@@ -374,8 +374,8 @@ export class GroupCoordinatorShard implements GroupShardState {
         {
           append: () => this.deleteGroupRecords(result.groupId),
           onCommitted: () => undefined,
-          onFailed: (code, cause) => {
-            if (cause === undefined) unloadCode = code;
+          onFailed: (code) => {
+            if (!this.isActive) unloadCode = code;
             // What a store kept (offsets, metadata) still belongs to a group.
             else if (!this.groups.has(result.groupId)) this.bringBackEmptyGroup(removed);
             return code;

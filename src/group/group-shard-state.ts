@@ -12,8 +12,9 @@ import type { CallCancellation } from './parked-call';
  * How the runtime writes one handler's result (`scheduleWriteOperation`): `append` writes the records and
  * resolves once they are committed; `onCommitted` replays them into the state readers see; `onFailed`
  * reverts the handler's change and gives the response for the code the client gets (`cause`: what the
- * append was rejected with; undefined when the shard was unloaded first, and then the shard is no longer
- * active: there is nothing to revert for a successor that replays the log).
+ * append was rejected with, for reporting). When the shard was unloaded first, `onFailed` gets the unload's
+ * code and no cause, and the shard is no longer active: there is nothing to revert for a successor that
+ * replays the log.
  */
 export interface WriteOperation<Response> {
   append(): Promise<void>;

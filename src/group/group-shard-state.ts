@@ -38,10 +38,9 @@ export interface GroupShardState {
   readonly time: Time;
   readonly groups: Map<string, GroupMetadata>;
   readonly offsetStore: OffsetStore;
-  readonly groupStores: readonly GroupDeletion[];
-  deleteGroupRecords(groupId: string): Promise<void>;
   readonly isActive: boolean;
   readonly availability: ErrorCode;
+  deleteGroupRecords(groupId: string): Promise<void>;
   scheduleWriteOperation<Response>(
     result: CoordinatorResult<Response, unknown>,
     operation: WriteOperation<Response>,

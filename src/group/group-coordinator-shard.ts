@@ -398,6 +398,8 @@ export class GroupCoordinatorShard implements GroupShardState {
    * failure.
    */
   deleteGroupRecords(groupId: string): Promise<void> {
+    const stores = this.groupStores;
+    if (stores.length === 1) return callStore(() => stores[0]!.deleteGroup(groupId));
     const removals = this.groupStores.map((store) => callStore(() => store.deleteGroup(groupId)));
     return Promise.allSettled(removals).then((outcomes) => {
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
@@ -418,8 +420,7 @@ export class GroupCoordinatorShard implements GroupShardState {
    *   whatever the log kept.
    *
    * A result without records is answered at once. The caller may go away meanwhile (`abortedResponse`,
-   * ParkedCall): the write goes on, since the change is made. A write nobody waits for (retention's) has
-   * no caller and an undefined response.
+   * ParkedCall): the write goes on, since the change is made.
    */
   scheduleWriteOperation<Response>(
     result: CoordinatorResult<Response, unknown>,
@@ -429,12 +430,29 @@ export class GroupCoordinatorShard implements GroupShardState {
   ): Promise<Response> {
     if (result.records.length === 0) return Promise.resolve(result.response);
     const call = new ParkedCall<Response>(this.runtime.dispatcher, caller, abortedResponse);
+    this.write(result, operation, (response) => call.complete(response));
+    return call.promise;
+  }
+
+  /**
+   * A write nobody waits for (retention's expiries): as scheduleWriteOperation, without an answer to
+   * park and deliver, for a pass may write ten thousand of them in a few turns.
+   */
+  scheduleInternalWriteOperation(records: readonly unknown[], operation: WriteOperation<void>): void {
+    if (records.length > 0) this.write({ records, response: undefined }, operation, ignoreAnswer);
+  }
+
+  private write<Response>(
+    result: CoordinatorResult<Response, unknown>,
+    operation: WriteOperation<Response>,
+    answer: (response: Response) => void,
+  ): void {
     let isEnded = false;
     const fail = (errorCode: ErrorCode, cause?: unknown): void => {
       if (isEnded) return;
       isEnded = true;
       this.pendingWrites.delete(fail);
-      call.complete(operation.onFailed(errorCode, cause));
+      answer(operation.onFailed(errorCode, cause));
     };
     this.pendingWrites.add(fail);
     callStore(() => operation.append()).then(
@@ -443,11 +461,10 @@ export class GroupCoordinatorShard implements GroupShardState {
         isEnded = true;
         this.pendingWrites.delete(fail);
         operation.onCommitted();
-        call.complete(result.response);
+        answer(result.response);
       },
       (error: unknown) => fail(storeErrorCode(error), error),
     );
-    return call.promise;
   }
 
   createGroup(groupId: string): GroupMetadata {
@@ -600,6 +617,8 @@ export class GroupCoordinatorShard implements GroupShardState {
     if (isResignation) this.groups.clear();
   }
 }
+
+function ignoreAnswer(): void {}
 
 export function describedError(
   groupId: string,

@@ -20,12 +20,6 @@ import type { OffsetCommitRecord, TopicPartition } from './offset-store';
 import type { RetentionTally } from './offset-retention-check';
 import { UncommittedOffsets } from './uncommitted-offsets';
 
-/**
- * What retention writes: tombstones, of an offset (group, topic and partition) or of a group's metadata
- * (group id alone); the stores encode them (CoordinatorRecordStore.deleteOffsets, deleteGroup).
- */
-type RetentionRecord = (TopicPartition & { readonly groupId: string }) | { readonly groupId: string };
-
 /** An OffsetCommit handler's result, with the response its caller gets should the append fail. */
 export interface OffsetCommitResult extends CoordinatorResult<OffsetCommitResponse, OffsetCommitRecord> {
   /** The response for a failed append: `errorCode` for the accepted partitions, refused ones keep theirs. */
@@ -314,12 +308,17 @@ export class GroupOffsets {
         : group.currentStateTimestampMs + retentionMs;
     if (nowMs < notBeforeMs && this.shard.offsetStore.hasOffsets(groupId)) return 0;
     const offsets = this.shard.offsetStore.list(groupId);
+    // Looked up once: a group with a commit in flight while retention lists it is rare.
+    const hasUncommitted = this.uncommitted.size(groupId) > 0;
     const expired: TopicPartition[] = [];
     let nextExpiryMs = Number.POSITIVE_INFINITY;
     for (const { topic, partition, offset } of offsets) {
       const sinceMs =
         group.protocolType === undefined ? offset.commitTimestampMs : group.currentStateTimestampMs;
-      if (nowMs - sinceMs >= retentionMs && !this.uncommitted.has(groupId, topic, partition)) {
+      if (
+        nowMs - sinceMs >= retentionMs &&
+        !(hasUncommitted && this.uncommitted.has(groupId, topic, partition))
+      ) {
         expired.push({ topic, partition });
       } else {
         nextExpiryMs = Math.min(nextExpiryMs, sinceMs + retentionMs);
@@ -328,9 +327,9 @@ export class GroupOffsets {
     group.offsetsExpireNotBeforeMs = nextExpiryMs;
     tally.offsetsListed += offsets.length;
     tally.offsetsExpired += expired.length;
-    if (expired.length === offsets.length && this.uncommitted.size(groupId) === 0 && group.numPending === 0) {
+    if (expired.length === offsets.length && !hasUncommitted && group.numPending === 0) {
       tally.groupsExpired++;
-      this.expireGroup(group, expired);
+      this.expireGroup(group, expired.length);
     } else if (expired.length > 0) {
       this.expireOffsets(group, expired);
     }
@@ -343,30 +342,25 @@ export class GroupOffsets {
    * expiry once they are committed. Should the append fail, what a store kept still belongs to a group:
    * the group comes back Empty and the next check tries again.
    */
-  private expireGroup(group: GroupMetadata, expired: readonly TopicPartition[]): void {
+  private expireGroup(group: GroupMetadata, partitions: number): void {
     const { groupId } = group;
     const removed = emptyGroupSnapshot(group);
     this.shard.deleteGroup(group);
     this.runtime.notifyWatchers(groupId, 'group-expired');
-    const records: RetentionRecord[] = [{ groupId }];
-    for (const { topic, partition } of expired) records.push({ groupId, topic, partition });
-    void this.shard.scheduleWriteOperation(
-      { records, response: undefined },
-      {
-        // Each store writes the tombstones of what it has of the group (the group's record, its offsets).
-        append: () => this.shard.deleteGroupRecords(groupId),
-        onCommitted: () => this.runtime.listener?.onOffsetsExpired?.(groupId, expired.length, true),
-        onFailed: (_code, cause) => {
-          if (!this.shard.isActive) return undefined;
-          // What a store kept still belongs to a group: back as it was, and the next check tries again.
-          if (!this.shard.groups.has(groupId)) this.shard.bringBackEmptyGroup(removed);
-          this.runtime.listener?.onOffsetExpiryFailed?.(groupId, cause);
-          return undefined;
-        },
+    // One record stands for the group's deletion: each store writes the tombstones of what it has of the
+    // group. Neither a record per offset nor the expired list is kept while the write is in flight: an
+    // expiry pass may remove a million offsets, and what a turn keeps alive its scavenges promote.
+    this.shard.scheduleInternalWriteOperation([groupId], {
+      append: () => this.shard.deleteGroupRecords(groupId),
+      onCommitted: () => this.runtime.listener?.onOffsetsExpired?.(groupId, partitions, true),
+      onFailed: (_code, cause) => {
+        if (!this.shard.isActive) return undefined;
+        // What a store kept still belongs to a group: back as it was, and the next check tries again.
+        if (!this.shard.groups.has(groupId)) this.shard.bringBackEmptyGroup(removed);
+        this.runtime.listener?.onOffsetExpiryFailed?.(groupId, cause);
+        return undefined;
       },
-      undefined,
-      undefined,
-    );
+    });
   }
 
   /**
@@ -375,23 +369,18 @@ export class GroupOffsets {
    */
   private expireOffsets(group: GroupMetadata, expired: readonly TopicPartition[]): void {
     const { groupId } = group;
-    const records: RetentionRecord[] = expired.map(({ topic, partition }) => ({ groupId, topic, partition }));
-    void this.shard.scheduleWriteOperation(
-      { records, response: undefined },
-      {
-        append: () => this.shard.offsetStore.deleteOffsets(groupId, expired),
-        onCommitted: () => this.runtime.listener?.onOffsetsExpired?.(groupId, expired.length, false),
-        onFailed: (_code, cause) => {
-          if (!this.shard.isActive) return undefined;
-          // They are still there, and the bound the check left does not count them: list the group again.
-          group.offsetsExpireNotBeforeMs = 0;
-          this.runtime.listener?.onOffsetExpiryFailed?.(groupId, cause);
-          return undefined;
-        },
+    // The records are the expired partitions' tombstones, which the offset store encodes.
+    this.shard.scheduleInternalWriteOperation(expired, {
+      append: () => this.shard.offsetStore.deleteOffsets(groupId, expired),
+      onCommitted: () => this.runtime.listener?.onOffsetsExpired?.(groupId, expired.length, false),
+      onFailed: (_code, cause) => {
+        if (!this.shard.isActive) return undefined;
+        // They are still there, and the bound the check left does not count them: list the group again.
+        group.offsetsExpireNotBeforeMs = 0;
+        this.runtime.listener?.onOffsetExpiryFailed?.(groupId, cause);
+        return undefined;
       },
-      undefined,
-      undefined,
-    );
+    });
   }
 }
 

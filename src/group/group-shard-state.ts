@@ -47,6 +47,7 @@ export interface GroupShardState {
     caller: CallCancellation | undefined,
     abortedResponse: Response | undefined,
   ): Promise<Response>;
+  scheduleInternalWriteOperation(records: readonly unknown[], operation: WriteOperation<void>): void;
   createGroup(groupId: string): GroupMetadata;
   bringBackEmptyGroup(removed: EmptyGroupSnapshot): void;
   deleteGroup(group: GroupMetadata): void;

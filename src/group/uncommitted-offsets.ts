@@ -1,10 +1,5 @@
 import type { TopicPartition } from './offset-store';
 
-interface Entry extends TopicPartition {
-  /** Writes in flight that carry an offset of this partition. */
-  writes: number;
-}
-
 /**
  * The partitions of a shard's groups that have an offset written but not yet committed: what separates
  * the offsets as written (Kafka's timeline at its latest epoch) from the offsets as committed (the offset
@@ -18,43 +13,49 @@ interface Entry extends TopicPartition {
  * before its group was deleted still lands in the log, and counts for the group of that id.
  */
 export class UncommittedOffsets {
-  // groupId → "topic\0partition" → entry
-  private readonly groups = new Map<string, Map<string, Entry>>();
+  // groupId → "topic\0partition" → writes in flight that carry an offset of it. Counts, not objects: a
+  // commit adds and removes one entry per partition, on the hot path.
+  private readonly groups = new Map<string, Map<string, number>>();
 
   add(groupId: string, partitions: readonly TopicPartition[]): void {
     if (partitions.length === 0) return;
-    let entries = this.groups.get(groupId);
-    if (entries === undefined) {
-      entries = new Map();
-      this.groups.set(groupId, entries);
+    let writes = this.groups.get(groupId);
+    if (writes === undefined) {
+      writes = new Map();
+      this.groups.set(groupId, writes);
     }
     for (const { topic, partition } of partitions) {
       const key = partitionKey(topic, partition);
-      const entry = entries.get(key);
-      if (entry === undefined) entries.set(key, { topic, partition, writes: 1 });
-      else entry.writes++;
+      writes.set(key, (writes.get(key) ?? 0) + 1);
     }
   }
 
   /** Ends one write of each of `partitions` (as `add` counted them). */
   remove(groupId: string, partitions: readonly TopicPartition[]): void {
-    const entries = this.groups.get(groupId);
-    if (entries === undefined) return;
+    const writes = this.groups.get(groupId);
+    if (writes === undefined) return;
     for (const { topic, partition } of partitions) {
       const key = partitionKey(topic, partition);
-      const entry = entries.get(key);
-      if (entry !== undefined && --entry.writes === 0) entries.delete(key);
+      const count = writes.get(key);
+      if (count === undefined) continue;
+      if (count > 1) writes.set(key, count - 1);
+      else writes.delete(key);
     }
-    if (entries.size === 0) this.groups.delete(groupId);
+    if (writes.size === 0) this.groups.delete(groupId);
   }
 
   has(groupId: string, topic: string, partition: number): boolean {
     return this.groups.get(groupId)?.has(partitionKey(topic, partition)) === true;
   }
 
-  /** Partitions of the group with a write in flight, each once. */
-  partitions(groupId: string): Iterable<TopicPartition> {
-    return this.groups.get(groupId)?.values() ?? [];
+  /** Partitions of the group with a write in flight, each once (read only when a group nears its limit). */
+  *partitions(groupId: string): Iterable<TopicPartition> {
+    const writes = this.groups.get(groupId);
+    if (writes === undefined) return;
+    for (const key of writes.keys()) {
+      const at = key.lastIndexOf('\u0000');
+      yield { topic: key.slice(0, at), partition: Number(key.slice(at + 1)) };
+    }
   }
 
   /** How many partitions of the group have a write in flight; O(1). */

@@ -31,8 +31,12 @@ import {
 import { ManualTime } from '../../src/time';
 import { FakePartitionWriter } from './fake-partition-writer';
 import {
+  codesOf,
+  type Committer,
   CONTEXT,
   GROUP_ID,
+  offsetCommitRequestOf,
+  type OffsetToCommit,
   type JoinOptions,
   joinRequest,
   syncRequest,
@@ -62,23 +66,6 @@ export interface OffsetsExpired {
 export interface CoordinatorCall<Response> {
   readonly records: readonly AppendedRecord[];
   readonly answer: Tracked<Response>;
-}
-
-/** An offset to commit, as tests write them. */
-export interface OffsetToCommit {
-  readonly topic: string;
-  readonly partition: number;
-  readonly offset: number;
-  readonly metadata?: string;
-  readonly leaderEpoch?: number;
-}
-
-/** Who commits: a member of a generation, or -1 and no member for a commit outside the group protocol. */
-export interface Committer {
-  readonly groupId?: string;
-  readonly memberId: string;
-  readonly generationId: number;
-  readonly groupInstanceId?: string;
 }
 
 /** An offset commit record of `groupId`, as the coordinator writes it (to seed a partition). */
@@ -367,42 +354,6 @@ export class CoordinatorTestContext {
 }
 
 /** An OffsetCommit request of `offsets`, grouped by topic in the order given. */
-export function offsetCommitRequestOf(
-  committer: Committer,
-  offsets: readonly OffsetToCommit[],
-): OffsetCommitRequest {
-  const byTopic = new Map<string, OffsetCommitRequest['topics'][number]>();
-  for (const { topic, partition, offset, metadata, leaderEpoch } of offsets) {
-    let entry = byTopic.get(topic);
-    if (entry === undefined) {
-      entry = { name: topic, partitions: [] };
-      byTopic.set(topic, entry);
-    }
-    entry.partitions.push({
-      partitionIndex: partition,
-      committedOffset: offset,
-      committedLeaderEpoch: leaderEpoch ?? -1,
-      committedMetadata: metadata ?? '',
-    });
-  }
-  return {
-    groupId: committer.groupId ?? GROUP_ID,
-    generationId: committer.generationId,
-    memberId: committer.memberId,
-    groupInstanceId: committer.groupInstanceId ?? '',
-    topics: [...byTopic.values()],
-  };
-}
-
-/** An OffsetCommit response as partition ("topic-partition") → code, in the response's order. */
-export function codesOf(response: OffsetCommitResponse): Map<string, ErrorCode> {
-  const codes = new Map<string, ErrorCode>();
-  for (const topic of response.topics) {
-    for (const partition of topic.partitions)
-      codes.set(`${topic.name}-${partition.partitionIndex}`, partition.errorCode);
-  }
-  return codes;
-}
 
 function decodeRecord(record: { key: Buffer | null; value: Buffer | null }): AppendedRecord {
   if (record.key === null) throw new Error('the coordinator appended a record without a key');
@@ -412,3 +363,5 @@ function decodeRecord(record: { key: Buffer | null; value: Buffer | null }): App
   }
   return { key, value: record.value === null ? null : decodeOffsetCommitValue(record.value) };
 }
+
+export { codesOf, offsetCommitRequestOf, type Committer, type OffsetToCommit };

@@ -9,6 +9,7 @@ import type {
   LeaveGroupResponse,
   MemberIdentity,
   OffsetCommitRequest,
+  OffsetCommitResponse,
   OffsetFetchResponse,
   Protocol,
   RequestContext,
@@ -88,6 +89,60 @@ export class Tracked<T> {
 }
 
 /** Lets every resolved promise run its callbacks and the reply dispatcher finish its turns. */
+/** An offset to commit, as tests write them. */
+export interface OffsetToCommit {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly metadata?: string;
+  readonly leaderEpoch?: number;
+}
+
+/** Who commits: a member of a generation, or -1 and no member for a commit outside the group protocol. */
+export interface Committer {
+  readonly groupId?: string;
+  readonly memberId: string;
+  readonly generationId: number;
+  readonly groupInstanceId?: string;
+}
+
+export function offsetCommitRequestOf(
+  committer: Committer,
+  offsets: readonly OffsetToCommit[],
+): OffsetCommitRequest {
+  const byTopic = new Map<string, OffsetCommitRequest['topics'][number]>();
+  for (const { topic, partition, offset, metadata, leaderEpoch } of offsets) {
+    let entry = byTopic.get(topic);
+    if (entry === undefined) {
+      entry = { name: topic, partitions: [] };
+      byTopic.set(topic, entry);
+    }
+    entry.partitions.push({
+      partitionIndex: partition,
+      committedOffset: offset,
+      committedLeaderEpoch: leaderEpoch ?? -1,
+      committedMetadata: metadata ?? '',
+    });
+  }
+  return {
+    groupId: committer.groupId ?? GROUP_ID,
+    generationId: committer.generationId,
+    memberId: committer.memberId,
+    groupInstanceId: committer.groupInstanceId ?? '',
+    topics: [...byTopic.values()],
+  };
+}
+
+/** An OffsetCommit response as partition ("topic-partition") → code, in the response's order. */
+export function codesOf(response: OffsetCommitResponse): Map<string, ErrorCode> {
+  const codes = new Map<string, ErrorCode>();
+  for (const topic of response.topics) {
+    for (const partition of topic.partitions)
+      codes.set(`${topic.name}-${partition.partitionIndex}`, partition.errorCode);
+  }
+  return codes;
+}
+
 /**
  * A description without each member's lastHeartbeatMs, for comparing descriptions taken at different
  * times: a heartbeat moves it without being a change of the group (no event, nothing stored).
@@ -295,36 +350,7 @@ export class GroupHarness {
       leaderEpoch?: number;
     }>,
   ): Promise<Map<string, ErrorCode>> {
-    const byTopic = new Map<string, OffsetCommitRequest['topics'][number]>();
-    for (const { topic, partition, offset, metadata, leaderEpoch } of offsets) {
-      let entry = byTopic.get(topic);
-      if (entry === undefined) {
-        entry = { name: topic, partitions: [] };
-        byTopic.set(topic, entry);
-      }
-      entry.partitions.push({
-        partitionIndex: partition,
-        committedOffset: offset,
-        committedLeaderEpoch: leaderEpoch ?? -1,
-        committedMetadata: metadata ?? '',
-      });
-    }
-    const response = await this.coordinator.offsetCommit(
-      {
-        groupId: options.groupId ?? GROUP_ID,
-        generationId: options.generationId,
-        memberId: options.memberId,
-        groupInstanceId: options.groupInstanceId ?? '',
-        topics: [...byTopic.values()],
-      },
-      CONTEXT,
-    );
-    const codes = new Map<string, ErrorCode>();
-    for (const topic of response.topics) {
-      for (const partition of topic.partitions)
-        codes.set(`${topic.name}-${partition.partitionIndex}`, partition.errorCode);
-    }
-    return codes;
+    return codesOf(await this.coordinator.offsetCommit(offsetCommitRequestOf(options, offsets), CONTEXT));
   }
 
   async fetch(

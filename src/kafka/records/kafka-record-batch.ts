@@ -1,4 +1,6 @@
 import { crc32c } from '@node-rs/crc32';
+import { CohortError } from '../../errors';
+import { readZigzag } from '../../log/storage/kafka-batch-layout';
 import { compress, CompressionCodec, decompress } from './compression';
 import { KafkaRecordsError } from './kafka-records-error';
 
@@ -257,22 +259,12 @@ interface Cursor {
 
 /** A zigzag varint/varlong at the cursor that must end before `end`, as a safe integer. */
 function readVarint(buffer: Buffer, cursor: Cursor, end: number): number {
-  let position = cursor.position;
-  let unsigned = 0;
-  let scale = 1;
-  for (let i = 0; i < MAX_VARLONG_BYTES; i++) {
-    if (position >= end) throw invalid('varint runs past its record');
-    const byte = buffer[position++]!;
-    unsigned += (byte & 0x7f) * scale;
-    if (byte < 0x80) {
-      if (unsigned > Number.MAX_SAFE_INTEGER) throw invalid('varint is beyond 2^53');
-      cursor.position = position;
-      // zigzag: even n → n/2, odd n → -(n+1)/2
-      return unsigned % 2 === 0 ? unsigned / 2 : -(unsigned + 1) / 2;
-    }
-    scale *= 0x80;
+  try {
+    return readZigzag(buffer, cursor, end, MAX_VARLONG_BYTES);
+  } catch (error) {
+    if (error instanceof CohortError) throw invalid(error.message);
+    throw error;
   }
-  throw invalid(`varint longer than ${MAX_VARLONG_BYTES} bytes`);
 }
 
 function readNullableBytes(buffer: Buffer, cursor: Cursor, end: number, what: string): Buffer | null {

@@ -239,7 +239,11 @@ function readVarlong(buffer: Buffer, cursor: Cursor, end: number): number {
   return readZigzag(buffer, cursor, end, MAX_VARLONG_BYTES);
 }
 
-function readZigzag(buffer: Buffer, cursor: Cursor, end: number, maxBytes: number): number {
+/**
+ * A zigzag LEB128 varint of at most `maxBytes` at the cursor (advanced past it) that must end before
+ * `end`, as a safe integer; CORRUPT_MESSAGE otherwise. Kafka's records are made of them.
+ */
+export function readZigzag(buffer: Buffer, cursor: Cursor, end: number, maxBytes: number): number {
   let position = cursor.position;
   let unsigned = 0;
   let scale = 1;

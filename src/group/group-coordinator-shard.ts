@@ -22,7 +22,7 @@ import type {
 } from './group-protocol';
 import { EMPTY_BUFFER, joinError, syncError } from './group-responses';
 import type { GroupState } from './group-state';
-import type { GroupDeletion, GroupShardState, WriteOperation } from './group-shard-state';
+import type { GroupDeletion, GroupRecordWrite, GroupShardState, WriteOperation } from './group-shard-state';
 import type { GroupStats } from './group-stats';
 import { InMemoryOffsetStore } from './in-memory-offset-store';
 import { MemberMetadata } from './member-metadata';
@@ -496,32 +496,35 @@ export class GroupCoordinatorShard implements GroupShardState {
   // Group metadata
 
   /**
-   * Kafka's storeGroup: writes the group's record — its generation, protocol, leader and members, with
-   * `assignments` (default: the members' current ones) — and calls `onStored` with NONE once it is
-   * durable, or with the code members get for the failure. Without a metadata store `onStored(NONE)` runs
-   * at once, synchronously. After shutdown `onStored` is not called (shutdown answered everything).
+   * Kafka's storeGroup as a write of the shard's runtime: the handler has changed the group; its metadata
+   * record — generation, protocol, leader and members, with `assignments` (default: the members' current
+   * ones) — is appended, and once committed `operation.onCommitted` finishes the change (answers the
+   * parked calls); on a failed append `operation.onFailed` gets the code members get for it
+   * (storeGroupErrorCode) and the listener hears of the failure. The members' calls are parked on them,
+   * so the write itself has nobody to answer. Without a metadata store nothing is written and
+   * `onCommitted` runs at once, synchronously. An unload ends the write with nothing to do: it answered
+   * every parked call, and a successor replays what the log kept.
    */
-  storeGroup(
+  writeGroupRecord(
     group: GroupMetadata,
     assignments: ReadonlyMap<string, Buffer> | undefined,
-    onStored: (error: ErrorCode) => void,
+    operation: GroupRecordWrite,
   ): void {
     const store = this.metadataStore;
     if (store === undefined) {
-      onStored(ErrorCode.NONE);
+      operation.onCommitted();
       return;
     }
-    const generationId = group.generationId;
-    const stored = callStore(() => store.storeGroup(this.storedGroupOf(group, assignments)));
-    stored.then(
-      () => {
-        if (this.isActive) onStored(ErrorCode.NONE);
+    const record = this.storedGroupOf(group, assignments);
+    this.scheduleInternalWriteOperation([record], {
+      append: () => store.storeGroup(record),
+      onCommitted: () => operation.onCommitted(),
+      onFailed: (_code, cause) => {
+        if (!this.isActive) return;
+        this.runtime.listener?.onGroupStoreFailed?.(record.groupId, record.generationId, cause);
+        operation.onFailed(storeGroupErrorCode(cause));
       },
-      (error: unknown) => {
-        this.runtime.listener?.onGroupStoreFailed?.(group.groupId, generationId, error);
-        if (this.isActive) onStored(storeGroupErrorCode(error));
-      },
-    );
+    });
   }
 
   private storedGroupOf(

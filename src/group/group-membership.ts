@@ -7,7 +7,7 @@ import { DelayedSync } from './delayed-sync';
 import { NEW_MEMBER_JOIN_TIMEOUT_MS } from './group-coordinator-options';
 import type { GroupCoordinatorRuntime } from './group-coordinator-runtime';
 import type { GroupMetadata } from './group-metadata';
-import type { GroupShardState } from './group-shard-state';
+import type { GroupRecordWrite, GroupShardState } from './group-shard-state';
 import type {
   GenerationWatcher,
   HeartbeatRequest,
@@ -30,7 +30,8 @@ import type { RebalanceHandler } from './rebalance-handler';
 import type { RebalanceReason } from './rebalance-reason';
 import { retainBytes } from './retained-bytes';
 
-const ignoreStored = (): void => undefined;
+/** An emptied group's record: nobody waits for it, and a failure leaves nothing to undo. */
+const NOTHING_TO_FINISH: GroupRecordWrite = { onCommitted: () => undefined, onFailed: () => undefined };
 
 const EMPTY_MEMBERS: JoinGroupMember[] = Object.freeze([]) as unknown as JoinGroupMember[];
 
@@ -343,24 +344,25 @@ export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHan
           const generationId = group.generationId;
           // The group stays Stable, under the member's new id.
           this.runtime.notifyWatchers(group.groupId, 'static-member-replaced');
-          this.shard.storeGroup(group, undefined, (error) => {
-            // A rebalance or removal meanwhile answers the call (or did already).
-            if (member.awaitingJoin !== call || !group.is('Stable') || group.generationId !== generationId) {
-              return;
-            }
-            if (error !== ErrorCode.NONE) {
+          // A rebalance or removal while the record is written answers the call (or did already).
+          const isStillAnswerable = (): boolean =>
+            member.awaitingJoin === call && group.is('Stable') && group.generationId === generationId;
+          this.shard.writeGroupRecord(group, undefined, {
+            onCommitted: () => {
+              if (!isStillAnswerable()) return;
+              const isLeader = group.isLeader(newMemberId);
+              const response = this.joinResponse(
+                group,
+                member,
+                isLeader ? group.currentMemberMetadata() : EMPTY_MEMBERS,
+              );
+              response.skipAssignment = isLeader;
+              group.maybeInvokeJoinCallback(member, response);
+            },
+            onFailed: (error) => {
               // The group keeps the new id in memory; the instance, told to rejoin, replaces it again.
-              group.maybeInvokeJoinCallback(member, joinError('', error));
-              return;
-            }
-            const isLeader = group.isLeader(newMemberId);
-            const response = this.joinResponse(
-              group,
-              member,
-              isLeader ? group.currentMemberMetadata() : EMPTY_MEMBERS,
-            );
-            response.skipAssignment = isLeader;
-            group.maybeInvokeJoinCallback(member, response);
+              if (isStillAnswerable()) group.maybeInvokeJoinCallback(member, joinError('', error));
+            },
           });
         } else {
           this.maybePrepareRebalance(group, 'static-member-replaced', newMemberId);
@@ -486,7 +488,7 @@ export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHan
     if (group.is('Empty')) {
       // Nobody is left: the empty generation is what a restart must bring back (Kafka stores it too).
       this.runtime.notifyWatchers(group.groupId, 'group-emptied');
-      this.shard.storeGroup(group, undefined, ignoreStored);
+      this.shard.writeGroupRecord(group, undefined, NOTHING_TO_FINISH);
       return;
     }
 
@@ -609,20 +611,25 @@ export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHan
           for (const each of group.allMembers())
             assignments.set(each.memberId, given.get(each.memberId) ?? EMPTY_BUFFER);
           const generationId = group.generationId;
-          // The generation becomes Stable, and its members get their assignments, once it is stored.
-          this.shard.storeGroup(group, assignments, (error) => {
-            // A member joined, left or failed meanwhile: that rebalance answered the parked calls.
-            if (!group.is('CompletingRebalance') || group.generationId !== generationId) return;
-            if (error !== ErrorCode.NONE) {
+          // The generation becomes Stable, and its members get their assignments, once its record commits.
+          // A member joined, left or failed while the record was written: that rebalance answered the
+          // parked calls (Kafka's classicGroupSyncToLeader checks the same when its append completes).
+          const isStillCompleting = (): boolean =>
+            group.is('CompletingRebalance') && group.generationId === generationId;
+          this.shard.writeGroupRecord(group, assignments, {
+            onCommitted: () => {
+              if (!isStillCompleting()) return;
+              for (const each of group.allMembers())
+                each.assignment = assignments.get(each.memberId) ?? EMPTY_BUFFER;
+              this.propagateAssignment(group, ErrorCode.NONE);
+              group.transitionTo('Stable');
+              this.runtime.notifyWatchers(group.groupId, 'rebalance-completed');
+            },
+            onFailed: (error) => {
+              if (!isStillCompleting()) return;
               this.resetAndPropagateAssignmentError(group, error);
               this.maybePrepareRebalance(group, 'store-failed', '');
-              return;
-            }
-            for (const each of group.allMembers())
-              each.assignment = assignments.get(each.memberId) ?? EMPTY_BUFFER;
-            this.propagateAssignment(group, ErrorCode.NONE);
-            group.transitionTo('Stable');
-            this.runtime.notifyWatchers(group.groupId, 'rebalance-completed');
+            },
           });
         }
         return call.promise;

@@ -22,6 +22,15 @@ export interface WriteOperation<Response> {
   onFailed(errorCode: ErrorCode, cause: unknown): Response;
 }
 
+/**
+ * How a group's metadata record ends (`writeGroupRecord`): committed, or failed with the code the group's
+ * members get. Neither runs after the shard was unloaded.
+ */
+export interface GroupRecordWrite {
+  onCommitted(): void;
+  onFailed(errorCode: ErrorCode): void;
+}
+
 /** What DeleteGroups asks of each store. */
 export interface GroupDeletion {
   deleteGroup(groupId: string): Promise<void>;
@@ -51,10 +60,10 @@ export interface GroupShardState {
   createGroup(groupId: string): GroupMetadata;
   bringBackEmptyGroup(removed: EmptyGroupSnapshot): void;
   deleteGroup(group: GroupMetadata): void;
-  storeGroup(
+  writeGroupRecord(
     group: GroupMetadata,
     assignments: ReadonlyMap<string, Buffer> | undefined,
-    onStored: (error: ErrorCode) => void,
+    operation: GroupRecordWrite,
   ): void;
   validateCurrentMember(group: GroupMetadata, memberId: string, groupInstanceId: string): ErrorCode;
   fenced(groupId: string, memberId: string, groupInstanceId: string, errorCode: ErrorCode): ErrorCode;

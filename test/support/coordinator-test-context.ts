@@ -15,6 +15,7 @@ import type {
   OffsetCommitRequest,
   OffsetCommitResponse,
   OffsetFetchResponse,
+  SyncGroupResponse,
 } from '../../src/group/group-protocol';
 import type { CommittedOffset } from '../../src/group/offset-store';
 import {
@@ -39,6 +40,7 @@ import {
   type OffsetToCommit,
   type JoinOptions,
   joinRequest,
+  type SyncOptions,
   syncRequest,
   TEST_GROUP_CONFIG,
   Tracked,
@@ -294,6 +296,21 @@ export class CoordinatorTestContext {
     return (await call.answer.promise).results;
   }
 
+  /** Sends a JoinGroup; it runs at once, its answer may come later. */
+  sendJoin(options: JoinOptions = {}): Tracked<JoinGroupResponse> {
+    return new Tracked(this.router.joinGroup(joinRequest(options), options.context ?? CONTEXT));
+  }
+
+  /**
+   * A JoinGroup, then the clock moves `clockAdvanceMs`: its answer, which must be due by then (answered at
+   * once, or when the join completes).
+   */
+  join(options: JoinOptions = {}, clockAdvanceMs = 0): Promise<JoinGroupResponse> {
+    const call = this.sendJoin(options);
+    if (clockAdvanceMs > 0) this.time.advance(clockAdvanceMs);
+    return call.promise;
+  }
+
   /**
    * Kafka's dynamicJoinGroup: a JoinGroup without member id gets MEMBER_ID_REQUIRED at once; the rejoin
    * with that id is answered when the initial rebalance delay has passed.
@@ -310,28 +327,54 @@ export class CoordinatorTestContext {
     if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) {
       throw new Error(`expected MEMBER_ID_REQUIRED, got ${first.errorCode}`);
     }
-    return new Tracked(this.router.joinGroup(joinRequest({ ...options, memberId: first.memberId }), CONTEXT));
+    return this.sendJoin({ ...options, memberId: first.memberId });
+  }
+
+  /** Sends a SyncGroup: the records it appended (a leader's: the group's) and its answer, when it comes. */
+  sendSync(options: SyncOptions): CoordinatorCall<SyncGroupResponse> {
+    return this.call(() => this.router.syncGroup(syncRequest(options), options.context ?? CONTEXT));
+  }
+
+  /**
+   * A SyncGroup whose records (a leader's: the group's) the test lets commit: its answer. Every append made
+   * before it commits too, in order.
+   */
+  sync(options: SyncOptions): Promise<SyncGroupResponse> {
+    const call = this.sendSync(options);
+    this.commit();
+    return call.answer.promise;
   }
 
   /** A one-member group, joined and synced, its record committed: Stable at generation 1. */
   async stableSingleMemberGroup(options: JoinOptions = {}): Promise<string> {
     const join = await this.dynamicJoin(options);
     if (join.errorCode !== ErrorCode.NONE) throw new Error(`join failed with ${join.errorCode}`);
-    const sync = this.call(() =>
-      this.router.syncGroup(
-        syncRequest({
-          groupId: options.groupId,
-          generationId: join.generationId,
-          memberId: join.memberId,
-          assignments: [[join.memberId, Buffer.alloc(0)]],
-        }),
-        CONTEXT,
-      ),
-    );
-    this.commit();
-    const synced = await sync.answer.promise;
+    const synced = await this.sync({
+      groupId: options.groupId,
+      generationId: join.generationId,
+      memberId: join.memberId,
+      assignments: [[join.memberId, Buffer.alloc(0)]],
+    });
     if (synced.errorCode !== ErrorCode.NONE) throw new Error(`sync failed with ${synced.errorCode}`);
     return join.memberId;
+  }
+
+  async heartbeat(
+    memberId: string,
+    generationId: number,
+    groupInstanceId = '',
+    groupId = GROUP_ID,
+  ): Promise<ErrorCode> {
+    const request = { groupId, memberId, generationId, groupInstanceId };
+    return (await this.router.heartbeat(request, CONTEXT)).errorCode;
+  }
+
+  async state(groupId = GROUP_ID): Promise<string> {
+    return (await this.describe(groupId)).groupState;
+  }
+
+  async memberIds(groupId = GROUP_ID): Promise<string[]> {
+    return (await this.describe(groupId)).members.map((m) => m.memberId);
   }
 
   leave(members: Array<Partial<MemberIdentity>>, groupId = GROUP_ID): Promise<LeaveGroupResponse> {

@@ -1,4 +1,4 @@
-import { ErrorCode } from '../../../src/errors';
+import { CohortError, ErrorCode } from '../../../src/errors';
 import type { JoinGroupResponse } from '../../../src/group/group-protocol';
 import { CoordinatorTestContext } from '../../support/coordinator-test-context';
 import {
@@ -8,6 +8,7 @@ import {
   GROUP_ID,
   LEADER_INSTANCE_ID,
   PROTOCOL_NAME,
+  PROTOCOL_SUPERSET,
   PROTOCOL_TYPE,
   type Tracked,
 } from '../../support/group-harness';
@@ -458,5 +459,138 @@ describe('pending members (KIP-394)', () => {
     const { pendingId } = await groupWithPendingMember();
     const leave = await ctx.leave([{ groupInstanceId: 'unknown-instance' }, { memberId: pendingId }]);
     expect(leave.members.map((m) => m.errorCode)).toEqual([ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.NONE]);
+  });
+});
+
+describe("SyncGroup: the leader's assignment is the group's record, written by the shard's runtime", () => {
+  /** Two dynamic members of generation 3, their generation 2 Stable with assignments [0] and [1]. */
+  async function completingRebalanceOfTwo(): Promise<{
+    leaderId: string;
+    followerId: string;
+    generationId: number;
+  }> {
+    const { leaderId, followerId } = await stableGroupOfTwo();
+    const leaderJoin = ctx.sendJoin({ memberId: leaderId });
+    const followerJoin = ctx.sendJoin({ memberId: followerId });
+    const { generationId } = await leaderJoin.promise;
+    expect((await followerJoin.promise).generationId).toBe(generationId);
+    expect(await ctx.state()).toBe('CompletingRebalance');
+    return { leaderId, followerId, generationId };
+  }
+
+  test("the leader's SyncGroup writes the group's record and is answered, with its followers, once it commits", async () => {
+    const { leaderId, followerId, generationId } = await completingRebalanceOfTwo();
+    const followerSync = ctx.sendSync({ generationId, memberId: followerId });
+    expect(followerSync.records).toEqual([]);
+    const leaderSync = ctx.sendSync({
+      generationId,
+      memberId: leaderId,
+      assignments: [
+        [leaderId, Buffer.from([2])],
+        [followerId, Buffer.from([3])],
+      ],
+    });
+    expect(leaderSync.records).toHaveLength(1);
+    expect(leaderSync.records[0]).toMatchObject({
+      key: { groupId: GROUP_ID },
+      value: {
+        generationId,
+        protocolName: PROTOCOL_NAME,
+        leaderId,
+        members: [
+          { memberId: leaderId, assignment: Buffer.from([2]) },
+          { memberId: followerId, assignment: Buffer.from([3]) },
+        ],
+      },
+    });
+    // Written, not committed: nobody has an answer, and the group is not Stable yet.
+    expect(await ctx.state()).toBe('CompletingRebalance');
+    expect(leaderSync.answer.isSettled).toBe(false);
+    expect(followerSync.answer.isSettled).toBe(false);
+    ctx.commit();
+    expect(await leaderSync.answer.promise).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      assignment: Buffer.from([2]),
+    });
+    expect(await followerSync.answer.promise).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      assignment: Buffer.from([3]),
+    });
+    expect(await ctx.state()).toBe('Stable');
+  });
+
+  test.each([
+    [ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.COORDINATOR_NOT_AVAILABLE],
+    [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR],
+    [ErrorCode.REQUEST_TIMED_OUT, ErrorCode.REBALANCE_IN_PROGRESS],
+    [ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.UNKNOWN_SERVER_ERROR],
+  ])(
+    "an append of the group's record failing with %s answers every parked SyncGroup %s, resets the assignments, and the members rejoin",
+    async (appendError, answered) => {
+      const { leaderId, followerId, generationId } = await completingRebalanceOfTwo();
+      const followerSync = ctx.sendSync({ generationId, memberId: followerId });
+      const leaderSync = ctx.sendSync({
+        generationId,
+        memberId: leaderId,
+        assignments: [
+          [leaderId, Buffer.from([2])],
+          [followerId, Buffer.from([3])],
+        ],
+      });
+      ctx.failAppend(new CohortError(appendError, 'the append failed'));
+      expect((await leaderSync.answer.promise).errorCode).toBe(answered);
+      expect((await followerSync.answer.promise).errorCode).toBe(answered);
+      expect(ctx.transitions.at(-1)).toMatchObject({ from: 'CompletingRebalance', to: 'PreparingRebalance' });
+      // Neither generation 2's assignments nor the leader's new ones: the members have none until they rejoin.
+      const described = await ctx.describe();
+      expect(described.groupState).toBe('PreparingRebalance');
+      expect(described.members.map((m) => m.memberAssignment)).toEqual([Buffer.alloc(0), Buffer.alloc(0)]);
+      expect(await ctx.heartbeat(leaderId, generationId)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+
+      const leaderJoin = ctx.sendJoin({ memberId: leaderId });
+      const followerJoin = ctx.sendJoin({ memberId: followerId });
+      const rejoined = await leaderJoin.promise;
+      expect(rejoined).toMatchObject({ errorCode: ErrorCode.NONE, generationId: generationId + 1 });
+      expect((await followerJoin.promise).generationId).toBe(generationId + 1);
+      const synced = await ctx.sync({
+        generationId: generationId + 1,
+        memberId: leaderId,
+        assignments: [[leaderId, Buffer.from([4])]],
+      });
+      expect(synced).toMatchObject({ errorCode: ErrorCode.NONE, assignment: Buffer.from([4]) });
+      expect(await ctx.state()).toBe('Stable');
+    },
+  );
+
+  test("a member joining while the record is written starts a rebalance; the record's late commit changes nothing", async () => {
+    const { leaderId, followerId, generationId } = await completingRebalanceOfTwo();
+    const leaderSync = ctx.sendSync({
+      generationId,
+      memberId: leaderId,
+      assignments: [[leaderId, Buffer.from([2])]],
+    });
+    // The follower's JoinGroup with one more protocol ends the generation before it is stored.
+    const followerJoin = ctx.sendJoin({ memberId: followerId, protocols: PROTOCOL_SUPERSET });
+    expect((await leaderSync.answer.promise).errorCode).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+    expect(await ctx.state()).toBe('PreparingRebalance');
+    ctx.commit();
+    expect(await ctx.heartbeat(leaderId, generationId)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+    expect(await ctx.state()).toBe('PreparingRebalance');
+    expect(followerJoin.isSettled).toBe(false);
+  });
+
+  test('a resignation while the record is written answers the parked SyncGroups NOT_COORDINATOR; the late end does nothing', async () => {
+    const { leaderId, followerId, generationId } = await completingRebalanceOfTwo();
+    const followerSync = ctx.sendSync({ generationId, memberId: followerId });
+    const leaderSync = ctx.sendSync({ generationId, memberId: leaderId, assignments: [] });
+    expect(ctx.pendingAppends).toBe(1);
+    ctx.writer.resign();
+    ctx.router.onResignation(0, 0);
+    expect((await leaderSync.answer.promise).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
+    expect((await followerSync.answer.promise).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
+    ctx.commit(); // the append fails late (NOT_LEADER_OR_FOLLOWER), after the shard is gone
+    expect(await ctx.heartbeat(leaderId, generationId)).toBe(ErrorCode.NOT_COORDINATOR);
+    // The unload ended the write: no rebalance started on the groups the shard gave up.
+    expect(ctx.transitions.at(-1)).toMatchObject({ to: 'CompletingRebalance', generationId });
   });
 });

@@ -35,11 +35,16 @@ import {
   codesOf,
   type Committer,
   CONTEXT,
+  DEFAULT_SESSION_TIMEOUT_MS,
+  FOLLOWER_INSTANCE_ID,
   GROUP_ID,
+  LEADER_INSTANCE_ID,
   offsetCommitRequestOf,
   type OffsetToCommit,
   type JoinOptions,
   joinRequest,
+  PROTOCOL_SUPERSET,
+  type RebalanceResult,
   type SyncOptions,
   syncRequest,
   TEST_GROUP_CONFIG,
@@ -328,6 +333,74 @@ export class CoordinatorTestContext {
       throw new Error(`expected MEMBER_ID_REQUIRED, got ${first.errorCode}`);
     }
     return this.sendJoin({ ...options, memberId: first.memberId });
+  }
+
+  /**
+   * A JoinGroup of the static instance `groupInstanceId`, then the clock moves `clockAdvanceMs` (the initial
+   * rebalance delay by default) and every append made so far commits: its answer. A static member replaced
+   * in a Stable group is answered once the group's record with its new member id is committed.
+   */
+  staticJoin(
+    groupInstanceId: string,
+    options: JoinOptions = {},
+    clockAdvanceMs = this.config.groupInitialRebalanceDelayMs,
+  ): Promise<JoinGroupResponse> {
+    const call = this.sendJoin({ ...options, groupInstanceId });
+    if (clockAdvanceMs > 0) this.time.advance(clockAdvanceMs);
+    this.commit();
+    return call.promise;
+  }
+
+  /**
+   * Kafka's staticMembersJoinAndRebalance: a static leader and follower join, the group completes its first
+   * rebalance and both sync, the group's record committed. The two advances let the initial delay pass,
+   * then the extended one.
+   */
+  async staticMembersJoinAndRebalance(
+    leaderInstanceId = LEADER_INSTANCE_ID,
+    followerInstanceId = FOLLOWER_INSTANCE_ID,
+    sessionTimeoutMs = DEFAULT_SESSION_TIMEOUT_MS,
+  ): Promise<RebalanceResult> {
+    const leaderJoin = this.sendJoin({
+      groupInstanceId: leaderInstanceId,
+      protocols: PROTOCOL_SUPERSET,
+      sessionTimeoutMs,
+    });
+    const followerJoin = this.sendJoin({
+      groupInstanceId: followerInstanceId,
+      protocols: PROTOCOL_SUPERSET,
+      sessionTimeoutMs,
+    });
+    this.time.advance(this.config.groupInitialRebalanceDelayMs);
+    this.time.advance(this.config.groupInitialRebalanceDelayMs);
+    const leader = await leaderJoin.promise;
+    const follower = await followerJoin.promise;
+    expect(leader.errorCode).toBe(ErrorCode.NONE);
+    expect(follower.errorCode).toBe(ErrorCode.NONE);
+    expect(leader.generationId).toBe(1);
+    expect(follower.generationId).toBe(1);
+    expect(leader.leaderId).toBe(leader.memberId);
+    const leaderAssignment = Buffer.from('leader-assignment');
+    const followerAssignment = Buffer.from('follower-assignment');
+    const leaderSync = await this.sync({
+      generationId: 1,
+      memberId: leader.memberId,
+      assignments: [
+        [leader.memberId, leaderAssignment],
+        [follower.memberId, followerAssignment],
+      ],
+    });
+    expect(leaderSync.errorCode).toBe(ErrorCode.NONE);
+    expect(await this.state()).toBe('Stable');
+    const followerSync = await this.sync({ generationId: 1, memberId: follower.memberId });
+    expect(followerSync.errorCode).toBe(ErrorCode.NONE);
+    return {
+      generation: 1,
+      leaderId: leader.memberId,
+      leaderAssignment: leaderSync.assignment,
+      followerId: follower.memberId,
+      followerAssignment: followerSync.assignment,
+    };
   }
 
   /** Sends a SyncGroup: the records it appended (a leader's: the group's) and its answer, when it comes. */

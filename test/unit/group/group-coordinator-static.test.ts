@@ -1,28 +1,27 @@
 import { ErrorCode } from '../../../src/errors';
+import { CoordinatorTestContext } from '../../support/coordinator-test-context';
 import {
   DEFAULT_REBALANCE_TIMEOUT_MS,
   DEFAULT_SESSION_TIMEOUT_MS,
   FOLLOWER_INSTANCE_ID,
-  GroupHarness,
   LEADER_INSTANCE_ID,
   PROTOCOL_SUPERSET,
   PROTOCOLS,
   protocol,
-  settle,
 } from '../../support/group-harness';
 
-let h: GroupHarness;
-beforeEach(() => {
-  h = new GroupHarness();
+let ctx: CoordinatorTestContext;
+beforeEach(async () => {
+  ctx = await CoordinatorTestContext.create();
 });
-afterEach(() => h.shutdown());
+afterEach(() => ctx.shutdown());
 
 const instanceIdsOf = (members: { groupInstanceId: string }[]): string[] =>
   members.map((m) => m.groupInstanceId).sort();
 
 describe('static members joining (KIP-345)', () => {
   test('a static member joins as first member without MEMBER_ID_REQUIRED', async () => {
-    const response = await h.staticJoin('instance');
+    const response = await ctx.staticJoin('instance');
     expect(response.errorCode).toBe(ErrorCode.NONE);
     expect(response.memberId).toMatch(/^instance-/);
     expect(response.members.map((m) => m.groupInstanceId)).toEqual(['instance']);
@@ -30,9 +29,9 @@ describe('static members joining (KIP-345)', () => {
 
   test('a static member replaced in Stable takes the session timeout of its new JoinGroup', async () => {
     // Kafka's testStaticMemberRejoinWithUpdatedSessionAndRebalanceTimeouts, observed through expiry.
-    const result = await h.staticMembersJoinAndRebalance();
+    const result = await ctx.staticMembersJoinAndRebalance();
     const longerSessionMs = 4 * DEFAULT_SESSION_TIMEOUT_MS;
-    const rejoin = await h.staticJoin(
+    const rejoin = await ctx.staticJoin(
       FOLLOWER_INSTANCE_ID,
       { protocols: PROTOCOL_SUPERSET, sessionTimeoutMs: longerSessionMs },
       0,
@@ -45,32 +44,34 @@ describe('static members joining (KIP-345)', () => {
       elapsed < 2 * DEFAULT_SESSION_TIMEOUT_MS;
       elapsed += DEFAULT_SESSION_TIMEOUT_MS / 2
     ) {
-      h.advance(DEFAULT_SESSION_TIMEOUT_MS / 2);
-      expect(await h.heartbeat(result.leaderId, result.generation, LEADER_INSTANCE_ID)).toBe(ErrorCode.NONE);
+      ctx.time.advance(DEFAULT_SESSION_TIMEOUT_MS / 2);
+      expect(await ctx.heartbeat(result.leaderId, result.generation, LEADER_INSTANCE_ID)).toBe(
+        ErrorCode.NONE,
+      );
     }
-    expect(await h.state()).toBe('Stable');
-    expect((await h.memberIds()).sort()).toEqual([result.leaderId, rejoin.memberId].sort());
+    expect(await ctx.state()).toBe('Stable');
+    expect((await ctx.memberIds()).sort()).toEqual([result.leaderId, rejoin.memberId].sort());
     // And it does end, at the new timeout.
     for (
       let elapsed = 0;
       elapsed < 2 * DEFAULT_SESSION_TIMEOUT_MS + 1;
       elapsed += DEFAULT_SESSION_TIMEOUT_MS / 2
     ) {
-      h.advance(DEFAULT_SESSION_TIMEOUT_MS / 2);
-      await h.heartbeat(result.leaderId, result.generation, LEADER_INSTANCE_ID);
+      ctx.time.advance(DEFAULT_SESSION_TIMEOUT_MS / 2);
+      await ctx.heartbeat(result.leaderId, result.generation, LEADER_INSTANCE_ID);
     }
-    expect(await h.memberIds()).toEqual([result.leaderId]);
+    expect(await ctx.memberIds()).toEqual([result.leaderId]);
   });
 
   test('a known instance rejoining with a member id that is not its own is fenced', async () => {
-    await h.staticJoin('instance');
-    const response = await h.staticJoin('instance', { memberId: 'unknown_member' });
+    await ctx.staticJoin('instance');
+    const response = await ctx.staticJoin('instance', { memberId: 'unknown_member' });
     expect(response.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
   });
 
   test('a known member id with an unknown instance id gets UNKNOWN_MEMBER_ID', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const response = await h.staticJoin(
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const response = await ctx.staticJoin(
       'unknown_instance',
       { memberId: result.leaderId, protocols: PROTOCOL_SUPERSET },
       1,
@@ -79,14 +80,14 @@ describe('static members joining (KIP-345)', () => {
   });
 
   test('leader and follower member ids swapped between instances are fenced', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const asFollower = await h.staticJoin(
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const asFollower = await ctx.staticJoin(
       LEADER_INSTANCE_ID,
       { memberId: result.followerId, protocols: PROTOCOL_SUPERSET },
       1,
     );
     expect(asFollower.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
-    const asLeader = await h.staticJoin(
+    const asLeader = await ctx.staticJoin(
       FOLLOWER_INSTANCE_ID,
       { memberId: result.leaderId, protocols: PROTOCOL_SUPERSET },
       1,
@@ -95,11 +96,11 @@ describe('static members joining (KIP-345)', () => {
   });
 
   test('a static member rejoining with its member id during CompletingRebalance gets the generation at once', async () => {
-    const first = await h.staticJoin('instance');
-    const again = await h.staticJoin('instance', { memberId: first.memberId }, 1);
+    const first = await ctx.staticJoin('instance');
+    const again = await ctx.staticJoin('instance', { memberId: first.memberId }, 1);
     expect(again.errorCode).toBe(ErrorCode.NONE);
-    expect(await h.state()).toBe('CompletingRebalance');
-    const sync = await h.sync({
+    expect(await ctx.state()).toBe('CompletingRebalance');
+    const sync = await ctx.sync({
       generationId: again.generationId,
       memberId: first.memberId,
       groupInstanceId: 'instance',
@@ -108,14 +109,14 @@ describe('static members joining (KIP-345)', () => {
       assignments: [[first.memberId, Buffer.alloc(0)]],
     });
     expect(sync.errorCode).toBe(ErrorCode.NONE);
-    expect(await h.state()).toBe('Stable');
+    expect(await ctx.state()).toBe('Stable');
   });
 
   test('each rejoin without a member id gives a new member id, prefixed by the instance id', async () => {
-    const initial = await h.staticMembersJoinAndRebalance();
+    const initial = await ctx.staticMembersJoinAndRebalance();
     let last = initial.leaderId;
     for (let i = 0; i < 5; i++) {
-      const response = await h.staticJoin(LEADER_INSTANCE_ID, {}, 1);
+      const response = await ctx.staticJoin(LEADER_INSTANCE_ID, {}, 1);
       expect(response.memberId.startsWith(LEADER_INSTANCE_ID)).toBe(true);
       expect(response.memberId).not.toBe(last);
       last = response.memberId;
@@ -125,8 +126,8 @@ describe('static members joining (KIP-345)', () => {
 
 describe('a static member restarting in a Stable group', () => {
   test('a follower rejoining without member id and with the same protocols does not rebalance', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const response = await h.staticJoin(FOLLOWER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET }, 1);
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const response = await ctx.staticJoin(FOLLOWER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET }, 1);
     expect(response).toMatchObject({
       errorCode: ErrorCode.NONE,
       generationId: result.generation,
@@ -135,38 +136,38 @@ describe('a static member restarting in a Stable group', () => {
       members: [],
     });
     expect(response.memberId).not.toBe(result.followerId);
-    expect(await h.state()).toBe('Stable');
-    const sync = await h.sync({ generationId: result.generation, memberId: response.memberId });
+    expect(await ctx.state()).toBe('Stable');
+    const sync = await ctx.sync({ generationId: result.generation, memberId: response.memberId });
     expect(sync.errorCode).toBe(ErrorCode.NONE);
     expect(sync.assignment).toEqual(result.followerAssignment);
   });
 
   test('the leader rejoining without member id keeps leading but is told to skip assignment (KIP-814)', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const response = await h.staticJoin(LEADER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET }, 1);
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const response = await ctx.staticJoin(LEADER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET }, 1);
     expect(response.errorCode).toBe(ErrorCode.NONE);
     expect(response.generationId).toBe(result.generation);
     expect(response.skipAssignment).toBe(true);
     expect(response.leaderId).toBe(response.memberId);
     expect(instanceIdsOf(response.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID]);
-    expect(await h.state()).toBe('Stable');
-    expect(h.transitions.filter((t) => t.to === 'PreparingRebalance')).toHaveLength(1);
+    expect(await ctx.state()).toBe('Stable');
+    expect(ctx.transitions.filter((t) => t.to === 'PreparingRebalance')).toHaveLength(1);
 
     // The old leader id is fenced for JoinGroup and SyncGroup alike.
-    const oldJoin = await h.staticJoin(
+    const oldJoin = await ctx.staticJoin(
       LEADER_INSTANCE_ID,
       { memberId: result.leaderId, protocols: PROTOCOL_SUPERSET },
       1,
     );
     expect(oldJoin.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
-    const oldSync = await h.sync({
+    const oldSync = await ctx.sync({
       generationId: 1,
       memberId: result.leaderId,
       groupInstanceId: LEADER_INSTANCE_ID,
     });
     expect(oldSync.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
     // The new id syncs in Stable and gets the assignment the group already has.
-    const newSync = await h.sync({
+    const newSync = await ctx.sync({
       generationId: 1,
       memberId: response.memberId,
       groupInstanceId: LEADER_INSTANCE_ID,
@@ -176,8 +177,8 @@ describe('a static member restarting in a Stable group', () => {
   });
 
   test('a follower rejoining with its member id and no protocol change does not rebalance', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const response = await h.staticJoin(
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const response = await ctx.staticJoin(
       FOLLOWER_INSTANCE_ID,
       { memberId: result.followerId, protocols: PROTOCOL_SUPERSET },
       1,
@@ -189,25 +190,25 @@ describe('a static member restarting in a Stable group', () => {
       memberId: result.followerId,
       members: [],
     });
-    expect(await h.state()).toBe('Stable');
+    expect(await ctx.state()).toBe('Stable');
   });
 
   test('a follower rejoining without member id with protocols that keep the chosen one does not rebalance', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const response = await h.staticJoin(FOLLOWER_INSTANCE_ID, { protocols: [protocol('range')] }, 1);
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const response = await ctx.staticJoin(FOLLOWER_INSTANCE_ID, { protocols: [protocol('range')] }, 1);
     expect(response).toMatchObject({ errorCode: ErrorCode.NONE, generationId: result.generation });
-    expect(await h.state()).toBe('Stable');
+    expect(await ctx.state()).toBe('Stable');
     expect(
-      (await h.staticJoin(FOLLOWER_INSTANCE_ID, { memberId: result.followerId, protocols: PROTOCOLS }, 1))
+      (await ctx.staticJoin(FOLLOWER_INSTANCE_ID, { memberId: result.followerId, protocols: PROTOCOLS }, 1))
         .errorCode,
     ).toBe(ErrorCode.FENCED_INSTANCE_ID);
-    const oldSync = await h.sync({
+    const oldSync = await ctx.sync({
       generationId: 1,
       memberId: result.followerId,
       groupInstanceId: FOLLOWER_INSTANCE_ID,
     });
     expect(oldSync.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
-    const newSync = await h.sync({
+    const newSync = await ctx.sync({
       generationId: 1,
       memberId: response.memberId,
       groupInstanceId: FOLLOWER_INSTANCE_ID,
@@ -217,15 +218,13 @@ describe('a static member restarting in a Stable group', () => {
   });
 
   test('a follower rejoining without member id with protocols that change the chosen one rebalances', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    h.advance(1);
-    const join = h.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID, protocols: [protocol('roundrobin')] });
-    await settle();
-    expect(await h.state()).toBe('PreparingRebalance');
+    const result = await ctx.staticMembersJoinAndRebalance();
+    ctx.time.advance(1);
+    const join = ctx.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID, protocols: [protocol('roundrobin')] });
+    expect(await ctx.state()).toBe('PreparingRebalance');
     // The leader never rejoins; its session ends first and the follower forms the next generation alone.
-    h.advance(DEFAULT_SESSION_TIMEOUT_MS);
-    await settle();
-    const response = join.result;
+    ctx.time.advance(DEFAULT_SESSION_TIMEOUT_MS);
+    const response = await join.promise;
     expect(response).toMatchObject({ errorCode: ErrorCode.NONE, generationId: result.generation + 1 });
     expect(response.protocolName).toBe('roundrobin');
     expect(response.leaderId).toBe(response.memberId);
@@ -234,201 +233,206 @@ describe('a static member restarting in a Stable group', () => {
   });
 
   test('a follower rejoining with its member id and changed protocols rebalances and takes over leadership', async () => {
-    const result = await h.staticMembersJoinAndRebalance(
+    const result = await ctx.staticMembersJoinAndRebalance(
       LEADER_INSTANCE_ID,
       FOLLOWER_INSTANCE_ID,
       DEFAULT_SESSION_TIMEOUT_MS * 2,
     );
-    const join = h.sendJoin({
+    const join = ctx.sendJoin({
       memberId: result.followerId,
       groupInstanceId: FOLLOWER_INSTANCE_ID,
       protocols: [protocol('roundrobin')],
       sessionTimeoutMs: DEFAULT_SESSION_TIMEOUT_MS * 2,
     });
-    await settle();
-    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
-    await settle();
+    ctx.time.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
     // The leader did not rejoin within the rebalance timeout; as a static member it stays, but the
     // rejoined follower leads the new generation.
-    expect(join.result).toMatchObject({
+    const joined = await join.promise;
+    expect(joined).toMatchObject({
       errorCode: ErrorCode.NONE,
       generationId: result.generation + 1,
       leaderId: result.followerId,
       memberId: result.followerId,
     });
-    expect(instanceIdsOf(join.result.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID]);
+    expect(instanceIdsOf(joined.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID]);
   });
 
   test('the leader rejoining with its member id rebalances; a follower that does not rejoin in time drops out', async () => {
-    const result = await h.staticMembersJoinAndRebalance(
+    const result = await ctx.staticMembersJoinAndRebalance(
       LEADER_INSTANCE_ID,
       FOLLOWER_INSTANCE_ID,
       DEFAULT_REBALANCE_TIMEOUT_MS / 2,
     );
-    const join = h.sendJoin({
+    const join = ctx.sendJoin({
       memberId: result.leaderId,
       groupInstanceId: LEADER_INSTANCE_ID,
       protocols: PROTOCOL_SUPERSET,
       sessionTimeoutMs: DEFAULT_REBALANCE_TIMEOUT_MS / 2,
     });
-    await settle();
-    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
-    await settle();
-    expect(join.result).toMatchObject({
+    ctx.time.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    const joined = await join.promise;
+    expect(joined).toMatchObject({
       errorCode: ErrorCode.NONE,
       generationId: result.generation + 1,
       leaderId: result.leaderId,
       memberId: result.leaderId,
     });
-    expect(instanceIdsOf(join.result.members)).toEqual([LEADER_INSTANCE_ID]);
+    expect(instanceIdsOf(joined.members)).toEqual([LEADER_INSTANCE_ID]);
   });
 
   test('leader and follower rejoining with their ids rebalance; a later protocol change by the follower rebalances again', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const leaderJoin = h.sendJoin({
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const leaderJoin = ctx.sendJoin({
       memberId: result.leaderId,
       groupInstanceId: LEADER_INSTANCE_ID,
       protocols: PROTOCOL_SUPERSET,
     });
-    const followerJoin = h.sendJoin({
+    const followerJoin = ctx.sendJoin({
       memberId: result.followerId,
       groupInstanceId: FOLLOWER_INSTANCE_ID,
       protocols: PROTOCOL_SUPERSET,
     });
-    await settle();
-    expect(leaderJoin.result).toMatchObject({
+    const leaderJoined = await leaderJoin.promise;
+    expect(leaderJoined).toMatchObject({
       errorCode: ErrorCode.NONE,
       generationId: 2,
       leaderId: result.leaderId,
     });
-    expect(instanceIdsOf(leaderJoin.result.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID]);
-    expect(followerJoin.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2, members: [] });
-    h.advance(1);
-    const change = h.sendJoin({
+    expect(instanceIdsOf(leaderJoined.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID]);
+    expect(await followerJoin.promise).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      generationId: 2,
+      members: [],
+    });
+    ctx.time.advance(1);
+    const change = ctx.sendJoin({
       memberId: result.followerId,
       groupInstanceId: FOLLOWER_INSTANCE_ID,
       protocols: PROTOCOLS,
     });
-    await settle();
-    expect(await h.state()).toBe('PreparingRebalance');
+    expect(await ctx.state()).toBe('PreparingRebalance');
     // The leader neither rejoins nor syncs: its session ends and the follower leads generation 3 alone.
-    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
-    await settle();
-    expect(change.result).toMatchObject({
+    ctx.time.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    const changed = await change.promise;
+    expect(changed).toMatchObject({
       errorCode: ErrorCode.NONE,
       generationId: 3,
       leaderId: result.followerId,
     });
-    expect(instanceIdsOf(change.result.members)).toEqual([FOLLOWER_INSTANCE_ID]);
+    expect(instanceIdsOf(changed.members)).toEqual([FOLLOWER_INSTANCE_ID]);
   });
 
   test('a static leader rejoining with its id in an Empty group is told UNKNOWN_MEMBER_ID', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    await h.leave([{ groupInstanceId: LEADER_INSTANCE_ID }, { groupInstanceId: FOLLOWER_INSTANCE_ID }]);
-    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
-    expect(await h.state()).toBe('Empty');
-    const response = await h.staticJoin(LEADER_INSTANCE_ID, { memberId: result.leaderId }, 1);
+    const result = await ctx.staticMembersJoinAndRebalance();
+    await ctx.leave([{ groupInstanceId: LEADER_INSTANCE_ID }, { groupInstanceId: FOLLOWER_INSTANCE_ID }]);
+    ctx.time.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    expect(await ctx.state()).toBe('Empty');
+    const response = await ctx.staticJoin(LEADER_INSTANCE_ID, { memberId: result.leaderId }, 1);
     expect(response.errorCode).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
   });
 });
 
 describe('fencing duplicate static members', () => {
   test('a duplicate follower joining during PreparingRebalance fences the parked JoinGroup of the old one', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const third = await h.sendDynamicJoin(); // a third member triggers a rebalance
-    expect(await h.state()).toBe('PreparingRebalance');
-    const oldFollower = h.sendJoin({ memberId: result.followerId, groupInstanceId: FOLLOWER_INSTANCE_ID });
-    h.advance(1);
-    const duplicate = h.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID });
-    await settle();
-    expect(oldFollower.result).toMatchObject({
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const third = await ctx.sendDynamicJoin(); // a third member triggers a rebalance
+    expect(await ctx.state()).toBe('PreparingRebalance');
+    const oldFollower = ctx.sendJoin({ memberId: result.followerId, groupInstanceId: FOLLOWER_INSTANCE_ID });
+    ctx.time.advance(1);
+    const duplicate = ctx.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID });
+    expect(await oldFollower.promise).toMatchObject({
       errorCode: ErrorCode.FENCED_INSTANCE_ID,
       generationId: -1,
       memberId: result.followerId,
     });
     expect(duplicate.isSettled).toBe(false);
     expect(third.isSettled).toBe(false);
-    expect(await h.state()).toBe('PreparingRebalance');
+    expect(await ctx.state()).toBe('PreparingRebalance');
   });
 
   test('a duplicate follower joining during CompletingRebalance fences the old one parked in SyncGroup and rebalances', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const leaderJoin = h.sendJoin({
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const leaderJoin = ctx.sendJoin({
       memberId: result.leaderId,
       groupInstanceId: LEADER_INSTANCE_ID,
       protocols: PROTOCOL_SUPERSET,
     });
-    const oldFollowerJoin = h.sendJoin({
+    const oldFollowerJoin = ctx.sendJoin({
       memberId: result.followerId,
       groupInstanceId: FOLLOWER_INSTANCE_ID,
       protocols: PROTOCOL_SUPERSET,
     });
-    await settle();
-    expect(leaderJoin.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
-    expect(oldFollowerJoin.result).toMatchObject({
+    expect(await leaderJoin.promise).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
+    expect(await oldFollowerJoin.promise).toMatchObject({
       errorCode: ErrorCode.NONE,
       generationId: 2,
       leaderId: result.leaderId,
     });
-    expect(await h.state()).toBe('CompletingRebalance');
+    expect(await ctx.state()).toBe('CompletingRebalance');
 
-    const oldFollowerSync = h.sendSync({
+    const oldFollowerSync = ctx.sendSync({
       generationId: 2,
       memberId: result.followerId,
       groupInstanceId: FOLLOWER_INSTANCE_ID,
       protocolType: 'consumer',
       protocolName: 'range',
     });
-    h.advance(1);
-    const duplicate = h.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID, protocols: PROTOCOL_SUPERSET });
-    await settle();
-    expect(oldFollowerSync.result.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
-    expect(await h.state()).toBe('PreparingRebalance');
+    ctx.time.advance(1);
+    const duplicate = ctx.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID, protocols: PROTOCOL_SUPERSET });
+    expect((await oldFollowerSync.answer.promise).errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    expect(await ctx.state()).toBe('PreparingRebalance');
 
     // The leader neither syncs nor rejoins: its session ends and the duplicate leads generation 3 alone.
-    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
-    await settle();
-    expect(duplicate.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 3 });
-    expect(duplicate.result.leaderId).toBe(duplicate.result.memberId);
-    expect(instanceIdsOf(duplicate.result.members)).toEqual([FOLLOWER_INSTANCE_ID]);
-    expect(await h.state()).toBe('CompletingRebalance');
+    ctx.time.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    const duplicated = await duplicate.promise;
+    expect(duplicated).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 3 });
+    expect(duplicated.leaderId).toBe(duplicated.memberId);
+    expect(instanceIdsOf(duplicated.members)).toEqual([FOLLOWER_INSTANCE_ID]);
+    expect(await ctx.state()).toBe('CompletingRebalance');
   });
 
   test('after a duplicate follower replaced the member id, the old follower rejoining is fenced', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const leaderJoin = h.sendJoin({
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const leaderJoin = ctx.sendJoin({
       memberId: result.leaderId,
       groupInstanceId: LEADER_INSTANCE_ID,
       protocols: PROTOCOL_SUPERSET,
     });
-    await settle();
-    expect(await h.state()).toBe('PreparingRebalance');
-    const duplicate = h.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID, protocols: PROTOCOL_SUPERSET });
-    h.advance(1);
-    const oldFollower = h.sendJoin({
+    expect(await ctx.state()).toBe('PreparingRebalance');
+    const duplicate = ctx.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID, protocols: PROTOCOL_SUPERSET });
+    ctx.time.advance(1);
+    const oldFollower = ctx.sendJoin({
       memberId: result.followerId,
       groupInstanceId: FOLLOWER_INSTANCE_ID,
       protocols: PROTOCOL_SUPERSET,
     });
-    await settle();
-    expect(leaderJoin.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
-    expect(instanceIdsOf(leaderJoin.result.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID]);
-    expect(duplicate.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2, members: [] });
-    expect(duplicate.result.memberId).not.toBe(result.followerId);
-    expect(oldFollower.result).toMatchObject({ errorCode: ErrorCode.FENCED_INSTANCE_ID, generationId: -1 });
+    const leaderJoined = await leaderJoin.promise;
+    expect(leaderJoined).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
+    expect(instanceIdsOf(leaderJoined.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID]);
+    const duplicated = await duplicate.promise;
+    expect(duplicated).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2, members: [] });
+    expect(duplicated.memberId).not.toBe(result.followerId);
+    expect(await oldFollower.promise).toMatchObject({
+      errorCode: ErrorCode.FENCED_INSTANCE_ID,
+      generationId: -1,
+    });
   });
 
   test('SyncGroup, Heartbeat and OffsetCommit with a wrong member id for a static instance are fenced', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const sync = await h.sync({ generationId: 1, memberId: 'invalid', groupInstanceId: LEADER_INSTANCE_ID });
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const sync = await ctx.sync({
+      generationId: 1,
+      memberId: 'invalid',
+      groupInstanceId: LEADER_INSTANCE_ID,
+    });
     expect(sync.errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
-    expect(await h.heartbeat(result.leaderId, 1)).toBe(ErrorCode.NONE);
-    expect(await h.heartbeat('invalidMember', 1, LEADER_INSTANCE_ID)).toBe(ErrorCode.FENCED_INSTANCE_ID);
-    const valid = await h.commit({ memberId: result.leaderId, generationId: 1 }, [
+    expect(await ctx.heartbeat(result.leaderId, 1)).toBe(ErrorCode.NONE);
+    expect(await ctx.heartbeat('invalidMember', 1, LEADER_INSTANCE_ID)).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    const valid = await ctx.commitOffsetsAndAnswer({ memberId: result.leaderId, generationId: 1 }, [
       { topic: 'topic', partition: 0, offset: 0 },
     ]);
     expect(valid.get('topic-0')).toBe(ErrorCode.NONE);
-    const fenced = await h.commit(
+    const fenced = await ctx.commitOffsetsAndAnswer(
       { memberId: 'invalidMember', generationId: 1, groupInstanceId: LEADER_INSTANCE_ID },
       [{ topic: 'topic', partition: 0, offset: 0 }],
     );
@@ -444,66 +448,64 @@ describe('static members that do not rejoin', () => {
    */
   async function groupStuckWithNonJoinedStaticLeader(): Promise<{ leaderId: string }> {
     const longSessionTimeoutMs = DEFAULT_SESSION_TIMEOUT_MS * 2;
-    const result = await h.staticMembersJoinAndRebalance(
+    const result = await ctx.staticMembersJoinAndRebalance(
       LEADER_INSTANCE_ID,
       FOLLOWER_INSTANCE_ID,
       longSessionTimeoutMs,
     );
-    const dynamic = await h.sendDynamicJoin({
+    const dynamic = await ctx.sendDynamicJoin({
       protocols: PROTOCOL_SUPERSET,
       sessionTimeoutMs: longSessionTimeoutMs,
     });
-    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
-    await settle();
-    expect(dynamic.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
-    expect(dynamic.result.leaderId).toBe(dynamic.result.memberId);
-    expect(dynamic.result.members).toHaveLength(3);
-    expect(await h.state()).toBe('CompletingRebalance');
+    ctx.time.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    const joined = await dynamic.promise;
+    expect(joined).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
+    expect(joined.leaderId).toBe(joined.memberId);
+    expect(joined.members).toHaveLength(3);
+    expect(await ctx.state()).toBe('CompletingRebalance');
 
-    expect((await h.leave([{ memberId: result.followerId }])).members[0].errorCode).toBe(ErrorCode.NONE);
-    expect(await h.state()).toBe('PreparingRebalance');
-    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
-    await settle();
+    expect((await ctx.leave([{ memberId: result.followerId }])).members[0].errorCode).toBe(ErrorCode.NONE);
+    expect(await ctx.state()).toBe('PreparingRebalance');
+    ctx.time.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
     // The dynamic member did not rejoin and is gone; the static leader stays, and nothing can complete.
-    expect(await h.memberIds()).toEqual([result.leaderId]);
-    expect(await h.state()).toBe('PreparingRebalance');
+    expect(await ctx.memberIds()).toEqual([result.leaderId]);
+    expect(await ctx.state()).toBe('PreparingRebalance');
     return { leaderId: result.leaderId };
   }
 
   test('a static leader that never rejoins is removed when its session ends, leaving the group Empty', async () => {
     await groupStuckWithNonJoinedStaticLeader();
-    h.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
-    expect(await h.memberIds()).toEqual([]);
-    expect(await h.state()).toBe('Empty');
-    expect(h.transitions.at(-1)).toMatchObject({ to: 'Empty', generationId: 3 });
+    ctx.time.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
+    expect(await ctx.memberIds()).toEqual([]);
+    expect(await ctx.state()).toBe('Empty');
+    expect(ctx.transitions.at(-1)).toMatchObject({ to: 'Empty', generationId: 3 });
   });
 
   test('a static leader that comes back before its session ends completes the stuck rebalance', async () => {
     await groupStuckWithNonJoinedStaticLeader();
-    const response = await h.staticJoin(LEADER_INSTANCE_ID, {}, 0);
+    const response = await ctx.staticJoin(LEADER_INSTANCE_ID, {}, 0);
     expect(response).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 3 });
     expect(instanceIdsOf(response.members)).toEqual([LEADER_INSTANCE_ID]);
-    expect(await h.memberIds()).toEqual([response.memberId]);
-    expect(await h.state()).toBe('CompletingRebalance');
+    expect(await ctx.memberIds()).toEqual([response.memberId]);
+    expect(await ctx.state()).toBe('CompletingRebalance');
   });
 
   test('a static follower that does not rejoin before the rebalance timeout stays in the new generation', async () => {
-    const initial = await h.staticMembersJoinAndRebalance(
+    const initial = await ctx.staticMembersJoinAndRebalance(
       LEADER_INSTANCE_ID,
       FOLLOWER_INSTANCE_ID,
       DEFAULT_REBALANCE_TIMEOUT_MS * 2,
     );
-    const newMember = h.sendJoin({ groupInstanceId: 'newMember', protocols: PROTOCOL_SUPERSET });
-    await settle();
-    expect(await h.state()).toBe('PreparingRebalance');
-    const leader = await h.staticJoin(
+    const newMember = ctx.sendJoin({ groupInstanceId: 'newMember', protocols: PROTOCOL_SUPERSET });
+    expect(await ctx.state()).toBe('PreparingRebalance');
+    const leader = await ctx.staticJoin(
       LEADER_INSTANCE_ID,
       { memberId: initial.leaderId, protocols: PROTOCOL_SUPERSET },
       DEFAULT_REBALANCE_TIMEOUT_MS,
     );
     expect(leader).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2, leaderId: initial.leaderId });
     expect(instanceIdsOf(leader.members)).toEqual([FOLLOWER_INSTANCE_ID, LEADER_INSTANCE_ID, 'newMember']);
-    expect(newMember.result).toMatchObject({
+    expect(await newMember.promise).toMatchObject({
       errorCode: ErrorCode.NONE,
       generationId: 2,
       leaderId: initial.leaderId,
@@ -511,19 +513,19 @@ describe('static members that do not rejoin', () => {
   });
 
   test('a static leader that does not rejoin before the rebalance timeout loses leadership to a rejoined member', async () => {
-    const initial = await h.staticMembersJoinAndRebalance(
+    const initial = await ctx.staticMembersJoinAndRebalance(
       LEADER_INSTANCE_ID,
       FOLLOWER_INSTANCE_ID,
       DEFAULT_REBALANCE_TIMEOUT_MS * 2,
     );
-    const newMember = h.sendJoin({ groupInstanceId: 'newMember', protocols: PROTOCOL_SUPERSET });
-    h.advance(1);
-    const follower = await h.staticJoin(
+    const newMember = ctx.sendJoin({ groupInstanceId: 'newMember', protocols: PROTOCOL_SUPERSET });
+    ctx.time.advance(1);
+    const follower = await ctx.staticJoin(
       FOLLOWER_INSTANCE_ID,
       { memberId: initial.followerId, protocols: PROTOCOL_SUPERSET },
       DEFAULT_REBALANCE_TIMEOUT_MS,
     );
-    const results = [follower, newMember.result];
+    const results = [follower, await newMember.promise];
     const leaderResult = results.find((r) => r.leaderId === r.memberId);
     expect(leaderResult).toBeDefined();
     expect(leaderResult?.memberId).not.toBe(initial.leaderId);
@@ -536,43 +538,42 @@ describe('static members that do not rejoin', () => {
   });
 
   test('an unjoined static member stays until its session ends while the new generation goes on', async () => {
-    const first = await h.staticJoin(LEADER_INSTANCE_ID, {
+    const first = await ctx.staticJoin(LEADER_INSTANCE_ID, {
       rebalanceTimeoutMs: 1200,
       sessionTimeoutMs: 1000,
     });
-    await h.sync({
+    await ctx.sync({
       generationId: 1,
       memberId: first.memberId,
       assignments: [[first.memberId, Buffer.alloc(0)]],
     });
-    const other = await h.sendDynamicJoin(); // t = 50: the rebalance waits up to 1200 ms for the first member
+    const other = await ctx.sendDynamicJoin(); // t = 50: the rebalance waits up to 1200 ms for the first member
     for (let i = 0; i < 2; i++) {
-      h.advance(400);
-      expect(await h.heartbeat(first.memberId, 1)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+      ctx.time.advance(400);
+      expect(await ctx.heartbeat(first.memberId, 1)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
     }
-    h.advance(400); // t = 1250: the rebalance times out without the first member
-    await settle();
-    const otherJoin = other.result;
+    ctx.time.advance(400); // t = 1250: the rebalance times out without the first member
+    const otherJoin = await other.promise;
     expect(otherJoin).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 2 });
     expect(otherJoin.leaderId).toBe(otherJoin.memberId);
-    const sync = await h.sync({ generationId: 2, memberId: otherJoin.memberId, assignments: [] });
+    const sync = await ctx.sync({ generationId: 2, memberId: otherJoin.memberId, assignments: [] });
     expect(sync.errorCode).toBe(ErrorCode.NONE);
     // The static member that did not rejoin is kept, with an old generation, until its session ends.
-    expect(await h.heartbeat(first.memberId, 1)).toBe(ErrorCode.ILLEGAL_GENERATION);
-    expect(await h.memberIds()).toContain(first.memberId);
+    expect(await ctx.heartbeat(first.memberId, 1)).toBe(ErrorCode.ILLEGAL_GENERATION);
+    expect(await ctx.memberIds()).toContain(first.memberId);
     const seen: ErrorCode[] = [];
     for (let i = 0; i < 3; i++) {
-      h.advance(400);
-      seen.push(await h.heartbeat(otherJoin.memberId, 2));
+      ctx.time.advance(400);
+      seen.push(await ctx.heartbeat(otherJoin.memberId, 2));
     }
     expect(seen).toEqual([ErrorCode.NONE, ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS]);
-    expect(await h.memberIds()).toEqual([otherJoin.memberId]);
-    const rejoin = await h.join({ memberId: otherJoin.memberId });
+    expect(await ctx.memberIds()).toEqual([otherJoin.memberId]);
+    const rejoin = await ctx.join({ memberId: otherJoin.memberId });
     expect(rejoin).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 3 });
-    await h.sync({ generationId: 3, memberId: otherJoin.memberId, assignments: [] });
+    await ctx.sync({ generationId: 3, memberId: otherJoin.memberId, assignments: [] });
     for (let i = 0; i < 20; i++) {
-      h.advance(400);
-      expect(await h.heartbeat(otherJoin.memberId, 3)).toBe(ErrorCode.NONE);
+      ctx.time.advance(400);
+      expect(await ctx.heartbeat(otherJoin.memberId, 3)).toBe(ErrorCode.NONE);
     }
   });
 });

@@ -1,9 +1,14 @@
-import { ErrorCode } from '../../../src/errors';
+import { CohortError, ErrorCode } from '../../../src/errors';
+import type { StoredMember } from '../../../src/group/group-metadata-store';
+import type { GroupMetadataValue } from '../../../src/group/records/consumer-offsets-record';
 import { CoordinatorTestContext } from '../../support/coordinator-test-context';
 import {
   DEFAULT_REBALANCE_TIMEOUT_MS,
   DEFAULT_SESSION_TIMEOUT_MS,
+  CONTEXT,
   FOLLOWER_INSTANCE_ID,
+  GROUP_ID,
+  joinRequest,
   LEADER_INSTANCE_ID,
   PROTOCOL_SUPERSET,
   PROTOCOLS,
@@ -576,4 +581,56 @@ describe('static members that do not rejoin', () => {
       expect(await ctx.heartbeat(otherJoin.memberId, 3)).toBe(ErrorCode.NONE);
     }
   });
+});
+
+describe("a static member replaced in a Stable group: the group's record names its new member id", () => {
+  const followerOf = (stored: GroupMetadataValue | undefined): StoredMember | undefined =>
+    stored?.members.find((m) => m.groupInstanceId === FOLLOWER_INSTANCE_ID);
+
+  test('the rejoin writes the record with the new member id and is answered once it commits', async () => {
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const rejoin = ctx.call(() =>
+      ctx.router.joinGroup(
+        joinRequest({ groupInstanceId: FOLLOWER_INSTANCE_ID, protocols: PROTOCOL_SUPERSET }),
+        CONTEXT,
+      ),
+    );
+    expect(rejoin.records).toHaveLength(1);
+    const stored = ctx.storedGroup(GROUP_ID);
+    expect(stored?.generationId).toBe(result.generation);
+    const newMemberId = followerOf(stored)?.memberId;
+    expect(newMemberId).not.toBe(result.followerId);
+    expect(followerOf(stored)?.assignment).toEqual(result.followerAssignment);
+    expect(await ctx.state()).toBe('Stable');
+    expect(rejoin.answer.isSettled).toBe(false);
+    ctx.commit();
+    expect(await rejoin.answer.promise).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      generationId: result.generation,
+      memberId: newMemberId,
+      leaderId: result.leaderId,
+      skipAssignment: false,
+    });
+  });
+
+  test.each([
+    [ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.COORDINATOR_NOT_AVAILABLE],
+    [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR],
+    [ErrorCode.REQUEST_TIMED_OUT, ErrorCode.REBALANCE_IN_PROGRESS],
+  ])(
+    'a failed append (%s) answers the rejoin %s; the group keeps the new id, and the instance replaces it again',
+    async (appendError, answered) => {
+      const result = await ctx.staticMembersJoinAndRebalance();
+      const rejoin = ctx.sendJoin({ groupInstanceId: FOLLOWER_INSTANCE_ID, protocols: PROTOCOL_SUPERSET });
+      const newMemberId = followerOf(ctx.storedGroup(GROUP_ID))?.memberId as string;
+      ctx.failAppend(new CohortError(appendError, 'the append failed'));
+      expect(await rejoin.promise).toMatchObject({ errorCode: answered, memberId: '' });
+      expect(await ctx.state()).toBe('Stable');
+      expect((await ctx.memberIds()).sort()).toEqual([result.leaderId, newMemberId].sort());
+      const again = await ctx.staticJoin(FOLLOWER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET }, 0);
+      expect(again).toMatchObject({ errorCode: ErrorCode.NONE, generationId: result.generation });
+      expect(again.memberId).not.toBe(newMemberId);
+      expect(followerOf(ctx.storedGroup(GROUP_ID))?.memberId).toBe(again.memberId);
+    },
+  );
 });

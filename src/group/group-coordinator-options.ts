@@ -49,7 +49,10 @@ export interface GroupCoordinatorListener {
    * or ILLEGAL_GENERATION (it names a generation the group has left).
    */
   onFenced?(groupId: string, memberId: string, groupInstanceId: string, errorCode: ErrorCode): void;
-  /** A group's metadata record could not be stored (its members got `storeGroupErrorCode(error)`, if any). */
+  /**
+   * A group's metadata record could not be stored (its members got `storeGroupErrorCode(error)`, if any).
+   * Not for an append that ends after the shard's unload: the unload ended that write first.
+   */
   onGroupStoreFailed?(groupId: string, generationId: number, error: unknown): void;
   /**
    * Offsets of a group expired (offsets.retention.minutes) and their removal is durable; `isGroupRemoved`

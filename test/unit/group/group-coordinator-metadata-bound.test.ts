@@ -1,7 +1,8 @@
 import { ErrorCode } from '../../../src/errors';
 import type { JoinGroupResponse } from '../../../src/group/group-protocol';
 import { DEFAULT_GROUP_CONFIG } from '../../../src/group/group-config';
-import { GroupHarness, protocol, settle, type Tracked } from '../../support/group-harness';
+import { CoordinatorTestContext } from '../../support/coordinator-test-context';
+import { protocol, type Tracked } from '../../support/group-harness';
 
 /**
  * groupMaxMetadataBytes: a group's members together may hold this many protocol metadata bytes. The join
@@ -10,12 +11,12 @@ import { GroupHarness, protocol, settle, type Tracked } from '../../support/grou
  */
 const BOUND_BYTES = 1_000;
 
-let h: GroupHarness;
+let h: CoordinatorTestContext;
 afterEach(() => h.shutdown());
 
 /** Kafka's test settings, group.max.size lifted (the byte bound is what is tested), and the bound. */
-function harness(): GroupHarness {
-  return new GroupHarness({ groupMaxMetadataBytes: BOUND_BYTES, groupMaxSize: 100 });
+function harness(): Promise<CoordinatorTestContext> {
+  return CoordinatorTestContext.create({ groupMaxMetadataBytes: BOUND_BYTES, groupMaxSize: 100 });
 }
 
 const metadataOf = (bytes: number) => [protocol('range', Buffer.alloc(bytes, 1))];
@@ -32,14 +33,11 @@ async function stableGroup(count: number, bytes: number): Promise<{ ids: string[
     h.sendJoin({ memberId, protocols: metadataOf(bytes) }),
   );
   // Members added during the initial delay extend it once more (KIP-134).
-  for (let i = 0; i < 2; i++) {
-    await settle();
-    h.advance(h.config.groupInitialRebalanceDelayMs);
-  }
-  await settle();
-  const generationId = joins[0]!.result.generationId;
-  for (const join of joins) expect(join.result.errorCode).toBe(ErrorCode.NONE);
-  const leader = joins.find((j) => j.result.leaderId === j.result.memberId)!.result;
+  for (let i = 0; i < 2; i++) h.time.advance(h.config.groupInitialRebalanceDelayMs);
+  const joined = await Promise.all(joins.map((join) => join.promise));
+  const generationId = joined[0]!.generationId;
+  for (const join of joined) expect(join.errorCode).toBe(ErrorCode.NONE);
+  const leader = joined.find((j) => j.leaderId === j.memberId)!;
   await h.sync({ generationId, memberId: leader.memberId, assignments: [] });
   await Promise.all(
     ids.filter((id) => id !== leader.memberId).map((memberId) => h.sync({ generationId, memberId })),
@@ -50,7 +48,7 @@ async function stableGroup(count: number, bytes: number): Promise<{ ids: string[
 
 describe('GroupCoordinator: groupMaxMetadataBytes', () => {
   test('refuses the member whose join would take the group past the bound, before any rebalance', async () => {
-    h = harness();
+    h = await harness();
     const { ids, generationId } = await stableGroup(3, 300);
     const transitionsBefore = h.transitions.length;
 
@@ -65,12 +63,11 @@ describe('GroupCoordinator: groupMaxMetadataBytes', () => {
     const fits = await h.join({ protocols: metadataOf(100) });
     expect(fits.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
     h.sendJoin({ memberId: fits.memberId, protocols: metadataOf(100) });
-    await settle();
     expect(await h.state()).toBe('PreparingRebalance');
   });
 
   test('refuses a pending member id whose join no longer fits, and a member rejoining larger', async () => {
-    h = harness();
+    h = await harness();
     const { ids, generationId } = await stableGroup(2, 300);
     // Handed an id while it fitted (600 + 300), then a rejoin grows another member past the bound.
     const pending = await h.join({ protocols: metadataOf(300) });
@@ -85,18 +82,17 @@ describe('GroupCoordinator: groupMaxMetadataBytes', () => {
     expect(same.errorCode).toBe(ErrorCode.NONE);
     // 600 + 300 fits: the pending id is still good.
     const pendingJoin = h.sendJoin({ memberId: pending.memberId, protocols: metadataOf(300) });
-    await settle();
     expect(await h.state()).toBe('PreparingRebalance');
     expect(pendingJoin.isSettled).toBe(false);
   });
 
   test('lets a static member that restarts take its own place back, counting its old metadata out', async () => {
-    h = harness();
+    h = await harness();
     const first = await h.staticJoin('instance', { protocols: metadataOf(900) });
     expect(first.errorCode).toBe(ErrorCode.NONE);
     await h.sync({ generationId: first.generationId, memberId: first.memberId, assignments: [] });
-    // The restarted instance (no member id) replaces itself: 900 out, 950 in.
-    const restarted = await h.join({ groupInstanceId: 'instance', protocols: metadataOf(950) });
+    // The restarted instance (no member id) replaces itself: 900 out, 950 in, answered once stored.
+    const restarted = await h.staticJoin('instance', { protocols: metadataOf(950) }, 0);
     expect(restarted.errorCode).toBe(ErrorCode.NONE);
     // Another instance does not fit beside it.
     const other = await h.join({ groupInstanceId: 'other', protocols: metadataOf(100) });
@@ -104,14 +100,14 @@ describe('GroupCoordinator: groupMaxMetadataBytes', () => {
   });
 
   test('a member over the bound alone cannot create a group, and leaves none behind', async () => {
-    h = harness();
+    h = await harness();
     const refused = await h.join({ groupId: 'huge', protocols: metadataOf(BOUND_BYTES + 1) });
     expect(refused.errorCode).toBe(ErrorCode.GROUP_MAX_SIZE_REACHED);
-    expect(h.coordinator.numGroups).toBe(0);
+    expect(h.router.numGroups).toBe(0);
   });
 
   test('frees the bytes of members that leave', async () => {
-    h = harness();
+    h = await harness();
     const { ids } = await stableGroup(3, 300);
     expect((await h.join({ protocols: metadataOf(300) })).errorCode).toBe(ErrorCode.GROUP_MAX_SIZE_REACHED);
     await h.leave([{ memberId: ids[0] }]);
@@ -122,13 +118,12 @@ describe('GroupCoordinator: groupMaxMetadataBytes', () => {
 describe('GroupCoordinator: groupMaxMetadataBytes at its default', () => {
   test('takes 32 members of 1 MiB subscriptions and refuses the 33rd', async () => {
     const { groupMaxMetadataBytes, memberMetadataMaxBytes } = DEFAULT_GROUP_CONFIG;
-    h = new GroupHarness({ groupMaxMetadataBytes, groupMaxSize: 1_000 });
+    h = await CoordinatorTestContext.create({ groupMaxMetadataBytes, groupMaxSize: 1_000 });
     expect(groupMaxMetadataBytes / memberMetadataMaxBytes).toBe(32);
     const ids: string[] = [];
     for (let i = 0; i < 32; i++)
       ids.push((await h.join({ protocols: metadataOf(memberMetadataMaxBytes) })).memberId);
     for (const memberId of ids) h.sendJoin({ memberId, protocols: metadataOf(memberMetadataMaxBytes) });
-    await settle();
     expect((await h.describe()).members).toHaveLength(32);
     const refused = await h.join({ protocols: metadataOf(memberMetadataMaxBytes) });
     expect(refused.errorCode).toBe(ErrorCode.GROUP_MAX_SIZE_REACHED);

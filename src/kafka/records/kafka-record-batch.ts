@@ -1,6 +1,6 @@
 import { crc32c } from '@node-rs/crc32';
 import { CohortError } from '../../errors';
-import { readZigzag } from '../../log/storage/kafka-batch-layout';
+import { KafkaLayout, readZigzag } from '../../log/storage/kafka-batch-layout';
 import { compress, CompressionCodec, decompress } from './compression';
 import { KafkaRecordsError } from './kafka-records-error';
 
@@ -57,17 +57,19 @@ export const NO_TIMESTAMP = -1;
 /** The default bound on what one Produce partition's batches may decompress to. */
 export const DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024;
 
-const PARTITION_LEADER_EPOCH_AT = 12;
-const MAGIC_AT = 16;
-const CRC_AT = 17;
-const ATTRIBUTES_AT = 21;
-const LAST_OFFSET_DELTA_AT = 23;
-const BASE_TIMESTAMP_AT = 27;
-const MAX_TIMESTAMP_AT = 35;
-const PRODUCER_ID_AT = 43;
-const PRODUCER_EPOCH_AT = 51;
-const BASE_SEQUENCE_AT = 53;
-const RECORDS_COUNT_AT = 57;
+const {
+  PARTITION_LEADER_EPOCH_AT,
+  MAGIC_AT,
+  CRC_AT,
+  ATTRIBUTES_AT,
+  LAST_OFFSET_DELTA_AT,
+  BASE_TIMESTAMP_AT,
+  MAX_TIMESTAMP_AT,
+  PRODUCER_ID_AT,
+  PRODUCER_EPOCH_AT,
+  BASE_SEQUENCE_AT,
+  RECORD_COUNT_AT: RECORDS_COUNT_AT,
+} = KafkaLayout;
 
 const COMPRESSION_MASK = 0x07;
 const LOG_APPEND_TIME_FLAG = 0x08;

@@ -51,6 +51,8 @@ const LAST_OFFSET_DELTA_AT = 23;
 const BASE_TIMESTAMP_AT = 27;
 const MAX_TIMESTAMP_AT = 35;
 const PRODUCER_ID_AT = 43;
+const PRODUCER_EPOCH_AT = 51;
+const BASE_SEQUENCE_AT = 53;
 const RECORD_COUNT_AT = 57;
 const KAFKA_MAGIC = 2;
 /** length, attributes, Δts, Δoffset, key length, value length, header count: one byte each at least. */
@@ -64,14 +66,19 @@ const MIN_INT32 = -0x8000_0000;
 const MAX_INT32 = 0x7fff_ffff;
 const EMPTY = Buffer.alloc(0);
 
-/** The header fields of a batch in this layout, at their places. */
+/** Where each header field of Kafka's RecordBatch v2 sits (the table above), for every reader of it. */
 export const KafkaLayout = {
+  PARTITION_LEADER_EPOCH_AT,
+  MAGIC_AT,
+  CRC_AT,
+  ATTRIBUTES_AT,
   LAST_OFFSET_DELTA_AT,
   BASE_TIMESTAMP_AT,
   MAX_TIMESTAMP_AT,
+  PRODUCER_ID_AT,
+  PRODUCER_EPOCH_AT,
+  BASE_SEQUENCE_AT,
   RECORD_COUNT_AT,
-  PARTITION_LEADER_EPOCH_AT,
-  CRC_AT,
 } as const;
 
 /** Whether the batch at `position` has this layout (its byte 12 is not one of cohort's magics). */

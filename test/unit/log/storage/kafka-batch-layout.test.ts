@@ -246,6 +246,40 @@ describe('a client batch kept in Kafka layout', () => {
     expect(RecordBatch.fromClientBatch(make())).toBeNull();
   });
 
+  test('fuzz: damaged or random bytes are refused or taken whole, never thrown on, and what is taken decodes as the door decodes it', () => {
+    const valid = clientBatch(4);
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 200 }).map((bytes) => Buffer.from(bytes)),
+          // A valid batch with bytes overwritten and its CRC made right again, so that the record walk
+          // itself meets the damage rather than the CRC check.
+          fc
+            .array(fc.tuple(fc.nat(valid.length - 1), fc.integer({ min: 0, max: 255 })), {
+              minLength: 1,
+              maxLength: 4,
+            })
+            .map((edits) => {
+              const bytes = Buffer.from(valid);
+              for (const [at, value] of edits) if (at >= 21) bytes[at] = value;
+              return withCrc(bytes);
+            }),
+          fc.nat(valid.length).map((cut) => Buffer.from(valid.subarray(0, cut))),
+        ),
+        (bytes) => {
+          const batch = RecordBatch.fromClientBatch(Buffer.from(bytes));
+          if (batch === null) return;
+          batch.assignOffsets(0, 0);
+          const [decoded] = decodeKafkaRecordBatches(Buffer.from(batch.buffer));
+          expect(batch.records().map((r) => [r.offset, r.timestampMs, r.key, r.value])).toEqual(
+            decoded!.records.map((r) => [r.offsetDelta, r.timestampMs, r.key, r.value]),
+          );
+        },
+      ),
+      { numRuns: 2_000 },
+    );
+  });
+
   test('whatever leader epoch its client wrote, it reads as Kafka layout until the append gives its own', () => {
     const bytes = clientBatch(1);
     bytes.writeInt32BE(0x0100_0005, 12); // byte 12 would read as cohort's magic 1

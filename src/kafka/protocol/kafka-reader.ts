@@ -100,14 +100,27 @@ export class KafkaReader {
     return value;
   }
 
-  /** INT32 length (-1 = null when nullable), or a COMPACT uvarint length + 1 (0 = null). A copy. */
+  /**
+   * INT32 length (-1 = null when nullable), or a COMPACT uvarint length + 1 (0 = null). A copy: what a
+   * request's bytes field carries (a member's metadata, its assignment) can outlive the request, and a view
+   * would keep the whole frame alive with it.
+   */
   nullableBytes(isCompact: boolean): Buffer | null {
+    const view = this.nullableBytesView(isCompact);
+    return view === null ? null : Buffer.from(view);
+  }
+
+  /**
+   * The same field as a view into the frame, no copy: for a Produce's records, which the log writes and
+   * lets go (its in-memory tail copies a view it keeps) and which can be a megabyte a request.
+   */
+  nullableBytesView(isCompact: boolean): Buffer | null {
     const length = isCompact ? this.uvarint() - 1 : this.int32();
     if (length < 0) {
       if (length === -1) return null;
       throw new KafkaProtocolError(`bytes length ${length}`);
     }
-    return Buffer.from(this.bytesOf(length, 'bytes'));
+    return this.bytesOf(length, 'bytes');
   }
 
   bytes(isCompact: boolean): Buffer {

@@ -54,7 +54,7 @@ function readPrimitive(
     case 'bytes':
       return isNullable ? reader.nullableBytes(isCompact) : reader.bytes(isCompact);
     case 'records':
-      return reader.nullableBytes(isCompact);
+      return reader.nullableBytesView(isCompact);
   }
 }
 

@@ -160,14 +160,12 @@ class RouterHarness {
     instanceId = 'instance',
   ): Promise<{ memberId: string; generationId: number }> {
     const join = this.sendJoin(groupId, instanceId);
-    await settle();
+    // Answered when the initial rebalance delay has passed; the sync once the group's record is stored.
     this.advance(GROUP_INITIAL_REBALANCE_DELAY_MS);
-    await settle();
-    const { memberId, generationId, errorCode } = join.result;
+    const { memberId, generationId, errorCode } = await join.promise;
     expect(errorCode).toBe(ErrorCode.NONE);
     const sync = this.sendSync(groupId, memberId, generationId, instanceId);
-    await settle();
-    expect(sync.result.errorCode).toBe(ErrorCode.NONE);
+    expect((await sync.promise).errorCode).toBe(ErrorCode.NONE);
     expect(await this.state(groupId)).toBe('Stable');
     return { memberId, generationId };
   }
@@ -263,13 +261,11 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
   test('every request of a group whose partition is not led', async () => {
     const h = harness();
     // Partition 0 is led here, partition 1 (GROUP_B's) is not.
-    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     const notCoordinator = ErrorCode.NOT_COORDINATOR;
-    const join = h.sendJoin(GROUP_B, 'instance');
-    await settle();
-    expect(join.result.errorCode).toBe(notCoordinator);
-    expect(join.result.memberId).toBe('');
+    const join = await h.sendJoin(GROUP_B, 'instance').promise;
+    expect(join.errorCode).toBe(notCoordinator);
+    expect(join.memberId).toBe('');
     expect((await h.sendSync(GROUP_B, 'member', 1).promise).errorCode).toBe(notCoordinator);
     expect(await h.heartbeat(GROUP_B, 'member', 1)).toBe(notCoordinator);
     expect(await h.leave(GROUP_B, 'member')).toBe(notCoordinator);
@@ -294,8 +290,7 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
 
   test('DescribeGroups and DeleteGroups answer per group, in the request order', async () => {
     const h = harness();
-    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     const described = await h.router.describeGroups({ groups: [GROUP_B, GROUP_A] }, CONTEXT);
     expect(described.groups.map((g) => [g.groupId, g.errorCode, g.groupState])).toEqual([
@@ -312,8 +307,7 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
 
   test("lastHeartbeats: a led group's members and their last heartbeat, nothing for a group not led", async () => {
     const h = harness();
-    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     const { memberId, generationId } = await h.stableGroup(GROUP_A);
     h.advance(100);
     expect(await h.heartbeat(GROUP_A, memberId, generationId, CONTEXT, 'instance')).toBe(ErrorCode.NONE);
@@ -359,7 +353,7 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     const store = new MemoryGroupStore();
     store.seed(storedGroup(GROUP_A, 'member-1'));
     const loading = deferred();
-    h.router.onElectionWithStores(0, 1, storesOn(store, loading.promise));
+    const loaded = h.router.onElectionWithStores(0, 1, storesOn(store, loading.promise));
     const inProgress = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
     expect((await h.sendJoin(GROUP_A, 'instance').promise).errorCode).toBe(inProgress);
     // The rebalance a SyncGroup belonged to may be lost with the old coordinator: rejoin.
@@ -376,25 +370,24 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     expect(store.groupWrites).toEqual([]);
 
     loading.resolve();
-    await settle();
+    await loaded;
     expect(await h.describe(GROUP_A)).toEqual({ errorCode: ErrorCode.NONE, state: 'Stable', members: 1 });
     expect(await h.heartbeat(GROUP_A, 'member-1', 3)).toBe(ErrorCode.NONE);
   });
 
   test('ListGroups lists the loaded partitions and says COORDINATOR_LOAD_IN_PROGRESS while one loads', async () => {
     const h = harness();
-    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     const storeB = new MemoryGroupStore();
     storeB.seed(storedGroup(GROUP_B, 'member-b'));
     const loading = deferred();
-    h.router.onElectionWithStores(1, 0, storesOn(storeB, loading.promise));
+    const loadedB = h.router.onElectionWithStores(1, 0, storesOn(storeB, loading.promise));
     let listed = await h.router.listGroups({ statesFilter: [] }, CONTEXT);
     expect(listed.errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     expect(listed.groups.map((g) => g.groupId)).toEqual([GROUP_A]);
     loading.resolve();
-    await settle();
+    await loadedB;
     listed = await h.router.listGroups({ statesFilter: [] }, CONTEXT);
     expect(listed.errorCode).toBe(ErrorCode.NONE);
     expect(listed.groups.map((g) => [g.groupId, g.groupState]).sort()).toEqual(
@@ -417,17 +410,16 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     const sessionMs = 1_000;
     store.seed(storedGroup(GROUP_A, 'member-1', sessionMs));
     const loading = deferred();
-    h.router.onElectionWithStores(0, 2, storesOn(store, loading.promise));
+    const loaded = h.router.onElectionWithStores(0, 2, storesOn(store, loading.promise));
     // The load outlasts the member's session: its session must not have been running meanwhile.
     h.advance(3 * sessionMs);
     loading.resolve();
-    await settle();
+    await loaded;
+    // A session runs out inside the clock's advance.
     h.advance(sessionMs - 1);
-    await settle();
     expect(await h.describe(GROUP_A)).toMatchObject({ state: 'Stable', members: 1 });
     // Nobody heartbeats: the fresh session runs out, and only then.
     h.advance(1);
-    await settle();
     expect((await h.describe(GROUP_A)).members).toBe(0);
   });
 
@@ -515,16 +507,16 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     const failures: unknown[] = [];
     const h = harness({ onShardLoadFailed: (_p, _e, error) => failures.push(error) });
     const loading = deferred();
-    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore(), loading.promise));
+    const loaded = h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore(), loading.promise));
     loading.reject(new Error('replay failed'));
-    await settle();
+    // The election's promise rejects once the router has told the listener.
+    await expect(loaded).rejects.toThrow('replay failed');
     expect(failures).toHaveLength(1);
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     expect((await h.router.listGroups({ statesFilter: [] }, CONTEXT)).errorCode).toBe(
       ErrorCode.COORDINATOR_NOT_AVAILABLE,
     );
-    h.router.onElectionWithStores(0, 1, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(0, 1, storesOn(new MemoryGroupStore()));
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
   });
 });
@@ -535,8 +527,7 @@ describe('resignation', () => {
     // resigns its shards; the guard reads the clock and answers for it.
     let isSessionAlive = true;
     const h = harness({}, { isActive: () => isSessionAlive });
-    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     const groupId = groupOn(0);
     const { memberId, generationId } = await h.stableGroup(groupId);
     expect(await h.heartbeat(groupId, memberId, generationId)).toBe(ErrorCode.NONE);
@@ -557,16 +548,14 @@ describe('resignation', () => {
 
   test('a parked JoinGroup is answered NOT_COORDINATOR, and so is every later request', async () => {
     const h = harness();
-    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     // Parked through the initial rebalance delay.
     const join = h.sendJoin(GROUP_A, 'instance');
-    await settle();
+    expect(await h.state(GROUP_A)).toBe('PreparingRebalance');
     expect(join.isSettled).toBe(false);
     expect(h.timerLoad()).toEqual({ heartbeats: 1, rebalance: 1 });
     h.router.onResignation(0, 0);
-    await settle();
-    expect(join.result.errorCode).toBe(ErrorCode.NOT_COORDINATOR);
+    expect((await join.promise).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
     // Its timers are gone: the member's session task and the group's DelayedJoin.
     expect(h.timerLoad()).toEqual({ heartbeats: 0, rebalance: 0 });
     expect(h.unloaded).toEqual([[0, 0, 1]]);
@@ -578,33 +567,31 @@ describe('resignation', () => {
   test('a SyncGroup waiting for its group record is answered NOT_COORDINATOR; the late write touches nothing', async () => {
     const h = harness();
     const store = new MemoryGroupStore();
-    h.router.onElectionWithStores(0, 0, storesOn(store));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(store));
     const join = h.sendJoin(GROUP_A, 'instance');
-    await settle();
     h.advance(GROUP_INITIAL_REBALANCE_DELAY_MS);
-    await settle();
-    const { memberId, generationId } = join.result;
+    const { memberId, generationId } = await join.promise;
     store.isDeferred = true;
     const sync = h.sendSync(GROUP_A, memberId, generationId, 'instance');
-    await settle();
-    expect(sync.isSettled).toBe(false);
     expect(store.pending).toHaveLength(1);
+    // Not Stable, nobody answered, until the record is durable.
+    expect(await h.state(GROUP_A)).toBe('CompletingRebalance');
+    expect(sync.isSettled).toBe(false);
     h.router.onResignation(0, 0);
-    await settle();
-    expect(sync.result.errorCode).toBe(ErrorCode.NOT_COORDINATOR);
+    expect((await sync.promise).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
     // Led again at a newer epoch, on the same log: the new shard loads what is durable (nothing yet).
     store.isDeferred = false;
-    h.router.onElectionWithStores(0, 1, storesOn(store));
-    await settle();
+    await h.router.onElectionWithStores(0, 1, storesOn(store));
     expect(await h.describe(GROUP_A)).toEqual({
       errorCode: ErrorCode.GROUP_ID_NOT_FOUND,
       state: 'Dead',
       members: 0,
     });
-    // The deposed shard's write completes now: it must not make the group Stable in the new shard.
+    // The deposed shard's write completes now: it must not make the group Stable in the new shard (its
+    // callbacks have run once the write's outcome is out).
+    const lateWrite = store.pendingOutcome(0);
     store.release();
-    await settle();
+    await lateWrite;
     expect((await h.describe(GROUP_A)).state).toBe('Dead');
     expect(h.router.numGroups).toBe(0);
   });
@@ -641,9 +628,8 @@ describe('resignation', () => {
 
   test("a member's heartbeat stream hears NOT_COORDINATOR; another shard's members hear nothing", async () => {
     const h = harness();
-    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
     const a = await h.stableGroup(GROUP_A, 'a');
     const b = await h.stableGroup(GROUP_B, 'b');
     const heard: Array<[string, ErrorCode]> = [];
@@ -660,9 +646,8 @@ describe('resignation', () => {
 
   test('two shards are independent: one resigns, the other keeps its groups, sessions and rebalances', async () => {
     const h = harness();
-    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
     const a = await h.stableGroup(GROUP_A, 'a');
     const b = await h.stableGroup(GROUP_B, 'b');
     expect(h.timerLoad().heartbeats).toBe(2);
@@ -678,12 +663,10 @@ describe('resignation', () => {
       elapsed += DEFAULT_SESSION_TIMEOUT_MS / 2
     ) {
       h.advance(DEFAULT_SESSION_TIMEOUT_MS / 2);
-      await settle();
       expect(await h.heartbeat(GROUP_B, b.memberId, b.generationId, CONTEXT, 'b')).toBe(ErrorCode.NONE);
     }
-    // And B's timers still work: without heartbeats its member expires.
+    // And B's timers still work: without heartbeats its member expires (inside the clock's advance).
     h.advance(DEFAULT_SESSION_TIMEOUT_MS);
-    await settle();
     expect(await h.describe(GROUP_B)).toMatchObject({ errorCode: ErrorCode.NONE, members: 0 });
     expect(h.router.numGroups).toBe(1);
   });
@@ -691,13 +674,11 @@ describe('resignation', () => {
   test('a stale election or resignation (older epoch) is ignored', async () => {
     const h = harness();
     const store = new MemoryGroupStore();
-    h.router.onElectionWithStores(0, 5, storesOn(store));
-    await settle();
+    await h.router.onElectionWithStores(0, 5, storesOn(store));
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     // A late election of an older epoch, or the same one again, must not replace the shard.
-    h.router.onElectionWithStores(0, 4, storesOn(new MemoryGroupStore()));
-    h.router.onElectionWithStores(0, 5, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(0, 4, storesOn(new MemoryGroupStore()));
+    await h.router.onElectionWithStores(0, 5, storesOn(new MemoryGroupStore()));
     expect((await h.fetch(GROUP_A)).offset).toBe(1);
     // A late resignation of an older epoch must not unload it.
     h.router.onResignation(0, 4);
@@ -719,11 +700,12 @@ describe('resignation', () => {
     const store = new MemoryGroupStore();
     store.seed(storedGroup(GROUP_A, 'member-1'));
     const loading = deferred();
-    h.router.onElectionWithStores(0, 0, storesOn(store, loading.promise));
+    const loaded = h.router.onElectionWithStores(0, 0, storesOn(store, loading.promise));
     expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     h.router.onResignation(0, 0);
     loading.resolve();
-    await settle();
+    // The election's promise resolves once the deposed shard's load has ended.
+    await loaded;
     expect(await h.describe(GROUP_A)).toEqual({
       errorCode: ErrorCode.NOT_COORDINATOR,
       state: '',
@@ -736,19 +718,16 @@ describe('resignation', () => {
   test('a newer election of a partition led is a resignation then an election', async () => {
     const h = harness();
     const store = new MemoryGroupStore();
-    h.router.onElectionWithStores(0, 0, storesOn(store));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(store));
     expect(await h.commit(GROUP_A, 3)).toBe(ErrorCode.NONE);
     const join = h.sendJoin(GROUP_A, 'instance');
-    await settle();
     const loading = deferred();
-    h.router.onElectionWithStores(0, 1, storesOn(store, loading.promise));
-    await settle();
-    expect(join.result.errorCode).toBe(ErrorCode.NOT_COORDINATOR);
+    const loaded = h.router.onElectionWithStores(0, 1, storesOn(store, loading.promise));
+    expect((await join.promise).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
     expect(h.unloaded).toEqual([[0, 0, 1]]);
     expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     loading.resolve();
-    await settle();
+    await loaded;
     // The new shard has what the log has: the commit, in an Empty group.
     expect((await h.fetch(GROUP_A)).offset).toBe(3);
     expect((await h.describe(GROUP_A)).state).toBe('Empty');
@@ -762,8 +741,7 @@ describe('watching groups across shards', () => {
     const unwatch = h.router.watchGroups([], (change) => changes.push(change));
     const store = new MemoryGroupStore();
     store.seed(storedGroup(GROUP_A, 'member-1'));
-    h.router.onElectionWithStores(0, 0, storesOn(store, Promise.resolve()));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(store, Promise.resolve()));
     expect(changes.map((c) => [c.group.groupId, c.reason, c.isSnapshot, c.group.groupState])).toEqual([
       [GROUP_A, 'group-loaded', true, 'Stable'],
     ]);
@@ -772,8 +750,7 @@ describe('watching groups across shards', () => {
       changes.slice(1).map((c) => [c.group.groupId, c.reason, c.group.errorCode, c.group.groupState]),
     ).toEqual([[GROUP_A, 'group-unloaded', ErrorCode.NOT_COORDINATOR, '']]);
     // Back on this node: a new group to the watch again.
-    h.router.onElectionWithStores(0, 1, storesOn(store));
-    await settle();
+    await h.router.onElectionWithStores(0, 1, storesOn(store));
     expect(changes.slice(2).map((c) => [c.group.groupId, c.reason, c.isSnapshot])).toEqual([
       [GROUP_A, 'group-loaded', true],
     ]);
@@ -782,8 +759,7 @@ describe('watching groups across shards', () => {
 
   test('a watch by name is told its group is not coordinated here, and when it is', async () => {
     const h = harness();
-    h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
     const changes: GroupChange[] = [];
     h.router.watchGroups([GROUP_A], (change) => changes.push(change));
     expect(changes.map((c) => [c.reason, c.group.errorCode])).toEqual([
@@ -793,8 +769,7 @@ describe('watching groups across shards', () => {
     expect(await h.commit(GROUP_B, 1)).toBe(ErrorCode.NONE);
     expect(changes).toHaveLength(1);
     // Its partition is elected here, without the group: now it is known not to exist.
-    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    await settle();
+    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     expect(changes.slice(1).map((c) => [c.reason, c.group.errorCode, c.group.groupState])).toEqual([
       ['group-loaded', ErrorCode.GROUP_ID_NOT_FOUND, 'Dead'],
@@ -807,9 +782,9 @@ describe('watching groups across shards', () => {
     const changes: GroupChange[] = [];
     h.router.watchGroups([GROUP_A], (change) => changes.push(change));
     const loading = deferred();
-    h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore(), loading.promise));
+    const loaded = h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore(), loading.promise));
     loading.resolve();
-    await settle();
+    await loaded;
     h.router.onResignation(0, 0);
     expect(changes.map((c) => [c.reason, c.group.errorCode])).toEqual([
       ['snapshot', ErrorCode.NOT_COORDINATOR],
@@ -841,16 +816,13 @@ test('maxGroups bounds the node, over every shard', async () => {
 
 test('shutdown answers the parked calls of every shard COORDINATOR_NOT_AVAILABLE', async () => {
   const h = harness();
-  h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-  h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
-  await settle();
+  await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+  await h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
   const joinA = h.sendJoin(GROUP_A, 'a');
   const joinB = h.sendJoin(GROUP_B, 'b');
-  await settle();
   h.router.shutdown();
-  await settle();
-  expect(joinA.result.errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
-  expect(joinB.result.errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+  expect((await joinA.promise).errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+  expect((await joinB.promise).errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
   expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
   // Leadership news after shutdown changes nothing.
   h.router.onElectionWithStores(2, 0, storesOn(new MemoryGroupStore()));

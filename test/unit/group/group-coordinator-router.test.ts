@@ -24,8 +24,8 @@ import {
   TEST_GROUP_CONFIG,
   Tracked,
   offsetCommitRequest,
-  settle,
 } from '../../support/group-harness';
+import { HeldTurns } from '../../support/held-turns';
 import { MemoryGroupStore } from './memory-group-store';
 
 /**
@@ -245,7 +245,11 @@ function harness(
   harnesses.push(h);
   return h;
 }
+/** The event loop's turns, held by the tests that step through a load. */
+let turns: HeldTurns | undefined;
 afterEach(() => {
+  turns?.restore();
+  turns = undefined;
   for (const h of harnesses.splice(0)) h.router.shutdown();
 });
 
@@ -439,23 +443,26 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     const first = groupIds[0]!;
     const last = groupIds[groupIds.length - 1]!;
     const loading = deferred();
-    h.router.onElectionWithStores(0, 2, storesOn(store, loading.promise));
+    turns = new HeldTurns();
+    const loaded = h.router.onElectionWithStores(0, 2, storesOn(store, loading.promise));
     loading.resolve();
-    // One turn after the replay: the first slices are in, not all, and the shard is still loading.
-    await settle(1);
+    // The first step after the replay: the shard yields the event loop, still loading.
+    await turns.yielded();
     expect(await h.commit(first, 1)).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     expect((await h.describe(last)).errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     // The clock moves while slices are restored: no session may run before the last slice is in.
     h.advance(sessionMs);
-    await settle(32);
+    // Step by step to the end of the load: 30 yields (the first one's turn is pending now), after ten
+    // steps that check the groups, ten that restore them, ten that start their sessions.
+    expect(await turns.stepUntil(loaded)).toBe(30);
+    turns.restore();
     expect(await h.describe(first)).toMatchObject({ state: 'Stable', members: 1 });
     expect(await h.describe(last)).toMatchObject({ state: 'Stable', members: 1 });
     expect(h.router.numGroups).toBe(groupIds.length);
+    // Sessions run out inside the clock's advance.
     h.advance(sessionMs - 1);
-    await settle();
     expect((await h.describe(first)).members).toBe(1);
     h.advance(1);
-    await settle();
     expect((await h.describe(first)).members).toBe(0);
     expect((await h.describe(last)).members).toBe(0);
   });
@@ -480,19 +487,20 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
       });
     }
     const loading = deferred();
+    turns = new HeldTurns();
     const loaded = h.router.onElectionWithStores(0, 2, storesOn(store, loading.promise));
     let isLoaded = false;
     void loaded.then(() => (isLoaded = true));
     loading.resolve();
     const duringLoad = h.commit(groupIds[0]!, 1);
-    // One sample per event-loop turn, as the shard takes one step per turn.
+    // One sample per step, the shard taking one step per event-loop turn.
     const perTurn: number[] = [];
     let previous = h.router.numGroups;
-    for (let turn = 0; turn < 200 && !isLoaded; turn++) {
-      await settle(1);
+    await turns.stepUntil(loaded, () => {
       perTurn.push(h.router.numGroups - previous);
       previous = h.router.numGroups;
-    }
+    });
+    turns.restore();
     expect(await duringLoad).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     expect(isLoaded).toBe(true);
     expect(perTurn.reduce((sum, n) => sum + n, 0)).toBe(groupIds.length);

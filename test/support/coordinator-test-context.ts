@@ -5,6 +5,7 @@ import type {
   OffsetRetentionCheckSummary,
 } from '../../src/group';
 import type { GroupConfig } from '../../src/group/group-config';
+import type { StoredGroup } from '../../src/group/group-metadata-store';
 import { GroupCoordinatorRouter } from '../../src/group/group-coordinator-router';
 import type {
   DeletableGroupResult,
@@ -22,6 +23,8 @@ import {
   decodeGroupMetadataValue,
   decodeKey,
   decodeOffsetCommitValue,
+  encodeGroupMetadataKey,
+  encodeGroupMetadataValue,
   encodeOffsetCommitKey,
   encodeOffsetCommitValue,
   GROUP_METADATA_KEY_TYPE,
@@ -86,6 +89,16 @@ export function offsetCommitRecord(
     timestampMs: offset.commitTimestampMs,
     key: encodeOffsetCommitKey(groupId, topic, partition),
     value: encodeOffsetCommitValue(offset),
+  };
+}
+
+/** The metadata record of a group as the coordinator writes it (to seed a partition). */
+export function groupMetadataRecord(group: StoredGroup): CoordinatorRecordToWrite {
+  const { groupId, ...value } = group;
+  return {
+    timestampMs: group.currentStateTimestampMs,
+    key: encodeGroupMetadataKey(groupId),
+    value: encodeGroupMetadataValue(value),
   };
 }
 
@@ -163,6 +176,31 @@ export class CoordinatorTestContext {
   }
 
   /**
+   * A coordinator elected over a partition holding `options.records` whose load the test ends: the records
+   * are replayed at the election, and the load ends at `writer.releaseLoad()` (or fails at
+   * `writer.failLoad(error)`); until then every request gets what a loading partition answers. `loaded`:
+   * the election's promise (it resolves once the shard serves, rejects when the load failed).
+   */
+  static createLoading(
+    config: Partial<GroupConfig> = {},
+    options: CoordinatorTestContextOptions & { records?: readonly CoordinatorRecordToWrite[] } = {},
+  ): { context: CoordinatorTestContext; loaded: Promise<void> } {
+    const { records, ...rest } = options;
+    const context = new CoordinatorTestContext({ ...TEST_GROUP_CONFIG, ...config }, rest, records ?? []);
+    context.writer.isLoadImmediate = false;
+    return { context, loaded: context.router.onElection(0, 0, context.writer) };
+  }
+
+  /**
+   * A new coordinator, loaded, over what this one's partition has committed: a restart (or the next
+   * leader) sees those records and nothing else. Its settings are this one's, but where `config` says;
+   * it has no listener of the test's. This one goes on until it is shut down.
+   */
+  restart(config: Partial<GroupConfig> = {}): Promise<CoordinatorTestContext> {
+    return CoordinatorTestContext.create({ ...this.config, ...config }, { records: this.committedRecords() });
+  }
+
+  /**
    * Resolves once `isDue` holds, checked now and after every expiry, expiry failure and retention check
    * the listener hears of: what retention's writes are awaited by, since nobody waits for their answer.
    */
@@ -204,6 +242,32 @@ export class CoordinatorTestContext {
   /** Appends not committed yet. */
   get pendingAppends(): number {
     return this.writer.pending.length;
+  }
+
+  /**
+   * The records committed so far, those the partition started with included, in order: what a restart
+   * loads. Not those of an append pending or failed.
+   */
+  committedRecords(): CoordinatorRecordToWrite[] {
+    return this.writer.committed.map(({ offset, key, value }) => {
+      if (key === null) throw new Error(`the record at offset ${offset} has no key`);
+      return { key, value };
+    });
+  }
+
+  /**
+   * The latest committed metadata record of `groupId` (what a restart brings the group back from),
+   * undefined if none or a tombstone.
+   */
+  committedGroup(groupId: string): GroupMetadataValue | undefined {
+    let latest: GroupMetadataValue | undefined;
+    for (const record of this.writer.committed) {
+      if (record.key === null) continue;
+      const key = decodeKey(record.key);
+      if (key.type !== GROUP_METADATA_KEY_TYPE || key.groupId !== groupId) continue;
+      latest = record.value === null ? undefined : decodeGroupMetadataValue(record.value);
+    }
+    return latest;
   }
 
   /** Runs `send` and returns its answer with the records it appended meanwhile. */

@@ -8,6 +8,8 @@ import type {
 
 interface PendingAppend {
   readonly records: readonly CoordinatorRecordToWrite[];
+  /** The same records as they joined the partition, with their offsets. */
+  readonly logRecords: readonly CoordinatorLogRecord[];
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
 }
@@ -25,17 +27,25 @@ export class FakePartitionWriter implements CoordinatorPartitionWriter {
   /** Every record in the partition, in offset order (appended ones as soon as they are appended). */
   readonly records: CoordinatorLogRecord[] = [];
   readonly pending: PendingAppend[] = [];
+  /**
+   * The records committed so far, in offset order: those the partition started with, then those of every
+   * append released (not those of an append still pending, failed, or ended by the resignation). What a
+   * restart on this partition loads.
+   */
+  readonly committed: CoordinatorLogRecord[] = [];
   /** False: loads resolve only at `releaseLoad()`. */
   isLoadImmediate = true;
   /** When set, every append is refused at once with it, and nothing joins the partition. */
   rejectAppendsWith: unknown = undefined;
   private phase: 'new' | 'loading' | 'ready' | 'resigned' = 'new';
   private loadReleased: (() => void) | undefined;
+  private loadFailed: ((error: unknown) => void) | undefined;
 
   constructor(partitionIndex = 0, leaderEpoch = 0, records: readonly CoordinatorRecordToWrite[] = []) {
     this.key = `__consumer_offsets-${partitionIndex}`;
     this.leaderEpoch = leaderEpoch;
     for (const record of records) this.records.push({ offset: this.records.length, ...record });
+    this.committed.push(...this.records);
   }
 
   get isLoaded(): boolean {
@@ -50,7 +60,12 @@ export class FakePartitionWriter implements CoordinatorPartitionWriter {
     this.phase = 'loading';
     const endOffset = this.records.length;
     for (const record of this.records.slice(0, endOffset)) replay(record);
-    if (!this.isLoadImmediate) await new Promise<void>((resolve) => (this.loadReleased = resolve));
+    if (!this.isLoadImmediate) {
+      await new Promise<void>((resolve, reject) => {
+        this.loadReleased = resolve;
+        this.loadFailed = reject;
+      });
+    }
     if (this.phase !== 'loading') throw this.notLeading();
     this.phase = 'ready';
     return {
@@ -68,6 +83,11 @@ export class FakePartitionWriter implements CoordinatorPartitionWriter {
     this.loadReleased?.();
   }
 
+  /** Fails a load held by `isLoadImmediate = false` with `error` (what reading the log failed with). */
+  failLoad(error: unknown): void {
+    this.loadFailed?.(error);
+  }
+
   append(records: readonly CoordinatorRecordToWrite[]): Promise<void> {
     if (this.phase !== 'ready') {
       return Promise.reject(
@@ -77,17 +97,25 @@ export class FakePartitionWriter implements CoordinatorPartitionWriter {
       );
     }
     if (this.rejectAppendsWith !== undefined) return Promise.reject(this.rejectAppendsWith);
+    const logRecords: CoordinatorLogRecord[] = [];
     for (const record of records) {
-      this.records.push({ offset: this.records.length, key: record.key, value: record.value });
+      const logRecord = { offset: this.records.length, key: record.key, value: record.value };
+      this.records.push(logRecord);
+      logRecords.push(logRecord);
     }
-    return new Promise<void>((resolve, reject) => this.pending.push({ records, resolve, reject }));
+    return new Promise<void>((resolve, reject) =>
+      this.pending.push({ records, logRecords, resolve, reject }),
+    );
   }
 
   /** Commits the oldest `count` appends (all by default), in order. */
   releaseAppends(count = this.pending.length): void {
     for (const append of this.pending.splice(0, count)) {
       if (this.phase === 'resigned') append.reject(this.notLeading());
-      else append.resolve();
+      else {
+        this.committed.push(...append.logRecords);
+        append.resolve();
+      }
     }
   }
 

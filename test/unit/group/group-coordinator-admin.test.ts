@@ -1,35 +1,33 @@
 import { ErrorCode } from '../../../src/errors';
+import { CoordinatorTestContext } from '../../support/coordinator-test-context';
 import {
   CLIENT_HOST,
   CLIENT_ID,
+  CONTEXT,
   FOLLOWER_INSTANCE_ID,
   GROUP_ID,
-  GroupHarness,
   LEADER_INSTANCE_ID,
   PROTOCOL_SUPERSET,
   PROTOCOL_TYPE,
   protocol,
-  settle,
 } from '../../support/group-harness';
 
-let h: GroupHarness;
-beforeEach(() => {
-  h = new GroupHarness();
+let ctx: CoordinatorTestContext;
+beforeEach(async () => {
+  ctx = await CoordinatorTestContext.create();
 });
-afterEach(() => h.shutdown());
-
-const CONTEXT = { clientHost: 'h' };
+afterEach(() => ctx.shutdown());
 
 describe('LeaveGroup', () => {
   test('an empty group id gets INVALID_GROUP_ID', async () => {
-    expect(await h.leave([{ memberId: 'm' }], '')).toEqual({
+    expect(await ctx.leave([{ memberId: 'm' }], '')).toEqual({
       errorCode: ErrorCode.INVALID_GROUP_ID,
       members: [],
     });
   });
 
   test('leaving an unknown group answers UNKNOWN_MEMBER_ID per member', async () => {
-    const response = await h.leave([{ memberId: 'memberId' }]);
+    const response = await ctx.leave([{ memberId: 'memberId' }]);
     expect(response).toEqual({
       errorCode: ErrorCode.NONE,
       members: [{ memberId: 'memberId', groupInstanceId: '', errorCode: ErrorCode.UNKNOWN_MEMBER_ID }],
@@ -37,44 +35,44 @@ describe('LeaveGroup', () => {
   });
 
   test('an unknown member leaving an existing group gets UNKNOWN_MEMBER_ID', async () => {
-    await h.dynamicJoin();
-    expect((await h.leave([{ memberId: 'consumerId' }])).members[0].errorCode).toBe(
+    await ctx.dynamicJoin();
+    expect((await ctx.leave([{ memberId: 'consumerId' }])).members[0].errorCode).toBe(
       ErrorCode.UNKNOWN_MEMBER_ID,
     );
   });
 
   test('a member leaves; the last one leaving makes the group Empty', async () => {
-    const join = await h.dynamicJoin();
-    const response = await h.leave([{ memberId: join.memberId }]);
+    const join = await ctx.dynamicJoin();
+    const response = await ctx.leave([{ memberId: join.memberId }]);
     expect(response.members[0].errorCode).toBe(ErrorCode.NONE);
-    expect(await h.state()).toBe('Empty');
+    expect(await ctx.state()).toBe('Empty');
   });
 
   test('a static instance leaving with a member id that is not its own is fenced', async () => {
-    await h.staticJoin(LEADER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET });
-    const response = await h.leave([{ memberId: 'some_member', groupInstanceId: LEADER_INSTANCE_ID }]);
+    await ctx.staticJoin(LEADER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET });
+    const response = await ctx.leave([{ memberId: 'some_member', groupInstanceId: LEADER_INSTANCE_ID }]);
     expect(response.members[0].errorCode).toBe(ErrorCode.FENCED_INSTANCE_ID);
   });
 
   test('a static instance may leave by instance id alone', async () => {
-    await h.staticJoin(LEADER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET });
-    const response = await h.leave([{ groupInstanceId: LEADER_INSTANCE_ID }]);
+    await ctx.staticJoin(LEADER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET });
+    const response = await ctx.leave([{ groupInstanceId: LEADER_INSTANCE_ID }]);
     expect(response.members[0].errorCode).toBe(ErrorCode.NONE);
-    expect(await h.memberIds()).toEqual([]);
+    expect(await ctx.memberIds()).toEqual([]);
   });
 
   test('a batch of static members leaves together', async () => {
-    await h.staticMembersJoinAndRebalance();
-    const response = await h.leave([
+    await ctx.staticMembersJoinAndRebalance();
+    const response = await ctx.leave([
       { groupInstanceId: LEADER_INSTANCE_ID },
       { groupInstanceId: FOLLOWER_INSTANCE_ID },
     ]);
     expect(response.members.map((m) => m.errorCode)).toEqual([ErrorCode.NONE, ErrorCode.NONE]);
-    expect(await h.state()).toBe('Empty');
+    expect(await ctx.state()).toBe('Empty');
   });
 
   test('a batch leave to an unknown group answers UNKNOWN_MEMBER_ID for each', async () => {
-    const response = await h.leave([
+    const response = await ctx.leave([
       { groupInstanceId: LEADER_INSTANCE_ID },
       { groupInstanceId: FOLLOWER_INSTANCE_ID },
     ]);
@@ -85,8 +83,8 @@ describe('LeaveGroup', () => {
   });
 
   test('a batch leave answers each member on its own: fenced and accepted', async () => {
-    await h.staticMembersJoinAndRebalance();
-    const response = await h.leave([
+    await ctx.staticMembersJoinAndRebalance();
+    const response = await ctx.leave([
       { groupInstanceId: LEADER_INSTANCE_ID },
       { groupInstanceId: FOLLOWER_INSTANCE_ID, memberId: 'invalid-member' },
     ]);
@@ -101,8 +99,8 @@ describe('LeaveGroup', () => {
   });
 
   test('a batch leave answers each member on its own: unknown instance and accepted', async () => {
-    await h.staticMembersJoinAndRebalance();
-    const response = await h.leave([
+    await ctx.staticMembersJoinAndRebalance();
+    const response = await ctx.leave([
       { groupInstanceId: 'unknown-instance' },
       { groupInstanceId: FOLLOWER_INSTANCE_ID },
     ]);
@@ -110,30 +108,30 @@ describe('LeaveGroup', () => {
   });
 
   test('a member leaving a Stable group makes the others rejoin', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    await h.leave([{ memberId: result.followerId }]);
-    expect(await h.state()).toBe('PreparingRebalance');
-    expect(await h.heartbeat(result.leaderId, 1)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+    const result = await ctx.staticMembersJoinAndRebalance();
+    await ctx.leave([{ memberId: result.followerId }]);
+    expect(await ctx.state()).toBe('PreparingRebalance');
+    expect(await ctx.heartbeat(result.leaderId, 1)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
   });
 
   test('a leaving member parked in JoinGroup is answered UNKNOWN_MEMBER_ID', async () => {
-    const result = await h.staticMembersJoinAndRebalance();
-    const join = h.sendJoin({
+    const result = await ctx.staticMembersJoinAndRebalance();
+    const join = ctx.sendJoin({
       memberId: result.leaderId,
       groupInstanceId: LEADER_INSTANCE_ID,
       protocols: PROTOCOL_SUPERSET,
     });
-    await settle();
-    await h.leave([{ groupInstanceId: LEADER_INSTANCE_ID }]);
-    await settle();
-    expect(join.result).toMatchObject({ errorCode: ErrorCode.UNKNOWN_MEMBER_ID, memberId: '' });
+    expect(await ctx.state()).toBe('PreparingRebalance');
+    expect(join.isSettled).toBe(false);
+    await ctx.leave([{ groupInstanceId: LEADER_INSTANCE_ID }]);
+    expect(await join.promise).toMatchObject({ errorCode: ErrorCode.UNKNOWN_MEMBER_ID, memberId: '' });
   });
 });
 
 describe('ListGroups', () => {
   test('a Stable group is listed with its protocol type and state', async () => {
-    await h.stableSingleMemberGroup();
-    const response = await h.coordinator.listGroups({ statesFilter: [] }, CONTEXT);
+    await ctx.stableSingleMemberGroup();
+    const response = await ctx.router.listGroups({ statesFilter: [] }, CONTEXT);
     expect(response).toEqual({
       errorCode: ErrorCode.NONE,
       groups: [{ groupId: GROUP_ID, protocolType: PROTOCOL_TYPE, groupState: 'Stable' }],
@@ -141,8 +139,8 @@ describe('ListGroups', () => {
   });
 
   test('a rebalancing group is listed in its state', async () => {
-    await h.dynamicJoin();
-    const response = await h.coordinator.listGroups({ statesFilter: [] }, CONTEXT);
+    await ctx.dynamicJoin();
+    const response = await ctx.router.listGroups({ statesFilter: [] }, CONTEXT);
     expect(response.groups).toEqual([
       { groupId: GROUP_ID, protocolType: PROTOCOL_TYPE, groupState: 'CompletingRebalance' },
     ]);
@@ -151,14 +149,14 @@ describe('ListGroups', () => {
   test('the states filter selects groups by state, case-insensitively', async () => {
     const all = ['PreparingRebalance', 'CompletingRebalance', 'Stable', 'Dead', 'Empty'];
     const listed = async (states: string[]) =>
-      (await h.coordinator.listGroups({ statesFilter: states }, CONTEXT)).groups.length;
-    const join = await h.dynamicJoin();
+      (await ctx.router.listGroups({ statesFilter: states }, CONTEXT)).groups.length;
+    const join = await ctx.dynamicJoin();
     expect(await listed(['completingrebalance'])).toBe(1);
     expect(await listed(all.filter((s) => s !== 'CompletingRebalance'))).toBe(0);
-    await h.sync({ generationId: join.generationId, memberId: join.memberId, assignments: [] });
+    await ctx.sync({ generationId: join.generationId, memberId: join.memberId, assignments: [] });
     expect(await listed(['STABLE'])).toBe(1);
     expect(await listed(all.filter((s) => s !== 'Stable'))).toBe(0);
-    await h.leave([{ memberId: join.memberId }]);
+    await ctx.leave([{ memberId: join.memberId }]);
     expect(await listed(['Empty'])).toBe(1);
     expect(await listed(all.filter((s) => s !== 'Empty'))).toBe(0);
     expect(await listed(['NoSuchState'])).toBe(0);
@@ -167,7 +165,7 @@ describe('ListGroups', () => {
 
 describe('DescribeGroups', () => {
   test('an unknown group is GROUP_ID_NOT_FOUND in state Dead', async () => {
-    expect(await h.describe('unknown')).toEqual({
+    expect(await ctx.describe('unknown')).toEqual({
       errorCode: ErrorCode.GROUP_ID_NOT_FOUND,
       errorMessage: 'Group unknown not found.',
       groupId: 'unknown',
@@ -181,13 +179,13 @@ describe('DescribeGroups', () => {
 
   test('a Stable group shows its protocol and each member with metadata and assignment', async () => {
     const metadata = Buffer.from('subscription');
-    const join = await h.dynamicJoin({ protocols: [protocol('range', metadata)] });
-    await h.sync({
+    const join = await ctx.dynamicJoin({ protocols: [protocol('range', metadata)] });
+    await ctx.sync({
       generationId: 1,
       memberId: join.memberId,
       assignments: [[join.memberId, Buffer.from('assigned')]],
     });
-    expect(await h.describe()).toEqual({
+    expect(await ctx.describe()).toEqual({
       errorCode: ErrorCode.NONE,
       errorMessage: '',
       groupId: GROUP_ID,
@@ -203,7 +201,7 @@ describe('DescribeGroups', () => {
           memberMetadata: metadata,
           memberAssignment: Buffer.from('assigned'),
           // The SyncGroup that made the group Stable restarted the member's session.
-          lastHeartbeatMs: h.time.nowMs(),
+          lastHeartbeatMs: ctx.time.nowMs(),
         },
       ],
       generationId: 1,
@@ -211,17 +209,17 @@ describe('DescribeGroups', () => {
   });
 
   test('a static member is described with its group instance id', async () => {
-    const join = await h.staticJoin(LEADER_INSTANCE_ID);
-    await h.sync({ generationId: 1, memberId: join.memberId, assignments: [] });
-    const described = await h.describe();
+    const join = await ctx.staticJoin(LEADER_INSTANCE_ID);
+    await ctx.sync({ generationId: 1, memberId: join.memberId, assignments: [] });
+    const described = await ctx.describe();
     expect(described.members.map((m) => [m.memberId, m.groupInstanceId])).toEqual([
       [join.memberId, LEADER_INSTANCE_ID],
     ]);
   });
 
   test('a rebalancing group shows no protocol and no member metadata', async () => {
-    const join = await h.dynamicJoin({ protocols: [protocol('range', Buffer.from('x'))] });
-    const described = await h.describe();
+    const join = await ctx.dynamicJoin({ protocols: [protocol('range', Buffer.from('x'))] });
+    const described = await ctx.describe();
     expect(described).toMatchObject({
       errorCode: ErrorCode.NONE,
       groupState: 'CompletingRebalance',
@@ -235,8 +233,8 @@ describe('DescribeGroups', () => {
   });
 
   test('several groups are described in the order asked', async () => {
-    await h.dynamicJoin({ groupId: 'a' });
-    const response = await h.coordinator.describeGroups({ groups: ['b', 'a'] }, CONTEXT);
+    await ctx.dynamicJoin({ groupId: 'a' });
+    const response = await ctx.router.describeGroups({ groups: ['b', 'a'] }, CONTEXT);
     expect(response.groups.map((g) => [g.groupId, g.errorCode])).toEqual([
       ['b', ErrorCode.GROUP_ID_NOT_FOUND],
       ['a', ErrorCode.NONE],
@@ -245,50 +243,51 @@ describe('DescribeGroups', () => {
 });
 
 describe('DeleteGroups', () => {
-  const deleteGroups = (...names: string[]) => h.coordinator.deleteGroups({ groupsNames: names }, CONTEXT);
+  /** DeleteGroups, its tombstones committed: the results, one per group. */
+  const deleteGroups = (...names: string[]) => ctx.deleteGroups(names);
 
   test('a group with members cannot be deleted: NON_EMPTY_GROUP', async () => {
-    await h.dynamicJoin();
-    expect((await deleteGroups(GROUP_ID)).results).toEqual([
+    await ctx.dynamicJoin();
+    expect(await deleteGroups(GROUP_ID)).toEqual([
       { groupId: GROUP_ID, errorCode: ErrorCode.NON_EMPTY_GROUP },
     ]);
   });
 
   test('an unknown group gets GROUP_ID_NOT_FOUND', async () => {
-    expect((await deleteGroups('unknown')).results).toEqual([
+    expect(await deleteGroups('unknown')).toEqual([
       { groupId: 'unknown', errorCode: ErrorCode.GROUP_ID_NOT_FOUND },
     ]);
   });
 
   test('an Empty group is deleted', async () => {
-    const join = await h.dynamicJoin();
-    await h.leave([{ memberId: join.memberId }]);
-    expect((await deleteGroups(GROUP_ID)).results).toEqual([
-      { groupId: GROUP_ID, errorCode: ErrorCode.NONE },
-    ]);
-    expect(h.transitions.at(-1)).toMatchObject({ from: 'Empty', to: 'Dead' });
+    const join = await ctx.dynamicJoin();
+    await ctx.leave([{ memberId: join.memberId }]);
+    expect(await deleteGroups(GROUP_ID)).toEqual([{ groupId: GROUP_ID, errorCode: ErrorCode.NONE }]);
+    expect(ctx.transitions.at(-1)).toMatchObject({ from: 'Empty', to: 'Dead' });
   });
 
   test('an Empty group with committed offsets is deleted with its offsets', async () => {
-    const memberId = await h.stableSingleMemberGroup();
+    const memberId = await ctx.stableSingleMemberGroup();
     expect(
-      (await h.commit({ memberId, generationId: 1 }, [{ topic: 'topic', partition: 0, offset: 0 }])).get(
-        'topic-0',
-      ),
+      (
+        await ctx.commitOffsetsAndAnswer({ memberId, generationId: 1 }, [
+          { topic: 'topic', partition: 0, offset: 0 },
+        ])
+      ).get('topic-0'),
     ).toBe(ErrorCode.NONE);
-    expect(await h.describe()).toMatchObject({ groupState: 'Stable', members: [{ memberId }] });
-    await h.leave([{ memberId }]);
-    expect((await deleteGroups(GROUP_ID)).results[0].errorCode).toBe(ErrorCode.NONE);
-    expect((await h.describe()).errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
-    expect((await h.fetch(GROUP_ID, [['topic', [0]]])).topics[0].partitions[0].committedOffset).toBe(-1);
+    expect(await ctx.describe()).toMatchObject({ groupState: 'Stable', members: [{ memberId }] });
+    await ctx.leave([{ memberId }]);
+    expect((await deleteGroups(GROUP_ID))[0].errorCode).toBe(ErrorCode.NONE);
+    expect((await ctx.describe()).errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+    expect((await ctx.fetch(GROUP_ID, [['topic', [0]]])).topics[0].partitions[0].committedOffset).toBe(-1);
   });
 
   test('each group name is answered once, in the order given', async () => {
-    await h.commit({ groupId: 'a', memberId: '', generationId: -1 }, [
+    await ctx.commitOffsetsAndAnswer({ groupId: 'a', memberId: '', generationId: -1 }, [
       { topic: 't', partition: 0, offset: 1 },
     ]);
-    await h.dynamicJoin({ groupId: 'b' });
-    expect((await deleteGroups('c', 'a', 'b', 'a')).results).toEqual([
+    await ctx.dynamicJoin({ groupId: 'b' });
+    expect(await deleteGroups('c', 'a', 'b', 'a')).toEqual([
       { groupId: 'c', errorCode: ErrorCode.GROUP_ID_NOT_FOUND },
       { groupId: 'a', errorCode: ErrorCode.NONE },
       { groupId: 'b', errorCode: ErrorCode.NON_EMPTY_GROUP },
@@ -296,13 +295,13 @@ describe('DeleteGroups', () => {
   });
 
   test('a pending member id of a deleted group expiring later touches nothing, not even a new group of that name', async () => {
-    const pending = await h.join();
+    const pending = await ctx.join();
     expect(pending.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
-    expect((await deleteGroups(GROUP_ID)).results[0].errorCode).toBe(ErrorCode.NONE);
-    const fresh = await h.sendDynamicJoin();
-    h.advance(500);
-    await settle();
-    expect(fresh.result).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 1 });
-    expect(await h.memberIds()).toEqual([fresh.result.memberId]);
+    expect((await deleteGroups(GROUP_ID))[0].errorCode).toBe(ErrorCode.NONE);
+    const fresh = await ctx.sendDynamicJoin();
+    ctx.time.advance(500);
+    const joined = await fresh.promise;
+    expect(joined).toMatchObject({ errorCode: ErrorCode.NONE, generationId: 1 });
+    expect(await ctx.memberIds()).toEqual([joined.memberId]);
   });
 });

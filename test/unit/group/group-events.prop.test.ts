@@ -3,20 +3,16 @@ import { ErrorCode } from '../../../src/errors';
 import type { GroupChange } from '../../../src/group/group-events';
 import type { JoinGroupResponse, SyncGroupResponse } from '../../../src/group/group-protocol';
 import { isLegalTransition, type GroupState } from '../../../src/group/group-state';
-import {
-  CONTEXT,
-  GROUP_ID,
-  GroupHarness,
-  settle,
-  Tracked,
-  withoutLastHeartbeats,
-} from '../../support/group-harness';
+import { type CoordinatorCall, CoordinatorTestContext } from '../../support/coordinator-test-context';
+import { GROUP_ID, withoutLastHeartbeats } from '../../support/group-harness';
 
 /**
  * A model test of the coordinator's group events (what WatchGroups is built on): dynamic and static
  * members join, sync, heartbeat, leave or fall silent at random, the group is deleted and re-created by
  * offset commits, while the manual clock moves in random steps (sessions expire, joins and syncs time out).
- * One watch names the group, one watches every group. Checked after every step:
+ * One watch names the group, one watches every group. The coordinator runs on the coordinator test
+ * context; its partition commits what each step wrote before the clock moves, and members handle their
+ * answers as they come. Checked after every step:
  *
  * - completeness: the last event the named watch got describes the group exactly as DescribeGroups does
  *   now (so no observable change went untold); the same for the watch of every group, once it has seen
@@ -38,8 +34,8 @@ interface Member {
   readonly groupInstanceId: string;
   memberId: string;
   generationId: number;
-  join: Tracked<JoinGroupResponse> | undefined;
-  sync: Tracked<SyncGroupResponse> | undefined;
+  join: CoordinatorCall<JoinGroupResponse> | undefined;
+  sync: CoordinatorCall<SyncGroupResponse> | undefined;
   joined: JoinGroupResponse | undefined;
 }
 
@@ -56,11 +52,13 @@ function checkOrder(changes: readonly GroupChange[]): void {
 }
 
 async function run(steps: readonly Step[]): Promise<number> {
-  const h = new GroupHarness();
+  // Every answer in the task that gives it: the model never lets the event loop turn, so answers held for
+  // a later turn (the slicing of large rebalances, group-coordinator-lifecycle.test.ts) would never come.
+  const ctx = await CoordinatorTestContext.create({}, { replySliceSize: Number.MAX_SAFE_INTEGER });
   const named: GroupChange[] = [];
   const all: GroupChange[] = [];
-  h.coordinator.watchGroups([GROUP_ID], (change) => named.push(change));
-  h.coordinator.watchGroups([], (change) => {
+  ctx.router.watchGroups([GROUP_ID], (change) => named.push(change));
+  ctx.router.watchGroups([], (change) => {
     if (change.group.groupId === GROUP_ID) all.push(change);
   });
   const members: Member[] = [];
@@ -79,78 +77,90 @@ async function run(steps: readonly Step[]): Promise<number> {
     m.generationId = -1;
     m.joined = undefined;
   };
+  /** The JoinGroups and SyncGroups sent: those that wrote records are answered once the partition commits. */
+  const sent: CoordinatorCall<unknown>[] = [];
+  const onJoinAnswer = (m: Member, response: JoinGroupResponse) => {
+    m.join = undefined;
+    if (response.errorCode === ErrorCode.NONE) {
+      m.memberId = response.memberId;
+      m.generationId = response.generationId;
+      m.joined = response;
+    } else if (response.errorCode === ErrorCode.UNKNOWN_MEMBER_ID) reset(m);
+  };
   let checks = 0;
   for (const step of steps) {
     const m = members[step.who];
     switch (step.action) {
-      case 'join':
+      case 'join': {
         if (m.join !== undefined) break;
         if (m.memberId === '' && m.groupInstanceId === '') {
-          const first = await h.join({});
+          const first = await ctx.join({});
           if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) break;
           m.memberId = first.memberId;
         }
         // A static member rejoins without its id, as a restarted instance does.
-        m.join = h.sendJoin({
+        const join = ctx.sendJoinCall({
           memberId: m.groupInstanceId === '' ? m.memberId : '',
           groupInstanceId: m.groupInstanceId,
         });
+        m.join = join;
+        sent.push(join);
+        void join.answer.promise.then((response) => onJoinAnswer(m, response));
         break;
-      case 'sync':
+      }
+      case 'sync': {
         if (m.joined === undefined || m.sync !== undefined) break;
-        m.sync = h.sendSync({
+        const sync = ctx.sendSync({
           generationId: m.joined.generationId,
           memberId: m.memberId,
           groupInstanceId: m.groupInstanceId,
           assignments: m.joined.members.map((each) => [each.memberId, Buffer.from(each.memberId)]),
         });
+        m.sync = sync;
         m.joined = undefined;
+        sent.push(sync);
+        void sync.answer.promise.then(() => (m.sync = undefined));
         break;
+      }
       case 'heartbeat':
         if (m.generationId < 0) break;
         if (
-          (await h.heartbeat(m.memberId, m.generationId, m.groupInstanceId)) === ErrorCode.UNKNOWN_MEMBER_ID
+          (await ctx.heartbeat(m.memberId, m.generationId, m.groupInstanceId)) === ErrorCode.UNKNOWN_MEMBER_ID
         )
           reset(m);
         break;
       case 'leave':
         if (m.memberId === '') break;
-        await h.leave([{ memberId: m.memberId, groupInstanceId: m.groupInstanceId }]);
+        await ctx.leave([{ memberId: m.memberId, groupInstanceId: m.groupInstanceId }]);
         reset(m);
         break;
       case 'delete':
-        await h.coordinator.deleteGroups({ groupsNames: [GROUP_ID] }, CONTEXT);
+        await ctx.deleteGroups([GROUP_ID]);
         break;
       case 'commit':
-        await h.commit({ memberId: '', generationId: -1 }, [{ topic: 'orders', partition: 0, offset: 1 }]);
+        await ctx.commitOffsetsAndAnswer({ memberId: '', generationId: -1 }, [
+          { topic: 'orders', partition: 0, offset: 1 },
+        ]);
         break;
       case 'idle':
         break;
     }
-    h.advance(step.advanceMs);
-    await settle();
-    for (const each of members) {
-      if (each.join?.isSettled === true) {
-        const response = each.join.result;
-        each.join = undefined;
-        if (response.errorCode === ErrorCode.NONE) {
-          each.memberId = response.memberId;
-          each.generationId = response.generationId;
-          each.joined = response;
-        } else if (response.errorCode === ErrorCode.UNKNOWN_MEMBER_ID) reset(each);
-      }
-      if (each.sync?.isSettled === true) each.sync = undefined;
-    }
-    // Heartbeats are not changes: a watch's last event has each member's last heartbeat as of that event.
-    const described = withoutLastHeartbeats(await h.describe());
+    // The partition commits what the step wrote (a leader's assignment, a replaced static member's new id)
+    // before the clock moves; what the clock writes (an emptied group's record) commits with the next step.
+    await ctx.commitWrites(sent);
+    ctx.time.advance(step.advanceMs);
+    // DescribeGroups answers from the group as it is when called: both views are of this moment.
+    const description = ctx.describe();
     const last = named.at(-1);
-    expect(last === undefined ? undefined : withoutLastHeartbeats(last.group)).toEqual(described);
     const lastOfAll = all.at(-1);
+    // Heartbeats are not changes: a watch's last event has each member's last heartbeat as of that event.
+    const described = withoutLastHeartbeats(await description);
+    expect(last === undefined ? undefined : withoutLastHeartbeats(last.group)).toEqual(described);
     if (lastOfAll !== undefined && (described as { errorCode: ErrorCode }).errorCode === ErrorCode.NONE)
       expect(withoutLastHeartbeats(lastOfAll.group)).toEqual(described);
     if ((described as { errorCode: ErrorCode }).errorCode === ErrorCode.NONE) checks++;
   }
-  h.coordinator.shutdown();
+  ctx.shutdown();
   checkOrder(named);
   checkOrder(all);
   expect(named[0].isSnapshot).toBe(true);

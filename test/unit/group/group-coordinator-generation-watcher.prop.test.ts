@@ -6,7 +6,8 @@ import type {
   RequestContext,
   SyncGroupResponse,
 } from '../../../src/group/group-protocol';
-import { CLIENT_HOST, GROUP_ID, GroupHarness, settle, Tracked } from '../../support/group-harness';
+import { type CoordinatorCall, CoordinatorTestContext } from '../../support/coordinator-test-context';
+import { CLIENT_HOST, GROUP_ID } from '../../support/group-harness';
 
 /**
  * A model test of the coordinator's generation watchers (what HeartbeatStream is built on): four dynamic
@@ -14,7 +15,9 @@ import { CLIENT_HOST, GROUP_ID, GroupHarness, settle, Tracked } from '../../supp
  * client opens a new stream), join, sync, heartbeat, leave or fall silent at random while the manual clock
  * moves in random steps, so sessions expire, rebalances start and joins time out. Each push is tagged with
  * the generation the group was in when it came (from the coordinator's listener, not from the code under
- * test). Checked, for every member id and generation:
+ * test). The coordinator runs on the coordinator test context: its partition commits what each step and
+ * each move of the clock wrote, and members handle their answers as they come. Checked, for every member
+ * id and generation:
  *
  * - a push comes only when that generation is really over: no heartbeat of it is answered NONE afterwards;
  * - a watched member whose heartbeat of a generation was answered NONE, and later answered anything else,
@@ -54,8 +57,8 @@ class Stream implements GenerationWatcher {
 interface Member {
   memberId: string;
   generationId: number;
-  join: Tracked<JoinGroupResponse> | undefined;
-  sync: Tracked<SyncGroupResponse> | undefined;
+  join: CoordinatorCall<JoinGroupResponse> | undefined;
+  sync: CoordinatorCall<SyncGroupResponse> | undefined;
   joined: JoinGroupResponse | undefined;
   stream: Stream | undefined;
 }
@@ -96,8 +99,10 @@ function checkStream(stream: Stream): number {
 
 /** Runs `steps` and checks every stream; returns how many pushes had to come (and did). */
 async function run(steps: readonly Step[]): Promise<number> {
-  const h = new GroupHarness();
-  const currentGenerationId = () => h.transitions.at(-1)?.generationId ?? 0;
+  // Every answer in the task that gives it: the model never lets the event loop turn, so answers held for
+  // a later turn (the slicing of large rebalances, group-coordinator-lifecycle.test.ts) would never come.
+  const ctx = await CoordinatorTestContext.create({}, { replySliceSize: Number.MAX_SAFE_INTEGER });
+  const currentGenerationId = () => ctx.transitions.at(-1)?.generationId ?? 0;
   const streams: Stream[] = [];
   const members: Member[] = [];
   for (let i = 0; i < MEMBERS; i++) {
@@ -116,30 +121,47 @@ async function run(steps: readonly Step[]): Promise<number> {
     m.joined = undefined;
     m.stream = undefined;
   };
+  /** The JoinGroups and SyncGroups sent: those that wrote records are answered once the partition commits. */
+  const sent: CoordinatorCall<unknown>[] = [];
+  const onJoinAnswer = (m: Member, response: JoinGroupResponse) => {
+    m.join = undefined;
+    if (response.errorCode === ErrorCode.NONE && response.memberId === m.memberId) {
+      m.generationId = response.generationId;
+      m.joined = response;
+    } else if (response.errorCode === ErrorCode.UNKNOWN_MEMBER_ID) reset(m);
+  };
 
   for (const step of steps) {
     const m = members[step.who];
     switch (step.action) {
-      case 'join':
+      case 'join': {
         if (m.join !== undefined) break;
         if (m.memberId === '') {
-          const first = await h.join({});
+          const first = await ctx.join({});
           if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) break;
           m.memberId = first.memberId;
           m.stream = new Stream(m.memberId, currentGenerationId);
           streams.push(m.stream);
         }
-        m.join = h.sendJoin({ memberId: m.memberId });
+        const join = ctx.sendJoinCall({ memberId: m.memberId });
+        m.join = join;
+        sent.push(join);
+        void join.answer.promise.then((response) => onJoinAnswer(m, response));
         break;
-      case 'sync':
+      }
+      case 'sync': {
         if (m.joined === undefined || m.sync !== undefined) break;
-        m.sync = h.sendSync({
+        const sync = ctx.sendSync({
           generationId: m.joined.generationId,
           memberId: m.memberId,
           assignments: m.joined.members.map((each) => [each.memberId, Buffer.from('a')]),
         });
+        m.sync = sync;
         m.joined = undefined;
+        sent.push(sync);
+        void sync.answer.promise.then(() => (m.sync = undefined));
         break;
+      }
       case 'heartbeat': {
         if (m.stream === undefined || m.generationId < 0) break;
         const request = {
@@ -148,7 +170,7 @@ async function run(steps: readonly Step[]): Promise<number> {
           generationId: m.generationId,
           groupInstanceId: '',
         };
-        const { errorCode } = await h.coordinator.heartbeat(request, m.stream.context);
+        const { errorCode } = await ctx.router.heartbeat(request, m.stream.context);
         if (errorCode === ErrorCode.NONE || errorCode === ErrorCode.REBALANCE_IN_PROGRESS)
           m.stream.isWatched = true;
         m.stream.events.push({ kind: 'answer', code: errorCode, generationId: m.generationId });
@@ -157,27 +179,19 @@ async function run(steps: readonly Step[]): Promise<number> {
       }
       case 'leave':
         if (m.memberId === '') break;
-        await h.leave([{ memberId: m.memberId }]);
+        await ctx.leave([{ memberId: m.memberId }]);
         reset(m);
         break;
       case 'idle':
         break;
     }
-    h.advance(step.advanceMs);
-    await settle();
-    for (const each of members) {
-      if (each.join?.isSettled === true) {
-        const response = each.join.result;
-        each.join = undefined;
-        if (response.errorCode === ErrorCode.NONE && response.memberId === each.memberId) {
-          each.generationId = response.generationId;
-          each.joined = response;
-        } else if (response.errorCode === ErrorCode.UNKNOWN_MEMBER_ID) reset(each);
-      }
-      if (each.sync?.isSettled === true) each.sync = undefined;
-    }
+    // The partition commits what the step wrote (a leader's assignment) before the clock moves, and what
+    // the clock wrote (an emptied group's record) after.
+    await ctx.commitWrites(sent);
+    ctx.time.advance(step.advanceMs);
+    await ctx.commitWrites(sent);
   }
-  h.coordinator.shutdown();
+  ctx.shutdown();
   let checked = 0;
   for (const stream of streams) checked += checkStream(stream);
   return checked;

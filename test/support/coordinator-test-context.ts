@@ -547,7 +547,8 @@ export class CoordinatorTestContext {
    * Commits every append made so far, then resolves once each of `calls` that appended records has its
    * answer: a write's caller is answered once its records commit, or earlier when the group moved on
    * first. What a model test does for a partition that keeps up with the coordinator: nothing written is
-   * left pending when the clock moves on, and the answers those commits give have come.
+   * left pending when the clock moves on, and the answers those commits give have come. A write whose
+   * answer never comes (a coordinator bug) keeps it waiting: the test then fails on its timeout.
    */
   async commitWrites(calls: Iterable<CoordinatorCall<unknown>>): Promise<void> {
     const writers: Promise<unknown>[] = [];

@@ -1,15 +1,18 @@
 import fc from 'fast-check';
 import { ErrorCode } from '../../../src/errors';
 import type { JoinGroupResponse, SyncGroupResponse } from '../../../src/group/group-protocol';
-import { GROUP_ID, GroupHarness, protocol, settle, Tracked } from '../../support/group-harness';
 import { cancelOn } from '../../support/cancel-on';
+import { type CoordinatorCall, CoordinatorTestContext } from '../../support/coordinator-test-context';
+import { GROUP_ID, joinRequest, protocol, syncRequest, type Tracked } from '../../support/group-harness';
 
 /**
  * A model test: several members drive one group with random JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
  * OffsetCommit and DeleteGroups calls (some abandoned by their caller) while the clock moves in random
  * steps. One member, `steady`, follows the protocol like a good client: it heartbeats every step (more often
  * than its session timeout), rejoins when told to, though it may take a while to do so (as a consumer
- * revoking partitions does, within its rebalance timeout), and syncs as soon as it has joined. Checked
+ * revoking partitions does, within its rebalance timeout), and syncs as soon as it has joined. The
+ * coordinator runs on the coordinator test context, whose partition keeps up: whatever a call or the clock
+ * wrote is committed before anyone acts again, and the answers those commits give are awaited. Checked
  * throughout:
  *
  * - every transition is one Kafka allows (the table below is written independently of the code), and
@@ -113,37 +116,56 @@ const stepArb: fc.Arbitrary<Step> = fc.record({
 interface SentCall {
   label: string;
   sentAtMs: number;
-  call: Tracked<unknown>;
+  call: CoordinatorCall<unknown>;
 }
 
 class Model {
-  readonly h: GroupHarness;
   readonly calls: SentCall[] = [];
   readonly violations: string[] = [];
 
-  constructor(readonly maxSize: number) {
-    this.h = new GroupHarness({ groupInitialRebalanceDelayMs: INITIAL_DELAY_MS, groupMaxSize: maxSize });
+  private constructor(
+    readonly ctx: CoordinatorTestContext,
+    readonly maxSize: number,
+  ) {}
+
+  static async create(maxSize: number): Promise<Model> {
+    const ctx = await CoordinatorTestContext.create(
+      { groupInitialRebalanceDelayMs: INITIAL_DELAY_MS, groupMaxSize: maxSize },
+      // Every answer in the task that gives it: the model never lets the event loop turn, so answers held
+      // for a later turn (the slicing of large rebalances, group-coordinator-lifecycle.test.ts) never come.
+      { replySliceSize: Number.MAX_SAFE_INTEGER },
+    );
+    return new Model(ctx, maxSize);
   }
 
   get nowMs(): number {
-    return this.h.time.monotonicMs();
+    return this.ctx.time.monotonicMs();
   }
 
-  track<T>(label: string, promise: Promise<T>): Tracked<T> {
-    const call = new Tracked(promise);
-    this.calls.push({ label, sentAtMs: this.nowMs, call: call as Tracked<unknown> });
-    return call;
+  /** Sends a call (it runs at once) and keeps it, with what it wrote, for the checks. */
+  track<T>(label: string, send: () => Promise<T>): Tracked<T> {
+    const call = this.ctx.call(send);
+    this.calls.push({ label, sentAtMs: this.nowMs, call: call as CoordinatorCall<unknown> });
+    return call.answer;
+  }
+
+  /**
+   * The partition commits whatever has been written; resolves once the calls that wrote (a leader's
+   * SyncGroup, a replaced static member's JoinGroup, an OffsetCommit, a DeleteGroups) have their answers.
+   */
+  commitWrites(): Promise<void> {
+    return this.ctx.commitWrites(this.calls.map((sent) => sent.call));
   }
 
   checkTransitions(): void {
-    for (const t of this.h.transitions) {
+    for (const t of this.ctx.transitions) {
       if (!LEGAL.has(`${t.from}->${t.to}`)) this.violations.push(`illegal transition ${t.from}->${t.to}`);
     }
   }
 
   /** What a state says about the group (DescribeGroups, as an operator sees it). */
   async checkShape(): Promise<void> {
-    const group = await this.h.describe();
+    const group = await this.ctx.describe();
     if (group.errorCode !== ErrorCode.NONE) return; // never created, or deleted
     const { groupState: state, members } = group;
     if (state === 'Empty' && members.length > 0) {
@@ -183,11 +205,12 @@ class Model {
 
   checkDeadlines(): void {
     for (const { label, sentAtMs, call } of this.calls) {
-      if (!call.isSettled && this.nowMs - sentAtMs > ANSWER_DEADLINE_MS) {
+      const { answer } = call;
+      if (!answer.isSettled && this.nowMs - sentAtMs > ANSWER_DEADLINE_MS) {
         this.violations.push(`${label} sent at ${sentAtMs} still unanswered at ${this.nowMs}`);
       }
-      if (call.isSettled && call.error !== undefined)
-        this.violations.push(`${label} rejected: ${String(call.error)}`);
+      if (answer.isSettled && answer.error !== undefined)
+        this.violations.push(`${label} rejected: ${String(answer.error)}`);
     }
   }
 }
@@ -206,7 +229,7 @@ class ChaosMember {
   ) {}
 
   act(action: ChaosAction): void {
-    const { h } = this.model;
+    const { router } = this.model.ctx;
     if (this.abortLater !== undefined) {
       this.abortLater.abort();
       this.abortLater = undefined;
@@ -228,9 +251,8 @@ class ChaosMember {
         this.sync();
         break;
       case 'heartbeat':
-        this.model.track(
-          `${this.name} Heartbeat`,
-          h.coordinator.heartbeat(
+        this.model.track(`${this.name} Heartbeat`, () =>
+          router.heartbeat(
             {
               groupId: GROUP_ID,
               memberId: this.memberId,
@@ -242,9 +264,8 @@ class ChaosMember {
         );
         break;
       case 'leave':
-        this.model.track(
-          `${this.name} LeaveGroup`,
-          h.coordinator.leaveGroup(
+        this.model.track(`${this.name} LeaveGroup`, () =>
+          router.leaveGroup(
             {
               groupId: GROUP_ID,
               members: [{ memberId: this.memberId, groupInstanceId: this.groupInstanceId, reason: '' }],
@@ -254,9 +275,8 @@ class ChaosMember {
         );
         break;
       case 'commit':
-        this.model.track(
-          `${this.name} OffsetCommit`,
-          h.coordinator.offsetCommit(
+        this.model.track(`${this.name} OffsetCommit`, () =>
+          router.offsetCommit(
             {
               groupId: GROUP_ID,
               generationId: this.generationId,
@@ -281,9 +301,8 @@ class ChaosMember {
         );
         break;
       case 'delete':
-        this.model.track(
-          `${this.name} DeleteGroups`,
-          h.coordinator.deleteGroups({ groupsNames: [GROUP_ID] }, { clientHost: this.name }),
+        this.model.track(`${this.name} DeleteGroups`, () =>
+          router.deleteGroups({ groupsNames: [GROUP_ID] }, { clientHost: this.name }),
         );
         break;
       case 'idle':
@@ -292,13 +311,12 @@ class ChaosMember {
   }
 
   private join(fresh: boolean, variant: number, abandon: boolean): void {
-    const { h } = this.model;
+    const { router } = this.model.ctx;
     const controller = abandon ? new AbortController() : undefined;
     if (controller !== undefined) this.abortLater = controller;
-    const call = this.model.track(
-      `${this.name} JoinGroup`,
-      h.coordinator.joinGroup(
-        h.joinRequest({
+    const call = this.model.track(`${this.name} JoinGroup`, () =>
+      router.joinGroup(
+        joinRequest({
           memberId: fresh ? '' : this.memberId,
           groupInstanceId: this.groupInstanceId,
           protocols: protocolsOf(PROTOCOL_LISTS[variant], this.name),
@@ -319,11 +337,10 @@ class ChaosMember {
   }
 
   private sync(): void {
-    const { h } = this.model;
-    this.model.track(
-      `${this.name} SyncGroup`,
-      h.coordinator.syncGroup(
-        h.syncRequest({
+    const { router } = this.model.ctx;
+    this.model.track(`${this.name} SyncGroup`, () =>
+      router.syncGroup(
+        syncRequest({
           generationId: this.generationId,
           memberId: this.memberId,
           groupInstanceId: this.groupInstanceId,
@@ -381,7 +398,7 @@ class SteadyMember {
 
   /** Reacts to what has been answered, then sends what the protocol asks for. Returns true if it sent. */
   act(): boolean {
-    const { h } = this.model;
+    const { router } = this.model.ctx;
     for (const hb of this.pendingHeartbeats.splice(0)) {
       if (hb.isSettled) this.outcome('Heartbeat', hb.result.errorCode);
       else this.pendingHeartbeats.push(hb);
@@ -396,10 +413,9 @@ class SteadyMember {
         this.hasJoined = true;
         this.needsJoin = false;
         this.generationId = r.generationId;
-        this.sync = this.model.track(
-          'steady SyncGroup',
-          h.coordinator.syncGroup(
-            h.syncRequest({
+        this.sync = this.model.track('steady SyncGroup', () =>
+          router.syncGroup(
+            syncRequest({
               generationId: r.generationId,
               memberId: r.memberId,
               assignments: r.members.map((m) => [m.memberId, Buffer.from('a')] as [string, Buffer]),
@@ -421,10 +437,9 @@ class SteadyMember {
     // A member with an id handed out by MEMBER_ID_REQUIRED comes straight back; a member of the group may
     // first finish what it was doing.
     if (this.needsJoin && (!this.hasJoined || this.model.nowMs >= this.rejoinAtMs)) {
-      this.join = this.model.track(
-        'steady JoinGroup',
-        h.coordinator.joinGroup(
-          h.joinRequest({
+      this.join = this.model.track('steady JoinGroup', () =>
+        router.joinGroup(
+          joinRequest({
             memberId: this.memberId,
             sessionTimeoutMs: STEADY_SESSION_MS,
             rebalanceTimeoutMs: STEADY_REBALANCE_MS,
@@ -440,11 +455,10 @@ class SteadyMember {
 
   heartbeat(): void {
     if (!this.hasJoined) return;
-    const { h } = this.model;
+    const { router } = this.model.ctx;
     this.pendingHeartbeats.push(
-      this.model.track(
-        'steady Heartbeat',
-        h.coordinator.heartbeat(
+      this.model.track('steady Heartbeat', () =>
+        router.heartbeat(
           {
             groupId: GROUP_ID,
             memberId: this.memberId,
@@ -458,12 +472,17 @@ class SteadyMember {
   }
 }
 
-async function runSteadyUntilIdle(steady: SteadyMember): Promise<void> {
+/**
+ * The steady member reacts to its answers until it has nothing more to send (six rounds at most). Before
+ * each round the partition commits what has been written and the answers those commits give have come;
+ * answers given as the calls ran, or as the clock moved, have come by then too.
+ */
+async function runSteadyUntilIdle(model: Model, steady: SteadyMember): Promise<void> {
   for (let i = 0; i < 6; i++) {
-    await settle(2);
+    await model.commitWrites();
     if (!steady.act()) break;
   }
-  await settle(2);
+  await model.commitWrites();
 }
 
 describe('the group coordinator under random traffic', () => {
@@ -474,7 +493,7 @@ describe('the group coordinator under random traffic', () => {
         fc.integer({ min: 0, max: MAX_REJOIN_DELAY_MS }),
         fc.constantFrom(...MAX_SIZES),
         async (steps, rejoinDelayMs, maxSize) => {
-          const model = new Model(maxSize);
+          const model = await Model.create(maxSize);
           try {
             const steady = new SteadyMember(model, rejoinDelayMs);
             const chaos = [
@@ -482,18 +501,18 @@ describe('the group coordinator under random traffic', () => {
               new ChaosMember(model, 'static', 'static-instance'),
               new ChaosMember(model, 'other', ''),
             ];
-            await runSteadyUntilIdle(steady);
+            await runSteadyUntilIdle(model, steady);
             for (const step of steps) {
               chaos[step.who].act(step.action);
-              await runSteadyUntilIdle(steady);
+              await runSteadyUntilIdle(model, steady);
               steady.heartbeat();
-              await runSteadyUntilIdle(steady); // a real client reads the answer before time moves on
-              model.h.advance(step.advanceMs);
-              await runSteadyUntilIdle(steady);
+              await runSteadyUntilIdle(model, steady); // a real client reads the answer before time moves on
+              model.ctx.time.advance(step.advanceMs);
+              await runSteadyUntilIdle(model, steady);
               model.checkTransitions();
               model.checkDeadlines();
               await model.checkShape();
-              if (steady.hasJoined && !(await model.h.memberIds()).includes(steady.memberId)) {
+              if (steady.hasJoined && !(await model.ctx.memberIds()).includes(steady.memberId)) {
                 model.violations.push(`steady member ${steady.memberId} not in the group at ${model.nowMs}`);
               }
               if (model.violations.length > 0) break;
@@ -501,29 +520,29 @@ describe('the group coordinator under random traffic', () => {
             // A long quiet spell: every timer fires, and nothing may still be waiting afterwards.
             for (let i = 0; i < 40 && model.violations.length === 0; i++) {
               steady.heartbeat();
-              await runSteadyUntilIdle(steady);
-              model.h.advance(MAX_STEP_MS);
-              await runSteadyUntilIdle(steady);
+              await runSteadyUntilIdle(model, steady);
+              model.ctx.time.advance(MAX_STEP_MS);
+              await runSteadyUntilIdle(model, steady);
               model.checkDeadlines();
-              if (steady.hasJoined && !(await model.h.memberIds()).includes(steady.memberId)) {
+              if (steady.hasJoined && !(await model.ctx.memberIds()).includes(steady.memberId)) {
                 model.violations.push(`steady member ${steady.memberId} not in the group at ${model.nowMs}`);
               }
             }
             // The chaos members are long gone by now, so the steady member has the group to itself.
-            if (model.violations.length === 0) expect(await model.h.state()).toBe('Stable');
-            model.h.advance(10 * 60 * 1000);
-            await settle(3);
+            if (model.violations.length === 0) expect(await model.ctx.state()).toBe('Stable');
+            model.ctx.time.advance(10 * 60 * 1000);
+            await model.commitWrites();
             model.checkTransitions();
             for (const { label, call } of model.calls) {
-              if (!call.isSettled) model.violations.push(`${label} never answered`);
+              if (!call.answer.isSettled) model.violations.push(`${label} never answered`);
             }
             expect(model.violations).toEqual([]);
           } finally {
-            model.h.shutdown();
-            await settle(1);
+            model.ctx.shutdown();
           }
-          // After shutdown, nothing at all is left waiting.
-          expect(model.calls.filter((c) => !c.call.isSettled).map((c) => c.label)).toEqual([]);
+          // After shutdown, nothing at all is left waiting: the shutdown answered every parked call itself.
+          expect((await model.ctx.describe()).errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+          expect(model.calls.filter((c) => !c.call.answer.isSettled).map((c) => c.label)).toEqual([]);
         },
       ),
       { numRuns: 1000 },

@@ -7,14 +7,15 @@ import type {
   RequestContext,
   SyncGroupResponse,
 } from '../../../src/group/group-protocol';
-import { GROUP_ID, GroupHarness, protocol, settle, Tracked } from '../../support/group-harness';
-import { MemoryGroupStore } from './memory-group-store';
+import { CoordinatorTestContext } from '../../support/coordinator-test-context';
+import { GROUP_ID, joinRequest, protocol, syncRequest, type Tracked } from '../../support/group-harness';
 
 /**
  * Restarts after random traffic. Three members (one static) join, sync, heartbeat, commit and leave in a
- * random order while the clock moves and the store makes writes durable whenever the generator says, so
+ * random order while the clock moves and the partition commits appends whenever the generator says, so
  * group records and commits race rebalances, expiries and deletions. Then the coordinator stops and a new
- * one loads the same store. Checked:
+ * one loads the same partition. Both run on the coordinator test context; after each step the test awaits
+ * the answers of the calls whose records the step committed. Checked:
  *
  * - whatever the coordinator wrote can be loaded (a restart never fails on its own records);
  * - the group comes back exactly as its last durable record says: Stable with that record's generation,
@@ -58,6 +59,22 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   },
 );
 
+/**
+ * A call sent through the context. `writtenUpTo`: for a call answered once its records commit (a leader's
+ * SyncGroup, an OffsetCommit, a DeleteGroups), the end of the records it appended; 0 for any other.
+ */
+interface SentCall {
+  readonly answer: Tracked<unknown>;
+  readonly writtenUpTo: number;
+}
+
+/**
+ * Sends a call (it runs at once) and keeps it for the checks; `isWrite`: its answer comes once its records
+ * commit (or earlier), so a release that commits them makes it due. Not a JoinGroup's: a static member
+ * replaced in a Stable group is answered when its record commits only if the group is still Stable then.
+ */
+type Send = <T>(call: () => Promise<T>, isWrite?: boolean) => Tracked<T>;
+
 class Member {
   memberId = '';
   generationId = -1;
@@ -68,11 +85,11 @@ class Member {
   private syncCall: Tracked<SyncGroupResponse> | undefined;
 
   constructor(
-    private readonly h: GroupHarness,
+    private readonly ctx: CoordinatorTestContext,
     private readonly index: number,
     readonly groupInstanceId: string,
     private readonly everyone: () => readonly Member[],
-    private readonly calls: Tracked<unknown>[],
+    private readonly send: Send,
   ) {}
 
   /** The next step of a client that follows the protocol. */
@@ -84,9 +101,9 @@ class Member {
   }
 
   sendJoin(fresh: boolean): void {
-    const call = new Tracked(
-      this.h.coordinator.joinGroup(
-        this.h.joinRequest({
+    const call = this.send(() =>
+      this.ctx.router.joinGroup(
+        joinRequest({
           // A static member always rejoins with its id (an empty one would replace itself).
           memberId: fresh && this.groupInstanceId === '' ? '' : this.memberId,
           groupInstanceId: this.groupInstanceId,
@@ -98,7 +115,6 @@ class Member {
       ),
     );
     this.join = call;
-    this.calls.push(call);
     void call.promise.then((response) => {
       if (response.errorCode === ErrorCode.MEMBER_ID_REQUIRED) this.memberId = response.memberId;
       if (response.errorCode === ErrorCode.UNKNOWN_MEMBER_ID) this.memberId = '';
@@ -116,14 +132,20 @@ class Member {
     const assignments: Array<[string, Buffer]> = this.isLeader
       ? this.everyone().map((m, i) => [m.memberId, Buffer.from(`assignment-${i}-${this.generationId}`)])
       : [];
-    const call = this.h.sendSync({
-      generationId: this.generationId,
-      memberId: this.memberId,
-      groupInstanceId: this.groupInstanceId,
-      assignments,
-    });
+    const call = this.send(
+      () =>
+        this.ctx.router.syncGroup(
+          syncRequest({
+            generationId: this.generationId,
+            memberId: this.memberId,
+            groupInstanceId: this.groupInstanceId,
+            assignments,
+          }),
+          CONTEXT,
+        ),
+      true,
+    );
     this.syncCall = call;
-    this.calls.push(call);
     void call.promise.then((response) => {
       if (response.errorCode === ErrorCode.NONE) this.hasSynced = true;
       else this.onError(response.errorCode);
@@ -131,15 +153,18 @@ class Member {
   }
 
   heartbeat(): void {
-    const call = new Tracked(this.h.heartbeat(this.memberId, this.generationId, this.groupInstanceId));
-    this.calls.push(call);
-    void call.promise.then((errorCode) => this.onError(errorCode));
+    const request = {
+      groupId: GROUP_ID,
+      memberId: this.memberId,
+      generationId: this.generationId,
+      groupInstanceId: this.groupInstanceId,
+    };
+    const call = this.send(() => this.ctx.router.heartbeat(request, CONTEXT));
+    void call.promise.then(({ errorCode }) => this.onError(errorCode));
   }
 
   leave(): void {
-    this.calls.push(
-      new Tracked(this.h.leave([{ memberId: this.memberId, groupInstanceId: this.groupInstanceId }])),
-    );
+    this.send(() => this.ctx.leave([{ memberId: this.memberId, groupInstanceId: this.groupInstanceId }]));
     this.needsJoin = true;
   }
 
@@ -151,14 +176,39 @@ class Member {
 }
 
 async function run(steps: Array<{ who: number; action: Action }>): Promise<void> {
-  const store = new MemoryGroupStore();
-  store.isDeferred = true;
   const config = { groupInitialRebalanceDelayMs: INITIAL_DELAY_MS, groupMaxSize: 1000 };
-  const h = new GroupHarness(config, { offsetStore: store, metadataStore: store });
-  const calls: Tracked<unknown>[] = [];
+  // Every answer in the task that gives it: the test never lets the event loop turn, so answers held for
+  // a later turn (the slicing of large rebalances, group-coordinator-lifecycle.test.ts) would never come.
+  const ctx = await CoordinatorTestContext.create(config, { replySliceSize: Number.MAX_SAFE_INTEGER });
+  const calls: SentCall[] = [];
+  /** Records of the partition committed so far. */
+  let committedRecords = 0;
+  const send: Send = (call, isWrite = false) => {
+    const sent = ctx.call(call);
+    calls.push({
+      answer: sent.answer as Tracked<unknown>,
+      writtenUpTo: isWrite && sent.records.length > 0 ? ctx.writer.records.length : 0,
+    });
+    return sent.answer;
+  };
+  /** The partition commits its oldest `count` appends (every one by default). */
+  const commit = (count = ctx.pendingAppends) => {
+    for (const append of ctx.writer.pending.slice(0, count)) committedRecords += append.records.length;
+    ctx.commit(count);
+  };
+  /**
+   * Resolves once every write whose records are all committed has its answer. Answers given as the step
+   * ran have been handled by then too: their callbacks were queued first.
+   */
+  const answersOfCommitted = () =>
+    Promise.allSettled(
+      calls
+        .filter((c) => c.writtenUpTo > 0 && c.writtenUpTo <= committedRecords && !c.answer.isSettled)
+        .map((c) => c.answer.promise),
+    );
   const members: Member[] = [];
   for (const [index, instanceId] of ['', '', 'static-2'].entries()) {
-    members.push(new Member(h, index, instanceId, () => members, calls));
+    members.push(new Member(ctx, index, instanceId, () => members, send));
   }
   let nextOffset = 1;
   /** partition → offset of the last acknowledged commit (each commit uses a new, higher offset). */
@@ -187,71 +237,74 @@ async function run(steps: Array<{ who: number; action: Action }>): Promise<void>
         case 'commit': {
           const offset = nextOffset++;
           const partition = who;
-          const commit = h.coordinator.offsetCommit(
-            {
-              groupId: GROUP_ID,
-              generationId: member.generationId,
-              memberId: member.memberId,
-              groupInstanceId: member.groupInstanceId,
-              topics: [
+          const commit = send(
+            () =>
+              ctx.router.offsetCommit(
                 {
-                  name: 't',
-                  partitions: [
+                  groupId: GROUP_ID,
+                  generationId: member.generationId,
+                  memberId: member.memberId,
+                  groupInstanceId: member.groupInstanceId,
+                  topics: [
                     {
-                      partitionIndex: partition,
-                      committedOffset: offset,
-                      committedLeaderEpoch: -1,
-                      committedMetadata: '',
+                      name: 't',
+                      partitions: [
+                        {
+                          partitionIndex: partition,
+                          committedOffset: offset,
+                          committedLeaderEpoch: -1,
+                          committedMetadata: '',
+                        },
+                      ],
                     },
                   ],
                 },
-              ],
-            },
-            CONTEXT,
+                CONTEXT,
+              ),
+            true,
           );
           committed.set(partition, Math.max(committed.get(partition) ?? 0, offset));
-          void commit.then((response: OffsetCommitResponse) => {
+          void commit.promise.then((response: OffsetCommitResponse) => {
             if (response.topics[0].partitions[0].errorCode === ErrorCode.NONE) {
               acknowledged.set(partition, Math.max(acknowledged.get(partition) ?? 0, offset));
             }
           });
-          calls.push(new Tracked(commit));
           break;
         }
         case 'delete':
-          calls.push(new Tracked(h.coordinator.deleteGroups({ groupsNames: [GROUP_ID] }, CONTEXT)));
+          send(() => ctx.router.deleteGroups({ groupsNames: [GROUP_ID] }, CONTEXT), true);
           break;
         case 'release':
-          store.release(Math.min(action.count, store.pending.length));
+          commit(Math.min(action.count, ctx.pendingAppends));
           break;
         case 'advance':
-          h.advance(action.ms);
+          ctx.time.advance(action.ms);
           break;
       }
-      await settle(1);
+      await answersOfCommitted();
     }
     // Everything written so far becomes durable, including what those writes lead to.
-    while (store.pending.length > 0) {
-      store.release();
-      await settle();
+    while (ctx.pendingAppends > 0) {
+      commit();
+      await answersOfCommitted();
     }
-    await settle();
-    fetchedBefore = await h.fetch(GROUP_ID, [['t', [0, 1, 2]]], false);
+    fetchedBefore = await ctx.fetch(GROUP_ID, [['t', [0, 1, 2]]], false);
   } finally {
-    h.shutdown();
+    ctx.shutdown();
   }
-  await settle();
-  for (const call of calls) expect(call.error).toBeUndefined();
+  for (const { answer } of calls) expect(answer.error).toBeUndefined();
 
-  const record = store.storedGroup(GROUP_ID);
-  const restarted = new GroupHarness(config, { offsetStore: store, metadataStore: store });
+  const record = ctx.storedGroup(GROUP_ID);
+  // A new coordinator loads the same partition: every record in it, as the first one appended them.
+  const records = ctx.writer.records.map(({ key, value }) => ({ key: key as Buffer, value }));
+  const restarted = await CoordinatorTestContext.create(config, { records });
   try {
     const described = await restarted.describe();
     if (record === undefined) {
       expect(described.groupState).toMatch(/^(Dead|Empty)$/);
     } else if (record.members.length === 0) {
       expect(described.groupState).toBe('Empty');
-      expect(h.transitions).toContainEqual(
+      expect(ctx.transitions).toContainEqual(
         expect.objectContaining({ to: 'Empty', generationId: record.generationId }),
       );
     } else {
@@ -264,7 +317,7 @@ async function run(steps: Array<{ who: number; action: Action }>): Promise<void>
       // Only a generation that completed its join is stored, with its leader's assignment. It need not
       // have become Stable: a member may join while the record is being written, and the group moves on
       // while the record still becomes durable (as in Kafka); its members then rejoin after the restart.
-      expect(h.transitions).toContainEqual(
+      expect(ctx.transitions).toContainEqual(
         expect.objectContaining({ to: 'CompletingRebalance', generationId: record.generationId }),
       );
       // The assignments are the ones the leader gave this generation (or none, for a member it left out).
@@ -284,7 +337,7 @@ async function run(steps: Array<{ who: number; action: Action }>): Promise<void>
     for (const { partitionIndex, committedOffset } of fetched.topics[0].partitions) {
       expect(committedOffset).toBeLessThanOrEqual(committed.get(partitionIndex) ?? -1);
     }
-    if (!h.transitions.some((t) => t.to === 'Dead')) {
+    if (!ctx.transitions.some((t) => t.to === 'Dead')) {
       for (const [partitionIndex, offset] of acknowledged) {
         const found = fetched.topics[0].partitions.find((p) => p.partitionIndex === partitionIndex)!;
         expect(found.committedOffset).toBeGreaterThanOrEqual(offset);

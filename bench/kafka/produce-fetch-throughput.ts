@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,6 +44,12 @@ import { startKafkaBenchServer, type KafkaBenchServer } from './server-process';
  *   its end. Timed from spawn to exit, process start and metadata included; the offsets are checked.
  * Per side and round: records/s, MB/s of record values (Produce) or of answers (Fetch), and the server's
  * CPU µs per record.
+ *
+ * Every Produce side starts on a clean page cache: `sync` runs before it, untimed (`writeBackEarlierSides`).
+ * Without it a side paid for the sides before it: a raw Produce side leaves ~0.5–1 GB of dirty pages, and
+ * the kernel writes them back (on this 2-core machine, on the core the servers share) during whichever side
+ * runs 30 s later. The floor stores nothing and never paid; cohort and the storing floor paid at random,
+ * which moved their kcat figures by up to 2× between runs. A side still pays for writing its own bytes.
  */
 
 export const RECORD_BYTES = 1_024;
@@ -62,6 +69,16 @@ const KAFKA_TOPIC = 'kafka-throughput';
 const GRPC_TOPIC = 'grpc-throughput';
 const PRODUCE_PATH = '/cohort.v1.Broker/Produce';
 const FETCH_PATH = '/cohort.v1.Broker/Fetch';
+
+/**
+ * Writes back what earlier sides left dirty in the page cache, so that the next side does not pay for it
+ * (see the top of this file). Blocks this process (the load generator) until it is done, outside any window.
+ */
+function writeBackEarlierSides(): void {
+  const result = spawnSync('sync', [], { stdio: 'ignore' });
+  if (result.status !== 0)
+    throw new Error(`sync failed (${result.error?.message ?? `status ${result.status}`})`);
+}
 
 export interface ThroughputShape {
   readonly rounds: number;
@@ -450,6 +467,7 @@ export async function produceFetchThroughput(
       if (r % 2 === 1) produceSides.reverse();
       for (const side of produceSides) {
         const target = side === 'floorAcks1' ? bare : side === 'storingFloorAcks1' ? storing : server;
+        writeBackEarlierSides();
         const w = await measureWindow(target, produceDrivers[side](), shape.warmupMs, shape.windowMs);
         const records = w.answered * RECORDS_PER_REQUEST;
         record(side, w, records, records * RECORD_BYTES);
@@ -483,6 +501,7 @@ export async function produceFetchThroughput(
         for (const [side, topic, acks, target] of kcatSides) {
           const bootstrap =
             target === server ? cohortBootstrap : `127.0.0.1:${(target as BareKafkaServer).port}`;
+          writeBackEarlierSides();
           await target.windowStart();
           const ms = await kcatProduce(bootstrap, topic, file, acks);
           const window = await target.windowStop();

@@ -1,4 +1,4 @@
-import type { StoredGroup } from './group-metadata-store';
+import type { StoredGroup } from './stored-group';
 
 /**
  * What is wrong with a stored group that the coordinator could not take back as it is, or undefined.

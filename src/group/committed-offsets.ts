@@ -1,4 +1,33 @@
-import type { CommittedOffset, TopicPartitionOffset } from './offset-store';
+export interface CommittedOffset {
+  readonly committedOffset: number;
+  /** -1 when the client did not send one. */
+  readonly committedLeaderEpoch: number;
+  readonly metadata: string;
+  /** Wall-clock time of the commit (Time.nowMs): offsets committed outside membership expire from it. */
+  readonly commitTimestampMs: number;
+}
+
+export interface TopicPartition {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+export interface TopicPartitionOffset extends TopicPartition {
+  readonly offset: CommittedOffset;
+}
+
+/**
+ * What reads committed offsets across groups from outside the coordinator (consumer-lag metrics, the live
+ * page): the router gives it over the partitions it serves.
+ */
+export interface CommittedOffsetsReader {
+  /** Groups that have offsets. */
+  groupIds(): Iterable<string>;
+  /** Every committed offset of the group. */
+  list(groupId: string): TopicPartitionOffset[];
+  /** Partitions the group has an offset for; O(1). */
+  committedPartitions(groupId: string): number;
+}
 
 /**
  * The latest committed offset of each group, topic and partition (Kafka's offsets cache), with the number
@@ -82,3 +111,7 @@ export class CommittedOffsets {
     return this.groups.keys();
   }
 }
+
+/** The committed offsets as their readers get them: replay alone changes them. */
+export type ReadonlyCommittedOffsets = CommittedOffsetsReader &
+  Pick<CommittedOffsets, 'size' | 'get' | 'hasOffsets'>;

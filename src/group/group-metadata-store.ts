@@ -1,4 +1,6 @@
-import type { Protocol } from './group-protocol';
+import type { StoredGroup } from './stored-group';
+
+export type { StoredGroup, StoredMember } from './stored-group';
 
 /**
  * Where group metadata lives, so that groups survive a restart with their members (Kafka's group metadata
@@ -22,32 +24,4 @@ export interface GroupMetadataStore {
   storeGroup(group: StoredGroup): Promise<void>;
   storedGroups(): Iterable<StoredGroup>;
   deleteGroup(groupId: string): Promise<void>;
-}
-
-/** A group as of its last complete generation, or as Empty. "" stands for none. */
-export interface StoredGroup {
-  readonly groupId: string;
-  readonly protocolType: string;
-  readonly generationId: number;
-  /** The generation's protocol; "" for an Empty group. */
-  readonly protocolName: string;
-  readonly leaderId: string;
-  /**
-   * Wall-clock time of the group's last state change (Kafka's currentStateTimestamp): for an Empty group,
-   * when it emptied, which its offsets' retention counts from, across restarts.
-   */
-  readonly currentStateTimestampMs: number;
-  readonly members: readonly StoredMember[];
-}
-
-export interface StoredMember {
-  readonly memberId: string;
-  readonly groupInstanceId: string;
-  readonly clientId: string;
-  readonly clientHost: string;
-  readonly rebalanceTimeoutMs: number;
-  readonly sessionTimeoutMs: number;
-  /** Every protocol the member offered, in its order of preference. */
-  readonly protocols: readonly Protocol[];
-  readonly assignment: Buffer;
 }

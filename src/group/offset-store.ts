@@ -1,3 +1,7 @@
+import type { CommittedOffset, TopicPartition, TopicPartitionOffset } from './committed-offsets';
+
+export type { CommittedOffset, TopicPartition, TopicPartitionOffset } from './committed-offsets';
+
 /**
  * Where committed offsets live. The coordinator validates a commit against the group, hands the accepted
  * partitions to `commit`, and acknowledges the OffsetCommit only when the returned promise resolves: a
@@ -33,24 +37,6 @@ export interface OffsetStore {
    * that outlives the process brings its groups back (Kafka loads them from __consumer_offsets).
    */
   groupIds(): Iterable<string>;
-}
-
-export interface CommittedOffset {
-  readonly committedOffset: number;
-  /** -1 when the client did not send one. */
-  readonly committedLeaderEpoch: number;
-  readonly metadata: string;
-  /** Wall-clock time of the commit (Time.nowMs): offsets committed outside membership expire from it. */
-  readonly commitTimestampMs: number;
-}
-
-export interface TopicPartition {
-  readonly topic: string;
-  readonly partition: number;
-}
-
-export interface TopicPartitionOffset extends TopicPartition {
-  readonly offset: CommittedOffset;
 }
 
 /** An offset commit record as the group layer holds it (the key's group, topic and partition; the value). */

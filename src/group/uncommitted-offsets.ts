@@ -1,4 +1,4 @@
-import type { TopicPartition } from './offset-store';
+import type { TopicPartition } from './committed-offsets';
 
 /**
  * The partitions of a shard's groups that have an offset written but not yet committed: what separates

@@ -18,7 +18,7 @@ import type {
   OffsetFetchResponse,
   SyncGroupResponse,
 } from '../../src/group/group-protocol';
-import type { CommittedOffset } from '../../src/group/offset-store';
+import type { CommittedOffset } from '../../src/group/committed-offsets';
 import {
   decodeGroupMetadataValue,
   decodeKey,

@@ -1,7 +1,7 @@
 import { CohortError, ErrorCode } from '../../errors';
-import type { StoredGroup, StoredMember } from '../group-metadata-store';
+import type { StoredGroup, StoredMember } from '../stored-group';
 import type { Protocol } from '../group-protocol';
-import type { CommittedOffset } from '../offset-store';
+import type { CommittedOffset } from '../committed-offsets';
 
 /**
  * The records of `__consumer_offsets`, after Kafka's GroupMetadataManager: two kinds of key, each with its

@@ -1,5 +1,5 @@
 import { CohortError, ErrorCode } from '../../../src/errors';
-import type { StoredMember } from '../../../src/group/group-metadata-store';
+import type { StoredMember } from '../../../src/group/stored-group';
 import type { GroupMetadataValue } from '../../../src/group/records/consumer-offsets-record';
 import { CoordinatorTestContext } from '../../support/coordinator-test-context';
 import {

@@ -1,6 +1,5 @@
 import { CohortError, ErrorCode } from '../../../src/errors';
 import type { BrokerConfig, FetchRequest, ReplicaManager, ReplicaManagerOptions } from '../../../src/log';
-import { CoordinatorRecordStore } from '../../../src/group';
 import type { OffsetCommitValue } from '../../../src/group/records/consumer-offsets-record';
 import type { ConsumerOffsetsWriter } from '../../../src/log/consumer-offsets';
 import type { LogConfig } from '../../../src/log/storage';
@@ -15,6 +14,7 @@ import {
   track,
   until,
 } from './broker-harness';
+import { ReplayedPartition } from '../../support/replayed-partition';
 import { FakeCluster } from './fake-cluster';
 
 const TOPIC = '__consumer_offsets';
@@ -35,7 +35,7 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
   let h: BrokerHarness;
   let cluster: FakeCluster;
   let calls: Map<number, Call[]>;
-  let stores: Map<number, Map<number, CoordinatorRecordStore>>;
+  let stores: Map<number, Map<number, ReplayedPartition>>;
   let writers: Map<number, Map<number, ConsumerOffsetsWriter>>;
 
   beforeEach(() => {
@@ -57,7 +57,7 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
     options: Partial<ReplicaManagerOptions> = {},
   ): ReplicaManager {
     const made: Call[] = [];
-    const led = new Map<number, CoordinatorRecordStore>();
+    const led = new Map<number, ReplayedPartition>();
     const ledWriters = new Map<number, ConsumerOffsetsWriter>();
     calls.set(nodeId, made);
     stores.set(nodeId, led);
@@ -76,7 +76,7 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
             onElection: (partitionIndex, leaderEpoch, writer) => {
               made.push(['election', partitionIndex, leaderEpoch]);
               ledWriters.set(partitionIndex, writer);
-              led.set(partitionIndex, new CoordinatorRecordStore(writer));
+              led.set(partitionIndex, new ReplayedPartition(writer));
             },
             onResignation: (partitionIndex, leaderEpoch) => {
               made.push(['resignation', partitionIndex, leaderEpoch]);
@@ -93,7 +93,7 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
     return manager;
   }
 
-  async function loadedStore(nodeId: number, partitionIndex = 0): Promise<CoordinatorRecordStore> {
+  async function loadedStore(nodeId: number, partitionIndex = 0): Promise<ReplayedPartition> {
     const store = stores.get(nodeId)!.get(partitionIndex)!;
     expect(store).toBeDefined();
     await store.load();
@@ -122,7 +122,7 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
     return (error as CohortError).code;
   }
 
-  const commit = (store: CoordinatorRecordStore, n: number, partition = 0): Promise<void> =>
+  const commit = (store: ReplayedPartition, n: number, partition = 0): Promise<void> =>
     store.commit('g', [{ topic: 't', partition, offset: offset(n) }]);
 
   it('elects a store at the leader epoch; its commit resolves only once the follower has it (HW passed)', async () => {
@@ -200,7 +200,7 @@ describe('__consumer_offsets on a replicated ReplicaManager', () => {
    * that follower 2 does not have yet: node 1 fetched it, but not the HW past it (its HW is 0, its LEO 1).
    * Node 0 is gone; node 1 leads at epoch 2 with 2 still in sync. Returns node 1 and its store, not loaded.
    */
-  async function takeOverAboveHw(): Promise<{ one: ReplicaManager; store: CoordinatorRecordStore }> {
+  async function takeOverAboveHw(): Promise<{ one: ReplicaManager; store: ReplayedPartition }> {
     const zero = node(0);
     const one = node(1);
     node(2);

@@ -1,11 +1,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { CoordinatorRecordStore } from '../../../../src/group';
 import { CorruptLogError, PartitionLog } from '../../../../src/log/storage';
 import { writeRecoveryCheckpointSync } from '../../../../src/log/storage/recovery-checkpoint';
 import { ManualTime } from '../../../../src/time';
 import { makeTempDir, removeTempDir } from '../storage/temp-dir';
 import { LocalOffsetsTopic } from './local-offsets-topic';
+import type { ReplayedPartition } from '../../../support/replayed-partition';
 
 /**
  * One flipped byte in `__consumer_offsets` must cost the write it hit and nothing else: the load skips
@@ -44,7 +44,7 @@ describe('__consumer_offsets with a damaged log', () => {
   let dataDir: string;
   let dir: string;
   const time = new ManualTime();
-  const topics = new Map<CoordinatorRecordStore, LocalOffsetsTopic>();
+  const topics = new Map<ReplayedPartition, LocalOffsetsTopic>();
   let damage: unknown[];
 
   beforeEach(() => {
@@ -60,7 +60,7 @@ describe('__consumer_offsets with a damaged log', () => {
   });
 
   /** Partition 0's store of a single-node server's `__consumer_offsets` on `dataDir`, not loaded. */
-  const newStore = (): CoordinatorRecordStore => {
+  const newStore = (): ReplayedPartition => {
     const topic = new LocalOffsetsTopic(dataDir, {
       time,
       writer: { onCorruptRegion: (region) => damage.push({ region }) },
@@ -72,7 +72,7 @@ describe('__consumer_offsets with a damaged log', () => {
   };
 
   /** Stops the server the store is on: every log fsynced and closed. */
-  const closeStore = async (store: CoordinatorRecordStore): Promise<void> => {
+  const closeStore = async (store: ReplayedPartition): Promise<void> => {
     await topics.get(store)!.close();
     topics.delete(store);
   };
@@ -108,16 +108,16 @@ describe('__consumer_offsets with a damaged log', () => {
   }
 
   /** Everything written but the victim. */
-  function expectEverythingButTheVictim(store: CoordinatorRecordStore): void {
+  function expectEverythingButTheVictim(store: ReplayedPartition): void {
     expectEverythingButTheVictimAnd(store, 3);
   }
 
-  function expectEverythingButTheVictimAnd(store: CoordinatorRecordStore, lastG1Offset: number): void {
+  function expectEverythingButTheVictimAnd(store: ReplayedPartition, lastG1Offset: number): void {
     expect(store.isLoaded).toBe(true);
     expect(store.get('g1', 't', 0)?.committedOffset).toBe(lastG1Offset);
     expect(store.get('g1', 't', 1)).toBeUndefined();
     expect(store.get('g2', 'u', 0)?.committedOffset).toBe(7);
-    const groups = new Map([...store.storedGroups()].map((g) => [g.groupId, g.generationId]));
+    const groups = new Map(store.groups().map((g) => [g.groupId, g.generationId]));
     expect(groups).toEqual(
       new Map([
         ['g1', 1],

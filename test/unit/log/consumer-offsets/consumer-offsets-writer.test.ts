@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CohortError, ErrorCode } from '../../../../src/errors';
-import type { CoordinatorRecordStore, StoredGroup } from '../../../../src/group';
+import type { StoredGroup } from '../../../../src/group';
 import type {
   ConsumerOffsetsWriter,
   ConsumerOffsetsWriterOptions,
@@ -21,6 +21,7 @@ import { DEFAULT_TURN_BUDGET_MS, ManualTime } from '../../../../src/time';
 import { downgradeToMagic1 } from '../storage/magic-1';
 import { makeTempDir, removeTempDir } from '../storage/temp-dir';
 import { LocalOffsetsTopic } from './local-offsets-topic';
+import type { ReplayedPartition } from '../../../support/replayed-partition';
 
 function offset(committedOffset: number, metadata = ''): OffsetCommitValue {
   return { committedOffset, committedLeaderEpoch: -1, metadata, commitTimestampMs: 1_000 };
@@ -51,7 +52,7 @@ function group(groupId: string, generationId: number, memberIds: string[] = ['m1
 }
 
 /** Every committed offset the store holds, in a form jest can compare. */
-function offsetsOf(store: CoordinatorRecordStore): unknown {
+function offsetsOf(store: ReplayedPartition): unknown {
   const offsets: Record<string, unknown> = {};
   for (const groupId of [...store.groupIds()].sort()) {
     offsets[groupId] = store
@@ -61,9 +62,9 @@ function offsetsOf(store: CoordinatorRecordStore): unknown {
   return offsets;
 }
 
-/** The groups a load brought back (handed over once: call it once per loaded store). */
-function loadedGroupsOf(store: CoordinatorRecordStore): StoredGroup[] {
-  return [...store.storedGroups()].sort((a, b) => a.groupId.localeCompare(b.groupId));
+/** The groups the partition's records hold (the latest record of each that is not a tombstone). */
+function loadedGroupsOf(store: ReplayedPartition): StoredGroup[] {
+  return store.groups().sort((a, b) => a.groupId.localeCompare(b.groupId));
 }
 
 function allRecords(log: PartitionLog): LogRecord[] {
@@ -75,20 +76,20 @@ type StoreOptions = Partial<Omit<ConsumerOffsetsWriterOptions, 'leaderEpoch'>> &
   readonly logConfig?: Partial<LogConfig>;
 };
 
-describe("ConsumerOffsetsWriter with the group layer's CoordinatorRecordStore over it", () => {
+describe("ConsumerOffsetsWriter with the group layer's records over it", () => {
   let dataDir: string;
   let dir: string;
   const time = new ManualTime();
   /** The single-node topic each store is partition 0 of. */
-  const topics = new Map<CoordinatorRecordStore, LocalOffsetsTopic>();
+  const topics = new Map<ReplayedPartition, LocalOffsetsTopic>();
 
   /** The log's writer under `store`. */
-  function writerOf(store: CoordinatorRecordStore): ConsumerOffsetsWriter {
+  function writerOf(store: ReplayedPartition): ConsumerOffsetsWriter {
     return topics.get(store)!.writer(0);
   }
 
   /** Partition 0's store of a single-node server's `__consumer_offsets` on `dataDir`, not loaded. */
-  function newStore(options: StoreOptions = {}): CoordinatorRecordStore {
+  function newStore(options: StoreOptions = {}): ReplayedPartition {
     const { logConfig, ...writer } = options;
     const topic = new LocalOffsetsTopic(dataDir, {
       time,
@@ -99,17 +100,14 @@ describe("ConsumerOffsetsWriter with the group layer's CoordinatorRecordStore ov
     return topic.store(0);
   }
 
-  async function openStore(options: StoreOptions = {}): Promise<CoordinatorRecordStore> {
+  async function openStore(options: StoreOptions = {}): Promise<ReplayedPartition> {
     const store = newStore(options);
     await store.load();
     return store;
   }
 
   /** Stops the server the store is on (every log fsynced and closed) and starts another on its data dir. */
-  async function reopen(
-    store: CoordinatorRecordStore,
-    options: StoreOptions = {},
-  ): Promise<CoordinatorRecordStore> {
+  async function reopen(store: ReplayedPartition, options: StoreOptions = {}): Promise<ReplayedPartition> {
     await topics.get(store)!.close();
     topics.delete(store);
     return openStore(options);
@@ -167,9 +165,8 @@ describe("ConsumerOffsetsWriter with the group layer's CoordinatorRecordStore ov
     const reopened = await reopen(store);
     expect(offsetsOf(reopened)).toEqual(before);
     expect(reopened.get('g1', 'orders', 0)).toEqual(offset(11, 'second'));
-    // The latest record of each group comes back, handed over once to the shard that loads it.
+    // The latest record of each group comes back.
     expect(loadedGroupsOf(reopened)).toEqual([group('g1', 2, ['m2', 'm3']), group('g3', 5, [])]);
-    expect([...reopened.storedGroups()]).toEqual([]);
     expect(reopened.hasOffsets('g3')).toBe(false);
   });
 

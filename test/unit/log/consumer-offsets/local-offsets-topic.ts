@@ -1,4 +1,3 @@
-import { CoordinatorRecordStore, type CoordinatorRecordStoreOptions } from '../../../../src/group';
 import type {
   ConsumerOffsetsWriter,
   ConsumerOffsetsWriterOptions,
@@ -7,6 +6,7 @@ import type { OffsetsTopicStartup } from '../../../../src/log';
 import { ReplicaManager } from '../../../../src/log';
 import type { LogConfig, LogRecoveryOptions } from '../../../../src/log/storage';
 import type { Time } from '../../../../src/time';
+import { ReplayedPartition, type ReplayedPartitionOptions } from '../../../support/replayed-partition';
 
 export interface LocalOffsetsTopicOptions {
   readonly time: Time;
@@ -14,8 +14,8 @@ export interface LocalOffsetsTopicOptions {
   readonly numPartitions?: number;
   readonly logConfig?: Partial<LogConfig>;
   readonly writer?: Omit<ConsumerOffsetsWriterOptions, 'leaderEpoch'>;
-  /** What each partition's CoordinatorRecordStore (over its writer) is made with. */
-  readonly store?: CoordinatorRecordStoreOptions;
+  /** What each partition's ReplayedPartition (over its writer) is made with. */
+  readonly store?: ReplayedPartitionOptions;
   readonly recovery?: LogRecoveryOptions;
   readonly commitTimeoutMs?: number;
 }
@@ -28,13 +28,13 @@ export type OffsetsTopicCall =
 /**
  * A single-node ReplicaManager (node 0, one replica) on `dataDir` hosting `__consumer_offsets`, started:
  * every partition elected at epoch 0, the way a cohort server runs without a cluster. Each elected
- * partition's writer comes with the group layer's record store over it, as the server makes them; the
- * stores are not loaded (the caller loads them).
+ * partition's writer comes with the group layer's records over it (a ReplayedPartition, in place of the
+ * coordinator shard the server elects); they are not loaded (the caller loads them).
  */
 export class LocalOffsetsTopic {
   readonly manager: ReplicaManager;
   readonly writers = new Map<number, ConsumerOffsetsWriter>();
-  readonly stores = new Map<number, CoordinatorRecordStore>();
+  readonly stores = new Map<number, ReplayedPartition>();
   readonly calls: OffsetsTopicCall[] = [];
   readonly errors: unknown[] = [];
   startup: OffsetsTopicStartup | undefined;
@@ -62,7 +62,7 @@ export class LocalOffsetsTopic {
             onElection: (partitionIndex, leaderEpoch, writer) => {
               this.calls.push({ call: 'election', partitionIndex, leaderEpoch });
               this.writers.set(partitionIndex, writer);
-              this.stores.set(partitionIndex, new CoordinatorRecordStore(writer, options.store));
+              this.stores.set(partitionIndex, new ReplayedPartition(writer, options.store));
             },
             onResignation: (partitionIndex, leaderEpoch) => {
               this.calls.push({ call: 'resignation', partitionIndex, leaderEpoch });
@@ -76,8 +76,8 @@ export class LocalOffsetsTopic {
     this.manager.startup();
   }
 
-  /** Partition `partitionIndex`'s record store (throws if it is not led here). */
-  store(partitionIndex = 0): CoordinatorRecordStore {
+  /** Partition `partitionIndex`'s records (throws if it is not led here). */
+  store(partitionIndex = 0): ReplayedPartition {
     const store = this.stores.get(partitionIndex);
     if (store === undefined) throw new Error(`partition ${partitionIndex} is not led here`);
     return store;

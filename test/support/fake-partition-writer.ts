@@ -12,6 +12,8 @@ interface PendingAppend {
   readonly logRecords: readonly CoordinatorLogRecord[];
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
+  /** The append's promise, settled or not, as the coordinator got it. */
+  readonly outcome: Promise<void>;
 }
 
 /**
@@ -103,8 +105,26 @@ export class FakePartitionWriter implements CoordinatorPartitionWriter {
       this.records.push(logRecord);
       logRecords.push(logRecord);
     }
-    return new Promise<void>((resolve, reject) =>
-      this.pending.push({ records, logRecords, resolve, reject }),
+    let resolve!: () => void;
+    let reject!: (error: unknown) => void;
+    const outcome = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.pending.push({ records, logRecords, resolve, reject, outcome });
+    return outcome;
+  }
+
+  /**
+   * Resolves once the pending append at `index` has settled, however: the coordinator's callbacks on it,
+   * attached when it appended, have run by then (a test awaits an append whose caller is gone).
+   */
+  pendingOutcome(index: number): Promise<void> {
+    const append = this.pending[index];
+    if (append === undefined) throw new Error(`no append pending at ${index}`);
+    return append.outcome.then(
+      () => undefined,
+      () => undefined,
     );
   }
 

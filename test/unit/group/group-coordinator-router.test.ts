@@ -1,8 +1,9 @@
 import { CohortError, ErrorCode } from '../../../src/errors';
-import type { GroupCoordinatorListener, ShardStores } from '../../../src/group/group-coordinator-options';
+import type { CoordinatorRecordToWrite } from '../../../src/group/coordinator-partition-writer';
+import type { GroupCoordinatorListener } from '../../../src/group/group-coordinator-options';
 import { GroupCoordinatorRouter } from '../../../src/group/group-coordinator-router';
 import type { GroupChange } from '../../../src/group/group-events';
-import type { StoredGroup } from '../../../src/group/group-metadata-store';
+import type { StoredGroup } from '../../../src/group/stored-group';
 import type {
   GenerationWatcher,
   JoinGroupResponse,
@@ -25,8 +26,9 @@ import {
   Tracked,
   offsetCommitRequest,
 } from '../../support/group-harness';
+import { CommittingPartitionWriter } from '../../support/committing-partition-writer';
+import { groupMetadataRecord, offsetCommitRecord } from '../../support/coordinator-test-context';
 import { HeldTurns } from '../../support/held-turns';
-import { MemoryGroupStore } from './memory-group-store';
 
 /**
  * The router and its shards under the manual clock: Kafka's coordinator tests that need more than one
@@ -48,21 +50,25 @@ function groupOn(partitionIndex: number): string {
 const GROUP_A = groupOn(0);
 const GROUP_B = groupOn(1);
 
-function deferred(): { promise: Promise<void>; resolve(): void; reject(error: unknown): void } {
-  let resolve!: () => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
+/**
+ * Partition `partitionIndex` led at `leaderEpoch`, holding `records` (the groups' records by default), whose
+ * load ends when the test says (`releaseLoad`); its appends commit as they are made.
+ */
+function loadingPartition(
+  partitionIndex: number,
+  leaderEpoch: number,
+  records: readonly (StoredGroup | CoordinatorRecordToWrite)[] = [],
+): CommittingPartitionWriter {
+  const writer = new CommittingPartitionWriter(
+    partitionIndex,
+    leaderEpoch,
+    records.map((record) => ('groupId' in record ? groupMetadataRecord(record) : record)),
+  );
+  writer.isLoadImmediate = false;
+  return writer;
 }
 
-function storesOn(store: MemoryGroupStore, loading: Promise<unknown> = Promise.resolve()): ShardStores {
-  return { offsetStore: store, metadataStore: store, loading };
-}
-
-/** A Stable one-member group as a store holds it. */
+/** A Stable one-member group as its record holds it. */
 function storedGroup(
   groupId: string,
   memberId: string,
@@ -203,7 +209,7 @@ class RouterHarness {
     );
   }
 
-  /** A commit outside any membership, answered (its store must not be holding writes). */
+  /** A commit outside any membership, answered (its partition must not be holding appends). */
   commit(groupId: string, offset: number): Promise<ErrorCode> {
     return this.sendCommit(groupId, offset).promise;
   }
@@ -265,7 +271,7 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
   test('every request of a group whose partition is not led', async () => {
     const h = harness();
     // Partition 0 is led here, partition 1 (GROUP_B's) is not.
-    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
     const notCoordinator = ErrorCode.NOT_COORDINATOR;
     const join = await h.sendJoin(GROUP_B, 'instance').promise;
     expect(join.errorCode).toBe(notCoordinator);
@@ -294,7 +300,7 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
 
   test('DescribeGroups and DeleteGroups answer per group, in the request order', async () => {
     const h = harness();
-    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     const described = await h.router.describeGroups({ groups: [GROUP_B, GROUP_A] }, CONTEXT);
     expect(described.groups.map((g) => [g.groupId, g.errorCode, g.groupState])).toEqual([
@@ -311,7 +317,7 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
 
   test("lastHeartbeats: a led group's members and their last heartbeat, nothing for a group not led", async () => {
     const h = harness();
-    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
     const { memberId, generationId } = await h.stableGroup(GROUP_A);
     h.advance(100);
     expect(await h.heartbeat(GROUP_A, memberId, generationId, CONTEXT, 'instance')).toBe(ErrorCode.NONE);
@@ -338,10 +344,10 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
           )
         ).errorCode,
       ).toBe(ErrorCode.NOT_COORDINATOR);
-      expect(() => router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()))).toThrow(RangeError);
+      expect(() => router.onElection(0, 0, new CommittingPartitionWriter(0, 0))).toThrow(RangeError);
       router.setNumPartitions(NUM_PARTITIONS);
       expect(router.partitionFor(GROUP_B)).toBe(1);
-      router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
+      router.onElection(1, 0, new CommittingPartitionWriter(1, 0));
       router.setNumPartitions(NUM_PARTITIONS);
       expect(() => router.setNumPartitions(NUM_PARTITIONS + 1)).toThrow(RangeError);
     } finally {
@@ -354,10 +360,8 @@ describe('NOT_COORDINATOR for a partition this node does not lead (Kafka: *Wrong
 describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => {
   test('COORDINATOR_LOAD_IN_PROGRESS, with Kafka exceptions for Heartbeat and SyncGroup', async () => {
     const h = harness();
-    const store = new MemoryGroupStore();
-    store.seed(storedGroup(GROUP_A, 'member-1'));
-    const loading = deferred();
-    const loaded = h.router.onElectionWithStores(0, 1, storesOn(store, loading.promise));
+    const writer = loadingPartition(0, 1, [storedGroup(GROUP_A, 'member-1')]);
+    const loaded = h.router.onElection(0, 1, writer);
     const inProgress = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
     expect((await h.sendJoin(GROUP_A, 'instance').promise).errorCode).toBe(inProgress);
     // The rebalance a SyncGroup belonged to may be lost with the old coordinator: rejoin.
@@ -371,9 +375,10 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     expect((await h.fetch(GROUP_A)).errorCode).toBe(inProgress);
     expect((await h.describe(GROUP_A)).errorCode).toBe(inProgress);
     expect(await h.deleteCode(GROUP_A)).toBe(inProgress);
-    expect(store.groupWrites).toEqual([]);
+    // Nothing was written: the partition holds its one record.
+    expect(writer.records).toHaveLength(1);
 
-    loading.resolve();
+    writer.releaseLoad();
     await loaded;
     expect(await h.describe(GROUP_A)).toEqual({ errorCode: ErrorCode.NONE, state: 'Stable', members: 1 });
     expect(await h.heartbeat(GROUP_A, 'member-1', 3)).toBe(ErrorCode.NONE);
@@ -381,16 +386,14 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
 
   test('ListGroups lists the loaded partitions and says COORDINATOR_LOAD_IN_PROGRESS while one loads', async () => {
     const h = harness();
-    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
-    const storeB = new MemoryGroupStore();
-    storeB.seed(storedGroup(GROUP_B, 'member-b'));
-    const loading = deferred();
-    const loadedB = h.router.onElectionWithStores(1, 0, storesOn(storeB, loading.promise));
+    const writerB = loadingPartition(1, 0, [storedGroup(GROUP_B, 'member-b')]);
+    const loadedB = h.router.onElection(1, 0, writerB);
     let listed = await h.router.listGroups({ statesFilter: [] }, CONTEXT);
     expect(listed.errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     expect(listed.groups.map((g) => g.groupId)).toEqual([GROUP_A]);
-    loading.resolve();
+    writerB.releaseLoad();
     await loadedB;
     listed = await h.router.listGroups({ statesFilter: [] }, CONTEXT);
     expect(listed.errorCode).toBe(ErrorCode.NONE);
@@ -410,14 +413,12 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
 
   test('loaded members get a fresh session timeout from the end of the load', async () => {
     const h = harness();
-    const store = new MemoryGroupStore();
     const sessionMs = 1_000;
-    store.seed(storedGroup(GROUP_A, 'member-1', sessionMs));
-    const loading = deferred();
-    const loaded = h.router.onElectionWithStores(0, 2, storesOn(store, loading.promise));
+    const writer = loadingPartition(0, 2, [storedGroup(GROUP_A, 'member-1', sessionMs)]);
+    const loaded = h.router.onElection(0, 2, writer);
     // The load outlasts the member's session: its session must not have been running meanwhile.
     h.advance(3 * sessionMs);
-    loading.resolve();
+    writer.releaseLoad();
     await loaded;
     // A session runs out inside the clock's advance.
     h.advance(sessionMs - 1);
@@ -429,7 +430,7 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
 
   test('a partition of many groups is restored in slices, one per turn; sessions start after the last', async () => {
     const h = harness();
-    const store = new MemoryGroupStore();
+    const stored: StoredGroup[] = [];
     const sessionMs = 1_000;
     const groupIds: string[] = [];
     // The clock stands still while loading: steps of RESTORE_GROUPS_PER_SLICE (100), ten to check the
@@ -438,14 +439,14 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
       const groupId = `many-${n}`;
       if (groupPartitionFor(groupId, NUM_PARTITIONS) !== 0) continue;
       groupIds.push(groupId);
-      store.seed(storedGroup(groupId, `member-${n}`, sessionMs));
+      stored.push(storedGroup(groupId, `member-${n}`, sessionMs));
     }
     const first = groupIds[0]!;
     const last = groupIds[groupIds.length - 1]!;
-    const loading = deferred();
+    const writer = loadingPartition(0, 2, stored);
     turns = new HeldTurns();
-    const loaded = h.router.onElectionWithStores(0, 2, storesOn(store, loading.promise));
-    loading.resolve();
+    const loaded = h.router.onElection(0, 2, writer);
+    writer.releaseLoad();
     // The first step after the replay: the shard yields the event loop, still loading.
     await turns.yielded();
     expect(await h.commit(first, 1)).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
@@ -469,29 +470,33 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
 
   test('a restore step ends once it has used its time, however few groups it handled', async () => {
     const h = harness();
-    const store = new MemoryGroupStore();
+    const stored: StoredGroup[] = [];
     const groupIds: string[] = [];
     const costMs = 3;
     for (let n = 0; groupIds.length < 40; n++) {
       const groupId = `costly-${n}`;
       if (groupPartitionFor(groupId, NUM_PARTITIONS) !== 0) continue;
       groupIds.push(groupId);
-      const stored = storedGroup(groupId, `member-${n}`);
-      // Each read of a group's members (its check, its restore) takes 3 ms on the loading node's clock.
-      store.seed({
-        ...stored,
-        get members() {
-          h.advance(costMs);
-          return stored.members;
-        },
-      });
+      stored.push(storedGroup(groupId, `member-${n}`));
     }
-    const loading = deferred();
+    // The loading node's clock moves 3 ms each time it is read: a step reads it once per group it handles
+    // (checks, restores), so each group takes 3 ms of the step.
+    const monotonicMs = h.time.monotonicMs.bind(h.time);
+    let isAdvancing = false;
+    const ticking = jest.spyOn(h.time, 'monotonicMs').mockImplementation(() => {
+      if (!isAdvancing) {
+        isAdvancing = true;
+        h.advance(costMs);
+        isAdvancing = false;
+      }
+      return monotonicMs();
+    });
+    const writer = loadingPartition(0, 2, stored);
     turns = new HeldTurns();
-    const loaded = h.router.onElectionWithStores(0, 2, storesOn(store, loading.promise));
+    const loaded = h.router.onElection(0, 2, writer);
     let isLoaded = false;
     void loaded.then(() => (isLoaded = true));
-    loading.resolve();
+    writer.releaseLoad();
     const duringLoad = h.commit(groupIds[0]!, 1);
     // One sample per step, the shard taking one step per event-loop turn.
     const perTurn: number[] = [];
@@ -501,6 +506,7 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
       previous = h.router.numGroups;
     });
     turns.restore();
+    ticking.mockRestore();
     expect(await duringLoad).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     expect(isLoaded).toBe(true);
     expect(perTurn.reduce((sum, n) => sum + n, 0)).toBe(groupIds.length);
@@ -514,9 +520,10 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
   test('a failed load serves nothing until the next election', async () => {
     const failures: unknown[] = [];
     const h = harness({ onShardLoadFailed: (_p, _e, error) => failures.push(error) });
-    const loading = deferred();
-    const loaded = h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore(), loading.promise));
-    loading.reject(new Error('replay failed'));
+    const writer = loadingPartition(0, 0);
+    const loaded = h.router.onElection(0, 0, writer);
+    // Reading the partition fails: the load fails.
+    writer.failLoad(new Error('replay failed'));
     // The election's promise rejects once the router has told the listener.
     await expect(loaded).rejects.toThrow('replay failed');
     expect(failures).toHaveLength(1);
@@ -524,7 +531,7 @@ describe('a partition still loading (Kafka: *CoordinatorLoadInProgress)', () => 
     expect((await h.router.listGroups({ statesFilter: [] }, CONTEXT)).errorCode).toBe(
       ErrorCode.COORDINATOR_NOT_AVAILABLE,
     );
-    await h.router.onElectionWithStores(0, 1, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 1, new CommittingPartitionWriter(0, 1));
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
   });
 });
@@ -535,7 +542,7 @@ describe('resignation', () => {
     // resigns its shards; the guard reads the clock and answers for it.
     let isSessionAlive = true;
     const h = harness({}, { isActive: () => isSessionAlive });
-    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
     const groupId = groupOn(0);
     const { memberId, generationId } = await h.stableGroup(groupId);
     expect(await h.heartbeat(groupId, memberId, generationId)).toBe(ErrorCode.NONE);
@@ -556,7 +563,7 @@ describe('resignation', () => {
 
   test('a parked JoinGroup is answered NOT_COORDINATOR, and so is every later request', async () => {
     const h = harness();
-    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
     // Parked through the initial rebalance delay.
     const join = h.sendJoin(GROUP_A, 'instance');
     expect(await h.state(GROUP_A)).toBe('PreparingRebalance');
@@ -574,22 +581,21 @@ describe('resignation', () => {
 
   test('a SyncGroup waiting for its group record is answered NOT_COORDINATOR; the late write touches nothing', async () => {
     const h = harness();
-    const store = new MemoryGroupStore();
-    await h.router.onElectionWithStores(0, 0, storesOn(store));
+    const writer = new CommittingPartitionWriter(0, 0);
+    await h.router.onElection(0, 0, writer);
     const join = h.sendJoin(GROUP_A, 'instance');
     h.advance(GROUP_INITIAL_REBALANCE_DELAY_MS);
     const { memberId, generationId } = await join.promise;
-    store.isDeferred = true;
+    writer.isHeld = true;
     const sync = h.sendSync(GROUP_A, memberId, generationId, 'instance');
-    expect(store.pending).toHaveLength(1);
+    expect(writer.pending).toHaveLength(1);
     // Not Stable, nobody answered, until the record is durable.
     expect(await h.state(GROUP_A)).toBe('CompletingRebalance');
     expect(sync.isSettled).toBe(false);
     h.router.onResignation(0, 0);
     expect((await sync.promise).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
     // Led again at a newer epoch, on the same log: the new shard loads what is durable (nothing yet).
-    store.isDeferred = false;
-    await h.router.onElectionWithStores(0, 1, storesOn(store));
+    await h.router.onElection(0, 1, new CommittingPartitionWriter(0, 1, writer.committedRecords()));
     expect(await h.describe(GROUP_A)).toEqual({
       errorCode: ErrorCode.GROUP_ID_NOT_FOUND,
       state: 'Dead',
@@ -597,47 +603,47 @@ describe('resignation', () => {
     });
     // The deposed shard's write completes now: it must not make the group Stable in the new shard (its
     // callbacks have run once the write's outcome is out).
-    const lateWrite = store.pendingOutcome(0);
-    store.release();
+    const lateWrite = writer.pendingOutcome(0);
+    writer.releaseAppends();
     await lateWrite;
     expect((await h.describe(GROUP_A)).state).toBe('Dead');
     expect(h.router.numGroups).toBe(0);
   });
 
-  test('an OffsetCommit waiting for the store is answered NOT_COORDINATOR; its late failure touches nothing', async () => {
+  test('an OffsetCommit waiting for its append is answered NOT_COORDINATOR; its late failure touches nothing', async () => {
     const h = harness();
-    const store = new MemoryGroupStore();
-    await h.router.onElectionWithStores(0, 0, storesOn(store));
-    store.isDeferred = true;
+    const writer = new CommittingPartitionWriter(0, 0);
+    await h.router.onElection(0, 0, writer);
+    writer.isHeld = true;
     const commit = h.sendCommit(GROUP_A, 7);
-    expect(store.pending).toHaveLength(1);
+    expect(writer.pending).toHaveLength(1);
     expect(commit.isSettled).toBe(false);
     h.router.onResignation(0, 0);
     expect(await commit.promise).toBe(ErrorCode.NOT_COORDINATOR);
-    await h.router.onElectionWithStores(0, 1, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 1, new CommittingPartitionWriter(0, 1));
     expect(await h.commit(GROUP_A, 8)).toBe(ErrorCode.NONE);
     // The deposed write fails late; the new shard's state is its own.
-    const lateFailure = store.pendingOutcome(0);
-    store.fail(new CohortError(ErrorCode.NOT_LEADER_OR_FOLLOWER, 'deposed'));
+    const lateFailure = writer.pendingOutcome(0);
+    writer.failAppend(new CohortError(ErrorCode.NOT_LEADER_OR_FOLLOWER, 'deposed'));
     await lateFailure;
     expect((await h.fetch(GROUP_A)).offset).toBe(8);
     expect(await h.describe(GROUP_A)).toMatchObject({ errorCode: ErrorCode.NONE, state: 'Empty' });
   });
 
-  test("a store's NOT_LEADER_OR_FOLLOWER reaches the client as NOT_COORDINATOR", async () => {
+  test("an append's NOT_LEADER_OR_FOLLOWER reaches the client as NOT_COORDINATOR", async () => {
     const h = harness();
-    const store = new MemoryGroupStore();
-    await h.router.onElectionWithStores(0, 0, storesOn(store));
-    store.isDeferred = true;
+    const writer = new CommittingPartitionWriter(0, 0);
+    await h.router.onElection(0, 0, writer);
+    writer.isHeld = true;
     const commit = h.sendCommit(GROUP_A, 7);
-    store.fail(new CohortError(ErrorCode.NOT_LEADER_OR_FOLLOWER, 'deposed'));
+    writer.failAppend(new CohortError(ErrorCode.NOT_LEADER_OR_FOLLOWER, 'deposed'));
     expect(await commit.promise).toBe(ErrorCode.NOT_COORDINATOR);
   });
 
   test("a member's heartbeat stream hears NOT_COORDINATOR; another shard's members hear nothing", async () => {
     const h = harness();
-    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    await h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
+    await h.router.onElection(1, 0, new CommittingPartitionWriter(1, 0));
     const a = await h.stableGroup(GROUP_A, 'a');
     const b = await h.stableGroup(GROUP_B, 'b');
     const heard: Array<[string, ErrorCode]> = [];
@@ -654,8 +660,8 @@ describe('resignation', () => {
 
   test('two shards are independent: one resigns, the other keeps its groups, sessions and rebalances', async () => {
     const h = harness();
-    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    await h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
+    await h.router.onElection(1, 0, new CommittingPartitionWriter(1, 0));
     const a = await h.stableGroup(GROUP_A, 'a');
     const b = await h.stableGroup(GROUP_B, 'b');
     expect(h.timerLoad().heartbeats).toBe(2);
@@ -681,12 +687,12 @@ describe('resignation', () => {
 
   test('a stale election or resignation (older epoch) is ignored', async () => {
     const h = harness();
-    const store = new MemoryGroupStore();
-    await h.router.onElectionWithStores(0, 5, storesOn(store));
+    const writer = new CommittingPartitionWriter(0, 5);
+    await h.router.onElection(0, 5, writer);
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     // A late election of an older epoch, or the same one again, must not replace the shard.
-    await h.router.onElectionWithStores(0, 4, storesOn(new MemoryGroupStore()));
-    await h.router.onElectionWithStores(0, 5, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 4, new CommittingPartitionWriter(0, 4));
+    await h.router.onElection(0, 5, new CommittingPartitionWriter(0, 5));
     expect((await h.fetch(GROUP_A)).offset).toBe(1);
     // A late resignation of an older epoch must not unload it.
     h.router.onResignation(0, 4);
@@ -699,19 +705,17 @@ describe('resignation', () => {
     h.router.onResignation(0, 5);
     expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
     // Resigned at 5: an election of 5 (or older) arriving late is stale too.
-    h.router.onElectionWithStores(0, 5, storesOn(store));
+    h.router.onElection(0, 5, writer);
     expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
   });
 
   test('a resignation while loading: the load that ends later brings nothing back', async () => {
     const h = harness();
-    const store = new MemoryGroupStore();
-    store.seed(storedGroup(GROUP_A, 'member-1'));
-    const loading = deferred();
-    const loaded = h.router.onElectionWithStores(0, 0, storesOn(store, loading.promise));
+    const writer = loadingPartition(0, 0, [storedGroup(GROUP_A, 'member-1')]);
+    const loaded = h.router.onElection(0, 0, writer);
     expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
     h.router.onResignation(0, 0);
-    loading.resolve();
+    writer.releaseLoad();
     // The election's promise resolves once the deposed shard's load has ended.
     await loaded;
     expect(await h.describe(GROUP_A)).toEqual({
@@ -725,16 +729,16 @@ describe('resignation', () => {
 
   test('a newer election of a partition led is a resignation then an election', async () => {
     const h = harness();
-    const store = new MemoryGroupStore();
-    await h.router.onElectionWithStores(0, 0, storesOn(store));
+    const writer = new CommittingPartitionWriter(0, 0);
+    await h.router.onElection(0, 0, writer);
     expect(await h.commit(GROUP_A, 3)).toBe(ErrorCode.NONE);
     const join = h.sendJoin(GROUP_A, 'instance');
-    const loading = deferred();
-    const loaded = h.router.onElectionWithStores(0, 1, storesOn(store, loading.promise));
+    const successor = loadingPartition(0, 1, writer.committedRecords());
+    const loaded = h.router.onElection(0, 1, successor);
     expect((await join.promise).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
     expect(h.unloaded).toEqual([[0, 0, 1]]);
     expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
-    loading.resolve();
+    successor.releaseLoad();
     await loaded;
     // The new shard has what the log has: the commit, in an Empty group.
     expect((await h.fetch(GROUP_A)).offset).toBe(3);
@@ -747,9 +751,10 @@ describe('watching groups across shards', () => {
     const h = harness();
     const changes: GroupChange[] = [];
     const unwatch = h.router.watchGroups([], (change) => changes.push(change));
-    const store = new MemoryGroupStore();
-    store.seed(storedGroup(GROUP_A, 'member-1'));
-    await h.router.onElectionWithStores(0, 0, storesOn(store, Promise.resolve()));
+    const writer = new CommittingPartitionWriter(0, 0, [
+      groupMetadataRecord(storedGroup(GROUP_A, 'member-1')),
+    ]);
+    await h.router.onElection(0, 0, writer);
     expect(changes.map((c) => [c.group.groupId, c.reason, c.isSnapshot, c.group.groupState])).toEqual([
       [GROUP_A, 'group-loaded', true, 'Stable'],
     ]);
@@ -758,7 +763,7 @@ describe('watching groups across shards', () => {
       changes.slice(1).map((c) => [c.group.groupId, c.reason, c.group.errorCode, c.group.groupState]),
     ).toEqual([[GROUP_A, 'group-unloaded', ErrorCode.NOT_COORDINATOR, '']]);
     // Back on this node: a new group to the watch again.
-    await h.router.onElectionWithStores(0, 1, storesOn(store));
+    await h.router.onElection(0, 1, new CommittingPartitionWriter(0, 1, writer.committedRecords()));
     expect(changes.slice(2).map((c) => [c.group.groupId, c.reason, c.isSnapshot])).toEqual([
       [GROUP_A, 'group-loaded', true],
     ]);
@@ -767,7 +772,7 @@ describe('watching groups across shards', () => {
 
   test('a watch by name is told its group is not coordinated here, and when it is', async () => {
     const h = harness();
-    await h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(1, 0, new CommittingPartitionWriter(1, 0));
     const changes: GroupChange[] = [];
     h.router.watchGroups([GROUP_A], (change) => changes.push(change));
     expect(changes.map((c) => [c.reason, c.group.errorCode])).toEqual([
@@ -777,7 +782,7 @@ describe('watching groups across shards', () => {
     expect(await h.commit(GROUP_B, 1)).toBe(ErrorCode.NONE);
     expect(changes).toHaveLength(1);
     // Its partition is elected here, without the group: now it is known not to exist.
-    await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
+    await h.router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
     expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
     expect(changes.slice(1).map((c) => [c.reason, c.group.errorCode, c.group.groupState])).toEqual([
       ['group-loaded', ErrorCode.GROUP_ID_NOT_FOUND, 'Dead'],
@@ -789,9 +794,9 @@ describe('watching groups across shards', () => {
     const h = harness();
     const changes: GroupChange[] = [];
     h.router.watchGroups([GROUP_A], (change) => changes.push(change));
-    const loading = deferred();
-    const loaded = h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore(), loading.promise));
-    loading.resolve();
+    const writer = loadingPartition(0, 0);
+    const loaded = h.router.onElection(0, 0, writer);
+    writer.releaseLoad();
     await loaded;
     h.router.onResignation(0, 0);
     expect(changes.map((c) => [c.reason, c.group.errorCode])).toEqual([
@@ -808,8 +813,8 @@ test('maxGroups bounds the node, over every shard', async () => {
     numPartitions: NUM_PARTITIONS,
   });
   try {
-    await router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-    await router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
+    await router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
+    await router.onElection(1, 0, new CommittingPartitionWriter(1, 0));
     const commit = (groupId: string): Promise<ErrorCode> =>
       router
         .offsetCommit(h.commitRequest(groupId, 1), CONTEXT)
@@ -824,8 +829,8 @@ test('maxGroups bounds the node, over every shard', async () => {
 
 test('shutdown answers the parked calls of every shard COORDINATOR_NOT_AVAILABLE', async () => {
   const h = harness();
-  await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-  await h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
+  await h.router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
+  await h.router.onElection(1, 0, new CommittingPartitionWriter(1, 0));
   const joinA = h.sendJoin(GROUP_A, 'a');
   const joinB = h.sendJoin(GROUP_B, 'b');
   h.router.shutdown();
@@ -833,40 +838,34 @@ test('shutdown answers the parked calls of every shard COORDINATOR_NOT_AVAILABLE
   expect((await joinB.promise).errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
   expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
   // Leadership news after shutdown changes nothing.
-  h.router.onElectionWithStores(2, 0, storesOn(new MemoryGroupStore()));
+  h.router.onElection(2, 0, new CommittingPartitionWriter(2, 0));
   expect(h.router.isLeading(2)).toBe(false);
 });
 
 test('one retention check covers every serving shard; a loading shard joins once loaded', async () => {
   const summaries: number[] = [];
   const h = harness({ onOffsetRetentionCheckCompleted: (summary) => summaries.push(summary.groupsExpired) });
-  await h.router.onElectionWithStores(0, 0, storesOn(new MemoryGroupStore()));
-  await h.router.onElectionWithStores(1, 0, storesOn(new MemoryGroupStore()));
+  await h.router.onElection(0, 0, new CommittingPartitionWriter(0, 0));
+  await h.router.onElection(1, 0, new CommittingPartitionWriter(1, 0));
   expect(await h.commit(GROUP_A, 1)).toBe(ErrorCode.NONE);
   expect(await h.commit(GROUP_B, 1)).toBe(ErrorCode.NONE);
   const GROUP_C = groupOn(2);
-  const storeC = new MemoryGroupStore();
-  await storeC.commit(GROUP_C, [
-    {
-      topic: 'topic',
-      partition: 0,
-      offset: {
-        committedOffset: 1,
-        committedLeaderEpoch: -1,
-        metadata: '',
-        commitTimestampMs: h.time.nowMs(),
-      },
-    },
+  const writerC = loadingPartition(2, 0, [
+    offsetCommitRecord(GROUP_C, 'topic', 0, {
+      committedOffset: 1,
+      committedLeaderEpoch: -1,
+      metadata: '',
+      commitTimestampMs: h.time.nowMs(),
+    }),
   ]);
-  const loadingC = deferred();
-  const loadedC = h.router.onElectionWithStores(2, 0, storesOn(storeC, loadingC.promise));
+  const loadedC = h.router.onElection(2, 0, writerC);
   // The one check the retention timer runs (its interval has passed many times over, checks never overlap);
   // it runs inside the advance, and removes the groups it expires at once.
   h.advance(TEST_GROUP_CONFIG.offsetsRetentionMinutes * 60_000);
   expect(summaries).toEqual([2]);
   expect((await h.describe(GROUP_A)).state).toBe('Dead');
   expect((await h.describe(GROUP_B)).state).toBe('Dead');
-  loadingC.resolve();
+  writerC.releaseLoad();
   await loadedC;
   expect((await h.describe(GROUP_C)).state).toBe('Empty');
   h.advance(TEST_GROUP_CONFIG.offsetsRetentionCheckIntervalMs);

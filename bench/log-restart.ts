@@ -326,8 +326,9 @@ async function writeTopic(logManager: LogManager, nodeId: number): Promise<void>
 }
 
 /**
- * Per group: an OffsetCommit of 100 partitions (one batch, as CoordinatorRecordStore.commit writes it), then
- * the group's metadata as the coordinator stores an Empty group (CoordinatorRecordStore.storeGroup).
+ * Per group: an OffsetCommit of 100 partitions (one batch: the records of one OffsetCommit's handler, as
+ * the coordinator shard appends them), then the group's metadata as the coordinator writes an Empty
+ * group's record.
  */
 async function writeConsumerOffsets(dir: string): Promise<void> {
   const log = PartitionLog.open(dir, {

@@ -9,15 +9,15 @@
  * the group's metadata record, a Stable `consumer` group of 10 members (generation, protocol, leader, each
  * member's subscription and assignment), so the load restores 10,000 members and schedules their sessions
  * too. Every case loads with the production defaults (steps of 10 ms on the node's clock, TurnBudget;
- * the store and the shard set them, not the server). Per round:
+ * the writer and the shard set them, not the server). Per round:
  * - the server: a whole cohort server (createServer, as main.ts builds it; single-node mode, whose start
  *   elects the partition) on that data directory, from start() to ready (every partition loaded into the
  *   router's shard, its groups restored);
- * - a fresh GroupCoordinatorRouter elected for the partition, on a CoordinatorRecordStore over its log's writer: the
- *   replay (election → the store's load resolved) and the restore (→ the shard serving; in 10 ms steps)
- *   timed apart;
- * - baseline, bare replay: the same log opened and replayed into a CoordinatorRecordStore alone, no server,
- *   no router;
+ * - a fresh GroupCoordinatorRouter elected for the partition over its log's writer: the replay (election →
+ *   the shard's replay of the records done) and the restore (→ the shard serving; in 10 ms steps) timed
+ *   apart;
+ * - baseline, bare replay: the same log opened and its records decoded and applied to offsets and groups
+ *   by key (test/support/replayed-partition.ts), no server, no router, no shard;
  * - baseline, the bare replay unsliced: in one step (a clock that does not move, no byte bound), what one
  *   turn would hold without the steps;
  * - baseline, empty directory: the same server on an empty data directory (the fixed cost of a start).
@@ -38,7 +38,7 @@ import {
   type ReplayOptions,
 } from '../../src/log/consumer-offsets';
 import { PartitionLog } from '../../src/log/storage';
-import { CoordinatorRecordStore, GroupCoordinatorRouter, type GroupConfig } from '../../src/group';
+import { GroupCoordinatorRouter, type GroupConfig } from '../../src/group';
 import { createServer } from '../../src/server';
 import { ManualTime, SYSTEM_TIME } from '../../src/time';
 import {
@@ -47,6 +47,7 @@ import {
   storedOffsetOf as offsetOf,
   writeStoredGroupsPartition,
 } from '../../test/support/stored-groups-partition';
+import { ReplayedPartition } from '../../test/support/replayed-partition';
 import { line, round, table, verdict } from '../support/report';
 import { median } from '../support/stats';
 import { TurnProbe } from '../support/turn-probe';
@@ -168,7 +169,7 @@ async function verifyLoaded(target: string, sampled: readonly number[]): Promise
   }
 }
 
-/** The partition replayed into a CoordinatorRecordStore on its log alone (nothing is written). */
+/** The partition's records replayed on its log alone, with no shard (nothing is written). */
 async function bareReplay(
   partitionDir: string,
   replay?: ReplayOptions,
@@ -187,7 +188,7 @@ async function bareReplay(
         },
         replay === undefined ? {} : { replay },
       );
-      const loaded = await new CoordinatorRecordStore(writer).load();
+      const loaded = await new ReplayedPartition(writer).load();
       offsets = loaded.offsets;
       writer.resign();
       await writer.close();
@@ -217,7 +218,7 @@ function defaultGroupConfig(): GroupConfig {
 }
 
 interface RouterLoad extends Measured {
-  /** Election → the store's replay done (the log read into the view). */
+  /** Election → the shard's replay done (the log read into its state). */
   readonly replayMs: number;
   /** The replay done → the shard serving: its groups restored (in 10 ms steps). */
   readonly restoreMs: number;
@@ -226,9 +227,8 @@ interface RouterLoad extends Measured {
 }
 
 /**
- * A fresh GroupCoordinatorRouter elected for the partition, on a CoordinatorRecordStore over its log's writer, as the
- * server elects one (the store's and the shard's default steps, the server's), until the shard says it is
- * loaded.
+ * A fresh GroupCoordinatorRouter elected for the partition over its log's writer, as the server elects one
+ * (the writer's and the shard's default steps, the server's), until the shard says it is loaded.
  */
 async function routerElection(partitionDir: string): Promise<RouterLoad> {
   let replayedAtMs = 0;
@@ -398,7 +398,7 @@ export async function benchOffsetsLoad(rounds: number): Promise<Record<string, n
         '',
       ],
       [
-        'bare replay (CoordinatorRecordStore alone)',
+        'bare replay (records alone, no shard)',
         figures.load_bare_replay_ms,
         figures.load_bare_replay_longest_turn_ms,
         figures.load_bare_replay_longest_task_cpu_ms,

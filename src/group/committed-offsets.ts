@@ -30,7 +30,8 @@ export interface CommittedOffsetsReader {
 }
 
 /**
- * The latest committed offset of each group, topic and partition (Kafka's offsets cache), with the number
+ * The latest committed offset of each group, topic and partition (Kafka's offsets cache: the coordinator
+ * shard's, which GroupOffsets keeps and replay changes), with the number
  * of partitions each group has an offset for, kept as offsets come and go so that reading it is O(1)
  * (groupMaxCommittedPartitions checks it on every commit). A group with no offset left has no entry.
  */
@@ -73,12 +74,6 @@ export class CommittedOffsets {
     if (partitions.size > 0) return;
     topics.delete(topic);
     if (topics.size > 0) return;
-    this.groups.delete(groupId);
-    this.counts.delete(groupId);
-  }
-
-  removeGroup(groupId: string): void {
-    this.total -= this.counts.get(groupId) ?? 0;
     this.groups.delete(groupId);
     this.counts.delete(groupId);
   }

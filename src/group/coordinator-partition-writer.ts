@@ -2,8 +2,9 @@
  * What the group layer needs of one `__consumer_offsets` partition that this node leads, and all it knows
  * of it (Kafka's PartitionWriter with the loader beside it): a place where its records are appended as
  * leader at one leader epoch and read back, in order, when the partition is loaded. The records are the
- * group layer's (`records/consumer-offsets-record.ts`); the writer stores them as opaque keys and values
- * and never decodes them. The log layer implements it (`ConsumerOffsetsWriter`); a test writes its own.
+ * group layer's (`records/`); the writer stores them as opaque keys and values and never decodes them. The
+ * log layer implements it (`ConsumerOffsetsWriter`); a coordinator without a log has an
+ * InMemoryPartitionWriter; a test writes its own.
  *
  * One writer serves one election: when this node stops leading the partition at `leaderEpoch`, the writer
  * is resigned and nothing written through it completes any more.
@@ -17,6 +18,12 @@ export interface CoordinatorPartitionWriter {
   readonly isLoaded: boolean;
   /** True once this node no longer leads the partition at `leaderEpoch`. */
   readonly isResigned: boolean;
+  /**
+   * True for a partition whose appends are committed as they are made (InMemoryPartitionWriter): its
+   * `append` never rejects, and the shard ends each write before the handler that made it goes on. Absent
+   * for a log, whose appends commit later.
+   */
+  readonly commitsOnAppend?: boolean;
   /**
    * Reads the partition from its start to the log end offset it has now, handing each record to `replay`
    * in offset order (in bounded steps, yielding to the event loop between them), then waits until the high
@@ -62,4 +69,14 @@ export interface CoordinatorLoadSummary {
   /** Regions of the log skipped because they held no valid batch, and their bytes. */
   readonly corruptBatches: number;
   readonly corruptBytes: number;
+}
+
+/** What a shard's load read (the writer's summary) and brought back (the shard's replay of it). */
+export interface CoordinatorLoadResult extends CoordinatorLoadSummary {
+  /** Groups whose latest metadata record is not a tombstone. */
+  readonly groups: number;
+  /** Committed offsets, over every group. */
+  readonly offsets: number;
+  /** Records skipped because their key or value could not be decoded. */
+  readonly corruptRecords: number;
 }

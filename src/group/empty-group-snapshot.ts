@@ -1,6 +1,6 @@
 import type { GroupMetadata } from './group-metadata';
 
-/** What an Empty group that a store failed to delete comes back with. */
+/** What an Empty group whose tombstones could not be written comes back with. */
 export interface EmptyGroupSnapshot {
   readonly groupId: string;
   readonly protocolType: string | undefined;

@@ -12,7 +12,7 @@ export interface GroupConfig {
   readonly offsetMetadataMaxBytes: number;
   /**
    * The most groups the coordinator holds; a request that would create one more gets GROUP_MAX_SIZE_REACHED.
-   * Kafka has no such limit (default: unlimited). Groups loaded from a store are never refused.
+   * Kafka has no such limit (default: unlimited). Groups a load brings back are never refused.
    */
   readonly maxGroups: number;
   /**

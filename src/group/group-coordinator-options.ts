@@ -1,9 +1,7 @@
 import type { ErrorCode } from '../errors';
-import type { CoordinatorLoadResult } from './coordinator-record-store';
-import type { GroupMetadataStore } from './group-metadata-store';
+import type { CoordinatorLoadResult, CoordinatorPartitionWriter } from './coordinator-partition-writer';
 import type { GroupState } from './group-state';
 import type { OffsetRetentionCheckSummary } from './offset-retention-check';
-import type { OffsetStore } from './offset-store';
 import type { RebalanceReason } from './rebalance-reason';
 
 /**
@@ -59,7 +57,10 @@ export interface GroupCoordinatorListener {
    * when the group went with them (it was Empty and has nothing left).
    */
   onOffsetsExpired?(groupId: string, partitions: number, isGroupRemoved: boolean): void;
-  /** Expired offsets, or an expired group, could not be removed from a store; the next check tries again. */
+  /**
+   * The tombstones of expired offsets, or of an expired group, could not be written; the next check tries
+   * again.
+   */
   onOffsetExpiryFailed?(groupId: string, error: unknown): void;
   /**
    * `partitions` partitions of an OffsetCommit were refused one by one with `errorCode`:
@@ -114,31 +115,12 @@ export interface GroupCoordinatorRuntimeOptions {
   onWatchListenerError?: (error: unknown) => void;
 }
 
-/** The stores of one `__consumer_offsets` partition, as a shard uses them. */
-export interface PartitionStores {
-  /** Where committed offsets live; in memory unless given. */
-  offsetStore?: OffsetStore;
+/** GroupCoordinator's options: the runtime's, and the one partition it leads. */
+export interface GroupCoordinatorOptions extends GroupCoordinatorRuntimeOptions {
   /**
-   * Where group metadata lives; none by default (groups then come back from offsets alone, Empty). It may be
-   * the same object as `offsetStore`.
+   * Where its records go, loaded at construction (`whenLoaded` says when it is done). Default: an
+   * InMemoryPartitionWriter, empty, committing every append at once: groups and offsets live as long as
+   * the process, and the coordinator serves from its construction.
    */
-  metadataStore?: GroupMetadataStore;
+  writer?: CoordinatorPartitionWriter;
 }
-
-/**
- * What the router is given when it becomes the coordinator of a partition (a CoordinatorRecordStore over
- * the partition's writer is both stores).
- */
-export interface ShardStores {
-  readonly offsetStore: OffsetStore;
-  readonly metadataStore?: GroupMetadataStore;
-  /**
-   * Settles when the stores hold the partition's state (its log replayed); until then the shard answers
-   * COORDINATOR_LOAD_IN_PROGRESS, with Kafka's exceptions per request. A rejection leaves the partition
-   * COORDINATOR_NOT_AVAILABLE until its next election.
-   */
-  readonly loading: Promise<unknown>;
-}
-
-/** GroupCoordinator's options: one partition, its stores given at construction. */
-export interface GroupCoordinatorOptions extends GroupCoordinatorRuntimeOptions, PartitionStores {}

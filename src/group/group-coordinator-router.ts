@@ -14,14 +14,10 @@ import {
   checkOffsetFetchRequest,
   checkSyncGroupRequest,
 } from './check-request';
+import type { CommittedOffsetsReader } from './committed-offsets';
 import type { CoordinatorPartitionWriter } from './coordinator-partition-writer';
-import { CoordinatorRecordStore } from './coordinator-record-store';
 import type { GroupConfig } from './group-config';
-import type {
-  GroupCoordinatorRuntimeOptions,
-  PartitionStores,
-  ShardStores,
-} from './group-coordinator-options';
+import type { GroupCoordinatorRuntimeOptions } from './group-coordinator-options';
 import { GroupCoordinatorRuntime } from './group-coordinator-runtime';
 import { describedError, GroupCoordinatorShard } from './group-coordinator-shard';
 import type { GroupChangeListener } from './group-events';
@@ -56,7 +52,6 @@ import { type GroupState, parseGroupState } from './group-state';
 import { emptyGroupStats, type GroupStats } from './group-stats';
 import { commitResponse } from './group-offsets';
 import { OffsetRetention } from './offset-retention';
-import type { OffsetStore } from './offset-store';
 
 /** The router's options: the runtime's, and how many partitions `__consumer_offsets` has. */
 export interface GroupCoordinatorRouterOptions extends GroupCoordinatorRuntimeOptions {
@@ -93,10 +88,11 @@ type ListedGroup = ListGroupsResponse['groups'][number];
  * COORDINATOR_LOAD_IN_PROGRESS while any partition loads, as Kafka's `handleListGroups` does.
  *
  * Leadership arrives from the log layer: `onElection` makes a shard over the partition's writer and loads
- * it by replaying the partition's records, `onResignation` unloads it. A notification older than the partition's current epoch is late (the leadership it speaks of is gone)
- * and ignored. A newer election of a partition already led is a resignation of the old epoch and an
- * election of the new one: the old shard's parked calls get NOT_COORDINATOR and its late store callbacks
- * touch nothing, since the new epoch has a shard of its own.
+ * it by replaying the partition's records, `onResignation` unloads it. A notification older than the
+ * partition's current epoch is late (the leadership it speaks of is gone) and ignored. A newer election of
+ * a partition already led is a resignation of the old epoch and an election of the new one: the old
+ * shard's parked calls get NOT_COORDINATOR and its late appends touch nothing, since the new epoch has a
+ * shard of its own.
  */
 export class GroupCoordinatorRouter implements GroupCoordinatorService {
   private partitionCount: number | undefined;
@@ -197,12 +193,18 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   // Leadership
 
   /**
-   * This node now leads `partitionIndex` at `leaderEpoch`, and appends to it through `writer`: the shard's
-   * state is what the partition's records add up to (a CoordinatorRecordStore over the writer, loaded by
-   * replaying them), Kafka's scheduleLoadOperation. See `onElectionWithStores` for the rest; the listener
-   * hears of the replay (`onPartitionReplayed`) and of every record it could not decode
-   * (`onCorruptRecord`). `numPartitions`: the topic's partition count as the log knows it, taken when it
-   * differs from the router's (see `setNumPartitions`).
+   * This node now leads `partitionIndex` at `leaderEpoch`, and appends to it through `writer` (Kafka's
+   * scheduleLoadOperation): a new shard over the writer loads the partition's groups by replaying its
+   * records, answering COORDINATOR_LOAD_IN_PROGRESS meanwhile; its members' sessions start from the end of
+   * the load. The listener hears of the replay (`onPartitionReplayed`) and of every record it could not
+   * decode (`onCorruptRecord`). Ignored if `leaderEpoch` is not newer than the newest epoch heard of for the
+   * partition; a shard of an older epoch is unloaded first (NOT_COORDINATOR to its parked calls).
+   * `numPartitions`: the topic's partition count as the log knows it, taken when it differs from the
+   * router's (see `setNumPartitions`).
+   *
+   * Returns the load's end: it resolves once the shard serves its groups (or at once when the election is
+   * ignored, or once the shard is unloaded before it finished) and rejects when the load failed (the
+   * listener hears of it too). A single-node server is ready only once its partitions' loads resolved.
    */
   onElection(
     partitionIndex: number,
@@ -213,38 +215,11 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
     if (numPartitions !== undefined && numPartitions !== this.partitionCount) {
       this.setNumPartitions(numPartitions);
     }
-    const listener = this.runtime.listener;
-    const store = new CoordinatorRecordStore(writer, {
-      onCorruptRecord: (offset, error) => listener?.onCorruptRecord?.(partitionIndex, offset, error),
-    });
-    const loading = store.load();
-    loading.then(
-      (result) => listener?.onPartitionReplayed?.(partitionIndex, leaderEpoch, result),
-      () => undefined, // the shard's load reports it (onShardLoadFailed), unless it was resigned meanwhile
-    );
-    return this.onElectionWithStores(partitionIndex, leaderEpoch, {
-      offsetStore: store,
-      metadataStore: store,
-      loading,
-    });
-  }
-
-  /**
-   * This node now leads `partitionIndex` at `leaderEpoch`: a shard on `stores` loads the partition's groups
-   * (`stores.loading`), answering COORDINATOR_LOAD_IN_PROGRESS meanwhile; its members' sessions start from
-   * the end of the load. Ignored if `leaderEpoch` is not newer than the newest epoch heard of for the
-   * partition; a shard of an older epoch is unloaded first (NOT_COORDINATOR to its parked calls).
-   *
-   * Returns the load's end: it resolves once the shard serves its groups (or at once when the election is
-   * ignored, or once the shard is unloaded before it finished) and rejects when the load failed (the
-   * listener hears of it too). A single-node server is ready only once its partitions' loads resolved.
-   */
-  onElectionWithStores(partitionIndex: number, leaderEpoch: number, stores: ShardStores): Promise<void> {
-    const shard = this.elect(partitionIndex, leaderEpoch, stores);
+    const shard = this.elect(partitionIndex, leaderEpoch, writer);
     if (shard === undefined) return Promise.resolve();
     const listener = this.runtime.listener;
     const electedAtMs = this.time.monotonicMs();
-    const loaded = shard.load(stores.loading);
+    const loaded = shard.load();
     this.loads.set(partitionIndex, loaded);
     loaded.then(
       () => {
@@ -284,13 +259,13 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   }
 
   /**
-   * Installs the shard of a new epoch without loading it (the caller loads it, or restores it at once).
-   * Undefined when the election is stale or the router has shut down.
+   * Installs the shard of a new epoch over `writer` without loading it (the caller loads it, or has
+   * nothing to load). Undefined when the election is stale or the router has shut down.
    */
   protected elect(
     partitionIndex: number,
     leaderEpoch: number,
-    stores: PartitionStores,
+    writer: CoordinatorPartitionWriter,
   ): GroupCoordinatorShard | undefined {
     this.checkPartition(partitionIndex);
     if (!this.isActive) return undefined;
@@ -301,7 +276,7 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
     }
     this.resign(partitionIndex);
     this.epochs[partitionIndex] = leaderEpoch;
-    const shard = new GroupCoordinatorShard(this.runtime, partitionIndex, leaderEpoch, stores);
+    const shard = new GroupCoordinatorShard(this.runtime, partitionIndex, leaderEpoch, writer);
     this.shards[partitionIndex] = shard;
     return shard;
   }
@@ -312,11 +287,11 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
    * once its load is done: before, its offsets are partial, or hold records a failover could still take
    * back (the load waits for the high watermark to cover what it replayed).
    */
-  readonly committedOffsets: Pick<OffsetStore, 'groupIds' | 'list' | 'committedPartitions'> = {
+  readonly committedOffsets: CommittedOffsetsReader = {
     groupIds: () => this.offsetGroupIds(),
-    list: (groupId) => this.servingShardOf(groupId)?.offsetStore.list(groupId) ?? [],
+    list: (groupId) => this.servingShardOf(groupId)?.offsets.committedOffsets.list(groupId) ?? [],
     committedPartitions: (groupId) =>
-      this.servingShardOf(groupId)?.offsetStore.committedPartitions(groupId) ?? 0,
+      this.servingShardOf(groupId)?.offsets.committedOffsets.committedPartitions(groupId) ?? 0,
   };
 
   /** The shard of `partitionIndex`, if this node leads it. */
@@ -386,7 +361,9 @@ export class GroupCoordinatorRouter implements GroupCoordinatorService {
   }
 
   private *offsetGroupIds(): Iterable<string> {
-    for (const shard of this.ledShards()) if (shard.isServing) yield* shard.offsetStore.groupIds();
+    for (const shard of this.ledShards()) {
+      if (shard.isServing) yield* shard.offsets.committedOffsets.groupIds();
+    }
   }
 
   /** The shard of `groupId`'s partition if it serves its groups now. */

@@ -1,17 +1,20 @@
 import { ErrorCode } from '../errors';
 import { TurnBudget } from '../time';
 import { brokenInvariant } from './broken-invariant';
-import { callStore } from './call-store';
 import { checkStoredGroup } from './check-stored-group';
+import type {
+  CoordinatorLogRecord,
+  CoordinatorPartitionWriter,
+  CoordinatorRecordToWrite,
+} from './coordinator-partition-writer';
 import type { CoordinatorResult } from './coordinator-result';
 import { DelayedHeartbeat } from './delayed-heartbeat';
 import { emptyGroupSnapshot, type EmptyGroupSnapshot } from './empty-group-snapshot';
 import type { GroupConfig } from './group-config';
-import { NEW_MEMBER_JOIN_TIMEOUT_MS, type PartitionStores } from './group-coordinator-options';
+import { NEW_MEMBER_JOIN_TIMEOUT_MS } from './group-coordinator-options';
 import type { GroupCoordinatorRuntime } from './group-coordinator-runtime';
 import { GroupMembership } from './group-membership';
 import { GroupMetadata } from './group-metadata';
-import type { GroupMetadataStore, StoredGroup, StoredMember } from './group-metadata-store';
 import { GroupOffsets } from './group-offsets';
 import type {
   DeletableGroupResult,
@@ -22,13 +25,20 @@ import type {
 } from './group-protocol';
 import { EMPTY_BUFFER, joinError, syncError } from './group-responses';
 import type { GroupState } from './group-state';
-import type { GroupDeletion, GroupRecordWrite, GroupShardState, WriteOperation } from './group-shard-state';
+import type { GroupRecordWrite, GroupShardState, WriteOperation } from './group-shard-state';
 import type { GroupStats } from './group-stats';
-import { InMemoryOffsetStore } from './in-memory-offset-store';
 import { MemberMetadata } from './member-metadata';
-import type { OffsetStore } from './offset-store';
 import { type CallCancellation, ParkedCall } from './parked-call';
+import { OFFSET_COMMIT_KEY_TYPE } from './records/consumer-offsets-record';
+import {
+  type CoordinatorRecord,
+  deserializeRecord,
+  groupMetadataRecord,
+  recordToWrite,
+  storedGroupOf,
+} from './records/coordinator-record';
 import { storeErrorCode, storeGroupErrorCode } from './store-error-code';
+import type { StoredGroup, StoredMember } from './stored-group';
 
 /**
  * Groups a load's step handles at most (checks, restores, or starts the sessions of), for a clock that
@@ -48,19 +58,26 @@ type ListedGroup = ListGroupsResponse['groups'][number];
 /**
  * The coordinator of the groups of one `__consumer_offsets` partition, for as long as this node leads it at
  * one leader epoch: Kafka's coordinator shard (the group coordinator runtime keeps one per partition,
- * GroupMetadataManager's state per partition before it). It holds the partition's groups, its stores (the
- * offsets cache and the group records) and its load state; the timers, the rebalance purgatory and the reply
- * dispatcher are the runtime's, shared with the other shards, and every task or key it puts there belongs
- * to one of its groups.
+ * GroupMetadataManager's state per partition before it). It is the one owner of the partition's state: its
+ * groups, its committed offsets (GroupOffsets keeps them, Kafka's offsets cache) and its load state. The
+ * partition's writer (`CoordinatorPartitionWriter`) holds records only; the timers, the rebalance purgatory
+ * and the reply dispatcher are the runtime's, shared with the other shards, and every task or key it puts
+ * there belongs to one of its groups.
+ *
+ * The state is what the partition's records add up to. `replay` applies one record: the load replays every
+ * record of the partition through it, and a write (`scheduleWriteOperation`) replays the records its
+ * handler returned once the writer says they are committed, so what readers see is always a replay of a
+ * committed prefix of the partition. Group metadata records make groups at the load's end (`restoreSlices`);
+ * once the shard serves, a group's live state is its handlers', and its records only follow it.
  *
  * Life: created by an election, it loads (`load`: COORDINATOR_LOAD_IN_PROGRESS meanwhile, with Kafka's
  * exceptions per request), serves, and ends with `unload` — a resignation (NOT_COORDINATOR) or shutdown
- * (COORDINATOR_NOT_AVAILABLE) — after which every late store callback does nothing: a new election makes a
- * new shard, so a deposed shard's writes can never touch its successor's state.
+ * (COORDINATOR_NOT_AVAILABLE) — after which every late append does nothing: a new election makes a new
+ * shard, so a deposed shard's writes can never touch its successor's state.
  *
  * The request families are in their own files, working on this state: GroupMembership (join, sync,
- * heartbeat, leave and the rebalance), GroupOffsets (commit, fetch, retention's per-group work); admin
- * (describe, list, delete) is small and lives here.
+ * heartbeat, leave and the rebalance), GroupOffsets (commit, fetch, retention's per-group work, the
+ * committed offsets); admin (describe, list, delete) is small and lives here.
  */
 export class GroupCoordinatorShard implements GroupShardState {
   readonly config: GroupConfig;
@@ -69,15 +86,20 @@ export class GroupCoordinatorShard implements GroupShardState {
   readonly leaderEpoch: number;
   /** This partition's groups (any state but Dead). */
   readonly groups = new Map<string, GroupMetadata>();
-  readonly offsetStore: OffsetStore;
-  readonly metadataStore: GroupMetadataStore | undefined;
-  /** The distinct stores a group's deletion goes to (one when one object is both). */
-  readonly groupStores: readonly GroupDeletion[];
+  /** Where the partition's records are appended, and read back by the load. */
+  readonly writer: CoordinatorPartitionWriter;
+  /**
+   * The group metadata records the load has replayed, the latest per group, until the load's end makes
+   * them groups (`restoreSlices` takes them once); undefined otherwise.
+   */
+  private loadedGroups: Map<string, StoredGroup> | undefined;
+  /** Records the load skipped because they could not be decoded. */
+  private corruptRecords = 0;
   /** Writes whose records are being appended, each with what ends it with a code; unload ends them. */
   private readonly pendingWrites = new Set<(errorCode: ErrorCode, cause?: unknown) => void>();
   readonly membership: GroupMembership;
   readonly offsets: GroupOffsets;
-  /** False after unload: late store callbacks and a late load do nothing. */
+  /** False after unload: late appends and a late load do nothing. */
   isActive = true;
   /**
    * What every request of the shard's groups gets before anything else: NONE when serving,
@@ -91,19 +113,14 @@ export class GroupCoordinatorShard implements GroupShardState {
     runtime: GroupCoordinatorRuntime,
     partitionIndex: number,
     leaderEpoch: number,
-    stores: PartitionStores,
+    writer: CoordinatorPartitionWriter,
   ) {
     this.runtime = runtime;
     this.config = runtime.config;
     this.time = runtime.time;
     this.partitionIndex = partitionIndex;
     this.leaderEpoch = leaderEpoch;
-    this.offsetStore = stores.offsetStore ?? new InMemoryOffsetStore();
-    this.metadataStore = stores.metadataStore;
-    this.groupStores =
-      this.metadataStore === undefined || (this.metadataStore as unknown) === this.offsetStore
-        ? [this.offsetStore]
-        : [this.offsetStore, this.metadataStore];
+    this.writer = writer;
     this.membership = new GroupMembership(this, runtime);
     this.offsets = new GroupOffsets(this, runtime);
   }
@@ -118,14 +135,6 @@ export class GroupCoordinatorShard implements GroupShardState {
     return this.isActive && this.availability === ErrorCode.NONE;
   }
 
-  /**
-   * Whatever the stores hold now comes back at once, without a load (GroupCoordinator's construction on
-   * stores already replayed, or in memory).
-   */
-  restoreNow(): void {
-    this.restoreGroups(this.checkedStoredGroups());
-  }
-
   /** Adds this shard's groups and members, by state, to `stats` (metrics on scrape, never per request). */
   addGroupStats(stats: GroupStats): void {
     for (const group of this.groups.values()) {
@@ -136,34 +145,83 @@ export class GroupCoordinatorShard implements GroupShardState {
   }
 
   /**
-   * Loads group state that `loading` is bringing into the stores (a replay of `__consumer_offsets`).
-   * Until it resolves every group request gets COORDINATOR_LOAD_IN_PROGRESS (clients retry); then every
-   * stored group comes back — Stable with its generation, protocol, leader and members, or Empty — and
+   * Kafka's load operation for this shard: every record of the partition is replayed (`replay`, read by
+   * the writer in bounded steps, which waits for the high watermark to cover them), then every group the
+   * records hold comes back — Stable with its generation, protocol, leader and members, or Empty — and
    * every group that has only offsets comes back Empty, in steps of at most 10 ms of the event loop
-   * (restoreInSlices). Each restored member's session timer starts afresh once every group is in, as
-   * Kafka's does when a coordinator takes over groups: the members kept heartbeating to a coordinator that
-   * was not there and must not be expired for it.
+   * (restoreInSlices). Until then every group request gets COORDINATOR_LOAD_IN_PROGRESS (clients retry).
+   * Each restored member's session timer starts afresh once every group is in, as Kafka's does when a
+   * coordinator takes over groups: the members kept heartbeating to a coordinator that was not there and
+   * must not be expired for it.
    *
-   * If `loading` rejects, or a stored group is unusable, the shard serves nothing
-   * (COORDINATOR_NOT_AVAILABLE) rather than partial state, and the returned promise rejects.
+   * The listener hears what the replay read and brought back (`onPartitionReplayed`), and of each record
+   * it skipped because it could not be decoded (`onCorruptRecord`). If the replay fails (the writer was
+   * resigned, the log could not be read), or a stored group is unusable, the shard serves nothing
+   * (COORDINATOR_NOT_AVAILABLE) rather than partial state, and the returned promise rejects. Call once.
    */
-  load(loading: Promise<unknown>): Promise<void> {
+  load(): Promise<void> {
     if (this.availability === ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) {
       return Promise.reject(brokenInvariant('the coordinator is already loading'));
     }
     if (!this.isActive) return Promise.reject(brokenInvariant('the coordinator has shut down'));
     this.availability = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
-    return loading.then(
-      () => this.restoreInSlices(),
-      (error: unknown) => {
-        if (this.isActive) this.availability = ErrorCode.COORDINATOR_NOT_AVAILABLE;
-        throw error;
-      },
-    );
+    const loadedGroups = new Map<string, StoredGroup>();
+    this.loadedGroups = loadedGroups;
+    return this.writer
+      .load((record) => this.replayLogRecord(record))
+      .then(
+        (summary) => {
+          this.runtime.listener?.onPartitionReplayed?.(this.partitionIndex, this.leaderEpoch, {
+            ...summary,
+            groups: loadedGroups.size,
+            offsets: this.offsets.committedOffsets.size,
+            corruptRecords: this.corruptRecords,
+          });
+          return this.restoreInSlices();
+        },
+        (error: unknown) => {
+          this.loadedGroups = undefined;
+          if (this.isActive) this.availability = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+          throw error;
+        },
+      );
   }
 
   /**
-   * The loaded stores' groups come back in steps of at most 10 ms (or RESTORE_GROUPS_PER_SLICE groups on a
+   * Kafka's replay: applies one committed record of the partition to the state. An offset commit record
+   * sets its offset, its tombstone deletes it (GroupOffsets). A group metadata record, while loading,
+   * replaces the group's earlier one and its tombstone drops it: the load's end makes groups of what is
+   * left. Once the shard serves, a group's record was written by a handler that changed the group
+   * already, so it changes nothing here.
+   */
+  replay(record: CoordinatorRecord): void {
+    if (record.type === OFFSET_COMMIT_KEY_TYPE) this.offsets.replay(record);
+    else if (this.loadedGroups !== undefined) {
+      const stored = storedGroupOf(record);
+      if (stored === undefined) this.loadedGroups.delete(record.groupId);
+      else this.loadedGroups.set(record.groupId, stored);
+    }
+  }
+
+  /**
+   * Replays one record the load read. A record that cannot be decoded is skipped and reported: its key
+   * keeps the value an earlier record gave it, and the load goes on. It stays in the log, so a version of
+   * cohort that can read it still finds it.
+   */
+  private replayLogRecord(record: CoordinatorLogRecord): void {
+    let decoded: CoordinatorRecord;
+    try {
+      decoded = deserializeRecord(record);
+    } catch (error) {
+      this.corruptRecords++;
+      this.runtime.listener?.onCorruptRecord?.(this.partitionIndex, record.offset, error);
+      return;
+    }
+    this.replay(decoded);
+  }
+
+  /**
+   * The replayed groups come back in steps of at most 10 ms (or RESTORE_GROUPS_PER_SLICE groups on a
    * clock that does not move), one per event-loop turn, so a partition of thousands of groups never holds
    * the loop (heartbeats of other partitions, replication) for long: every stored group is checked, then
    * restored, then the groups with offsets only, then the restored members' sessions start. The shard
@@ -195,7 +253,9 @@ export class GroupCoordinatorShard implements GroupShardState {
       }
       return true;
     };
-    const stored = this.storedGroups();
+    // Taken once: from here on a group lives in `groups` alone.
+    const stored = [...(this.loadedGroups?.values() ?? [])];
+    this.loadedGroups = undefined;
     // All or nothing: every group is checked before any is restored.
     if (!(await inSteps(stored, checkOrThrow))) return;
     const restored: GroupMetadata[] = [];
@@ -203,12 +263,9 @@ export class GroupCoordinatorShard implements GroupShardState {
       if (!this.groups.has(group.groupId)) restored.push(this.restoreGroup(group));
     };
     if (!(await inSteps(stored, restore))) return;
-    // The offset store is this shard's alone, and it writes nothing while loading: the ids stay true.
-    if (
-      !(await inSteps([...this.offsetStore.groupIds()], (groupId) => this.restoreOffsetOnlyGroup(groupId)))
-    ) {
-      return;
-    }
+    // Nothing is written while loading: the ids stay true.
+    const offsetGroupIds = [...this.offsets.committedOffsets.groupIds()];
+    if (!(await inSteps(offsetGroupIds, (groupId) => this.restoreOffsetOnlyGroup(groupId)))) return;
     if (!(await inSteps(restored, (group) => this.startRestoredSessions(group)))) return;
     this.availability = ErrorCode.NONE;
     // Watches opened while loading saw COORDINATOR_LOAD_IN_PROGRESS: now every group as it is.
@@ -216,30 +273,7 @@ export class GroupCoordinatorShard implements GroupShardState {
       for (const groupId of [...this.groups.keys()]) this.runtime.notifyWatchers(groupId, 'group-loaded');
   }
 
-  /** The metadata store's groups, every one checked before any is restored: all or nothing. */
-  private checkedStoredGroups(): StoredGroup[] {
-    const stored = this.storedGroups();
-    for (const group of stored) checkOrThrow(group);
-    return stored;
-  }
-
-  private storedGroups(): StoredGroup[] {
-    return this.metadataStore === undefined ? [] : [...this.metadataStore.storedGroups()];
-  }
-
-  /** Brings back stored groups, then groups known only by their offsets (Empty), skipping known ones. */
-  private restoreGroups(stored: readonly StoredGroup[]): void {
-    for (const group of stored) {
-      if (!this.groups.has(group.groupId)) this.startRestoredSessions(this.restoreGroup(group));
-    }
-    this.restoreOffsetOnlyGroups();
-  }
-
-  /** Groups that have offsets and no stored record come back Empty. */
-  private restoreOffsetOnlyGroups(): void {
-    for (const groupId of this.offsetStore.groupIds()) this.restoreOffsetOnlyGroup(groupId);
-  }
-
+  /** A group with offsets and no stored record comes back Empty. */
   private restoreOffsetOnlyGroup(groupId: string): void {
     if (!this.groups.has(groupId)) this.createGroup(groupId);
   }
@@ -338,8 +372,8 @@ export class GroupCoordinatorShard implements GroupShardState {
   }
 
   /**
-   * DeleteGroups for groups of this shard (each once): answered once every store has dropped what it had of
-   * every deleted group, one result per group in the order given.
+   * DeleteGroups for groups of this shard (each once): answered once the tombstones of every deleted group
+   * are committed, one result per group in the order given.
    */
   deleteGroups(groupIds: readonly string[]): Promise<DeletableGroupResult[]> {
     const results: DeletableGroupResult[] = [];
@@ -364,19 +398,18 @@ export class GroupCoordinatorShard implements GroupShardState {
     }
     if (deleted.length === 0) return Promise.resolve(results);
 
-    // One write per deleted group, as each store writes one batch of tombstones per group; the answer goes
-    // once every one has ended.
+    // One write (one batch of tombstones) per deleted group, so that a crash keeps all or none of each
+    // group's; the answer goes once every one has ended.
     let unloadCode: ErrorCode | undefined;
     const writes = deleted.map((result) => {
       const removed = removedGroups.get(result.groupId) as EmptyGroupSnapshot;
       return this.scheduleWriteOperation<ErrorCode>(
-        { records: [result.groupId], response: ErrorCode.NONE },
+        { records: this.groupDeletionRecords(result.groupId), response: ErrorCode.NONE },
         {
-          append: () => this.deleteGroupRecords(result.groupId),
           onCommitted: () => undefined,
           onFailed: (code) => {
             if (!this.isActive) unloadCode = code;
-            // What a store kept (offsets, metadata) still belongs to a group.
+            // What the log kept (offsets, metadata) still belongs to a group.
             else if (!this.groups.has(result.groupId)) this.bringBackEmptyGroup(removed);
             return code;
           },
@@ -393,26 +426,24 @@ export class GroupCoordinatorShard implements GroupShardState {
   }
 
   /**
-   * Every store drops what it has of the group (its record, its offsets: one batch of tombstones each).
-   * Resolves once all of them are committed; rejects, once every store has answered, with the first
-   * failure.
+   * The tombstones of a group's deletion: its metadata record and every offset it has committed now (Kafka's
+   * createGroupTombstoneRecords and deleteAllOffsets). Once they are committed exactly those offsets go: a
+   * commit written earlier but not committed yet has no tombstone here, and stays, as it does in the log.
    */
-  deleteGroupRecords(groupId: string): Promise<void> {
-    const stores = this.groupStores;
-    if (stores.length === 1) return callStore(() => stores[0]!.deleteGroup(groupId));
-    const removals = this.groupStores.map((store) => callStore(() => store.deleteGroup(groupId)));
-    return Promise.allSettled(removals).then((outcomes) => {
-      for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
-    });
+  groupDeletionRecords(groupId: string): CoordinatorRecord[] {
+    const records: CoordinatorRecord[] = [groupMetadataRecord(groupId, null)];
+    this.offsets.addOffsetTombstones(groupId, records);
+    return records;
   }
 
   /**
    * Kafka's CoordinatorRuntime write operation, for this shard. `result` is what a handler returned after
-   * changing the in-memory state; its records are appended (`operation.append`) and, in the order the
-   * appends were made, each write ends one way:
+   * changing the in-memory state; its records are serialized and appended through the partition's writer
+   * and, in the order the appends were made, each write ends one way:
    *
-   * - committed: `onCommitted` replays the records into what readers see, and the caller gets
-   *   `result.response`;
+   * - committed: the records are replayed (`replay`) into what readers see, then `onCommitted` finishes
+   *   the handler's change, and the caller gets `result.response`. A writer that commits as it appends
+   *   (`commitsOnAppend`, a partition in memory) ends the write so before this returns;
    * - failed: `onFailed` reverts the change, and the caller gets its response for the code Kafka answers
    *   for that append error (storeErrorCode);
    * - unloaded first (resignation, shutdown): `onFailed` with the unload's code and no cause, at once (the
@@ -423,7 +454,7 @@ export class GroupCoordinatorShard implements GroupShardState {
    * ParkedCall): the write goes on, since the change is made.
    */
   scheduleWriteOperation<Response>(
-    result: CoordinatorResult<Response, unknown>,
+    result: CoordinatorResult<Response, CoordinatorRecord>,
     operation: WriteOperation<Response>,
     caller: CallCancellation | undefined,
     abortedResponse: Response | undefined,
@@ -438,15 +469,25 @@ export class GroupCoordinatorShard implements GroupShardState {
    * A write nobody waits for (retention's expiries): as scheduleWriteOperation, without an answer to
    * park and deliver, for a pass may write ten thousand of them in a few turns.
    */
-  scheduleInternalWriteOperation(records: readonly unknown[], operation: WriteOperation<void>): void {
+  scheduleInternalWriteOperation(
+    records: readonly CoordinatorRecord[],
+    operation: WriteOperation<void>,
+  ): void {
     if (records.length > 0) this.write({ records, response: undefined }, operation, ignoreAnswer);
   }
 
   private write<Response>(
-    result: CoordinatorResult<Response, unknown>,
+    result: CoordinatorResult<Response, CoordinatorRecord>,
     operation: WriteOperation<Response>,
     answer: (response: Response) => void,
   ): void {
+    const appended = this.append(result.records);
+    if (this.writer.commitsOnAppend === true) {
+      // Committed as it was appended: the write ends now, as if the high watermark had passed it at once,
+      // and nothing of it outlives this call.
+      this.endCommitted(result, operation, answer);
+      return;
+    }
     let isEnded = false;
     const fail = (errorCode: ErrorCode, cause?: unknown): void => {
       if (isEnded) return;
@@ -455,16 +496,40 @@ export class GroupCoordinatorShard implements GroupShardState {
       answer(operation.onFailed(errorCode, cause));
     };
     this.pendingWrites.add(fail);
-    callStore(() => operation.append()).then(
+    appended.then(
       () => {
         if (isEnded) return;
         isEnded = true;
         this.pendingWrites.delete(fail);
-        operation.onCommitted();
-        answer(result.response);
+        this.endCommitted(result, operation, answer);
       },
       (error: unknown) => fail(storeErrorCode(error), error),
     );
+  }
+
+  /** A write's records are committed: replayed into what readers see, then the handler's change ends. */
+  private endCommitted<Response>(
+    result: CoordinatorResult<Response, CoordinatorRecord>,
+    operation: WriteOperation<Response>,
+    answer: (response: Response) => void,
+  ): void {
+    for (const record of result.records) this.replay(record);
+    operation.onCommitted();
+    answer(result.response);
+  }
+
+  /**
+   * The records, as one batch. The writer serializes each as it reads it (`recordToWrite`); a record that
+   * cannot be serialized fails the write.
+   */
+  private append(records: readonly CoordinatorRecord[]): Promise<void> {
+    try {
+      const batch: CoordinatorRecordToWrite[] = new Array(records.length);
+      for (let i = 0; i < records.length; i++) batch[i] = recordToWrite(records[i]!);
+      return this.writer.append(batch);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   createGroup(groupId: string): GroupMetadata {
@@ -476,7 +541,7 @@ export class GroupCoordinatorShard implements GroupShardState {
 
   /**
    * A removed Empty group back as it was (its protocol type, generation and state timestamp, so retention
-   * goes on counting from when it emptied), when a store could not delete what it had.
+   * goes on counting from when it emptied), when its tombstones could not be written.
    */
   bringBackEmptyGroup(removed: EmptyGroupSnapshot): void {
     const group = this.createGroup(removed.groupId);
@@ -501,8 +566,7 @@ export class GroupCoordinatorShard implements GroupShardState {
    * ones) — is appended, and once committed `operation.onCommitted` finishes the change (answers the
    * parked calls); on a failed append `operation.onFailed` gets the code members get for it
    * (storeGroupErrorCode) and the listener hears of the failure. The members' calls are parked on them,
-   * so the write itself has nobody to answer. Without a metadata store nothing is written and
-   * `onCommitted` runs at once, synchronously. An unload ends the write with nothing to do: it answered
+   * so the write itself has nobody to answer. An unload ends the write with nothing to do: it answered
    * every parked call, and a successor replays what the log kept.
    */
   writeGroupRecord(
@@ -510,27 +574,21 @@ export class GroupCoordinatorShard implements GroupShardState {
     assignments: ReadonlyMap<string, Buffer> | undefined,
     operation: GroupRecordWrite,
   ): void {
-    const store = this.metadataStore;
-    if (store === undefined) {
-      operation.onCommitted();
-      return;
-    }
-    const record = this.storedGroupOf(group, assignments);
-    this.scheduleInternalWriteOperation([record], {
-      append: () => store.storeGroup(record),
+    const value = this.groupMetadataValueOf(group, assignments);
+    this.scheduleInternalWriteOperation([groupMetadataRecord(group.groupId, value)], {
       onCommitted: () => operation.onCommitted(),
       onFailed: (_code, cause) => {
         if (!this.isActive) return;
-        this.runtime.listener?.onGroupStoreFailed?.(record.groupId, record.generationId, cause);
+        this.runtime.listener?.onGroupStoreFailed?.(group.groupId, value.generationId, cause);
         operation.onFailed(storeGroupErrorCode(cause));
       },
     });
   }
 
-  private storedGroupOf(
+  private groupMetadataValueOf(
     group: GroupMetadata,
     assignments: ReadonlyMap<string, Buffer> | undefined,
-  ): StoredGroup {
+  ): Omit<StoredGroup, 'groupId'> {
     const members: StoredMember[] = [];
     for (const member of group.allMembers()) {
       members.push({
@@ -546,7 +604,6 @@ export class GroupCoordinatorShard implements GroupShardState {
     }
     const isEmpty = members.length === 0;
     return {
-      groupId: group.groupId,
       protocolType: group.protocolType ?? '',
       generationId: group.generationId,
       protocolName: isEmpty ? '' : (group.protocolName ?? ''),
@@ -593,10 +650,10 @@ export class GroupCoordinatorShard implements GroupShardState {
   }
 
   /**
-   * Ends the shard: every parked call (JoinGroup, SyncGroup, an OffsetCommit or DeleteGroups waiting for a
-   * store) is answered `errorCode`, each member's session task, each pending member id and each group's
-   * DelayedJoin / DelayedSync is cancelled (they are on the shared timers, so one by one, not by shutting a
-   * timer down), and late store callbacks do nothing from now on. With `isResignation` (NOT_COORDINATOR)
+   * Ends the shard: every parked call (JoinGroup, SyncGroup, an OffsetCommit or DeleteGroups waiting for
+   * its records) is answered `errorCode`, each member's session task, each pending member id and each
+   * group's DelayedJoin / DelayedSync is cancelled (they are on the shared timers, so one by one, not by
+   * shutting a timer down), and late appends do nothing from now on. With `isResignation` (NOT_COORDINATOR)
    * the heartbeat streams of its members hear the code too (their member now lives elsewhere) and the groups
    * are unloaded; a shutdown leaves the streams to the server closing them. Idempotent.
    */

@@ -1,7 +1,7 @@
-import { brokenInvariant } from './broken-invariant';
 import type { GroupConfig } from './group-config';
 import type { GroupCoordinatorOptions } from './group-coordinator-options';
 import { GroupCoordinatorRouter } from './group-coordinator-router';
+import { InMemoryPartitionWriter } from './in-memory-partition-writer';
 import type { Time } from '../time';
 
 export {
@@ -14,37 +14,22 @@ export type {
   GroupCoordinatorListener,
   GroupCoordinatorOptions,
   GroupCoordinatorRuntimeOptions,
-  PartitionStores,
-  ShardStores,
 } from './group-coordinator-options';
 
 /**
- * A group coordinator that leads every group on the stores it is given: a GroupCoordinatorRouter over one
- * `__consumer_offsets` partition, elected at epoch 0 when it is made. Whatever the stores hold comes back at
- * construction; state still to be replayed into them comes back with `load()`. Embedders, tests and
+ * A group coordinator that leads every group, on one `__consumer_offsets` partition: a
+ * GroupCoordinatorRouter over one partition, elected when it is made. Without a writer its partition is
+ * an InMemoryPartitionWriter: empty, so there is nothing to replay and it serves at once, and every write
+ * goes through it as through a log, committed at once. Given a writer (a partition that holds records
+ * already), it loads it as an election does; `whenLoaded` says when it serves. Embedders, tests and
  * benches that run one coordinator use it; a server leading some of many partitions uses the router and
  * its `onElection` / `onResignation`.
  */
 export class GroupCoordinator extends GroupCoordinatorRouter {
   constructor(config: GroupConfig, time: Time, options: GroupCoordinatorOptions = {}) {
     super(config, time, { ...options, numPartitions: 1 });
-    const shard = this.elect(0, 0, {
-      offsetStore: options.offsetStore,
-      metadataStore: options.metadataStore,
-    });
-    shard?.restoreNow();
-  }
-
-  /**
-   * Loads group state that `loading` is bringing into the stores (a replay of `__consumer_offsets`).
-   * Until it resolves every group request gets COORDINATOR_LOAD_IN_PROGRESS (with Kafka's exceptions:
-   * Heartbeat NONE, SyncGroup REBALANCE_IN_PROGRESS); then every stored group comes back, each restored
-   * member's session starting afresh. If `loading` rejects, or a stored group is unusable, the coordinator
-   * serves nothing (COORDINATOR_NOT_AVAILABLE) and the returned promise rejects.
-   */
-  load(loading: Promise<unknown>): Promise<void> {
-    const shard = this.shardOf(0);
-    if (shard === undefined) return Promise.reject(brokenInvariant('the coordinator has resigned'));
-    return shard.load(loading);
+    const { writer } = options;
+    if (writer === undefined) this.elect(0, 0, new InMemoryPartitionWriter());
+    else void this.onElection(0, writer.leaderEpoch, writer);
   }
 }

@@ -39,7 +39,7 @@ const EMPTY_MEMBERS: JoinGroupMember[] = Object.freeze([]) as unknown as JoinGro
  * Group membership of one coordinator shard: JoinGroup, SyncGroup, Heartbeat and LeaveGroup, and the
  * rebalance they drive (PreparingRebalance → CompletingRebalance → Stable), as Kafka's classic group
  * coordinator does it. Its own file because it is the protocol's largest family and the only one that
- * parks calls on members and arms timers; the shard keeps the groups and the stores it works on, and the
+ * parks calls on members and arms timers; the shard keeps the groups and writes their records, and the
  * router has already checked each request and found its shard.
  *
  * Requests are handled synchronously against in-memory groups; a request that must wait is parked as a
@@ -97,7 +97,7 @@ export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHan
 
     let result: Promise<JoinGroupResponse>;
     if (this.wouldOverfillMetadata(group, request, metadataBytes)) {
-      // Before the round starts, changing nothing: a group record the store cannot take would keep the
+      // Before the round starts, changing nothing: a group record the log cannot take would keep the
       // group from ever becoming Stable.
       result = Promise.resolve(joinError(memberId, ErrorCode.GROUP_MAX_SIZE_REACHED));
     } else if (!this.acceptJoiningMember(group, this.joiningMemberSlot(group, request))) {

@@ -1,5 +1,6 @@
 import { ErrorCode } from '../errors';
 import { isLegalTopicName } from './check-request';
+import { CommittedOffsets, type ReadonlyCommittedOffsets } from './committed-offsets';
 import type { CoordinatorResult } from './coordinator-result';
 import { INVALID_OFFSET } from './group-coordinator-options';
 import type { GroupCoordinatorRuntime } from './group-coordinator-runtime';
@@ -16,8 +17,13 @@ import type {
   RequestContext,
 } from './group-protocol';
 import type { MemberMetadata } from './member-metadata';
-import type { OffsetCommitRecord, TopicPartition } from './offset-store';
 import type { RetentionTally } from './offset-retention-check';
+import {
+  type CoordinatorRecord,
+  groupMetadataRecord,
+  type OffsetCommitRecord,
+  offsetCommitRecord,
+} from './records/coordinator-record';
 import { UncommittedOffsets } from './uncommitted-offsets';
 
 /** An OffsetCommit handler's result, with the response its caller gets should the append fail. */
@@ -27,19 +33,22 @@ export interface OffsetCommitResult extends CoordinatorResult<OffsetCommitRespon
 }
 
 /**
- * Committed offsets of one coordinator shard, as Kafka's OffsetMetadataManager: OffsetCommit (a handler,
+ * Committed offsets of one coordinator shard, as Kafka's OffsetMetadataManager: the offsets themselves
+ * (`committed`, Kafka's offsets cache, which only `replay` changes), OffsetCommit (a handler,
  * `commitOffset`, that validates and returns records, written by the shard's runtime and acknowledged only
  * once committed), OffsetFetch, and the per-group work of offset retention (KIP-211) that OffsetRetention
  * schedules over every shard. Its own file because offsets are not the group's membership: a commit outside
  * any membership (generation -1) still makes a group, and a group with offsets outlives its members.
  *
- * Two views of the offsets, as Kafka's timeline gives them: committed ones, in the offset store, which
- * every reader sees (OffsetFetch, lag, the live page, retention); and the partitions written but not yet
- * committed (`uncommitted`), which validation counts and require_stable reports as unstable.
+ * Two views of the offsets, as Kafka's timeline gives them: committed ones (`committed`: a replay of the
+ * partition's committed records), which every reader sees (OffsetFetch, lag, the live page, retention);
+ * and the partitions written but not yet committed (`uncommitted`), which validation counts and
+ * require_stable reports as unstable.
  */
 export class GroupOffsets {
   private readonly shard: GroupShardState;
   private readonly runtime: GroupCoordinatorRuntime;
+  private readonly committed = new CommittedOffsets();
   private readonly uncommitted = new UncommittedOffsets();
 
   constructor(shard: GroupShardState, runtime: GroupCoordinatorRuntime) {
@@ -47,10 +56,29 @@ export class GroupOffsets {
     this.runtime = runtime;
   }
 
+  /** The committed offsets, for reading (the router's readers, the load's count and restore). */
+  get committedOffsets(): ReadonlyCommittedOffsets {
+    return this.committed;
+  }
+
+  /** Kafka's replay of an offset commit record: its offset is committed now, or deleted (a tombstone). */
+  replay(record: OffsetCommitRecord): void {
+    const { groupId, topic, partition, value } = record;
+    if (value === null) this.committed.remove(groupId, topic, partition);
+    else this.committed.put(groupId, topic, partition, value);
+  }
+
+  /** Adds to `records` a tombstone for every offset `groupId` has committed now. */
+  addOffsetTombstones(groupId: string, records: CoordinatorRecord[]): void {
+    for (const { topic, partition } of this.committed.list(groupId)) {
+      records.push(offsetCommitRecord(groupId, topic, partition, null));
+    }
+  }
+
   /**
    * OffsetCommit through the shard's runtime: the handler (`commitOffset`) changes the state and returns
-   * its records and response; the runtime appends the records to the offset store and answers once they
-   * are committed, or reverts and answers the code Kafka gives for the failed append.
+   * its records and response; the runtime appends the records and answers once they are committed (and
+   * replayed into `committed`), or reverts and answers the code Kafka gives for the failed append.
    */
   offsetCommit(request: OffsetCommitRequest, context: RequestContext): Promise<OffsetCommitResponse> {
     const result = this.commitOffset(request);
@@ -58,8 +86,7 @@ export class GroupOffsets {
     return this.shard.scheduleWriteOperation(
       result,
       {
-        append: () => this.shard.offsetStore.commit(groupId, result.records),
-        onCommitted: () => this.replayCommitted(groupId, result.records),
+        onCommitted: () => this.onCommitted(groupId, result.records),
         onFailed: (code) => {
           this.uncommitted.remove(groupId, result.records);
           return result.errorResponse(code);
@@ -119,11 +146,11 @@ export class GroupOffsets {
   }
 
   /**
-   * Kafka's replay of offset commit records, once committed: the store's view has the offsets, so they are
-   * no longer only written. A group that was deleted while they were written exists again, as in Kafka's
-   * replay (a group holds the offsets the log keeps).
+   * An OffsetCommit's records are committed, and replayed: the offsets are no longer only written. A group
+   * that was deleted while they were written exists again, as in Kafka's replay (a group holds the offsets
+   * the log keeps).
    */
-  private replayCommitted(groupId: string, records: readonly OffsetCommitRecord[]): void {
+  private onCommitted(groupId: string, records: readonly OffsetCommitRecord[]): void {
     this.uncommitted.remove(groupId, records);
     if (!this.shard.groups.has(groupId)) {
       this.shard.createGroup(groupId);
@@ -175,17 +202,14 @@ export class GroupOffsets {
           continue;
         }
         index++;
-        records.push({
-          groupId,
-          topic: topic.name,
-          partition: partition.partitionIndex,
-          offset: {
+        records.push(
+          offsetCommitRecord(groupId, topic.name, partition.partitionIndex, {
             committedOffset: partition.committedOffset,
             committedLeaderEpoch: partition.committedLeaderEpoch,
             metadata: partition.committedMetadata,
             commitTimestampMs,
-          },
-        });
+          }),
+        );
       }
     }
     if (refused !== undefined && this.runtime.listener?.onOffsetCommitRefused !== undefined) {
@@ -213,17 +237,17 @@ export class GroupOffsets {
   ): { admit(topic: string, partition: number): boolean } | undefined {
     const limit = this.shard.config.groupMaxCommittedPartitions;
     const groupId = group.groupId;
-    const store = this.shard.offsetStore;
-    const committed = store.committedPartitions(groupId);
+    const offsets = this.committed;
+    const committed = offsets.committedPartitions(groupId);
     let requested = 0;
     for (const topic of request.topics) requested += topic.partitions.length;
     if (committed + this.uncommitted.size(groupId) + requested <= limit) return undefined;
     const isKnown = (topic: string, partition: number): boolean =>
-      store.get(groupId, topic, partition) !== undefined || this.uncommitted.has(groupId, topic, partition);
-    // Partitions written that the store does not have yet will count once they are committed.
+      offsets.get(groupId, topic, partition) !== undefined || this.uncommitted.has(groupId, topic, partition);
+    // Partitions written and not committed yet will count once they are.
     let counted = committed;
     for (const { topic, partition } of this.uncommitted.partitions(groupId)) {
-      if (store.get(groupId, topic, partition) === undefined) counted++;
+      if (offsets.get(groupId, topic, partition) === undefined) counted++;
     }
     const admitted = new Set<string>();
     return {
@@ -249,7 +273,7 @@ export class GroupOffsets {
       if (requireStable && this.uncommitted.has(groupId, topic, partitionIndex)) {
         return noOffset(partitionIndex, ErrorCode.UNSTABLE_OFFSET_COMMIT);
       }
-      const committed = this.shard.offsetStore.get(groupId, topic, partitionIndex);
+      const committed = this.committed.get(groupId, topic, partitionIndex);
       if (committed === undefined) return noOffset(partitionIndex, ErrorCode.NONE);
       return {
         partitionIndex,
@@ -262,7 +286,7 @@ export class GroupOffsets {
     const topics: OffsetFetchTopicResponse[] = [];
     if (request.topics.length === 0) {
       const byTopic = new Map<string, OffsetFetchPartition[]>();
-      for (const { topic, partition } of this.shard.offsetStore.list(groupId)) {
+      for (const { topic, partition } of this.committed.list(groupId)) {
         let partitions = byTopic.get(topic);
         if (partitions === undefined) {
           partitions = [];
@@ -306,11 +330,12 @@ export class GroupOffsets {
       group.protocolType === undefined
         ? group.offsetsExpireNotBeforeMs
         : group.currentStateTimestampMs + retentionMs;
-    if (nowMs < notBeforeMs && this.shard.offsetStore.hasOffsets(groupId)) return 0;
-    const offsets = this.shard.offsetStore.list(groupId);
+    if (nowMs < notBeforeMs && this.committed.hasOffsets(groupId)) return 0;
+    const offsets = this.committed.list(groupId);
     // Looked up once: a group with a commit in flight while retention lists it is rare.
     const hasUncommitted = this.uncommitted.size(groupId) > 0;
-    const expired: TopicPartition[] = [];
+    // The expired offsets' tombstones: the records of their write.
+    const expired: OffsetCommitRecord[] = [];
     let nextExpiryMs = Number.POSITIVE_INFINITY;
     for (const { topic, partition, offset } of offsets) {
       const sinceMs =
@@ -319,7 +344,7 @@ export class GroupOffsets {
         nowMs - sinceMs >= retentionMs &&
         !(hasUncommitted && this.uncommitted.has(groupId, topic, partition))
       ) {
-        expired.push({ topic, partition });
+        expired.push(offsetCommitRecord(groupId, topic, partition, null));
       } else {
         nextExpiryMs = Math.min(nextExpiryMs, sinceMs + retentionMs);
       }
@@ -329,7 +354,7 @@ export class GroupOffsets {
     tally.offsetsExpired += expired.length;
     if (expired.length === offsets.length && !hasUncommitted && group.numPending === 0) {
       tally.groupsExpired++;
-      this.expireGroup(group, expired.length);
+      this.expireGroup(group, expired);
     } else if (expired.length > 0) {
       this.expireOffsets(group, expired);
     }
@@ -338,24 +363,24 @@ export class GroupOffsets {
 
   /**
    * An Empty group with no offsets left goes Dead at once, as DeleteGroups makes it, and the shard's
-   * runtime writes its tombstones (metadata and offsets, in one batch per store); the listener hears of the
-   * expiry once they are committed. Should the append fail, what a store kept still belongs to a group:
+   * runtime writes its tombstones (its metadata's and its offsets', one batch); the listener hears of the
+   * expiry once they are committed. Should the append fail, what the log kept still belongs to a group:
    * the group comes back Empty and the next check tries again.
    */
-  private expireGroup(group: GroupMetadata, partitions: number): void {
+  private expireGroup(group: GroupMetadata, expired: readonly OffsetCommitRecord[]): void {
     const { groupId } = group;
     const removed = emptyGroupSnapshot(group);
     this.shard.deleteGroup(group);
     this.runtime.notifyWatchers(groupId, 'group-expired');
-    // One record stands for the group's deletion: each store writes the tombstones of what it has of the
-    // group. Neither a record per offset nor the expired list is kept while the write is in flight: an
-    // expiry pass may remove a million offsets, and what a turn keeps alive its scavenges promote.
-    this.shard.scheduleInternalWriteOperation([groupId], {
-      append: () => this.shard.deleteGroupRecords(groupId),
+    // Every offset the group has is expired: their tombstones, and its metadata's, are its deletion's
+    // records (as groupDeletionRecords makes them, without listing the offsets again). A pass may remove
+    // a million offsets: nothing else per offset is kept while the write is in flight.
+    const partitions = expired.length;
+    this.shard.scheduleInternalWriteOperation([groupMetadataRecord(groupId, null), ...expired], {
       onCommitted: () => this.runtime.listener?.onOffsetsExpired?.(groupId, partitions, true),
       onFailed: (_code, cause) => {
         if (!this.shard.isActive) return undefined;
-        // What a store kept still belongs to a group: back as it was, and the next check tries again.
+        // What the log kept still belongs to a group: back as it was, and the next check tries again.
         if (!this.shard.groups.has(groupId)) this.shard.bringBackEmptyGroup(removed);
         this.runtime.listener?.onOffsetExpiryFailed?.(groupId, cause);
         return undefined;
@@ -364,15 +389,14 @@ export class GroupOffsets {
   }
 
   /**
-   * Tombstones for the expired offsets, written by the shard's runtime; readers see the offsets until they
+   * The expired offsets' tombstones, written by the shard's runtime; readers see the offsets until they
    * are committed. On a failed append they stay, and the group is listed again at the next check.
    */
-  private expireOffsets(group: GroupMetadata, expired: readonly TopicPartition[]): void {
+  private expireOffsets(group: GroupMetadata, expired: readonly OffsetCommitRecord[]): void {
     const { groupId } = group;
-    // The records are the expired partitions' tombstones, which the offset store encodes.
+    const partitions = expired.length;
     this.shard.scheduleInternalWriteOperation(expired, {
-      append: () => this.shard.offsetStore.deleteOffsets(groupId, expired),
-      onCommitted: () => this.runtime.listener?.onOffsetsExpired?.(groupId, expired.length, false),
+      onCommitted: () => this.runtime.listener?.onOffsetsExpired?.(groupId, partitions, false),
       onFailed: (_code, cause) => {
         if (!this.shard.isActive) return undefined;
         // They are still there, and the bound the check left does not count them: list the group again.

@@ -5,19 +5,18 @@ import type { EmptyGroupSnapshot } from './empty-group-snapshot';
 import type { GroupConfig } from './group-config';
 import type { GroupMetadata } from './group-metadata';
 import type { MemberMetadata } from './member-metadata';
-import type { OffsetStore } from './offset-store';
 import type { CallCancellation } from './parked-call';
+import type { CoordinatorRecord } from './records/coordinator-record';
 
 /**
- * How the runtime writes one handler's result (`scheduleWriteOperation`): `append` writes the records and
- * resolves once they are committed; `onCommitted` replays them into the state readers see; `onFailed`
- * reverts the handler's change and gives the response for the code the client gets (`cause`: what the
- * append was rejected with, for reporting). When the shard was unloaded first, `onFailed` gets the unload's
- * code and no cause, and the shard is no longer active: there is nothing to revert for a successor that
- * replays the log.
+ * How one handler's result ends once the runtime has written its records (`scheduleWriteOperation`):
+ * `onCommitted` finishes the change once they are committed (the shard has replayed them into the state
+ * readers see by then); `onFailed` reverts the handler's change and gives the response for the code the
+ * client gets (`cause`: what the append was rejected with, for reporting). When the shard was unloaded
+ * first, `onFailed` gets the unload's code and no cause, and the shard is no longer active: there is
+ * nothing to revert for a successor that replays the log.
  */
 export interface WriteOperation<Response> {
-  append(): Promise<void>;
   onCommitted(): void;
   onFailed(errorCode: ErrorCode, cause: unknown): Response;
 }
@@ -31,14 +30,10 @@ export interface GroupRecordWrite {
   onFailed(errorCode: ErrorCode): void;
 }
 
-/** What DeleteGroups asks of each store. */
-export interface GroupDeletion {
-  deleteGroup(groupId: string): Promise<void>;
-}
-
 /**
  * The state of one coordinator shard as its request families (GroupMembership, GroupOffsets) work on it:
- * the partition's groups, its stores and load state, and the few operations on them the families share.
+ * the partition's groups and load state, and the few operations on them the families share (the committed
+ * offsets are GroupOffsets' own).
  * GroupCoordinatorShard implements it and builds the families over it, so the imports point one way:
  * shard → families → this declaration. The members are documented where the shard implements them.
  */
@@ -46,17 +41,19 @@ export interface GroupShardState {
   readonly config: GroupConfig;
   readonly time: Time;
   readonly groups: Map<string, GroupMetadata>;
-  readonly offsetStore: OffsetStore;
   readonly isActive: boolean;
   readonly availability: ErrorCode;
-  deleteGroupRecords(groupId: string): Promise<void>;
+  groupDeletionRecords(groupId: string): CoordinatorRecord[];
   scheduleWriteOperation<Response>(
-    result: CoordinatorResult<Response, unknown>,
+    result: CoordinatorResult<Response, CoordinatorRecord>,
     operation: WriteOperation<Response>,
     caller: CallCancellation | undefined,
     abortedResponse: Response | undefined,
   ): Promise<Response>;
-  scheduleInternalWriteOperation(records: readonly unknown[], operation: WriteOperation<void>): void;
+  scheduleInternalWriteOperation(
+    records: readonly CoordinatorRecord[],
+    operation: WriteOperation<void>,
+  ): void;
   createGroup(groupId: string): GroupMetadata;
   bringBackEmptyGroup(removed: EmptyGroupSnapshot): void;
   deleteGroup(group: GroupMetadata): void;

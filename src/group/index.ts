@@ -9,8 +9,6 @@ export type {
   GroupCoordinatorOptions,
   GroupCoordinatorListener,
   GroupCoordinatorRuntimeOptions,
-  PartitionStores,
-  ShardStores,
 } from './group-coordinator';
 export { GroupCoordinatorRouter } from './group-coordinator-router';
 export type { GroupCoordinatorRouterOptions } from './group-coordinator-router';
@@ -37,12 +35,16 @@ export type { GroupEventReason } from '../protocol/group-event-reason';
 export { GROUP_EVENT_REASONS } from '../protocol/group-event-reason';
 export { REBALANCE_REASONS } from './rebalance-reason';
 export { GROUP_STATES, isLegalTransition } from './group-state';
-export type { OffsetStore, CommittedOffset, TopicPartitionOffset } from './offset-store';
-export { InMemoryOffsetStore } from './in-memory-offset-store';
-export type { GroupMetadataStore, StoredGroup, StoredMember } from './group-metadata-store';
-export { CoordinatorRecordStore } from './coordinator-record-store';
-export type { CoordinatorLoadResult, CoordinatorRecordStoreOptions } from './coordinator-record-store';
 export type {
+  CommittedOffset,
+  CommittedOffsetsReader,
+  TopicPartition,
+  TopicPartitionOffset,
+} from './committed-offsets';
+export type { StoredGroup, StoredMember } from './stored-group';
+export { InMemoryPartitionWriter } from './in-memory-partition-writer';
+export type {
+  CoordinatorLoadResult,
   CoordinatorLoadSummary,
   CoordinatorLogRecord,
   CoordinatorPartitionWriter,

@@ -6,7 +6,7 @@ export interface OffsetRetentionCheckSummary {
   readonly groupsChecked: number;
   /** Offsets it listed: only groups where something could be due are listed. */
   readonly offsetsListed: number;
-  /** Offsets it found expired and asked the store to remove (groups removed included). */
+  /** Offsets it found expired and wrote tombstones for (groups removed included). */
   readonly offsetsExpired: number;
   /** Empty groups it removed, having no offsets left. */
   readonly groupsExpired: number;

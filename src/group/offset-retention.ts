@@ -125,7 +125,7 @@ export class OffsetRetention implements OffsetRetentionHandler {
       try {
         budget -= shard.offsets.removeExpiredOffsetsOf(group, nowMs, retentionMs, tally);
       } catch (error) {
-        // One group's failure (a store's read, say) must stop neither the others nor the next check.
+        // One group's failure (a read of its offsets, say) must stop neither the others nor the next check.
         this.listener?.onOffsetExpiryFailed?.(group.groupId, error);
       }
       if (budget <= 0) return pass.next >= pass.groups.length;

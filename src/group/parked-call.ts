@@ -7,7 +7,7 @@ export interface CallCancellation {
 
 /**
  * A request the coordinator cannot answer yet (a JoinGroup waiting for the rebalance, a SyncGroup waiting
- * for the leader, an OffsetCommit waiting for the store). Kafka keeps a callback per member
+ * for the leader, an OffsetCommit waiting for its records). Kafka keeps a callback per member
  * (`awaitingJoinCallback`); this is that callback plus the two guarantees cohort adds:
  *
  * - exactly once: `complete` answers the first time and is a no-op afterwards, so every path that might

@@ -30,7 +30,7 @@ const isOversized = (code: ErrorCode): boolean =>
   code === ErrorCode.INVALID_FETCH_SIZE;
 
 /**
- * The code an OffsetCommit (or DeleteGroups) client gets when the offset store failed, as Kafka converts
+ * The code an OffsetCommit (or DeleteGroups) client gets when its records' append failed, as Kafka converts
  * append errors for offset commits (`maybeConvertOffsetCommitError`): the shared conversion, and an
  * oversized batch is the commit's fault. Anything that is not a CohortError is an internal failure.
  */

@@ -2,15 +2,15 @@ import type { TopicPartition } from './committed-offsets';
 
 /**
  * The partitions of a shard's groups that have an offset written but not yet committed: what separates
- * the offsets as written (Kafka's timeline at its latest epoch) from the offsets as committed (the offset
- * store's view, which readers see). A commit's validation counts them (groupMaxCommittedPartitions), an
- * OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for them, and retention neither expires
- * them nor removes their group.
+ * the offsets as written (Kafka's timeline at its latest epoch) from the offsets as committed (GroupOffsets'
+ * replay of the committed records, which readers see). A commit's validation counts them
+ * (groupMaxCommittedPartitions), an OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for
+ * them, and retention neither expires them nor removes their group.
  *
  * An OffsetCommit's handler adds its partitions; its write removes them when the append is committed (the
- * store's view has them by then) or fails (the change is reverted). A partition written by several writes
- * in flight stays until the last of them ends. Keyed by group id, not by group object: a commit written
- * before its group was deleted still lands in the log, and counts for the group of that id.
+ * committed offsets have them by then) or fails (the change is reverted). A partition written by several
+ * writes in flight stays until the last of them ends. Keyed by group id, not by group object: a commit
+ * written before its group was deleted still lands in the log, and counts for the group of that id.
  */
 export class UncommittedOffsets {
   // groupId → "topic\0partition" → writes in flight that carry an offset of it. Counts, not objects: a

@@ -1,4 +1,4 @@
-import type { OffsetStore } from '../group';
+import type { CommittedOffsetsReader } from '../group';
 import { topicPartitionKey } from '../log';
 import {
   lagPartitions,
@@ -19,7 +19,7 @@ export const BOARD_LAG_SAMPLES = 300;
 
 /** Where the board reads lag: committed offsets (the group layer) and high watermarks (the log). */
 export interface BoardLagSources {
-  readonly offsets: Pick<OffsetStore, 'list'>;
+  readonly offsets: Pick<CommittedOffsetsReader, 'list'>;
   readonly highWatermark: (topicPartitionKey: string) => number | undefined;
 }
 

@@ -5,7 +5,7 @@ import type {
   OffsetRetentionCheckSummary,
 } from '../../src/group';
 import type { GroupConfig } from '../../src/group/group-config';
-import type { StoredGroup } from '../../src/group/group-metadata-store';
+import type { StoredGroup } from '../../src/group/stored-group';
 import { GroupCoordinatorRouter } from '../../src/group/group-coordinator-router';
 import type {
   DeletableGroupResult,

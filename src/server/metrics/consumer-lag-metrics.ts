@@ -1,11 +1,14 @@
 import { Gauge, type Registry } from 'prom-client';
-import type { OffsetStore } from '../../group';
+import type { CommittedOffsetsReader } from '../../group';
 import { topicPartitionKey } from '../../log';
 import type { PartitionView } from './log-metrics';
 
-/** Committed offsets (the group layer's store) and the partitions they point into (the log). */
+/**
+ * Committed offsets (the coordinator shards', read through the router) and the partitions they point into
+ * (the log).
+ */
 export interface ConsumerLagSources {
-  readonly offsets: Pick<OffsetStore, 'groupIds' | 'list' | 'committedPartitions'>;
+  readonly offsets: CommittedOffsetsReader;
   readonly partition: (key: string) => PartitionView | undefined;
 }
 

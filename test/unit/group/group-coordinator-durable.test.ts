@@ -1,6 +1,6 @@
 import { CohortError, ErrorCode } from '../../../src/errors';
 import type { GroupConfig } from '../../../src/group/group-config';
-import type { StoredGroup } from '../../../src/group/group-metadata-store';
+import type { StoredGroup } from '../../../src/group/stored-group';
 import type { Protocol, RequestContext } from '../../../src/group/group-protocol';
 import {
   type CoordinatorTestContextOptions,
@@ -13,19 +13,17 @@ import {
   FOLLOWER_INSTANCE_ID,
   GROUP_ID,
   GROUP_INITIAL_REBALANCE_DELAY_MS,
-  GroupHarness,
   protocol,
   PROTOCOL_SUPERSET,
   PROTOCOL_TYPE,
   withoutLastHeartbeats,
 } from '../../support/group-harness';
-import { MemoryGroupStore } from './memory-group-store';
 
 /**
  * What the coordinator acknowledges only once its records are durable, and what a restart brings back:
  * the coordinator writes through a fake `__consumer_offsets` partition whose appends commit when the test
  * says (`commit`) or fail (`failAppend`), and a restart is a new coordinator loading what the partition
- * committed (`restart`). Two tests need the stores API itself (GroupCoordinator over a store double).
+ * committed (`restart`).
  */
 
 const CONTEXT: RequestContext = { clientHost: CLIENT_HOST };
@@ -44,21 +42,9 @@ interface FormedGroup {
   readonly generationId: number;
 }
 
-function deferred(): { promise: Promise<void>; resolve(): void; reject(error: unknown): void } {
-  let resolve!: () => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
 const contexts: CoordinatorTestContext[] = [];
-const harnesses: GroupHarness[] = [];
 afterEach(() => {
   for (const context of contexts.splice(0)) context.shutdown();
-  for (const harness of harnesses.splice(0)) harness.shutdown();
 });
 
 /** Shut down after the test. */
@@ -94,13 +80,6 @@ async function restart(
 ): Promise<CoordinatorTestContext> {
   before.shutdown();
   return tracked(await before.restart(config));
-}
-
-/** A GroupCoordinator over stores (the API an embedder uses), for what only separate stores show. */
-function coordinatorOn(store: MemoryGroupStore): GroupHarness {
-  const harness = new GroupHarness({}, { offsetStore: store, metadataStore: store });
-  harnesses.push(harness);
-  return harness;
 }
 
 /** The member ids of the group's committed record, sorted. */
@@ -306,24 +285,6 @@ describe('group metadata is stored when a generation completes', () => {
     expect(committedMemberIds(h)).toEqual([leaderId, secondNewId].sort());
     expect(h.transitions.filter((t) => t.to === 'PreparingRebalance')).toHaveLength(1); // the first rebalance only
   });
-
-  test('DeleteGroups asks a store that holds both offsets and metadata once, and each of two stores once', async () => {
-    const both = new MemoryGroupStore();
-    const h = coordinatorOn(both);
-    await h.commit({ memberId: '', generationId: -1 }, [{ topic: 't', partition: 0, offset: 1 }]);
-    await h.coordinator.deleteGroups({ groupsNames: [GROUP_ID] }, CONTEXT);
-    expect(both.deletions).toEqual([GROUP_ID]);
-
-    const offsets = new MemoryGroupStore();
-    const metadata = new MemoryGroupStore();
-    const separate = new GroupHarness({}, { offsetStore: offsets, metadataStore: metadata });
-    harnesses.push(separate);
-    await separate.commit({ memberId: '', generationId: -1 }, [{ topic: 't', partition: 0, offset: 1 }]);
-    const response = await separate.coordinator.deleteGroups({ groupsNames: [GROUP_ID] }, CONTEXT);
-    expect(response.results).toEqual([{ groupId: GROUP_ID, errorCode: ErrorCode.NONE }]);
-    expect(offsets.deletions).toEqual([GROUP_ID]);
-    expect(metadata.deletions).toEqual([GROUP_ID]);
-  });
 });
 
 describe('after a restart, groups come back from the store', () => {
@@ -521,11 +482,5 @@ describe('loading', () => {
     // The election's promise ends once the unloaded shard's load has.
     await expect(loaded).resolves.toBeUndefined();
     expect(h.router.numGroups).toBe(0);
-  });
-
-  test('a second load while one is running is refused', async () => {
-    const h = coordinatorOn(new MemoryGroupStore());
-    void h.coordinator.load(deferred().promise);
-    await expect(h.coordinator.load(Promise.resolve())).rejects.toThrow('already loading');
   });
 });

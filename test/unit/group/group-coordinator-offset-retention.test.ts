@@ -6,8 +6,10 @@ import {
   type CoordinatorTestContextOptions,
   type OffsetsExpired,
 } from '../../support/coordinator-test-context';
+import { CommittedOffsets } from '../../../src/group/committed-offsets';
+import type { CoordinatorPartitionWriter } from '../../../src/group/coordinator-partition-writer';
+import { CommittingPartitionWriter } from '../../support/committing-partition-writer';
 import { CONTEXT, GROUP_ID, GroupHarness, joinRequest } from '../../support/group-harness';
-import { MemoryGroupStore } from './memory-group-store';
 
 /**
  * Offset retention (KIP-211, Kafka's cleanupGroupMetadata) under the manual clock: a one-minute retention
@@ -358,10 +360,10 @@ describe('offset retention (offsets.retention.minutes)', () => {
 });
 
 /**
- * What the test context cannot stage (a store whose reads throw, a load held by hand), on the coordinator
- * over its in-memory stores; its writes complete at once, and each test awaits the listener's events.
+ * What the test context cannot stage (offsets whose reads throw, a load held by hand), on a coordinator of
+ * its own; its writes commit at once, and each test awaits the listener's events.
  */
-describe('offset retention on a coordinator over its own stores', () => {
+describe('offset retention on a coordinator of its own', () => {
   let h: GroupHarness;
   let expiries: OffsetsExpired[];
   let failures: string[];
@@ -372,9 +374,13 @@ describe('offset retention on a coordinator over its own stores', () => {
     failures = [];
     waiters = [];
   });
-  afterEach(() => h.shutdown());
+  afterEach(() => {
+    h.shutdown();
+    jest.restoreAllMocks();
+  });
 
-  function harness(options: { offsetStore?: MemoryGroupStore } = {}): GroupHarness {
+  /** A coordinator on `writer` (default: in memory), loaded. */
+  async function harness(writer?: CoordinatorPartitionWriter): Promise<GroupHarness> {
     const wake = (): void => {
       const due = waiters.filter((waiter) => waiter.isDue());
       waiters = waiters.filter((waiter) => !due.includes(waiter));
@@ -390,8 +396,8 @@ describe('offset retention on a coordinator over its own stores', () => {
         wake();
       },
     };
-    const stores = options.offsetStore === undefined ? {} : { metadataStore: options.offsetStore };
-    h = new GroupHarness(RETENTION, { ...options, ...stores, listener });
+    h = new GroupHarness(RETENTION, { ...(writer === undefined ? {} : { writer }), listener });
+    await h.coordinator.whenLoaded();
     return h;
   }
 
@@ -409,14 +415,16 @@ describe('offset retention on a coordinator over its own stores', () => {
   }
 
   test('a check that fails for one group goes on with the others, and the next check runs', async () => {
-    const store = new MemoryGroupStore();
     let isBroken = true;
-    const list = store.list.bind(store);
-    store.list = (groupId) => {
+    const list = CommittedOffsets.prototype.list;
+    jest.spyOn(CommittedOffsets.prototype, 'list').mockImplementation(function (
+      this: CommittedOffsets,
+      groupId,
+    ) {
       if (isBroken && groupId === 'broken') throw new Error('unreadable');
-      return list(groupId);
-    };
-    harness({ offsetStore: store });
+      return list.call(this, groupId);
+    });
+    await harness();
     const start = h.time.monotonicMs();
     await commitOutside('broken', 1);
     await commitOutside('fine', 2);
@@ -431,7 +439,8 @@ describe('offset retention on a coordinator over its own stores', () => {
   });
 
   test('nothing expires while the coordinator is loading; the first check after the load does it', async () => {
-    harness();
+    const writer = new CommittingPartitionWriter();
+    await harness(writer);
     const memberId = await h.stableSingleMemberGroup();
     await h.commit({ memberId, generationId: 1 }, [
       { topic: 't', partition: 0, offset: 10 },
@@ -440,11 +449,13 @@ describe('offset retention on a coordinator over its own stores', () => {
     await h.leave([{ memberId }]);
     expect(await h.state()).toBe('Empty');
     const emptiedAt = h.time.monotonicMs();
-    let finishLoad: () => void = () => undefined;
-    const loaded = h.coordinator.load(new Promise<void>((resolve) => (finishLoad = resolve)));
+    // The partition is led again, at a newer epoch: the new shard loads what the log holds, held by hand.
+    const successor = new CommittingPartitionWriter(0, 1, writer.committedRecords());
+    successor.isLoadImmediate = false;
+    const loaded = h.coordinator.onElection(0, 1, successor);
     h.advance(RETENTION_MS + CHECK_INTERVAL_MS);
     expect(expiries).toEqual([]);
-    finishLoad();
+    successor.releaseLoad();
     await loaded;
     h.advance(emptiedAt + RETENTION_MS + 2 * CHECK_INTERVAL_MS - h.time.monotonicMs());
     await untilExpiries(1);

@@ -1,5 +1,4 @@
 import { ErrorCode } from '../../../src/errors';
-import type { GroupCoordinatorListener } from '../../../src/group/group-coordinator';
 import type { GroupConfig } from '../../../src/group/group-config';
 import {
   CoordinatorTestContext,
@@ -7,9 +6,8 @@ import {
   type OffsetsExpired,
 } from '../../support/coordinator-test-context';
 import { CommittedOffsets } from '../../../src/group/committed-offsets';
-import type { CoordinatorPartitionWriter } from '../../../src/group/coordinator-partition-writer';
-import { CommittingPartitionWriter } from '../../support/committing-partition-writer';
-import { CONTEXT, GROUP_ID, GroupHarness, joinRequest } from '../../support/group-harness';
+import { FakePartitionWriter } from '../../support/fake-partition-writer';
+import { CONTEXT, GROUP_ID, joinRequest } from '../../support/group-harness';
 
 /**
  * Offset retention (KIP-211, Kafka's cleanupGroupMetadata) under the manual clock: a one-minute retention
@@ -34,7 +32,10 @@ async function context(
   return ctx;
 }
 
-afterEach(() => ctx?.shutdown());
+afterEach(() => {
+  ctx?.shutdown();
+  jest.restoreAllMocks();
+});
 
 /** Advances the clock to `atMs` after `fromMs` (both on the context's monotonic clock). */
 function advanceTo(fromMs: number, atMs: number): void {
@@ -357,62 +358,6 @@ describe('offset retention (offsets.retention.minutes)', () => {
     expect(await committed()).toEqual([]);
     expect(await describedCode()).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
   });
-});
-
-/**
- * What the test context cannot stage (offsets whose reads throw, a load held by hand), on a coordinator of
- * its own; its writes commit at once, and each test awaits the listener's events.
- */
-describe('offset retention on a coordinator of its own', () => {
-  let h: GroupHarness;
-  let expiries: OffsetsExpired[];
-  let failures: string[];
-  let waiters: { isDue: () => boolean; wake: () => void }[];
-
-  beforeEach(() => {
-    expiries = [];
-    failures = [];
-    waiters = [];
-  });
-  afterEach(() => {
-    h.shutdown();
-    jest.restoreAllMocks();
-  });
-
-  /** A coordinator on `writer` (default: in memory), loaded. */
-  async function harness(writer?: CoordinatorPartitionWriter): Promise<GroupHarness> {
-    const wake = (): void => {
-      const due = waiters.filter((waiter) => waiter.isDue());
-      waiters = waiters.filter((waiter) => !due.includes(waiter));
-      for (const waiter of due) waiter.wake();
-    };
-    const listener: GroupCoordinatorListener = {
-      onOffsetsExpired: (groupId, partitions, isGroupRemoved) => {
-        expiries.push({ groupId, partitions, isGroupRemoved });
-        wake();
-      },
-      onOffsetExpiryFailed: (groupId) => {
-        failures.push(groupId);
-        wake();
-      },
-    };
-    h = new GroupHarness(RETENTION, { ...(writer === undefined ? {} : { writer }), listener });
-    await h.coordinator.whenLoaded();
-    return h;
-  }
-
-  function untilExpiries(count: number): Promise<void> {
-    const isDue = (): boolean => expiries.length >= count;
-    if (isDue()) return Promise.resolve();
-    return new Promise<void>((resolve) => waiters.push({ isDue, wake: resolve }));
-  }
-
-  async function commitOutside(groupId: string, offset: number): Promise<void> {
-    const codes = await h.commit({ groupId, memberId: '', generationId: -1 }, [
-      { topic: 't', partition: 0, offset },
-    ]);
-    expect(codes.get('t-0')).toBe(ErrorCode.NONE);
-  }
 
   test('a check that fails for one group goes on with the others, and the next check runs', async () => {
     let isBroken = true;
@@ -424,42 +369,48 @@ describe('offset retention on a coordinator of its own', () => {
       if (isBroken && groupId === 'broken') throw new Error('unreadable');
       return list.call(this, groupId);
     });
-    await harness();
-    const start = h.time.monotonicMs();
-    await commitOutside('broken', 1);
-    await commitOutside('fine', 2);
-    h.advance(start + RETENTION_MS + CHECK_INTERVAL_MS - h.time.monotonicMs());
-    expect(failures).toContain('broken');
-    await untilExpiries(1);
-    expect(expiries).toEqual([expiry('fine', 1, true)]);
+    await context();
+    const start = ctx.time.monotonicMs();
+    await commitOutsideMembership(0, 1, 'broken');
+    await commitOutsideMembership(0, 2, 'fine');
+    advanceTo(start, RETENTION_MS + CHECK_INTERVAL_MS);
+    // The failed read is heard of inside the check; the other group's expiry ends once it is committed.
+    expect(ctx.offsetExpiryFailures).toContain('broken');
+    await ctx.commitExpiries(2);
+    expect(ctx.offsetsExpired).toEqual([expiry('fine', 1, true)]);
     isBroken = false;
-    h.advance(start + RETENTION_MS + 2 * CHECK_INTERVAL_MS - h.time.monotonicMs());
-    await untilExpiries(2);
-    expect(expiries.map((e) => e.groupId)).toEqual(['fine', 'broken']);
+    advanceTo(start, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
+    await ctx.commitExpiries(3);
+    expect(ctx.offsetsExpired.map((e) => e.groupId)).toEqual(['fine', 'broken']);
   });
 
   test('nothing expires while the coordinator is loading; the first check after the load does it', async () => {
-    const writer = new CommittingPartitionWriter();
-    await harness(writer);
-    const memberId = await h.stableSingleMemberGroup();
-    await h.commit({ memberId, generationId: 1 }, [
+    await context();
+    const memberId = await ctx.stableSingleMemberGroup();
+    await ctx.commitOffsetsAndAnswer({ memberId, generationId: 1 }, [
       { topic: 't', partition: 0, offset: 10 },
       { topic: 't', partition: 1, offset: 11 },
     ]);
-    await h.leave([{ memberId }]);
-    expect(await h.state()).toBe('Empty');
-    const emptiedAt = h.time.monotonicMs();
+    await ctx.leave([{ memberId }]);
+    ctx.commit();
+    expect(await state()).toBe('Empty');
+    const emptiedAt = ctx.time.monotonicMs();
     // The partition is led again, at a newer epoch: the new shard loads what the log holds, held by hand.
-    const successor = new CommittingPartitionWriter(0, 1, writer.committedRecords());
+    const successor = new FakePartitionWriter(0, 1, ctx.committedRecords());
     successor.isLoadImmediate = false;
-    const loaded = h.coordinator.onElection(0, 1, successor);
-    h.advance(RETENTION_MS + CHECK_INTERVAL_MS);
-    expect(expiries).toEqual([]);
+    const loaded = ctx.router.onElection(0, 1, successor);
+    ctx.time.advance(RETENTION_MS + CHECK_INTERVAL_MS);
     successor.releaseLoad();
     await loaded;
-    h.advance(emptiedAt + RETENTION_MS + 2 * CHECK_INTERVAL_MS - h.time.monotonicMs());
-    await untilExpiries(1);
-    expect((await h.fetch(GROUP_ID)).topics).toEqual([]);
-    expect(expiries).toEqual([expiry(GROUP_ID, 2, true)]);
+    // The check passed the loading shard over: it wrote nothing, nothing failed, the group is still there.
+    expect(successor.records).toHaveLength(ctx.committedRecords().length);
+    expect(ctx.offsetsExpired).toEqual([]);
+    expect(ctx.offsetExpiryFailures).toEqual([]);
+    expect(await state()).toBe('Empty');
+    advanceTo(emptiedAt, RETENTION_MS + 2 * CHECK_INTERVAL_MS);
+    successor.releaseAppends();
+    await ctx.untilExpiriesEnded(1);
+    expect((await ctx.fetch(GROUP_ID)).topics).toEqual([]);
+    expect(ctx.offsetsExpired).toEqual([expiry(GROUP_ID, 2, true)]);
   });
 });

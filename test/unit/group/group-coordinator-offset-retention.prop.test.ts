@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { ErrorCode } from '../../../src/errors';
-import { GROUP_ID, GroupHarness } from '../../support/group-harness';
+import { codesOf, CoordinatorTestContext } from '../../support/coordinator-test-context';
+import { GROUP_ID, Tracked } from '../../support/group-harness';
 
 /**
  * A model test of offset retention (KIP-211): one group, one member that joins and leaves, commits inside
@@ -14,6 +15,10 @@ import { GROUP_ID, GroupHarness } from '../../support/group-harness';
  * - a group with a member keeps every offset; an Empty group with none left is gone by the next check.
  *
  * Between the two bounds (the last interval) either answer is right, and the model takes what it reads.
+ *
+ * The coordinator runs on the coordinator test context, whose partition keeps up: whatever a call or the
+ * clock wrote is committed, and its write ended, before the model reads an answer or the state, and each
+ * answer is read synchronously then, so a call left unanswered fails the property instead of hanging it.
  */
 
 const RETENTION_MS = 60_000;
@@ -58,8 +63,14 @@ class Reference {
   }
 }
 
-async function fetchAll(h: GroupHarness): Promise<Map<number, number>> {
-  const response = await h.fetch(GROUP_ID, [['t', [...PARTITIONS]]]);
+/** The partition commits what has been written; then `call`'s answer must have come (it throws if not). */
+async function answered<T>(ctx: CoordinatorTestContext, call: Tracked<T>): Promise<T> {
+  await ctx.commitAppends();
+  return call.result;
+}
+
+async function fetchAll(ctx: CoordinatorTestContext): Promise<Map<number, number>> {
+  const response = await ctx.fetch(GROUP_ID, [['t', [...PARTITIONS]]]);
   const found = new Map<number, number>();
   for (const p of response.topics[0]?.partitions ?? []) {
     if (p.committedOffset !== -1) found.set(p.partitionIndex, p.committedOffset);
@@ -71,11 +82,15 @@ describe('offset retention under random traffic', () => {
   test('offsets live exactly as long as the retention rules say, and groups go when nothing is left', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(actionArb, { minLength: 1, maxLength: 40 }), async (actions) => {
-        const h = new GroupHarness({
-          groupInitialRebalanceDelayMs: 0,
-          offsetsRetentionMinutes: RETENTION_MS / 60_000,
-          offsetsRetentionCheckIntervalMs: CHECK_INTERVAL_MS,
-        });
+        const ctx = await CoordinatorTestContext.create(
+          {
+            groupInitialRebalanceDelayMs: 0,
+            offsetsRetentionMinutes: RETENTION_MS / 60_000,
+            offsetsRetentionCheckIntervalMs: CHECK_INTERVAL_MS,
+          },
+          // Every answer in the task that gives it: the model never lets the event loop turn.
+          { replySliceSize: Number.MAX_SAFE_INTEGER },
+        );
         const ref = new Reference();
         let nextValue = 1;
         try {
@@ -83,16 +98,22 @@ describe('offset retention under random traffic', () => {
             switch (action.kind) {
               case 'join': {
                 if (ref.memberId !== undefined) break;
-                const join = await h.dynamicJoin({
-                  sessionTimeoutMs: SESSION_MS,
-                  rebalanceTimeoutMs: SESSION_MS,
-                });
+                // A JoinGroup without member id gets one (MEMBER_ID_REQUIRED); the rejoin with it completes
+                // the join at once, the initial rebalance delay being 0.
+                const options = { sessionTimeoutMs: SESSION_MS, rebalanceTimeoutMs: SESSION_MS };
+                let join = await answered(ctx, ctx.sendJoin(options));
+                if (join.errorCode === ErrorCode.MEMBER_ID_REQUIRED) {
+                  join = await answered(ctx, ctx.sendJoin({ ...options, memberId: join.memberId }));
+                }
                 expect(join.errorCode).toBe(ErrorCode.NONE);
-                const sync = await h.sync({
-                  generationId: join.generationId,
-                  memberId: join.memberId,
-                  assignments: [[join.memberId, Buffer.alloc(0)]],
-                });
+                const sync = await answered(
+                  ctx,
+                  ctx.sendSync({
+                    generationId: join.generationId,
+                    memberId: join.memberId,
+                    assignments: [[join.memberId, Buffer.alloc(0)]],
+                  }).answer,
+                );
                 expect(sync.errorCode).toBe(ErrorCode.NONE);
                 ref.memberId = join.memberId;
                 ref.generationId = join.generationId;
@@ -101,35 +122,40 @@ describe('offset retention under random traffic', () => {
               }
               case 'leave':
                 if (ref.memberId === undefined) break;
-                await h.leave([{ memberId: ref.memberId }]);
+                expect(
+                  (await answered(ctx, new Tracked(ctx.leave([{ memberId: ref.memberId }])))).errorCode,
+                ).toBe(ErrorCode.NONE);
                 ref.memberId = undefined;
-                ref.emptiedAtMs = h.time.nowMs();
+                ref.emptiedAtMs = ctx.time.nowMs();
                 break;
               case 'commit': {
                 const value = nextValue++;
-                const codes = await h.commit(
+                const call = ctx.commitOffsets(
                   {
                     memberId: ref.memberId ?? '',
                     generationId: ref.memberId === undefined ? -1 : ref.generationId,
                   },
                   [{ topic: 't', partition: action.partition, offset: value }],
                 );
+                const codes = codesOf(await answered(ctx, call.answer));
                 expect(codes.get(`t-${action.partition}`)).toBe(ErrorCode.NONE);
-                ref.offsets.set(action.partition, { value, committedAtMs: h.time.nowMs() });
+                ref.offsets.set(action.partition, { value, committedAtMs: ctx.time.nowMs() });
                 break;
               }
               case 'advance':
                 // One heartbeat per step keeps the member: steps are far shorter than its session. The
-                // checks run inside the advance, and the in-memory store removes what they expire at once.
-                h.advance(action.ms);
+                // checks run inside the advance; once their tombstones are committed, what they expired is
+                // gone for readers.
+                ctx.time.advance(action.ms);
+                await ctx.commitAppends();
                 if (ref.memberId !== undefined) {
-                  expect(await h.heartbeat(ref.memberId, ref.generationId)).toBe(ErrorCode.NONE);
+                  expect(await ctx.heartbeat(ref.memberId, ref.generationId)).toBe(ErrorCode.NONE);
                 }
                 break;
             }
 
-            const nowMs = h.time.nowMs();
-            const actual = await fetchAll(h);
+            const nowMs = ctx.time.nowMs();
+            const actual = await fetchAll(ctx);
             for (const [partition, offset] of [...ref.offsets]) {
               const sinceMs = ref.sinceMs(offset);
               // Due once its retention ran out; gone once a check has run since then, and since its commit
@@ -150,7 +176,7 @@ describe('offset retention under random traffic', () => {
             // Nothing the reference does not know of.
             for (const partition of actual.keys()) expect(ref.offsets.has(partition)).toBe(true);
 
-            const described = await h.describe();
+            const described = await ctx.describe();
             if (ref.memberId !== undefined) {
               expect(described.groupState).toBe('Stable');
             } else if (described.errorCode === ErrorCode.GROUP_ID_NOT_FOUND) {
@@ -168,7 +194,7 @@ describe('offset retention under random traffic', () => {
             }
           }
         } finally {
-          h.shutdown();
+          ctx.shutdown();
         }
       }),
       { numRuns: 300 },

@@ -4,29 +4,31 @@ import { unaryHandler } from '../../../../src/server';
 import { ServerMetrics } from '../../../../src/server/metrics/server-metrics';
 import { ManualTime, type Time } from '../../../../src/time';
 import { captureLogger } from '../../../support/capture-logger';
+import { CoordinatorTestContext } from '../../../support/coordinator-test-context';
 import {
   DEFAULT_SESSION_TIMEOUT_MS,
   GROUP_ID,
   GROUP_INITIAL_REBALANCE_DELAY_MS,
-  GroupHarness,
-  settle,
 } from '../../../support/group-harness';
 import { FakeUnaryCall, settle as settleCall } from '../fake-unary-call';
 import { samplesOf, valueOf } from './metrics-reader';
 
-/** A coordinator under a ManualTime reporting to a ServerMetrics that reads the same clock. */
-function observedGroup(): { h: GroupHarness; metrics: ServerMetrics } {
-  // The harness makes its own clock; the metrics read it through this, once the harness exists.
-  const made: { harness?: GroupHarness } = {};
+/**
+ * A coordinator on the coordinator test context (its ManualTime, its partition committed by the test)
+ * reporting to a ServerMetrics that reads the same clock.
+ */
+async function observedGroup(): Promise<{ ctx: CoordinatorTestContext; metrics: ServerMetrics }> {
+  // The context makes its own clock; the metrics read it through this, once the context exists.
+  const made: { context?: CoordinatorTestContext } = {};
   const time: Time = {
-    monotonicMs: () => made.harness!.time.monotonicMs(),
-    nowMs: () => made.harness!.time.nowMs(),
+    monotonicMs: () => made.context!.time.monotonicMs(),
+    nowMs: () => made.context!.time.nowMs(),
   };
   const metrics = new ServerMetrics({ time });
-  const harness = new GroupHarness({}, { listener: metrics.groupListener });
-  made.harness = harness;
-  metrics.setSources({ coordinator: harness.coordinator });
-  return { h: harness, metrics };
+  const context = await CoordinatorTestContext.create({}, { listener: metrics.groupListener });
+  made.context = context;
+  metrics.setSources({ coordinator: context.router });
+  return { ctx: context, metrics };
 }
 
 /**
@@ -34,23 +36,23 @@ function observedGroup(): { h: GroupHarness; metrics: ServerMetrics } {
  * exact, durations included, because time moves only when the test says.
  */
 describe('ServerMetrics', () => {
-  let h: GroupHarness | undefined;
+  let ctx: CoordinatorTestContext | undefined;
   let metrics: ServerMetrics | undefined;
 
   afterEach(() => {
-    h?.shutdown();
+    ctx?.shutdown();
     metrics?.stop();
-    h = undefined;
+    ctx = undefined;
     metrics = undefined;
   });
 
   it('counts rebalances by reason and times them on the server clock, from PreparingRebalance to Stable', async () => {
-    const observed = observedGroup();
-    h = observed.h;
+    const observed = await observedGroup();
+    ctx = observed.ctx;
     metrics = observed.metrics;
 
     // A first member: the rebalance lasts exactly the initial delay.
-    const first = await h.stableSingleMemberGroup();
+    const first = await ctx.stableSingleMemberGroup();
     let samples = await samplesOf(metrics.registry);
     expect(valueOf(samples, 'cohort_rebalances_total', { reason: 'member-joined' })).toBe(1);
     for (const reason of REBALANCE_REASONS.filter((r) => r !== 'member-joined')) {
@@ -67,7 +69,7 @@ describe('ServerMetrics', () => {
     expect(valueOf(samples, 'cohort_group_members', { state: 'Stable' })).toBe(1);
 
     // A second member arrives: while the group waits for the leader, the scrape shows the rebalance live.
-    const second = await h.sendDynamicJoin();
+    const second = await ctx.sendDynamicJoin();
     samples = await samplesOf(metrics.registry);
     expect(valueOf(samples, 'cohort_groups', { state: 'PreparingRebalance' })).toBe(1);
     expect(valueOf(samples, 'cohort_groups', { state: 'Stable' })).toBe(0);
@@ -77,12 +79,13 @@ describe('ServerMetrics', () => {
     expect(valueOf(samples, 'cohort_purgatory_delayed_operations', { purgatory: 'Heartbeat' })).toBe(2);
     expect(valueOf(samples, 'cohort_purgatory_size', { purgatory: 'Heartbeat' })).toBe(2);
 
-    // The leader rejoins 120 ms later; both sync: the second rebalance took 120 ms.
-    h.advance(120);
-    const rejoin = await h.join({ memberId: first });
+    // The leader rejoins 120 ms later, which completes the join; both sync, the leader's SyncGroup once the
+    // group's record is committed: the second rebalance took 120 ms.
+    ctx.time.advance(120);
+    const rejoin = await ctx.join({ memberId: first });
     expect(rejoin.generationId).toBe(2);
-    await h.sync({ generationId: 2, memberId: first, assignments: [] });
-    await h.sync({ generationId: 2, memberId: second.result.memberId });
+    await ctx.sync({ generationId: 2, memberId: first, assignments: [] });
+    await ctx.sync({ generationId: 2, memberId: second.result.memberId });
     samples = await samplesOf(metrics.registry);
     expect(valueOf(samples, 'cohort_rebalances_total', { reason: 'member-joined' })).toBe(2);
     expect(valueOf(samples, 'cohort_rebalance_duration_seconds_count')).toBe(2);
@@ -92,10 +95,9 @@ describe('ServerMetrics', () => {
     expect(valueOf(samples, 'cohort_purgatory_delayed_operations', { purgatory: 'Rebalance' })).toBe(0);
 
     // A heartbeat from an old generation is fenced.
-    expect(await h.heartbeat(first, 1)).toBe(ErrorCode.ILLEGAL_GENERATION);
-    // Nobody heartbeats: both sessions run out; the group rebalances to Empty.
-    h.advance(DEFAULT_SESSION_TIMEOUT_MS);
-    await settle();
+    expect(await ctx.heartbeat(first, 1)).toBe(ErrorCode.ILLEGAL_GENERATION);
+    // Nobody heartbeats: both sessions run out inside the advance; the group rebalances to Empty.
+    ctx.time.advance(DEFAULT_SESSION_TIMEOUT_MS);
     samples = await samplesOf(metrics.registry);
     expect(valueOf(samples, 'cohort_session_expirations_total')).toBe(2);
     expect(valueOf(samples, 'cohort_fenced_requests_total', { code: 'ILLEGAL_GENERATION' })).toBe(1);
@@ -104,7 +106,7 @@ describe('ServerMetrics', () => {
     expect(valueOf(samples, 'cohort_groups', { state: 'Empty' })).toBe(1);
     expect(valueOf(samples, 'cohort_group_members', { state: 'Empty' })).toBe(0);
     expect(valueOf(samples, 'cohort_rebalance_duration_seconds_count')).toBe(3);
-    expect(await h.state(GROUP_ID)).toBe('Empty');
+    expect(await ctx.state(GROUP_ID)).toBe('Empty');
   });
 
   it('counts expired offsets, and the groups removed with them', async () => {

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { ErrorCode } from '../../../src/errors';
+import type { GroupCoordinatorRouter } from '../../../src/group/group-coordinator-router';
 import type {
+  GroupCoordinatorService,
   HeartbeatStreamResponse,
   JoinGroupResponse,
   SyncGroupResponse,
@@ -11,8 +13,9 @@ import {
   type HeartbeatStreamCall,
 } from '../../../src/server/heartbeat-stream';
 import { captureLogger } from '../../support/capture-logger';
+import { CoordinatorTestContext } from '../../support/coordinator-test-context';
 import { FakeDuplexCall } from '../../support/fake-duplex-call';
-import { GROUP_ID, GroupHarness, settle, Tracked } from '../../support/group-harness';
+import { GROUP_ID, Tracked } from '../../support/group-harness';
 
 /**
  * A model test of HeartbeatStream's pushes: the real coordinator under the manual clock, and the server's
@@ -33,6 +36,12 @@ import { GROUP_ID, GroupHarness, settle, Tracked } from '../../support/group-har
  * - each is written in the step the change happened, and a rebalance's before any answer written after the
  *   rebalance started: before the member's next response on its stream;
  * - its answers carry 1, 2, 3, ... in request order.
+ *
+ * The coordinator runs on the coordinator test context, whose partition keeps up: what a step's call wrote
+ * (a leader's SyncGroup, a replaced static member's JoinGroup, a leave) is committed before the clock moves,
+ * and what the clock wrote right after. A heartbeat is sent before the clock moves and reaches the
+ * coordinator after it; each step ends once every stream has answered every heartbeat it carries. Answers
+ * of the coordinator are read as they have come by then, never awaited.
  */
 
 type Action = 'join' | 'sync' | 'heartbeat' | 'leave' | 'restart' | 'reconnect' | 'idle';
@@ -58,22 +67,54 @@ class Stream {
   /** Heartbeats sent on it. */
   sent = 0;
   isCancelled = false;
+  /** Answers written on it (sequence > 0). */
+  private answers = 0;
+  /** Ended with an error status: it answers nothing more. */
+  private hasFailed = false;
+  private wake: (() => void) | undefined;
 
   constructor(
     readonly memberId: string,
     private readonly tick: () => number,
     streams: HeartbeatStreams,
-    h: GroupHarness,
+    coordinator: GroupCoordinatorService,
   ) {
-    this.call = new FakeDuplexCall((message) =>
-      this.entries.push({ kind: 'write', message, tick: this.tick() }),
-    );
+    this.call = new FakeDuplexCall((message) => {
+      this.entries.push({ kind: 'write', message, tick: this.tick() });
+      if (message.sequence !== 0) this.answers++;
+      this.wakeIfAnswered();
+    });
+    this.call.on('error', () => {
+      this.hasFailed = true;
+      this.wakeIfAnswered();
+    });
     heartbeatStreamHandler(
       '/cohort.v1.GroupCoordinator/HeartbeatStream',
-      h.coordinator,
+      coordinator,
       streams,
       captureLogger().logger,
     )(this.call as unknown as HeartbeatStreamCall);
+  }
+
+  /**
+   * Resolves once every heartbeat sent on the stream has its answer written, or the stream has ended (it
+   * answers nothing then): the stream handles its heartbeats one after another, each answered a few
+   * promise callbacks after it was sent, and this waits for the answers themselves.
+   */
+  untilAnswered(): Promise<void> {
+    if (this.isAnswered) return Promise.resolve();
+    return new Promise<void>((resolve) => (this.wake = resolve));
+  }
+
+  private get isAnswered(): boolean {
+    return this.isCancelled || this.hasFailed || this.answers >= this.sent;
+  }
+
+  private wakeIfAnswered(): void {
+    const wake = this.wake;
+    if (wake === undefined || !this.isAnswered) return;
+    this.wake = undefined;
+    wake();
   }
 }
 
@@ -106,7 +147,7 @@ async function run(steps: readonly Step[]): Promise<Outcome> {
   let removalsDue = 0;
 
   const membership = async (): Promise<Set<string>> => {
-    const described = (await h.coordinator.describeGroups({ groups: [GROUP_ID] }, { clientHost: 'model' }))
+    const described = (await ctx.router.describeGroups({ groups: [GROUP_ID] }, { clientHost: 'model' }))
       .groups[0];
     return new Set(described.members.map((m) => m.memberId));
   };
@@ -118,24 +159,31 @@ async function run(steps: readonly Step[]): Promise<Outcome> {
     else removalsDue++;
   };
 
-  const h: GroupHarness = new GroupHarness(
+  /** Rebalances in the order they started, with their membership (resolved after the step). */
+  const rebalanceSnapshots: {
+    described: ReturnType<GroupCoordinatorRouter['describeGroups']>;
+    tick: number;
+  }[] = [];
+  const ctx: CoordinatorTestContext = await CoordinatorTestContext.create(
     {},
     {
+      // Every answer in the task that gives it: the model never lets the event loop turn.
+      replySliceSize: Number.MAX_SAFE_INTEGER,
       listener: {
         onPrepareRebalance: (groupId) => {
           // Called as the rebalance starts, before any member is told: DescribeGroups builds its answer
           // now, so it lists who is in the group at this moment.
-          const described = h.coordinator.describeGroups({ groups: [groupId] }, { clientHost: 'model' });
+          const described = ctx.router.describeGroups({ groups: [groupId] }, { clientHost: 'model' });
           rebalanceSnapshots.push({ described, tick: tick() });
         },
       },
     },
   );
-  /** Rebalances in the order they started, with their membership (resolved after the step). */
-  const rebalanceSnapshots: {
-    described: ReturnType<GroupHarness['coordinator']['describeGroups']>;
-    tick: number;
-  }[] = [];
+  /** The partition commits what has been written; then `call`'s answer must have come (it throws if not). */
+  const answered = async <T>(call: Tracked<T>): Promise<T> => {
+    await ctx.commitAppends();
+    return call.result;
+  };
 
   const members: Member[] = Array.from({ length: MEMBERS }, () => ({
     memberId: '',
@@ -146,7 +194,7 @@ async function run(steps: readonly Step[]): Promise<Outcome> {
     stream: undefined,
   }));
   const newStream = (m: Member): void => {
-    m.stream = new Stream(m.memberId, tick, registry, h);
+    m.stream = new Stream(m.memberId, tick, registry, ctx.router);
     streams.push(m.stream);
   };
   const forget = (m: Member): void => {
@@ -165,12 +213,12 @@ async function run(steps: readonly Step[]): Promise<Outcome> {
       case 'join':
         if (m.join !== undefined) break;
         if (m.memberId === '' && instance === '') {
-          const first = await h.join({});
+          const first = await answered(ctx.sendJoin({}));
           if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) break;
           m.memberId = first.memberId;
           newStream(m);
         }
-        m.join = h.sendJoin({ memberId: m.memberId, groupInstanceId: instance });
+        m.join = ctx.sendJoin({ memberId: m.memberId, groupInstanceId: instance });
         break;
       case 'restart':
         // A static instance comes back with no member id: the coordinator fences the old one. It takes the
@@ -178,20 +226,20 @@ async function run(steps: readonly Step[]): Promise<Outcome> {
         if (instance === '' || m.join !== undefined) break;
         fencedId = m.memberId;
         forget(m);
-        m.join = h.sendJoin({ memberId: '', groupInstanceId: instance });
+        m.join = ctx.sendJoin({ memberId: '', groupInstanceId: instance });
         break;
       case 'sync':
         if (m.joined === undefined || m.sync !== undefined) break;
-        m.sync = h.sendSync({
+        m.sync = ctx.sendSync({
           generationId: m.joined.generationId,
           memberId: m.memberId,
           groupInstanceId: instance,
           assignments: m.joined.members.map((each) => [each.memberId, Buffer.from('a')]),
-        });
+        }).answer;
         m.joined = undefined;
         break;
       case 'heartbeat': {
-        // Not settled before the clock moves: a change may arrive while the heartbeat is in flight.
+        // In flight while the clock moves: a change may arrive before the heartbeat reaches the coordinator.
         const stream = m.stream;
         if (stream === undefined) break;
         stream.sent++;
@@ -214,14 +262,18 @@ async function run(steps: readonly Step[]): Promise<Outcome> {
       }
       case 'leave':
         if (m.memberId === '') break;
-        await h.leave([{ memberId: m.memberId, groupInstanceId: instance }]);
+        await answered(new Tracked(ctx.leave([{ memberId: m.memberId, groupInstanceId: instance }])));
         forget(m);
         break;
       case 'idle':
         break;
     }
-    h.advance(step.advanceMs);
-    await settle();
+    // What the step's call wrote is committed, and its write ended, before the clock moves. A heartbeat
+    // writes nothing, and nothing else is pending then: it stays in flight.
+    if (ctx.pendingAppends > 0) await ctx.commitAppends();
+    ctx.time.advance(step.advanceMs);
+    await ctx.commitAppends();
+    for (const stream of streams) await stream.untilAnswered();
 
     // Rebalances that started in this step: due to every watched member in the group at that moment.
     for (const snapshot of rebalanceSnapshots.splice(0)) {
@@ -274,9 +326,9 @@ async function run(steps: readonly Step[]): Promise<Outcome> {
     stepEnds.push(tick());
     stepIndex++;
   }
-  h.coordinator.shutdown();
+  // Every answer was written in its step, and what the shutdown does to the streams it does at once.
+  ctx.shutdown();
   registry.endAll();
-  await settle();
 
   let total = 0;
   for (const stream of streams) total += checkStream(stream, stepEnds);

@@ -1,23 +1,19 @@
-import { ErrorCode } from '../../src/errors';
-import { GroupCoordinator, type GroupCoordinatorOptions } from '../../src/group/group-coordinator';
+/**
+ * What the group layer's tests share: Kafka's GroupCoordinatorTest settings, request builders and ids, and
+ * Tracked. The coordinator they drive is CoordinatorTestContext (coordinator-test-context.ts).
+ */
+import type { ErrorCode } from '../../src/errors';
 import { DEFAULT_GROUP_CONFIG, type GroupConfig } from '../../src/group/group-config';
 import type {
   DescribedGroup,
-  HeartbeatRequest,
   JoinGroupRequest,
-  JoinGroupResponse,
-  LeaveGroupResponse,
-  MemberIdentity,
   OffsetCommitRequest,
   OffsetCommitResponse,
-  OffsetFetchResponse,
   Protocol,
   RequestContext,
   SyncGroupRequest,
-  SyncGroupResponse,
 } from '../../src/group/group-protocol';
 import type { GroupState } from '../../src/group/group-state';
-import { ManualTime } from '../../src/time';
 
 /** Kafka's GroupCoordinatorTest settings, so its scenarios carry over number for number. */
 export const GROUP_MIN_SESSION_TIMEOUT_MS = 10;
@@ -59,7 +55,7 @@ export const PROTOCOL_SUPERSET: Protocol[] = [protocol(PROTOCOL_NAME), protocol(
 
 export const CONTEXT: RequestContext = Object.freeze({ clientHost: CLIENT_HOST });
 
-/** A promise whose outcome can be inspected synchronously once the event loop has had a turn. */
+/** A promise whose outcome can be inspected synchronously once its callbacks have run. */
 export class Tracked<T> {
   value: T | undefined = undefined;
   error: unknown = undefined;
@@ -88,7 +84,6 @@ export class Tracked<T> {
   }
 }
 
-/** Lets every resolved promise run its callbacks and the reply dispatcher finish its turns. */
 /** An offset to commit, as tests write them. */
 export interface OffsetToCommit {
   readonly topic: string;
@@ -149,10 +144,6 @@ export function codesOf(response: OffsetCommitResponse): Map<string, ErrorCode> 
  */
 export function withoutLastHeartbeats(group: DescribedGroup): unknown {
   return { ...group, members: group.members.map(({ lastHeartbeatMs: _, ...rest }) => rest) };
-}
-
-export async function settle(turns = 3): Promise<void> {
-  for (let i = 0; i < turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 export interface JoinOptions {
@@ -226,6 +217,7 @@ export function offsetCommitRequest(groupId: string, offset: number, topic = 'to
   };
 }
 
+/** What Kafka's staticMembersJoinAndRebalance gives: the generation, and each member's id and assignment. */
 export interface RebalanceResult {
   generation: number;
   leaderId: string;
@@ -234,233 +226,10 @@ export interface RebalanceResult {
   followerAssignment: Buffer;
 }
 
+/** One state change of a group, as the coordinator's listener heard it. */
 export interface Transition {
   groupId: string;
   from: GroupState;
   to: GroupState;
   generationId: number;
-}
-
-/**
- * A coordinator under a ManualTime with Kafka's test settings, and the helpers of Kafka's
- * GroupCoordinatorTest (sendJoinGroup, dynamicJoinGroup, staticMembersJoinAndRebalance, ...) as async
- * functions. Every state change is recorded in `transitions`.
- */
-export class GroupHarness {
-  readonly time = new ManualTime();
-  readonly coordinator: GroupCoordinator;
-  readonly config: GroupConfig;
-  readonly transitions: Transition[] = [];
-
-  constructor(config: Partial<GroupConfig> = {}, options: GroupCoordinatorOptions = {}) {
-    this.config = { ...TEST_GROUP_CONFIG, ...config };
-    this.coordinator = new GroupCoordinator(this.config, this.time, {
-      ...options,
-      listener: {
-        ...options.listener,
-        onStateChange: (groupId, from, to, generationId) => {
-          this.transitions.push({ groupId, from, to, generationId });
-          options.listener?.onStateChange?.(groupId, from, to, generationId);
-        },
-      },
-    });
-  }
-
-  advance(ms: number): void {
-    this.time.advance(ms);
-  }
-
-  joinRequest(options: JoinOptions = {}): JoinGroupRequest {
-    return joinRequest(options);
-  }
-
-  /** Sends a JoinGroup and returns at once; the answer may come later. */
-  sendJoin(options: JoinOptions = {}): Tracked<JoinGroupResponse> {
-    return new Tracked(this.coordinator.joinGroup(this.joinRequest(options), options.context ?? CONTEXT));
-  }
-
-  /** Sends a JoinGroup, advances the clock, and returns the answer (which must have come by then). */
-  async join(options: JoinOptions = {}, clockAdvanceMs = 0): Promise<JoinGroupResponse> {
-    const call = this.sendJoin(options);
-    await settle();
-    if (clockAdvanceMs > 0) this.advance(clockAdvanceMs);
-    await settle();
-    return call.result;
-  }
-
-  /**
-   * Kafka's dynamicJoinGroup: join with an empty member id, get MEMBER_ID_REQUIRED, rejoin with the given
-   * id, let the initial delay pass. Returns the first response if it was not MEMBER_ID_REQUIRED.
-   */
-  async dynamicJoin(options: JoinOptions = {}): Promise<JoinGroupResponse> {
-    if ((options.memberId ?? '') === '') {
-      const first = await this.join(options);
-      if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) return first;
-      return this.join({ ...options, memberId: first.memberId }, this.config.groupInitialRebalanceDelayMs);
-    }
-    return this.join(options, this.config.groupInitialRebalanceDelayMs);
-  }
-
-  /** Gets a member id through MEMBER_ID_REQUIRED and returns the parked second JoinGroup. */
-  async sendDynamicJoin(options: JoinOptions = {}): Promise<Tracked<JoinGroupResponse>> {
-    const first = await this.join(options);
-    expect(first.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
-    return this.sendJoin({ ...options, memberId: first.memberId });
-  }
-
-  async staticJoin(
-    groupInstanceId: string,
-    options: JoinOptions = {},
-    clockAdvanceMs = this.config.groupInitialRebalanceDelayMs,
-  ): Promise<JoinGroupResponse> {
-    return this.join({ ...options, groupInstanceId }, clockAdvanceMs);
-  }
-
-  syncRequest(options: SyncOptions): SyncGroupRequest {
-    return syncRequest(options);
-  }
-
-  sendSync(options: SyncOptions): Tracked<SyncGroupResponse> {
-    return new Tracked(this.coordinator.syncGroup(this.syncRequest(options), options.context ?? CONTEXT));
-  }
-
-  async sync(options: SyncOptions): Promise<SyncGroupResponse> {
-    const call = this.sendSync(options);
-    await settle();
-    return call.result;
-  }
-
-  async heartbeat(
-    memberId: string,
-    generationId: number,
-    groupInstanceId = '',
-    groupId = GROUP_ID,
-  ): Promise<ErrorCode> {
-    const request: HeartbeatRequest = { groupId, memberId, generationId, groupInstanceId };
-    return (await this.coordinator.heartbeat(request, CONTEXT)).errorCode;
-  }
-
-  async commit(
-    options: { groupId?: string; memberId: string; generationId: number; groupInstanceId?: string },
-    offsets: Array<{
-      topic: string;
-      partition: number;
-      offset: number;
-      metadata?: string;
-      leaderEpoch?: number;
-    }>,
-  ): Promise<Map<string, ErrorCode>> {
-    return codesOf(await this.coordinator.offsetCommit(offsetCommitRequestOf(options, offsets), CONTEXT));
-  }
-
-  async fetch(
-    groupId: string,
-    partitions: Array<[string, number[]]> = [],
-    requireStable = true,
-  ): Promise<OffsetFetchResponse> {
-    return this.coordinator.offsetFetch(
-      {
-        groupId,
-        requireStable,
-        topics: partitions.map(([name, partitionIndexes]) => ({ name, partitionIndexes })),
-      },
-      CONTEXT,
-    );
-  }
-
-  async leave(members: Array<Partial<MemberIdentity>>, groupId = GROUP_ID): Promise<LeaveGroupResponse> {
-    return this.coordinator.leaveGroup(
-      {
-        groupId,
-        members: members.map((m) => ({
-          memberId: m.memberId ?? '',
-          groupInstanceId: m.groupInstanceId ?? '',
-          reason: '',
-        })),
-      },
-      CONTEXT,
-    );
-  }
-
-  async describe(groupId = GROUP_ID): Promise<DescribedGroup> {
-    return (await this.coordinator.describeGroups({ groups: [groupId] }, CONTEXT)).groups[0];
-  }
-
-  async state(groupId = GROUP_ID): Promise<string> {
-    return (await this.describe(groupId)).groupState;
-  }
-
-  async memberIds(groupId = GROUP_ID): Promise<string[]> {
-    return (await this.describe(groupId)).members.map((m) => m.memberId);
-  }
-
-  /**
-   * Kafka's staticMembersJoinAndRebalance: a static leader and follower join, the group completes its first
-   * rebalance and both sync. The two advances let the initial delay pass, then the extended one.
-   */
-  async staticMembersJoinAndRebalance(
-    leaderInstanceId = LEADER_INSTANCE_ID,
-    followerInstanceId = FOLLOWER_INSTANCE_ID,
-    sessionTimeoutMs = DEFAULT_SESSION_TIMEOUT_MS,
-  ): Promise<RebalanceResult> {
-    const leaderJoin = this.sendJoin({
-      groupInstanceId: leaderInstanceId,
-      protocols: PROTOCOL_SUPERSET,
-      sessionTimeoutMs,
-    });
-    const followerJoin = this.sendJoin({
-      groupInstanceId: followerInstanceId,
-      protocols: PROTOCOL_SUPERSET,
-      sessionTimeoutMs,
-    });
-    this.advance(this.config.groupInitialRebalanceDelayMs);
-    this.advance(this.config.groupInitialRebalanceDelayMs);
-    await settle();
-    const leader = leaderJoin.result;
-    const follower = followerJoin.result;
-    expect(leader.errorCode).toBe(ErrorCode.NONE);
-    expect(follower.errorCode).toBe(ErrorCode.NONE);
-    expect(leader.generationId).toBe(1);
-    expect(follower.generationId).toBe(1);
-    expect(leader.leaderId).toBe(leader.memberId);
-    const leaderAssignment = Buffer.from('leader-assignment');
-    const followerAssignment = Buffer.from('follower-assignment');
-    const leaderSync = await this.sync({
-      generationId: 1,
-      memberId: leader.memberId,
-      assignments: [
-        [leader.memberId, leaderAssignment],
-        [follower.memberId, followerAssignment],
-      ],
-    });
-    expect(leaderSync.errorCode).toBe(ErrorCode.NONE);
-    expect(await this.state()).toBe('Stable');
-    const followerSync = await this.sync({ generationId: 1, memberId: follower.memberId });
-    expect(followerSync.errorCode).toBe(ErrorCode.NONE);
-    return {
-      generation: 1,
-      leaderId: leader.memberId,
-      leaderAssignment: leaderSync.assignment,
-      followerId: follower.memberId,
-      followerAssignment: followerSync.assignment,
-    };
-  }
-
-  /** A one-member group, joined and synced: Stable at generation 1. Returns the member id. */
-  async stableSingleMemberGroup(options: JoinOptions = {}): Promise<string> {
-    const join = await this.dynamicJoin(options);
-    expect(join.errorCode).toBe(ErrorCode.NONE);
-    const sync = await this.sync({
-      groupId: options.groupId,
-      generationId: join.generationId,
-      memberId: join.memberId,
-      assignments: [[join.memberId, Buffer.alloc(0)]],
-    });
-    expect(sync.errorCode).toBe(ErrorCode.NONE);
-    return join.memberId;
-  }
-
-  shutdown(): void {
-    this.coordinator.shutdown();
-  }
 }

@@ -3,6 +3,7 @@ import { TurnBudget } from '../time';
 import { brokenInvariant } from './broken-invariant';
 import { checkStoredGroup } from './check-stored-group';
 import type {
+  CoordinatorLoadSummary,
   CoordinatorLogRecord,
   CoordinatorPartitionWriter,
   CoordinatorRecordToWrite,
@@ -155,9 +156,10 @@ export class GroupCoordinatorShard implements GroupShardState {
    * must not be expired for it.
    *
    * The listener hears what the replay read and brought back (`onPartitionReplayed`), and of each record
-   * it skipped because it could not be decoded (`onCorruptRecord`). If the replay fails (the writer was
-   * resigned, the log could not be read), or a stored group is unusable, the shard serves nothing
-   * (COORDINATOR_NOT_AVAILABLE) rather than partial state, and the returned promise rejects. Call once.
+   * it skipped because it could not be decoded (`onCorruptRecord`). If the replay fails (the log could not
+   * be read), or a stored group is unusable, the shard serves nothing (COORDINATOR_NOT_AVAILABLE) rather
+   * than partial state, and the returned promise rejects; if the shard was unloaded first (resigned, shut
+   * down), it resolves: its successor loads on its own. Call once.
    */
   load(): Promise<void> {
     if (this.availability === ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) {
@@ -167,21 +169,30 @@ export class GroupCoordinatorShard implements GroupShardState {
     this.availability = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
     const loadedGroups = new Map<string, StoredGroup>();
     this.loadedGroups = loadedGroups;
-    return this.writer
-      .load((record) => this.replayLogRecord(record))
+    let replayed: Promise<CoordinatorLoadSummary>;
+    try {
+      replayed = this.writer.load((record) => this.replayLogRecord(record));
+    } catch (error) {
+      // A writer that throws instead of rejecting must not leave the shard loading for ever.
+      replayed = Promise.reject(error);
+    }
+    return replayed
+      .then((summary) => {
+        this.runtime.listener?.onPartitionReplayed?.(this.partitionIndex, this.leaderEpoch, {
+          ...summary,
+          groups: loadedGroups.size,
+          offsets: this.offsets.committedOffsets.size,
+          corruptRecords: this.corruptRecords,
+        });
+      })
       .then(
-        (summary) => {
-          this.runtime.listener?.onPartitionReplayed?.(this.partitionIndex, this.leaderEpoch, {
-            ...summary,
-            groups: loadedGroups.size,
-            offsets: this.offsets.committedOffsets.size,
-            corruptRecords: this.corruptRecords,
-          });
-          return this.restoreInSlices();
-        },
+        () => this.restoreInSlices(),
         (error: unknown) => {
           this.loadedGroups = undefined;
-          if (this.isActive) this.availability = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+          // Unloaded meanwhile (resigned: the log resigns the writer first, which fails its load): the
+          // successor loads on its own, and this load ends as the router says, without an error.
+          if (!this.isActive) return;
+          this.availability = ErrorCode.COORDINATOR_NOT_AVAILABLE;
           throw error;
         },
       );
@@ -484,7 +495,11 @@ export class GroupCoordinatorShard implements GroupShardState {
     const appended = this.append(result.records);
     if (this.writer.commitsOnAppend === true) {
       // Committed as it was appended: the write ends now, as if the high watermark had passed it at once,
-      // and nothing of it outlives this call.
+      // and nothing of it outlives this call. Such a writer has nothing to reject; if it ever did, that is
+      // a bug to surface, not a rejection left unhandled.
+      appended.catch((error: unknown) => {
+        throw brokenInvariant(`a writer that commits on append rejected an append: ${String(error)}`);
+      });
       this.endCommitted(result, operation, answer);
       return;
     }

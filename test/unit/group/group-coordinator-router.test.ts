@@ -727,6 +727,45 @@ describe('resignation', () => {
     expect(h.timerLoad()).toEqual({ heartbeats: 0, rebalance: 0 });
   });
 
+  test('a resignation while loading, the writer resigned first as the log does: the election still resolves', async () => {
+    const failures: unknown[] = [];
+    const h = harness({ onShardLoadFailed: (_p, _e, error) => failures.push(error) });
+    const writer = loadingPartition(0, 0, [storedGroup(GROUP_A, 'member-1')]);
+    const loaded = h.router.onElection(0, 0, writer);
+    expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);
+    // The log resigns the partition's writer before it tells the router, so the load fails with
+    // NOT_LEADER_OR_FOLLOWER: that is the resignation, not a failed load.
+    writer.resign();
+    h.router.onResignation(0, 0);
+    writer.releaseLoad();
+    await expect(loaded).resolves.toBeUndefined();
+    expect(failures).toEqual([]);
+    expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
+    expect(h.router.numGroups).toBe(0);
+  });
+
+  test('a writer whose load throws at once, or a listener that throws on the replay, fails the load: never loading for ever', async () => {
+    const failures: unknown[] = [];
+    const h = harness({
+      onShardLoadFailed: (_p, _e, error) => failures.push(error),
+      onPartitionReplayed: (partitionIndex) => {
+        if (partitionIndex === 1) throw new Error('listener bug');
+      },
+    });
+    const throwing = loadingPartition(0, 0);
+    throwing.load = () => {
+      throw new Error('cannot read the log');
+    };
+    await expect(h.router.onElection(0, 0, throwing)).rejects.toThrow('cannot read the log');
+    await expect(h.router.onElection(1, 0, new CommittingPartitionWriter(1, 0))).rejects.toThrow(
+      'listener bug',
+    );
+    expect(failures).toHaveLength(2);
+    // GROUP_A is on partition 0, GROUP_B on 1.
+    expect((await h.fetch(GROUP_A)).errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    expect((await h.fetch(GROUP_B)).errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+  });
+
   test('a newer election of a partition led is a resignation then an election', async () => {
     const h = harness();
     const writer = new CommittingPartitionWriter(0, 0);

@@ -1,9 +1,4 @@
-import type { CoordinatorRecordToWrite, StoredGroup } from '../../src/group';
-import {
-  decodeGroupMetadataValue,
-  decodeKey,
-  GROUP_METADATA_KEY_TYPE,
-} from '../../src/group/records/consumer-offsets-record';
+import type { CoordinatorRecordToWrite } from '../../src/group';
 import { FakePartitionWriter } from './fake-partition-writer';
 
 /**
@@ -28,30 +23,5 @@ export class CommittingPartitionWriter extends FakePartitionWriter {
       if (key === null) throw new Error(`the record at offset ${offset} has no key`);
       return { key, value };
     });
-  }
-
-  /** The latest committed metadata record of `groupId`, undefined if none or a tombstone. */
-  storedGroup(groupId: string): StoredGroup | undefined {
-    let latest: StoredGroup | undefined;
-    for (const record of this.committedRecords()) {
-      const key = decodeKey(record.key);
-      if (key.type !== GROUP_METADATA_KEY_TYPE || key.groupId !== groupId) continue;
-      latest = record.value === null ? undefined : { groupId, ...decodeGroupMetadataValue(record.value) };
-    }
-    return latest;
-  }
-
-  /** Every group metadata record appended, committed or not, oldest first (null: a tombstone). */
-  groupRecords(): Array<StoredGroup | null> {
-    const found: Array<StoredGroup | null> = [];
-    for (const record of this.records) {
-      if (record.key === null) continue;
-      const key = decodeKey(record.key);
-      if (key.type !== GROUP_METADATA_KEY_TYPE) continue;
-      found.push(
-        record.value === null ? null : { groupId: key.groupId, ...decodeGroupMetadataValue(record.value) },
-      );
-    }
-    return found;
   }
 }

@@ -240,17 +240,32 @@ export class CoordinatorTestContext {
   }
 
   /**
-   * Commits every append made so far and resolves once the coordinator has ended each of those writes
-   * (its callbacks on the append have run): a write's caller has its answer, an expiry's listener has
-   * heard of it. Answers given before it was called, as calls ran or as the clock moved, have come by
-   * then too. It awaits no answer, so it cannot hang on one that never comes: a model test reads the
-   * answers after it synchronously (Tracked's `result` throws for one still pending), and a missing answer
-   * fails the property instead of stalling it.
+   * Commits the oldest `count` appends (every one made so far by default) and resolves once the coordinator
+   * has ended each of those writes (its callbacks on the append have run): a write's caller has its answer,
+   * an expiry's listener has heard of it. Answers given before it was called, as calls ran or as the clock
+   * moved, have come by then too, whatever `count` (0 included). It awaits no answer, so it cannot hang on
+   * one that never comes: a model test reads the answers after it synchronously (Tracked's `result` throws
+   * for one still pending), and a missing answer fails the property instead of stalling it.
    */
-  async commitAppends(): Promise<void> {
-    const ended = this.writer.pending.map((_, index) => this.writer.pendingOutcome(index));
-    this.commit();
+  async commitAppends(count = this.writer.pending.length): Promise<void> {
+    const ended = this.writer.pending.slice(0, count).map((_, index) => this.writer.pendingOutcome(index));
+    this.commit(count);
     await Promise.all(ended);
+  }
+
+  /**
+   * The answer of a call the coordinator answered as it ran (a JoinGroup without member id, a Heartbeat, a
+   * LeaveGroup: their handlers return a settled promise), read without committing anything, for a test
+   * that leaves appends pending on purpose. It awaits only a race between `answer` and a value that is
+   * there already, so it cannot hang: the race goes to the answer only if it had come, and a call left
+   * unanswered (parked, or never answered) rejects it with `what` named, failing the property instead of
+   * stalling it.
+   */
+  async answerGiven<T>(answer: Promise<T>, what: string): Promise<T> {
+    const notGiven = Symbol('not given');
+    const given = await Promise.race([answer, notGiven]);
+    if (given === notGiven) throw new Error(`${what} was not answered as it ran`);
+    return given as T;
   }
 
   /** Appends not committed yet. */

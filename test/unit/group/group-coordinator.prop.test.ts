@@ -12,8 +12,9 @@ import { GROUP_ID, joinRequest, protocol, syncRequest, type Tracked } from '../.
  * than its session timeout), rejoins when told to, though it may take a while to do so (as a consumer
  * revoking partitions does, within its rebalance timeout), and syncs as soon as it has joined. The
  * coordinator runs on the coordinator test context, whose partition keeps up: whatever a call or the clock
- * wrote is committed before anyone acts again, and the answers those commits give are awaited. Checked
- * throughout:
+ * wrote is committed before anyone acts again, and its write has ended by then. No answer is awaited: the
+ * model reads each answer once it is due, so a call left unanswered fails the property with a
+ * counterexample instead of stalling it. Checked throughout:
  *
  * - every transition is one Kafka allows (the table below is written independently of the code), and
  *   the group described after each step fits its state (Empty has no members, CompletingRebalance and
@@ -24,7 +25,9 @@ import { GROUP_ID, joinRequest, protocol, syncRequest, type Tracked } from '../.
  *   more dynamic members than that are left. As in Kafka, PreparingRebalance admits members while fewer
  *   than the cap have rejoined, so the group may briefly list more, and a member that rejoins after the
  *   cap is reached is refused with GROUP_MAX_SIZE_REACHED and removed, `steady` included;
- * - no call is left unanswered past a deadline the timeouts imply, and none at all after a long quiet spell;
+ * - a call that wrote records (a leader's SyncGroup, a replaced static member's JoinGroup, an OffsetCommit,
+ *   a DeleteGroups) has its answer by the end of the step in which they were committed; no call is left
+ *   unanswered past a deadline the timeouts imply, and none at all after a long quiet spell;
  * - once joined, `steady` is never told it is unknown or fenced and never leaves the group, unless a cap
  *   smaller than the four would-be members refused its rejoin (then it starts over, as a client does).
  */
@@ -117,6 +120,8 @@ interface SentCall {
   label: string;
   sentAtMs: number;
   call: CoordinatorCall<unknown>;
+  /** When the records it wrote were committed (none written, or not yet: undefined). */
+  committedAtMs?: number;
 }
 
 class Model {
@@ -150,11 +155,15 @@ class Model {
   }
 
   /**
-   * The partition commits whatever has been written; resolves once the calls that wrote (a leader's
-   * SyncGroup, a replaced static member's JoinGroup, an OffsetCommit, a DeleteGroups) have their answers.
+   * The partition commits whatever has been written; resolves once those writes have ended, awaiting no
+   * answer. A call that wrote records is answered once they are committed (or earlier, when the group
+   * moved on first): from now on its answer is due, and checkAnswered reads it.
    */
-  commitWrites(): Promise<void> {
-    return this.ctx.commitWrites(this.calls.map((sent) => sent.call));
+  async commitWrites(): Promise<void> {
+    for (const sent of this.calls) {
+      if (sent.call.records.length > 0 && sent.committedAtMs === undefined) sent.committedAtMs = this.nowMs;
+    }
+    await this.ctx.commitAppends();
   }
 
   checkTransitions(): void {
@@ -199,6 +208,21 @@ class Model {
             `${member.memberId} described with ${offered} metadata in a ${group.protocolData} group at ${this.nowMs}`,
           );
         }
+      }
+    }
+  }
+
+  /**
+   * Run at the end of a step: every call whose records were committed has its answer. Most come as their
+   * write ends; a DeleteGroups' a few promise jobs later (the router gathers the answers of its groups'
+   * writes), which the step's later commits leave room for.
+   */
+  checkAnswered(): void {
+    for (const { label, sentAtMs, call, committedAtMs } of this.calls) {
+      if (committedAtMs !== undefined && !call.answer.isSettled) {
+        this.violations.push(
+          `${label} sent at ${sentAtMs} unanswered at ${this.nowMs}, its records committed at ${committedAtMs}`,
+        );
       }
     }
   }
@@ -474,7 +498,7 @@ class SteadyMember {
 
 /**
  * The steady member reacts to its answers until it has nothing more to send (six rounds at most). Before
- * each round the partition commits what has been written and the answers those commits give have come;
+ * each round the partition commits what has been written and those writes end, answering their calls;
  * answers given as the calls ran, or as the clock moved, have come by then too.
  */
 async function runSteadyUntilIdle(model: Model, steady: SteadyMember): Promise<void> {
@@ -510,6 +534,7 @@ describe('the group coordinator under random traffic', () => {
               model.ctx.time.advance(step.advanceMs);
               await runSteadyUntilIdle(model, steady);
               model.checkTransitions();
+              model.checkAnswered();
               model.checkDeadlines();
               await model.checkShape();
               if (steady.hasJoined && !(await model.ctx.memberIds()).includes(steady.memberId)) {
@@ -523,6 +548,7 @@ describe('the group coordinator under random traffic', () => {
               await runSteadyUntilIdle(model, steady);
               model.ctx.time.advance(MAX_STEP_MS);
               await runSteadyUntilIdle(model, steady);
+              model.checkAnswered();
               model.checkDeadlines();
               if (steady.hasJoined && !(await model.ctx.memberIds()).includes(steady.memberId)) {
                 model.violations.push(`steady member ${steady.memberId} not in the group at ${model.nowMs}`);

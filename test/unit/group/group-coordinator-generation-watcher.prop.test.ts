@@ -16,8 +16,10 @@ import { CLIENT_HOST, GROUP_ID } from '../../support/group-harness';
  * moves in random steps, so sessions expire, rebalances start and joins time out. Each push is tagged with
  * the generation the group was in when it came (from the coordinator's listener, not from the code under
  * test). The coordinator runs on the coordinator test context: its partition commits what each step and
- * each move of the clock wrote, and members handle their answers as they come. Checked, for every member
- * id and generation:
+ * each move of the clock wrote, and members handle their answers as they come. No answer is awaited: one
+ * given as its call ran is read at once, and one that a commit makes due is checked right after it, so a
+ * call left unanswered fails the property with a counterexample instead of stalling it. Checked, for
+ * every member id and generation:
  *
  * - a push comes only when that generation is really over: no heartbeat of it is answered NONE afterwards;
  * - a watched member whose heartbeat of a generation was answered NONE, and later answered anything else,
@@ -122,7 +124,21 @@ async function run(steps: readonly Step[]): Promise<number> {
     m.stream = undefined;
   };
   /** The JoinGroups and SyncGroups sent: those that wrote records are answered once the partition commits. */
-  const sent: CoordinatorCall<unknown>[] = [];
+  const sent: { what: string; call: CoordinatorCall<unknown> }[] = [];
+  /**
+   * The partition commits every append made so far, and the writes end: a call whose records were among
+   * them (a leader's SyncGroup) has its answer now, or the property fails.
+   */
+  const commitWrites = async (): Promise<void> => {
+    const writes = sent.filter(({ call }) => call.records.length > 0 && !call.answer.isSettled);
+    await ctx.commitAppends();
+    const unanswered = writes.filter(({ call }) => !call.answer.isSettled);
+    if (unanswered.length > 0) {
+      throw new Error(
+        `no answer once its records were committed: ${unanswered.map((w) => w.what).join('; ')}`,
+      );
+    }
+  };
   const onJoinAnswer = (m: Member, response: JoinGroupResponse) => {
     m.join = undefined;
     if (response.errorCode === ErrorCode.NONE && response.memberId === m.memberId) {
@@ -131,13 +147,14 @@ async function run(steps: readonly Step[]): Promise<number> {
     } else if (response.errorCode === ErrorCode.UNKNOWN_MEMBER_ID) reset(m);
   };
 
-  for (const step of steps) {
+  for (const [index, step] of steps.entries()) {
     const m = members[step.who];
+    const what = (call: string) => `${call} of member ${step.who} at step ${index}`;
     switch (step.action) {
       case 'join': {
         if (m.join !== undefined) break;
         if (m.memberId === '') {
-          const first = await ctx.join({});
+          const first = await ctx.answerGiven(ctx.sendJoin({}).promise, what('JoinGroup without member id'));
           if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) break;
           m.memberId = first.memberId;
           m.stream = new Stream(m.memberId, currentGenerationId);
@@ -145,7 +162,7 @@ async function run(steps: readonly Step[]): Promise<number> {
         }
         const join = ctx.sendJoinCall({ memberId: m.memberId });
         m.join = join;
-        sent.push(join);
+        sent.push({ what: what('JoinGroup'), call: join });
         void join.answer.promise.then((response) => onJoinAnswer(m, response));
         break;
       }
@@ -158,7 +175,7 @@ async function run(steps: readonly Step[]): Promise<number> {
         });
         m.sync = sync;
         m.joined = undefined;
-        sent.push(sync);
+        sent.push({ what: what('SyncGroup'), call: sync });
         void sync.answer.promise.then(() => (m.sync = undefined));
         break;
       }
@@ -170,7 +187,10 @@ async function run(steps: readonly Step[]): Promise<number> {
           generationId: m.generationId,
           groupInstanceId: '',
         };
-        const { errorCode } = await ctx.router.heartbeat(request, m.stream.context);
+        const { errorCode } = await ctx.answerGiven(
+          ctx.router.heartbeat(request, m.stream.context),
+          what('Heartbeat'),
+        );
         if (errorCode === ErrorCode.NONE || errorCode === ErrorCode.REBALANCE_IN_PROGRESS)
           m.stream.isWatched = true;
         m.stream.events.push({ kind: 'answer', code: errorCode, generationId: m.generationId });
@@ -179,7 +199,7 @@ async function run(steps: readonly Step[]): Promise<number> {
       }
       case 'leave':
         if (m.memberId === '') break;
-        await ctx.leave([{ memberId: m.memberId }]);
+        await ctx.answerGiven(ctx.leave([{ memberId: m.memberId }]), what('LeaveGroup'));
         reset(m);
         break;
       case 'idle':
@@ -187,9 +207,9 @@ async function run(steps: readonly Step[]): Promise<number> {
     }
     // The partition commits what the step wrote (a leader's assignment) before the clock moves, and what
     // the clock wrote (an emptied group's record) after.
-    await ctx.commitWrites(sent);
+    await commitWrites();
     ctx.time.advance(step.advanceMs);
-    await ctx.commitWrites(sent);
+    await commitWrites();
   }
   ctx.shutdown();
   let checked = 0;

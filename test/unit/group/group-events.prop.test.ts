@@ -4,7 +4,7 @@ import type { GroupChange } from '../../../src/group/group-events';
 import type { JoinGroupResponse, SyncGroupResponse } from '../../../src/group/group-protocol';
 import { isLegalTransition, type GroupState } from '../../../src/group/group-state';
 import { type CoordinatorCall, CoordinatorTestContext } from '../../support/coordinator-test-context';
-import { GROUP_ID, withoutLastHeartbeats } from '../../support/group-harness';
+import { CONTEXT, GROUP_ID, withoutLastHeartbeats, type Tracked } from '../../support/group-harness';
 
 /**
  * A model test of the coordinator's group events (what WatchGroups is built on): dynamic and static
@@ -12,7 +12,9 @@ import { GROUP_ID, withoutLastHeartbeats } from '../../support/group-harness';
  * offset commits, while the manual clock moves in random steps (sessions expire, joins and syncs time out).
  * One watch names the group, one watches every group. The coordinator runs on the coordinator test
  * context; its partition commits what each step wrote before the clock moves, and members handle their
- * answers as they come. Checked after every step:
+ * answers as they come. No answer is awaited: one given as its call ran is read at once, and one that a
+ * commit makes due is checked at the end of the step, so a call left unanswered fails the property with a
+ * counterexample instead of stalling it. Checked after every step:
  *
  * - completeness: the last event the named watch got describes the group exactly as DescribeGroups does
  *   now (so no observable change went untold); the same for the watch of every group, once it has seen
@@ -78,7 +80,9 @@ async function run(steps: readonly Step[]): Promise<number> {
     m.joined = undefined;
   };
   /** The JoinGroups and SyncGroups sent: those that wrote records are answered once the partition commits. */
-  const sent: CoordinatorCall<unknown>[] = [];
+  const sent: { what: string; call: CoordinatorCall<unknown> }[] = [];
+  /** Calls whose answer is due by the end of the step: checked there. */
+  const due: { what: string; answer: Tracked<unknown> }[] = [];
   const onJoinAnswer = (m: Member, response: JoinGroupResponse) => {
     m.join = undefined;
     if (response.errorCode === ErrorCode.NONE) {
@@ -88,13 +92,14 @@ async function run(steps: readonly Step[]): Promise<number> {
     } else if (response.errorCode === ErrorCode.UNKNOWN_MEMBER_ID) reset(m);
   };
   let checks = 0;
-  for (const step of steps) {
+  for (const [index, step] of steps.entries()) {
     const m = members[step.who];
+    const what = (call: string) => `${call} of member ${step.who} at step ${index}`;
     switch (step.action) {
       case 'join': {
         if (m.join !== undefined) break;
         if (m.memberId === '' && m.groupInstanceId === '') {
-          const first = await ctx.join({});
+          const first = await ctx.answerGiven(ctx.sendJoin({}).promise, what('JoinGroup without member id'));
           if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) break;
           m.memberId = first.memberId;
         }
@@ -104,7 +109,7 @@ async function run(steps: readonly Step[]): Promise<number> {
           groupInstanceId: m.groupInstanceId,
         });
         m.join = join;
-        sent.push(join);
+        sent.push({ what: what('JoinGroup'), call: join });
         void join.answer.promise.then((response) => onJoinAnswer(m, response));
         break;
       }
@@ -118,36 +123,68 @@ async function run(steps: readonly Step[]): Promise<number> {
         });
         m.sync = sync;
         m.joined = undefined;
-        sent.push(sync);
+        sent.push({ what: what('SyncGroup'), call: sync });
         void sync.answer.promise.then(() => (m.sync = undefined));
         break;
       }
-      case 'heartbeat':
+      case 'heartbeat': {
         if (m.generationId < 0) break;
-        if (
-          (await ctx.heartbeat(m.memberId, m.generationId, m.groupInstanceId)) === ErrorCode.UNKNOWN_MEMBER_ID
-        )
-          reset(m);
+        const request = {
+          groupId: GROUP_ID,
+          memberId: m.memberId,
+          generationId: m.generationId,
+          groupInstanceId: m.groupInstanceId,
+        };
+        const { errorCode } = await ctx.answerGiven(
+          ctx.router.heartbeat(request, CONTEXT),
+          what('Heartbeat'),
+        );
+        if (errorCode === ErrorCode.UNKNOWN_MEMBER_ID) reset(m);
         break;
+      }
       case 'leave':
         if (m.memberId === '') break;
-        await ctx.leave([{ memberId: m.memberId, groupInstanceId: m.groupInstanceId }]);
+        await ctx.answerGiven(
+          ctx.leave([{ memberId: m.memberId, groupInstanceId: m.groupInstanceId }]),
+          what('LeaveGroup'),
+        );
         reset(m);
         break;
-      case 'delete':
-        await ctx.deleteGroups([GROUP_ID]);
+      case 'delete': {
+        // Its tombstones (and whatever else is pending) commit at once; its answer is due from then on.
+        const deletion = ctx.call(() => ctx.router.deleteGroups({ groupsNames: [GROUP_ID] }, CONTEXT));
+        await ctx.commitAppends();
+        due.push({ what: what('DeleteGroups'), answer: deletion.answer });
         break;
-      case 'commit':
-        await ctx.commitOffsetsAndAnswer({ memberId: '', generationId: -1 }, [
+      }
+      case 'commit': {
+        // Likewise: its offset (and whatever else is pending) commits at once.
+        const commit = ctx.commitOffsets({ memberId: '', generationId: -1 }, [
           { topic: 'orders', partition: 0, offset: 1 },
         ]);
+        await ctx.commitAppends();
+        due.push({ what: what('OffsetCommit'), answer: commit.answer });
         break;
+      }
       case 'idle':
         break;
     }
     // The partition commits what the step wrote (a leader's assignment, a replaced static member's new id)
     // before the clock moves; what the clock writes (an emptied group's record) commits with the next step.
-    await ctx.commitWrites(sent);
+    // A call that wrote records has its answer once they are committed and its write has ended; a
+    // DeleteGroups' comes a few promise jobs later (the router gathers its groups' answers), which the
+    // commit below leaves room for, as the DeleteGroups' own commit came first.
+    for (const { what: sentWhat, call } of sent) {
+      if (call.records.length > 0 && !call.answer.isSettled)
+        due.push({ what: sentWhat, answer: call.answer });
+    }
+    await ctx.commitAppends();
+    const unanswered = due.splice(0).filter(({ answer }) => !answer.isSettled);
+    if (unanswered.length > 0) {
+      throw new Error(
+        `no answer once its records were committed: ${unanswered.map((c) => c.what).join('; ')}`,
+      );
+    }
     ctx.time.advance(step.advanceMs);
     // DescribeGroups answers from the group as it is when called: both views are of this moment.
     const description = ctx.describe();

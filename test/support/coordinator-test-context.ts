@@ -571,22 +571,6 @@ export class CoordinatorTestContext {
   sendJoinCall(options: JoinOptions = {}): CoordinatorCall<JoinGroupResponse> {
     return this.call(() => this.router.joinGroup(joinRequest(options), options.context ?? CONTEXT));
   }
-
-  /**
-   * Commits every append made so far, then resolves once each of `calls` that appended records has its
-   * answer: a write's caller is answered once its records commit, or earlier when the group moved on
-   * first. What a model test does for a partition that keeps up with the coordinator: nothing written is
-   * left pending when the clock moves on, and the answers those commits give have come. A write whose
-   * answer never comes (a coordinator bug) keeps it waiting: the test then fails on its timeout.
-   */
-  async commitWrites(calls: Iterable<CoordinatorCall<unknown>>): Promise<void> {
-    const writers: Promise<unknown>[] = [];
-    for (const call of calls) {
-      if (call.records.length > 0 && !call.answer.isSettled) writers.push(call.answer.promise);
-    }
-    this.commit();
-    await Promise.all(writers);
-  }
 }
 
 /** An OffsetCommit request of `offsets`, grouped by topic in the order given. */

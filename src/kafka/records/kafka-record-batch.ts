@@ -1,6 +1,5 @@
-import { crc32c } from '@node-rs/crc32';
 import { CohortError } from '../../errors';
-import { KafkaLayout, readZigzag } from '../../log/storage/kafka-batch-layout';
+import { kafkaBatchCrc, KafkaLayout, readZigzag } from '../../log/storage/kafka-batch-layout';
 import { compress, CompressionCodec, decompress } from './compression';
 import { KafkaRecordsError } from './kafka-records-error';
 
@@ -56,20 +55,6 @@ export const NO_SEQUENCE = -1;
 export const NO_TIMESTAMP = -1;
 /** The default bound on what one Produce partition's batches may decompress to. */
 export const DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024;
-
-const {
-  PARTITION_LEADER_EPOCH_AT,
-  MAGIC_AT,
-  CRC_AT,
-  ATTRIBUTES_AT,
-  LAST_OFFSET_DELTA_AT,
-  BASE_TIMESTAMP_AT,
-  MAX_TIMESTAMP_AT,
-  PRODUCER_ID_AT,
-  PRODUCER_EPOCH_AT,
-  BASE_SEQUENCE_AT,
-  RECORD_COUNT_AT: RECORDS_COUNT_AT,
-} = KafkaLayout;
 
 const COMPRESSION_MASK = 0x07;
 const LOG_APPEND_TIME_FLAG = 0x08;
@@ -174,8 +159,8 @@ function decodeBatchAt(
   }
   const batchLength = bytes.readInt32BE(position + 8);
   // magic sits at the same byte in every format: read it first, so an old MessageSet gets its own reason.
-  if (remaining > MAGIC_AT) {
-    const magic = bytes.readInt8(position + MAGIC_AT);
+  if (remaining > KafkaLayout.MAGIC_AT) {
+    const magic = bytes.readInt8(position + KafkaLayout.MAGIC_AT);
     if (magic === 0 || magic === 1) {
       throw new KafkaRecordsError('unsupported-magic', `magic ${magic} MessageSets are not accepted`);
     }
@@ -194,8 +179,8 @@ function decodeBatchAt(
   }
   const size = KAFKA_LOG_OVERHEAD + batchLength;
   const batch = bytes.subarray(position, position + size);
-  const storedCrc = batch.readUInt32BE(CRC_AT);
-  const crc = crc32c(batch.subarray(ATTRIBUTES_AT));
+  const storedCrc = batch.readUInt32BE(KafkaLayout.CRC_AT);
+  const crc = kafkaBatchCrc(batch);
   if (crc !== storedCrc) {
     throw new KafkaRecordsError(
       'crc-mismatch',
@@ -203,7 +188,7 @@ function decodeBatchAt(
     );
   }
 
-  const attributes = batch.readInt16BE(ATTRIBUTES_AT);
+  const attributes = batch.readInt16BE(KafkaLayout.ATTRIBUTES_AT);
   if ((attributes & TRANSACTIONAL_FLAG) !== 0) {
     throw new KafkaRecordsError('transactional', 'transactional record batches are not supported');
   }
@@ -213,11 +198,11 @@ function decodeBatchAt(
   const codec = attributes & COMPRESSION_MASK;
   const isLogAppendTime = (attributes & LOG_APPEND_TIME_FLAG) !== 0;
   const baseOffset = readInt64(batch, 0);
-  const lastOffsetDelta = batch.readInt32BE(LAST_OFFSET_DELTA_AT);
-  const baseTimestampMs = readInt64(batch, BASE_TIMESTAMP_AT);
-  const maxTimestampMs = readInt64(batch, MAX_TIMESTAMP_AT);
-  const producerId = readInt64(batch, PRODUCER_ID_AT);
-  const recordsCount = batch.readInt32BE(RECORDS_COUNT_AT);
+  const lastOffsetDelta = batch.readInt32BE(KafkaLayout.LAST_OFFSET_DELTA_AT);
+  const baseTimestampMs = readInt64(batch, KafkaLayout.BASE_TIMESTAMP_AT);
+  const maxTimestampMs = readInt64(batch, KafkaLayout.MAX_TIMESTAMP_AT);
+  const producerId = readInt64(batch, KafkaLayout.PRODUCER_ID_AT);
+  const recordsCount = batch.readInt32BE(KafkaLayout.RECORD_COUNT_AT);
   if (Number.isNaN(baseOffset)) throw invalid('baseOffset is beyond 2^53');
   if (Number.isNaN(baseTimestampMs) || Number.isNaN(maxTimestampMs))
     throw invalid('timestamp is beyond 2^53');
@@ -236,7 +221,7 @@ function decodeBatchAt(
   return {
     batch: {
       baseOffset,
-      partitionLeaderEpoch: batch.readInt32BE(PARTITION_LEADER_EPOCH_AT),
+      partitionLeaderEpoch: batch.readInt32BE(KafkaLayout.PARTITION_LEADER_EPOCH_AT),
       compression: codec as CompressionCodec,
       isLogAppendTime,
       isTransactional: false,
@@ -245,8 +230,8 @@ function decodeBatchAt(
       baseTimestampMs,
       maxTimestampMs,
       producerId,
-      producerEpoch: batch.readInt16BE(PRODUCER_EPOCH_AT),
-      baseSequence: batch.readInt32BE(BASE_SEQUENCE_AT),
+      producerEpoch: batch.readInt16BE(KafkaLayout.PRODUCER_EPOCH_AT),
+      baseSequence: batch.readInt32BE(KafkaLayout.BASE_SEQUENCE_AT),
       records: decodeRecords(records, recordsCount, baseTimestampMs, isLogAppendTime ? maxTimestampMs : -1),
       sizeInBytes: size,
     },
@@ -567,15 +552,15 @@ function writeHeader(
 ): void {
   writeInt64(batch, 0, baseOffset);
   batch.writeInt32BE(batch.length - KAFKA_LOG_OVERHEAD, 8);
-  batch.writeInt32BE(partitionLeaderEpoch, PARTITION_LEADER_EPOCH_AT);
-  batch[MAGIC_AT] = KAFKA_RECORD_BATCH_MAGIC;
-  batch.writeInt16BE(codec, ATTRIBUTES_AT);
-  batch.writeInt32BE(records[to - 1]!.offset - baseOffset, LAST_OFFSET_DELTA_AT);
-  writeInt64(batch, BASE_TIMESTAMP_AT, records[from]!.timestampMs);
-  writeInt64(batch, MAX_TIMESTAMP_AT, maxTimestampMs);
-  writeInt64(batch, PRODUCER_ID_AT, NO_PRODUCER_ID);
-  batch.writeInt16BE(NO_PRODUCER_EPOCH, PRODUCER_EPOCH_AT);
-  batch.writeInt32BE(NO_SEQUENCE, BASE_SEQUENCE_AT);
-  batch.writeInt32BE(to - from, RECORDS_COUNT_AT);
-  batch.writeUInt32BE(crc32c(batch.subarray(ATTRIBUTES_AT)), CRC_AT);
+  batch.writeInt32BE(partitionLeaderEpoch, KafkaLayout.PARTITION_LEADER_EPOCH_AT);
+  batch[KafkaLayout.MAGIC_AT] = KAFKA_RECORD_BATCH_MAGIC;
+  batch.writeInt16BE(codec, KafkaLayout.ATTRIBUTES_AT);
+  batch.writeInt32BE(records[to - 1]!.offset - baseOffset, KafkaLayout.LAST_OFFSET_DELTA_AT);
+  writeInt64(batch, KafkaLayout.BASE_TIMESTAMP_AT, records[from]!.timestampMs);
+  writeInt64(batch, KafkaLayout.MAX_TIMESTAMP_AT, maxTimestampMs);
+  writeInt64(batch, KafkaLayout.PRODUCER_ID_AT, NO_PRODUCER_ID);
+  batch.writeInt16BE(NO_PRODUCER_EPOCH, KafkaLayout.PRODUCER_EPOCH_AT);
+  batch.writeInt32BE(NO_SEQUENCE, KafkaLayout.BASE_SEQUENCE_AT);
+  batch.writeInt32BE(to - from, KafkaLayout.RECORD_COUNT_AT);
+  batch.writeUInt32BE(kafkaBatchCrc(batch), KafkaLayout.CRC_AT);
 }

@@ -98,8 +98,13 @@ function readSafeInt64(buffer: Buffer, at: number): number {
   return high * TWO_POW_32 + buffer.readUInt32BE(at + 4);
 }
 
+/** The CRC-32C a batch of this layout should carry: over its bytes from the attributes on (Kafka's rule). */
+export function kafkaBatchCrc(batch: Buffer): number {
+  return crc32c(batch.subarray(ATTRIBUTES_AT));
+}
+
 function isCrcValid(batch: Buffer): boolean {
-  return batch.readUInt32BE(CRC_AT) === crc32c(batch.subarray(ATTRIBUTES_AT));
+  return batch.readUInt32BE(CRC_AT) === kafkaBatchCrc(batch);
 }
 
 /**

@@ -43,7 +43,6 @@ export interface GroupShardState {
   readonly groups: Map<string, GroupMetadata>;
   readonly isActive: boolean;
   readonly availability: ErrorCode;
-  groupDeletionRecords(groupId: string): CoordinatorRecord[];
   scheduleWriteOperation<Response>(
     result: CoordinatorResult<Response, CoordinatorRecord>,
     operation: WriteOperation<Response>,

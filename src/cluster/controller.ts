@@ -66,7 +66,11 @@ interface ClusterView {
   readonly cluster: ClusterState;
 }
 
-/** How many times one partition is decided again after a stale write, before waiting for the next event. */
+/**
+ * How many times one partition is decided again after a stale write (or a lost answer that was not
+ * applied) before the controller backs off and reads everything again. It never waits for the next
+ * event instead: with no event coming, the partition would stay led by a dead node.
+ */
 const MAX_STALE_RETRIES = 3;
 
 /**
@@ -416,8 +420,9 @@ export class Controller {
 
   /**
    * Writes what `decide` answers for one partition, from the state in the view, until it answers nothing
-   * or the write applies; a stale write is decided again from the state etcd returned. False when the
-   * controller must stop (deposed, stepped down, or a failure that needs everything read again).
+   * or the write applies; a stale write is decided again from the state etcd returned, up to
+   * MAX_STALE_RETRIES times, then everything is read again after the backoff. False when the controller
+   * must stop (deposed, stepped down, or a failure that needs everything read again).
    */
   private async settlePartition(
     generation: number,
@@ -463,7 +468,9 @@ export class Controller {
           return false;
       }
     }
-    return true;
+    // Still undecided after every retry: read everything again after the backoff, then decide.
+    this.resyncLater(generation);
+    return false;
   }
 
   // ---- auto leader rebalance ----

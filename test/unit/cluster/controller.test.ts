@@ -512,6 +512,24 @@ describe('Controller', () => {
     expect(writes.filter((write) => write.state.leaderEpoch === 5)).toHaveLength(1);
   });
 
+  it('when every retry of an election loses its answer unapplied, reads everything again after the backoff', async () => {
+    await join(2, 3);
+    await seedTopic('t', [[2, 3]], [state(2, 4, [2, 3])]);
+    const node = startControllerNode(1, { retryBackoffMs: 500 });
+    await flush();
+    const epoch = node.election.controllerEpoch!;
+    // The first write and each of its three retries: no write lands, and no event follows.
+    for (let i = 0; i < 4; i++) node.store.loseNextResponse({ applied: false });
+    await leave(2);
+    await flush();
+    expect(await stateOf('t')).toEqual(state(2, 4, [2, 3]));
+    expect(node.controller.activeEpoch).toBeUndefined();
+    await advance(500);
+    expect(node.controller.activeEpoch).toBe(epoch);
+    expect(await stateOf('t')).toEqual(state(3, 5, [3], epoch));
+    expect(writes.filter((write) => write.state.leaderEpoch === 5)).toHaveLength(1);
+  });
+
   it('a deposed controller that still believes it leads has its elections refused by etcd, and stops', async () => {
     await join(2, 3);
     await seedTopic('t', [[2, 3]], [state(2, 4, [2, 3])]);

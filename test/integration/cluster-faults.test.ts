@@ -105,7 +105,7 @@ it('never has two controllers at once across etcd restarts, freezes and revocati
     epochs.push(await converged());
 
     phase = 'freeze';
-    etcd.pause();
+    await etcd.pause();
     await pause(3_000); // past the 2 s TTL: every session must have expired on its own deadline
     expect(controllers()).toEqual([]);
     etcd.resume();

@@ -8,6 +8,7 @@ import { NodeSession } from '../../src/cluster/node-session';
 import { SystemTimer } from '../../src/timer';
 import { SYSTEM_TIME } from '../../src/time';
 import { startEtcd, type EtcdProcess } from '../support/etcd';
+import { stopProcess } from '../support/stopped-process';
 
 /**
  * The issue's case, with real processes: the controller node is stopped with SIGSTOP for longer than its
@@ -79,7 +80,7 @@ it('comes back as a follower after a SIGSTOP longer than its session TTL', async
     election.start();
 
     const takeover = once(election, 'elected') as Promise<[{ controllerEpoch: number }]>;
-    child.kill('SIGSTOP');
+    await stopProcess(child);
     const [{ controllerEpoch: secondEpoch }] = await takeover;
     expect(secondEpoch).toBeGreaterThan(firstEpoch);
     const resumedAtMs = Date.now();

@@ -205,7 +205,7 @@ scenario(
       const old = groupCoordinatorClient(c.node(paused).target);
       try {
         await old.findCoordinator({ keyType: 0, keys: [groupId] });
-        c.pause(paused);
+        await c.pause(paused);
         let answers: Promise<Record<string, number | undefined>>;
         let found: ReturnType<typeof old.findCoordinator>;
         try {

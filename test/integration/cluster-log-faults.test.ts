@@ -158,7 +158,7 @@ async function runRound(round: number): Promise<Round> {
     // 2. SIGSTOP of the leader past its session TTL, then SIGCONT.
     const paused = (await c.leaderOf(ref)).nodeId;
     const pausedAtMs = monotonicMs();
-    c.pause(paused);
+    await c.pause(paused);
     const pausedTakeover = await waitFor(
       `a write acknowledged by another leader while node ${paused} is stopped`,
       SESSION_TIMEOUT_MS + TAKEOVER_SLACK_MS,

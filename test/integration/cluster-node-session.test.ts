@@ -55,7 +55,7 @@ describe('NodeSession against etcd', () => {
 
     const expired = once(session, 'expired') as Promise<[SessionExpiredEvent]>;
     const pausedAtMs = SYSTEM_TIME.monotonicMs();
-    etcd.pause();
+    await etcd.pause();
     const [lost] = await expired;
     const lostAtMs = SYSTEM_TIME.monotonicMs();
     expect(lost).toEqual({ leaseId: first.leaseId, incarnation: 1, reason: 'deadline' });

@@ -145,7 +145,7 @@ describe('ClusterNode against etcd', () => {
     const callsBefore = all.map(({ target }) => target.calls.length);
 
     // Frozen: requests and streams stall, nothing fails.
-    etcd.pause();
+    await etcd.pause();
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     etcd.resume();
     // Killed and restarted: connections refused, the watch streams fail, the views read again.

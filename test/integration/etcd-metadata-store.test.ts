@@ -19,7 +19,7 @@ describe('EtcdMetadataStore against a frozen etcd', () => {
   it('fails a write it could not confirm as outcome-unknown, and a failed read as a definite failure', async () => {
     store = new EtcdMetadataStore({ endpoints: etcd.endpoints, requestTimeoutMs: 300 });
     await store.put('/frozen/warm-up', 'connected');
-    etcd.pause();
+    await etcd.pause();
     // If etcd answered (it must not: it is stopped), jest prints the response it resolved with.
     await expect(
       store.txn({
@@ -43,7 +43,7 @@ describe('EtcdMetadataStore against a frozen etcd', () => {
   it('rejects every renewal in flight when the client closes', async () => {
     store = new EtcdMetadataStore({ endpoints: etcd.endpoints });
     const lease = await store.grantLease(5);
-    etcd.pause();
+    await etcd.pause();
     const renewal = store.keepAliveOnce(lease.id);
     store.close();
     await expect(renewal).rejects.toMatchObject({ kind: 'closed' });

@@ -49,7 +49,7 @@ describe('startEtcd', () => {
     expect(etcd.endpoints).toEqual([endpoint]);
     expect(await health(endpoint)).toContain('"health":"true"');
 
-    etcd.pause();
+    await etcd.pause();
     await expect(health(endpoint, 300)).rejects.toThrow('timeout');
     etcd.resume();
     expect(await health(endpoint)).toContain('"health":"true"');

@@ -13,6 +13,7 @@ import { freePorts, startEtcd, type EtcdProcess } from './etcd';
 import { groupCoordinatorClient } from './grpc-clients';
 import type { FinalReplicaLog, LogHistory, PartitionRef, SeenRecord } from './log-history';
 import { spawnCohort, type CohortProcess } from './spawn-cohort';
+import { stopProcess } from './stopped-process';
 import { makeTlsFixtures, type TlsFixtures } from './tls-fixtures';
 
 /**
@@ -338,12 +339,15 @@ export class CohortCluster {
     slot.state = 'killed';
   }
 
-  /** SIGSTOP: the node stops answering and renewing its session; its sockets stay open. */
-  pause(nodeId: number): void {
+  /**
+   * SIGSTOP, resolved once every thread has stopped: the node answers nothing and renews no session;
+   * its sockets stay open.
+   */
+  async pause(nodeId: number): Promise<void> {
     const slot = this.slot(nodeId);
     if (slot.state !== 'running') throw new Error(`node ${nodeId} is ${slot.state}, not running`);
-    slot.process!.child.kill('SIGSTOP');
     slot.state = 'paused';
+    await stopProcess(slot.process!.child);
   }
 
   resume(nodeId: number): void {

@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EtcdClientTls, EtcdCredentials } from '../../src/cluster/etcd-metadata-store';
+import { stopProcess } from './stopped-process';
 import { ensureCommand } from './system-packages';
 import type { TlsFixtures } from './tls-fixtures';
 
@@ -52,8 +53,8 @@ export interface EtcdProcess {
   restart(): Promise<void>;
   /** etcd loses its data: SIGKILL, the data directory emptied, started again on the same ports, empty. */
   wipe(): Promise<void>;
-  /** SIGSTOP: the process stops answering; its sockets stay open. */
-  pause(): void;
+  /** SIGSTOP, resolved once every thread has stopped: the process answers nothing; its sockets stay open. */
+  pause(): Promise<void>;
   /** SIGCONT. */
   resume(): void;
 }
@@ -352,9 +353,9 @@ async function launch(
       spawnEtcd();
       await waitUntilHealthy();
     },
-    pause: () => {
+    pause: async () => {
       if (!isAlive()) throw new Error('etcd is not running');
-      child.kill('SIGSTOP');
+      await stopProcess(child);
     },
     resume: () => {
       if (!isAlive()) throw new Error('etcd is not running');

@@ -27,7 +27,9 @@
  *
  * Run with `npm run bench:kafka` (node --expose-gc). Options: `--rounds=N` (default 5; memory defaults to
  * 3), `--only=heartbeat,throughput,rebalance,memory,start`, `--cpu-prof=DIR` (writes the heartbeat and
- * throughput sections' server children's V8 CPU profiles to DIR). The last line of output is a JSON object
+ * throughput sections' server children's V8 CPU profiles to DIR), `--page-cache=drop|keep` (whether the
+ * throughput section drops the clean page cache before each Produce side: drop, the default when run as
+ * root, needs root; see bench/kafka/produce-fetch-throughput.ts). The last line of output is a JSON object
  * of the figures.
  */
 import { describeMachine } from './support/machine';
@@ -64,6 +66,10 @@ async function main(): Promise<void> {
   const rounds = readRounds(5);
   const only = readOnly(SECTIONS);
   const cpuProfileDir = argValue('cpu-prof');
+  // Dropping needs root; without it the figures include the host's first touch (see produce-fetch-throughput).
+  const pageCache = argValue('page-cache') ?? (process.getuid?.() === 0 ? 'drop' : 'keep');
+  if (pageCache !== 'keep' && pageCache !== 'drop')
+    throw new Error(`--page-cache=keep|drop, not ${pageCache}`);
   const machine = describeMachine();
   const figures: Record<string, unknown> = { bench: 'kafka', date: new Date().toISOString(), rounds };
   const summary: (string | number)[][] = [['target', 'figure', 'goal', 'verdict']];
@@ -132,10 +138,11 @@ async function main(): Promise<void> {
     line();
     line(
       `Throughput: ${RECORD_BYTES} B records, ${RECORDS_PER_REQUEST} a request (raw clients), fsync off; ` +
-        `librdkafka (kcat) ${KCAT_RECORDS} records a run`,
+        `librdkafka (kcat) ${KCAT_RECORDS} records a run; page cache ${pageCache === 'drop' ? 'dropped' : 'kept'} before each Produce side`,
     );
+    figures.pageCache = pageCache;
     const { rounds: r, hasKcat } = await produceFetchThroughput(
-      { rounds, warmupMs: 500, windowMs: 2_500, cpuProfileDir },
+      { rounds, warmupMs: 500, windowMs: 2_500, cpuProfileDir, isPageCacheDropped: pageCache === 'drop' },
       log,
     );
     const sides: [string, string][] = [

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode } from '../../src/errors';
@@ -50,6 +50,15 @@ import { startKafkaBenchServer, type KafkaBenchServer } from './server-process';
  * the kernel writes them back (on this 2-core machine, on the core the servers share) during whichever side
  * runs 30 s later. The floor stores nothing and never paid; cohort and the storing floor paid at random,
  * which moved their kcat figures by up to 2× between runs. A side still pays for writing its own bytes.
+ *
+ * With `--page-cache=drop` (the default as root) the clean page cache is dropped after that `sync`. On
+ * this machine (a virtual machine whose memory the host backs on first touch), a page the guest has never
+ * used costs about ten times more to write the first time: `dd` of 1 GB into a new file took 3.4 s of
+ * system time into never-used memory and 0.3 s into pages freed a moment before. The page cache keeps
+ * what every earlier side wrote, so after the first GBs of a run each Produce side writes into never-used
+ * memory and pays the host's first touch, which a server that has run for a while does not. Dropped, the
+ * earlier sides' pages are free and written again. `--page-cache=keep` (and any run without root) keeps
+ * the cache, as the figures in docs/performance.md before K8 were measured, first touch included.
  */
 
 export const RECORD_BYTES = 1_024;
@@ -74,10 +83,18 @@ const FETCH_PATH = '/cohort.v1.Broker/Fetch';
  * Writes back what earlier sides left dirty in the page cache, so that the next side does not pay for it
  * (see the top of this file). Blocks this process (the load generator) until it is done, outside any window.
  */
-function writeBackEarlierSides(): void {
+function writeBackEarlierSides(isPageCacheDropped: boolean): void {
   const result = spawnSync('sync', [], { stdio: 'ignore' });
   if (result.status !== 0)
     throw new Error(`sync failed (${result.error?.message ?? `status ${result.status}`})`);
+  if (!isPageCacheDropped) return;
+  try {
+    writeFileSync('/proc/sys/vm/drop_caches', '1');
+  } catch (error) {
+    throw new Error(
+      `--page-cache=drop writes /proc/sys/vm/drop_caches, which needs root: ${(error as Error).message}`,
+    );
+  }
 }
 
 export interface ThroughputShape {
@@ -85,6 +102,8 @@ export interface ThroughputShape {
   readonly warmupMs: number;
   readonly windowMs: number;
   readonly cpuProfileDir?: string;
+  /** Drop the clean page cache after each `sync` (`--page-cache=drop`; see the top of this file). */
+  readonly isPageCacheDropped?: boolean;
 }
 
 export interface ThroughputResult {
@@ -467,7 +486,7 @@ export async function produceFetchThroughput(
       if (r % 2 === 1) produceSides.reverse();
       for (const side of produceSides) {
         const target = side === 'floorAcks1' ? bare : side === 'storingFloorAcks1' ? storing : server;
-        writeBackEarlierSides();
+        writeBackEarlierSides(shape.isPageCacheDropped === true);
         const w = await measureWindow(target, produceDrivers[side](), shape.warmupMs, shape.windowMs);
         const records = w.answered * RECORDS_PER_REQUEST;
         record(side, w, records, records * RECORD_BYTES);
@@ -501,7 +520,7 @@ export async function produceFetchThroughput(
         for (const [side, topic, acks, target] of kcatSides) {
           const bootstrap =
             target === server ? cohortBootstrap : `127.0.0.1:${(target as BareKafkaServer).port}`;
-          writeBackEarlierSides();
+          writeBackEarlierSides(shape.isPageCacheDropped === true);
           await target.windowStart();
           const ms = await kcatProduce(bootstrap, topic, file, acks);
           const window = await target.windowStop();

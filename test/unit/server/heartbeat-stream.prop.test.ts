@@ -53,6 +53,8 @@ interface Step {
 }
 
 const MEMBERS = 4;
+/** Far more promise callbacks than a heartbeat's answer takes (a few): past them, it is not coming. */
+const MAX_ANSWER_TURNS = 10_000;
 /** Members 2 and 3 are static. */
 const instanceOf = (who: number): string => (who >= 2 ? `instance-${who}` : '');
 
@@ -71,7 +73,6 @@ class Stream {
   private answers = 0;
   /** Ended with an error status: it answers nothing more. */
   private hasFailed = false;
-  private wake: (() => void) | undefined;
 
   constructor(
     readonly memberId: string,
@@ -82,12 +83,8 @@ class Stream {
     this.call = new FakeDuplexCall((message) => {
       this.entries.push({ kind: 'write', message, tick: this.tick() });
       if (message.sequence !== 0) this.answers++;
-      this.wakeIfAnswered();
     });
-    this.call.on('error', () => {
-      this.hasFailed = true;
-      this.wakeIfAnswered();
-    });
+    this.call.on('error', () => (this.hasFailed = true));
     heartbeatStreamHandler(
       '/cohort.v1.GroupCoordinator/HeartbeatStream',
       coordinator,
@@ -97,24 +94,24 @@ class Stream {
   }
 
   /**
-   * Resolves once every heartbeat sent on the stream has its answer written, or the stream has ended (it
-   * answers nothing then): the stream handles its heartbeats one after another, each answered a few
-   * promise callbacks after it was sent, and this waits for the answers themselves.
+   * Waits until every heartbeat sent on the stream has its answer written, or the stream has ended (it
+   * answers nothing then). The stream handles its heartbeats one after another, each answered a few
+   * promise callbacks after it was sent, so the wait is a bounded number of promise callbacks: an answer
+   * still missing after them was dropped, and the step fails naming the stream instead of hanging until
+   * Jest's timeout.
    */
-  untilAnswered(): Promise<void> {
-    if (this.isAnswered) return Promise.resolve();
-    return new Promise<void>((resolve) => (this.wake = resolve));
+  async expectAnswered(): Promise<void> {
+    for (let turn = 0; turn < MAX_ANSWER_TURNS && !this.isAnswered; turn++) await Promise.resolve();
+    if (!this.isAnswered) {
+      throw new Error(
+        `the stream of ${this.memberId || 'a new member'} answered ${this.answers} of its ${this.sent} ` +
+          `heartbeats within ${MAX_ANSWER_TURNS} promise callbacks`,
+      );
+    }
   }
 
   private get isAnswered(): boolean {
     return this.isCancelled || this.hasFailed || this.answers >= this.sent;
-  }
-
-  private wakeIfAnswered(): void {
-    const wake = this.wake;
-    if (wake === undefined || !this.isAnswered) return;
-    this.wake = undefined;
-    wake();
   }
 }
 
@@ -273,7 +270,7 @@ async function run(steps: readonly Step[]): Promise<Outcome> {
     if (ctx.pendingAppends > 0) await ctx.commitAppends();
     ctx.time.advance(step.advanceMs);
     await ctx.commitAppends();
-    for (const stream of streams) await stream.untilAnswered();
+    for (const stream of streams) await stream.expectAnswered();
 
     // Rebalances that started in this step: due to every watched member in the group at that moment.
     for (const snapshot of rebalanceSnapshots.splice(0)) {

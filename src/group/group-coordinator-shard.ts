@@ -592,10 +592,13 @@ export class GroupCoordinatorShard implements GroupShardState {
     const value = this.groupMetadataValueOf(group, assignments);
     this.scheduleInternalWriteOperation([groupMetadataRecord(group.groupId, value)], {
       onCommitted: () => operation.onCommitted(),
-      onFailed: (_code, cause) => {
-        if (!this.isActive) return;
+      onFailed: (code, cause) => {
+        if (!this.isActive) {
+          operation.onUnloaded?.(code);
+          return;
+        }
         this.runtime.listener?.onGroupStoreFailed?.(group.groupId, value.generationId, cause);
-        operation.onFailed(storeGroupErrorCode(cause));
+        operation.onFailed(storeGroupErrorCode(cause), cause);
       },
     });
   }

@@ -29,11 +29,27 @@ import { ParkedCall } from './parked-call';
 import type { RebalanceHandler } from './rebalance-handler';
 import type { RebalanceReason } from './rebalance-reason';
 import { retainBytes } from './retained-bytes';
+import { operationErrorCode } from './store-error-code';
 
-/** An emptied group's record: nobody waits for it, and a failure leaves nothing to undo. */
+/**
+ * An emptied group's record when no LeaveGroup emptied it: nobody waits for it, and a failure leaves
+ * nothing to undo.
+ */
 const NOTHING_TO_FINISH: GroupRecordWrite = { onCommitted: () => undefined, onFailed: () => undefined };
 
 const EMPTY_MEMBERS: JoinGroupMember[] = Object.freeze([]) as unknown as JoinGroupMember[];
+
+/**
+ * A LeaveGroup being handled. If it emptied its group, the code its group's record ended with (NONE:
+ * committed), once it has, and who to tell: the write may end before the leave is answered (a partition
+ * that commits as it appends) or after.
+ */
+interface LeaveInProgress {
+  readonly groupId: string;
+  isEmptied: boolean;
+  endCode: ErrorCode | undefined;
+  onEnd: ((code: ErrorCode) => void) | undefined;
+}
 
 /**
  * Group membership of one coordinator shard: JoinGroup, SyncGroup, Heartbeat and LeaveGroup, and the
@@ -58,6 +74,8 @@ const EMPTY_MEMBERS: JoinGroupMember[] = Object.freeze([]) as unknown as JoinGro
 export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHandler {
   private readonly shard: GroupShardState;
   private readonly runtime: GroupCoordinatorRuntime;
+  /** Set while a LeaveGroup's members are removed, which may complete the join and empty the group. */
+  private leaving: LeaveInProgress | undefined;
 
   constructor(shard: GroupShardState, runtime: GroupCoordinatorRuntime) {
     this.shard = shard;
@@ -488,7 +506,7 @@ export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHan
     if (group.is('Empty')) {
       // Nobody is left: the empty generation is what a restart must bring back (Kafka stores it too).
       this.runtime.notifyWatchers(group.groupId, 'group-emptied');
-      this.shard.writeGroupRecord(group, undefined, NOTHING_TO_FINISH);
+      this.shard.writeGroupRecord(group, undefined, this.emptiedGroupWrite(group));
       return;
     }
 
@@ -745,6 +763,11 @@ export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHan
   // ---------------------------------------------------------------------------------------------------
   // LeaveGroup
 
+  /**
+   * Kafka's LeaveGroup is a write operation: when the leave empties the group, the answer waits for the
+   * empty group's record to be committed (or fails with the write, or with the unload that ended it). A
+   * leave that empties nothing writes nothing and is answered at once.
+   */
   leaveGroup(request: LeaveGroupRequest, _context: RequestContext): Promise<LeaveGroupResponse> {
     if (this.shard.availability !== ErrorCode.NONE)
       return Promise.resolve(leaveError(this.shard.availability));
@@ -761,14 +784,51 @@ export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHan
       return Promise.resolve({ errorCode: ErrorCode.NONE, members });
     }
     if (group.is('Dead')) return Promise.resolve(leaveError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
-    for (const identity of request.members) {
-      members.push({
-        memberId: identity.memberId,
-        groupInstanceId: identity.groupInstanceId,
-        errorCode: this.leaveOne(group, identity.memberId, identity.groupInstanceId),
-      });
+    const leaving: LeaveInProgress = {
+      groupId: group.groupId,
+      isEmptied: false,
+      endCode: undefined,
+      onEnd: undefined,
+    };
+    this.leaving = leaving;
+    try {
+      for (const identity of request.members) {
+        members.push({
+          memberId: identity.memberId,
+          groupInstanceId: identity.groupInstanceId,
+          errorCode: this.leaveOne(group, identity.memberId, identity.groupInstanceId),
+        });
+      }
+    } finally {
+      this.leaving = undefined;
     }
-    return Promise.resolve({ errorCode: ErrorCode.NONE, members });
+    const response: LeaveGroupResponse = { errorCode: ErrorCode.NONE, members };
+    const answer = (code: ErrorCode): LeaveGroupResponse =>
+      code === ErrorCode.NONE ? response : leaveError(code);
+    if (!leaving.isEmptied) return Promise.resolve(response);
+    if (leaving.endCode !== undefined) return Promise.resolve(answer(leaving.endCode));
+    // Answered in the write's own end, not a promise callback later: whoever commits the record sees
+    // the answer given.
+    return new Promise((resolve) => (leaving.onEnd = (code) => resolve(answer(code))));
+  }
+
+  /**
+   * How the record of a group that just emptied ends: a LeaveGroup that emptied it waits for it (its
+   * code: NONE once committed); when a session or a join timed the last member out, nobody does.
+   */
+  private emptiedGroupWrite(group: GroupMetadata): GroupRecordWrite {
+    const leaving = this.leaving;
+    if (leaving === undefined || leaving.groupId !== group.groupId) return NOTHING_TO_FINISH;
+    leaving.isEmptied = true;
+    const end = (code: ErrorCode): void => {
+      leaving.endCode = code;
+      leaving.onEnd?.(code);
+    };
+    return {
+      onCommitted: () => end(ErrorCode.NONE),
+      onFailed: (_code, cause) => end(operationErrorCode(cause)),
+      onUnloaded: (code) => end(code),
+    };
   }
 
   private leaveOne(group: GroupMetadata, memberId: string, groupInstanceId: string): ErrorCode {

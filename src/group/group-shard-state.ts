@@ -23,11 +23,14 @@ export interface WriteOperation<Response> {
 
 /**
  * How a group's metadata record ends (`writeGroupRecord`): committed, or failed with the code the group's
- * members get. Neither runs after the shard was unloaded.
+ * members get (and the append's error). Neither runs after the shard was unloaded: the unload answered
+ * every call parked on the group, and `onUnloaded` tells a caller that waits on the write itself (a
+ * LeaveGroup that emptied the group) the unload's code.
  */
 export interface GroupRecordWrite {
   onCommitted(): void;
-  onFailed(errorCode: ErrorCode): void;
+  onFailed(errorCode: ErrorCode, cause: unknown): void;
+  onUnloaded?(errorCode: ErrorCode): void;
 }
 
 /**

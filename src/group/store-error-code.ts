@@ -41,6 +41,19 @@ export function storeErrorCode(error: unknown): ErrorCode {
 }
 
 /**
+ * The code a request whose whole answer is a write's gets when the append failed (a LeaveGroup that
+ * emptied its group), as Kafka's GroupCoordinatorService converts a failed write operation
+ * (`handleOperationException`): the shared conversion, a timeout → COORDINATOR_NOT_AVAILABLE (try again),
+ * and a record too large is the server's problem → UNKNOWN_SERVER_ERROR.
+ */
+export function operationErrorCode(error: unknown): ErrorCode {
+  if (!(error instanceof CohortError)) return ErrorCode.UNKNOWN_SERVER_ERROR;
+  if (isOversized(error.code)) return ErrorCode.UNKNOWN_SERVER_ERROR;
+  if (error.code === ErrorCode.REQUEST_TIMED_OUT) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  return sharedConversion(error.code) ?? error.code;
+}
+
+/**
  * The code members get when a group's metadata record could not be stored, as Kafka converts append
  * errors in `storeGroup`: the shared conversion, a timeout → REBALANCE_IN_PROGRESS (rejoin), and a record
  * too large is the server's problem, not the group's → UNKNOWN_SERVER_ERROR.

@@ -543,6 +543,20 @@ export class CoordinatorTestContext {
     return (await this.describe(groupId)).members.map((m) => m.memberId);
   }
 
+  /**
+   * A LeaveGroup, its records committed, and its answer: a leave that empties its group is answered once
+   * the group's record is committed. The answer is read, not awaited (answerGiven).
+   */
+  async leaveAndCommit(
+    members: Array<Partial<MemberIdentity>>,
+    groupId = GROUP_ID,
+  ): Promise<LeaveGroupResponse> {
+    const answer = this.leave(members, groupId);
+    await this.commitAppends();
+    return this.answerGiven(answer, 'LeaveGroup');
+  }
+
+  /** A LeaveGroup as sent: a leave that empties its group is answered once the group's record commits. */
   leave(members: Array<Partial<MemberIdentity>>, groupId = GROUP_ID): Promise<LeaveGroupResponse> {
     return this.router.leaveGroup(
       {

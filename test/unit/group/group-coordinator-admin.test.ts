@@ -1,4 +1,4 @@
-import { ErrorCode } from '../../../src/errors';
+import { CohortError, ErrorCode } from '../../../src/errors';
 import { CoordinatorTestContext } from '../../support/coordinator-test-context';
 import {
   CLIENT_HOST,
@@ -10,6 +10,7 @@ import {
   PROTOCOL_SUPERSET,
   PROTOCOL_TYPE,
   protocol,
+  Tracked,
 } from '../../support/group-harness';
 
 let ctx: CoordinatorTestContext;
@@ -43,9 +44,57 @@ describe('LeaveGroup', () => {
 
   test('a member leaves; the last one leaving makes the group Empty', async () => {
     const join = await ctx.dynamicJoin();
-    const response = await ctx.leave([{ memberId: join.memberId }]);
+    const response = await ctx.leaveAndCommit([{ memberId: join.memberId }]);
     expect(response.members[0].errorCode).toBe(ErrorCode.NONE);
     expect(await ctx.state()).toBe('Empty');
+  });
+
+  test("the leave that empties the group is answered once the group's record is committed", async () => {
+    const join = await ctx.dynamicJoin();
+    const left = new Tracked(ctx.leave([{ memberId: join.memberId }]));
+    // The member is gone at once; the answer waits for the Empty record, as Kafka's write operation does.
+    expect(await ctx.state()).toBe('Empty');
+    expect(ctx.pendingAppends).toBe(1);
+    await ctx.commitAppends(0);
+    expect(left.isSettled).toBe(false);
+    await ctx.commitAppends();
+    expect(left.result).toEqual({
+      errorCode: ErrorCode.NONE,
+      members: [{ memberId: join.memberId, groupInstanceId: '', errorCode: ErrorCode.NONE }],
+    });
+    expect(ctx.committedGroup(GROUP_ID)).toMatchObject({ generationId: 2, members: [] });
+  });
+
+  test('a leave that empties nothing is answered at once', async () => {
+    const { leaderId, followerId } = await ctx.staticMembersJoinAndRebalance();
+    const response = await ctx.answerGiven(ctx.leave([{ memberId: followerId }]), 'LeaveGroup');
+    expect(response.members[0].errorCode).toBe(ErrorCode.NONE);
+    expect(ctx.pendingAppends).toBe(0);
+    expect(await ctx.memberIds()).toEqual([leaderId]);
+  });
+
+  test.each([
+    ['REQUEST_TIMED_OUT', 'COORDINATOR_NOT_AVAILABLE'],
+    ['NOT_ENOUGH_REPLICAS_AFTER_APPEND', 'COORDINATOR_NOT_AVAILABLE'],
+    ['NOT_LEADER_OR_FOLLOWER', 'NOT_COORDINATOR'],
+    ['MESSAGE_TOO_LARGE', 'UNKNOWN_SERVER_ERROR'],
+  ] as const)(
+    "the leave's answer fails with its emptied group's record: an append failing with %s answers %s",
+    async (appendError, answered) => {
+      const join = await ctx.dynamicJoin();
+      const left = new Tracked(ctx.leave([{ memberId: join.memberId }]));
+      ctx.failAppend(new CohortError(ErrorCode[appendError], 'the append failed'));
+      await ctx.commitAppends(0);
+      expect(left.result).toEqual({ errorCode: ErrorCode[answered], members: [] });
+    },
+  );
+
+  test("a leave whose group's record is still pending at shutdown is answered with the shutdown's code", async () => {
+    const join = await ctx.dynamicJoin();
+    const left = new Tracked(ctx.leave([{ memberId: join.memberId }]));
+    ctx.shutdown();
+    await ctx.commitAppends(0);
+    expect(left.result).toEqual({ errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, members: [] });
   });
 
   test('a static instance leaving with a member id that is not its own is fenced', async () => {
@@ -56,14 +105,14 @@ describe('LeaveGroup', () => {
 
   test('a static instance may leave by instance id alone', async () => {
     await ctx.staticJoin(LEADER_INSTANCE_ID, { protocols: PROTOCOL_SUPERSET });
-    const response = await ctx.leave([{ groupInstanceId: LEADER_INSTANCE_ID }]);
+    const response = await ctx.leaveAndCommit([{ groupInstanceId: LEADER_INSTANCE_ID }]);
     expect(response.members[0].errorCode).toBe(ErrorCode.NONE);
     expect(await ctx.memberIds()).toEqual([]);
   });
 
   test('a batch of static members leaves together', async () => {
     await ctx.staticMembersJoinAndRebalance();
-    const response = await ctx.leave([
+    const response = await ctx.leaveAndCommit([
       { groupInstanceId: LEADER_INSTANCE_ID },
       { groupInstanceId: FOLLOWER_INSTANCE_ID },
     ]);
@@ -156,7 +205,7 @@ describe('ListGroups', () => {
     await ctx.sync({ generationId: join.generationId, memberId: join.memberId, assignments: [] });
     expect(await listed(['STABLE'])).toBe(1);
     expect(await listed(all.filter((s) => s !== 'Stable'))).toBe(0);
-    await ctx.leave([{ memberId: join.memberId }]);
+    await ctx.leaveAndCommit([{ memberId: join.memberId }]);
     expect(await listed(['Empty'])).toBe(1);
     expect(await listed(all.filter((s) => s !== 'Empty'))).toBe(0);
     expect(await listed(['NoSuchState'])).toBe(0);
@@ -261,7 +310,7 @@ describe('DeleteGroups', () => {
 
   test('an Empty group is deleted', async () => {
     const join = await ctx.dynamicJoin();
-    await ctx.leave([{ memberId: join.memberId }]);
+    await ctx.leaveAndCommit([{ memberId: join.memberId }]);
     expect(await deleteGroups(GROUP_ID)).toEqual([{ groupId: GROUP_ID, errorCode: ErrorCode.NONE }]);
     expect(ctx.transitions.at(-1)).toMatchObject({ from: 'Empty', to: 'Dead' });
   });
@@ -276,7 +325,7 @@ describe('DeleteGroups', () => {
       ).get('topic-0'),
     ).toBe(ErrorCode.NONE);
     expect(await ctx.describe()).toMatchObject({ groupState: 'Stable', members: [{ memberId }] });
-    await ctx.leave([{ memberId }]);
+    await ctx.leaveAndCommit([{ memberId }]);
     expect((await deleteGroups(GROUP_ID))[0].errorCode).toBe(ErrorCode.NONE);
     expect((await ctx.describe()).errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
     expect((await ctx.fetch(GROUP_ID, [['topic', [0]]])).topics[0].partitions[0].committedOffset).toBe(-1);

@@ -194,19 +194,24 @@ describe('group metadata is stored when a generation completes', () => {
     const join = await h.dynamicJoin({ protocols: subscriptions('a'), clientId: 'c' });
     expect(join.errorCode).toBe(ErrorCode.NONE);
     // The member leaves before syncing: the group empties, and its Empty record fails.
-    await h.leave([{ memberId: join.memberId }]);
+    const left = h.leave([{ memberId: join.memberId }]);
     expect(h.pendingAppends).toBe(1);
     const error = new CohortError(ErrorCode.UNKNOWN_SERVER_ERROR, 'fsync failed');
     h.failAppend(error);
     await isHeard;
     expect(failures).toEqual([[GROUP_ID, 2, error]]);
+    // The leave's answer was the write's: it failed with it.
+    expect(await h.answerGiven(left, 'LeaveGroup')).toEqual({
+      errorCode: ErrorCode.UNKNOWN_SERVER_ERROR,
+      members: [],
+    });
   });
 
   test('a group whose last member leaves is stored Empty with its new generation', async () => {
     const h = await coordinator();
     const memberId = await h.stableSingleMemberGroup();
     expect(h.committedGroup(GROUP_ID)).toMatchObject({ generationId: 1, members: [{ memberId }] });
-    await h.leave([{ memberId }]);
+    await h.leaveAndCommit([{ memberId }]);
     expect(await h.state()).toBe('Empty');
     h.commit();
     expect(h.committedGroup(GROUP_ID)).toEqual({
@@ -341,7 +346,7 @@ describe('after a restart, groups come back from the store', () => {
   test('an Empty group comes back Empty with its generation and protocol type; a group with only offsets comes back too', async () => {
     const before = await coordinator();
     const memberId = await before.stableSingleMemberGroup();
-    await before.leave([{ memberId }]);
+    await before.leaveAndCommit([{ memberId }]);
     before.commit(); // the Empty group's record
     const codes = await before.commitOffsetsAndAnswer(
       { groupId: 'offsets-only', memberId: '', generationId: -1 },

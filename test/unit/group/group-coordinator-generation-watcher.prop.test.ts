@@ -199,7 +199,8 @@ async function run(steps: readonly Step[]): Promise<number> {
       }
       case 'leave':
         if (m.memberId === '') break;
-        await ctx.answerGiven(ctx.leave([{ memberId: m.memberId }]), what('LeaveGroup'));
+        // A leave that empties the group is answered once its record commits (with whatever is pending).
+        await ctx.leaveAndCommit([{ memberId: m.memberId }]);
         reset(m);
         break;
       case 'idle':

@@ -56,7 +56,7 @@ describe('Heartbeat', () => {
 
   test('a heartbeat to an Empty group gets UNKNOWN_MEMBER_ID', async () => {
     const memberId = await ctx.stableSingleMemberGroup();
-    await ctx.leave([{ memberId }]);
+    await ctx.leaveAndCommit([{ memberId }]);
     expect(await ctx.state()).toBe('Empty');
     expect(await ctx.heartbeat(memberId, 2)).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
   });
@@ -168,7 +168,7 @@ describe('Heartbeat', () => {
 
   test('a heartbeat for a deleted group gets UNKNOWN_MEMBER_ID', async () => {
     const memberId = await ctx.stableSingleMemberGroup();
-    await ctx.leave([{ memberId }]);
+    await ctx.leaveAndCommit([{ memberId }]);
     await ctx.deleteGroups([GROUP_ID]);
     expect(await ctx.heartbeat(memberId, 2)).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
   });

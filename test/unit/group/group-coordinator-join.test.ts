@@ -214,7 +214,7 @@ describe('the initial rebalance delay (KIP-134)', () => {
 
   test('a group that became empty again uses the initial delay on its next rebalance', async () => {
     const memberId = await ctx.stableSingleMemberGroup();
-    await ctx.leave([{ memberId }]);
+    await ctx.leaveAndCommit([{ memberId }]);
     expect(await ctx.state()).toBe('Empty');
     const join = await ctx.sendDynamicJoin();
     ctx.time.advance(GROUP_INITIAL_REBALANCE_DELAY_MS - 1);

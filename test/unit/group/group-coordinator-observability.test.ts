@@ -174,7 +174,7 @@ describe('request limits', () => {
     );
     expect(commit.get('t-3')).toBe(ErrorCode.GROUP_MAX_SIZE_REACHED);
     // A group that goes away makes room.
-    await ctx.leave([{ memberId }], 'only');
+    await ctx.leaveAndCommit([{ memberId }], 'only');
     await ctx.deleteGroups(['only']);
     expect((await ctx.join({ groupId: 'another' })).errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
   });

@@ -82,7 +82,7 @@ async function emptiedGroupWithOffsets(): Promise<number> {
     ctx.time.advance(400);
     expect(await heartbeat(memberId)).toBe(ErrorCode.NONE);
   }
-  await ctx.leave([{ memberId }]);
+  await ctx.leaveAndCommit([{ memberId }]);
   ctx.commit();
   expect(await state()).toBe('Empty');
   return ctx.time.monotonicMs();
@@ -194,7 +194,7 @@ describe('offset retention (offsets.retention.minutes)', () => {
 
     // A group whose members all left without committing goes the same way.
     const memberId = await ctx.stableSingleMemberGroup({ groupId: 'other' });
-    await ctx.leave([{ memberId }], 'other');
+    await ctx.leaveAndCommit([{ memberId }], 'other');
     const emptiedAt = ctx.time.monotonicMs();
     expect(await state('other')).toBe('Empty');
     advanceTo(emptiedAt, 100);
@@ -391,7 +391,7 @@ describe('offset retention (offsets.retention.minutes)', () => {
       { topic: 't', partition: 0, offset: 10 },
       { topic: 't', partition: 1, offset: 11 },
     ]);
-    await ctx.leave([{ memberId }]);
+    await ctx.leaveAndCommit([{ memberId }]);
     ctx.commit();
     expect(await state()).toBe('Empty');
     const emptiedAt = ctx.time.monotonicMs();

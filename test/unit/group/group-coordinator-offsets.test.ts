@@ -42,7 +42,7 @@ describe('OffsetCommit and OffsetFetch', () => {
 
   test('after the group empties, an outside commit (generation -1) is accepted and can be fetched', async () => {
     const join = await ctx.dynamicJoin();
-    await ctx.leave([{ memberId: join.memberId }]);
+    await ctx.leaveAndCommit([{ memberId: join.memberId }]);
     const codes = await ctx.commitOffsetsAndAnswer(OUTSIDE, [{ ...TP, offset: 0 }]);
     expect(codes.get('topic-0')).toBe(ErrorCode.NONE);
     const fetched = await ctx.fetch(GROUP_ID, [['topic', [0]]]);

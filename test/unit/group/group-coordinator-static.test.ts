@@ -329,7 +329,10 @@ describe('a static member restarting in a Stable group', () => {
 
   test('a static leader rejoining with its id in an Empty group is told UNKNOWN_MEMBER_ID', async () => {
     const result = await ctx.staticMembersJoinAndRebalance();
-    await ctx.leave([{ groupInstanceId: LEADER_INSTANCE_ID }, { groupInstanceId: FOLLOWER_INSTANCE_ID }]);
+    await ctx.leaveAndCommit([
+      { groupInstanceId: LEADER_INSTANCE_ID },
+      { groupInstanceId: FOLLOWER_INSTANCE_ID },
+    ]);
     ctx.time.advance(DEFAULT_REBALANCE_TIMEOUT_MS);
     expect(await ctx.state()).toBe('Empty');
     const response = await ctx.staticJoin(LEADER_INSTANCE_ID, { memberId: result.leaderId }, 1);

@@ -790,6 +790,9 @@ export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHan
       endCode: undefined,
       onEnd: undefined,
     };
+    // A leave started from inside this one (a listener called back) gets its own capture, and this one's
+    // comes back after it.
+    const outer = this.leaving;
     this.leaving = leaving;
     try {
       for (const identity of request.members) {
@@ -800,7 +803,7 @@ export class GroupMembership implements HeartbeatExpirationHandler, RebalanceHan
         });
       }
     } finally {
-      this.leaving = undefined;
+      this.leaving = outer;
     }
     const response: LeaveGroupResponse = { errorCode: ErrorCode.NONE, members };
     const answer = (code: ErrorCode): LeaveGroupResponse =>

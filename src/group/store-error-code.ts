@@ -44,7 +44,9 @@ export function storeErrorCode(error: unknown): ErrorCode {
  * The code a request whose whole answer is a write's gets when the append failed (a LeaveGroup that
  * emptied its group), as Kafka's GroupCoordinatorService converts a failed write operation
  * (`handleOperationException`): the shared conversion, a timeout → COORDINATOR_NOT_AVAILABLE (try again),
- * and a record too large is the server's problem → UNKNOWN_SERVER_ERROR.
+ * and a record too large is the server's problem → UNKNOWN_SERVER_ERROR. NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+ * which Kafka 4's writes never meet (they append with acks=1 and wait for the HW), goes with
+ * NOT_ENOUGH_REPLICAS, as the classic coordinator converted it.
  */
 export function operationErrorCode(error: unknown): ErrorCode {
   if (!(error instanceof CohortError)) return ErrorCode.UNKNOWN_SERVER_ERROR;

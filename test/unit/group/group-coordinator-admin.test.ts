@@ -78,6 +78,7 @@ describe('LeaveGroup', () => {
     ['NOT_ENOUGH_REPLICAS_AFTER_APPEND', 'COORDINATOR_NOT_AVAILABLE'],
     ['NOT_LEADER_OR_FOLLOWER', 'NOT_COORDINATOR'],
     ['MESSAGE_TOO_LARGE', 'UNKNOWN_SERVER_ERROR'],
+    ['KAFKA_STORAGE_ERROR', 'UNKNOWN_SERVER_ERROR'],
   ] as const)(
     "the leave's answer fails with its emptied group's record: an append failing with %s answers %s",
     async (appendError, answered) => {
@@ -88,6 +89,26 @@ describe('LeaveGroup', () => {
       expect(left.result).toEqual({ errorCode: ErrorCode[answered], members: [] });
     },
   );
+
+  test("an append failing with an error that is not the log's answers the leave UNKNOWN_SERVER_ERROR", async () => {
+    const join = await ctx.dynamicJoin();
+    const left = new Tracked(ctx.leave([{ memberId: join.memberId }]));
+    ctx.failAppend(new Error('a bug below'));
+    await ctx.commitAppends(0);
+    expect(left.result).toEqual({ errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, members: [] });
+  });
+
+  test('a batch leave that empties the group on its first member waits, and answers every member', async () => {
+    const join = await ctx.dynamicJoin();
+    const left = new Tracked(ctx.leave([{ memberId: join.memberId }, { memberId: 'not-a-member' }]));
+    await ctx.commitAppends(0);
+    expect(left.isSettled).toBe(false);
+    await ctx.commitAppends();
+    expect(left.result.members.map((m) => [m.memberId, m.errorCode])).toEqual([
+      [join.memberId, ErrorCode.NONE],
+      ['not-a-member', ErrorCode.UNKNOWN_MEMBER_ID],
+    ]);
+  });
 
   test("a leave whose group's record is still pending at shutdown is answered with the shutdown's code", async () => {
     const join = await ctx.dynamicJoin();

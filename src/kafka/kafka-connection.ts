@@ -17,11 +17,12 @@ export type RefusedFrameReason =
 export type ServableRequest = Exclude<DecodedRequest, { kind: 'unsupported' }>;
 
 /**
- * What serving a request yields: the bytes of a whole response frame, or undefined for none (a Produce
- * with acks=0, which Kafka never answers), or an order to close the connection.
+ * What serving a request yields: a whole response frame as the buffers to write in order (a Fetch answer's
+ * record sets are the log's own buffers, not copies), or undefined for none (a Produce with acks=0, which
+ * Kafka never answers), or an order to close the connection.
  */
 export type ServedRequest =
-  Buffer | undefined | { readonly close: RefusedFrameReason; readonly detail: string };
+  readonly Buffer[] | undefined | { readonly close: RefusedFrameReason; readonly detail: string };
 
 /**
  * What every connection needs of its listener: one object shared by all of them (an idle member's
@@ -206,13 +207,26 @@ export class KafkaConnection implements RequestContext, BrokerRequestContext {
     } else if ('close' in served) {
       this.refuse(served.close, served.detail);
       return;
-    } else if (!this.socket.write(served)) {
+    } else if (!this.write(served)) {
       this.isDraining = true;
       this.socket.pause();
       this.socket.once('drain', () => this.onDrained());
       return;
     }
     this.serveNext();
+  }
+
+  /**
+   * Writes a frame's buffers as one writev when there are several (corked, so the socket does not write
+   * each on its own); false when the socket's buffer is over its high-water mark.
+   */
+  private write(chunks: readonly Buffer[]): boolean {
+    if (chunks.length === 1) return this.socket.write(chunks[0]!);
+    this.socket.cork();
+    let isRoomLeft = true;
+    for (const chunk of chunks) isRoomLeft = this.socket.write(chunk);
+    this.socket.uncork();
+    return isRoomLeft;
   }
 
   private onDrained(): void {

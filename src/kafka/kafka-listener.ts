@@ -20,7 +20,7 @@ import {
   type KafkaHandler,
 } from './kafka-request-handlers';
 import { ADVERTISED_API_VERSIONS, API_VERSIONS, PRODUCE } from './protocol/kafka-apis';
-import { encodeResponse } from './protocol/kafka-request';
+import { encodeResponseChunks } from './protocol/kafka-request';
 
 export interface KafkaListenerOptions {
   /** Where to listen: host as written (IPv6 in brackets) and port (0 picks a free one). */
@@ -191,7 +191,7 @@ export class KafkaListener {
     }
     if (request.kind === 'unsupportedApiVersions') {
       // KIP-511: answered in v0 with the versions served, so that the client retries with one of them.
-      return encodeResponse(API_VERSIONS, 0, header.correlationId, {
+      return encodeResponseChunks(API_VERSIONS, 0, header.correlationId, {
         errorCode: ErrorCode.UNSUPPORTED_VERSION,
         apiKeys: ADVERTISED_API_VERSIONS,
       });
@@ -226,7 +226,7 @@ export class KafkaListener {
         observer?.endCall(mark, response.errorCode);
         return { close: 'acks-zero-error', detail: response.detail };
       }
-      const encoded = encodeResponse(schema, header.apiVersion, header.correlationId, response);
+      const encoded = encodeResponseChunks(schema, header.apiVersion, header.correlationId, response);
       observer?.endCall(
         mark,
         typeof response.errorCode === 'number' ? (response.errorCode as ErrorCode) : ErrorCode.NONE,
@@ -249,7 +249,7 @@ export class KafkaListener {
           detail: `${schema.name} failed`,
         };
       }
-      return encodeResponse(schema, header.apiVersion, header.correlationId, answer);
+      return encodeResponseChunks(schema, header.apiVersion, header.correlationId, answer);
     }
   }
 

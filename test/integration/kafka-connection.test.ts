@@ -17,7 +17,7 @@ import {
 import { encodeRequest } from '../../src/kafka/protocol/kafka-request';
 import type { Struct } from '../../src/kafka/protocol/message-codec';
 import { KafkaWriter } from '../../src/kafka/protocol/kafka-writer';
-import { encodeKafkaRecordBatch } from '../../src/kafka/records/kafka-record-batch';
+import { decodeKafkaRecordBatches, encodeKafkaRecordBatch } from '../../src/kafka/records/kafka-record-batch';
 import { ErrorCode } from '../../src/errors';
 
 /**
@@ -284,6 +284,61 @@ describe('the Kafka door, over a raw connection', () => {
     expect(body.responses).toEqual([
       { name: 'large', partitionResponses: [expect.objectContaining({ errorCode: 0, baseOffset: 0 })] },
     ]);
+  });
+
+  test('record sets answered by reference reach the client whole, in order, across partitions', async () => {
+    const client = new RawKafka();
+    client.send(CREATE_TOPICS, 3, 1, {
+      topics: [{ name: 'views', numPartitions: 2, replicationFactor: 1, assignments: [], configs: [] }],
+      timeoutMs: 5_000,
+    });
+    await client.response(CREATE_TOPICS, 3);
+    // Above the 16 KiB from which the door writes a record set as the log read it, and one below.
+    const values = [['a'.repeat(300 * 1024), 'b'.repeat(40 * 1024)], ['c'.repeat(100)]];
+    for (const [partition, partitionValues] of values.entries()) {
+      const body = produceBody('views', 1, partitionValues!);
+      ((body.topicData as Struct[])[0]!.partitionData as Struct[])[0]!.index = partition;
+      client.send(PRODUCE, 7, 2 + partition, body);
+      const produced = await client.response(PRODUCE, 7);
+      expect(produced.correlationId).toBe(2 + partition);
+    }
+    const fetchAll = {
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 4 << 20,
+      isolationLevel: 0,
+      topics: [
+        {
+          topic: 'views',
+          partitions: [0, 1].map((partition) => ({
+            partition,
+            fetchOffset: 0,
+            logStartOffset: -1,
+            partitionMaxBytes: 1 << 20,
+          })),
+        },
+      ],
+    };
+    // Pipelined: the second Fetch and the ApiVersions after it wait for the first answer's chunks.
+    client.send(FETCH, 6, 10, fetchAll);
+    client.send(FETCH, 4, 11, fetchAll);
+    client.send(API_VERSIONS, 2, 12, {});
+    for (const [version, correlationId] of [
+      [6, 10],
+      [4, 11],
+    ] as const) {
+      const answer = await client.response(FETCH, version);
+      expect(answer.correlationId).toBe(correlationId);
+      const partitions = (answer.body.responses as Struct[])[0]!.partitions as Struct[];
+      const fetched = partitions.map((p) =>
+        decodeKafkaRecordBatches(p.records as Buffer).flatMap((b) =>
+          b.records.map((r) => r.value!.toString()),
+        ),
+      );
+      expect(fetched).toEqual(values);
+    }
+    expect((await client.response(API_VERSIONS, 2)).correlationId).toBe(12);
   });
 
   test('a Produce with acks=0 is not answered; the next request is', async () => {

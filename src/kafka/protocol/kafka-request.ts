@@ -82,6 +82,12 @@ export function decodeRequest(frame: Buffer): DecodedRequest {
   };
 }
 
+/**
+ * Byte fields at least this long go into a response frame by reference (`encodeResponseChunks`): a Fetch
+ * answer's record sets, read from the log into buffers of their own, reach the socket without a copy.
+ */
+export const REFERENCED_RESPONSE_BYTES_MIN = 16 * 1024;
+
 /** A whole response frame: size, header, body. */
 export function encodeResponse(
   schema: ApiSchema,
@@ -89,14 +95,37 @@ export function encodeResponse(
   correlationId: number,
   body: Struct,
 ): Buffer {
+  return writeResponse(new KafkaWriter(), schema, apiVersion, correlationId, body).toBuffer();
+}
+
+/**
+ * The same frame as the buffers a socket writes in order (one writev): the encoder's own bytes, with large
+ * byte fields (record sets) referenced, not copied. The referenced buffers must not change until written.
+ */
+export function encodeResponseChunks(
+  schema: ApiSchema,
+  apiVersion: number,
+  correlationId: number,
+  body: Struct,
+): Buffer[] {
+  const writer = new KafkaWriter(256, REFERENCED_RESPONSE_BYTES_MIN);
+  return writeResponse(writer, schema, apiVersion, correlationId, body).toChunks();
+}
+
+function writeResponse(
+  writer: KafkaWriter,
+  schema: ApiSchema,
+  apiVersion: number,
+  correlationId: number,
+  body: Struct,
+): KafkaWriter {
   const isCompact = isFlexible(schema, apiVersion);
-  const writer = new KafkaWriter();
   writer.int32(0);
   writer.int32(correlationId);
   if (isCompact && schema.apiKey !== API_VERSIONS.apiKey) writer.emptyTaggedFields();
   encodeStruct(writer, schema.response, apiVersion, body, isCompact);
   writer.int32At(0, writer.length - 4);
-  return writer.toBuffer();
+  return writer;
 }
 
 /** A request frame as a client writes it (header v1, or v2 when flexible): for tests and tools. */

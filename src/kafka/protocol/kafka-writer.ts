@@ -1,12 +1,25 @@
 /**
  * Writes Kafka's primitive types into a growing buffer; `toBuffer()` returns exactly the bytes written.
  * int64 values are numbers (offsets and timestamps are safe integers).
+ *
+ * With `referencedBytesMin`, byte fields at least that long (a Fetch answer's record sets, read from a
+ * segment file into buffers of their own) are referenced instead of copied: `toChunks()` returns the
+ * written bytes as the writer's own runs with those buffers between them, for a socket to write as they
+ * are (one writev). A referenced buffer must not change until the chunks are written; the log never
+ * changes bytes it has handed out. Below the threshold a copy costs less than another chunk.
  */
 export class KafkaWriter {
   private buffer: Buffer;
+  /** Bytes written into `buffer` (referenced bytes excluded). */
   private position = 0;
+  /** The referenced byte fields, each with where it sits between the writer's own bytes. */
+  private referenced: { readonly ownAt: number; readonly bytes: Buffer }[] | undefined;
+  private referencedBytes = 0;
 
-  constructor(initialBytes = 256) {
+  constructor(
+    initialBytes = 256,
+    private readonly referencedBytesMin = Number.POSITIVE_INFINITY,
+  ) {
     this.buffer = Buffer.allocUnsafe(initialBytes);
   }
 
@@ -21,8 +34,9 @@ export class KafkaWriter {
     return at;
   }
 
+  /** The bytes written, referenced ones included. */
   get length(): number {
-    return this.position;
+    return this.position + this.referencedBytes;
   }
 
   // Each write reserves first, then reads `this.buffer`: `this.buffer.writeX(value, this.reserve(n))` would
@@ -48,7 +62,17 @@ export class KafkaWriter {
 
   /** Writes at an earlier position (a size prefix filled in once the size is known). */
   int32At(position: number, value: number): this {
-    this.buffer.writeInt32BE(value, position);
+    // `position` counts referenced bytes; the writer's own buffer does not hold them.
+    let referencedBefore = 0;
+    for (const { ownAt, bytes } of this.referenced ?? []) {
+      if (position < ownAt + referencedBefore) break;
+      if (position < ownAt + referencedBefore + bytes.length) {
+        throw new RangeError(`int32At(${position}) falls inside referenced bytes`);
+      }
+      referencedBefore += bytes.length;
+    }
+    const ownPosition = position - referencedBefore;
+    this.buffer.writeInt32BE(value, ownPosition);
     return this;
   }
 
@@ -79,6 +103,12 @@ export class KafkaWriter {
   }
 
   raw(bytes: Uint8Array): this {
+    if (bytes.length >= this.referencedBytesMin) {
+      const view = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+      (this.referenced ??= []).push({ ownAt: this.position, bytes: view });
+      this.referencedBytes += bytes.length;
+      return this;
+    }
     const at = this.reserve(bytes.length);
     this.buffer.set(bytes, at);
     return this;
@@ -109,7 +139,23 @@ export class KafkaWriter {
     return this.uvarint(0);
   }
 
+  /** The bytes written, as one buffer (referenced bytes copied into it). */
   toBuffer(): Buffer {
-    return this.buffer.subarray(0, this.position);
+    if (this.referenced === undefined) return this.buffer.subarray(0, this.position);
+    return Buffer.concat(this.toChunks(), this.length);
+  }
+
+  /** The bytes written, in order: runs of the writer's own buffer and the referenced buffers between them. */
+  toChunks(): Buffer[] {
+    if (this.referenced === undefined) return [this.buffer.subarray(0, this.position)];
+    const chunks: Buffer[] = [];
+    let from = 0;
+    for (const { ownAt, bytes } of this.referenced) {
+      if (ownAt > from) chunks.push(this.buffer.subarray(from, ownAt));
+      chunks.push(bytes);
+      from = ownAt;
+    }
+    if (this.position > from) chunks.push(this.buffer.subarray(from, this.position));
+    return chunks;
   }
 }

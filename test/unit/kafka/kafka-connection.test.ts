@@ -29,9 +29,21 @@ class StalledSocket extends EventEmitter {
     this.paused = false;
     return this;
   }
+  readonly corkedWrites: Buffer[][] = [];
+  private corked: Buffer[] | undefined;
+
   write(bytes: Buffer): boolean {
-    this.written.push(bytes);
+    if (this.corked !== undefined) this.corked.push(bytes);
+    else this.written.push(bytes);
     return !this.isFull;
+  }
+  cork(): void {
+    this.corked = [];
+  }
+  uncork(): void {
+    this.corkedWrites.push(this.corked!);
+    this.written.push(Buffer.concat(this.corked!));
+    this.corked = undefined;
   }
   drain(): void {
     this.isFull = false;
@@ -58,7 +70,7 @@ describe('KafkaConnection', () => {
       time: new ManualTime(),
       serve: async (request: ServableRequest) => {
         served.push(request.header.correlationId);
-        return Buffer.from([request.header.correlationId]);
+        return [Buffer.from([request.header.correlationId])];
       },
       onRefused: () => undefined,
       onClosed: () => undefined,
@@ -79,5 +91,31 @@ describe('KafkaConnection', () => {
     expect(served).toEqual([1, 2, 3]);
     expect(socket.written.map((b) => b[0])).toEqual([1, 2, 3]);
     expect(socket.isPaused()).toBe(false);
+  });
+
+  test("a frame of several buffers is written corked, in order, and its last write's room decides", async () => {
+    const socket = new StalledSocket();
+    const served: number[] = [];
+    new KafkaConnection(socket as unknown as Socket, {
+      maxRequestBytes: 1 << 20,
+      time: new ManualTime(),
+      serve: async (request: ServableRequest) => {
+        served.push(request.header.correlationId);
+        const id = request.header.correlationId;
+        return [Buffer.from([id]), Buffer.from([id, id]), Buffer.from([id, id, id])];
+      },
+      onRefused: () => undefined,
+      onClosed: () => undefined,
+    });
+    socket.isFull = true;
+    socket.emit('data', Buffer.concat([1, 2].map((id) => encodeRequest(API_VERSIONS, 2, id, 'corked', {}))));
+    await settle();
+    expect(served).toEqual([1]);
+    expect(socket.corkedWrites).toEqual([[Buffer.from([1]), Buffer.from([1, 1]), Buffer.from([1, 1, 1])]]);
+
+    socket.drain();
+    await settle();
+    expect(served).toEqual([1, 2]);
+    expect(socket.written).toEqual([Buffer.from([1, 1, 1, 1, 1, 1]), Buffer.from([2, 2, 2, 2, 2, 2])]);
   });
 });

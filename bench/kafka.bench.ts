@@ -9,6 +9,8 @@
  *    fsync off, and Fetch of the same records, over the Kafka door, against the gRPC door's Produce and
  *    Fetch and against a floor (bench/kafka/bare-kafka-child.ts: a bare Node `net` server that decodes the
  *    same frames with cohort's codec and answers without storing). Goal: Kafka door ≥ 0.5 × the floor.
+ *    Fetch is measured with one Fetch outstanding a connection, as consumers fetch, and (for reading) with
+ *    two pipelined a connection.
  *    librdkafka's figures (kcat -P, acks=1 and -1, to cohort and to the floor; kcat -C) when kcat is
  *    installed.
  * 3. Rebalance (bench/kafka/rebalance-after-join.ts): a member joins a Stable group of 100 Kafka-protocol
@@ -28,8 +30,9 @@
  * Run with `npm run bench:kafka` (node --expose-gc). Options: `--rounds=N` (default 5; memory defaults to
  * 3), `--only=heartbeat,throughput,rebalance,memory,start`, `--cpu-prof=DIR` (writes the heartbeat and
  * throughput sections' server children's V8 CPU profiles to DIR), `--page-cache=drop|keep` (whether the
- * throughput section drops the clean page cache before each Produce side: drop, the default when run as
- * root, needs root; see bench/kafka/produce-fetch-throughput.ts). The last line of output is a JSON object
+ * throughput section drops the clean page cache before each Produce and Fetch side: drop, the default when
+ * run as root, needs root; see bench/kafka/produce-fetch-throughput.ts), `--throughput=produce,fetch,kcat`
+ * (which of the throughput section's sides run; all by default). The last line of output is a JSON object
  * of the figures.
  */
 import { describeMachine } from './support/machine';
@@ -40,11 +43,12 @@ import {
   produceFetchThroughput,
   RECORD_BYTES,
   RECORDS_PER_REQUEST,
+  THROUGHPUT_PARTS,
 } from './kafka/produce-fetch-throughput';
 import { REBALANCE_MEMBERS, rebalanceAfterJoinRounds } from './kafka/rebalance-after-join';
 import { connectionMemory, MEMORY_MEMBERS } from './kafka/connection-memory';
 import { startToMetadata } from './kafka/start-to-metadata';
-import { argValue, readOnly, readRounds } from './support/bench-args';
+import { argValue, readList, readOnly, readRounds } from './support/bench-args';
 
 const SECTIONS = ['heartbeat', 'throughput', 'rebalance', 'memory', 'start'] as const;
 
@@ -66,6 +70,7 @@ async function main(): Promise<void> {
   const rounds = readRounds(5);
   const only = readOnly(SECTIONS);
   const cpuProfileDir = argValue('cpu-prof');
+  const throughputParts = readList('throughput', THROUGHPUT_PARTS);
   // Dropping needs root; without it the figures include the host's first touch (see produce-fetch-throughput).
   const pageCache = argValue('page-cache') ?? (process.getuid?.() === 0 ? 'drop' : 'keep');
   if (pageCache !== 'keep' && pageCache !== 'drop')
@@ -138,14 +143,23 @@ async function main(): Promise<void> {
     line();
     line(
       `Throughput: ${RECORD_BYTES} B records, ${RECORDS_PER_REQUEST} a request (raw clients), fsync off; ` +
-        `librdkafka (kcat) ${KCAT_RECORDS} records a run; page cache ${pageCache === 'drop' ? 'dropped' : 'kept'} before each Produce side`,
+        `librdkafka (kcat) ${KCAT_RECORDS} records a run; page cache ${pageCache === 'drop' ? 'dropped' : 'kept'} before each Produce and Fetch side`,
     );
     figures.pageCache = pageCache;
     const { rounds: r, hasKcat } = await produceFetchThroughput(
-      { rounds, warmupMs: 500, windowMs: 2_500, cpuProfileDir, isPageCacheDropped: pageCache === 'drop' },
+      {
+        rounds,
+        warmupMs: 500,
+        windowMs: 2_500,
+        cpuProfileDir,
+        isPageCacheDropped: pageCache === 'drop',
+        parts: throughputParts,
+      },
       log,
     );
-    const sides: [string, string][] = [
+    // `--throughput` may leave sides out: only the measured ones are reported.
+    const isMeasured = (key: string): boolean => r.values(`${key}RecordsPerSec`).length > 0;
+    const allSides: [string, string][] = [
       ['kafkaAcks1', 'Produce, Kafka door, acks=1'],
       ['kafkaAcksAll', 'Produce, Kafka door, acks=-1'],
       ['grpcAcks1', 'Produce, gRPC door, acks=1'],
@@ -159,18 +173,33 @@ async function main(): Promise<void> {
             ['kcatStoringFloorAcks1', 'Produce, kcat → storing floor, acks=1'],
           ] as [string, string][])
         : []),
-      ['kafkaFetch', 'Fetch, Kafka door'],
+      ['kafkaFetch', 'Fetch, Kafka door (one a connection)'],
       ['grpcFetch', 'Fetch, gRPC door'],
-      ['floorFetch', 'Fetch, floor (bare net server)'],
+      ['floorFetch', 'Fetch, floor (bare net server, one a connection)'],
+      ['kafkaFetchPipelined', 'Fetch, Kafka door, two pipelined a connection'],
+      ['floorFetchPipelined', 'Fetch, floor, two pipelined a connection'],
       ...(hasKcat ? ([['kcatFetch', 'Fetch, kcat ← Kafka door']] as [string, string][]) : []),
     ];
+    const sides = allSides.filter(([key]) => isMeasured(key));
     table([
-      ['side', 'records/s', 'MB/s', 'server CPU µs/record', 'event-loop utilisation'],
+      [
+        'side',
+        'records/s',
+        'MB/s',
+        'server CPU µs/record',
+        'of it in the kernel',
+        'of it collecting',
+        'server minor faults/MB',
+        'event-loop utilisation',
+      ],
       ...sides.map(([key, label]) => [
         label,
         round(r.median(`${key}RecordsPerSec`), 0),
         round(r.median(`${key}MBPerSec`), 1),
         round(r.median(`${key}CpuUsPerRecord`), 2),
+        round(r.median(`${key}SystemShare`), 2),
+        round(r.median(`${key}GcShare`), 2),
+        round(r.median(`${key}MinorFaultsPerMB`), 0),
         round(r.median(`${key}EventLoopUtilization`), 3),
       ]),
     ]);
@@ -178,7 +207,7 @@ async function main(): Promise<void> {
       figures[`${key}RecordsPerSec`] = round(r.median(`${key}RecordsPerSec`), 0);
       figures[`${key}ServerCpuUsPerRecord`] = round(r.median(`${key}CpuUsPerRecord`), 2);
     }
-    const ratios: [string, string, string][] = [
+    const allRatios: [string, string, string][] = [
       ['ratioKafkaAcks1ToFloorProduce', 'kafkaAcks1', 'floorAcks1'],
       ['ratioKafkaAcksAllToFloorProduce', 'kafkaAcksAll', 'floorAcks1'],
       ['ratioKafkaToGrpcProduce', 'kafkaAcks1', 'grpcAcks1'],
@@ -186,6 +215,7 @@ async function main(): Promise<void> {
       ['ratioStoringFloorToFloorProduce', 'storingFloorAcks1', 'floorAcks1'],
       ['ratioKafkaToFloorFetch', 'kafkaFetch', 'floorFetch'],
       ['ratioKafkaToGrpcFetch', 'kafkaFetch', 'grpcFetch'],
+      ['ratioKafkaToFloorFetchPipelined', 'kafkaFetchPipelined', 'floorFetchPipelined'],
       ...(hasKcat
         ? ([
             ['ratioKcatAcks1ToKcatFloorProduce', 'kcatAcks1', 'kcatFloorAcks1'],
@@ -195,67 +225,39 @@ async function main(): Promise<void> {
           ] as [string, string, string][])
         : []),
     ];
+    const ratios = allRatios.filter(([, a, b]) => isMeasured(a) && isMeasured(b));
     for (const [name, a, b] of ratios) {
       figures[name] = round(r.medianRatio(`${a}RecordsPerSec`, `${b}RecordsPerSec`), 3);
     }
     line(ratios.map(([name]) => `${name.replace(/^ratio/, '')} ${figures[name] as number}`).join('; '));
-    for (const [name, label] of [
-      ['ratioKafkaAcks1ToFloorProduce', 'Produce acks=1, Kafka door ÷ floor'],
-      ['ratioKafkaAcksAllToFloorProduce', 'Produce acks=-1, Kafka door ÷ floor'],
-      ['ratioKafkaToFloorFetch', 'Fetch, Kafka door ÷ floor'],
-      ...(hasKcat
-        ? [
-            ['ratioKcatAcks1ToKcatFloorProduce', 'Produce acks=1 with kcat, cohort ÷ floor'],
-            ['ratioKcatAcksAllToKcatFloorProduce', 'Produce acks=-1 with kcat, cohort ÷ floor'],
-          ]
-        : []),
-    ] as [string, string][]) {
-      const value = figures[name] as number;
-      summary.push([
-        label,
-        value,
-        `>= ${TARGET_THROUGHPUT_TO_FLOOR}`,
-        verdict(value >= TARGET_THROUGHPUT_TO_FLOOR),
-      ]);
-    }
-    summary.push([
-      '  Produce acks=1, Kafka door ÷ storing floor',
-      figures.ratioKafkaAcks1ToStoringFloorProduce as number,
-      '(for reading)',
-      '',
-    ]);
-    summary.push([
-      '  Produce, storing floor ÷ floor: the file write alone',
-      figures.ratioStoringFloorToFloorProduce as number,
-      '(for reading)',
-      '',
-    ]);
-    if (hasKcat) {
-      summary.push([
+    // The goals, then the ratios printed for reading; each only when both of its sides ran.
+    const summarized: [string, string, boolean][] = [
+      ['ratioKafkaAcks1ToFloorProduce', 'Produce acks=1, Kafka door ÷ floor', true],
+      ['ratioKafkaAcksAllToFloorProduce', 'Produce acks=-1, Kafka door ÷ floor', true],
+      ['ratioKafkaToFloorFetch', 'Fetch, Kafka door ÷ floor', true],
+      ['ratioKcatAcks1ToKcatFloorProduce', 'Produce acks=1 with kcat, cohort ÷ floor', true],
+      ['ratioKcatAcksAllToKcatFloorProduce', 'Produce acks=-1 with kcat, cohort ÷ floor', true],
+      ['ratioKafkaAcks1ToStoringFloorProduce', '  Produce acks=1, Kafka door ÷ storing floor', false],
+      ['ratioStoringFloorToFloorProduce', '  Produce, storing floor ÷ floor: the file write alone', false],
+      [
+        'ratioKcatAcks1ToKcatStoringFloorProduce',
         '  Produce acks=1 with kcat, cohort ÷ storing floor',
-        figures.ratioKcatAcks1ToKcatStoringFloorProduce as number,
-        '(for reading)',
-        '',
-      ]);
-      summary.push([
-        '  Produce with kcat, storing floor ÷ floor',
-        figures.ratioKcatStoringFloorToKcatFloorProduce as number,
-        '(for reading)',
-        '',
-      ]);
+        false,
+      ],
+      ['ratioKcatStoringFloorToKcatFloorProduce', '  Produce with kcat, storing floor ÷ floor', false],
+      ['ratioKafkaToGrpcProduce', '  Produce acks=1, Kafka door ÷ gRPC door', false],
+      ['ratioKafkaToGrpcFetch', '  Fetch, Kafka door ÷ gRPC door', false],
+      ['ratioKafkaToFloorFetchPipelined', '  Fetch pipelined two a connection, Kafka door ÷ floor', false],
+    ];
+    for (const [name, label, isGoal] of summarized) {
+      if (!(name in figures)) continue;
+      const value = figures[name] as number;
+      summary.push(
+        isGoal
+          ? [label, value, `>= ${TARGET_THROUGHPUT_TO_FLOOR}`, verdict(value >= TARGET_THROUGHPUT_TO_FLOOR)]
+          : [label, value, '(for reading)', ''],
+      );
     }
-    summary.push([
-      '  Produce acks=1, Kafka door ÷ gRPC door',
-      figures.ratioKafkaToGrpcProduce as number,
-      '(for reading)',
-      '',
-    ]);
-    summary.push([
-      '  Fetch, Kafka door ÷ gRPC door',
-      figures.ratioKafkaToGrpcFetch as number,
-      '(for reading)',
-      '',
-    ]);
   }
 
   if (only.has('rebalance')) {

@@ -6,7 +6,9 @@
  * a base offset counted up per request (the records are neither checked nor kept), Fetch with one canned
  * record set the parent hands over (what cohort served for the same request), Heartbeat with NONE. No
  * queue, no log, no coordinator, no metrics: what any Kafka server on Node pays at least for the same
- * requests and connections. Its memory and CPU are read over IPC, as the cohort server child's are.
+ * requests and connections. It encodes and writes answers as the door does (a record set referenced and
+ * written with its frame's head in one writev). Its memory and CPU are read over IPC, as the cohort server
+ * child's are.
  *
  * With `--store=DIR` it is the storing floor: it also writes each Produce partition's record bytes to the
  * end of one file in DIR, with the same synchronous write cohort's log uses for a batch (no fsync, as in
@@ -16,7 +18,6 @@
 import { closeSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { ErrorCode } from '../../src/errors';
 import {
   ADVERTISED_API_VERSIONS,
@@ -26,11 +27,12 @@ import {
   METADATA,
   PRODUCE,
 } from '../../src/kafka/protocol/kafka-apis';
-import { decodeRequest, encodeResponse } from '../../src/kafka/protocol/kafka-request';
+import { decodeRequest, encodeResponseChunks } from '../../src/kafka/protocol/kafka-request';
 import type { Struct } from '../../src/kafka/protocol/message-codec';
 import { serveParent } from '../group/child-rpc';
 import { memoryAfterCollection } from '../support/gc-recorder';
-import type { CpuWindow, ServerMemory } from './server-child';
+import type { ServerMemory } from './server-child';
+import { CpuWindowMeter } from './cpu-window';
 
 const NODE_ID = 0;
 let fetchRecords: Buffer = Buffer.alloc(0);
@@ -55,12 +57,13 @@ function store(records: Buffer): void {
   storePosition += records.length;
 }
 
-function answer(frame: Buffer): Buffer | undefined {
+function answer(frame: Buffer): Buffer[] | undefined {
   const request = decodeRequest(frame);
   if (request.kind !== 'request') throw new Error(`unsupported request (${JSON.stringify(request)})`);
   const { header, body } = request;
-  const respond = (response: Struct): Buffer =>
-    encodeResponse(request.schema, header.apiVersion, header.correlationId, response);
+  // As the door encodes them: a Fetch answer's record set is referenced, not copied.
+  const respond = (response: Struct): Buffer[] =>
+    encodeResponseChunks(request.schema, header.apiVersion, header.correlationId, response);
   switch (header.apiKey) {
     case API_VERSIONS.apiKey:
       return respond({ errorCode: ErrorCode.NONE, apiKeys: ADVERTISED_API_VERSIONS, throttleTimeMs: 0 });
@@ -153,7 +156,14 @@ function accept(socket: Socket): void {
       const rest = head.subarray(4 + size);
       chunks = rest.length === 0 ? [] : [rest];
       buffered = rest.length;
-      if (response !== undefined) socket.write(response);
+      if (response === undefined) continue;
+      if (response.length === 1) {
+        socket.write(response[0]!);
+      } else {
+        socket.cork();
+        for (const chunk of response) socket.write(chunk);
+        socket.uncork();
+      }
     }
   });
   socket.on('error', () => undefined);
@@ -168,7 +178,7 @@ const listening = new Promise<number>((resolve) =>
   }),
 );
 
-let window: { t0: number; cpu: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization> };
+const meter = new CpuWindowMeter();
 
 serveParent(
   {
@@ -177,17 +187,8 @@ serveParent(
       fetchRecords = Buffer.from(base64, 'base64');
     },
     connections: () => sockets.size,
-    windowStart: () => {
-      window = { t0: performance.now(), cpu: process.cpuUsage(), elu: performance.eventLoopUtilization() };
-    },
-    windowStop: (): CpuWindow => {
-      const cpu = process.cpuUsage(window.cpu);
-      return {
-        wallUs: (performance.now() - window.t0) * 1_000,
-        cpuUs: cpu.user + cpu.system,
-        eventLoopUtilization: performance.eventLoopUtilization(window.elu).utilization,
-      };
-    },
+    windowStart: () => meter.start(),
+    windowStop: () => meter.stop(),
     memory: (): ServerMemory => memoryAfterCollection(),
   },
   () =>

@@ -59,6 +59,10 @@ export interface MeasuredWindow {
   readonly wallUs: number;
   readonly cpuUs: number;
   readonly eventLoopUtilization: number;
+  /** Kernel CPU, minor page faults and collections' pauses, when the server reports them (bench:kafka's do). */
+  readonly systemUs?: number;
+  readonly minorFaults?: number;
+  readonly gcPauseUs?: number;
 }
 
 /**
@@ -68,7 +72,7 @@ export interface MeasuredWindow {
 export async function measureWindow(
   server: {
     windowStart(): Promise<void>;
-    windowStop(): Promise<{ wallUs: number; cpuUs: number; eventLoopUtilization: number }>;
+    windowStop(): Promise<Omit<MeasuredWindow, 'answered'>>;
   },
   driver: ClosedLoopDriver,
   warmupMs: number,

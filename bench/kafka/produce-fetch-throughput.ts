@@ -35,15 +35,23 @@ import { startKafkaBenchServer, type KafkaBenchServer } from './server-process';
  *   no headers) encoded once, the same number outstanding.
  * - Fetch: FETCH_WINDOWS fixed offsets FETCH_STRIDE apart in what the Kafka side produced, each asked for
  *   in turn with a 1 MiB partition limit and max wait 0, FETCH_IN_FLIGHT outstanding. Fetch v6 on the
- *   Kafka door; the gRPC Broker.Fetch for the same offsets; the floor answers every Fetch with the record
- *   set cohort's door served for the first offset. Answers are counted as bytes; records a window holds are
- *   counted once, in a pass before the rounds, and every later answer must be as long (a gRPC answer give or
- *   take a few bytes: its high watermark is a varint, and the log grows between rounds).
+ *   Kafka door, on FETCH_IN_FLIGHT connections with one Fetch outstanding on each, as consumers fetch
+ *   (librdkafka, the Java client and KafkaJS wait for a broker's Fetch answer before sending the next);
+ *   the gRPC Broker.Fetch for the same offsets; the floor answers every Fetch with the record set cohort's
+ *   door served for the first offset, on as many connections. For reading, the same Fetches pipelined two
+ *   a connection on CONNECTIONS connections, to the door and to the floor: the door serves a connection's
+ *   next request once the answer before it is in the socket (as Kafka mutes a channel), the floor at once.
+ *   Answers are counted as bytes; records a window holds are counted once, in a pass before the rounds,
+ *   and every later answer must be as long (a gRPC answer give or take a few bytes: its high watermark is
+ *   a varint, and the log grows between rounds). Each Fetch side starts after a `sync` too and, with the
+ *   page cache dropped, after one untimed read of every window: Fetch is measured from the page cache, as
+ *   a consumer near the tail reads, not from the disk.
  * - librdkafka (when `kcat` is installed): `kcat -P` of KCAT_RECORDS lines of 1 KiB from a file, acks=1
  *   and acks=-1, to cohort and (acks=1) to both floors; `kcat -C` of the acks=1 topic from the beginning to
  *   its end. Timed from spawn to exit, process start and metadata included; the offsets are checked.
  * Per side and round: records/s, MB/s of record values (Produce) or of answers (Fetch), and the server's
- * CPU µs per record.
+ * CPU µs per record, with the shares of that CPU spent in the kernel and in collections and the server's
+ * minor page faults per MB (bench/kafka/cpu-window.ts).
  *
  * Every Produce side starts on a clean page cache: `sync` runs before it, untimed (`writeBackEarlierSides`).
  * Without it a side paid for the sides before it: a raw Produce side leaves ~0.5–1 GB of dirty pages, and
@@ -104,7 +112,12 @@ export interface ThroughputShape {
   readonly cpuProfileDir?: string;
   /** Drop the clean page cache after each `sync` (`--page-cache=drop`; see the top of this file). */
   readonly isPageCacheDropped?: boolean;
+  /** Which sides run (`--throughput=produce,fetch,kcat`); all of them unless given. */
+  readonly parts?: ReadonlySet<ThroughputPart>;
 }
+
+export const THROUGHPUT_PARTS = ['produce', 'fetch', 'kcat'] as const;
+export type ThroughputPart = (typeof THROUGHPUT_PARTS)[number];
 
 export interface ThroughputResult {
   readonly rounds: RoundSet;
@@ -242,6 +255,37 @@ function kafkaDriver(
   return driver;
 }
 
+/**
+ * Like kafkaDriver, with one request outstanding on each connection at a time, as a Kafka consumer fetches
+ * (librdkafka, the Java client and KafkaJS each wait for a broker's Fetch answer before the next).
+ */
+function kafkaDriverOneEach(
+  connections: readonly KafkaFrameConnection[],
+  frameOf: (item: number) => Buffer,
+  items: number,
+  check: (item: number, frame: Buffer) => void,
+): ClosedLoopDriver {
+  const idle = [...connections];
+  const driver: ClosedLoopDriver = new ClosedLoopDriver(
+    (item, onAnswer) => {
+      // As many in flight as connections: one is always idle when the driver sends.
+      const connection = idle.pop()!;
+      connection.send(frameOf(item), (frame) => {
+        idle.push(connection);
+        try {
+          check(item, frame);
+        } catch (error) {
+          driver.fail(error as Error);
+        }
+        onAnswer();
+      });
+    },
+    items,
+    connections.length,
+  );
+  return driver;
+}
+
 function grpcDriver<Res>(
   channels: RawHttp2Channels,
   path: string,
@@ -278,8 +322,10 @@ export async function produceFetchThroughput(
   shape: ThroughputShape,
   log: (text: string) => void,
 ): Promise<ThroughputResult> {
-  const isKcat = hasKcat();
-  if (!isKcat) log('  kcat is not installed (apt-get install -y kcat): the librdkafka figures are left out');
+  const parts: ReadonlySet<ThroughputPart> = shape.parts ?? new Set(THROUGHPUT_PARTS);
+  const isKcat = parts.has('kcat') && hasKcat();
+  if (parts.has('kcat') && !isKcat)
+    log('  kcat is not installed (apt-get install -y kcat): the librdkafka figures are left out');
   const server: KafkaBenchServer = await startKafkaBenchServer({
     isFsyncOff: true,
     cpuProfileDir: shape.cpuProfileDir,
@@ -294,6 +340,13 @@ export async function produceFetchThroughput(
   const cohortConnections = await openConnections('127.0.0.1', server.kafkaPort, CONNECTIONS, onFailure);
   const bareConnections = await openConnections('127.0.0.1', bare.port, CONNECTIONS, onFailure);
   const storingConnections = await openConnections('127.0.0.1', storing.port, CONNECTIONS, onFailure);
+  const cohortFetchConnections = await openConnections(
+    '127.0.0.1',
+    server.kafkaPort,
+    FETCH_IN_FLIGHT,
+    onFailure,
+  );
+  const bareFetchConnections = await openConnections('127.0.0.1', bare.port, FETCH_IN_FLIGHT, onFailure);
   const channels = new RawHttp2Channels(server.grpcTarget, CONNECTIONS);
   const broker = loadCohortProtos().broker;
   try {
@@ -416,19 +469,33 @@ export async function produceFetchThroughput(
       grpcFetchBytes.push(bytes.length);
       grpcFetchRecords.push(partition.records.length);
     }
-    const fetchCounted = { kafka: 0, grpc: 0, floor: 0 };
+    const fetchCounted = {
+      kafkaFetch: 0,
+      grpcFetch: 0,
+      floorFetch: 0,
+      kafkaFetchPipelined: 0,
+      floorFetchPipelined: 0,
+    };
+    const checkKafkaFetch =
+      (side: 'kafkaFetch' | 'kafkaFetchPipelined') =>
+      (w: number, frame: Buffer): void => {
+        if (frame.length !== kafkaFetchBytes[w])
+          throw new Error(`Fetch at window ${w}: ${frame.length} bytes, expected ${kafkaFetchBytes[w]}`);
+        fetchCounted[side] += kafkaFetchRecords[w]!;
+      };
+    const checkFloorFetch =
+      (side: 'floorFetch' | 'floorFetchPipelined') =>
+      (_w: number, frame: Buffer): void => {
+        if (frame.length !== floorFetchBytes) throw new Error(`floor Fetch: ${frame.length} bytes`);
+        fetchCounted[side] += floorFetchRecords;
+      };
     const fetchDrivers = {
       kafkaFetch: () =>
-        kafkaDriver(
-          cohortConnections,
+        kafkaDriverOneEach(
+          cohortFetchConnections,
           (w) => kafkaFetchFrames[w]!,
           FETCH_WINDOWS,
-          FETCH_IN_FLIGHT,
-          (w, frame) => {
-            if (frame.length !== kafkaFetchBytes[w])
-              throw new Error(`Fetch at window ${w}: ${frame.length} bytes, expected ${kafkaFetchBytes[w]}`);
-            fetchCounted.kafka += kafkaFetchRecords[w]!;
-          },
+          checkKafkaFetch('kafkaFetch'),
         ),
       grpcFetch: () =>
         grpcDriver(
@@ -444,26 +511,42 @@ export async function produceFetchThroughput(
               throw new Error(
                 `gRPC Fetch at window ${w}: ${bytes.length} bytes, expected ${grpcFetchBytes[w]}`,
               );
-            fetchCounted.grpc += grpcFetchRecords[w]!;
+            fetchCounted.grpcFetch += grpcFetchRecords[w]!;
           },
         ),
       floorFetch: () =>
+        kafkaDriverOneEach(
+          bareFetchConnections,
+          (w) => kafkaFetchFrames[w]!,
+          FETCH_WINDOWS,
+          checkFloorFetch('floorFetch'),
+        ),
+      kafkaFetchPipelined: () =>
+        kafkaDriver(
+          cohortConnections,
+          (w) => kafkaFetchFrames[w]!,
+          FETCH_WINDOWS,
+          FETCH_IN_FLIGHT,
+          checkKafkaFetch('kafkaFetchPipelined'),
+        ),
+      floorFetchPipelined: () =>
         kafkaDriver(
           bareConnections,
           (w) => kafkaFetchFrames[w]!,
           FETCH_WINDOWS,
           FETCH_IN_FLIGHT,
-          (_w, frame) => {
-            if (frame.length !== floorFetchBytes) throw new Error(`floor Fetch: ${frame.length} bytes`);
-            fetchCounted.floor += floorFetchRecords;
-          },
+          checkFloorFetch('floorFetchPipelined'),
         ),
     };
     type FetchSide = keyof typeof fetchDrivers;
+    const kafkaFetchBytesPerRecord =
+      kafkaFetchBytes.reduce((a, b) => a + b, 0) / kafkaFetchRecords.reduce((a, b) => a + b, 0);
     const fetchBytesPerRecord = {
-      kafkaFetch: kafkaFetchBytes.reduce((a, b) => a + b, 0) / kafkaFetchRecords.reduce((a, b) => a + b, 0),
+      kafkaFetch: kafkaFetchBytesPerRecord,
       grpcFetch: grpcFetchBytes.reduce((a, b) => a + b, 0) / grpcFetchRecords.reduce((a, b) => a + b, 0),
       floorFetch: floorFetchBytes / floorFetchRecords,
+      kafkaFetchPipelined: kafkaFetchBytesPerRecord,
+      floorFetchPipelined: floorFetchBytes / floorFetchRecords,
     };
     log(
       `  Fetch windows: ${FETCH_WINDOWS} offsets, ~${Math.round(kafkaFetchRecords[0]!)} records (Kafka) and ` +
@@ -480,9 +563,13 @@ export async function produceFetchThroughput(
       rounds.record(`${side}MBPerSec`, bytes / w.wallUs);
       rounds.record(`${side}CpuUsPerRecord`, w.cpuUs / records);
       rounds.record(`${side}EventLoopUtilization`, w.eventLoopUtilization);
+      if (w.systemUs !== undefined) rounds.record(`${side}SystemShare`, w.systemUs / w.cpuUs);
+      if (w.minorFaults !== undefined)
+        rounds.record(`${side}MinorFaultsPerMB`, w.minorFaults / (bytes / 1e6));
+      if (w.gcPauseUs !== undefined) rounds.record(`${side}GcShare`, w.gcPauseUs / w.cpuUs);
     };
     for (let r = 0; r < shape.rounds; r++) {
-      const produceSides = Object.keys(produceDrivers) as ProduceSide[];
+      const produceSides = parts.has('produce') ? (Object.keys(produceDrivers) as ProduceSide[]) : [];
       if (r % 2 === 1) produceSides.reverse();
       for (const side of produceSides) {
         const target = side === 'floorAcks1' ? bare : side === 'storingFloorAcks1' ? storing : server;
@@ -491,18 +578,24 @@ export async function produceFetchThroughput(
         const records = w.answered * RECORDS_PER_REQUEST;
         record(side, w, records, records * RECORD_BYTES);
       }
-      const fetchSides = Object.keys(fetchDrivers) as FetchSide[];
+      const fetchSides = parts.has('fetch') ? (Object.keys(fetchDrivers) as FetchSide[]) : [];
       if (r % 2 === 1) fetchSides.reverse();
       for (const side of fetchSides) {
-        const target = side === 'floorFetch' ? bare : server;
-        const key = side === 'kafkaFetch' ? 'kafka' : side === 'grpcFetch' ? 'grpc' : 'floor';
+        const target = side === 'floorFetch' || side === 'floorFetchPipelined' ? bare : server;
+        // A Fetch side reads what the fill wrote, from the page cache as a consumer at the tail does: the
+        // Produce sides' dirty pages are written back first (or the kernel writes them during this side),
+        // and with the cache dropped every window is read once, untimed, back into it.
+        writeBackEarlierSides(shape.isPageCacheDropped === true);
+        if (shape.isPageCacheDropped === true) {
+          for (const frame of kafkaFetchFrames) await cohortConnections[0]!.request(frame);
+        }
         const driver = fetchDrivers[side]();
         driver.start();
         await new Promise((resolve) => setTimeout(resolve, shape.warmupMs));
         await target.windowStart();
-        const before = fetchCounted[key];
+        const before = fetchCounted[side];
         await new Promise((resolve) => setTimeout(resolve, shape.windowMs));
-        const records = fetchCounted[key] - before;
+        const records = fetchCounted[side] - before;
         const window = await target.windowStop();
         await driver.stop();
         if (driver.failure !== undefined) throw driver.failure;
@@ -551,21 +644,39 @@ export async function produceFetchThroughput(
       }
       if (failure !== undefined) throw failure;
       const v = (name: string): string => Math.round(rounds.values(name)[r]!).toLocaleString('en-US');
-      log(
-        `  round ${r + 1}: Produce records/s: Kafka acks=1 ${v('kafkaAcks1RecordsPerSec')}, acks=-1 ` +
-          `${v('kafkaAcksAllRecordsPerSec')}, gRPC ${v('grpcAcks1RecordsPerSec')}, floor ${v('floorAcks1RecordsPerSec')}, ` +
-          `storing floor ${v('storingFloorAcks1RecordsPerSec')}` +
-          (isKcat
-            ? `, kcat acks=1 ${v('kcatAcks1RecordsPerSec')}, acks=-1 ${v('kcatAcksAllRecordsPerSec')}, to the floor ${v('kcatFloorAcks1RecordsPerSec')}`
-            : '') +
-          `; Fetch records/s: Kafka ${v('kafkaFetchRecordsPerSec')}, gRPC ${v('grpcFetchRecordsPerSec')}, floor ` +
-          `${v('floorFetchRecordsPerSec')}${isKcat ? `, kcat ${v('kcatFetchRecordsPerSec')}` : ''}`,
-      );
+      const said: string[] = [];
+      if (parts.has('produce')) {
+        said.push(
+          `Produce records/s: Kafka acks=1 ${v('kafkaAcks1RecordsPerSec')}, acks=-1 ` +
+            `${v('kafkaAcksAllRecordsPerSec')}, gRPC ${v('grpcAcks1RecordsPerSec')}, floor ${v('floorAcks1RecordsPerSec')}, ` +
+            `storing floor ${v('storingFloorAcks1RecordsPerSec')}`,
+        );
+      }
+      if (isKcat) {
+        said.push(
+          `kcat Produce records/s: acks=1 ${v('kcatAcks1RecordsPerSec')}, acks=-1 ${v('kcatAcksAllRecordsPerSec')}, ` +
+            `to the floor ${v('kcatFloorAcks1RecordsPerSec')}`,
+        );
+      }
+      if (parts.has('fetch')) {
+        said.push(
+          `Fetch records/s: Kafka ${v('kafkaFetchRecordsPerSec')}, gRPC ${v('grpcFetchRecordsPerSec')}, floor ` +
+            `${v('floorFetchRecordsPerSec')}; pipelined: Kafka ${v('kafkaFetchPipelinedRecordsPerSec')}, floor ` +
+            `${v('floorFetchPipelinedRecordsPerSec')}${isKcat ? `; kcat ${v('kcatFetchRecordsPerSec')}` : ''}`,
+        );
+      }
+      log(`  round ${r + 1}: ${said.join('; ')}`);
     }
     return { rounds, hasKcat: isKcat };
   } finally {
     channels.close();
-    await closeConnections([...cohortConnections, ...bareConnections, ...storingConnections]);
+    await closeConnections([
+      ...cohortConnections,
+      ...bareConnections,
+      ...storingConnections,
+      ...cohortFetchConnections,
+      ...bareFetchConnections,
+    ]);
     await bare.stop();
     await storing.stop();
     await server.stop();

@@ -13,7 +13,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { createConfig, type CohortConfig } from '../../src/config';
 import { createServer } from '../../src/server';
@@ -21,17 +20,13 @@ import { serveParent } from '../group/child-rpc';
 import { applyServerHeapPolicy } from '../group/server-heap-policy';
 import { memoryAfterCollection } from '../support/gc-recorder';
 import { argValue } from '../support/bench-args';
+import { CpuWindowMeter } from './cpu-window';
+
+export type { CpuWindow } from './cpu-window';
 
 export interface ServerPorts {
   readonly grpcPort: number;
   readonly kafkaPort: number;
-}
-
-export interface CpuWindow {
-  readonly wallUs: number;
-  readonly cpuUs: number;
-  /** Event-loop utilisation in the window (1 = the loop never idled: the server was saturated). */
-  readonly eventLoopUtilization: number;
 }
 
 export interface ServerMemory {
@@ -63,22 +58,13 @@ const ports: Promise<ServerPorts> = server.start().then(async ({ port }) => {
   return { grpcPort: port, kafkaPort: kafka.port };
 });
 
-let window: { t0: number; cpu: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization> };
+const meter = new CpuWindowMeter();
 
 serveParent(
   {
     ports: () => ports,
-    windowStart: () => {
-      window = { t0: performance.now(), cpu: process.cpuUsage(), elu: performance.eventLoopUtilization() };
-    },
-    windowStop: (): CpuWindow => {
-      const cpu = process.cpuUsage(window.cpu);
-      return {
-        wallUs: (performance.now() - window.t0) * 1_000,
-        cpuUs: cpu.user + cpu.system,
-        eventLoopUtilization: performance.eventLoopUtilization(window.elu).utilization,
-      };
-    },
+    windowStart: () => meter.start(),
+    windowStop: () => meter.stop(),
     memory: (): ServerMemory => memoryAfterCollection(),
   },
   async () => {

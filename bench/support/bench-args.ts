@@ -19,12 +19,17 @@ export function readRounds(fallback: number): number {
 
 /** The sections `--only=a,b` names, each one of `sections`; every section without it. */
 export function readOnly<S extends string>(sections: readonly S[]): Set<S> {
-  const arg = argValue('only');
-  const only = arg === undefined ? [...sections] : arg.split(',');
-  for (const name of only) {
-    if (!(sections as readonly string[]).includes(name)) {
-      throw new RangeError(`--only takes ${sections.join(',')}, got ${name}`);
+  return readList('only', sections);
+}
+
+/** The items `--name=a,b` lists, each one of `items`; every item without it. */
+export function readList<S extends string>(name: string, items: readonly S[]): Set<S> {
+  const arg = argValue(name);
+  const listed = arg === undefined ? [...items] : arg.split(',');
+  for (const item of listed) {
+    if (!(items as readonly string[]).includes(item)) {
+      throw new RangeError(`--${name} takes ${items.join(',')}, got ${item}`);
     }
   }
-  return new Set(only as S[]);
+  return new Set(listed as S[]);
 }

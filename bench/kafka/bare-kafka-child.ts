@@ -3,10 +3,10 @@
  * Kafka frames as cohort's door, decodes each with cohort's codec (src/kafka/protocol: header, body, records
  * left as raw bytes as the door leaves them) and answers at once without storing anything: ApiVersions with
  * cohort's list, Metadata naming itself as the leader of partition 0 of every topic asked for, Produce with
- * a base offset counted up per request (the records are neither checked nor kept), Fetch with one canned
- * record set the parent hands over (what cohort served for the same request), Heartbeat with NONE. No
- * queue, no log, no coordinator, no metrics: what any Kafka server on Node pays at least for the same
- * requests and connections. It encodes and writes answers as the door does (a record set referenced and
+ * a base offset counted up per request (the records are neither checked nor kept), Fetch with the record
+ * set the parent handed over for its fetch offset (what cohort served for the same request), Heartbeat
+ * with NONE. No queue, no log, no coordinator, no metrics: what any Kafka server on Node pays at least for
+ * the same requests and connections. It encodes and writes answers as the door does (a record set referenced and
  * written with its frame's head in one writev). Its memory and CPU are read over IPC, as the cohort server
  * child's are.
  *
@@ -35,7 +35,8 @@ import type { ServerMemory } from './server-child';
 import { CpuWindowMeter } from './cpu-window';
 
 const NODE_ID = 0;
-let fetchRecords: Buffer = Buffer.alloc(0);
+/** The record set each Fetch offset is answered with, whatever the topic and partition. */
+const fetchRecords = new Map<number, Buffer>();
 let nextOffset = 0;
 let port = 0;
 /** Open sockets, to end them at exit (cohort's listener keeps such a set too). */
@@ -55,6 +56,12 @@ function store(records: Buffer): void {
     written += writeSync(storeFd!, records, written, records.length - written, storePosition + written);
   }
   storePosition += records.length;
+}
+
+function recordsAt(fetchOffset: number): Buffer {
+  const records = fetchRecords.get(fetchOffset);
+  if (records === undefined) throw new Error(`the floor has no records for offset ${fetchOffset}`);
+  return records;
 }
 
 function answer(frame: Buffer): Buffer[] | undefined {
@@ -114,7 +121,10 @@ function answer(frame: Buffer): Buffer[] | undefined {
       });
     }
     case FETCH.apiKey: {
-      const topics = body.topics as { topic: string; partitions: { partition: number }[] }[];
+      const topics = body.topics as {
+        topic: string;
+        partitions: { partition: number; fetchOffset: number }[];
+      }[];
       return respond({
         throttleTimeMs: 0,
         responses: topics.map((t) => ({
@@ -126,7 +136,7 @@ function answer(frame: Buffer): Buffer[] | undefined {
             lastStableOffset: Number.MAX_SAFE_INTEGER,
             logStartOffset: 0,
             abortedTransactions: null,
-            records: fetchRecords,
+            records: recordsAt(p.fetchOffset),
           })),
         })),
       });
@@ -183,8 +193,8 @@ const meter = new CpuWindowMeter();
 serveParent(
   {
     port: () => listening,
-    setFetchRecords: (base64: string) => {
-      fetchRecords = Buffer.from(base64, 'base64');
+    setFetchRecords: ({ fetchOffset, base64 }: { fetchOffset: number; base64: string }) => {
+      fetchRecords.set(fetchOffset, Buffer.from(base64, 'base64'));
     },
     connections: () => sockets.size,
     windowStart: () => meter.start(),

@@ -6,8 +6,8 @@ import type { CpuWindow, ServerMemory } from './server-child';
 export interface BareKafkaServer {
   readonly pid: number;
   readonly port: number;
-  /** The record set every Fetch is answered with. */
-  setFetchRecords(records: Buffer): Promise<void>;
+  /** The record set a Fetch at `fetchOffset` is answered with. */
+  setFetchRecords(fetchOffset: number, records: Buffer): Promise<void>;
   /** Connections open on the server. */
   connections(): Promise<number>;
   windowStart(): Promise<void>;
@@ -25,7 +25,8 @@ export async function startBareKafkaServer(storeDir?: string): Promise<BareKafka
   return {
     pid: child.pid,
     port,
-    setFetchRecords: (records) => child.request('setFetchRecords', records.toString('base64')),
+    setFetchRecords: (fetchOffset, records) =>
+      child.request('setFetchRecords', { fetchOffset, base64: records.toString('base64') }),
     connections: () => child.request('connections'),
     windowStart: () => child.request('windowStart'),
     windowStop: () => child.request('windowStop'),

@@ -37,8 +37,8 @@ import { startKafkaBenchServer, type KafkaBenchServer } from './server-process';
  *   in turn with a 1 MiB partition limit and max wait 0, FETCH_IN_FLIGHT outstanding. Fetch v6 on the
  *   Kafka door, on FETCH_IN_FLIGHT connections with one Fetch outstanding on each, as consumers fetch
  *   (librdkafka, the Java client and KafkaJS wait for a broker's Fetch answer before sending the next);
- *   the gRPC Broker.Fetch for the same offsets; the floor answers every Fetch with the record set cohort's
- *   door served for the first offset, on as many connections. For reading, the same Fetches pipelined two
+ *   the gRPC Broker.Fetch for the same offsets; the floor answers each window's Fetch with the record set
+ *   cohort's door served for it (the same bytes, 64 MB of them, held in memory), on as many connections. For reading, the same Fetches pipelined two
  *   a connection on CONNECTIONS connections, to the door and to the floor: the door serves a connection's
  *   next request once the answer before it is in the socket (as Kafka mutes a channel), the floor at once.
  *   Answers are counted as bytes; records a window holds are counted once, in a pass before the rounds,
@@ -423,7 +423,7 @@ export async function produceFetchThroughput(
     await filled.stop();
     if (filled.failure !== undefined) throw filled.failure;
 
-    // --- Fetch: one pass to count each window's records, and the floor's canned answer ---
+    // --- Fetch: one pass to count each window's records, and the floor's canned answers ---
     const kafkaFetchFrames = Array.from({ length: FETCH_WINDOWS }, (_, w) =>
       fetchFrame(KAFKA_TOPIC, w * FETCH_STRIDE),
     );
@@ -432,11 +432,18 @@ export async function produceFetchThroughput(
     for (let w = 0; w < FETCH_WINDOWS; w++) {
       const frame = await cohortConnections[0]!.request(kafkaFetchFrames[w]!);
       kafkaFetchBytes.push(frame.length);
-      kafkaFetchRecords.push(recordsInBatches(fetchedRecords(frame)));
+      const records = fetchedRecords(frame);
+      kafkaFetchRecords.push(recordsInBatches(records));
+      // The floor answers each window with what cohort served for it: the same bytes, from memory.
+      await bare.setFetchRecords(w * FETCH_STRIDE, records);
     }
-    await bare.setFetchRecords(fetchedRecords(await cohortConnections[0]!.request(kafkaFetchFrames[0]!)));
-    const floorFetchBytes = (await bareConnections[0]!.request(kafkaFetchFrames[0]!)).length;
-    const floorFetchRecords = kafkaFetchRecords[0]!;
+    for (let w = 0; w < FETCH_WINDOWS; w++) {
+      const floorBytes = (await bareConnections[0]!.request(kafkaFetchFrames[w]!)).length;
+      if (floorBytes !== kafkaFetchBytes[w])
+        throw new Error(
+          `the floor's Fetch at window ${w}: ${floorBytes} bytes, cohort's ${kafkaFetchBytes[w]}`,
+        );
+    }
     const grpcFetchRequests = Array.from({ length: FETCH_WINDOWS }, (_, w) =>
       broker.Fetch.requestSerialize({
         replicaId: -1,
@@ -485,9 +492,12 @@ export async function produceFetchThroughput(
       };
     const checkFloorFetch =
       (side: 'floorFetch' | 'floorFetchPipelined') =>
-      (_w: number, frame: Buffer): void => {
-        if (frame.length !== floorFetchBytes) throw new Error(`floor Fetch: ${frame.length} bytes`);
-        fetchCounted[side] += floorFetchRecords;
+      (w: number, frame: Buffer): void => {
+        if (frame.length !== kafkaFetchBytes[w])
+          throw new Error(
+            `floor Fetch at window ${w}: ${frame.length} bytes, expected ${kafkaFetchBytes[w]}`,
+          );
+        fetchCounted[side] += kafkaFetchRecords[w]!;
       };
     const fetchDrivers = {
       kafkaFetch: () =>
@@ -544,9 +554,9 @@ export async function produceFetchThroughput(
     const fetchBytesPerRecord = {
       kafkaFetch: kafkaFetchBytesPerRecord,
       grpcFetch: grpcFetchBytes.reduce((a, b) => a + b, 0) / grpcFetchRecords.reduce((a, b) => a + b, 0),
-      floorFetch: floorFetchBytes / floorFetchRecords,
+      floorFetch: kafkaFetchBytesPerRecord,
       kafkaFetchPipelined: kafkaFetchBytesPerRecord,
-      floorFetchPipelined: floorFetchBytes / floorFetchRecords,
+      floorFetchPipelined: kafkaFetchBytesPerRecord,
     };
     log(
       `  Fetch windows: ${FETCH_WINDOWS} offsets, ~${Math.round(kafkaFetchRecords[0]!)} records (Kafka) and ` +

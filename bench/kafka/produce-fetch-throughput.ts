@@ -231,47 +231,26 @@ async function latestOffset(connection: KafkaFrameConnection, topic: string): Pr
   return partition.offset;
 }
 
-/** One closed loop of Kafka frames over `connections`, answers checked by `check`. */
+/**
+ * One closed loop of Kafka frames over `connections`, answers checked by `check`: `inFlight` outstanding,
+ * item by item across the connections, or (`oneEach`) one outstanding on each connection at a time, as a
+ * Kafka consumer fetches (librdkafka, the Java client and KafkaJS each wait for a broker's Fetch answer
+ * before the next).
+ */
 function kafkaDriver(
   connections: readonly KafkaFrameConnection[],
   frameOf: (item: number) => Buffer,
   items: number,
-  inFlight: number,
-  check: (item: number, frame: Buffer) => void,
-): ClosedLoopDriver {
-  const driver: ClosedLoopDriver = new ClosedLoopDriver(
-    (item, onAnswer) =>
-      connections[item % connections.length]!.send(frameOf(item), (frame) => {
-        try {
-          check(item, frame);
-        } catch (error) {
-          driver.fail(error as Error);
-        }
-        onAnswer();
-      }),
-    items,
-    inFlight,
-  );
-  return driver;
-}
-
-/**
- * Like kafkaDriver, with one request outstanding on each connection at a time, as a Kafka consumer fetches
- * (librdkafka, the Java client and KafkaJS each wait for a broker's Fetch answer before the next).
- */
-function kafkaDriverOneEach(
-  connections: readonly KafkaFrameConnection[],
-  frameOf: (item: number) => Buffer,
-  items: number,
+  inFlight: number | 'oneEach',
   check: (item: number, frame: Buffer) => void,
 ): ClosedLoopDriver {
   const idle = [...connections];
   const driver: ClosedLoopDriver = new ClosedLoopDriver(
     (item, onAnswer) => {
-      // As many in flight as connections: one is always idle when the driver sends.
-      const connection = idle.pop()!;
+      // With one each, as many are in flight as there are connections: one is idle whenever one is sent.
+      const connection = inFlight === 'oneEach' ? idle.pop()! : connections[item % connections.length]!;
       connection.send(frameOf(item), (frame) => {
-        idle.push(connection);
+        if (inFlight === 'oneEach') idle.push(connection);
         try {
           check(item, frame);
         } catch (error) {
@@ -281,7 +260,7 @@ function kafkaDriverOneEach(
       });
     },
     items,
-    connections.length,
+    inFlight === 'oneEach' ? connections.length : inFlight,
   );
   return driver;
 }
@@ -501,10 +480,11 @@ export async function produceFetchThroughput(
       };
     const fetchDrivers = {
       kafkaFetch: () =>
-        kafkaDriverOneEach(
+        kafkaDriver(
           cohortFetchConnections,
           (w) => kafkaFetchFrames[w]!,
           FETCH_WINDOWS,
+          'oneEach',
           checkKafkaFetch('kafkaFetch'),
         ),
       grpcFetch: () =>
@@ -525,10 +505,11 @@ export async function produceFetchThroughput(
           },
         ),
       floorFetch: () =>
-        kafkaDriverOneEach(
+        kafkaDriver(
           bareFetchConnections,
           (w) => kafkaFetchFrames[w]!,
           FETCH_WINDOWS,
+          'oneEach',
           checkFloorFetch('floorFetch'),
         ),
       kafkaFetchPipelined: () =>

@@ -61,20 +61,29 @@ class StalledSocket extends EventEmitter {
 /** Runs the connection's promise callbacks (serve() here answers at once: microtasks only). */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/**
+ * A connection on `socket` whose requests are answered at once with `answerOf(correlation id)`; returns the
+ * correlation ids served, in order.
+ */
+function connectionServing(socket: StalledSocket, answerOf: (id: number) => Buffer[]): number[] {
+  const served: number[] = [];
+  new KafkaConnection(socket as unknown as Socket, {
+    maxRequestBytes: 1 << 20,
+    time: new ManualTime(),
+    serve: async (request: ServableRequest) => {
+      served.push(request.header.correlationId);
+      return answerOf(request.header.correlationId);
+    },
+    onRefused: () => undefined,
+    onClosed: () => undefined,
+  });
+  return served;
+}
+
 describe('KafkaConnection', () => {
   test('an answer the socket cannot take holds the next request, and reading, until it drains', async () => {
     const socket = new StalledSocket();
-    const served: number[] = [];
-    new KafkaConnection(socket as unknown as Socket, {
-      maxRequestBytes: 1 << 20,
-      time: new ManualTime(),
-      serve: async (request: ServableRequest) => {
-        served.push(request.header.correlationId);
-        return [Buffer.from([request.header.correlationId])];
-      },
-      onRefused: () => undefined,
-      onClosed: () => undefined,
-    });
+    const served = connectionServing(socket, (id) => [Buffer.from([id])]);
     socket.isFull = true;
     socket.emit(
       'data',
@@ -95,18 +104,11 @@ describe('KafkaConnection', () => {
 
   test("a frame of several buffers is written corked, in order, and its last write's room decides", async () => {
     const socket = new StalledSocket();
-    const served: number[] = [];
-    new KafkaConnection(socket as unknown as Socket, {
-      maxRequestBytes: 1 << 20,
-      time: new ManualTime(),
-      serve: async (request: ServableRequest) => {
-        served.push(request.header.correlationId);
-        const id = request.header.correlationId;
-        return [Buffer.from([id]), Buffer.from([id, id]), Buffer.from([id, id, id])];
-      },
-      onRefused: () => undefined,
-      onClosed: () => undefined,
-    });
+    const served = connectionServing(socket, (id) => [
+      Buffer.from([id]),
+      Buffer.from([id, id]),
+      Buffer.from([id, id, id]),
+    ]);
     socket.isFull = true;
     socket.emit('data', Buffer.concat([1, 2].map((id) => encodeRequest(API_VERSIONS, 2, id, 'corked', {}))));
     await settle();
